@@ -1,0 +1,176 @@
+"""The data model: what a metric reads (Sample), declares (MetricInfo) and produces (Score)."""
+
+from __future__ import annotations
+
+import hashlib
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Sample(BaseModel):
+    """One system output for one item. `reference` may hold several references."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    item: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+    output: str | None = None
+    input: str | None = None
+    source: str | None = None
+    reference: str | list[str] | None = None
+    context: str | list[str] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    human: dict[str, float | None] = Field(default_factory=dict)
+    # Pairwise samples: `output_a` (by `system_a`) against `output_b` (by `system_b`).
+    output_a: str | None = None
+    output_b: str | None = None
+    system_a: str | None = None
+    system_b: str | None = None
+
+    @field_validator("item", "system", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        # Ids like 17 in a CSV are ids, not numbers; bools and floats are not ids.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @property
+    def references(self) -> list[str]:
+        if self.reference is None:
+            return []
+        return [self.reference] if isinstance(self.reference, str) else list(self.reference)
+
+    @property
+    def is_pairwise(self) -> bool:
+        return self.output_a is not None or self.output_b is not None
+
+
+SAMPLE_FIELDS: tuple[str, ...] = tuple(Sample.model_fields)
+
+
+class Status(StrEnum):
+    OK = "ok"
+    PARSE_ERROR = "parse_error"
+    REFUSED = "refused"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+MetricKind = Literal["reference", "learned", "judge", "sentinel"]
+MetricLevel = Literal["segment", "corpus"]
+
+
+class MetricInfo(BaseModel):
+    """What a metric is, what it needs and how to read its numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9_-]+\.[A-Za-z0-9_.+-]+$")
+    version: str = "1"
+    kind: MetricKind
+    requires: tuple[str, ...] = ("output",)
+    higher_is_better: bool = True
+    value_range: tuple[float | None, float | None] = (None, None)
+    # segment: one score per sample; a segment metric may also offer a corpus statistic
+    # (`has_corpus`), which is NOT the mean of its segment scores. corpus: one score per system.
+    level: MetricLevel = "segment"
+    has_corpus: bool = False
+    deterministic: bool = True
+    description: str = ""
+
+    @field_validator("requires")
+    @classmethod
+    def _known_fields(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [f for f in value if f not in SAMPLE_FIELDS]
+        if unknown:
+            raise ValueError(f"unknown Sample field(s) {unknown}; known: {list(SAMPLE_FIELDS)}")
+        return value
+
+
+class Signature(BaseModel):
+    """Everything that decides a score, as a canonical sacreBLEU-style string.
+
+    `str(signature)` looks like ``lexical.bleu@1|plugin:judgebench-lexical 0.1.0|tok:13a``:
+    the metric and its version first, then ``key:value`` pairs sorted by key. It is also the
+    base of the store and cache keys (`key`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    version: str
+    fields: dict[str, str] = Field(default_factory=dict)
+
+    def __str__(self) -> str:
+        parts = [f"{self.metric}@{self.version}"]
+        parts += [f"{k}:{self.fields[k]}" for k in sorted(self.fields)]
+        return "|".join(parts)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(str(self).encode("utf-8")).hexdigest()[:16]
+
+
+class Score(BaseModel):
+    """One metric's verdict on one sample. A failure has value None and a reason, never 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item: str
+    system: str
+    metric: str
+    value: float | None
+    status: Status = Status.OK
+    reason: str | None = None
+    signature: str = ""
+    sample_index: int = 0
+    raw: str | None = None
+    rationale: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and value != value:  # NaN: use status + reason instead
+            raise ValueError("a score value may not be NaN; return a failed status with a reason")
+        return value
+
+
+class Outcome(BaseModel):
+    """What a metric returns for one sample before the runner stamps item/system/signature."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float | None
+    status: Status = Status.OK
+    reason: str | None = None
+    raw: str | None = None
+    rationale: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+
+    @classmethod
+    def failed(cls, status: Status, reason: str, **kwargs: Any) -> Outcome:
+        return cls(value=None, status=status, reason=reason, **kwargs)
+
+
+class CorpusScore(BaseModel):
+    """A corpus-level number for one system (e.g. corpus BLEU), with how it was made."""
+
+    system: str
+    metric: str
+    value: float | None
+    status: Status = Status.OK
+    reason: str | None = None
+    signature: str = ""
+    n: int = 0

@@ -1,0 +1,258 @@
+"""The plugin host: one pluggy manager, filled from the `judgebench` entry-point group.
+
+Built-in plugins (plugins/judgebench_*) arrive through the same entry points as third-party
+ones. `JUDGEBENCH_LOAD_PLUGINS=a,b` restricts which entry points load; `load_local_plugin`
+adds a module or a .py file given on the command line. A plugin that fails to import is
+recorded by name with its error and the rest keep working; a hook with a misspelt name
+is an error (`check_pending`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from judgebench import hookspecs
+from judgebench.errors import InputError, PluginError
+from judgebench.models import MetricInfo
+
+ENTRY_POINT_GROUP = "judgebench"
+ALLOWLIST_ENV = "JUDGEBENCH_LOAD_PLUGINS"
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    name: str
+    error: str
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    info: MetricInfo
+    factory: Callable[..., Any]
+    plugin: str
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+@dataclass(frozen=True)
+class NamedEntry:
+    name: str
+    obj: Any
+    plugin: str
+
+
+@dataclass
+class PluginHost:
+    pm: pluggy.PluginManager
+    failures: list[PluginFailure] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    _cache: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    # -- registries ---------------------------------------------------------------------
+    def metrics(self) -> dict[str, MetricEntry]:
+        return self._collect("register_metrics", _metric_entry)
+
+    def sentinels(self) -> dict[str, MetricEntry]:
+        return self._collect("register_sentinels", _metric_entry)
+
+    def backends(self) -> dict[str, NamedEntry]:
+        return self._collect("register_backends", _named_entry)
+
+    def aggregators(self) -> dict[str, NamedEntry]:
+        return self._collect("register_aggregators", _named_entry)
+
+    def metric(self, name: str) -> MetricEntry:
+        found = self.metrics() | self.sentinels()
+        if name not in found:
+            known = ", ".join(sorted(found)) or "none"
+            raise InputError(f"unknown metric '{name}'; registered metrics: {known}")
+        return found[name]
+
+    def _collect(self, hook_name: str, make: Callable[..., Any]) -> dict[str, Any]:
+        if hook_name in self._cache:
+            return self._cache[hook_name]
+        found: dict[str, Any] = {}
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            plugin = impl.plugin_name
+
+            def register(*args: Any, _plugin: str = plugin, **kwargs: Any) -> None:
+                entry = make(*args, plugin=_plugin, **kwargs)
+                if entry.name in found:
+                    raise PluginError(
+                        f"plugin '{_plugin}' registers '{entry.name}', already registered by "
+                        f"plugin '{found[entry.name].plugin}'"
+                    )
+                found[entry.name] = entry
+
+            try:
+                impl.function(register=register)
+            except PluginError:
+                raise
+            except Exception as exc:  # one broken plugin must not take the others down
+                self.failures.append(PluginFailure(plugin, f"{hook_name}: {_describe(exc)}"))
+                print(f"judgebench: plugin '{plugin}' failed in {hook_name}: {exc}", file=sys.stderr)
+        self._cache[hook_name] = found
+        return found
+
+    # -- description --------------------------------------------------------------------
+    def describe(self) -> list[dict[str, Any]]:
+        rows = []
+        for name, plugin in sorted(self.pm.list_name_plugin()):
+            hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+            rows.append(
+                {"name": name, "version": self.versions.get(name, ""), "hooks": hooks, "error": None}
+            )
+        for failure in self.failures:
+            if not any(r["name"] == failure.name for r in rows):
+                rows.append({"name": failure.name, "version": self.versions.get(failure.name, ""),
+                             "hooks": [], "error": failure.error})
+            else:
+                for r in rows:
+                    if r["name"] == failure.name:
+                        r["error"] = failure.error
+        return rows
+
+    def call_register_commands(self, cli: Any) -> None:
+        for impl in self.pm.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(cli=cli)
+            except Exception as exc:
+                self.failures.append(PluginFailure(impl.plugin_name, f"register_commands: {exc}"))
+
+
+def _metric_entry(
+    metric: Any, info: MetricInfo | None = None, *, plugin: str
+) -> MetricEntry:
+    info = info or getattr(metric, "info", None)
+    if not isinstance(info, MetricInfo):
+        raise PluginError(
+            f"plugin '{plugin}' registered {metric!r} without a MetricInfo: give the class an "
+            "`info` attribute or call register(factory, info=MetricInfo(...))"
+        )
+    return MetricEntry(info=info, factory=metric, plugin=plugin)
+
+
+def _named_entry(name: str, obj: Any, *, plugin: str) -> NamedEntry:
+    if not isinstance(name, str) or not name:
+        raise PluginError(f"plugin '{plugin}' registered {obj!r} without a name")
+    return NamedEntry(name=name, obj=obj, plugin=plugin)
+
+
+def _describe(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def _allowlist() -> set[str] | None:
+    raw = os.environ.get(ALLOWLIST_ENV)
+    if raw is None:
+        return None
+    return {name.strip() for name in raw.split(",") if name.strip()}
+
+
+def _entry_points() -> Iterator[importlib.metadata.EntryPoint]:
+    seen: set[str] = set()
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in seen:  # the same distribution seen twice on sys.path
+            seen.add(ep.name)
+            yield ep
+
+
+def _import_local(spec: str) -> ModuleType:
+    path = Path(spec)
+    if spec.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise InputError(f"plugin file not found: {spec}")
+        module_name = f"judgebench_local_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise InputError(f"cannot load plugin file {spec}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        module_spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(spec)
+
+
+def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
+    pm = pluggy.PluginManager("judgebench")
+    pm.add_hookspecs(hookspecs)
+    host = PluginHost(pm=pm)
+    allow = _allowlist()
+    for ep in _entry_points():
+        if allow is not None and ep.name not in allow:
+            continue
+        version = ep.dist.version if ep.dist is not None else ""
+        host.versions[ep.name] = version
+        try:
+            module = ep.load()
+        except Exception as exc:
+            host.failures.append(PluginFailure(ep.name, _describe(exc)))
+            print(f"judgebench: plugin '{ep.name}' failed to load: {_describe(exc)}",
+                  file=sys.stderr)
+            continue
+        _register(pm, module, ep.name)
+    for spec in local_plugins:
+        try:
+            module = _import_local(spec)
+        except InputError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"plugin '{spec}' failed to load: {_describe(exc)}") from exc
+        _register(pm, module, spec)
+        host.versions[spec] = getattr(module, "__version__", "local")
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(
+            f"plugin '{exc.plugin_name if hasattr(exc, 'plugin_name') else exc.plugin}' "
+            f"implements a hook judgebench does not define: {exc}"
+        ) from None
+    _stamp_plugin_versions(host)
+    return host
+
+
+def _register(pm: pluggy.PluginManager, module: ModuleType, name: str) -> None:
+    try:
+        pm.register(module, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin '{name}' does not match judgebench's hooks: {exc}") from None
+    except ValueError as exc:  # already registered under another name
+        raise PluginError(f"plugin '{name}': {exc}") from None
+
+
+def _stamp_plugin_versions(host: PluginHost) -> None:
+    """Metric classes learn which plugin (and version) registered them, for signatures."""
+    for entry in (host.metrics() | host.sentinels()).values():
+        if isinstance(entry.factory, type) and not entry.factory.__dict__.get("plugin"):
+            version = host.versions.get(entry.plugin, "")
+            entry.factory.plugin = f"{entry.plugin} {version}".strip()
+
+
+_HOST: PluginHost | None = None
+
+
+def get_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
+    """The process-wide plugin host, built on first use (never at import)."""
+    global _HOST
+    if _HOST is None or local_plugins:
+        _HOST = build_host(local_plugins)
+    return _HOST
+
+
+def reset_host() -> None:
+    global _HOST
+    _HOST = None

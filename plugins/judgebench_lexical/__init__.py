@@ -1,0 +1,17 @@
+"""Lexical metrics (BLEU, chrF, TER, ROUGE, exact match, token F1, length) as a plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgebench.hookspecs import hookimpl
+
+__version__ = "0.1.0"
+
+
+@hookimpl
+def register_metrics(register: Any) -> None:
+    from judgebench_lexical import metrics
+
+    for metric in metrics.ALL:
+        register(metric)
