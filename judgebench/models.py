@@ -6,7 +6,7 @@ import hashlib
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Sample(BaseModel):
@@ -28,6 +28,13 @@ class Sample(BaseModel):
     output_b: str | None = None
     system_a: str | None = None
     system_b: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pair_names_system(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("system") and data.get("system_a"):
+            data = {**data, "system": f"{data['system_a']} vs {data.get('system_b')}"}
+        return data
 
     @field_validator("item", "system", mode="before")
     @classmethod
