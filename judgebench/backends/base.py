@@ -1,0 +1,311 @@
+"""The one model-backend interface: batched requests in, texts and token logprobs out.
+
+Every backend (litellm for APIs and OpenAI-compatible servers, vllm for in-process GPU
+batching, transformers for the embedded CPU default, or any plugin's) implements::
+
+    class MyBackend(Backend):
+        name = "mine"
+        async def agenerate(self, requests: Sequence[Request]) -> list[Response]: ...
+
+and is registered by a plugin with ``register_backends(register)``: ``register("mine", MyBackend)``.
+Callers get one with ``get_backend(name, **options)`` (looked up through the plugin host).
+
+Requests
+    A `Request` is plain, immutable data: either chat ``messages`` (``[{"role", "content"}]``,
+    the backend applies the model's chat template) or a raw completion ``prompt``; decoding
+    parameters (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``); what to return
+    (``logprobs`` for the generated tokens with the ``top_logprobs`` best alternatives at each
+    position, ``prompt_logprobs`` for the log-probability of every prompt token); an optional
+    ``json_schema`` for structured output; and ``sample_index``, which tells apart otherwise
+    identical requests (several samples at temperature > 0) and is part of the cache key.
+    ``max_tokens=0`` with ``prompt_logprobs=True`` scores a text without generating (this is
+    how a likelihood metric asks for log p(text)).
+
+Responses
+    `generate(requests)` (sync) / `agenerate(requests)` (async) return one `Response` per
+    request, in order, and never raise for a failed call: a failure is a Response with
+    ``error`` set (a `Failure` with a ``kind`` and a ``message`` that never contains a secret).
+    A Response carries ``text`` (and ``finish_reason``), ``logprobs`` (one `TokenLogprob` per
+    generated token, each with its ``top`` alternatives, most likely first), ``prompt_logprobs``
+    (one per prompt token; the first token's logprob is None since nothing conditions it),
+    ``tokens_in``/``tokens_out``, ``cost_usd`` (None when the price is unknown, never 0 for
+    unknown), ``latency_s``, ``model`` (the model that answered) and ``cached``.
+    A backend that cannot do what a request asks (e.g. prompt logprobs over an API) answers
+    with ``Failure(kind="unsupported")``; check `Backend.capabilities` first.
+
+Run settings
+    Backends that spend money call ``runtime.current().budget.check(estimated_cost)`` before a
+    call and ``.charge(cost_or_None)`` after it; `BudgetExceeded` propagates out of
+    `agenerate` to stop the run (finished calls are already in the judge cache). Under
+    ``runtime.current().dry_run`` a backend makes no call and answers ``kind="dry_run"``.
+
+Identity
+    `Backend.identity()` names everything about the backend that decides its outputs (backend
+    name, model id, revision); judges put it in their signature and the judge cache puts it
+    in the request hash. It never contains an API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, ClassVar, Literal
+
+from judgebench.errors import InputError
+
+Role = Literal["system", "user", "assistant"]
+
+FailureKind = Literal[
+    "rate_limited",  # 429 after every allowed attempt
+    "timeout",  # no answer within the per-call timeout, every attempt
+    "server_error",  # 5xx after every allowed attempt
+    "connection",  # could not reach the server
+    "malformed",  # an answer that is not the protocol (truncated or invalid body)
+    "bad_request",  # 4xx other than 429: retrying cannot help
+    "refused",  # the provider's content filter declined
+    "unsupported",  # the backend cannot do what the request asks
+    "dry_run",  # --dry-run: no call was made
+    "error",  # anything else
+]
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token with its log-probability and, where asked for, its best alternatives."""
+
+    token: str
+    logprob: float | None
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call. Exactly one of `messages` (chat) and `prompt` (completion) is set."""
+
+    messages: tuple[dict[str, str], ...] = ()
+    prompt: str | None = None
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+    prompt_logprobs: bool = False
+    json_schema: dict[str, Any] | None = None
+    sample_index: int = 0
+
+    def __post_init__(self) -> None:
+        if bool(self.messages) == (self.prompt is not None):
+            raise ValueError("a Request has either `messages` or `prompt`, not both or neither")
+        for message in self.messages:
+            if set(message) != {"role", "content"} or message["role"] not in (
+                "system", "user", "assistant"
+            ):
+                raise ValueError(f"a chat message is {{'role', 'content'}}, got {message!r}")
+        if self.max_tokens < 0 or (self.max_tokens == 0 and not self.prompt_logprobs):
+            raise ValueError("max_tokens must be > 0 (or 0 with prompt_logprobs=True)")
+        if self.top_logprobs < 0 or (self.top_logprobs and not self.logprobs):
+            raise ValueError("top_logprobs needs logprobs=True and must be >= 0")
+        if not 0.0 <= self.temperature <= 2.0 or not 0.0 < self.top_p <= 1.0:
+            raise ValueError("temperature must be in [0, 2] and top_p in (0, 1]")
+
+    @classmethod
+    def chat(cls, *messages: tuple[Role, str] | dict[str, str], **params: Any) -> Request:
+        """``Request.chat(("system", "..."), ("user", "..."), max_tokens=64)``."""
+        built = tuple(
+            dict(m) if isinstance(m, dict) else {"role": m[0], "content": m[1]} for m in messages
+        )
+        return cls(messages=built, **params)
+
+    def with_sample(self, index: int, *, seed: int | None = None) -> Request:
+        return replace(self, sample_index=index, seed=self.seed if seed is None else seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["messages"] = [dict(m) for m in self.messages]
+        data["stop"] = list(self.stop)
+        return data
+
+    def content_hash(self, identity: dict[str, str]) -> str:
+        """SHA-256 of the backend identity plus every field of the request (canonical JSON)."""
+        payload = {"backend": dict(sorted(identity.items())), "request": self.to_dict()}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: FailureKind
+    message: str
+    attempts: int = 1
+
+    def __str__(self) -> str:
+        tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        return f"{self.kind}{tries}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Response:
+    """The answer to one Request (or why there is none: `error`)."""
+
+    text: str = ""
+    finish_reason: str | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    prompt_logprobs: tuple[TokenLogprob, ...] | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    model: str | None = None
+    cached: bool = False
+    error: Failure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @classmethod
+    def failed(cls, kind: FailureKind, message: str, **kwargs: Any) -> Response:
+        attempts = kwargs.pop("attempts", 1)
+        return cls(error=Failure(kind, message, attempts), **kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Response:
+        def tokens(items: Any) -> tuple[TokenLogprob, ...] | None:
+            if items is None:
+                return None
+            return tuple(
+                TokenLogprob(t["token"], t["logprob"], tuple((a, b) for a, b in t["top"]))
+                for t in items
+            )
+
+        data = dict(data)
+        data["logprobs"] = tokens(data.get("logprobs"))
+        data["prompt_logprobs"] = tokens(data.get("prompt_logprobs"))
+        if data.get("error") is not None:
+            data["error"] = Failure(**data["error"])
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can return; judges adapt (e.g. G-Eval samples n times without logprobs)."""
+
+    logprobs: bool = False
+    max_top_logprobs: int = 0
+    prompt_logprobs: bool = False
+    json_schema: bool = False
+    #: Calls that cost money (the budget applies) rather than local compute.
+    paid: bool = False
+
+
+class Backend:
+    """Base class of every backend. Subclasses implement `agenerate` (or `generate_sync`)."""
+
+    name: ClassVar[str] = ""
+    capabilities: Capabilities = Capabilities()
+
+    def __init__(self, model: str, revision: str | None = None) -> None:
+        self.model = model
+        self.revision = revision or ""
+
+    # -- what decides the outputs ---------------------------------------------------------
+    def identity(self) -> dict[str, str]:
+        return {"backend": self.name, "model": self.model, "revision": self.revision or "none"}
+
+    # -- calls ----------------------------------------------------------------------------
+    async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
+        """One Response per request, in order; failures are Responses with `error` set."""
+        return await asyncio.to_thread(self.generate_sync, list(requests))
+
+    def generate_sync(self, requests: list[Request]) -> list[Response]:
+        raise NotImplementedError(f"backend {self.name} implements neither agenerate nor "
+                                  "generate_sync")
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Blocking form of `agenerate` (runs an event loop, or a thread if one is running)."""
+        return run_sync(self.agenerate(list(requests)))
+
+    # -- estimates for --dry-run and budgets ----------------------------------------------
+    def count_tokens(self, request: Request) -> int:
+        """Prompt tokens of `request`; the base estimate is ~4 characters a token."""
+        text = request.prompt if request.prompt is not None else "".join(
+            m["content"] for m in request.messages
+        )
+        return max(1, math.ceil(len(text) / 4)) + 4 * len(request.messages)
+
+    def price(self) -> tuple[float, float] | None:
+        """USD per (input token, output token); None when unknown. Local backends cost 0."""
+        return None if self.capabilities.paid else (0.0, 0.0)
+
+    def estimate_cost(self, tokens_in: int, tokens_out: int) -> float | None:
+        price = self.price()
+        if price is None:
+            return None
+        return tokens_in * price[0] + tokens_out * price[1]
+
+    def close(self) -> None:
+        """Free models, sessions or threads."""
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, even inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """A backend registered under `name` by any plugin, built with `options`.
+
+    ``get_backend("transformers")`` gives the embedded CPU default (SmolLM2-135M-Instruct);
+    ``get_backend("litellm", model="hosted_vllm/my-judge", api_base="http://host:8000/v1")``
+    an OpenAI-compatible server.
+    """
+    from judgebench.plugins import get_host
+
+    backends = get_host().backends()
+    if name not in backends:
+        known = ", ".join(sorted(backends)) or "none"
+        raise InputError(f"unknown backend '{name}'; registered backends: {known}")
+    try:
+        return backends[name].obj(**options)
+    except TypeError as exc:
+        raise InputError(f"backend '{name}': {exc}") from None
+
+
+__all__ = [
+    "Backend",
+    "Capabilities",
+    "Failure",
+    "FailureKind",
+    "Request",
+    "Response",
+    "TokenLogprob",
+    "get_backend",
+    "run_sync",
+]
