@@ -103,35 +103,37 @@ class PluginHost:
             except PluginError:
                 raise
             except Exception as exc:  # one broken plugin must not take the others down
-                self.failures.append(PluginFailure(plugin, f"{hook_name}: {_describe(exc)}"))
-                print(f"judgebench: plugin '{plugin}' failed in {hook_name}: {exc}", file=sys.stderr)
+                self.report_failure(plugin, f"{hook_name}: {_describe(exc)}")
         self._cache[hook_name] = found
         return found
 
     # -- description --------------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
-        rows = []
-        for name, plugin in sorted(self.pm.list_name_plugin()):
-            hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
-            rows.append(
-                {"name": name, "version": self.versions.get(name, ""), "hooks": hooks, "error": None}
-            )
+        """One row per plugin: name, version, hooks, and the error if it failed."""
+        errors: dict[str, list[str]] = {}
         for failure in self.failures:
-            if not any(r["name"] == failure.name for r in rows):
-                rows.append({"name": failure.name, "version": self.versions.get(failure.name, ""),
-                             "hooks": [], "error": failure.error})
-            else:
-                for r in rows:
-                    if r["name"] == failure.name:
-                        r["error"] = failure.error
-        return rows
+            errors.setdefault(failure.name, []).append(failure.error)
+        rows = {}
+        for name, plugin in self.pm.list_name_plugin():
+            hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+            rows[name] = {"name": name, "version": self.versions.get(name, ""), "hooks": hooks}
+        for name in errors:
+            rows.setdefault(name, {"name": name, "version": self.versions.get(name, ""),
+                                   "hooks": []})
+        for name, row in rows.items():
+            row["error"] = "; ".join(errors[name]) if name in errors else None
+        return [rows[name] for name in sorted(rows)]
+
+    def report_failure(self, plugin: str, error: str) -> None:
+        self.failures.append(PluginFailure(plugin, error))
+        print(f"judgebench: plugin '{plugin}' failed: {error}", file=sys.stderr)
 
     def call_register_commands(self, cli: Any) -> None:
         for impl in self.pm.hook.register_commands.get_hookimpls():
             try:
                 impl.function(cli=cli)
             except Exception as exc:
-                self.failures.append(PluginFailure(impl.plugin_name, f"register_commands: {exc}"))
+                self.report_failure(impl.plugin_name, f"register_commands: {_describe(exc)}")
 
 
 def _metric_entry(
@@ -200,9 +202,7 @@ def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
         try:
             module = ep.load()
         except Exception as exc:
-            host.failures.append(PluginFailure(ep.name, _describe(exc)))
-            print(f"judgebench: plugin '{ep.name}' failed to load: {_describe(exc)}",
-                  file=sys.stderr)
+            host.report_failure(ep.name, f"import: {_describe(exc)}")
             continue
         _register(pm, module, ep.name)
     for spec in local_plugins:

@@ -1,0 +1,136 @@
+"""`judgebench score`: run metrics over generations into the store and a wide scores table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from judgebench.errors import InputError
+from judgebench.io import read_samples, write_table, write_text
+from judgebench.runner import RunResult, run
+from judgebench.runtime import Budget, RunSettings
+from judgebench.spec import MetricSpec, load_config, parse_spec
+from judgebench.store import Store
+
+DEFAULT_STORE = "judgebench.db"
+
+
+@click.command("score")
+@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.option("-m", "--metric", "metric_specs", multiple=True, metavar="SPEC",
+              help="NAME or NAME:key=value[,key=value...]; repeatable. The spec is the column.")
+@click.option("--config", type=click.Path(path_type=Path),
+              help="TOML file with [metrics.<column>] tables (metric = NAME, options...).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Scores table (.csv, .jsonl, .parquet); CSV on stdout if omitted.")
+@click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
+              type=click.Path(path_type=Path), help="SQLite store of every score.")
+@click.option("--resume", is_flag=True,
+              help="Skip what the store already holds for the same signature and sample.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
+              help="Write corpus-level scores (one row per system and metric) here.")
+@click.option("--budget-usd", type=float, help="Stop before spending more than this.")
+@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; score nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary to stdout.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr (default: when stderr is a terminal).")
+def command(
+    input_path: Path,
+    metric_specs: tuple[str, ...],
+    config: Path | None,
+    output: Path | None,
+    store_path: Path,
+    resume: bool,
+    corpus_path: Path | None,
+    budget_usd: float | None,
+    dry_run: bool,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
+    """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics."""
+    specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
+    if config is not None:
+        specs += load_config(config)
+    if not specs:
+        raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
+    if as_json and output is None and not dry_run:
+        raise InputError("--json prints the summary to stdout: give the table a file with -o")
+    samples = read_samples(input_path)
+    settings = RunSettings(budget=Budget(limit_usd=budget_usd), dry_run=dry_run)
+    show = sys.stderr.isatty() if progress is None else progress
+    with Store(store_path) as store:
+        result = run(samples, specs, store=store, resume=resume, progress=show,
+                     settings=settings)
+    if dry_run:
+        _echo_estimates(result, as_json)
+        return
+    summary = result.summary()
+    if output is None:
+        click.echo(result.table.to_csv(index=False), nl=False)
+    else:
+        write_table(result.table, output)
+        write_text(json.dumps(summary, indent=2), f"{output}.meta.json")
+    if corpus_path is not None:
+        _write_corpus(result, corpus_path)
+    _echo_summary(result, output, store_path, corpus_path is not None)
+    if as_json:
+        click.echo(json.dumps(_json_rows(result), indent=2))
+
+
+def _json_rows(result: RunResult) -> list[dict[str, Any]]:
+    summary = result.summary()
+    rows = []
+    for column, info in summary["columns"].items():
+        corpus = {c.system: c.value for c in result.corpus if c.metric == column}
+        rows.append({"column": column, **info, "corpus": corpus or None})
+    return rows
+
+
+def _write_corpus(result: RunResult, path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [c.model_dump(mode="json") for c in result.corpus],
+        columns=["system", "metric", "value", "status", "reason", "n", "signature"],
+    )
+    write_table(frame, path)
+
+
+def _echo_summary(
+    result: RunResult, output: Path | None, store_path: Path, result_has_corpus_file: bool
+) -> None:
+    err = sys.stderr
+    where = f" -> {output}" if output else ""
+    print(f"scored {len(result.table)} rows{where} (computed {result.computed}, reused "
+          f"{result.reused} from {store_path})", file=err)
+    for p in result.metrics:
+        counts = result.statuses.get(p.column, {})
+        text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"
+        print(f"  {p.column}: {text}\n    {p.signature}", file=err)
+    by_metric: dict[str, list[Any]] = {}
+    for c in result.corpus:
+        by_metric.setdefault(c.metric, []).append(c)
+    for column, rows in by_metric.items():
+        ok = sorted((c for c in rows if c.value is not None), key=lambda c: c.value)
+        failed = len(rows) - len(ok)
+        text = (f"best {ok[-1].system} {ok[-1].value:.4f}, worst {ok[0].system} "
+                f"{ok[0].value:.4f}" if ok else "no value")
+        print(f"  corpus {column}: {len(rows)} systems, {text}"
+              + (f", {failed} failed" if failed else "")
+              + ("" if result_has_corpus_file else " (--corpus FILE writes them all)"), file=err)
+
+
+def _echo_estimates(result: RunResult, as_json: bool) -> None:
+    rows = [{"column": column, **estimate} for column, estimate in result.estimates.items()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        cost = row.get("cost_usd")
+        cost_text = "unknown" if cost is None else f"${cost:.4f}"
+        click.echo(f"{row['column']}: {row.get('calls', 0)} calls, {row.get('tokens_in', 0)} "
+                   f"tokens in, {row.get('tokens_out', 0)} tokens out, cost {cost_text}")

@@ -1,0 +1,307 @@
+"""The scoring run: metrics over samples, in batches, into the store, out as a wide table.
+
+Order of work: build every metric from its spec, check every required field (nothing runs if
+one is missing), then per metric score the samples the store does not already hold (resume),
+committing each batch, then corpus-level scores per system. The wide table is built from the
+store, so a resumed run and a fresh one produce the same table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from judgebench.errors import InputError, JudgebenchError
+from judgebench.metric import Metric
+from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
+from judgebench.redact import redact
+from judgebench.runtime import BudgetExceeded, RunSettings, running
+from judgebench.spec import MetricSpec
+from judgebench.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from judgebench.plugins import PluginHost
+
+
+@dataclass
+class PreparedMetric:
+    spec: MetricSpec
+    metric: Metric
+    signature: str
+
+    @property
+    def column(self) -> str:
+        return self.spec.column
+
+    @property
+    def segment_level(self) -> bool:
+        return self.metric.info.level == "segment"
+
+    @property
+    def corpus_level(self) -> bool:
+        return self.metric.info.level == "corpus" or self.metric.info.has_corpus
+
+
+@dataclass
+class RunResult:
+    table: pd.DataFrame
+    corpus: list[CorpusScore]
+    metrics: list[PreparedMetric]
+    statuses: dict[str, Counter[str]] = field(default_factory=dict)
+    computed: int = 0
+    reused: int = 0
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """Column -> metric, signature and status counts (for the `.meta.json` sidecar)."""
+        return {
+            "columns": {
+                p.column: {
+                    "metric": p.metric.info.name,
+                    "signature": p.signature,
+                    "higher_is_better": p.metric.info.higher_is_better,
+                    "statuses": dict(self.statuses.get(p.column, {})),
+                }
+                for p in self.metrics
+            },
+            "corpus": [c.model_dump(mode="json") for c in self.corpus],
+            "computed": self.computed,
+            "reused": self.reused,
+        }
+
+
+def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost) -> list[PreparedMetric]:
+    columns = Counter(spec.column for spec in specs)
+    twice = [c for c, n in columns.items() if n > 1]
+    if twice:
+        raise InputError(f"metric column(s) given twice: {twice}")
+    prepared = []
+    for spec in specs:
+        entry = host.metric(spec.name)
+        metric = entry.factory(**spec.options)
+        prepared.append(PreparedMetric(spec, metric, str(metric.signature())))
+    return prepared
+
+
+def _missing(sample: Sample, name: str) -> bool:
+    value = getattr(sample, name)
+    return value is None or (isinstance(value, str | list | dict) and len(value) == 0)
+
+
+def check_requirements(samples: Sequence[Sample], prepared: Sequence[PreparedMetric]) -> None:
+    """Stop before any work if a metric needs a field some samples lack."""
+    problems = []
+    for p in prepared:
+        for name in p.metric.info.requires:
+            lacking = [s for s in samples if _missing(s, name)]
+            if lacking:
+                first = lacking[0]
+                problems.append(
+                    f"metric {p.metric.info.name} needs field '{name}', missing in "
+                    f"{len(lacking)} of {len(samples)} rows (first: item={first.item!r}, "
+                    f"system={first.system!r})"
+                )
+    if problems:
+        raise InputError("; ".join(problems), field=None)
+
+
+def sample_hash(sample: Sample) -> str:
+    payload = sample.model_dump(mode="json", exclude={"human", "metadata"})
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _as_outcome(result: Any) -> Outcome:
+    if isinstance(result, Outcome):
+        return result
+    if result is None:
+        return Outcome.failed(Status.ERROR, "metric returned no value")
+    try:
+        value = float(result)
+    except (TypeError, ValueError):
+        kind = type(result).__name__
+        return Outcome.failed(Status.ERROR, f"metric returned {kind}, not a number")
+    if value != value:
+        return Outcome.failed(Status.ERROR, "metric returned NaN")
+    return Outcome(value=value)
+
+
+def _describe(exc: BaseException) -> str:
+    return redact(f"{type(exc).__name__}: {exc}") or type(exc).__name__
+
+
+def score_batch(metric: Metric, batch: Sequence[Sample]) -> list[Outcome]:
+    """Score a batch; if it raises, score its samples one by one so one bad sample fails
+    alone, with its reason."""
+    try:
+        results = list(metric.score(batch))
+        if len(results) != len(batch):
+            raise JudgebenchError(
+                f"metric {metric.info.name} returned {len(results)} results for "
+                f"{len(batch)} samples"
+            )
+    except (BudgetExceeded, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if len(batch) == 1:
+            return [Outcome.failed(Status.ERROR, _describe(exc))]
+        return [outcome for sample in batch for outcome in score_batch(metric, [sample])]
+    return [_as_outcome(r) for r in results]
+
+
+def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
+    data = outcome.model_dump()
+    data["reason"] = redact(data["reason"])
+    return Score(item=sample.item, system=sample.system, metric=p.metric.info.name,
+                 signature=p.signature, **data)
+
+
+def _progress(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr, disable=not enabled, unit="sample",
+                dynamic_ncols=True, leave=False)
+
+
+def run(
+    samples: Sequence[Sample],
+    specs: Sequence[MetricSpec],
+    *,
+    store: Store,
+    resume: bool = False,
+    progress: bool = False,
+    settings: RunSettings | None = None,
+    host: PluginHost | None = None,
+) -> RunResult:
+    from judgebench.plugins import get_host
+
+    host = host or get_host()
+    prepared = prepare_metrics(specs, host)
+    check_requirements(samples, prepared)
+    settings = settings or RunSettings()
+    hashes = [sample_hash(s) for s in samples]
+    result = RunResult(table=None, corpus=[], metrics=prepared)  # type: ignore[arg-type]
+    try:
+        with running(settings):
+            for p in prepared:
+                if settings.dry_run:
+                    result.estimates[p.column] = _estimate(p.metric, samples)
+                    continue
+                if p.segment_level:
+                    _run_segments(p, samples, hashes, store, resume, progress, result)
+                if p.corpus_level:
+                    _run_corpus(p, samples, hashes, store, resume, result)
+    finally:
+        for p in prepared:
+            p.metric.close()
+    if not settings.dry_run:
+        result.table = build_table(samples, prepared, store)
+    return result
+
+
+def _run_segments(
+    p: PreparedMetric,
+    samples: Sequence[Sample],
+    hashes: Sequence[str],
+    store: Store,
+    resume: bool,
+    progress: bool,
+    result: RunResult,
+) -> None:
+    done = store.finished(p.signature) if resume else {}
+    todo = [
+        (s, h) for s, h in zip(samples, hashes, strict=True) if done.get((s.item, s.system)) != h
+    ]
+    result.reused += len(samples) - len(todo)
+    size = max(1, p.metric.batch_size)
+    with _progress(len(todo), p.column, progress) as bar:
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            batch = [s for s, _ in chunk]
+            began = time.perf_counter()
+            outcomes = score_batch(p.metric, batch)
+            elapsed = (time.perf_counter() - began) / len(batch)
+            store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
+                      [h for _, h in chunk], elapsed)
+            result.computed += len(batch)
+            bar.update(len(batch))
+    counts: Counter[str] = Counter()
+    current = dict(zip(((s.item, s.system) for s in samples), hashes, strict=True))
+    for score in store.scores(p.signature):
+        if (score.item, score.system) in current and score.sample_index == 0:
+            counts[str(score.status)] += 1
+    result.statuses[p.column] = counts
+
+
+def _run_corpus(
+    p: PreparedMetric,
+    samples: Sequence[Sample],
+    hashes: Sequence[str],
+    store: Store,
+    resume: bool,
+    result: RunResult,
+) -> None:
+    by_system: dict[str, list[int]] = {}
+    for index, sample in enumerate(samples):
+        by_system.setdefault(sample.system, []).append(index)
+    for system, indices in by_system.items():
+        items_hash = hashlib.sha256("".join(hashes[i] for i in indices).encode()).hexdigest()[:20]
+        found = store.corpus_score(p.signature, system, items_hash) if resume else None
+        if found is None:
+            outcome = _corpus_outcome(p.metric, [samples[i] for i in indices])
+            found = CorpusScore(system=system, metric=p.column, value=outcome.value,
+                                status=outcome.status, reason=redact(outcome.reason),
+                                signature=p.signature, n=len(indices))
+            store.put_corpus([(found, items_hash)])
+        result.corpus.append(found.model_copy(update={"metric": p.column}))
+
+
+def _corpus_outcome(metric: Metric, samples: list[Sample]) -> Outcome:
+    try:
+        return _as_outcome(metric.corpus_score(samples))
+    except (BudgetExceeded, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        return Outcome.failed(Status.ERROR, _describe(exc))
+
+
+def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
+    estimate = getattr(metric, "estimate", None)
+    if estimate is None:
+        return {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
+                "note": "no model calls (local computation)"}
+    return dict(estimate(list(samples)))
+
+
+def build_table(
+    samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store
+) -> pd.DataFrame:
+    """The wide table: item, system, one column per segment-level metric spec, then the
+    `human.<name>` columns carried from the samples."""
+    import pandas as pd
+
+    data: dict[str, list[Any]] = {
+        "item": [s.item for s in samples],
+        "system": [s.system for s in samples],
+    }
+    for p in prepared:
+        if not p.segment_level:
+            continue
+        values = store.values(p.signature)
+        data[p.column] = [values.get((s.item, s.system)) for s in samples]
+    human_names: dict[str, None] = {}
+    for s in samples:
+        human_names.update(dict.fromkeys(s.human))
+    for name in human_names:
+        data[f"human.{name}"] = [s.human.get(name) for s in samples]
+    frame = pd.DataFrame(data)
+    for column in frame.columns[2:]:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame

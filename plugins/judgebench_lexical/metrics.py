@@ -1,0 +1,335 @@
+"""Lexical metrics: sacrebleu's BLEU, chrF, chrF++ and TER; rouge-score's ROUGE; SQuAD-style
+exact match and token F1; output length.
+
+sacrebleu and rouge-score are imported when a metric is first built, not with the plugin.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo, Sample
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- sacrebleu ------------------------------------------------------------------------------
+BleuTokenizer = Literal[
+    "13a", "intl", "zh", "ja-mecab", "ko-mecab", "char", "flores101", "flores200", "spm", "none"
+]
+
+
+class BleuOptions(_Options):
+    tokenize: BleuTokenizer = "13a"
+    smooth_method: Literal["exp", "floor", "add-k", "none"] = "exp"
+    smooth_value: float | None = None
+    lowercase: bool = False
+
+
+class ChrfOptions(_Options):
+    char_order: int = 6
+    word_order: int = 0
+    beta: int = 2
+    lowercase: bool = False
+    whitespace: bool = False
+    eps_smoothing: bool = False
+
+
+class ChrfPlusPlusOptions(ChrfOptions):
+    word_order: int = 2
+
+
+class TerOptions(_Options):
+    normalized: bool = False
+    no_punct: bool = False
+    asian_support: bool = False
+    case_sensitive: bool = False
+
+
+def _reference_streams(samples: Sequence[Sample]) -> list[list[str | None]]:
+    """sacrebleu wants one stream per reference position; shorter lists are padded with
+    None, which sacrebleu reads as 'no reference here'."""
+    width = max(len(s.references) for s in samples)
+    return [[s.references[i] if i < len(s.references) else None for s in samples]
+            for i in range(width)]
+
+
+class SacrebleuMetric(Metric):
+    """Sentence scores through `sentence_score`, the corpus score through `corpus_score`
+    (not the mean of sentence scores). sacrebleu's own signature is kept inside ours."""
+
+    batch_size: ClassVar[int] = 256
+
+    def _build(self, sentence: bool) -> Any:
+        raise NotImplementedError
+
+    @cached_property
+    def _sentence_metric(self) -> Any:
+        return self._build(sentence=True)
+
+    @cached_property
+    def _corpus_metric(self) -> Any:
+        return self._build(sentence=False)
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        probe = self._build(sentence=True)
+        probe.sentence_score("a b c", ["a b c"])  # sacrebleu fills its signature on first use
+        # nrefs depends on the data; eff (effective order) on sentence vs corpus level.
+        parts = [p for p in probe.get_signature().format().split("|")
+                 if not p.startswith(("nrefs:", "eff:"))]
+        fields["sacrebleu"] = "[" + "|".join(parts) + "]"
+        return fields
+
+    def score(self, samples: Sequence[Sample]) -> list[float]:
+        metric = self._sentence_metric
+        return [metric.sentence_score(s.output, s.references).score for s in samples]
+
+    def corpus_score(self, samples: Sequence[Sample]) -> float:
+        outputs = [s.output or "" for s in samples]
+        return self._corpus_metric.corpus_score(outputs, _reference_streams(samples)).score
+
+
+class Bleu(SacrebleuMetric):
+    info = MetricInfo(
+        name="lexical.bleu", kind="reference", requires=("output", "reference"),
+        value_range=(0.0, 100.0), has_corpus=True,
+        description="sacrebleu BLEU (sentence: effective order; corpus: corpus BLEU)",
+    )
+    Options = BleuOptions
+
+    def _build(self, sentence: bool) -> Any:
+        from sacrebleu.metrics import BLEU
+
+        o = self.options
+        return BLEU(tokenize=o.tokenize, smooth_method=o.smooth_method,
+                    smooth_value=o.smooth_value, lowercase=o.lowercase, effective_order=sentence)
+
+
+class Chrf(SacrebleuMetric):
+    info = MetricInfo(
+        name="lexical.chrf", kind="reference", requires=("output", "reference"),
+        value_range=(0.0, 100.0), has_corpus=True, description="sacrebleu chrF",
+    )
+    Options = ChrfOptions
+
+    def _build(self, sentence: bool) -> Any:
+        from sacrebleu.metrics import CHRF
+
+        o = self.options
+        return CHRF(char_order=o.char_order, word_order=o.word_order, beta=o.beta,
+                    lowercase=o.lowercase, whitespace=o.whitespace,
+                    eps_smoothing=o.eps_smoothing)
+
+
+class ChrfPlusPlus(Chrf):
+    info = Chrf.info.model_copy(update={"name": "lexical.chrf++",
+                                        "description": "sacrebleu chrF++ (word bigrams too)"})
+    Options = ChrfPlusPlusOptions
+
+
+class Ter(SacrebleuMetric):
+    info = MetricInfo(
+        name="lexical.ter", kind="reference", requires=("output", "reference"),
+        higher_is_better=False, value_range=(0.0, None), has_corpus=True,
+        description="sacrebleu TER (edits per reference word, x100)",
+    )
+    Options = TerOptions
+
+    def _build(self, sentence: bool) -> Any:
+        from sacrebleu.metrics import TER
+
+        o = self.options
+        return TER(normalized=o.normalized, no_punct=o.no_punct,
+                   asian_support=o.asian_support, case_sensitive=o.case_sensitive)
+
+
+# -- ROUGE ----------------------------------------------------------------------------------
+class RougeOptions(_Options):
+    multi_ref: Literal["max", "mean"] = "max"
+    measure: Literal["f", "p", "r"] = "f"
+    stemmer: bool = True
+    tokenizer: Literal["unicode", "rouge_score"] = "unicode"
+
+
+class RougeLsumOptions(RougeOptions):
+    split: Literal["auto", "newline", "punct"] = "auto"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+_MEASURE = {"f": "fmeasure", "p": "precision", "r": "recall"}
+
+
+def split_sentences(text: str, how: str) -> str:
+    """Sentences one per line, as rouge-score's rougeLsum expects. `auto` keeps existing line
+    breaks and otherwise splits after sentence-final punctuation."""
+    if how == "newline" or (how == "auto" and "\n" in text.strip()):
+        return text
+    return "\n".join(s for s in _SENTENCE_END.split(text.strip()) if s)
+
+
+class Rouge(Metric):
+    """ROUGE F-measure (or P/R) from rouge-score. Several references: `max` takes the
+    reference with the best F-measure (rouge-score's score_multi), `mean` averages."""
+
+    rouge_type: ClassVar[str]
+    batch_size: ClassVar[int] = 256
+    Options = RougeOptions
+
+    @cached_property
+    def _scorer(self) -> Any:
+        from rouge_score import rouge_scorer
+
+        from judgebench_lexical.tokenize import UnicodeTokenizer
+
+        o = self.options
+        tokenizer = UnicodeTokenizer(stemmer=o.stemmer) if o.tokenizer == "unicode" else None
+        return rouge_scorer.RougeScorer([self.rouge_type], use_stemmer=o.stemmer,
+                                        tokenizer=tokenizer)
+
+    def signature_fields(self) -> dict[str, str]:
+        from importlib.metadata import version
+
+        return {**super().signature_fields(), "rouge_score": version("rouge-score")}
+
+    def _prepare(self, text: str) -> str:
+        return text
+
+    def score(self, samples: Sequence[Sample]) -> list[float]:
+        scorer, kind = self._scorer, self.rouge_type
+        attr = _MEASURE[self.options.measure]
+        values = []
+        for sample in samples:
+            prediction = self._prepare(sample.output or "")
+            per_ref = [scorer.score(self._prepare(r), prediction)[kind]
+                       for r in sample.references]
+            if self.options.multi_ref == "mean":
+                values.append(sum(getattr(s, attr) for s in per_ref) / len(per_ref))
+            else:
+                best = max(range(len(per_ref)), key=lambda i: per_ref[i].fmeasure)
+                values.append(getattr(per_ref[best], attr))
+        return values
+
+
+def _rouge_info(rouge_type: str, description: str) -> MetricInfo:
+    return MetricInfo(name=f"lexical.{rouge_type}", kind="reference",
+                      requires=("output", "reference"), value_range=(0.0, 1.0),
+                      description=description)
+
+
+class Rouge1(Rouge):
+    rouge_type = "rouge1"
+    info = _rouge_info("rouge1", "ROUGE-1 (unigram overlap)")
+
+
+class Rouge2(Rouge):
+    rouge_type = "rouge2"
+    info = _rouge_info("rouge2", "ROUGE-2 (bigram overlap)")
+
+
+class RougeL(Rouge):
+    rouge_type = "rougeL"
+    info = _rouge_info("rougeL", "ROUGE-L (longest common subsequence, whole text)")
+
+
+class RougeLsum(Rouge):
+    rouge_type = "rougeLsum"
+    info = _rouge_info("rougeLsum", "ROUGE-Lsum (summary-level LCS over sentences)")
+    Options = RougeLsumOptions
+
+    def _prepare(self, text: str) -> str:
+        return split_sentences(text, self.options.split)
+
+
+# -- SQuAD-style answer matching ------------------------------------------------------------
+class AnswerOptions(_Options):
+    normalize: Literal["squad", "none"] = "squad"
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def squad_normalize(text: str) -> str:
+    """Lowercase, drop punctuation and English articles, collapse whitespace (SQuAD v1.1)."""
+    text = _ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION))
+    return " ".join(text.split())
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """Harmonic mean of token precision and recall over the bag of tokens (SQuAD v1.1)."""
+    pred, ref = prediction.split(), reference.split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+class _AnswerMetric(Metric):
+    Options = AnswerOptions
+    batch_size: ClassVar[int] = 1024
+
+    def _norm(self, text: str) -> str:
+        return squad_normalize(text) if self.options.normalize == "squad" else text.strip()
+
+    def _compare(self, prediction: str, reference: str) -> float:
+        raise NotImplementedError
+
+    def score(self, samples: Sequence[Sample]) -> list[float]:
+        return [
+            max(self._compare(self._norm(s.output or ""), self._norm(r)) for r in s.references)
+            for s in samples
+        ]
+
+
+class ExactMatch(_AnswerMetric):
+    info = MetricInfo(name="lexical.exact_match", kind="reference",
+                      requires=("output", "reference"), value_range=(0.0, 1.0),
+                      description="1 if the normalised output equals a normalised reference")
+
+    def _compare(self, prediction: str, reference: str) -> float:
+        return float(prediction == reference)
+
+
+class TokenF1(_AnswerMetric):
+    info = MetricInfo(name="lexical.token_f1", kind="reference",
+                      requires=("output", "reference"), value_range=(0.0, 1.0),
+                      description="SQuAD token F1, best over references")
+
+    def _compare(self, prediction: str, reference: str) -> float:
+        return token_f1(prediction, reference)
+
+
+# -- length ---------------------------------------------------------------------------------
+class LengthOptions(_Options):
+    unit: Literal["words", "chars"] = "words"
+
+
+class Length(Metric):
+    info = MetricInfo(name="lexical.length", kind="reference", requires=("output",),
+                      value_range=(0.0, None), description="output length in words or characters")
+    Options = LengthOptions
+    batch_size: ClassVar[int] = 4096
+
+    def score(self, samples: Sequence[Sample]) -> list[float]:
+        if self.options.unit == "chars":
+            return [float(len(s.output or "")) for s in samples]
+        return [float(len((s.output or "").split())) for s in samples]
+
+
+ALL: tuple[type[Metric], ...] = (
+    Bleu, Chrf, ChrfPlusPlus, Ter, Rouge1, Rouge2, RougeL, RougeLsum, ExactMatch, TokenF1, Length,
+)
