@@ -1,0 +1,1 @@
+"""Meta-evaluation core: pure numpy/scipy/pandas statistics; imports nothing from judgebench."""

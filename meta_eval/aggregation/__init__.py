@@ -1,0 +1,113 @@
+"""Social-choice aggregation of system rankings (Colombo et al. 2022; Rofin et al. 2023).
+
+Voters (benchmark tasks, metrics, or items) score systems; a rule turns their scores, or a
+set of pairwise comparisons, into one ranking with ties kept. Pure numpy/scipy/pandas.
+
+    from meta_eval.aggregation import Profile, RULES
+    profile = Profile.from_rankings([["a", "b", "c"], ["b", "c", "a"]], weights=[3, 2])
+    RULES["borda"].rank(profile).ranking
+"""
+
+from meta_eval.aggregation.agreement import (
+    HumanAgreement,
+    against_human,
+    kendall_tau_b,
+    pairwise_accuracy,
+    ranking_scores,
+    rule_agreement,
+    tier_scores,
+)
+from meta_eval.aggregation.base import (
+    PAIRWISE,
+    PROFILE,
+    AggregationRule,
+    FunctionRule,
+    NotApplicable,
+    RuleResult,
+    data_kind,
+)
+from meta_eval.aggregation.bootstrap import BootstrapResult, SystemUncertainty, bootstrap
+from meta_eval.aggregation.kemeny import agreement, kemeny, kemeny_dp, kemeny_local_search
+from meta_eval.aggregation.majority import baldwin, condorcet, copeland, minimax, schulze
+from meta_eval.aggregation.positional import (
+    borda,
+    dowdall,
+    geometric_mean,
+    mean,
+    median,
+    plurality,
+    voter_points,
+    weighted_median,
+)
+from meta_eval.aggregation.profile import Comparisons, PairwiseCounts, Profile
+from meta_eval.aggregation.rating import bradley_terry, elo, elo_ratings, fit_bradley_terry
+from meta_eval.aggregation.rules import BUILTIN_RULES, RULES
+from meta_eval.aggregation.tables import (
+    KINDS,
+    TableError,
+    comparisons_from_pairwise,
+    detect_kind,
+    drop_incomplete,
+    human_system_scores,
+    profile_from_leaderboard,
+    profile_from_scores,
+)
+from meta_eval.aggregation.weights import SUPPORTED as WEIGHTS_RULES
+from meta_eval.aggregation.weights import WinningWeights, weights_to_win
+
+__all__ = [
+    "BUILTIN_RULES",
+    "KINDS",
+    "PAIRWISE",
+    "PROFILE",
+    "RULES",
+    "WEIGHTS_RULES",
+    "AggregationRule",
+    "BootstrapResult",
+    "Comparisons",
+    "FunctionRule",
+    "HumanAgreement",
+    "NotApplicable",
+    "PairwiseCounts",
+    "Profile",
+    "RuleResult",
+    "SystemUncertainty",
+    "TableError",
+    "WinningWeights",
+    "against_human",
+    "agreement",
+    "baldwin",
+    "bootstrap",
+    "borda",
+    "bradley_terry",
+    "comparisons_from_pairwise",
+    "condorcet",
+    "copeland",
+    "data_kind",
+    "detect_kind",
+    "dowdall",
+    "drop_incomplete",
+    "elo",
+    "elo_ratings",
+    "fit_bradley_terry",
+    "geometric_mean",
+    "human_system_scores",
+    "kemeny",
+    "kemeny_dp",
+    "kemeny_local_search",
+    "kendall_tau_b",
+    "mean",
+    "median",
+    "minimax",
+    "pairwise_accuracy",
+    "plurality",
+    "profile_from_leaderboard",
+    "profile_from_scores",
+    "ranking_scores",
+    "rule_agreement",
+    "schulze",
+    "tier_scores",
+    "voter_points",
+    "weighted_median",
+    "weights_to_win",
+]

@@ -1,0 +1,212 @@
+"""The rule interface and the result every rule returns.
+
+A rule turns a profile (voters scoring systems) or a set of pairwise comparisons into a
+ranking of the systems. Ties are kept: a ranking is a list of tiers, best first, and systems
+in one tier are tied. Any object with a `name` and a `rank(data) -> RuleResult` method is a
+rule; `inputs` says which data it accepts ("profile", "pairwise"; "profile" if absent).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+PROFILE = "profile"
+PAIRWISE = "pairwise"
+
+
+class NotApplicable(TypeError):
+    """A rule was given data of a kind it cannot rank (e.g. plurality on pairwise data)."""
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """The outcome of one rule.
+
+    tiers: systems best first; systems in one tier are tied.
+    scores: the rule's score per system (higher is better), or None when it has none.
+    winners: the rule's winners; empty when it has none (e.g. a Condorcet cycle).
+    exact: False when the ranking comes from an approximation (stated in `note`).
+    """
+
+    rule: str
+    tiers: tuple[tuple[str, ...], ...]
+    scores: Mapping[str, float] | None = None
+    winners: tuple[str, ...] = ()
+    exact: bool = True
+    note: str = ""
+
+    @property
+    def ranking(self) -> list[str]:
+        return [s for tier in self.tiers for s in tier]
+
+    @property
+    def ties(self) -> list[list[str]]:
+        return [list(tier) for tier in self.tiers if len(tier) > 1]
+
+    @property
+    def ranks(self) -> dict[str, int]:
+        """Competition rank: 1 + the number of systems strictly ahead ("1224" ranking)."""
+        out: dict[str, int] = {}
+        ahead = 0
+        for tier in self.tiers:
+            for system in tier:
+                out[system] = ahead + 1
+            ahead += len(tier)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        scores = None
+        if self.scores is not None:
+            scores = {s: (None if not np.isfinite(v) else float(v)) for s, v in self.scores.items()}
+        return {
+            "rule": self.rule,
+            "ranking": self.ranking,
+            "scores": scores,
+            "winners": list(self.winners),
+            "ties": self.ties,
+            "exact": self.exact,
+            "note": self.note,
+        }
+
+
+@runtime_checkable
+class AggregationRule(Protocol):
+    """What the host needs from a rule registered through `register_aggregators`."""
+
+    name: str
+
+    def rank(self, data: Any) -> RuleResult: ...
+
+
+@dataclass(frozen=True)
+class FunctionRule:
+    """A rule made from a function `fn(data, **options) -> RuleResult`.
+
+    `missing` states how the rule treats a voter that did not score every system.
+    `with_options(**kw)` returns the rule with options set (validated against `fn`).
+    """
+
+    name: str
+    fn: Callable[..., RuleResult]
+    description: str
+    missing: str
+    inputs: frozenset[str] = frozenset({PROFILE})
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def rank(self, data: Any) -> RuleResult:
+        kind = data_kind(data)
+        if kind not in self.inputs:
+            raise NotApplicable(
+                f"rule '{self.name}' needs {' or '.join(sorted(self.inputs))} data, got {kind}"
+            )
+        result = self.fn(data, **self.options)
+        return replace(result, rule=self.name) if result.rule != self.name else result
+
+    def option_names(self) -> list[str]:
+        params = list(inspect.signature(self.fn).parameters.values())[1:]
+        return [p.name for p in params]
+
+    def with_options(self, **options: Any) -> FunctionRule:
+        known = self.option_names()
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ValueError(
+                f"rule '{self.name}' has no option(s) {unknown}; options: {known or 'none'}"
+            )
+        return replace(self, options={**self.options, **options})
+
+
+def data_kind(data: Any) -> str:
+    return getattr(data, "kind", PROFILE)
+
+
+def tiers_from_scores(
+    systems: Sequence[str], scores: np.ndarray, *, rtol: float = 1e-9, atol: float = 0.0
+) -> tuple[tuple[str, ...], ...]:
+    """Tiers from scores, higher first; equal scores (within tolerance) share a tier.
+
+    Systems with a NaN score form the last tier. Within a tier systems are sorted by name.
+    """
+    scores = np.asarray(scores, dtype=float)
+    finite = np.flatnonzero(~np.isnan(scores))
+    order = sorted(finite, key=lambda i: (-scores[i], systems[i]))
+    tiers: list[list[str]] = []
+    last = None
+    for i in order:
+        value = scores[i]
+        scale = max(1.0, abs(value), abs(last) if last is not None else 0.0)
+        if last is not None and abs(last - value) <= atol + rtol * scale:
+            tiers[-1].append(systems[i])
+        else:
+            tiers.append([systems[i]])
+            last = value
+    unscored = [systems[i] for i in np.flatnonzero(np.isnan(scores))]
+    if unscored:
+        tiers.append(unscored)
+    return tuple(tuple(sorted(t)) for t in tiers)
+
+
+def scored_result(
+    rule: str,
+    systems: Sequence[str],
+    scores: np.ndarray,
+    *,
+    note: str = "",
+    exact: bool = True,
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+) -> RuleResult:
+    """A result whose ranking follows a score per system; the top tier wins."""
+    scores = np.asarray(scores, dtype=float)
+    tiers = tiers_from_scores(systems, scores, rtol=rtol, atol=atol)
+    unscored = [s for s, v in zip(systems, scores, strict=True) if np.isnan(v)]
+    if unscored:
+        extra = f"no score for {unscored}: ranked last"
+        note = f"{note}; {extra}" if note else extra
+    winners = tiers[0] if tiers and not np.isnan(scores).all() else ()
+    return RuleResult(
+        rule=rule,
+        tiers=tiers,
+        scores=dict(zip(systems, scores.tolist(), strict=True)),
+        winners=tuple(winners),
+        exact=exact,
+        note=note,
+    )
+
+
+def layered_result(
+    rule: str,
+    systems: Sequence[str],
+    beats: np.ndarray,
+    *,
+    scores: np.ndarray | None = None,
+    note: str = "",
+) -> RuleResult:
+    """A result from a transitive 'beats' relation: tier 1 is every system nobody beats,
+    then remove it and repeat. Winners are the first tier."""
+    remaining = list(range(len(systems)))
+    tiers: list[tuple[str, ...]] = []
+    while remaining:
+        sub = beats[np.ix_(remaining, remaining)]
+        top = [remaining[k] for k in np.flatnonzero(~sub.any(axis=0))]
+        if not top:  # a cycle: cannot happen for a transitive relation, but never loop
+            top = list(remaining)
+        tiers.append(tuple(sorted(systems[i] for i in top)))
+        remaining = [i for i in remaining if i not in top]
+    return RuleResult(
+        rule=rule,
+        tiers=tuple(tiers),
+        scores=None if scores is None else dict(zip(systems, np.asarray(scores).tolist(),
+                                                    strict=True)),
+        winners=tiers[0] if tiers else (),
+        note=note,
+    )
+
+
+def names(items: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(str(x) for x in items)

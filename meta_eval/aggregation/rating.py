@@ -1,0 +1,195 @@
+"""Rating models fitted to pairwise comparisons: Bradley-Terry (with ties) and Elo.
+
+A profile is turned into comparisons first: each voter compares every pair of systems it
+scored (a tie when it scored them equal), with the voter's weight.
+
+Bradley-Terry (Bradley & Terry 1952) with ties by Davidson (1970): with strengths
+pi_i = exp(theta_i) and a tie parameter nu >= 0,
+
+    P(i beats j) = pi_i / D,   P(tie) = nu sqrt(pi_i pi_j) / D,
+    D = pi_i + pi_j + nu sqrt(pi_i pi_j).
+
+Without ties in the data nu = 0 (plain Bradley-Terry). theta is the maximum-likelihood
+estimate (L-BFGS on the exact log-likelihood and gradient, from the aggregated win and tie
+counts), centred to mean 0; scores are theta in natural-log units. The MLE is finite only
+when the "won or tied against" graph is strongly connected (Ford 1957; Hunter 2004). When it
+is not (a system that never loses, say), the fit adds an L2 penalty prior/2 * sum theta^2 and
+the note says so; `prior` > 0 asks for that penalty always.
+
+Elo (Elo 1978): sequential updates r_a += K w (s - E), E = 1 / (1 + 10^((r_b - r_a)/400)),
+which depend on the order of the games. Here the result is order-independent: comparisons
+are put in a canonical order, then ratings are averaged over `permutations` random orders
+drawn from a seeded generator (the average over permutations, as in Boubdir et al. 2023).
+A comparison of weight w counts with K * w / mean(w).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.sparse.csgraph import connected_components
+
+from meta_eval.aggregation.base import RuleResult, scored_result
+from meta_eval.aggregation.majority import _absent_last, _counts, _present, _sub
+
+FALLBACK_PRIOR = 0.01
+
+
+def _bt_objective(params: np.ndarray, wins: np.ndarray, ties: np.ndarray, n_pair: np.ndarray,
+                  with_ties: bool, prior: float) -> tuple[float, np.ndarray]:
+    n = wins.shape[0]
+    theta = params[:n]
+    half = (theta[:, None] - theta[None, :]) / 2.0
+    if with_ties:
+        eta = params[n]
+        log_d = np.logaddexp(np.logaddexp(half, -half), eta)
+    else:
+        log_d = np.logaddexp(half, -half)
+    ll = (wins * half).sum()  # sum_ij W_ij (theta_i - theta_j) / 2
+    ll -= 0.5 * (n_pair * log_d).sum()
+    slope = (np.exp(half - log_d) - np.exp(-half - log_d)) / 2.0
+    grad_theta = 0.5 * (wins.sum(axis=1) - wins.sum(axis=0)) - (n_pair * slope).sum(axis=1)
+    grad = [grad_theta]
+    if with_ties:
+        total_ties = ties.sum() / 2.0
+        ll += eta * total_ties
+        grad.append(np.array([total_ties - 0.5 * (n_pair * np.exp(eta - log_d)).sum()]))
+    g = -np.concatenate(grad)
+    nll = -ll
+    # the likelihood ignores a common shift of theta: pin the mean at 0 (changes no estimate)
+    centre = theta.sum()
+    nll += 0.5 * centre**2
+    g[:n] += centre
+    if prior > 0:
+        nll += 0.5 * prior * (theta**2).sum()
+        g[:n] += prior * theta
+    return float(nll), g
+
+
+def fit_bradley_terry(wins: np.ndarray, ties: np.ndarray, *, prior: float = 0.0
+                      ) -> tuple[np.ndarray, float, bool, str]:
+    """Fit Davidson's Bradley-Terry model to counts.
+
+    wins[i, j]: weight of i beating j; ties[i, j] = ties[j, i]: weight of ties.
+    Returns (theta centred to mean 0, nu, converged, message)."""
+    n = wins.shape[0]
+    with_ties = bool(ties.sum() > 0)
+    n_pair = wins + wins.T + ties
+    decided = wins.sum()
+    if n == 0:
+        return np.zeros(0), 0.0, True, ""
+    if decided == 0:
+        return np.zeros(n), float("inf") if with_ties else 0.0, True, "no decisive comparison"
+    x0 = np.zeros(n + (1 if with_ties else 0))
+    if with_ties:
+        p_tie = (ties.sum() / 2.0) / (decided + ties.sum() / 2.0)
+        x0[n] = np.log(2.0 * p_tie / (1.0 - p_tie))
+    res = minimize(_bt_objective, x0, args=(wins, ties, n_pair, with_ties, prior), jac=True,
+                   method="L-BFGS-B",
+                   options={"maxiter": 20000, "gtol": 1e-10, "ftol": 1e-15, "maxcor": 30})
+    theta = res.x[:n] - res.x[:n].mean()
+    nu = float(np.exp(res.x[n])) if with_ties else 0.0
+    gnorm = float(np.abs(res.jac).max())
+    scale = max(1.0, float(n_pair.sum()))
+    converged = bool(res.success) or gnorm <= 1e-6 * scale
+    return theta, nu, converged, "" if converged else str(res.message)
+
+
+def mle_exists(wins: np.ndarray, ties: np.ndarray) -> bool:
+    """Ford's condition: every system can be reached from every other along 'won or tied
+    against' edges (the graph is strongly connected)."""
+    n = wins.shape[0]
+    if n <= 1:
+        return True
+    k, _ = connected_components((wins + ties) > 0, directed=True, connection="strong")
+    return k == 1
+
+
+def bradley_terry(data: object, prior: float = 0.0) -> RuleResult:
+    """Bradley-Terry (Davidson ties) maximum-likelihood strengths; score = log-strength."""
+    counts = _counts(data)
+    present = _present(counts)
+    c = _sub(counts, present)
+    prior = float(prior)
+    notes = []
+    if prior < 0:
+        raise ValueError("bradley-terry prior must be >= 0")
+    if prior == 0 and not mle_exists(c.strict, c.ties):
+        prior = FALLBACK_PRIOR
+        notes.append("the maximum-likelihood estimate does not exist (the won-or-tied graph "
+                     f"is not strongly connected): fitted with an L2 penalty {prior:g} on the "
+                     "log-strengths")
+    elif prior > 0:
+        notes.append(f"penalised fit, L2 penalty {prior:g} on the log-strengths")
+    theta, nu, converged, message = fit_bradley_terry(c.strict, c.ties, prior=prior)
+    if not converged:
+        raise RuntimeError(f"bradley-terry fit did not converge: {message}")
+    if message:
+        notes.append(message)
+    notes.append("Davidson tie parameter nu = " + (f"{nu:.4g}" if c.ties.sum() > 0 else
+                                                   "0 (no ties)"))
+    result = scored_result("bradley-terry", c.systems, theta, note="; ".join(notes), atol=1e-6)
+    return _absent_last(result, counts.systems, present)
+
+
+def elo_ratings(
+    n_systems: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    outcome: np.ndarray,
+    weights: np.ndarray,
+    *,
+    k: float = 4.0,
+    scale: float = 400.0,
+    initial: float = 1000.0,
+    permutations: int = 100,
+    seed: int = 0,
+) -> np.ndarray:
+    """Elo ratings averaged over `permutations` seeded random orders of the comparisons,
+    which are first put in a canonical order (so the input order does not matter)."""
+    swap = a > b
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    outcome = np.where(swap, 1.0 - outcome, outcome)
+    canonical = np.lexsort((weights, outcome, b, a))
+    a, b, outcome, weights = a[canonical], b[canonical], outcome[canonical], weights[canonical]
+    m = len(a)
+    n_perm = max(1, int(permutations))
+    ratings = np.full(n_perm * n_systems, float(initial))
+    if m == 0:
+        return ratings.reshape(n_perm, n_systems).mean(axis=0)
+    mean_w = weights.mean()
+    k_eff = k * (weights / mean_w if mean_w > 0 else weights)
+    rng = np.random.default_rng(seed)
+    order = np.empty((n_perm, m), dtype=np.int64)
+    for r in range(n_perm):
+        order[r] = rng.permutation(m)
+    rows = np.arange(n_perm) * n_systems
+    step = max(1, 1_000_000 // n_perm)
+    for start in range(0, m, step):
+        idx = order[:, start:start + step].T.copy()  # (games, permutations)
+        flat_a = rows + a[idx]
+        flat_b = rows + b[idx]
+        s = outcome[idx]
+        kk = k_eff[idx]
+        for t in range(idx.shape[0]):
+            ia, ib = flat_a[t], flat_b[t]
+            expected = 1.0 / (1.0 + 10.0 ** ((ratings[ib] - ratings[ia]) / scale))
+            delta = kk[t] * (s[t] - expected)
+            ratings[ia] += delta
+            ratings[ib] -= delta
+    return ratings.reshape(n_perm, n_systems).mean(axis=0)
+
+
+def elo(data: object, k: float = 4.0, permutations: int = 100, seed: int = 0,
+        initial: float = 1000.0, scale: float = 400.0) -> RuleResult:
+    """Elo ratings averaged over seeded random orders of the comparisons."""
+    comps = data.comparisons()  # type: ignore[attr-defined]
+    present = _present(comps.counts)
+    ratings = elo_ratings(comps.n_systems, comps.a, comps.b, comps.outcome, comps.weights,
+                          k=float(k), scale=float(scale), initial=float(initial),
+                          permutations=int(permutations), seed=int(seed))
+    ratings = np.where(present, ratings, np.nan)
+    note = (f"order-independent: mean over {int(permutations)} random orders (seed {int(seed)}) "
+            f"of {len(comps.a)} comparisons; K={float(k):g}, scale {float(scale):g}, "
+            f"initial {float(initial):g}")
+    return scored_result("elo", comps.systems, ratings, note=note)

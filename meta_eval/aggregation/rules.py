@@ -1,0 +1,60 @@
+"""The built-in rules, as registered by the judgebench_socialchoice plugin."""
+
+from __future__ import annotations
+
+from meta_eval.aggregation.base import PAIRWISE, PROFILE, FunctionRule
+from meta_eval.aggregation.kemeny import kemeny
+from meta_eval.aggregation.majority import baldwin, condorcet, copeland, minimax, schulze
+from meta_eval.aggregation.positional import (
+    borda,
+    dowdall,
+    geometric_mean,
+    mean,
+    median,
+    plurality,
+)
+from meta_eval.aggregation.rating import bradley_terry, elo
+
+_AVERAGE = "a system is averaged over the voters that scored it"
+_BALLOT = "a voter ranks only the systems it scored; the others get no points from it"
+_PAIRS = ("a voter counts in a pairwise contest only if it scored both systems; a pair "
+          "nobody compared is a tie; a system compared with nobody is ranked last")
+BOTH = frozenset({PROFILE, PAIRWISE})
+ONLY_PROFILE = frozenset({PROFILE})
+
+BUILTIN_RULES: tuple[FunctionRule, ...] = (
+    FunctionRule("mean", mean, "weighted arithmetic mean of the scores", _AVERAGE),
+    FunctionRule("geometric-mean", geometric_mean,
+                 "weighted geometric mean (positive scores; lower-is-better voters give 1/x)",
+                 _AVERAGE),
+    FunctionRule("median", median, "weighted median of the scores", _AVERAGE),
+    FunctionRule("plurality", plurality,
+                 "weighted count of first places (a tie at the top splits the vote)", _BALLOT),
+    FunctionRule("borda", borda,
+                 "Borda count: #systems ranked below, ties counted half", _BALLOT),
+    FunctionRule("dowdall", dowdall, "Dowdall count: 1/position", _BALLOT),
+    FunctionRule("copeland", copeland,
+                 "pairwise majority wins + tie_score (0.5) per tied contest", _PAIRS, BOTH),
+    FunctionRule("minimax", minimax,
+                 "Simpson-Kramer: smallest worst pairwise defeat (variant=margins|"
+                 "winning_votes|opposition)", _PAIRS, BOTH),
+    FunctionRule("schulze", schulze,
+                 "Schulze beatpath (strength=winning_votes|margins)", _PAIRS, BOTH),
+    FunctionRule("baldwin", baldwin,
+                 "eliminate the Borda loser round by round", _BALLOT),
+    FunctionRule("condorcet", condorcet,
+                 "the Condorcet winner, or none when the top is a cycle; ranking by the "
+                 "majority graph's components", _PAIRS, BOTH),
+    FunctionRule("kemeny", kemeny,
+                 "Kemeny-Young: exact dynamic programme up to max_exact (16) systems, else "
+                 "Borda start + local search (reported approximate)", _PAIRS, BOTH),
+    FunctionRule("bradley-terry", bradley_terry,
+                 "Bradley-Terry maximum likelihood, Davidson ties; score = log-strength",
+                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
+    FunctionRule("elo", elo,
+                 "Elo averaged over seeded random orders of the comparisons "
+                 "(k, permutations, seed, initial, scale)",
+                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
+)
+
+RULES: dict[str, FunctionRule] = {rule.name: rule for rule in BUILTIN_RULES}

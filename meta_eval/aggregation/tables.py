@@ -1,0 +1,269 @@
+"""From tables (pandas DataFrames) to the data rules rank.
+
+Three shapes:
+
+- leaderboard: one row per system, one numeric column per task or metric; each column is a
+  voter. Empty cells are missing scores.
+- scores: one row per (item, system) with metric columns; each item is a voter ranking the
+  systems on one metric column.
+- pairwise: one row per judgement: system_a, system_b, winner (a | b | tie, or the winning
+  system's name) and optionally item (the bootstrap resamples items) and a weight column.
+
+Bad input raises TableError naming the row (0-based position in the frame) and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from meta_eval.aggregation.profile import Comparisons, Profile
+
+LEADERBOARD, SCORES, PAIRWISE_TABLE = "leaderboard", "scores", "pairwise"
+KINDS = (LEADERBOARD, SCORES, PAIRWISE_TABLE)
+PAIRWISE_COLUMNS = ("system_a", "system_b", "winner")
+SCORES_COLUMNS = ("item", "system")
+
+
+class TableError(ValueError):
+    """Bad table content; `row` is the 0-based row position, `field` the column."""
+
+    def __init__(self, message: str, *, row: int | None = None, field: str | None = None):
+        super().__init__(message)
+        self.row = row
+        self.field = field
+
+
+def detect_kind(columns: Iterable[str]) -> str:
+    """pairwise if it has system_a, system_b and winner; scores if item and system;
+    otherwise a leaderboard."""
+    cols = set(columns)
+    if set(PAIRWISE_COLUMNS) <= cols:
+        return PAIRWISE_TABLE
+    if set(SCORES_COLUMNS) <= cols:
+        return SCORES
+    return LEADERBOARD
+
+
+def numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A column as floats (empty cells NaN); a cell that is not a number is a TableError."""
+    raw = frame[column]
+    values = pd.to_numeric(raw, errors="coerce")
+    bad = values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise TableError(f"not a number: {raw.iloc[row]!r}", row=row, field=column)
+    out = values.to_numpy(dtype=float)
+    if np.isinf(out).any():
+        row = int(np.flatnonzero(np.isinf(out))[0])
+        raise TableError("infinite score", row=row, field=column)
+    return out
+
+
+def _key_column(frame: pd.DataFrame, column: str) -> list[str]:
+    if column not in frame.columns:
+        raise TableError(f"no column '{column}'; columns are {list(frame.columns)}",
+                         field=column)
+    values = frame[column]
+    empty = values.isna() | (values.astype(str).str.strip() == "")
+    if empty.any():
+        raise TableError("empty cell", row=int(np.flatnonzero(empty.to_numpy())[0]),
+                         field=column)
+    return [str(v).strip() for v in values]
+
+
+def leaderboard_system_column(frame: pd.DataFrame, system: str | None = None) -> str:
+    """The column naming the systems: `system` if given or present, else the first column
+    that is not numeric."""
+    if system is not None:
+        if system not in frame.columns:
+            raise TableError(f"no column '{system}'; columns are {list(frame.columns)}",
+                             field=system)
+        return system
+    if "system" in frame.columns:
+        return "system"
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            return str(column)
+    raise TableError("no system column: name it 'system' or make the first column the "
+                     "system names")
+
+
+def profile_from_leaderboard(
+    frame: pd.DataFrame,
+    *,
+    system: str | None = None,
+    columns: Sequence[str] | None = None,
+    weights: Mapping[str, float] | None = None,
+    lower_is_better: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+) -> Profile:
+    """A profile whose voters are the leaderboard's task/metric columns.
+
+    weights: column -> weight (default 1; a column of weight 0 is dropped).
+    lower_is_better: columns where a smaller score is better.
+    exclude: columns that are not voters (e.g. a human score column)."""
+    system = leaderboard_system_column(frame, system)
+    names = _key_column(frame, system)
+    seen: dict[str, int] = {}
+    for row, name in enumerate(names):
+        if name in seen:
+            raise TableError(f"system '{name}' appears twice", row=row, field=system)
+        seen[name] = row
+    skip = {system, *exclude}
+    if columns is None:
+        columns = [str(c) for c in frame.columns if c not in skip]
+    weights = dict(weights or {})
+    lower = set(lower_is_better)
+    for column in [*columns, *weights, *lower]:
+        if column not in frame.columns:
+            raise TableError(f"no column '{column}'; columns are {list(frame.columns)}",
+                             field=column)
+    for column, weight in weights.items():
+        if not np.isfinite(weight) or weight < 0:
+            raise TableError(f"weight must be a non-negative number, got {weight}",
+                             field=column)
+        if column not in columns:
+            raise TableError("weight given for a column that is not a voter", field=column)
+    voters = [c for c in columns if weights.get(c, 1.0) > 0]
+    if not voters:
+        raise TableError("no score columns left to aggregate (all dropped or weight 0)")
+    scores = np.column_stack([numeric_column(frame, c) for c in voters])
+    return Profile(
+        systems=tuple(names),
+        scores=scores.T,
+        weights=np.array([float(weights.get(c, 1.0)) for c in voters]),
+        higher_is_better=np.array([c not in lower for c in voters]),
+        voters=tuple(voters),
+    )
+
+
+def profile_from_scores(
+    frame: pd.DataFrame,
+    *,
+    metric: str,
+    item: str = "item",
+    system: str = "system",
+    higher_is_better: bool = True,
+) -> Profile:
+    """A profile whose voters are items, each ranking the systems on one metric column."""
+    items = _key_column(frame, item)
+    systems = _key_column(frame, system)
+    if metric not in frame.columns:
+        raise TableError(f"no column '{metric}'; columns are {list(frame.columns)}",
+                         field=metric)
+    values = numeric_column(frame, metric)
+    item_index: dict[str, int] = {}
+    system_index: dict[str, int] = {}
+    for name in items:
+        item_index.setdefault(name, len(item_index))
+    for name in systems:
+        system_index.setdefault(name, len(system_index))
+    rows = np.array([item_index[x] for x in items])
+    cols = np.array([system_index[x] for x in systems])
+    flat = rows * len(system_index) + cols
+    duplicated = pd.Series(flat).duplicated().to_numpy()
+    if duplicated.any():
+        row = int(np.flatnonzero(duplicated)[0])
+        raise TableError(f"duplicate (item, system) = ({items[row]}, {systems[row]})",
+                         row=row, field=item)
+    scores = np.full((len(item_index), len(system_index)), np.nan)
+    scores[rows, cols] = values
+    return Profile(
+        systems=tuple(system_index),
+        scores=scores,
+        higher_is_better=np.full(len(item_index), bool(higher_is_better)),
+        voters=tuple(item_index),
+    )
+
+
+def comparisons_from_pairwise(
+    frame: pd.DataFrame,
+    *,
+    system_a: str = "system_a",
+    system_b: str = "system_b",
+    winner: str = "winner",
+    item: str | None = "item",
+    weight: str | None = None,
+) -> Comparisons:
+    """Comparisons from a pairwise table; `item` (if the column exists) groups them for the
+    bootstrap. winner: a | b | tie (also draw), or the name of system_a or system_b."""
+    first = _key_column(frame, system_a)
+    second = _key_column(frame, system_b)
+    verdicts = _key_column(frame, winner)
+    system_index: dict[str, int] = {}
+    for a, b in zip(first, second, strict=True):
+        system_index.setdefault(a, len(system_index))
+        system_index.setdefault(b, len(system_index))
+    outcome = np.empty(len(first))
+    for row, (a, b, v) in enumerate(zip(first, second, verdicts, strict=True)):
+        if a == b:
+            raise TableError(f"system '{a}' is compared with itself", row=row, field=system_b)
+        low = v.lower()
+        if low in ("a", "tie", "draw", "b"):
+            outcome[row] = {"a": 1.0, "b": 0.0}.get(low, 0.5)
+        elif v == a:
+            outcome[row] = 1.0
+        elif v == b:
+            outcome[row] = 0.0
+        else:
+            raise TableError(f"winner must be a, b or tie (or the name of system_a or "
+                             f"system_b), got {v!r}", row=row, field=winner)
+    groups = None
+    if item is not None and item in frame.columns:
+        groups = np.unique(np.array(_key_column(frame, item)), return_inverse=True)[1]
+    w = None
+    if weight is not None:
+        if weight not in frame.columns:
+            raise TableError(f"no column '{weight}'", field=weight)
+        w = numeric_column(frame, weight)
+        bad = np.isnan(w) | (w < 0)
+        if bad.any():
+            raise TableError("weight must be a non-negative number",
+                             row=int(np.flatnonzero(bad)[0]), field=weight)
+    return Comparisons(
+        systems=tuple(system_index),
+        a=np.array([system_index[x] for x in first]),
+        b=np.array([system_index[x] for x in second]),
+        outcome=outcome,
+        weights=w,
+        groups=groups,
+    )
+
+
+def human_system_scores(frame: pd.DataFrame, *, column: str, system: str = "system"
+                        ) -> dict[str, float]:
+    """Per-system mean of a human column over the rows where it is present."""
+    if column not in frame.columns:
+        raise TableError(f"no column '{column}'; columns are {list(frame.columns)}",
+                         field=column)
+    values = numeric_column(frame, column)
+    systems = _key_column(frame, system)
+    table = pd.DataFrame({"system": systems, "value": values})
+    means = table.groupby("system", sort=False)["value"].mean()
+    return {str(k): float(v) for k, v in means.items() if np.isfinite(v)}
+
+
+def drop_incomplete(profile: Profile, what: str) -> Profile:
+    """Drop the systems ('systems') or the voters ('voters') with any missing score."""
+    scored = profile.scored
+    if what == "voters":
+        keep = scored.all(axis=1)
+        if not keep.any():
+            raise TableError("every voter misses some score: nothing left after dropping")
+        return profile.take(np.flatnonzero(keep))
+    if what == "systems":
+        keep = scored.all(axis=0)
+        if not keep.any():
+            raise TableError("every system misses some score: nothing left after dropping")
+        idx = np.flatnonzero(keep)
+        return Profile(
+            systems=tuple(profile.systems[i] for i in idx),
+            scores=profile.scores[:, idx],
+            weights=profile.weights,
+            higher_is_better=profile.higher_is_better,
+            voters=profile.voters,
+        )
+    raise ValueError("what must be 'systems' or 'voters'")
