@@ -52,7 +52,7 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal
 
@@ -226,6 +226,18 @@ class Backend:
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
         """One Response per request, in order; failures are Responses with `error` set."""
         return await asyncio.to_thread(self.generate_sync, list(requests))
+
+    async def aiter_generate(
+        self, requests: Sequence[Request]
+    ) -> AsyncIterator[tuple[int, Response]]:
+        """Yield ``(index, Response)`` as each call finishes, in any order.
+
+        The judge cache stores each answer as it arrives, so a run killed half-way keeps what
+        it finished. Backends that batch or run calls concurrently override this; the default
+        waits for `agenerate`.
+        """
+        for index, response in enumerate(await self.agenerate(requests)):
+            yield index, response
 
     def generate_sync(self, requests: list[Request]) -> list[Response]:
         raise NotImplementedError(f"backend {self.name} implements neither agenerate nor "
