@@ -1,0 +1,82 @@
+"""What every model-based metric of this plugin shares: model, device, dtype, batch options
+and a signature that names the model and its revision."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgebench.metric import Metric
+from judgebench.models import Outcome, Sample, Status
+from judgebench_neural.encoder import Encoder, get_encoder
+from judgebench_neural.loading import DEFAULT_ENCODER, ModelRef, resolve_device, resolve_model
+
+#: Options that change speed or memory but never a score; kept out of signatures.
+RUNTIME_OPTIONS = ("device", "batch_size")
+
+
+class ModelOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str = DEFAULT_ENCODER
+    device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    batch_size: int = Field(default=64, ge=1)
+
+
+class ModelMetric(Metric):
+    """A metric that runs one local model given by the `model` option."""
+
+    options: ModelOptions
+    model_label = "model"
+
+    @cached_property
+    def model_ref(self) -> ModelRef:
+        return resolve_model(self.options.model, what=self.model_label)
+
+    def resolved_dtype(self) -> str:
+        from judgebench_neural.loading import resolve_dtype
+
+        return resolve_dtype(self.options.dtype, resolve_device(self.options.device))
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        for name in RUNTIME_OPTIONS:
+            fields.pop(name, None)
+        fields["model"] = self.model_ref.name
+        fields["rev"] = self.model_ref.revision
+        fields["dtype"] = self.resolved_dtype()
+        return fields
+
+
+class EncoderMetric(ModelMetric):
+    """A metric over embeddings from the shared, cached encoder of its model."""
+
+    @property
+    def encoder(self) -> Encoder:
+        return get_encoder(self.model_ref, device=self.options.device, dtype=self.options.dtype)
+
+
+def texts_or_reason(samples: Sequence[Sample], field: str) -> list[str | Outcome]:
+    """Each sample's non-blank `field` text, or a skipped Outcome saying it is missing."""
+    found: list[str | Outcome] = []
+    for sample in samples:
+        text = getattr(sample, field)
+        if text is None or not str(text).strip():
+            found.append(Outcome.failed(Status.SKIPPED, f"sample has no {field} text"))
+        else:
+            found.append(str(text))
+    return found
+
+
+def context_texts(sample: Sample, against: str) -> list[str]:
+    """The non-blank texts an output is compared with: its references or its input."""
+    if against == "input":
+        text = sample.input if sample.input is not None else sample.source
+        candidates = [] if text is None else [text]
+    else:
+        candidates = sample.references
+    return [t for t in candidates if t and t.strip()]

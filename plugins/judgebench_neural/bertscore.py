@@ -1,0 +1,254 @@
+"""BERTScore (Zhang et al., 2020, "BERTScore: Evaluating Text Generation with BERT").
+
+With unit-length contextual token vectors x_i of the reference x and y_j of the candidate y,
+and token weights w (1 for every token but [CLS]/[SEP], or IDF):
+
+    R = sum_i w(x_i) max_j x_i . y_j / sum_i w(x_i)
+    P = sum_j w(y_j) max_i x_i . y_j / sum_j w(y_j)
+    F = 2 P R / (P + R)
+
+IDF over a corpus of M reference documents is idf(t) = log((M + 1) / (df(t) + 1)) (a token in
+no document gets log(M + 1)). Baseline rescaling maps s to (s - b) / (1 - b) with b, per part,
+the row of a baseline file for the layer used (the `bert-score` package's CSV format:
+``LAYER,P,R,F``). With several references the score of each part is its best over the
+references, as `bert-score` does (P, R and F may come from different references).
+
+This follows the `bert-score` package (tokenisation with special tokens, truncation at the
+model's length, [CLS]/[SEP] weighted 0 but still matchable) and agrees with it to 1e-4 on the
+same model; it differs only where that package lets padding take part in the max (a token
+whose best similarity is negative), where this takes the max over real tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from judgebench.errors import InputError
+from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench_neural.base import EncoderMetric, ModelOptions
+
+PARTS = ("precision", "recall", "f1")
+
+
+@dataclass(frozen=True)
+class IdfTable:
+    """Document frequencies of token ids over `n_docs` documents."""
+
+    df: dict[int, int]
+    n_docs: int
+
+    def weight(self, token: int) -> float:
+        return math.log((self.n_docs + 1) / (self.df.get(token, 0) + 1))
+
+    def weights(self, ids: np.ndarray) -> np.ndarray:
+        return np.array([self.weight(int(t)) for t in ids], dtype=np.float32)
+
+
+def idf_table(documents: Iterable[Sequence[int]]) -> IdfTable:
+    """Count in how many documents each token id occurs (each document counted once)."""
+    df: Counter[int] = Counter()
+    n_docs = 0
+    for ids in documents:
+        df.update(set(ids))
+        n_docs += 1
+    return IdfTable(dict(df), n_docs)
+
+
+def uniform_weights(ids: np.ndarray, special: Iterable[int]) -> np.ndarray:
+    """Weight 1 for every token, 0 for the special tokens given (BERTScore: [CLS], [SEP])."""
+    weights = np.ones(len(ids), dtype=np.float32)
+    weights[np.isin(ids, np.fromiter(special, dtype=np.int64))] = 0.0
+    return weights
+
+
+def greedy_match(candidate: Any, candidate_weights: np.ndarray,
+                 references: Sequence[tuple[Any, np.ndarray]]) -> np.ndarray:
+    """(k, 3) array of P, R, F of one candidate against each of k references.
+
+    `candidate` and each reference vector block are torch tensors of unit rows; the weights
+    are per-token (they need not sum to 1). One matrix product covers all references.
+    """
+    import torch
+
+    blocks = [vectors for vectors, _ in references]
+    sim = candidate @ torch.cat(blocks, dim=0).T  # (m, sum n_k)
+    cw = torch.from_numpy(candidate_weights)
+    cw = cw / cw.sum()
+    out = np.empty((len(references), 3), dtype=np.float64)
+    start = 0
+    for k, (vectors, weights) in enumerate(references):
+        block = sim[:, start : start + vectors.shape[0]]
+        start += vectors.shape[0]
+        rw = torch.from_numpy(weights)
+        precision = float((block.max(dim=1).values * cw).sum())
+        recall = float((block.max(dim=0).values * rw).sum() / rw.sum())
+        out[k] = precision, recall, _f1(precision, recall)
+    return out
+
+
+def _f1(precision: float, recall: float) -> float:
+    total = precision + recall
+    return 2 * precision * recall / total if total else math.nan
+
+
+def rescale(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
+    """(s - b) / (1 - b), part by part."""
+    return (values - baseline) / (1 - baseline)
+
+
+def read_baseline(path: str | Path, layer: int) -> np.ndarray:
+    """P, R, F baselines of `layer` from a `bert-score` baseline CSV (LAYER,P,R,F)."""
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(path)
+    except FileNotFoundError:
+        raise InputError("baseline file not found", path=str(path), field="baseline") from None
+    except Exception as exc:
+        raise InputError(f"cannot read baseline CSV: {exc}", path=str(path),
+                         field="baseline") from None
+    missing = [c for c in ("P", "R", "F") if c not in table.columns]
+    if missing:
+        raise InputError(f"baseline file lacks column(s) {missing}; expected LAYER,P,R,F",
+                         path=str(path), field="baseline")
+    if not 0 <= layer < len(table):
+        raise InputError(f"baseline file has no row for layer {layer}", path=str(path),
+                         field="baseline")
+    return table.iloc[layer][["P", "R", "F"]].to_numpy(dtype=np.float64)
+
+
+def read_documents(path: str | Path) -> list[str]:
+    """IDF documents: the distinct references of a generations file, or the lines of a .txt."""
+    path = Path(path)
+    if path.suffix.lower() == ".txt":
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise InputError("IDF corpus not found", path=str(path), field="idf_from") from None
+        documents = [line for line in lines if line.strip()]
+    else:
+        from judgebench.io import read_samples
+
+        documents = list(dict.fromkeys(r for s in read_samples(path) for r in s.references))
+    if not documents:
+        raise InputError("IDF corpus has no documents", path=str(path), field="idf_from")
+    return documents
+
+
+class BertScoreOptions(ModelOptions):
+    layer: int | None = Field(default=None, ge=0)
+    idf: bool = False
+    idf_from: str | None = None
+    rescale: bool = False
+    baseline: str | None = None
+    part: Literal["f1", "precision", "recall"] = "f1"
+
+
+class BertScore(EncoderMetric):
+    """BERTScore P, R or F1 (option `part`) against the best of the references."""
+
+    info = MetricInfo(
+        name="neural.bertscore", version="1", kind="reference", requires=("output", "reference"),
+        value_range=(None, 1.0),
+        description="BERTScore (Zhang et al. 2020): greedy cosine matching of contextual token "
+                    "embeddings; options model, layer, idf/idf_from, rescale/baseline, "
+                    "part=f1|precision|recall.",
+    )
+    Options = BertScoreOptions
+    options: BertScoreOptions
+    batch_size = 256
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.options.idf and not self.options.idf_from:
+            raise InputError("neural.bertscore: idf=true needs idf_from=PATH, the corpus whose "
+                             "references give document frequencies (a generations file or a "
+                             ".txt with one document per line)", field="idf_from")
+        if self.options.rescale and not self.options.baseline:
+            raise InputError("neural.bertscore: rescale=true needs baseline=PATH, a CSV with "
+                             "columns LAYER,P,R,F (the bert-score package's format)",
+                             field="baseline")
+        self._idf: IdfTable | None = None
+        self._baseline: np.ndarray | None = None
+
+    @property
+    def layer(self) -> int:
+        if self.options.layer is not None:
+            return self.options.layer
+        return self.encoder.num_layers
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        fields["layer"] = str(self.layer)
+        for name in ("idf_from", "baseline"):
+            path = getattr(self.options, name)
+            fields[name] = f"{Path(path).name}#{_file_hash(path)}" if path else "none"
+        return fields
+
+    def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
+        encoder = self.encoder
+        part = PARTS.index(self.options.part)
+        special = {t for t in (encoder.tokenizer.cls_token_id, encoder.tokenizer.sep_token_id)
+                   if t is not None}
+        idf = self._idf_table() if self.options.idf else None
+        baseline = self._read_baseline() if self.options.rescale else None
+
+        todo = [(i, s.output, [r for r in s.references if r.strip()])
+                for i, s in enumerate(samples)]
+        texts = [t for _, out, refs in todo if out and out.strip() and refs for t in (out, *refs)]
+        embedded = dict(zip(texts, encoder.token_embeddings(
+            texts, layer=self.layer, batch_size=self.options.batch_size), strict=True))
+
+        def weighted(text: str) -> tuple[Any, np.ndarray]:
+            emb = embedded[text]
+            w = idf.weights(emb.ids) if idf else uniform_weights(emb.ids, special)
+            return emb.vectors, w
+
+        results: list[float | Outcome] = []
+        for _, output, refs in todo:
+            if not output or not output.strip():
+                results.append(Outcome.failed(Status.SKIPPED, "empty output: BERTScore is "
+                                              "undefined for a text with no tokens"))
+                continue
+            if not refs:
+                results.append(Outcome.failed(Status.SKIPPED, "sample has no non-empty reference"))
+                continue
+            vectors, weights = weighted(output)
+            per_ref = greedy_match(vectors, weights, [weighted(r) for r in refs])
+            best = np.nanmax(per_ref, axis=0) if not np.isnan(per_ref).all() else per_ref[0]
+            if baseline is not None:
+                best = rescale(best, baseline)
+            value = float(best[part])
+            if math.isnan(value):
+                results.append(Outcome.failed(Status.ERROR, "BERTScore is undefined here: every "
+                                              "token has weight 0 (IDF) or P + R = 0"))
+            else:
+                results.append(value)
+        return results
+
+    def _idf_table(self) -> IdfTable:
+        if self._idf is None:
+            documents = read_documents(self.options.idf_from or "")
+            self._idf = idf_table(self.encoder.token_ids(documents))
+        return self._idf
+
+    def _read_baseline(self) -> np.ndarray:
+        if self._baseline is None:
+            self._baseline = read_baseline(self.options.baseline or "", self.layer)
+        return self._baseline
+
+
+def _file_hash(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None

@@ -1,0 +1,205 @@
+"""Likelihood of the output under a causal LM, BARTScore/GPTScore style.
+
+BARTScore (Yuan et al., 2021) and GPTScore (Fu et al., 2023) score a text y given a context x
+by its average token log-probability under a language model:
+
+    score(y | x) = (1 / m) sum_{t=1..m} log p(y_t | prompt(x), y_<t)
+
+with prompt(x) = `template` filled with the input (faithfulness, x -> y) or a reference
+(precision, r -> y), or nothing (plain fluency; then the first token, which nothing
+conditions, is not scored). `reduce=sum` gives the total log-probability instead.
+
+It runs through any registered backend that returns prompt logprobs (`transformers` on the
+CPU, `vllm` on a GPU): one request per (context, output) with ``max_tokens=0`` and
+``prompt_logprobs=True``, and the tokens of the prompt part are found from the backend's
+own tokenisation (`prompt_ids`, or a second request for the prompt alone), so each output
+token is scored exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from judgebench.errors import InputError
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench_neural.base import context_texts
+
+
+class LikelihoodOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    backend: str = "transformers"
+    model: str | None = None
+    dtype: str | None = None
+    batch_size: int = Field(default=8, ge=1)
+    given: Literal["input", "reference", "none"] = "input"
+    template: str = "{context}\n"
+    reduce: Literal["mean", "sum"] = "mean"
+    multi_ref: Literal["max", "mean"] = "max"
+
+    @field_validator("template")
+    @classmethod
+    def _has_context(cls, value: str) -> str:
+        if "{context}" not in value:
+            raise ValueError("template must contain {context}")
+        try:
+            value.format(context="")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"template has a placeholder other than {{context}}: {exc}") from None
+        return value
+
+
+class Likelihood(Metric):
+    """Mean token log-probability of the output given the input (or a reference)."""
+
+    info = MetricInfo(
+        name="neural.likelihood", version="1", kind="reference", requires=("output",),
+        value_range=(None, 0.0),
+        description="BARTScore/GPTScore-style mean token log-probability of the output given "
+                    "the input (given=input), a reference (given=reference) or nothing, under "
+                    "a causal LM through any backend with prompt logprobs.",
+    )
+    Options = LikelihoodOptions
+    options: LikelihoodOptions
+    batch_size = 32
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._backend: Any = None
+
+    @property
+    def backend(self) -> Any:
+        if self._backend is None:
+            from judgebench.backends.base import get_backend
+
+            kwargs: dict[str, Any] = {}
+            if self.options.model is not None:
+                kwargs["model"] = self.options.model
+            if self.options.dtype is not None:
+                kwargs["dtype"] = self.options.dtype
+            if self.options.backend == "transformers":
+                kwargs["batch_size"] = self.options.batch_size
+            try:
+                backend = get_backend(self.options.backend, **kwargs)
+            except (ValueError, RuntimeError) as exc:
+                raise InputError(f"neural.likelihood: {exc}", field="model") from None
+            if not backend.capabilities.prompt_logprobs:
+                raise InputError(f"neural.likelihood needs prompt logprobs, which backend "
+                                 f"'{self.options.backend}' cannot return; use transformers "
+                                 "or vllm", field="backend")
+            self._backend = backend
+        return self._backend
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        fields.pop("batch_size", None)
+        fields["template"] = json.dumps(self.options.template)
+        identity = self.backend.identity()
+        fields["model"] = identity.get("model", "none")
+        fields["rev"] = identity.get("revision", "none")
+        fields["dtype"] = identity.get("dtype", self.options.dtype or "default")
+        return fields
+
+    def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
+        plans: list[list[tuple[str, str]] | Outcome] = []
+        for sample in samples:
+            if not sample.output or not sample.output.strip():
+                plans.append(Outcome.failed(Status.SKIPPED, "empty output"))
+                continue
+            if self.options.given == "none":
+                plans.append([("", sample.output)])
+                continue
+            contexts = context_texts(sample, self.options.given)
+            if not contexts:
+                plans.append(Outcome.failed(Status.SKIPPED,
+                                            f"sample has no {self.options.given} text"))
+                continue
+            prefix = self.options.template
+            plans.append([(prefix.format(context=c), sample.output) for c in contexts])
+        pairs = list(dict.fromkeys(p for plan in plans if isinstance(plan, list) for p in plan))
+        scored = dict(zip(pairs, self._score_pairs(pairs), strict=True))
+        results: list[float | Outcome] = []
+        for plan in plans:
+            if isinstance(plan, Outcome):
+                results.append(plan)
+                continue
+            found = [scored[p] for p in plan]
+            failures = [f for f in found if isinstance(f, Outcome)]
+            values = [f for f in found if not isinstance(f, Outcome)]
+            if not values:
+                results.append(failures[0])
+            elif self.options.multi_ref == "max":
+                results.append(max(values))
+            else:
+                results.append(math.fsum(values) / len(values))
+        return results
+
+    def _score_pairs(self, pairs: list[tuple[str, str]]) -> list[float | Outcome]:
+        from judgebench.backends.base import Request
+
+        if not pairs:
+            return []
+        backend = self.backend
+        fulls = [Request(prompt=prefix + target, max_tokens=0, prompt_logprobs=True)
+                 for prefix, target in pairs]
+        boundaries = self._boundaries([prefix for prefix, _ in pairs], fulls)
+        responses = backend.generate(fulls)
+        results: list[float | Outcome] = []
+        for response, boundary in zip(responses, boundaries, strict=True):
+            if isinstance(boundary, Outcome):
+                results.append(boundary)
+            elif not response.ok:
+                results.append(Outcome.failed(Status.ERROR, f"backend: {response.error}"))
+            else:
+                results.append(self._reduce(response.prompt_logprobs or (), boundary))
+        return results
+
+    def _boundaries(self, prefixes: list[str], fulls: list[Any]) -> list[int | Outcome]:
+        """How many prompt tokens belong to the prefix, checked against the full prompt."""
+        from judgebench.backends.base import Request
+
+        backend = self.backend
+        unique = list(dict.fromkeys(p for p in prefixes if p))
+        if hasattr(backend, "prompt_ids"):
+            prefix_tokens = {p: backend.prompt_ids(Request(prompt=p, max_tokens=0,
+                                                           prompt_logprobs=True))
+                             for p in unique}
+            full_tokens = [backend.prompt_ids(r) for r in fulls]
+        else:  # ask the backend for the prefix alone and compare token strings
+            answers = backend.generate([Request(prompt=p, max_tokens=0, prompt_logprobs=True)
+                                        for p in unique])
+            prefix_tokens = {p: [t.token for t in (a.prompt_logprobs or ())]
+                             for p, a in zip(unique, answers, strict=True)}
+            full_tokens = [None] * len(fulls)
+        out: list[int | Outcome] = []
+        for prefix, full in zip(prefixes, full_tokens, strict=True):
+            if not prefix:
+                out.append(1)  # nothing conditions the first token
+                continue
+            head = prefix_tokens[prefix]
+            if full is not None and list(full[: len(head)]) != list(head):
+                out.append(Outcome.failed(Status.ERROR, "the tokeniser merges the end of the "
+                                          "prompt with the output; end the template with a "
+                                          "space or newline"))
+            else:
+                out.append(len(head))
+        return out
+
+    def _reduce(self, logprobs: Sequence[Any], boundary: int) -> float | Outcome:
+        values = [t.logprob for t in logprobs[boundary:]]
+        if not values or any(v is None for v in values):
+            return Outcome.failed(Status.ERROR, "backend returned no log-probability for "
+                                  "some output tokens")
+        total = math.fsum(values)
+        return total if self.options.reduce == "sum" else total / len(values)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
