@@ -1,0 +1,203 @@
+"""A persistent cache of judge responses, and a backend wrapper that uses it.
+
+The key is `Request.content_hash(backend.identity())`: SHA-256 over the backend name, model
+id and revision, and every field of the request (messages or prompt, decoding parameters,
+logprob settings, JSON schema, sample index), serialised as canonical JSON. Only successful
+responses are stored; a failure is never cached, so a rerun tries it again. Each response is
+committed as soon as it arrives, so a killed run keeps every call it finished, and a rerun of
+a finished run makes no model call. Identical requests in flight at the same time (within one
+batch or across concurrent batches on one event loop) are sent once.
+
+The database is SQLite in WAL mode (standard library). It holds requests and responses, never
+an API key: backend identities carry no secrets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from judgebench.backends.base import Backend, Request, Response
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    request TEXT NOT NULL,
+    response TEXT NOT NULL,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    cost_usd REAL,
+    latency_s REAL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    """Where the judge cache lives: `RunSettings.cache_path` (a .sqlite/.db file, or a
+    directory), else ``$JUDGEBENCH_CACHE_DIR/judge_cache.sqlite``, else
+    ``~/.cache/judgebench/judge_cache.sqlite``."""
+    from judgebench import runtime
+
+    configured = runtime.current().cache_path
+    if configured is not None:
+        path = Path(configured)
+        if path.suffix in {".sqlite", ".sqlite3", ".db"}:
+            return path
+        return path / "judge_cache.sqlite"
+    root = os.environ.get("JUDGEBENCH_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "judgebench"
+    return base / "judge_cache.sqlite"
+
+
+class JudgeCache:
+    """Successful responses by request hash. Thread-safe; every write is committed."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def get(self, key: str) -> Response | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT response FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else Response.from_dict(json.loads(row[0]))
+
+    def put(self, key: str, identity: dict[str, str], request: Request, response: Response) -> bool:
+        """Store a successful response; failures are refused (returns False)."""
+        if not response.ok:
+            return False
+        stored = replace(response, cached=False)
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    key,
+                    identity.get("backend", ""),
+                    identity.get("model", ""),
+                    identity.get("revision", ""),
+                    json.dumps(request.to_dict(), ensure_ascii=False, sort_keys=True),
+                    json.dumps(stored.to_dict(), ensure_ascii=False),
+                    response.tokens_in,
+                    response.tokens_out,
+                    response.cost_usd,
+                    response.latency_s,
+                    time.time(),
+                ),
+            )
+            self._db.commit()
+        return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedBackend(Backend):
+    """Wraps a backend: answers from the cache, sends each distinct missing request once, and
+    stores each success as it arrives. `stats` counts hits, misses and calls sent."""
+
+    def __init__(self, inner: Backend, cache: JudgeCache | None) -> None:
+        super().__init__(inner.model, inner.revision)
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name  # type: ignore[misc]
+        self.capabilities = inner.capabilities
+        self.stats = {"hits": 0, "sent": 0, "shared": 0}
+        self._inflight: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future[Response]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def identity(self) -> dict[str, str]:
+        return self.inner.identity()
+
+    def count_tokens(self, request: Request) -> int:
+        return self.inner.count_tokens(request)
+
+    def price(self) -> tuple[float, float] | None:
+        return self.inner.price()
+
+    async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        async for index, response in self.aiter_generate(requests):
+            out[index] = response
+        return [r for r in out if r is not None]
+
+    async def aiter_generate(
+        self, requests: Sequence[Request]
+    ) -> AsyncIterator[tuple[int, Response]]:
+        identity = self.inner.identity()
+        keys = [r.content_hash(identity) for r in requests]
+        inflight = self._inflight.setdefault(asyncio.get_running_loop(), {})
+        owned: dict[str, list[int]] = {}
+        waiting: dict[str, tuple[asyncio.Future[Response], list[int]]] = {}
+        for index, key in enumerate(keys):
+            if key in owned:
+                owned[key].append(index)
+                self.stats["shared"] += 1
+                continue
+            if key in waiting:
+                waiting[key][1].append(index)
+                continue
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                self.stats["hits"] += 1
+                yield index, replace(hit, cached=True)
+            elif key in inflight:
+                waiting[key] = (inflight[key], [index])
+                self.stats["shared"] += 1
+            else:
+                owned[key] = [index]
+                inflight[key] = asyncio.get_running_loop().create_future()
+
+        order = list(owned)
+        try:
+            if order:
+                self.stats["sent"] += len(order)
+                sent = [requests[owned[key][0]] for key in order]
+                async for position, response in self.inner.aiter_generate(sent):
+                    key = order[position]
+                    if self.cache is not None:
+                        self.cache.put(key, identity, sent[position], response)
+                    future = inflight.pop(key, None)
+                    if future is not None and not future.done():
+                        future.set_result(response)
+                    for index in owned[key]:
+                        yield index, response
+        finally:
+            # Whatever was not answered (an exception, a budget stop): release the waiters.
+            for key in order:
+                future = inflight.pop(key, None)
+                if future is not None and not future.done():
+                    future.set_result(Response.failed("error", "the call sharing this request "
+                                                      "did not finish"))
+        for future, indices in waiting.values():
+            response = await asyncio.shield(future)
+            for index in indices:
+                yield index, response
+
+    def close(self) -> None:
+        self.inner.close()
