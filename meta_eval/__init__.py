@@ -1,1 +1,98 @@
-"""Meta-evaluation core: pure numpy/scipy/pandas statistics; imports nothing from judgebench."""
+"""meta_eval: how well do metrics agree with people? Pure numpy/scipy/pandas statistics.
+
+Nothing here imports judgebench. Human and metric values are keyword-only arguments
+everywhere (`human=`, `metric=`), scores are (items, systems) matrices with NaN for missing
+values (a unit missing either score is dropped for that pair of columns only), and every
+function returns a small result object. Each module's docstring gives the formulas and the
+papers they follow.
+
+Correlation with human judgments (`levels`, `correlation`, `system`, `calibration`)
+    evaluate(statistic, *, human, metric, level="segment", grouping="none", epsilon=0.0,
+             bootstrap=0, ci=0.95, seed=0, permutations=1000) -> Result
+        One statistic for one metric/human pair. statistic: pearson, spearman, kendall
+        (tau-b), kendall-c, kendall-23, acc-23 (tie threshold `epsilon`), acc-eq (acc-23 with
+        the epsilon calibrated on the data, reported in Result.epsilon), pairwise-accuracy
+        and spa (system level). level: system | segment; grouping: none | item | system.
+        Result: value, n (units or groups averaged), skipped (undefined groups), ci_low,
+        ci_high (bootstrap over items), p_value (ungrouped pearson/spearman/kendall).
+    STATISTICS, LEVELS, GROUPINGS: the accepted names.
+    calibrate_epsilon(*, human, metric, groups=None) -> Calibration(epsilon, value, ...)
+        Exact tie calibration over 1-D arrays, sort-based, memory O(n log n).
+    pair_counts(*, human, metric, epsilon=0.0, groups=None) -> PairCounts
+        Concordant/discordant/tie counts per group in O(n log^2 n).
+    spa(*, human, metric, permutations=1000, seed=0) -> Result
+    pairwise_accuracy(*, human, metric) -> Result   (system-level vectors)
+    group_values(statistic, human, metric, epsilon=0.0) -> per-group values of padded arrays.
+    score_matrices(frame, columns, item="item", system="system") -> ScoreMatrices
+        Pivot a wide scores table into matrices.
+
+Comparing metrics (`significance`)
+    compare(statistic, *, human, metric_a, metric_b, level, grouping,
+            method="permutation" | "williams", **options) -> Comparison
+        One-sided p-value for "metric_a is better than metric_b": PERM-BOTH permutation test
+        (pair-outcome swaps for kendall-23/acc-23/acc-eq; exact binomial tail where group
+        weights are equal; early stopping) or Williams' test for Pearson.
+    permutation_test(...), williams(...), williams_test(*, r_ha, r_hb, r_ab, n) -> float
+    significance_clusters(statistic, *, human, metrics, level, grouping, alpha=0.05,
+                          method="permutation", **options) -> Ranking
+        WMT-style ranking: sorted by the statistic; a new cluster starts when a metric is
+        significantly worse than a member of the current cluster.
+
+Agreement (`agreement`, `pairwise`)
+    cohen_kappa(*, human, metric, weights=None | "linear" | "quadratic") -> Result
+    krippendorff_alpha(*, ratings, level="nominal" | "ordinal" | "interval") -> Result
+    human_ceiling(statistic, *, raters, metric=None, level, grouping) -> Ceiling
+        Leave-one-rater-out agreement, and the metric as a fraction of it.
+    pairwise_agreement(*, human, verdict_ab, verdict_ba) -> PairwiseAgreement
+        Judge accuracy per presentation order, in both orders, positional consistency,
+        tie rates.
+"""
+
+from meta_eval.agreement import Ceiling, cohen_kappa, human_ceiling, krippendorff_alpha
+from meta_eval.calibration import Calibration, calibrate_epsilon
+from meta_eval.correlation import group_values
+from meta_eval.levels import GROUPINGS, LEVELS, STATISTICS, bootstrap_values, evaluate
+from meta_eval.pairs import PairCounts, pair_counts
+from meta_eval.pairwise import PairwiseAgreement, pairwise_agreement
+from meta_eval.results import Comparison, RankedMetric, Ranking, Result
+from meta_eval.significance import (
+    compare,
+    permutation_test,
+    significance_clusters,
+    williams,
+    williams_test,
+)
+from meta_eval.system import pairwise_accuracy, spa
+from meta_eval.table import ScoreMatrices, score_matrices
+
+__all__ = [
+    "GROUPINGS",
+    "LEVELS",
+    "STATISTICS",
+    "Calibration",
+    "Ceiling",
+    "Comparison",
+    "PairCounts",
+    "PairwiseAgreement",
+    "RankedMetric",
+    "Ranking",
+    "Result",
+    "ScoreMatrices",
+    "bootstrap_values",
+    "calibrate_epsilon",
+    "cohen_kappa",
+    "compare",
+    "evaluate",
+    "group_values",
+    "human_ceiling",
+    "krippendorff_alpha",
+    "pair_counts",
+    "pairwise_accuracy",
+    "pairwise_agreement",
+    "permutation_test",
+    "score_matrices",
+    "significance_clusters",
+    "spa",
+    "williams",
+    "williams_test",
+]

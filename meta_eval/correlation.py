@@ -1,0 +1,192 @@
+"""Correlation statistics between human and metric scores, per group, vectorised.
+
+Every kernel takes padded arrays `human`, `metric` of shape (..., G, U): G groups of up to U
+units, NaN where a unit is missing (a unit missing either score is dropped for that pair of
+columns only). It returns per-group values of shape (..., G), NaN where the statistic is
+undefined. The statistics (names are the CLI's `--statistic` values):
+
+pearson      r = sum (h - h_bar)(m - m_bar) / sqrt(sum (h - h_bar)^2 sum (m - m_bar)^2);
+             undefined for fewer than 2 units or a constant side (as scipy.stats.pearsonr).
+spearman     Pearson's r of the average ranks (Spearman 1904); undefined as pearson.
+kendall      tau-b = (C - D) / sqrt((P - T_h)(P - T_m)) (Kendall 1945), with P pairs, C/D
+             concordant/discordant pairs, T_h/T_m pairs tied in human/metric (ties in both
+             counted in each); undefined when every pair is tied on one side.
+kendall-c    tau-c = 2 (C - D) / (n^2 (k - 1) / k), k = min(distinct human values, distinct
+             metric values) (Stuart 1953); undefined when k < 2.
+kendall-23   tau_23 = (C + T_hm - D - T_h' - T_m') / P and
+acc-23       acc_23 = (C + T_hm) / P, Deutsch et al. 2023 ("Ties Matter"), where T_hm counts
+             pairs tied in both, T_h'/T_m' pairs tied on one side only, and a metric tie is
+             |m_i - m_j| <= epsilon. Defined whenever there is a pair (a constant side is a
+             legitimate all-ties case, as in mt-metrics-eval).
+
+kendall and kendall-c use exact ties (epsilon = 0). Pair counts come from an O(U^2)
+vectorised pass for small groups and from the sort-based `meta_eval.pairs` otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.stats
+
+from meta_eval.pairs import pair_counts
+
+KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
+CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY)
+_SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
+_CHUNK = 1 << 22  # pair entries per broadcast chunk
+
+
+def _masked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    human = np.asarray(human, dtype=float)
+    metric = np.asarray(metric, dtype=float)
+    human, metric = np.broadcast_arrays(human, metric)
+    ok = np.isfinite(human) & np.isfinite(metric)
+    return np.where(ok, human, np.nan), np.where(ok, metric, np.nan)
+
+
+def _constant(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        lo = np.fmin.reduce(x, axis=-1)
+        hi = np.fmax.reduce(x, axis=-1)
+    return ~(hi > lo)
+
+
+def pearson_groups(human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Per-group Pearson r over the last axis; NaN where undefined."""
+    h, m = _masked(human, metric)
+    ok = np.isfinite(h)
+    n = ok.sum(axis=-1)
+    safe_n = np.maximum(n, 1)
+    hc = np.where(ok, h - (np.where(ok, h, 0).sum(axis=-1) / safe_n)[..., None], 0.0)
+    mc = np.where(ok, m - (np.where(ok, m, 0).sum(axis=-1) / safe_n)[..., None], 0.0)
+    cov = (hc * mc).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = cov / np.sqrt((hc * hc).sum(axis=-1) * (mc * mc).sum(axis=-1))
+    undefined = (n < 2) | _constant(h) | _constant(m)
+    return np.where(undefined, np.nan, np.clip(r, -1.0, 1.0))
+
+
+def spearman_groups(human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Per-group Spearman rho (average ranks for ties) over the last axis."""
+    h, m = _masked(human, metric)
+    if h.shape[-1] == 0:
+        return np.full(h.shape[:-1], np.nan)
+    rh = scipy.stats.rankdata(h, axis=-1, nan_policy="omit")
+    rm = scipy.stats.rankdata(m, axis=-1, nan_policy="omit")
+    return pearson_groups(rh, rm)
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """Distinct finite values along the last axis."""
+    s = np.sort(x, axis=-1)  # NaN sorts last
+    ok = np.isfinite(s)
+    new = np.ones_like(ok)
+    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    return (new & ok).sum(axis=-1)
+
+
+def group_pair_counts(human: np.ndarray, metric: np.ndarray,
+                      epsilon: float = 0.0) -> dict[str, np.ndarray]:
+    """Concordant/discordant/tie counts per group (arrays of shape (..., G))."""
+    h, m = _masked(human, metric)
+    lead, units = h.shape[:-1], h.shape[-1]
+    rows_h = h.reshape(-1, units)
+    rows_m = m.reshape(-1, units)
+    if units <= _SMALL_GROUP:
+        out = _broadcast_counts(rows_h, rows_m, epsilon)
+    else:
+        ok = np.isfinite(rows_h)
+        gid = np.broadcast_to(np.arange(rows_h.shape[0])[:, None], rows_h.shape)[ok]
+        pc = pair_counts(human=rows_h[ok], metric=rows_m[ok], epsilon=epsilon, groups=gid)
+        full = {}
+        present = np.unique(gid)
+        for name in ("concordant", "discordant", "ties_human", "ties_metric", "ties_both"):
+            arr = np.zeros(rows_h.shape[0], dtype=np.int64)
+            arr[present] = getattr(pc, name)
+            full[name] = arr
+        out = full
+    out["units"] = np.isfinite(rows_h).sum(axis=-1)
+    return {k: v.reshape(lead) for k, v in out.items()}
+
+
+def _broadcast_counts(h: np.ndarray, m: np.ndarray, epsilon: float) -> dict[str, np.ndarray]:
+    rows, units = h.shape
+    iu, ju = np.triu_indices(units, 1)
+    names = ("concordant", "discordant", "ties_human", "ties_metric", "ties_both")
+    out = {k: np.zeros(rows, dtype=np.int64) for k in names}
+    if iu.size == 0:
+        return out
+    step = max(1, _CHUNK // iu.size)
+    for start in range(0, rows, step):
+        sl = slice(start, start + step)
+        dh = h[sl][:, iu] - h[sl][:, ju]
+        dm = m[sl][:, iu] - m[sl][:, ju]
+        valid = np.isfinite(dh) & np.isfinite(dm)
+        ht = valid & (dh == 0)
+        mt = valid & (np.abs(dm) <= epsilon)
+        untied = valid & ~ht & ~mt
+        agree = (dh > 0) == (dm > 0)
+        out["concordant"][sl] = (untied & agree).sum(axis=-1)
+        out["discordant"][sl] = (untied & ~agree).sum(axis=-1)
+        out["ties_human"][sl] = (ht & ~mt).sum(axis=-1)
+        out["ties_metric"][sl] = (mt & ~ht).sum(axis=-1)
+        out["ties_both"][sl] = (ht & mt).sum(axis=-1)
+    return out
+
+
+def kendall_groups(human: np.ndarray, metric: np.ndarray, variant: str = "kendall",
+                   epsilon: float = 0.0) -> np.ndarray:
+    """Per-group Kendall statistic: variant in kendall (tau-b), kendall-c, kendall-23,
+    acc-23. `epsilon` (metric tie threshold) applies to the -23 variants only."""
+    if variant not in KENDALL_FAMILY:
+        raise ValueError(f"unknown Kendall variant {variant!r}; use one of {KENDALL_FAMILY}")
+    if epsilon < 0:
+        raise ValueError(f"epsilon must be >= 0, got {epsilon}")
+    eps = epsilon if variant in ("kendall-23", "acc-23") else 0.0
+    c = group_pair_counts(human, metric, eps)
+    con, dis = c["concordant"].astype(float), c["discordant"].astype(float)
+    th, tm, tb = c["ties_human"], c["ties_metric"], c["ties_both"]
+    pairs = (con + dis + th + tm + tb).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if variant == "kendall":
+            denom = np.sqrt((pairs - th - tb) * (pairs - tm - tb))
+            value = np.where(denom > 0, (con - dis) / np.where(denom > 0, denom, 1), np.nan)
+        elif variant == "kendall-c":
+            h, m = _masked(human, metric)
+            k = np.minimum(_distinct(h), _distinct(m)).astype(float)
+            n = c["units"].astype(float)
+            value = np.where(k >= 2, 2 * (con - dis) / (n * n * (k - 1) / np.maximum(k, 1)),
+                             np.nan)
+        elif variant == "kendall-23":
+            value = np.where(pairs > 0, (con + tb - dis - th - tm) / pairs, np.nan)
+        else:
+            value = np.where(pairs > 0, (con + tb) / pairs, np.nan)
+    return value
+
+
+def group_values(statistic: str, human: np.ndarray, metric: np.ndarray,
+                 epsilon: float = 0.0) -> np.ndarray:
+    """Per-group values of a correlation statistic (see the module docstring)."""
+    if statistic == "pearson":
+        return pearson_groups(human, metric)
+    if statistic == "spearman":
+        return spearman_groups(human, metric)
+    if statistic in KENDALL_FAMILY:
+        return kendall_groups(human, metric, statistic, epsilon)
+    raise ValueError(f"unknown correlation {statistic!r}; use one of {CORRELATIONS}")
+
+
+def p_value(statistic: str, human: np.ndarray, metric: np.ndarray) -> float | None:
+    """Two-sided p-value of 'no association' from scipy (pearson, spearman, kendall)."""
+    h, m = _masked(np.ravel(human), np.ravel(metric))
+    ok = np.isfinite(h)
+    h, m = h[ok], m[ok]
+    if h.size < 3 or _constant(h) or _constant(m):
+        return None
+    if statistic == "pearson":
+        return float(scipy.stats.pearsonr(h, m).pvalue)
+    if statistic == "spearman":
+        return float(scipy.stats.spearmanr(h, m).pvalue)
+    if statistic == "kendall":
+        return float(scipy.stats.kendalltau(h, m).pvalue)
+    return None

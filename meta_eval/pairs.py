@@ -1,0 +1,243 @@
+"""Counting concordant, discordant and tied pairs with a metric tie threshold, sort-based.
+
+For units i < j of one group, with human scores h and metric scores m, a pair is
+
+    tied in the metric   if |m_i - m_j| <= epsilon   (epsilon = 0: exact ties only)
+    tied in the human    if h_i == h_j
+    concordant           if not tied in either and sign(h_i - h_j) == sign(m_i - m_j)
+    discordant           if not tied in either and the signs differ
+
+which are the sufficient statistics of every Kendall variant (Deutsch et al. 2023, "Ties
+Matter", Sec. 3; mt-metrics-eval `tau_optimization.TauSufficientStats`). The tie rule
+`|m_i - m_j| <= epsilon` is mt-metrics-eval's (`PairwiseDiffs`, `tau_optimization`).
+
+Nothing here enumerates pairs. Units are sorted by (group, m); then for unit i the units
+j > i tied with it in the metric form one run (i, U_i) of positions, found by bisection on
+the computed differences m_j - m_i (so the rule is applied to exactly the floating-point
+difference a pair loop would compute), and the untied ones the run [U_i, end of group).
+Counts over a run come from two static indexes over the sorted units: one of
+(human rank, position) keys for "how many equal to h_i", and a merge-sort tree (one sorted
+key array per level, queried with `np.searchsorted`) for "how many greater than h_i".
+One evaluation costs O(n log^2 n) time and O(n log n) memory for n units, for any number
+of groups; several epsilons are evaluated in one vectorised pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+IntArray = np.ndarray
+_TABLE_LIMIT = 1 << 23  # entries of the prefix-count tables (int32)
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Pair counts for one group (or arrays of them, one entry per group)."""
+
+    concordant: np.ndarray
+    discordant: np.ndarray
+    ties_human: np.ndarray  # tied in the human scores only
+    ties_metric: np.ndarray  # tied in the metric scores only
+    ties_both: np.ndarray
+    units: np.ndarray  # units per group
+
+    @property
+    def pairs(self) -> np.ndarray:
+        return (self.concordant + self.discordant + self.ties_human + self.ties_metric
+                + self.ties_both)
+
+
+class SortedUnits:
+    """Units sorted by (group, metric score) with the indexes that count pairs fast.
+
+    `human`, `metric`: finite 1-D arrays of equal length; `groups`: optional integer group id
+    per unit (pairs are only formed within a group).
+    """
+
+    def __init__(self, *, human: np.ndarray, metric: np.ndarray,
+                 groups: np.ndarray | None = None) -> None:
+        human = np.asarray(human, dtype=float)
+        metric = np.asarray(metric, dtype=float)
+        n = human.size
+        if groups is None:
+            groups = np.zeros(n, dtype=np.int64)
+        groups = np.asarray(groups)
+        order = np.lexsort((human, metric, groups))
+        self.n = n
+        self.m = metric[order]
+        h = human[order]
+        g = groups[order]
+        _, self.hr = np.unique(h, return_inverse=True)
+        self.hr = self.hr.astype(np.int64).reshape(-1)
+        self.n_ranks = int(self.hr.max()) + 1 if n else 1
+        self.pos = np.arange(n, dtype=np.int64)
+
+        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if n else np.zeros(0, np.int64)
+        ends = np.r_[starts[1:], n].astype(np.int64) if n else np.zeros(0, np.int64)
+        self.group_start = starts.astype(np.int64)
+        self.group_end = ends
+        sizes = ends - starts
+        self.group_of = np.repeat(np.arange(starts.size), sizes)
+        self.end = np.repeat(ends, sizes)  # end of each unit's group
+        self.group_units = sizes
+
+        # (group, global rank of m) keys, sorted: locate "m_j <= t" within a group at once.
+        self._m_sorted = np.sort(self.m)
+        grank = np.searchsorted(self._m_sorted, self.m, side="right")
+        self._group_keys = self.group_of * (n + 1) + grank
+        if self.n_ranks * (n + 1) <= _TABLE_LIMIT:
+            # Few distinct human scores: prefix-count tables answer each query by lookup.
+            onehot = np.zeros((self.n_ranks, n + 1), dtype=np.int32)
+            onehot[self.hr, self.pos + 1] = 1
+            self._equal_table = np.cumsum(onehot, axis=1, dtype=np.int32)
+            self._greater_table = np.zeros_like(self._equal_table)
+            self._greater_table[:-1] = np.cumsum(self._equal_table[::-1], axis=0)[::-1][1:]
+        else:
+            self._equal_table = self._greater_table = None
+            # (human rank, position) keys: counts of "equal to h_i" over a position range.
+            self._eq_keys = np.sort(self.hr * (n + 1) + self.pos)
+            # Merge-sort tree: at level l, blocks of 2**l positions, each sorted by rank.
+            self._levels = [np.sort((self.pos >> level) * self.n_ranks + self.hr)
+                            for level in range(max(n.bit_length(), 1))]
+        # First position after i with a strictly larger metric score: the end of i's ties.
+        self.first_greater = self.upper(0.0)
+        self._gt_to_end = self.count_greater_before(self.end, self.hr)
+
+    # -- index queries ------------------------------------------------------------------
+    def count_equal(self, lo: IntArray, hi: IntArray, rank: IntArray) -> IntArray:
+        """Units at positions [lo, hi) whose human rank equals `rank` (element-wise)."""
+        hi = np.maximum(hi, lo)
+        if self._equal_table is not None:
+            return (self._equal_table[rank, hi] - self._equal_table[rank, lo]).astype(np.int64)
+        base = rank * (self.n + 1)
+        return (np.searchsorted(self._eq_keys, base + hi)
+                - np.searchsorted(self._eq_keys, base + lo))
+
+    def count_greater_before(self, p: IntArray, rank: IntArray) -> IntArray:
+        """Units at positions [0, p) whose human rank is greater than `rank`."""
+        p = np.asarray(p, dtype=np.int64)
+        rank = np.broadcast_to(np.asarray(rank, dtype=np.int64), p.shape)
+        if self._greater_table is not None:
+            return self._greater_table[rank, p].astype(np.int64)
+        total = np.zeros(p.shape, dtype=np.int64)
+        for level, keys in enumerate(self._levels):
+            sel = ((p >> level) & 1).astype(bool)
+            if not sel.any():
+                continue
+            block = (p[sel] >> level) - 1
+            found = np.searchsorted(keys, block * self.n_ranks + rank[sel], side="right")
+            total[sel] += ((block + 1) << level) - found
+        return total
+
+    def upper(self, epsilon: float | np.ndarray) -> IntArray:
+        """U[i] = first position p in (i, end of group] with m[p] - m[i] > epsilon.
+
+        With an array of k epsilons the result has shape (k, n). A searchsorted on
+        m_j <= m_i + epsilon finds the boundary; the few places where rounding of that sum
+        disagrees with the computed difference m_j - m_i are settled by bisection.
+        """
+        eps = np.asarray(epsilon, dtype=float)
+        shape = (*eps.shape, self.n)
+        start = getattr(self, "first_greater", None)
+        lo = np.broadcast_to(self.pos + 1 if start is None else start, shape)
+        hi = np.broadcast_to(self.end, shape)
+        target = self.m + eps[..., None]
+        grank = np.searchsorted(self._m_sorted, target, side="right")
+        guess = np.searchsorted(self._group_keys, self.group_of * (self.n + 1) + grank,
+                                side="right")
+        guess = np.clip(guess, lo, hi)
+        last = self.n - 1
+        before_ok = (guess == lo) | (self.m[np.maximum(guess - 1, 0)] - self.m <= eps[..., None])
+        at_ok = (guess == hi) | (self.m[np.minimum(guess, last)] - self.m > eps[..., None])
+        bad = np.flatnonzero(~(before_ok & at_ok))
+        out = guess.reshape(-1).copy()
+        if bad.size:
+            lo_f = np.array(lo.reshape(-1)[bad])
+            hi_f = np.array(hi.reshape(-1)[bad])
+            base = np.broadcast_to(self.m, shape).reshape(-1)[bad]
+            eps_f = np.broadcast_to(eps[..., None], shape).reshape(-1)[bad]
+            idx = np.flatnonzero(lo_f < hi_f)
+            while idx.size:
+                a, b = lo_f[idx], hi_f[idx]
+                mid = (a + b) >> 1
+                beyond = self.m[mid] - base[idx] > eps_f[idx]
+                hi_f[idx] = np.where(beyond, mid, b)
+                lo_f[idx] = np.where(beyond, a, mid + 1)
+                idx = idx[lo_f[idx] < hi_f[idx]]
+            out[bad] = lo_f
+        return out.reshape(shape)
+
+    # -- pair statistics -----------------------------------------------------------------
+    def counts(self, epsilon: float = 0.0) -> PairCounts:
+        """Per-group pair counts with metric tie threshold `epsilon`."""
+        u = self.upper(epsilon)
+        rank = self.hr
+        tied_m = u - self.pos - 1
+        both = self.count_equal(self.pos + 1, u, rank)
+        untied = self.end - u
+        con = self._gt_to_end - self.count_greater_before(u, rank)
+        human_only = self.count_equal(u, self.end, rank)
+        dis = untied - con - human_only
+        per_group = [np.bincount(self.group_of, weights=x, minlength=self.group_units.size)
+                     .astype(np.int64) for x in (con, dis, human_only, tied_m - both, both)]
+        return PairCounts(*per_group, units=self.group_units.copy())
+
+    def correct_pairs(self, epsilon: np.ndarray, weights: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each epsilon: the weighted number of pairs acc-23 counts as correct
+        (concordant or tied in both), the weighted number tied in both, and the number of
+        pairs tied in the metric. `weights` has one weight per unit (its group's pair weight).
+        """
+        u = self.upper(epsilon)  # (k, n)
+        rank = np.broadcast_to(self.hr, u.shape)
+        both = self.count_equal(np.broadcast_to(self.pos + 1, u.shape), u, rank)
+        con = self._gt_to_end - self.count_greater_before(u, rank)
+        tied = (u - self.pos - 1).sum(axis=-1)
+        if weights.dtype.kind != "i":
+            both, con = both.astype(float), con.astype(float)
+        return (both + con) @ weights, both @ weights, tied
+
+    def pairs_between(self, lo: IntArray, hi: IntArray) -> tuple[IntArray, IntArray]:
+        """All pairs (i, j) with j in [lo[i], hi[i]), as two index arrays (sorted positions)."""
+        counts = np.maximum(hi - lo, 0)
+        i = np.repeat(self.pos, counts)
+        offsets = np.cumsum(counts) - counts
+        j = lo[i] + (np.arange(i.size, dtype=np.int64) - offsets[i])
+        return i, j
+
+
+def pair_counts(*, human: np.ndarray, metric: np.ndarray, epsilon: float = 0.0,
+                groups: np.ndarray | None = None) -> PairCounts:
+    """Concordant/discordant/tied pair counts per group (one group when `groups` is None).
+
+    Units with a missing (NaN) human or metric score are dropped first.
+    """
+    human = np.asarray(human, dtype=float)
+    metric = np.asarray(metric, dtype=float)
+    if epsilon < 0:
+        raise ValueError(f"epsilon must be >= 0, got {epsilon}")
+    ok = np.isfinite(human) & np.isfinite(metric)
+    gid = None
+    n_groups = 1
+    if groups is not None:
+        labels, gid = np.unique(np.asarray(groups), return_inverse=True)
+        n_groups = labels.size
+        gid = gid.reshape(-1)[ok]
+    units = SortedUnits(human=human[ok], metric=metric[ok], groups=gid)
+    counts = units.counts(epsilon)
+    if groups is None and units.n == 0:
+        zero = np.zeros(1, dtype=np.int64)
+        return PairCounts(zero, zero, zero, zero, zero, zero)
+    if gid is not None and n_groups != counts.units.size:
+        # Groups that lost all their units to missing values get zero counts.
+        present = np.unique(gid)
+        full = []
+        for arr in (counts.concordant, counts.discordant, counts.ties_human,
+                    counts.ties_metric, counts.ties_both, counts.units):
+            out = np.zeros(n_groups, dtype=np.int64)
+            out[present] = arr
+            full.append(out)
+        return PairCounts(*full)
+    return counts

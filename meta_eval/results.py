@@ -1,0 +1,89 @@
+"""Small result objects shared by every statistic."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def _clean(value: Any) -> Any:
+    """NaN/inf to None and numpy scalars to Python numbers, for JSON."""
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class Result:
+    """One statistic for one metric/human pair.
+
+    `n` counts what entered `value`: units correlated (no grouping, system level) or groups
+    averaged (item/system grouping). `skipped` counts groups where the statistic is undefined
+    (constant input, fewer than 2 units). `value` is NaN when nothing was defined.
+    """
+
+    statistic: str
+    value: float
+    n: int
+    skipped: int = 0
+    level: str | None = None
+    grouping: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    epsilon: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: _clean(v) for k, v in asdict(self).items() if k != "extra"}
+        out.update({k: _clean(v) for k, v in self.extra.items()})
+        return {k: v for k, v in out.items() if v is not None or k == "value"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired test of H1: statistic(metric_a) > statistic(metric_b) on the same units.
+
+    `p_value` is one-sided. `resamples` is how many permutations were drawn (fewer than asked
+    when early stopping decided the test; 0 for closed-form tests such as Williams').
+    """
+
+    statistic: str
+    method: str
+    value_a: float
+    value_b: float
+    delta: float
+    p_value: float
+    n: int
+    resamples: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _clean(v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class RankedMetric:
+    """A metric's place in a significance-cluster ranking (cluster 1 is the best)."""
+
+    metric: str
+    value: float
+    cluster: int
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Metrics sorted by the statistic, with their clusters and every test that was run.
+
+    `p_values[(a, b)]` is the one-sided p-value for "a is better than b".
+    """
+
+    metrics: list[RankedMetric]
+    p_values: dict[tuple[str, str], float]
+    alpha: float
+    method: str
+
+    def cluster_of(self, metric: str) -> int:
+        return next(m.cluster for m in self.metrics if m.metric == metric)
