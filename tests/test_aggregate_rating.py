@@ -134,3 +134,28 @@ def test_elo_is_order_independent_and_ranks_the_strong_first() -> None:
     assert first.scores == second.scores
     assert first.ranking[0] == comps.systems[int(np.argmax(theta))]
     assert "order-independent" in first.note
+
+
+@pytest.mark.parametrize("with_ties", [True, False])
+def test_bradley_terry_gradient_and_hessian_are_exact(with_ties: bool) -> None:
+    from scipy.optimize import approx_fprime
+
+    from meta_eval.aggregation.rating import _bt_hessian, _bt_objective
+
+    rng = np.random.default_rng(0)
+    n = 5
+    wins = rng.integers(0, 5, (n, n)).astype(float)
+    np.fill_diagonal(wins, 0)
+    ties = rng.integers(0, 3, (n, n)).astype(float)
+    ties = ties + ties.T
+    np.fill_diagonal(ties, 0)
+    n_pair = wins + wins.T + ties
+    args = (wins, ties, n_pair, with_ties, 0.1)
+    x = rng.normal(size=n + 1 if with_ties else n)
+    grad = _bt_objective(x, *args)[1]
+    numeric = approx_fprime(x, lambda y: _bt_objective(y, *args)[0], 1e-7)
+    np.testing.assert_allclose(grad, numeric, atol=1e-5)
+    hess = _bt_hessian(x, *args)
+    numeric = np.array([approx_fprime(x, lambda y, i=i: _bt_objective(y, *args)[1][i], 1e-6)
+                        for i in range(len(x))])
+    np.testing.assert_allclose(hess, numeric, atol=1e-4)
