@@ -233,3 +233,16 @@ def test_profile_validation() -> None:
         Comparisons(systems=("A", "B"), a=[0], b=[1], outcome=[2])
     with pytest.raises(ValueError, match="itself"):
         Comparisons(systems=("A", "B"), a=[0], b=[0], outcome=[1])
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_degenerate_profiles(name: str) -> None:
+    rule = RULES[name]
+    alone = Profile(systems=("A",), scores=[[1.0], [2.0]])
+    assert rule.rank(alone).winners == ("A",)
+    # nothing scored (or only by voters of weight 0): everyone shares the last tier, no winner
+    for empty in (Profile(systems=("A", "B"), scores=[[np.nan, np.nan]]),
+                  Profile(systems=("A", "B"), scores=[[1.0, 2.0]], weights=[0.0]),
+                  Profile(systems=("A", "B"), scores=np.zeros((0, 2)))):
+        result = rule.rank(empty)
+        assert result.tiers == (("A", "B"),) and result.winners == (), name

@@ -97,7 +97,7 @@ def _human_ranking(text: str) -> list[list[str]]:
 
 
 @click.command("aggregate")
-@click.argument("table", type=click.Path(path_type=Path))
+@click.argument("table", type=click.Path(path_type=Path), required=False)
 @click.option("-r", "--rule", "rule_specs", multiple=True, metavar="RULE",
               help="A rule name, or NAME:key=value[,...] (e.g. minimax:variant=winning_votes)"
                    "; repeatable; 'all' = every registered rule that accepts the input. "
@@ -143,7 +143,7 @@ def _human_ranking(text: str) -> list[list[str]]:
               help="Print a JSON array, one object per rule: rule, ranking, scores, winners, "
                    "ties, and agreement / human / bootstrap / make_win where asked.")
 def command(
-    table: Path,
+    table: Path | None,
     rule_specs: tuple[str, ...],
     kind: str,
     system_column: str | None,
@@ -174,6 +174,8 @@ def command(
     if list_rules:
         _print_rules(registry, as_json)
         return
+    if table is None:
+        raise click.UsageError("missing argument TABLE (or give --list-rules)")
     from meta_eval import aggregation as agg
 
     data, kind, human, frame_note = _load(

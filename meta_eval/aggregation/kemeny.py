@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from meta_eval.aggregation.base import RuleResult
-from meta_eval.aggregation.majority import _absent_last, _counts, _present, _sub
+from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 
 MAX_EXACT = 16
 HARD_LIMIT = 20
@@ -135,7 +135,7 @@ def kemeny(data: object, max_exact: int = MAX_EXACT) -> RuleResult:
     """Kemeny-Young ranking: exact by dynamic programme up to `max_exact` systems, else an
     approximation (Borda start + insertion local search), flagged exact=False."""
     counts = _counts(data)
-    present = _present(counts)
+    present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     support = c.support
     n = support.shape[0]
@@ -165,7 +165,7 @@ def kemeny(data: object, max_exact: int = MAX_EXACT) -> RuleResult:
     tier_tuple = tuple(tuple(t) for t in tiers)
     winners = tuple(sorted(c.systems[k] for k in heads)) if heads else (
         tier_tuple[0] if tier_tuple else ())
-    if len(winners) > len(tier_tuple[0]):
+    if tier_tuple and len(winners) > len(tier_tuple[0]):
         note += f"; winners: every system first in some optimal ordering ({list(winners)})"
     result = RuleResult("kemeny", tier_tuple, None, winners, exact=exact, note=note)
     return _absent_last(result, counts.systems, present)

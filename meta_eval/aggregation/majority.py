@@ -17,7 +17,8 @@ strict[j, i] (see profile.PairwiseCounts):
   remaining; systems removed together tie. Needs a profile (Borda needs ballots).
 
 Missing scores: a voter counts in the contest of i and j only if it scored both; a pair
-nobody compared has no majority (a tie). A system compared with nobody is ranked last.
+nobody compared has no majority (a tie). A system with no data (no voter of positive weight
+scored it; in pairwise data, it is in no comparison) is ranked last.
 """
 
 from __future__ import annotations
@@ -34,15 +35,11 @@ def _counts(data: object) -> PairwiseCounts:
     return data.counts  # type: ignore[attr-defined]
 
 
-def _present(counts: PairwiseCounts) -> np.ndarray:
-    return counts.compared.sum(axis=1) > 0
-
-
 def _absent_last(result: RuleResult, systems: tuple[str, ...], present: np.ndarray) -> RuleResult:
     absent = tuple(sorted(s for s, ok in zip(systems, present, strict=True) if not ok))
     if not absent:
         return result
-    note = f"compared with nobody: {list(absent)}: ranked last"
+    note = f"no data for {list(absent)}: ranked last"
     return RuleResult(
         rule=result.rule,
         tiers=(*result.tiers, absent),
@@ -66,7 +63,7 @@ def _sub(counts: PairwiseCounts, keep: np.ndarray) -> PairwiseCounts:
 def copeland(data: object, tie_score: float = 0.5) -> RuleResult:
     """Copeland score: pairwise majority wins plus `tie_score` per tied contest."""
     counts = _counts(data)
-    present = _present(counts)
+    present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     wins = (c.margin > 0).sum(axis=1)
     draws = (c.margin == 0).sum(axis=1) - 1
@@ -77,7 +74,7 @@ def copeland(data: object, tie_score: float = 0.5) -> RuleResult:
 def minimax(data: object, variant: str = "margins") -> RuleResult:
     """Simpson-Kramer minimax: rank by the worst pairwise defeat, smallest first."""
     counts = _counts(data)
-    present = _present(counts)
+    present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     against = c.strict.T  # against[i, j] = strict[j, i]: weight preferring j to i
     if variant == "margins":
@@ -111,7 +108,7 @@ def strongest_paths(defeat: np.ndarray) -> np.ndarray:
 def schulze(data: object, strength: str = "winning_votes") -> RuleResult:
     """Schulze beatpath method."""
     counts = _counts(data)
-    present = _present(counts)
+    present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     if strength == "winning_votes":
         defeat = np.where(c.strict > c.strict.T, c.strict, 0.0)
@@ -145,7 +142,7 @@ def majority_components(margin: np.ndarray) -> list[list[int]]:
 def condorcet(data: object) -> RuleResult:
     """The Condorcet winner (beats every other system by a strict majority), or none."""
     counts = _counts(data)
-    present = _present(counts)
+    present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     components = majority_components(c.margin)
     tiers = tuple(tuple(sorted(c.systems[i] for i in comp)) for comp in components)
@@ -164,7 +161,7 @@ def baldwin(data: object) -> RuleResult:
     """Baldwin: eliminate the Borda loser(s) round by round; the last left win."""
     p = _profile(data, "baldwin")
     counts = p.counts
-    present = _present(counts) | p.scored.any(axis=0)
+    present = p.present
     support = counts.support
     remaining = list(np.flatnonzero(present))
     out: list[tuple[str, ...]] = []

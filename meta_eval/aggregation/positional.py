@@ -112,8 +112,7 @@ def voter_points(p: Profile, rule: str) -> np.ndarray:
 def _positional(data: object, rule: str) -> RuleResult:
     p = _profile(data, rule)
     points = p.weights @ voter_points(p, rule)
-    never = ~p.scored.any(axis=0)
-    points = np.where(never, np.nan, points)
+    points = np.where(p.present, points, np.nan)
     return scored_result(rule, p.systems, points)
 
 

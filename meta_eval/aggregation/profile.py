@@ -140,6 +140,11 @@ class Profile:
         return ~np.isnan(self.scores)
 
     @cached_property
+    def present(self) -> np.ndarray:
+        """Systems some voter of positive weight scored; rules rank the others last."""
+        return (self.scored & (self.weights[:, None] > 0)).any(axis=0)
+
+    @cached_property
     def counts(self) -> PairwiseCounts:
         n = self.n_systems
         strict = np.zeros(n * n)
@@ -258,6 +263,11 @@ class Comparisons:
     def n_units(self) -> int:
         """Resampling units for the bootstrap: the groups (items)."""
         return int(self.groups.max()) + 1 if len(self.groups) else 0
+
+    @cached_property
+    def present(self) -> np.ndarray:
+        """Systems in some comparison of positive weight; rules rank the others last."""
+        return self.counts.compared.sum(axis=1) > 0
 
     @cached_property
     def counts(self) -> PairwiseCounts:

@@ -31,7 +31,7 @@ from scipy.optimize import minimize
 from scipy.sparse.csgraph import connected_components
 
 from meta_eval.aggregation.base import RuleResult, scored_result
-from meta_eval.aggregation.majority import _absent_last, _counts, _present, _sub
+from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 
 FALLBACK_PRIOR = 0.01
 NEWTON_MAX_SYSTEMS = 1000
@@ -142,7 +142,7 @@ def mle_exists(wins: np.ndarray, ties: np.ndarray) -> bool:
 def bradley_terry(data: object, prior: float = 0.0) -> RuleResult:
     """Bradley-Terry (Davidson ties) maximum-likelihood strengths; score = log-strength."""
     counts = _counts(data)
-    present = _present(counts)
+    present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     prior = float(prior)
     notes = []
@@ -218,7 +218,7 @@ def elo(data: object, k: float = 4.0, permutations: int = 100, seed: int = 0,
         initial: float = 1000.0, scale: float = 400.0) -> RuleResult:
     """Elo ratings averaged over seeded random orders of the comparisons."""
     comps = data.comparisons()  # type: ignore[attr-defined]
-    present = _present(comps.counts)
+    present = data.present  # type: ignore[attr-defined]
     ratings = elo_ratings(comps.n_systems, comps.a, comps.b, comps.outcome, comps.weights,
                           k=float(k), scale=float(scale), initial=float(initial),
                           permutations=int(permutations), seed=int(seed))

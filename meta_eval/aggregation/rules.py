@@ -18,7 +18,7 @@ from meta_eval.aggregation.rating import bradley_terry, elo
 _AVERAGE = "a system is averaged over the voters that scored it"
 _BALLOT = "a voter ranks only the systems it scored; the others get no points from it"
 _PAIRS = ("a voter counts in a pairwise contest only if it scored both systems; a pair "
-          "nobody compared is a tie; a system compared with nobody is ranked last")
+          "nobody compared is a tie; a system with no data is ranked last")
 BOTH = frozenset({PROFILE, PAIRWISE})
 ONLY_PROFILE = frozenset({PROFILE})
 
@@ -52,8 +52,7 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
                  "Bradley-Terry maximum likelihood, Davidson ties; score = log-strength",
                  "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
     FunctionRule("elo", elo,
-                 "Elo averaged over seeded random orders of the comparisons "
-                 "(k, permutations, seed, initial, scale)",
+                 "Elo ratings averaged over seeded random orders of the comparisons",
                  "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
 )
 
