@@ -1,0 +1,153 @@
+"""Bad input: a clear error naming file, line or row and field, exit code 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli, write_jsonl
+
+from judgebench.errors import InputError
+from judgebench.io import read_samples, read_table
+
+GOOD = {"item": "d1", "system": "s1", "output": "a cat", "reference": "the cat"}
+
+
+def _jsonl(tmp_path: Path, lines: list[str], name: str = "in.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+CASES = {
+    "malformed json": (["{" + json.dumps(GOOD)[1:], '{"item": "d2", "system": '],
+                       ["line 2", "malformed JSON"]),
+    "not an object": ([json.dumps(GOOD), "[1, 2]"], ["line 2", "expected a JSON object"]),
+    "wrong type": ([json.dumps(GOOD), json.dumps({**GOOD, "item": "d2", "output": 5})],
+                   ["line 2", "field 'output'", "string"]),
+    "wrong human type": ([json.dumps({**GOOD, "human": {"coherence": "high"}})],
+                         ["line 1", "field 'human.coherence'"]),
+    "missing item": ([json.dumps(GOOD), json.dumps({"system": "s", "output": "x"})],
+                     ["line 2", "field 'item'", "missing"]),
+    "missing system": ([json.dumps({"item": "d", "output": "x"})],
+                       ["line 1", "field 'system'", "missing"]),
+    "empty item": ([json.dumps({**GOOD, "item": ""})], ["line 1", "field 'item'"]),
+    "duplicate key": ([json.dumps(GOOD), json.dumps({**GOOD, "output": "b"})],
+                      ["line 2", "duplicate (item, system)", "first at line 1"]),
+    "blank only": (["", "   "], ["file is empty"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_jsonl_is_named_precisely(tmp_path: Path, case: str) -> None:
+    lines, expected = CASES[case]
+    path = _jsonl(tmp_path, lines)
+    with pytest.raises(InputError) as caught:
+        read_samples(path)
+    message = str(caught.value)
+    assert str(path) in message
+    for fragment in expected:
+        assert fragment in message, (fragment, message)
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(json.dumps(GOOD).encode() + b"\n" + b'{"item": "d2", "system": "s",'
+                     b' "output": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r"line 2: invalid UTF-8 \(byte 0xe9"):
+        read_samples(path)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"")
+    with pytest.raises(InputError, match="file is empty"):
+        read_samples(path)
+
+
+def test_csv_errors_name_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text("item,system,output,human.coherence\nd1,s1,hello,3\nd2,s1,bye,great\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 3, field 'human.coherence'"):
+        read_samples(path)
+    path.write_text("item,system,output\nd1,s1,hello\nd2,s1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 3: 2 cells for 3 columns"):
+        read_samples(path)
+    path.write_text("item,output\nd1,hello\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2, field 'system': required field"):
+        read_samples(path)
+
+
+def test_csv_reads_references_humans_and_numeric_ids(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text('item,system,output,reference,human.fluency,lang\n'
+                    '17,s1,hello,"[""hi"", ""hello""]",4.5,en\n', encoding="utf-8")
+    (sample,) = read_samples(path)
+    assert sample.item == "17" and sample.references == ["hi", "hello"]
+    assert sample.human == {"fluency": 4.5} and sample.metadata == {"lang": "en"}
+
+
+def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "in.parquet"
+    pd.DataFrame({"item": ["a", "b"], "system": ["s", None], "output": ["x", "y"]}).to_parquet(
+        path)
+    with pytest.raises(InputError, match=r"row 2, field 'system'"):
+        read_samples(path)
+
+
+def test_read_table_rejects_duplicates_and_missing_keys(tmp_path: Path) -> None:
+    path = tmp_path / "scores.csv"
+    path.write_text("item,system,m\n1,a,0.5\n1,a,0.7\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 3, field 'item': duplicate key"):
+        read_table(path)
+    path.write_text("item,m\n1,0.5\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"field 'system'"):
+        read_table(path)
+
+
+def test_unknown_extension(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("x")
+    with pytest.raises(InputError, match="unknown file type '.txt'"):
+        read_samples(path)
+
+
+def test_cli_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, [json.dumps(GOOD), '{"item": "d2" "system": "s"}'])
+    out = tmp_path / "scores.csv"
+    proc = run_cli("score", str(path), "-m", "lexical.bleu", "-o", str(out),
+                   "--store", str(tmp_path / "s.db"))
+    assert proc.returncode == 2
+    assert f"{path}, line 2: malformed JSON" in proc.stderr
+    assert not out.exists() and proc.stdout == ""
+
+
+def test_missing_required_field_stops_before_any_work(tmp_path: Path) -> None:
+    rows = [{"item": str(i), "system": "s", "output": "x", "reference": "x"} for i in range(5)]
+    rows += [{"item": str(i), "system": "t", "output": "y"} for i in range(3)]
+    path = write_jsonl(tmp_path / "in.jsonl", rows)
+    store = tmp_path / "s.db"
+    proc = run_cli("score", str(path), "-m", "lexical.length", "-m", "lexical.chrf",
+                   "--store", str(store))
+    assert proc.returncode == 2
+    assert "metric lexical.chrf needs field 'reference', missing in 3 of 8 rows" in proc.stderr
+    import sqlite3
+
+    assert sqlite3.connect(store).execute("SELECT COUNT(*) FROM scores").fetchone() == (0,)
+
+
+def test_bad_metric_spec_and_options(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [GOOD])
+    cases = {
+        "lexical.nope": "unknown metric 'lexical.nope'",
+        "lexical.rouge2:multi_ref=median": "option 'multi_ref'",
+        "lexical.rouge2:multi_ref": "is not key=value",
+        "lexical.bleu:colour=red": "option 'colour'",
+    }
+    for spec, expected in cases.items():
+        proc = run_cli("score", str(path), "-m", spec, "--store", str(tmp_path / "s.db"))
+        assert proc.returncode == 2, spec
+        assert expected in proc.stderr, (spec, proc.stderr)

@@ -1,0 +1,182 @@
+"""The plugin host, exercised the way users meet it: installed distributions found through
+entry points, the allowlist, local plugin files, broken plugins and misspelt hooks."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, write_jsonl
+
+from judgebench.errors import PluginError
+from judgebench.plugins import build_host
+
+WORDCOUNT_PLUGIN = '''
+from judgebench.hookspecs import hookimpl
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo, Outcome, Status
+
+__version__ = "2.3.4"
+
+
+class Shout(Metric):
+    """Share of upper-case letters in the output; refuses empty outputs."""
+
+    info = MetricInfo(name="acme.shout", kind="reference", requires=("output",),
+                      value_range=(0.0, 1.0))
+
+    def score(self, samples):
+        results = []
+        for s in samples:
+            letters = [c for c in s.output if c.isalpha()]
+            if not letters:
+                results.append(Outcome.failed(Status.SKIPPED, "no letters"))
+            else:
+                results.append(sum(c.isupper() for c in letters) / len(letters))
+        return results
+
+
+@hookimpl
+def register_metrics(register):
+    register(Shout)
+'''
+
+
+def install_distribution(site: Path, dist: str, module: str, source: str,
+                         entry_name: str | None = None) -> Path:
+    """Install a one-module distribution for real: the module and a .dist-info folder with
+    METADATA and entry_points.txt, which importlib.metadata reads from sys.path."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    info = site / f"{dist}-2.3.4.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 2.3.4\n")
+    (info / "entry_points.txt").write_text(
+        f"[judgebench]\n{entry_name or dist} = {module}\n", encoding="utf-8")
+    (info / "RECORD").write_text("")
+    return site
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    return tmp_path / "site"
+
+
+def test_third_party_plugin_scores_through_the_cli(site: Path, tmp_path: Path) -> None:
+    install_distribution(site, "acme-shout", "acme_shout", WORDCOUNT_PLUGIN, "acme")
+    data = write_jsonl(tmp_path / "in.jsonl", [
+        {"item": "1", "system": "a", "output": "HELLO world"},
+        {"item": "1", "system": "b", "output": "HELLO WORLD"},
+        {"item": "2", "system": "a", "output": "..."},
+    ])
+    env = {"PYTHONPATH": str(site)}
+    listed = run_cli("plugins", "--json", env=env, check=True)
+    acme = next(r for r in json.loads(listed.stdout) if r["name"] == "acme")
+    assert acme["version"] == "2.3.4" and acme["hooks"] == ["register_metrics"]
+
+    out = tmp_path / "scores.csv"
+    run_cli("score", str(data), "-m", "acme.shout", "-o", str(out),
+            "--store", str(tmp_path / "s.db"), env=env, check=True)
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert table["acme.shout"].tolist()[:2] == [0.5, 1.0]
+    assert pd.isna(table["acme.shout"].iloc[2])  # skipped, with a reason, not a 0
+    meta = json.loads(Path(f"{out}.meta.json").read_text())
+    assert meta["columns"]["acme.shout"]["statuses"] == {"ok": 2, "skipped": 1}
+    assert "plugin:acme 2.3.4" in meta["columns"]["acme.shout"]["signature"]
+
+
+def test_allowlist_restricts_entry_points(site: Path) -> None:
+    install_distribution(site, "acme-shout", "acme_shout", WORDCOUNT_PLUGIN, "acme")
+    env = {"PYTHONPATH": str(site), "JUDGEBENCH_LOAD_PLUGINS": "lexical"}
+    names = [r["name"] for r in json.loads(run_cli("metrics", "--json", env=env,
+                                                   check=True).stdout)]
+    assert "acme.shout" not in names and "lexical.bleu" in names
+    env["JUDGEBENCH_LOAD_PLUGINS"] = "acme"
+    names = [r["name"] for r in json.loads(run_cli("metrics", "--json", env=env,
+                                                   check=True).stdout)]
+    assert names == ["acme.shout"]
+
+
+def test_broken_plugin_is_reported_and_the_others_keep_working(site: Path) -> None:
+    install_distribution(site, "broken-thing", "broken_thing",
+                         "import this_module_does_not_exist_anywhere\n", "broken")
+    env = {"PYTHONPATH": str(site)}
+    proc = run_cli("plugins", "--json", env=env, check=True)
+    broken = next(r for r in json.loads(proc.stdout) if r["name"] == "broken")
+    assert "this_module_does_not_exist_anywhere" in broken["error"]
+    assert "plugin 'broken' failed" in proc.stderr
+    metrics = run_cli("metrics", env=env, check=True).stdout
+    assert "lexical.rouge2" in metrics
+
+
+def test_plugin_that_raises_while_registering_is_isolated(site: Path) -> None:
+    source = '''
+from judgebench.hookspecs import hookimpl
+
+@hookimpl
+def register_metrics(register):
+    raise RuntimeError("database of metrics is on fire")
+'''
+    install_distribution(site, "fiery", "fiery", source, "fiery")
+    env = {"PYTHONPATH": str(site)}
+    proc = run_cli("metrics", env=env, check=True)
+    assert "lexical.bleu" in proc.stdout
+    assert "fiery" in proc.stderr and "on fire" in proc.stderr
+
+
+def test_misspelt_hook_is_an_error_naming_plugin_and_hook(site: Path) -> None:
+    source = '''
+from judgebench.hookspecs import hookimpl
+
+@hookimpl
+def register_metric(register):
+    pass
+'''
+    install_distribution(site, "typo-plugin", "typo_plugin", source, "typo")
+    proc = run_cli("metrics", env={"PYTHONPATH": str(site)})
+    assert proc.returncode == 1
+    assert "typo" in proc.stderr and "register_metric" in proc.stderr
+
+
+def test_local_plugin_file_with_dash_p(tmp_path: Path) -> None:
+    plugin = tmp_path / "shout_plugin.py"
+    plugin.write_text(WORDCOUNT_PLUGIN, encoding="utf-8")
+    data = write_jsonl(tmp_path / "in.jsonl", [{"item": "1", "system": "a", "output": "ABc"}])
+    proc = run_cli("-p", str(plugin), "score", str(data), "-m", "acme.shout",
+                   "--store", str(tmp_path / "s.db"), check=True)
+    assert proc.stdout.splitlines()[1].endswith(",0.6666666666666666")
+
+
+def test_missing_local_plugin_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("-p", str(tmp_path / "nope.py"), "metrics")
+    assert proc.returncode == 2 and "nope.py" in proc.stderr
+
+
+def test_two_plugins_registering_one_name_is_an_error(tmp_path: Path) -> None:
+    plugin = tmp_path / "clash.py"
+    plugin.write_text(textwrap.dedent('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench_lexical.metrics import Bleu
+
+        @hookimpl
+        def register_metrics(register):
+            register(Bleu)
+    '''), encoding="utf-8")
+    with pytest.raises(PluginError, match="'lexical.bleu', already registered by plugin 'lexical'"):
+        build_host([str(plugin)])
+
+
+def test_import_judgebench_loads_no_heavy_library() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, judgebench; heavy = {'pandas', 'torch', 'transformers', 'litellm',"
+            " 'vllm', 'sacrebleu', 'rouge_score', 'pluggy'} & set(sys.modules);"
+            " print(sorted(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
