@@ -111,7 +111,7 @@ def test_read_table_rejects_duplicates_and_missing_keys(tmp_path: Path) -> None:
 def test_unknown_extension(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_text("x")
-    with pytest.raises(InputError, match="unknown file type '.txt'"):
+    with pytest.raises(InputError, match=r"unknown file type '\.txt'"):
         read_samples(path)
 
 
