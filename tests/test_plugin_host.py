@@ -166,7 +166,7 @@ def test_two_plugins_registering_one_name_is_an_error(tmp_path: Path) -> None:
         def register_metrics(register):
             register(Bleu)
     '''), encoding="utf-8")
-    with pytest.raises(PluginError, match=r"'lexical\.bleu', already registered by plugin 'lexical'"):
+    with pytest.raises(PluginError, match=r"'lexical\.bleu', already registered by"):
         build_host([str(plugin)])
 
 
