@@ -169,6 +169,8 @@ def test_all_rules_and_options(tennessee: Path) -> None:
         ("system,t1\nA,1\nB,2\n", ["--make-win", "Z"], "no system 'Z'"),
         ("item,system_a,system_b,winner\n1,A,B,maybe\n", [], "line 2, field 'winner'"),
         ("item,system,m1,m2\n1,A,1,2\n", [], "give --metric"),
+        ("system,t1\nA,1\nB,2\n", ["--human", "people"], "field 'people'"),
+        ("item,system,m1\n1,A,1\n1,A,2\n", [], "line 3, field 'item'"),
     ],
 )
 def test_bad_input_exits_2_naming_the_place(tmp_path: Path, content: str, args: list[str],
@@ -216,3 +218,15 @@ def test_a_third_party_rule_from_a_plugin(tmp_path: Path, tennessee: Path) -> No
     out = json.loads(ran.stdout)
     assert out[0]["ranking"] == ["Chattanooga", "Knoxville", "Memphis", "Nashville"]
     assert "agreement" in out[0]
+
+
+def test_human_ranking_with_ties_and_from_a_file(tmp_path: Path, tennessee: Path) -> None:
+    out = as_json(str(tennessee), "-r", "kemeny", *WEIGHTS, "--weight", "people=0",
+                  "--human-ranking", "Nashville,Chattanooga=Knoxville,Memphis")
+    assert out[0]["human"]["source"] == "ranking"
+    assert out[0]["human"]["pairwise_accuracy"] == pytest.approx(5 / 6)
+    ranking = tmp_path / "people.txt"
+    ranking.write_text("Nashville\nChattanooga\nKnoxville\nMemphis\n", encoding="utf-8")
+    out = as_json(str(tennessee), "-r", "kemeny", *WEIGHTS, "--weight", "people=0",
+                  "--human-ranking", f"@{ranking}")
+    assert out[0]["human"]["kendall_tau"] == 1.0

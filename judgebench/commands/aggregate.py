@@ -278,6 +278,9 @@ def _load(
             misuse("--pair-weight", pair_weight, "pairwise")
             system = leaderboard_system_column(frame, system_column)
             frame = read_table(path, key=[system])
+            if human_column is not None and human_column not in frame.columns:
+                raise agg.TableError(f"no column '{human_column}'; columns are "
+                                     f"{list(frame.columns)}", field=human_column)
             data = agg.profile_from_leaderboard(
                 frame, system=system, columns=list(columns) or None, weights=weights,
                 lower_is_better=lower, exclude=[human_column] if human_column else [],

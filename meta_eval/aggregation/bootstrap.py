@@ -113,7 +113,7 @@ def bootstrap(
         for r, rule in enumerate(rules):
             try:
                 result = rule.rank(sample)
-            except (ValueError, RuntimeError, ArithmeticError):
+            except Exception:  # counted in n_failed; one bad resample must not end the run
                 continue
             ok[r, b] = True
             for s, rank in result.ranks.items():
