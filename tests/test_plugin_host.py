@@ -180,3 +180,25 @@ def test_import_judgebench_loads_no_heavy_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_readme_example_plugin_installs_with_pip_and_scores(tmp_path: Path) -> None:
+    """The plugin of the README, installed by pip into a folder on PYTHONPATH."""
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "judgebench-wordcount"
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(site), str(example)],
+                   check=True, capture_output=True)
+    data = write_jsonl(tmp_path / "in.jsonl", [
+        {"item": "1", "system": "a", "output": "one two three", "reference": ["one two", "x"]},
+        {"item": "2", "system": "a", "output": "abc", "reference": [""]},
+    ])
+    proc = run_cli("score", str(data), "-m", "wordcount.ratio:unit=chars", "--store",
+                   str(tmp_path / "s.db"), env={"PYTHONPATH": str(site)}, check=True)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "item,system,wordcount.ratio:unit=chars"
+    assert lines[1] == "1,a,13.0" and lines[2] == "2,a,"
+    assert "wordcount.ratio:unit=chars: 1 ok, 1 skipped" in proc.stderr

@@ -1,0 +1,41 @@
+"""A complete judgebench metric plugin: the output's length relative to its reference."""
+
+from pydantic import BaseModel
+
+from judgebench.hookspecs import hookimpl
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo, Outcome, Status
+
+
+class Options(BaseModel):
+    unit: str = "words"  # or "chars"; set with -m wordcount.ratio:unit=chars
+
+
+class LengthRatio(Metric):
+    info = MetricInfo(
+        name="wordcount.ratio",
+        kind="reference",
+        requires=("output", "reference"),
+        higher_is_better=False,
+        value_range=(0.0, None),
+        description="output length / shortest reference length",
+    )
+    Options = Options
+
+    def _length(self, text: str) -> int:
+        return len(text) if self.options.unit == "chars" else len(text.split())
+
+    def score(self, samples):
+        results = []
+        for sample in samples:
+            shortest = min(self._length(r) for r in sample.references)
+            if shortest == 0:
+                results.append(Outcome.failed(Status.SKIPPED, "empty reference"))
+            else:
+                results.append(self._length(sample.output) / shortest)
+        return results
+
+
+@hookimpl
+def register_metrics(register):
+    register(LengthRatio)
