@@ -202,3 +202,11 @@ def test_readme_example_plugin_installs_with_pip_and_scores(tmp_path: Path) -> N
     assert lines[0] == "item,system,wordcount.ratio:unit=chars"
     assert lines[1] == "1,a,13.0" and lines[2] == "2,a,"
     assert "wordcount.ratio:unit=chars: 1 ok, 1 skipped" in proc.stderr
+
+
+def test_readme_shows_the_example_plugin_verbatim() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("# judgebench_wordcount.py\n", 1)[1].split("```", 1)[0]
+    source = (repo / "examples" / "judgebench-wordcount" / "judgebench_wordcount.py").read_text()
+    assert source.split('"""\n\n', 1)[1] == shown
