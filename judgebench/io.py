@@ -140,16 +140,19 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield reader.line_num, _unflatten(dict(zip(header, values, strict=True)))
 
 
-def _parquet_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _read_parquet(path: Path) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        return pq.read_table(path)
     except FileNotFoundError:
         raise InputError("file not found", path=str(path)) from None
     except Exception as exc:
         raise InputError(f"not a readable Parquet file: {exc}", path=str(path)) from None
-    for number, record in enumerate(table.to_pylist(), start=1):
+
+
+def _parquet_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, record in enumerate(_read_parquet(path).to_pylist(), start=1):
         yield number, _unflatten({k: v for k, v in record.items()})
 
 
@@ -218,12 +221,7 @@ def read_table(path: str | Path, *, key: Iterable[str] | None = KEY) -> pd.DataF
     path = Path(path)
     fmt = file_format(path)
     if fmt == "parquet":
-        try:
-            frame = pd.read_parquet(path)
-        except FileNotFoundError:
-            raise InputError("file not found", path=str(path)) from None
-        except Exception as exc:
-            raise InputError(f"not a readable Parquet file: {exc}", path=str(path)) from None
+        frame = _read_parquet(path).to_pandas()
         offset, where = 1, "row"
     else:
         text = _decode(_read_bytes(path), path)

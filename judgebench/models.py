@@ -121,19 +121,15 @@ class Signature(BaseModel):
         return hashlib.sha256(str(self).encode("utf-8")).hexdigest()[:16]
 
 
-class Score(BaseModel):
-    """One metric's verdict on one sample. A failure has value None and a reason, never 0."""
+class Outcome(BaseModel):
+    """What a metric returns for one sample: a value, or a failed status with a reason (never
+    a silent 0), plus what a judge call cost. The runner stamps it into a Score."""
 
     model_config = ConfigDict(extra="forbid")
 
-    item: str
-    system: str
-    metric: str
     value: float | None
     status: Status = Status.OK
     reason: str | None = None
-    signature: str = ""
-    sample_index: int = 0
     raw: str | None = None
     rationale: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
@@ -149,26 +145,19 @@ class Score(BaseModel):
             raise ValueError("a score value may not be NaN; return a failed status with a reason")
         return value
 
-
-class Outcome(BaseModel):
-    """What a metric returns for one sample before the runner stamps item/system/signature."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    value: float | None
-    status: Status = Status.OK
-    reason: str | None = None
-    raw: str | None = None
-    rationale: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
-    latency_s: float | None = None
-
     @classmethod
     def failed(cls, status: Status, reason: str, **kwargs: Any) -> Outcome:
         return cls(value=None, status=status, reason=reason, **kwargs)
+
+
+class Score(Outcome):
+    """One metric's verdict on one sample, as stored: an Outcome with its keys and signature."""
+
+    item: str
+    system: str
+    metric: str
+    signature: str = ""
+    sample_index: int = 0
 
 
 class CorpusScore(BaseModel):

@@ -151,3 +151,11 @@ def test_bad_metric_spec_and_options(tmp_path: Path) -> None:
         proc = run_cli("score", str(path), "-m", spec, "--store", str(tmp_path / "s.db"))
         assert proc.returncode == 2, spec
         assert expected in proc.stderr, (spec, proc.stderr)
+
+
+def test_parquet_generations_keep_lists_and_humans(tmp_path: Path) -> None:
+    path = tmp_path / "in.parquet"
+    pd.DataFrame({"item": ["a"], "system": ["s"], "output": ["x"],
+                  "reference": [["r1", "r2"]], "human": [{"q": 2.5}]}).to_parquet(path)
+    (sample,) = read_samples(path)
+    assert sample.references == ["r1", "r2"] and sample.human == {"q": 2.5}
