@@ -1,0 +1,124 @@
+"""The Sentinel base class and the sentinels that need no training.
+
+A sentinel is a Metric with `info.kind == "sentinel"` and one more method,
+`fit_predict(samples, human)`: scores for `samples` given the human scores of the same
+samples (None where missing). Blind sentinels ignore `human`; trained ones
+(judgebench_audit.regressors) fit on it with K-fold cross-fitting over items, so no score
+ever comes from a model that saw its item's human scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo, Outcome, Sample, Status
+
+
+class Sentinel(Metric):
+    """A baseline metric for the audit. `trained` sentinels need human scores to score."""
+
+    trained: ClassVar[bool] = False
+    batch_size = 4096
+
+    def fit_predict(self, samples: Sequence[Sample],
+                    human: Sequence[float | None]) -> list[float | Outcome]:
+        """Scores for `samples`; `human[i]` is the human score of `samples[i]` or None."""
+        if len(human) != len(samples):
+            raise ValueError(f"{len(samples)} samples but {len(human)} human scores")
+        return list(self.score(samples))
+
+
+def unit_normal(*key: object) -> float:
+    """A standard normal draw determined only by `key` (not by call order or process)."""
+    digest = hashlib.sha256("\x1f".join(map(str, key)).encode("utf-8")).digest()
+    entropy = int.from_bytes(digest[:16], "little")
+    return float(np.random.default_rng(entropy).standard_normal())
+
+
+class RandomOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seed: int = 0
+    noise: float = 1.0
+
+
+class RandomSentinel(Sentinel):
+    """sentinel.random: a seeded random mean per system plus random noise per item.
+
+    value(item, system) = mu_system + noise * e_(item, system), with mu and e standard normal
+    draws keyed by (seed, system) and (seed, item, system) (WMT23's random-sysname sentinel:
+    Freitag et al. 2023, "Results of WMT23 Metrics Shared Task"). It is blind to content;
+    batch order and system order do not change it.
+    """
+
+    info = MetricInfo(
+        name="sentinel.random", version="1", kind="sentinel", requires=(),
+        description="Seeded random score per system plus per-item noise: blind to content.",
+    )
+    Options = RandomOptions
+    options: RandomOptions
+
+    def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
+        seed, noise = self.options.seed, self.options.noise
+        means: dict[str, float] = {}
+        out: list[float | Outcome] = []
+        for s in samples:
+            if s.system not in means:
+                means[s.system] = unit_normal(seed, "system", s.system)
+            out.append(means[s.system] + noise * unit_normal(seed, "item", s.item, s.system))
+        return out
+
+
+class ConstantOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: float = 0.0
+
+
+class ConstantSentinel(Sentinel):
+    """sentinel.constant: the same score for every output.
+
+    Every pair is a metric tie: correlations are undefined, while tie-crediting statistics
+    (acc-23, acc-eq) credit it with every pair people rate equal.
+    """
+
+    info = MetricInfo(
+        name="sentinel.constant", version="1", kind="sentinel", requires=(),
+        description="The same score for every output (a metric that only predicts ties).",
+    )
+    Options = ConstantOptions
+    options: ConstantOptions
+
+    def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
+        return [self.options.value] * len(samples)
+
+
+class LengthOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    unit: Literal["words", "chars"] = "words"
+
+
+class LengthSentinel(Sentinel):
+    """sentinel.length: the output's length in whitespace-separated words (or characters)."""
+
+    info = MetricInfo(
+        name="sentinel.length", version="1", kind="sentinel", requires=("output",),
+        description="Output length (words or chars): rewards whatever length people prefer.",
+    )
+    Options = LengthOptions
+    options: LengthOptions
+
+    def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
+        out: list[float | Outcome] = []
+        for s in samples:
+            if s.output is None:
+                out.append(Outcome.failed(Status.SKIPPED, "sample has no output text"))
+            elif self.options.unit == "words":
+                out.append(float(len(s.output.split())))
+            else:
+                out.append(float(len(s.output)))
+        return out
