@@ -18,6 +18,7 @@ Correlation with human judgments (`levels`, `correlation`, `system`, `calibratio
     STATISTICS, LEVELS, GROUPINGS: the accepted names.
     calibrate_epsilon(*, human, metric, groups=None) -> Calibration(epsilon, value, ...)
         Exact tie calibration over 1-D arrays, sort-based, memory O(n log n).
+    calibrate_groups(*, human, metric) -> Calibration   (padded (groups, units) arrays)
     pair_counts(*, human, metric, epsilon=0.0, groups=None) -> PairCounts
         Concordant/discordant/tie counts per group in O(n log^2 n).
     spa(*, human, metric, permutations=1000, seed=0) -> Result
@@ -49,7 +50,7 @@ Agreement (`agreement`, `pairwise`)
 """
 
 from meta_eval.agreement import Ceiling, cohen_kappa, human_ceiling, krippendorff_alpha
-from meta_eval.calibration import Calibration, calibrate_epsilon
+from meta_eval.calibration import Calibration, calibrate_epsilon, calibrate_groups
 from meta_eval.correlation import group_values
 from meta_eval.levels import GROUPINGS, LEVELS, STATISTICS, bootstrap_values, evaluate
 from meta_eval.pairs import PairCounts, pair_counts
@@ -80,6 +81,7 @@ __all__ = [
     "ScoreMatrices",
     "bootstrap_values",
     "calibrate_epsilon",
+    "calibrate_groups",
     "cohen_kappa",
     "compare",
     "evaluate",

@@ -64,8 +64,98 @@ def calibrate_epsilon(*, human: np.ndarray, metric: np.ndarray,
     gid = None
     if groups is not None:
         gid = np.unique(np.asarray(groups).reshape(-1), return_inverse=True)[1].reshape(-1)[ok]
-    units = SortedUnits(human=human[ok], metric=metric[ok], groups=gid)
+    human, metric = human[ok], metric[ok]
+    sizes = np.bincount(gid) if gid is not None and gid.size else np.array([human.size])
+    if int((sizes * (sizes - 1) // 2).sum()) <= budget:
+        return _exhaustive(human, metric, gid)
+    units = SortedUnits(human=human, metric=metric, groups=gid)
     return _Search(units, budget, seed).run()
+
+
+def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
+                     budget: int = DEFAULT_BUDGET, seed: int = 0) -> Calibration:
+    """`calibrate_epsilon` for padded (groups, units) arrays (NaN = missing unit).
+
+    Small groups are swept in one broadcast pass over their pairs; otherwise the units are
+    flattened into `calibrate_epsilon`.
+    """
+    human = np.asarray(human, dtype=float)
+    metric = np.asarray(metric, dtype=float)
+    n_groups, units = human.shape
+    n_pairs = n_groups * units * (units - 1) // 2
+    if units > 64 or n_pairs > budget:
+        groups = np.broadcast_to(np.arange(n_groups)[:, None], human.shape)
+        return calibrate_epsilon(human=human.reshape(-1), metric=metric.reshape(-1),
+                                 groups=groups.reshape(-1), budget=budget, seed=seed)
+    iu, ju = np.triu_indices(units, 1)
+    dh = human[:, ju] - human[:, iu]
+    dm = metric[:, ju] - metric[:, iu]
+    valid = np.isfinite(dh) & np.isfinite(dm)
+    return _sweep_pairs(dh, dm, valid, valid.sum(axis=1))
+
+
+def _exhaustive(human: np.ndarray, metric: np.ndarray,
+                groups: np.ndarray | None) -> Calibration:
+    """All pairs fit in the budget: enumerate them per group and sweep."""
+    n = human.size
+    order = np.argsort(groups, kind="stable") if groups is not None else np.arange(n)
+    gid = groups[order] if groups is not None else np.zeros(n, dtype=np.int64)
+    h, m = human[order], metric[order]
+    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if n else np.zeros(0, int)
+    sizes = np.diff(np.r_[starts, n])
+    end = np.repeat(starts + sizes, sizes)
+    counts = end - np.arange(n) - 1
+    i = np.repeat(np.arange(n), counts)
+    j = i + 1 + (np.arange(i.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    pair_group = np.repeat(np.arange(sizes.size), sizes)[i]
+    dh, dm = (h[j] - h[i])[None], (m[j] - m[i])[None]
+    return _sweep_pairs(dh, dm, None, sizes * (sizes - 1) // 2, pair_group)
+
+
+def _sweep_pairs(dh: np.ndarray, dm: np.ndarray, valid: np.ndarray | None,
+                 group_pairs: np.ndarray, pair_group: np.ndarray | None = None
+                 ) -> Calibration:
+    """Exact search over pair differences. Pairs are rows of (groups, pairs) arrays with a
+    `valid` mask, or one row whose pairs belong to groups `pair_group`."""
+    live = group_pairs[group_pairs > 0]
+    if live.size == 0:
+        return Calibration(0.0, float("nan"), 0, 0)
+    human_tie = dh == 0
+    concordant = ~human_tie & (dm != 0) & ((dh > 0) == (dm > 0))
+    # Raising epsilon past |dm| turns a pair into a metric tie: a human tie gains, a
+    # concordant pair loses (exact metric ties, dm == 0, are ties at every epsilon).
+    gaining = human_tie & (dm != 0)
+    right = concordant | (human_tie & (dm == 0))
+    if valid is not None:
+        concordant, gaining, right = concordant & valid, gaining & valid, right & valid
+    if np.all(live == live[0]):
+        norm = float(live[0] * live.size)
+        start_value = int(right.sum())
+        # A smallest maximiser sits where a gaining pair enters: sort the two kinds apart.
+        plus, minus = np.sort(np.abs(dm[gaining])), np.sort(np.abs(dm[concordant]))
+        candidates = plus[np.r_[plus[1:] != plus[:-1], True]] if plus.size else plus
+        values = (start_value + np.searchsorted(plus, candidates, side="right")
+                  - np.searchsorted(minus, candidates, side="right"))
+        tol = 0.0
+    else:
+        norm = float(live.size)
+        group_weight = np.where(group_pairs > 0, 1.0 / np.maximum(group_pairs, 1), 0.0)
+        weight = (np.broadcast_to(group_weight[:, None], dh.shape) if pair_group is None
+                  else group_weight[pair_group][None])
+        start_value = float(weight[right].sum())
+        moving = gaining | concordant
+        diffs = np.abs(dm[moving])
+        gain = np.where(gaining[moving], weight[moving], -weight[moving])
+        sort = np.argsort(diffs)
+        diffs, values = diffs[sort], start_value + np.cumsum(gain[sort])
+        ends = np.r_[diffs[1:] != diffs[:-1], True] if diffs.size else np.zeros(0, bool)
+        candidates, values = diffs[ends], values[ends]
+        tol = 1e-9 * max(1.0, norm)
+    candidates = np.r_[0.0, candidates]
+    values = np.r_[start_value, values]
+    k = int(np.flatnonzero(values >= values.max() - tol)[0])
+    return Calibration(float(candidates[k]), float(values[k] / norm), int(live.size),
+                       int(live.sum()))
 
 
 class _Search:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meta_eval.calibration import calibrate_epsilon
+from meta_eval.calibration import calibrate_groups
 from meta_eval.correlation import CORRELATIONS, group_values, p_value
 from meta_eval.results import Result
 from meta_eval.system import spa
@@ -115,12 +115,16 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         kernel, eps = statistic, epsilon
         if statistic == "pairwise-accuracy":
             kernel, eps = "acc-23", 0.0
-        elif statistic == "acc-eq":
-            kernel, eps = "acc-23", _calibrate(human, metric, level, grouping)
-            chosen = eps
         h, m = arrange(human, metric, level, grouping)
-        values = group_values(kernel, h, m, eps)
-        value, n, skipped = _summarise(values, _units(h, m), grouped)
+        if statistic == "acc-eq":
+            calibration = calibrate_groups(human=h, metric=m)
+            chosen, value = calibration.epsilon, calibration.value
+            defined = calibration.groups
+            skipped = h.shape[-2] - defined
+            n = defined if grouped else (int(_units(h, m)[0]) if defined else 0)
+        else:
+            values = group_values(kernel, h, m, eps)
+            value, n, skipped = _summarise(values, _units(h, m), grouped)
 
     low = high = None
     if bootstrap > 0 and np.isfinite(value):
@@ -138,13 +142,6 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         p = p_value(statistic, h, m)
     return Result(statistic, value, n=n, skipped=skipped, level=level, grouping=grouping,
                   ci_low=low, ci_high=high, p_value=p, epsilon=chosen)
-
-
-def _calibrate(human: np.ndarray, metric: np.ndarray, level: str, grouping: str) -> float:
-    h, m = arrange(human, metric, level, grouping)
-    groups = np.broadcast_to(np.arange(h.shape[-2])[:, None], h.shape)
-    return calibrate_epsilon(human=h.reshape(-1), metric=m.reshape(-1),
-                             groups=groups.reshape(-1)).epsilon
 
 
 def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import scipy.stats
 
-from meta_eval.calibration import calibrate_epsilon
+from meta_eval.calibration import calibrate_groups
 from meta_eval.correlation import group_values
 from meta_eval.levels import arrange, check_options, evaluate
 from meta_eval.results import Comparison, RankedMetric, Ranking
@@ -112,14 +112,21 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
     rng = np.random.default_rng(seed)
     step = max(1, min(block, _CELLS // max(human.size, 1)))
     done = hits = 0
-    tol = 1e-12 * max(1.0, abs(observed))
+    tol = 1e-9 * max(1.0, abs(observed))
+    fast = None
+    if statistic == "pearson" and level == "segment":
+        fast = _PearsonSwaps(*arrange(human, za, level, grouping),
+                             arrange(human, zb, level, grouping)[1], grouping != "none")
     while done < resamples:
         k = min(step, resamples - done)
-        swap = rng.random((k, *human.shape)) < 0.5
-        ra = _batch(statistic, human, np.where(swap, zb, za), level, grouping, epsilon,
-                    permutations, seed)
-        rb = _batch(statistic, human, np.where(swap, za, zb), level, grouping, epsilon,
-                    permutations, seed)
+        swap = random_swaps(rng, (k, *human.shape))
+        if fast is not None:
+            ra, rb = fast(_group_layout(swap, grouping))
+        else:
+            ra = _batch(statistic, human, np.where(swap, zb, za), level, grouping, epsilon,
+                        permutations, seed)
+            rb = _batch(statistic, human, np.where(swap, za, zb), level, grouping, epsilon,
+                        permutations, seed)
         hits += int((ra - rb >= observed - tol).sum())
         done += k
         if early_stop and done % block == 0 and done < resamples:
@@ -128,6 +135,68 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
                 break
     return Comparison(statistic, "permutation", value_a, value_b, observed, hits / done,
                       n_units, done)
+
+
+def _group_layout(x: np.ndarray, grouping: str) -> np.ndarray:
+    """(k, items, systems) -> (k, groups, units), as `arrange` lays out segment scores."""
+    if grouping == "none":
+        return x.reshape(x.shape[0], 1, -1)
+    return x if grouping == "item" else np.swapaxes(x, -1, -2)
+
+
+def random_swaps(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Independent fair coin flips (bool array of `shape`), eight per random byte."""
+    size = int(np.prod(shape))
+    bits = np.unpackbits(rng.integers(0, 256, size=(size + 7) // 8, dtype=np.uint8))
+    return bits[:size].reshape(shape).view(bool)
+
+
+class _PearsonSwaps:
+    """Pearson r of both hybrids for many swap patterns at once, by sufficient statistics.
+
+    With d = b - a, the hybrid a' = a + s d (s in {0, 1} per unit) has
+    sum a' = sum a + s.d, sum a'^2 = sum a^2 + s.(b^2 - a^2), sum h_c a' = sum h_c a + s.(h_c d)
+    (h_c: human centred per group), and b' = a + b - a'; three dot products per group and
+    resample replace recomputing the correlation.
+    """
+
+    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray, grouped: bool):
+        ok = np.isfinite(human) & np.isfinite(a) & np.isfinite(b)
+        self.grouped = grouped
+        self.n = ok.sum(axis=-1)
+        h = np.where(ok, human, 0.0)
+        hc = np.where(ok, human - h.sum(axis=-1, keepdims=True) / np.maximum(self.n, 1)[:, None],
+                      0.0)
+        a, b = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
+        self.var_h = (hc * hc).sum(axis=-1)
+        self.sums = (a.sum(-1), b.sum(-1), (a * a).sum(-1), (b * b).sum(-1),
+                     (hc * a).sum(-1), (hc * b).sum(-1))
+        d = b - a
+        self.vectors = (d, b * b - a * a, hc * d)
+        with np.errstate(invalid="ignore"):
+            self.live = (self.n >= 2) & ~(np.fmax.reduce(np.where(ok, human, np.nan), -1)
+                                          <= np.fmin.reduce(np.where(ok, human, np.nan), -1))
+
+    def _r(self, total: np.ndarray, squares: np.ndarray, cov: np.ndarray) -> np.ndarray:
+        var = squares - total * total / np.maximum(self.n, 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = cov / np.sqrt(self.var_h * var)
+        defined = self.live & (var > 1e-12 * np.maximum(squares, 1e-300))
+        return np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
+
+    def _reduce(self, r: np.ndarray) -> np.ndarray:
+        if not self.grouped:
+            return r[..., 0]
+        defined = np.isfinite(r)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(defined, r, 0.0).sum(axis=-1) / defined.sum(axis=-1)
+
+    def __call__(self, swaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s_d, s_sq, s_cov = (np.einsum("kgu,gu->kg", swaps, v) for v in self.vectors)
+        sum_a, sum_b, sq_a, sq_b, cov_a, cov_b = self.sums
+        ra = self._r(sum_a + s_d, sq_a + s_sq, cov_a + s_cov)
+        rb = self._r(sum_b - s_d, sq_b - s_sq, cov_b - s_cov)
+        return self._reduce(ra), self._reduce(rb)
 
 
 def _correct(dh: np.ndarray, dm: np.ndarray, eps: float) -> np.ndarray:
@@ -186,11 +255,8 @@ def _pair_test(statistic: str, human: np.ndarray, a: np.ndarray, b: np.ndarray, 
     _, mb = arrange(human, b, level, grouping)
     eps_a = eps_b = epsilon
     if statistic == "acc-eq":
-        groups = np.broadcast_to(np.arange(h.shape[0])[:, None], h.shape).reshape(-1)
-        eps_a = calibrate_epsilon(human=h.reshape(-1), metric=ma.reshape(-1),
-                                  groups=groups).epsilon
-        eps_b = calibrate_epsilon(human=h.reshape(-1), metric=mb.reshape(-1),
-                                  groups=groups).epsilon
+        eps_a = calibrate_groups(human=h, metric=ma).epsilon
+        eps_b = calibrate_groups(human=h, metric=mb).epsilon
     kernel = "kendall-23" if statistic == "kendall-23" else "acc-23"
     grouped = level == "segment" and grouping != "none"
 
