@@ -87,6 +87,9 @@ def explain(sentinel: str, *, level: str, grouping: str, statistic: str,
             return (f"{base} gives every system the same score within an item, so it is "
                     "undefined when correlating within items: this grouping cannot reward "
                     "knowing which inputs are hard.")
+        if base in ("sentinel.src", "sentinel.ref") and level == "system":
+            return (f"{base} is undefined at system level: every system was scored on the "
+                    "same inputs, so every system mean of an input-only score is the same.")
         return None
     if beaten:
         return None

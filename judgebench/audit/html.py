@@ -1,0 +1,308 @@
+"""The report card as one self-contained HTML page.
+
+No scripts, no stylesheets, fonts or images from anywhere: the CSS is inline, the plots are
+inline SVG (judgebench.audit.svg), links are fragments within the page, and a
+Content-Security-Policy meta tag forbids the browser to load anything else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from judgebench.audit import svg
+from judgebench.audit.markdown import GATE_RULE, fmt, setting_label
+from judgebench.audit.report import Report
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+       "base-uri 'none'; form-action 'none'")
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;
+background:#fff;line-height:1.45}
+main{max-width:1180px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:1.6rem;margin:.4em 0}h2{font-size:1.25rem;margin-top:2em;border-bottom:1px solid
+#d0d7de;padding-bottom:.2em}h3{font-size:1.05rem;margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.86rem}
+th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.sentinel td:first-child{font-style:italic;color:#57606a}
+code{font-size:.78rem;word-break:break-all;color:#57606a}
+.pass{color:#1e8449;font-weight:600}.fail{color:#c0392b;font-weight:600}
+.muted{color:#57606a;font-size:.88rem}
+.grid{display:flex;flex-wrap:wrap;gap:10px 18px}
+.note{background:#fff8c5;border-left:4px solid #d4a72c;padding:4px 10px;margin:4px 0;
+font-size:.88rem}
+.warn{background:#ffebe9;border-left:4px solid #c0392b;padding:4px 10px;margin:4px 0;
+font-size:.88rem}
+nav a{margin-right:14px}
+svg{background:#fff;overflow:visible}
+svg .t{font-size:12px;font-weight:600;fill:#1f2328}
+svg .lab{font-size:11px;fill:#1f2328}svg .lab.s{font-style:italic;fill:#57606a}
+svg .tick{font-size:10px;fill:#57606a}svg .mark{font-size:13px;font-weight:700}
+svg .grid{stroke:#eaeef2}svg .zero{stroke:#8c959f}
+svg .frame{fill:none;stroke:#d0d7de}svg .seg{fill:#b8bec5;opacity:.6}
+svg .sys{fill:#1f6feb;stroke:#fff;stroke-width:.8}
+"""
+
+
+def _anchor(*parts: str) -> str:
+    return "-".join("".join(c if c.isalnum() else "-" for c in p.lower()) for p in parts)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
+           classes: Sequence[str] | None = None) -> str:
+    """Cells are HTML already (escape text before passing it)."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = []
+    for k, row in enumerate(rows):
+        cls = f' class="{classes[k]}"' if classes and classes[k] else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _statuses(counts: dict[str, int] | None) -> str:
+    if not counts:
+        return "unknown"
+    return escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+def render_html(report: Report | dict[str, Any]) -> str:
+    data = report.to_dict() if isinstance(report, Report) else report
+    parts = [_header(data), _gate(data), _comparison(data), _agreement(data),
+             _scatter(data), _cards(data), _probes(data), _bias(data), _warnings(data)]
+    title = escape(data["title"])
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="judgebench {escape(data["judgebench"])}">'
+        f"<title>{title}</title><style>{CSS}</style></head><body><main>"
+        + "".join(p for p in parts if p)
+        + '<p class="muted">Self-contained report: no scripts and no external resources.</p>'
+        + "</main></body></html>\n"
+    )
+
+
+def _header(data: dict[str, Any]) -> str:
+    inputs, settings = data["inputs"], data["settings"]
+    levels = ", ".join(setting_label(x["level"], x["grouping"]) for x in settings["levels"])
+    samples = (f", generations <code>{escape(inputs['samples'])}</code>" if inputs.get("samples")
+               else ", no generations (text sentinels and probes skipped)")
+    nav = ['<a href="#gate">Gate</a>', '<a href="#comparison">Sentinel comparison</a>',
+           '<a href="#agreement">Agreement</a>', '<a href="#scatter">Scatter plots</a>',
+           '<a href="#cards">Metrics and sentinels</a>']
+    if data["probes"]:
+        nav.append('<a href="#probes">Probes</a>')
+    if data["bias"]:
+        nav.append('<a href="#bias">Judge bias</a>')
+    if data["warnings"]:
+        nav.append('<a href="#warnings">Warnings</a>')
+    return (f"<h1>{escape(data['title'])}</h1>"
+            f"<p>Scores <code>{escape(inputs['scores'])}</code> ({inputs['rows']} rows: "
+            f"{inputs['items']} items × {inputs['systems']} systems){samples}.</p>"
+            f'<p class="muted">Statistics: {escape(", ".join(settings["statistics"]))}; '
+            f"settings: {escape(levels)}; {settings['ci']:.0%} bootstrap CI over items "
+            f"({settings['bootstrap']} resamples); clusters by {escape(settings['test'])} test "
+            f"at α = {settings['alpha']}; seed {settings['seed']}. judgebench "
+            f"{escape(data['judgebench'])}, {escape(data['created'])}.</p>"
+            f"<nav>{''.join(nav)}</nav>")
+
+
+def _gate(data: dict[str, Any]) -> str:
+    rows = []
+    for g in data["gate_summary"]:
+        ok = g["total"] > 0 and g["passed"] == g["total"]
+        cls = "pass" if ok else "fail"
+        failed = "<br>".join(escape(f) for f in g["failed"]) or "–"
+        rows.append([escape(g["metric"]),
+                     f'<span class="{cls}">{g["passed"]}/{g["total"]}</span>', failed])
+    return (f'<h2 id="gate">Gate</h2><p>{escape(GATE_RULE)}</p>'
+            + _table(["metric", "passed", "failed in"], rows))
+
+
+def margins(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per metric: per setting label, its statistic minus the gate's sentinel's."""
+    out: dict[str, dict[str, Any]] = {}
+    for b in blocks:
+        values = {r["metric"]: r["value"] for r in b["rows"]}
+        label = setting_label(b["level"], b["grouping"])
+        for g in b["gate"]:
+            mine, theirs = values.get(g["metric"]), values.get(g["sentinel"])
+            margin = (mine - theirs if mine is not None and theirs is not None
+                      and math.isfinite(mine) and math.isfinite(theirs) else None)
+            out.setdefault(g["metric"], {"metric": g["metric"]})[label] = {
+                "margin": margin, "passed": g["passed"], "sentinel": g["sentinel"]}
+    return list(out.values())
+
+
+def _comparison(data: dict[str, Any]) -> str:
+    parts = ['<h2 id="comparison">Sentinel comparison</h2>'
+             '<p class="muted">Each bar: the metric\'s statistic minus that of the sentinel '
+             "it had to beat (the best-placed one); green: passed the gate, red: failed. A "
+             "positive bar can still fail when the difference is not significant.</p>"]
+    for human in data["humans"]:
+        for statistic in data["settings"]["statistics"]:
+            blocks = [b for b in data["blocks"]
+                      if b["human"] == human and b["statistic"] == statistic]
+            if not blocks:
+                continue
+            labels = [setting_label(b["level"], b["grouping"]) for b in blocks]
+            parts.append(svg.margin_chart(margins(blocks), settings=labels,
+                                          title=f"{human} · {statistic}: margin over the "
+                                                "best sentinel"))
+    return "".join(parts)
+
+
+def _agreement(data: dict[str, Any]) -> str:
+    parts = ['<h2 id="agreement">Agreement with people</h2>'
+             '<p class="muted">Dots: the statistic with its bootstrap CI, coloured by '
+             "significance cluster (c1 is the best); hollow diamonds are sentinels; ✓/✗ is "
+             "the gate.</p>"]
+    for human in data["humans"]:
+        for statistic in data["settings"]["statistics"]:
+            blocks = [b for b in data["blocks"]
+                      if b["human"] == human and b["statistic"] == statistic]
+            if not blocks:
+                continue
+            parts.append(f'<h3 id="{_anchor(human, statistic)}">{escape(human)} · '
+                         f"{escape(statistic)}</h3>")
+            charts = []
+            for b in blocks:
+                verdicts = {g["metric"]: g["passed"] for g in b["gate"]}
+                rows = [{"label": r["metric"], "value": r["value"], "ci_low": r.get("ci_low"),
+                         "ci_high": r.get("ci_high"), "cluster": r.get("cluster"),
+                         "kind": r["kind"], "gate": verdicts.get(r["metric"])}
+                        for r in b["rows"]]
+                label = setting_label(b["level"], b["grouping"])
+                charts.append(svg.ci_chart(rows, title=f"{label} (n = "
+                                           f"{_units(b)})", width=560))
+            parts.append(f'<div class="grid">{"".join(charts)}</div>')
+            parts.append(_agreement_table(blocks))
+            seen: dict[str, list[str]] = {}
+            for b in blocks:
+                for note in b["notes"]:
+                    seen.setdefault(note["text"], []).append(
+                        setting_label(b["level"], b["grouping"]))
+            parts += [f'<div class="note">{escape(text)} <span class="muted">('
+                      f'{escape(", ".join(where))})</span></div>'
+                      for text, where in seen.items()]
+    return "".join(parts)
+
+
+def _units(block: dict[str, Any]) -> str:
+    ns = [r.get("n") for r in block["rows"] if r.get("n")]
+    return str(max(ns)) if ns else "0"
+
+
+def _agreement_table(blocks: Sequence[dict[str, Any]]) -> str:
+    names = [r["metric"] for r in blocks[0]["rows"]]
+    kinds = {r["metric"]: r["kind"] for r in blocks[0]["rows"]}
+    rows, classes = [], []
+    for name in names:
+        line = [escape(name)]
+        for b in blocks:
+            row = next(r for r in b["rows"] if r["metric"] == name)
+            verdict = next((g for g in b["gate"] if g["metric"] == name), None)
+            text = fmt(row["value"])
+            if row.get("ci_low") is not None:
+                text += f' <span class="muted">[{fmt(row["ci_low"])}, {fmt(row["ci_high"])}]</span>'
+            if row.get("cluster") is not None:
+                text += f" c{row['cluster']}"
+            if verdict is not None:
+                text += (' <span class="pass">✓</span>' if verdict["passed"]
+                         else f' <span class="fail" title="{escape(verdict["reason"])}">✗</span>')
+            line.append(text)
+        rows.append(line)
+        classes.append("sentinel" if kinds[name] == "sentinel" else "")
+    header = ["metric", *(escape(setting_label(b["level"], b["grouping"])) for b in blocks)]
+    return _table(header, rows, classes)
+
+
+def _scatter(data: dict[str, Any]) -> str:
+    parts = ['<h2 id="scatter">Metric against human</h2>'
+             '<p class="muted">Blue: one dot per system (means over items); grey: a sample '
+             "of segments. Lower-is-better metrics are shown negated.</p>"]
+    for human in data["humans"]:
+        by_column = data["scatter"].get(human, {})
+        system_values = {}
+        for b in data["blocks"]:
+            if b["human"] == human and b["level"] == "system":
+                system_values = {r["metric"]: r["value"] for r in b["rows"]}
+                statistic = b["statistic"]
+                break
+        else:
+            statistic = None
+        plots = []
+        for column, points in by_column.items():
+            value = system_values.get(column)
+            subtitle = "" if statistic is None else \
+                f"system-level {statistic}: {fmt(value, 3)}"
+            plots.append(svg.scatter(human=points["human"], metric=points["metric"],
+                                     labels=points["systems"],
+                                     segment_human=points.get("segment_human", ()),
+                                     segment_metric=points.get("segment_metric", ()),
+                                     title=column, subtitle=subtitle, x_label=human,
+                                     y_label=column))
+        parts.append(f"<h3>{escape(human)}</h3><div class=\"grid\">{''.join(plots)}</div>")
+    return "".join(parts)
+
+
+def _cards(data: dict[str, Any]) -> str:
+    metric_rows = [[escape(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
+                    escape(c.get("kind") or "–"), _statuses(c.get("statuses")),
+                    _rate(c.get("parse_failure_rate")),
+                    "unknown" if c.get("cost_usd") is None else f"{c['cost_usd']:.4f}",
+                    fmt(c.get("time_s"), 1),
+                    f"<code>{escape(c['signature'])}</code>" if c.get("signature")
+                    else "unknown (no .meta.json beside the table)"]
+                   for c in data["metrics"]]
+    sentinel_rows = [[escape(s["column"]), escape(s["description"]),
+                      "<br>".join(f"{escape(h)}: {_statuses(v)}"
+                                  for h, v in s["statuses"].items()) if s["trained"]
+                      else _statuses(next(iter(s["statuses"].values()), {})),
+                      f"<code>{escape(s['signature'])}</code>"] for s in data["sentinels"]]
+    return ('<h2 id="cards">Metrics and sentinels</h2>'
+            + _table(["column", "kind", "statuses", "parse failures", "cost (USD)",
+                      "time (s)", "signature"], metric_rows)
+            + _table(["sentinel", "what it sees", "statuses", "signature"], sentinel_rows))
+
+
+def _probes(data: dict[str, Any]) -> str:
+    if not data["probes"]:
+        return ""
+    rows = []
+    for p in data["probes"]:
+        rate = p.get("rate")
+        cls = "" if rate is None else ("pass" if rate >= 0.9 else "fail" if rate < 0.5 else "")
+        rows.append([escape(p["metric"]), escape(p["probe"]), escape(p["expect"]),
+                     f'<span class="{cls}">{_rate(rate)}</span>', str(p["n"]),
+                     fmt(p.get("mean_delta"), 4), str(p.get("skipped", 0)),
+                     escape(p.get("description", ""))])
+    return ('<h2 id="probes">Metamorphic probes</h2><p class="muted">How often the score '
+            "moves the right way when the output is changed; <em>same</em> probes must not "
+            "move it.</p>"
+            + _table(["metric", "probe", "expect", "right", "n", "mean change", "skipped",
+                      "what changes"], rows))
+
+
+def _bias(data: dict[str, Any]) -> str:
+    if not data["bias"]:
+        return ""
+    rows = [[escape(b["judge"]), escape(b["probe"]), escape(b["measure"]), fmt(b.get("value")),
+             str(b["n"]), escape(b.get("note", ""))] for b in data["bias"]]
+    return ('<h2 id="bias">Judge bias</h2>'
+            + _table(["judge", "probe", "measure", "value", "n", "note"], rows))
+
+
+def _warnings(data: dict[str, Any]) -> str:
+    if not data["warnings"]:
+        return ""
+    return ('<h2 id="warnings">Warnings</h2>'
+            + "".join(f'<div class="warn">{escape(w)}</div>' for w in data["warnings"]))

@@ -1,0 +1,149 @@
+"""The report card as Markdown (GitHub-flavoured tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from judgebench.audit.report import Report
+
+GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
+             "significance cluster than every sentinel (Perrella et al. 2024). Cluster 1 is "
+             "the best; a new cluster starts where a metric is significantly worse than a "
+             "member of the one above.")
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def setting_label(level: str, grouping: str) -> str:
+    return "system" if level == "system" else f"segment/{grouping}"
+
+
+def cell(row: dict[str, Any], verdict: dict[str, Any] | None) -> str:
+    text = fmt(row.get("value"))
+    if row.get("ci_low") is not None:
+        text += f" [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"
+    if row.get("cluster") is not None:
+        text += f" c{row['cluster']}"
+    if verdict is not None:
+        text += " ✓" if verdict["passed"] else " ✗"
+    return text
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    def esc(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: Report | dict[str, Any]) -> str:
+    data = report.to_dict() if isinstance(report, Report) else report
+    out: list[str] = [f"# {data['title']}", ""]
+    inputs, settings = data["inputs"], data["settings"]
+    out.append(f"Scores `{inputs['scores']}` ({inputs['rows']} rows: {inputs['items']} items x "
+               f"{inputs['systems']} systems)"
+               + (f", generations `{inputs['samples']}`" if inputs.get("samples") else
+                  ", no generations (text sentinels skipped)")
+               + f". judgebench {data['judgebench']}, {data['created']}.")
+    levels = ", ".join(setting_label(x["level"], x["grouping"]) for x in settings["levels"])
+    out += ["", f"Statistics: {', '.join(settings['statistics'])}; settings: {levels}; "
+                f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
+                f"resamples); clusters by {settings['test']} test at alpha "
+                f"{settings['alpha']}; seed {settings['seed']}.", ""]
+
+    out += ["## Gate", "", GATE_RULE, ""]
+    out += table(["metric", "passed", "failed in"],
+                 [[g["metric"], f"{g['passed']}/{g['total']}",
+                   "; ".join(g["failed"]) or "-"] for g in data["gate_summary"]])
+
+    out += ["", "## Metrics", ""]
+    out += table(["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
+                  "signature"],
+                 [[c["column"] + ("" if c["higher_is_better"] else " (negated)"),
+                   c.get("kind") or "-", _statuses(c.get("statuses")),
+                   _rate(c.get("parse_failure_rate")), _money(c.get("cost_usd")),
+                   fmt(c.get("time_s"), 1), f"`{c['signature']}`" if c.get("signature")
+                   else "unknown (no .meta.json beside the table)"]
+                  for c in data["metrics"]])
+
+    out += ["", "## Sentinels", ""]
+    out += table(["sentinel", "sees", "statuses", "signature"],
+                 [[s["column"], s["description"],
+                   "; ".join(f"{h}: {_statuses(v)}" for h, v in s["statuses"].items())
+                   if s["trained"] else _statuses(next(iter(s["statuses"].values()), {})),
+                   f"`{s['signature']}`"] for s in data["sentinels"]])
+
+    out += ["", "## Agreement with people", "",
+            "Each cell: statistic [CI] c<cluster>, and ✓/✗ for the gate. Sentinels in "
+            "italics.", ""]
+    for human in data["humans"]:
+        for statistic in settings["statistics"]:
+            blocks = [b for b in data["blocks"]
+                      if b["human"] == human and b["statistic"] == statistic]
+            if not blocks:
+                continue
+            out += [f"### {human} · {statistic}", ""]
+            names = [r["metric"] for r in blocks[0]["rows"]]
+            rows = []
+            for name in names:
+                kind = next(r["kind"] for r in blocks[0]["rows"] if r["metric"] == name)
+                line = [f"*{name}*" if kind == "sentinel" else name]
+                for b in blocks:
+                    row = next(r for r in b["rows"] if r["metric"] == name)
+                    verdict = next((g for g in b["gate"] if g["metric"] == name), None)
+                    line.append(cell(row, verdict))
+                rows.append(line)
+            out += table(["metric", *(setting_label(b["level"], b["grouping"])
+                                      for b in blocks)], rows)
+            notes = _notes(blocks)
+            if notes:
+                out += ["", *(f"- {n}" for n in notes)]
+            out.append("")
+
+    if data["probes"]:
+        out += ["## Metamorphic probes", "",
+                "How often the score moves the right way when the output is changed "
+                "(rate over scored pairs; `same` probes must not move it).", ""]
+        out += table(["metric", "probe", "expect", "right", "n", "mean change", "skipped"],
+                     [[p["metric"], p["probe"], p["expect"], _rate(p.get("rate")), p["n"],
+                       fmt(p.get("mean_delta"), 4), p.get("skipped", 0)]
+                      for p in data["probes"]])
+        out.append("")
+    if data["bias"]:
+        out += ["## Judge bias", ""]
+        out += table(["judge", "probe", "measure", "value", "n", "note"],
+                     [[b["judge"], b["probe"], b["measure"], fmt(b.get("value")), b["n"],
+                       b.get("note", "")] for b in data["bias"]])
+        out.append("")
+    if data["warnings"]:
+        out += ["## Warnings", "", *(f"- {w}" for w in data["warnings"]), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _notes(blocks: Sequence[dict[str, Any]]) -> list[str]:
+    """Notes of these blocks, each text once, with the settings it applies to."""
+    seen: dict[str, list[str]] = {}
+    for b in blocks:
+        for note in b["notes"]:
+            seen.setdefault(note["text"], []).append(setting_label(b["level"], b["grouping"]))
+    return [f"{text} ({', '.join(where)})" for text, where in seen.items()]
+
+
+def _statuses(counts: dict[str, int] | None) -> str:
+    if not counts:
+        return "unknown"
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"

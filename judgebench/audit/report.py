@@ -1,0 +1,124 @@
+"""The report card: plain data, one object per run, rendered as JSON, Markdown or HTML.
+
+`Report.to_dict()` is the JSON report (for machines); `Report.results()` is the flat list of
+result objects that `judgebench audit --json` prints (DESIGN.md: a JSON array on stdout),
+each with a `type`: "correlation" (one metric or sentinel in one block), "probe" (one
+metamorphic probe of one metric) or "bias" (one judge-bias probe of one judge).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from judgebench.audit.blocks import Block
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class MetricCard:
+    """What is known about one metric column besides its agreement with people."""
+
+    column: str
+    metric: str | None = None
+    kind: str | None = None
+    signature: str | None = None
+    higher_is_better: bool = True
+    rows: int = 0
+    missing: int = 0
+    statuses: dict[str, int] | None = None
+    parse_failure_rate: float | None = None
+    failure_rate: float | None = None
+    cost_usd: float | None = None
+    time_s: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    source: str = "table"  # where the signature and statuses came from
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _clean(v) for k, v in asdict(self).items()}
+
+
+@dataclass
+class Report:
+    title: str
+    created: str
+    version: str
+    inputs: dict[str, Any]
+    settings: dict[str, Any]
+    humans: list[str]
+    metrics: list[MetricCard]
+    sentinels: list[dict[str, Any]]
+    blocks: list[Block]
+    #: human -> column -> {"systems", "human", "metric"} system means, and a segment sample.
+    scatter: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    bias: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # -- views ----------------------------------------------------------------------------
+    def gate_summary(self) -> list[dict[str, Any]]:
+        """Per metric: how many blocks it passed, and which it failed."""
+        out = []
+        for card in self.metrics:
+            verdicts = [(b, g) for b in self.blocks for g in b.gate if g.metric == card.column]
+            failed = [_where(b) for b, g in verdicts if not g.passed]
+            out.append({"metric": card.column, "passed": len(verdicts) - len(failed),
+                        "total": len(verdicts), "failed": failed})
+        return out
+
+    def results(self) -> list[dict[str, Any]]:
+        signatures = {c.column: c.signature for c in self.metrics}
+        signatures |= {s["column"]: s["signature"] for s in self.sentinels}
+        rows: list[dict[str, Any]] = []
+        for block in self.blocks:
+            verdicts = {g.metric: g for g in block.gate}
+            for row in block.rows:
+                out = {"type": "correlation", "human": block.human, **row.to_dict()}
+                verdict = verdicts.get(row.column)
+                out["gate"] = None if verdict is None else ("pass" if verdict.passed
+                                                            else "fail")
+                out["gate_reason"] = None if verdict is None else verdict.reason
+                out["signature"] = signatures.get(row.column)
+                rows.append({k: _clean(v) for k, v in out.items()})
+        rows += [{"type": "probe", **p} for p in self.probes]
+        rows += [{"type": "bias", **b} for b in self.bias]
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "judgebench-audit", "format_version": FORMAT_VERSION,
+            "title": self.title, "created": self.created, "judgebench": self.version,
+            "inputs": self.inputs, "settings": self.settings, "humans": self.humans,
+            "metrics": [c.to_dict() for c in self.metrics],
+            "sentinels": self.sentinels,
+            "gate_summary": self.gate_summary(),
+            "blocks": [_clean_tree(b.to_dict()) for b in self.blocks],
+            "scatter": _clean_tree(self.scatter),
+            "probes": _clean_tree(self.probes), "bias": _clean_tree(self.bias),
+            "warnings": self.warnings,
+        }
+
+
+def _where(block: Block) -> str:
+    return f"{block.human} {block.statistic} {block.label}"
+
+
+def _clean(value: Any) -> Any:
+    if hasattr(value, "item") and not isinstance(value, list | dict | str):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _clean_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _clean_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean_tree(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _clean_tree(value.tolist())
+    return _clean(value)

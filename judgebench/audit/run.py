@@ -1,0 +1,265 @@
+"""The audit pipeline: scores table (+ generations) -> sentinels -> blocks -> Report.
+
+Metric columns whose metric is lower-is-better (from the table's `.meta.json` sidecar, or
+named by the user) are negated before anything is computed, so that every statistic,
+cluster and plot reads "higher is better"; the card says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import meta_eval
+from judgebench.audit.blocks import Block, Options, evaluate_block
+from judgebench.audit.report import MetricCard, Report
+from judgebench.audit.sentinels import SentinelRun, compute_sentinels
+from judgebench.errors import InputError
+from judgebench.models import Sample
+from judgebench.spec import MetricSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from judgebench.plugins import PluginHost
+
+KEY = ("item", "system")
+PARSE_FAILURES = ("parse_error",)
+SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
+
+
+def numeric_columns(frame: pd.DataFrame, columns: Sequence[str], path: str) -> None:
+    """Coerce `columns` to float in place; raise InputError naming the file, row and column
+    of the first value that is not a number."""
+    import pandas as pd
+
+    for column in columns:
+        if column not in frame.columns:
+            raise InputError(f"no such column; columns are {list(frame.columns)}", path=path,
+                             field=column)
+        values = frame[column]
+        if pd.api.types.is_bool_dtype(values):
+            raise InputError("column holds booleans, not scores", path=path, field=column)
+        coerced = pd.to_numeric(values, errors="coerce")
+        bad = values.notna() & coerced.isna()
+        if bad.any():
+            position = int(bad.to_numpy().argmax())
+            raise InputError(f"column is not numeric: value {values.iloc[position]!r}",
+                             path=path, row=position + 1, field=column)
+        frame[column] = coerced.astype(float)
+
+
+def default_metric_columns(frame: pd.DataFrame, humans: Sequence[str]) -> list[str]:
+    import pandas as pd
+
+    skip = set(humans) | set(KEY)
+    return [c for c in frame.columns
+            if c not in skip and not str(c).startswith(("human.", "sentinel."))
+            and pd.api.types.is_numeric_dtype(frame[c])
+            and not pd.api.types.is_bool_dtype(frame[c])]
+
+
+def read_sidecar(scores_path: Path) -> dict[str, Any] | None:
+    """The `.meta.json` that `judgebench score -o FILE` writes beside FILE, if any."""
+    path = Path(f"{scores_path}.meta.json")
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON: {exc}", path=str(path)) from None
+    return data if isinstance(data, dict) else None
+
+
+def store_costs(store_path: Path, signature: str) -> dict[str, Any]:
+    """Cost, tokens and compute time of one signature in a score store (read-only)."""
+    if not store_path.is_file():
+        raise InputError("store not found", path=str(store_path), field="--store")
+    conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT COUNT(*), SUM(cost_usd), COUNT(cost_usd), SUM(tokens_in), SUM(tokens_out),"
+            " SUM(COALESCE(latency_s, elapsed_s)), COUNT(COALESCE(latency_s, elapsed_s))"
+            " FROM scores WHERE signature = ?", (signature,)).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"not a judgebench store: {exc}", path=str(store_path),
+                         field="--store") from None
+    finally:
+        conn.close()
+    count, cost, costed, tin, tout, seconds, timed = row
+    if not count:
+        return {}
+    return {"cost_usd": cost if costed == count else None,
+            "tokens_in": tin, "tokens_out": tout,
+            "time_s": seconds if timed == count else None}
+
+
+def metric_cards(frame: pd.DataFrame, columns: Sequence[str], *,
+                 sidecar: dict[str, Any] | None, store_path: Path | None,
+                 lower_better: Sequence[str], host: PluginHost | None) -> list[MetricCard]:
+    described = (sidecar or {}).get("columns", {})
+    metrics = host.metrics() if host is not None else {}
+    cards = []
+    for column in columns:
+        info = described.get(column, {}) if isinstance(described, dict) else {}
+        name = info.get("metric")
+        card = MetricCard(column=column, metric=name, signature=info.get("signature"),
+                          rows=len(frame), missing=int(frame[column].isna().sum()),
+                          source="sidecar" if info else "table")
+        registered = metrics.get(name or column)
+        if registered is not None:
+            card.metric = registered.name
+            card.kind = registered.info.kind
+            card.higher_is_better = registered.info.higher_is_better
+        if "higher_is_better" in info:
+            card.higher_is_better = bool(info["higher_is_better"])
+        if column in lower_better:
+            card.higher_is_better = False
+        statuses = info.get("statuses")
+        if isinstance(statuses, dict) and statuses:
+            total = sum(statuses.values())
+            card.statuses = dict(statuses)
+            card.parse_failure_rate = sum(statuses.get(s, 0) for s in PARSE_FAILURES) / total
+            card.failure_rate = 1 - statuses.get("ok", 0) / total
+        if store_path is not None and card.signature:
+            for key, value in store_costs(store_path, card.signature).items():
+                setattr(card, key, value)
+        cards.append(card)
+    return cards
+
+
+def scatter_data(human: np.ndarray, columns: dict[str, np.ndarray], systems: list[str],
+                 seed: int) -> dict[str, dict[str, Any]]:
+    """Per column: system means of human and metric, and a seeded sample of segments."""
+    from meta_eval.levels import system_means
+
+    out: dict[str, dict[str, Any]] = {}
+    rng = np.random.default_rng(seed)
+    flat_h = human.reshape(-1)
+    for name, matrix in columns.items():
+        h, m = system_means(human, matrix)
+        flat_m = matrix.reshape(-1)
+        ok = np.flatnonzero(np.isfinite(flat_h) & np.isfinite(flat_m))
+        if ok.size > SEGMENT_SAMPLE:
+            ok = np.sort(rng.choice(ok, SEGMENT_SAMPLE, replace=False))
+        out[name] = {"systems": systems, "human": h, "metric": m,
+                     "segment_human": flat_h[ok], "segment_metric": flat_m[ok]}
+    return out
+
+
+def check_settings(statistics: Sequence[str], settings: Sequence[tuple[str, str]]) -> None:
+    for statistic in statistics:
+        for level, grouping in settings:
+            try:
+                meta_eval.levels.check_options(statistic, level, grouping)
+            except ValueError as exc:
+                raise InputError(str(exc), field="--statistic") from None
+
+
+def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[str] = (),
+              scores_path: Path, samples: Sequence[Sample] | None = None,
+              samples_path: Path | None = None,
+              settings: Sequence[tuple[str, str]], statistics: Sequence[str] = ("pearson",),
+              sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
+              store_path: Path | None = None, lower_better: Sequence[str] = (),
+              progress: Callable[[str], None] | None = None) -> Report:
+    """The whole audit of the metric columns of `frame` (a wide scores table)."""
+    log = progress or (lambda _message: None)
+    check_settings(statistics, settings)
+    numeric_columns(frame, [*humans, *metrics], str(scores_path))
+    columns = list(dict.fromkeys(metrics)) or default_metric_columns(frame, humans)
+    if not columns:
+        raise InputError("no metric columns: name them with --metric", path=str(scores_path))
+    for column in lower_better:
+        if column not in columns:
+            raise InputError(f"not a metric column of the audit; metrics are {columns}",
+                             field="--lower-better")
+    clash = [s.column for s in sentinel_specs if s.column in columns]
+    if clash:
+        raise InputError(f"metric column(s) {clash} have a sentinel's name", path=str(scores_path))
+    cards = metric_cards(frame, columns, sidecar=read_sidecar(scores_path),
+                         store_path=store_path, lower_better=lower_better, host=host)
+    oriented = frame.copy()
+    for card in cards:
+        if not card.higher_is_better:
+            oriented[card.column] = -oriented[card.column]
+
+    log(f"{len(frame)} rows; sentinels: {', '.join(s.column for s in sentinel_specs)}")
+    runs = compute_sentinels(frame, humans=humans, samples=samples, specs=sentinel_specs,
+                             host=host, samples_path=str(samples_path) if samples_path else None)
+    sentinel_names = [r.column for r in runs]
+    warnings = _sentinel_warnings(runs, humans)
+
+    blocks: list[Block] = []
+    scatter: dict[str, dict[str, dict[str, Any]]] = {}
+    for human in humans:
+        table = oriented[[*KEY, human, *columns]].copy()
+        for r in runs:
+            table[r.column] = r.values[human]
+        names = [*columns, *sentinel_names]
+        try:
+            mats = meta_eval.score_matrices(table, [human, *names])
+        except ValueError as exc:
+            raise InputError(str(exc), path=str(scores_path)) from None
+        matrices = {n: mats[n] for n in names}
+        scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed)
+        for statistic in statistics:
+            for level, grouping in settings:
+                label = "system" if level == "system" else f"segment/{grouping}"
+                log(f"{human} · {statistic} · {label}")
+                blocks.append(evaluate_block(
+                    human=mats[human], human_name=human, columns=matrices,
+                    sentinels=sentinel_names, statistic=statistic, level=level,
+                    grouping=grouping, options=options))
+    for card in cards:
+        if not card.higher_is_better:
+            warnings.append(f"{card.column} is lower-is-better: negated for the audit")
+    return Report(
+        title=f"Audit of {Path(scores_path).name}",
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        version=_version(),
+        inputs={"scores": str(scores_path),
+                "samples": str(samples_path) if samples_path else None,
+                "store": str(store_path) if store_path else None,
+                "rows": len(frame), "items": int(frame["item"].nunique()),
+                "systems": int(frame["system"].nunique())},
+        settings={"statistics": list(statistics),
+                  "levels": [{"level": lv, "grouping": g} for lv, g in settings],
+                  "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
+                  "alpha": options.alpha, "test": options.method,
+                  "resamples": options.resamples, "epsilon": options.epsilon},
+        humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
+        blocks=blocks, scatter=scatter, warnings=warnings)
+
+
+def _sentinel_warnings(runs: Sequence[SentinelRun], humans: Sequence[str]) -> list[str]:
+    out = []
+    for run in runs:
+        for human in humans:
+            counts = run.statuses.get(human, {})
+            total = sum(counts.values())
+            failed = total - counts.get("ok", 0)
+            if failed:
+                reasons = "; ".join(f"{k}: {v}" for k, v in run.reasons.get(human, {}).items())
+                out.append(f"{run.column} ({human}): {failed} of {total} rows not scored"
+                           + (f" ({reasons})" if reasons else ""))
+                if not run.trained:
+                    break  # the same for every human column
+    return out
+
+
+def _version() -> str:
+    from judgebench import __version__
+
+    return __version__
+
+
+def finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,154 @@
+"""`judgebench audit`: sentinels, the sentinel gate, probes and the report card.
+
+Reads a wide scores table; the sentinels that read text (length, cand, src, ref) and the
+probes take the text from the generations given with --samples (the table has none).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from judgebench.errors import InputError
+
+LEVELS = ("system", "segment")
+GROUPINGS = ("none", "item", "system")
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
+                  ".json": "json"}
+
+
+def _log(message: str) -> None:
+    click.echo(f"audit: {message}", err=True)
+
+
+def settings_of(levels: tuple[str, ...], groupings: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(level, grouping) pairs: system level once (grouping none), segment level with each
+    grouping asked for."""
+    levels = levels or LEVELS
+    groupings = groupings or GROUPINGS
+    out: list[tuple[str, str]] = []
+    if "system" in levels:
+        out.append(("system", "none"))
+    if "segment" in levels:
+        out += [("segment", g) for g in GROUPINGS if g in groupings]
+    return out
+
+
+def report_format(path: Path) -> str:
+    fmt = REPORT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"unknown report type '{path.suffix}'; use .html, .md or .json",
+                         path=str(path), field="--report")
+    return fmt
+
+
+@click.command("audit")
+@click.argument("scores", type=click.Path(path_type=Path))
+@click.option("--human", "humans", multiple=True, required=True, metavar="COL",
+              help="Human judgment column of SCORES; repeatable.")
+@click.option("--samples", "samples_path", type=click.Path(path_type=Path),
+              metavar="GENERATIONS",
+              help="The generations SCORES was scored from (.jsonl/.csv/.parquet), matched "
+                   "on (item, system). The scores table has no text: sentinel.length, "
+                   "sentinel.cand/src/ref and the probes need this; without it they are "
+                   "skipped with that reason.")
+@click.option("--metric", "metrics", multiple=True, metavar="COL",
+              help="Metric column to audit; repeatable. Default: every numeric column that "
+                   "is not item, system, human.* or a --human column.")
+@click.option("--level", "levels", multiple=True, type=click.Choice(LEVELS),
+              help="Repeatable. Default: system and segment.")
+@click.option("--grouping", "groupings", multiple=True, type=click.Choice(GROUPINGS),
+              help="Segment-level grouping; repeatable. Default: none, item and system.")
+@click.option("--statistic", "statistics", multiple=True, metavar="NAME",
+              help="pearson, spearman, kendall, kendall-23, acc-23, acc-eq, ...; "
+                   "repeatable. Default: pearson.")
+@click.option("--sentinel", "sentinels", multiple=True, metavar="SPEC",
+              help="Sentinel to use, e.g. sentinel.cand:folds=10; repeatable. Default: every "
+                   "registered sentinel.")
+@click.option("--lower-better", "lower_better", multiple=True, metavar="COL",
+              help="Metric column where lower is better (negated for the audit). Known "
+                   "automatically for tables written by `judgebench score`.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path),
+              help="Score store (from `judgebench score --store`) to read cost and time.")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Item resamples for the confidence intervals (0: none).")
+@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.95, show_default=True)
+@click.option("--test", "method", type=click.Choice(("permutation", "williams")),
+              default="permutation", show_default=True,
+              help="Test behind the significance clusters.")
+@click.option("--resamples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Permutation resamples per comparison (early stopping may use fewer).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True)
+@click.option("--epsilon", type=float, default=0.0, show_default=True,
+              help="Metric tie threshold for kendall-23 and acc-23.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--report", "reports", multiple=True, type=click.Path(path_type=Path),
+              metavar="PATH", help="Write the report card: .html (self-contained, with "
+                                   "plots), .md or .json; repeatable.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON array of result objects to stdout (and nothing else).")
+def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
+            metrics: tuple[str, ...], levels: tuple[str, ...], groupings: tuple[str, ...],
+            statistics: tuple[str, ...], sentinels: tuple[str, ...],
+            lower_better: tuple[str, ...], store_path: Path | None, bootstrap: int,
+            ci: float, method: str, resamples: int, alpha: float, epsilon: float, seed: int,
+            reports: tuple[Path, ...], as_json: bool) -> None:
+    """Audit the metric columns of SCORES (a wide scores table) against human judgments:
+    sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
+    from judgebench.audit.blocks import Options
+    from judgebench.audit.run import run_audit
+    from judgebench.audit.sentinels import parse_sentinels
+    from judgebench.io import read_samples, read_table
+    from judgebench.plugins import get_host
+
+    formats = [(path, report_format(path)) for path in reports]
+    if epsilon < 0:
+        raise InputError("must be >= 0", field="--epsilon")
+    if method == "williams" and set(statistics or ("pearson",)) != {"pearson"}:
+        raise InputError("Williams' test compares Pearson correlations; use --test "
+                         "permutation", field="--test")
+    host = get_host()
+    sentinel_specs = parse_sentinels(sentinels, host)
+    frame = read_table(scores)
+    samples = read_samples(samples_path) if samples_path is not None else None
+    settings = settings_of(levels, groupings)
+    if not settings:
+        raise InputError("no setting left: --level segment needs a --grouping",
+                         field="--grouping")
+    options = Options(bootstrap=bootstrap, ci=ci, seed=seed, alpha=alpha, method=method,
+                      resamples=resamples, epsilon=epsilon)
+    report = run_audit(frame, humans=humans, metrics=metrics, scores_path=scores,
+                       samples=samples, samples_path=samples_path, settings=settings,
+                       statistics=statistics or ("pearson",), sentinel_specs=sentinel_specs,
+                       options=options, host=host, store_path=store_path,
+                       lower_better=lower_better, progress=_log)
+    for path, fmt in formats:
+        write_report(report, path, fmt)
+        _log(f"report -> {path}")
+    if as_json:
+        click.echo(json.dumps(report.results(), indent=2))
+    else:
+        from judgebench.audit.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(report))
+
+
+def write_report(report: object, path: Path, fmt: str) -> None:
+    from judgebench.io import write_text
+
+    if fmt == "json":
+        text = json.dumps(report.to_dict(), indent=2)  # type: ignore[attr-defined]
+    elif fmt == "markdown":
+        from judgebench.audit.markdown import render_markdown
+
+        text = render_markdown(report)  # type: ignore[arg-type]
+    else:
+        from judgebench.audit.html import render_html
+
+        text = render_html(report)  # type: ignore[arg-type]
+    write_text(text, path)
