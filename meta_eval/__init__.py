@@ -14,7 +14,8 @@ Correlation with human judgments (`levels`, `correlation`, `system`, `calibratio
         the epsilon calibrated on the data, reported in Result.epsilon), pairwise-accuracy
         and spa (system level). level: system | segment; grouping: none | item | system.
         Result: value, n (units or groups averaged), skipped (undefined groups), ci_low,
-        ci_high (bootstrap over items), p_value (ungrouped pearson/spearman/kendall).
+        ci_high (bootstrap over items), p_value (ungrouped pearson/spearman/kendall),
+        epsilon (the tie threshold given, or chosen by acc-eq).
     STATISTICS, LEVELS, GROUPINGS: the accepted names.
     calibrate_epsilon(*, human, metric, groups=None) -> Calibration(epsilon, value, ...)
         Exact tie calibration over 1-D arrays, sort-based, memory O(n log n).

@@ -34,6 +34,7 @@ KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
 CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY)
 _SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
 _CHUNK = 1 << 22  # pair entries per broadcast chunk
+_SORTED_UNITS = 1 << 19  # units per sort-based counting call
 
 
 def _masked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,16 +96,21 @@ def group_pair_counts(human: np.ndarray, metric: np.ndarray,
     if units <= _SMALL_GROUP:
         out = _broadcast_counts(rows_h, rows_m, epsilon)
     else:
-        ok = np.isfinite(rows_h)
-        gid = np.broadcast_to(np.arange(rows_h.shape[0])[:, None], rows_h.shape)[ok]
-        pc = pair_counts(human=rows_h[ok], metric=rows_m[ok], epsilon=epsilon, groups=gid)
-        full = {}
-        present = np.unique(gid)
-        for name in ("concordant", "discordant", "ties_human", "ties_metric", "ties_both"):
-            arr = np.zeros(rows_h.shape[0], dtype=np.int64)
-            arr[present] = getattr(pc, name)
-            full[name] = arr
-        out = full
+        # Sort-based counts, a bounded number of units at a time (the index is O(n log n)).
+        names = ("concordant", "discordant", "ties_human", "ties_metric", "ties_both")
+        out = {k: np.zeros(rows_h.shape[0], dtype=np.int64) for k in names}
+        step = max(1, _SORTED_UNITS // units)
+        for start in range(0, rows_h.shape[0], step):
+            sl = slice(start, start + step)
+            ok = np.isfinite(rows_h[sl])
+            if not ok.any():
+                continue
+            gid = np.broadcast_to(np.arange(start, start + ok.shape[0])[:, None], ok.shape)[ok]
+            pc = pair_counts(human=rows_h[sl][ok], metric=rows_m[sl][ok], epsilon=epsilon,
+                             groups=gid)
+            present = np.unique(gid)
+            for name in names:
+                out[name][present] = getattr(pc, name)
     out["units"] = np.isfinite(rows_h).sum(axis=-1)
     return {k: v.reshape(lead) for k, v in out.items()}
 

@@ -28,7 +28,7 @@ LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
 STATISTICS = (*CORRELATIONS, "acc-eq", "pairwise-accuracy", "spa")
 SYSTEM_ONLY = ("pairwise-accuracy", "spa")
-_BLOCK = 1 << 24  # matrix cells per bootstrap block
+_BLOCK = 1 << 22  # matrix cells per bootstrap block
 
 
 def check_options(statistic: str, level: str, grouping: str) -> None:
@@ -107,7 +107,7 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         raise ValueError(f"ci must be in (0, 1), got {ci}")
     grouped = level == "segment" and grouping != "none"
 
-    chosen = None
+    chosen = epsilon if statistic in ("kendall-23", "acc-23") else None
     if statistic == "spa":
         result = spa(human=human, metric=metric, permutations=permutations, seed=seed)
         value, n, skipped = result.value, result.n, result.skipped
@@ -130,7 +130,7 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
     if bootstrap > 0 and np.isfinite(value):
         samples = bootstrap_values(statistic, human=human, metric=metric, level=level,
                                    grouping=grouping,
-                                   epsilon=chosen if chosen is not None else epsilon,
+                                   epsilon=epsilon if chosen is None else chosen,
                                    resamples=bootstrap, seed=seed, permutations=permutations)
         samples = samples[np.isfinite(samples)]
         if samples.size:

@@ -23,6 +23,8 @@ class Result:
     `n` counts what entered `value`: units correlated (no grouping, system level) or groups
     averaged (item/system grouping). `skipped` counts groups where the statistic is undefined
     (constant input, fewer than 2 units). `value` is NaN when nothing was defined.
+    `epsilon` is the metric tie threshold: the one given (kendall-23, acc-23) or the one
+    chosen on the data (acc-eq).
     """
 
     statistic: str

@@ -50,8 +50,8 @@ from meta_eval.system import spa
 
 PAIR_STATISTICS = ("kendall-23", "acc-23", "acc-eq")
 EARLY_MIN, EARLY_MAX = 0.02, 0.5
-_CELLS = 1 << 23  # matrix cells per permutation block
-_PAIRS = 1 << 22  # pairs per outcome chunk
+_CELLS = 1 << 22  # matrix cells per permutation block
+_PAIRS = 1 << 21  # pairs per outcome chunk
 
 
 def _common(human: np.ndarray, a: np.ndarray, b: np.ndarray

@@ -62,8 +62,12 @@ def test_grouped_is_the_mean_of_defined_groups(name, grouping):
         assert got.skipped >= 1
 
 
-def test_large_groups_use_the_sort_based_counts():
-    # 40 units per group: the sort-based path, not the broadcast one.
+@pytest.mark.parametrize("units_per_call", [1 << 19, 70])
+def test_large_groups_use_the_sort_based_counts(units_per_call, monkeypatch):
+    # 60 units per group: the sort-based path, not the broadcast one, whole or in chunks.
+    import meta_eval.correlation
+
+    monkeypatch.setattr(meta_eval.correlation, "_SORTED_UNITS", units_per_call)
     human, metric = tied_data(11, items=60, systems=3)
     for name in ("kendall", "kendall-c"):
         got = evaluate(name, human=human, metric=metric, level="segment", grouping="system")
