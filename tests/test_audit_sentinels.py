@@ -26,11 +26,12 @@ FILLER = ("the", "council", "said", "on", "monday", "that", "city", "budget", "w
           "after", "years", "of", "cuts", "and", "residents", "welcomed", "plan")
 
 
-def synthetic(n_items: int = 40, n_systems: int = 8, seed: int = 0
-              ) -> tuple[pd.DataFrame, list[Sample]]:
+def synthetic(n_items: int = 40, n_systems: int = 8, seed: int = 0,
+              words_show: str = "deviation") -> tuple[pd.DataFrame, list[Sample]]:
     """A scores table and its generations where the human score follows quality words in the
     output (so an output-only regressor can learn it at segment level), with a strong metric
-    (human + small noise) and a deliberately bad one (independent noise)."""
+    (human + small noise) and a deliberately bad one (independent noise). With
+    words_show="quality" the words follow the whole quality, system part included."""
     rng = np.random.default_rng(seed)
     quality = np.linspace(-1.0, 1.0, n_systems)
     difficulty = rng.normal(0.0, 0.3, n_items)
@@ -41,7 +42,8 @@ def synthetic(n_items: int = 40, n_systems: int = 8, seed: int = 0
             # an output-only regressor does well on segments but not on system means.
             deviation = rng.normal(0.0, 0.6)
             q = quality[s] + deviation
-            good = int(np.clip(round(3 + 2.5 * deviation), 0, 6))
+            shown = deviation if words_show == "deviation" else q
+            good = int(np.clip(round(3 + 2.5 * shown), 0, 6))
             words = [*rng.choice(FILLER, 12), *rng.choice(GOOD, good),
                      *rng.choice(BAD, 6 - good)]
             rng.shuffle(words)

@@ -263,3 +263,83 @@ def _version() -> str:
 
 def finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+# -- probes ----------------------------------------------------------------------------------
+def probe_specs(texts: Sequence[str], columns: Sequence[str], host: PluginHost
+                ) -> tuple[list[MetricSpec], list[str]]:
+    """Metric specs to probe: each text is a spec, or `all` for every audited column that is
+    a spec of a registered segment-level metric. Returns the specs and warnings."""
+    from judgebench.spec import parse_spec
+
+    wanted: list[str] = []
+    for text in texts:
+        wanted += list(columns) if text == "all" else [text]
+    specs, warnings = [], []
+    known = host.metrics()
+    for text in dict.fromkeys(wanted):
+        spec = parse_spec(text)
+        entry = known.get(spec.name)
+        if entry is None:
+            if text in columns and "all" in texts:
+                warnings.append(f"probes: column {text} is not a registered metric spec; "
+                                "not probed")
+                continue
+            raise InputError(f"unknown metric '{spec.name}'; registered: "
+                             f"{', '.join(sorted(known))}", field="--probe")
+        if entry.info.level != "segment":
+            warnings.append(f"probes: {text} has no segment-level score; not probed")
+            continue
+        specs.append(spec)
+    return specs, warnings
+
+
+def metamorphic(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, host: PluginHost,
+                items: int, seed: int, probes: Sequence[str] | None = None,
+                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    from judgebench.audit.probes import PROBE_NAMES, probe_subset, run_probes, runner_score_fn
+
+    subset = probe_subset(samples, items, seed)
+    if not subset:
+        raise InputError("no generation with an output to probe", field="--samples")
+    out: list[dict[str, Any]] = []
+    for spec in specs:
+        if progress:
+            progress(f"probes: {spec.column} on {len(subset)} samples")
+        info = host.metric(spec.name).info
+        results = run_probes(subset, runner_score_fn(spec, host), metric=spec.column,
+                             higher_is_better=info.higher_is_better,
+                             probes=probes or PROBE_NAMES, seed=seed)
+        out += [r.to_dict() for r in results]
+    return out
+
+
+def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
+               human: Sequence[float | None] | None, host: PluginHost,
+               paraphrases: Sequence[MetricSpec] = (), judge_family: str | None = None,
+               families: dict[str, str] | None = None, probes: Sequence[str] | None = None,
+               progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    import tempfile
+
+    from judgebench.audit.bias import BIAS_PROBES, center_of, run_bias
+    from judgebench.audit.probes import runner_score_fn
+    from judgebench.runtime import RunSettings
+
+    out: list[dict[str, Any]] = []
+    for spec in judges:
+        info = host.metric(spec.name).info
+        mine = [p for p in paraphrases if p.name == spec.name]
+        if progress:
+            progress(f"bias probes: {spec.column} on {len(pairs)} pairs")
+        with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
+            results = run_bias(
+                pairs, runner_score_fn(spec, host), judge=spec.column,
+                center=center_of(info.value_range),
+                rescore=runner_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
+                paraphrases={p.column: runner_score_fn(p, host) for p in mine},
+                paraphrase_centers={p.column: center_of(host.metric(p.name).info.value_range)
+                                    for p in mine},
+                human=human, judge_family=judge_family, families=families,
+                probes=probes or BIAS_PROBES)
+        out += [r.to_dict() for r in results]
+    return out

@@ -87,6 +87,30 @@ def report_format(path: Path) -> str:
 @click.option("--epsilon", type=float, default=0.0, show_default=True,
               help="Metric tie threshold for kendall-23 and acc-23.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--probe", "probes", multiple=True, metavar="SPEC",
+              help="Run the metamorphic probes on this metric spec (or `all`: every audited "
+                   "column that is a metric spec); repeatable. Needs --samples.")
+@click.option("--probe-items", type=click.IntRange(min=2), default=8, show_default=True,
+              help="Items (with every system's output) the probes use.")
+@click.option("--judge", "judges", multiple=True, metavar="SPEC",
+              help="Pairwise judge (a metric spec) to run the bias probes on; repeatable.")
+@click.option("--pairs", "pairs_path", type=click.Path(path_type=Path), metavar="PAIRS",
+              help="Pairwise samples (output_a/output_b) for the bias probes. Default: pairs "
+                   "of systems on one item drawn from --samples, labelled by the first "
+                   "--human column.")
+@click.option("--bias-pairs", type=click.IntRange(min=1), default=24, show_default=True,
+              help="How many pairs the bias probes use.")
+@click.option("--bias-probe", "bias_probes", multiple=True,
+              type=click.Choice(("position", "verbosity", "self-preference", "prompt",
+                                 "injection", "retest")),
+              help="Bias probes to run; repeatable. Default: all.")
+@click.option("--paraphrase", "paraphrases", multiple=True, metavar="SPEC",
+              help="The judge with a paraphrased template (same metric name as --judge); "
+                   "two or more give the prompt-sensitivity probe.")
+@click.option("--judge-family", metavar="FAMILY",
+              help="The judge model's family, for the self-preference probe.")
+@click.option("--system-family", "system_families", multiple=True, metavar="SYSTEM=FAMILY",
+              help="A system's model family, for the self-preference probe; repeatable.")
 @click.option("--report", "reports", multiple=True, type=click.Path(path_type=Path),
               metavar="PATH", help="Write the report card: .html (self-contained, with "
                                    "plots), .md or .json; repeatable.")
@@ -97,14 +121,19 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             statistics: tuple[str, ...], sentinels: tuple[str, ...],
             lower_better: tuple[str, ...], store_path: Path | None, bootstrap: int,
             ci: float, method: str, resamples: int, alpha: float, epsilon: float, seed: int,
-            reports: tuple[Path, ...], as_json: bool) -> None:
+            probes: tuple[str, ...], probe_items: int, judges: tuple[str, ...],
+            pairs_path: Path | None, bias_pairs: int, bias_probes: tuple[str, ...],
+            paraphrases: tuple[str, ...], judge_family: str | None,
+            system_families: tuple[str, ...], reports: tuple[Path, ...],
+            as_json: bool) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.audit.blocks import Options
-    from judgebench.audit.run import run_audit
+    from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.audit.sentinels import parse_sentinels
     from judgebench.io import read_samples, read_table
     from judgebench.plugins import get_host
+    from judgebench.spec import parse_spec
 
     formats = [(path, report_format(path)) for path in reports]
     if epsilon < 0:
@@ -114,6 +143,16 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                          "permutation", field="--test")
     host = get_host()
     sentinel_specs = parse_sentinels(sentinels, host)
+    families = _families(system_families)
+    judge_specs = [parse_spec(j) for j in judges]
+    paraphrase_specs = [parse_spec(p) for p in paraphrases]
+    for spec in (*judge_specs, *paraphrase_specs):
+        host.metric(spec.name)  # an unknown name is an input error now, not after the work
+    stray = [p.column for p in paraphrase_specs if p.name not in {j.name for j in judge_specs}]
+    if stray:
+        raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
+    if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
+        raise InputError("probes need the generations: give --samples", field="--samples")
     frame = read_table(scores)
     samples = read_samples(samples_path) if samples_path is not None else None
     settings = settings_of(levels, groupings)
@@ -127,6 +166,19 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                        statistics=statistics or ("pearson",), sentinel_specs=sentinel_specs,
                        options=options, host=host, store_path=store_path,
                        lower_better=lower_better, progress=_log)
+    if probes:
+        specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
+        report.warnings += warnings
+        report.probes = metamorphic(samples or [], specs, host=host, items=probe_items,
+                                    seed=seed, progress=_log)
+    if judge_specs:
+        pairs, labels = _pairs(pairs_path, samples, frame, humans[0], bias_pairs, seed)
+        report.bias = judge_bias(judges=judge_specs, pairs=pairs, human=labels, host=host,
+                                 paraphrases=paraphrase_specs, judge_family=judge_family,
+                                 families=families, probes=bias_probes or None,
+                                 progress=_log)
+        report.inputs["pairs"] = str(pairs_path) if pairs_path else f"{len(pairs)} drawn " \
+            "from --samples"
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")
@@ -152,3 +204,42 @@ def write_report(report: object, path: Path, fmt: str) -> None:
 
         text = render_html(report)  # type: ignore[arg-type]
     write_text(text, path)
+
+
+def _families(texts: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for text in texts:
+        system, eq, family = text.partition("=")
+        if not eq or not system.strip() or not family.strip():
+            raise InputError(f"'{text}' is not SYSTEM=FAMILY", field="--system-family")
+        out[system.strip()] = family.strip()
+    return out
+
+
+def _pairs(pairs_path: Path | None, samples: list | None, frame: object, human: str,
+           count: int, seed: int) -> tuple[list, list]:
+    """Pairwise samples for the bias probes and their human labels (>0: A better)."""
+    import numpy as np
+
+    from judgebench.audit.bias import pairs_from_samples
+    from judgebench.io import read_samples
+
+    if pairs_path is not None:
+        pairs = read_samples(pairs_path)
+        flat = [p for p in pairs if not p.is_pairwise]
+        if flat:
+            raise InputError(f"item {flat[0].item!r} has no output_a/output_b",
+                             path=str(pairs_path), field="output_a")
+        key = human.removeprefix("human.")
+        chosen = pairs[:count] if len(pairs) > count else pairs
+        if len(pairs) > count:
+            rng = np.random.default_rng(seed)
+            chosen = [pairs[i] for i in sorted(rng.choice(len(pairs), count, replace=False))]
+        return chosen, [p.human.get(key) for p in chosen]
+    values = frame[human].to_numpy(dtype=float)  # type: ignore[index]
+    keys = zip(frame["item"], frame["system"], strict=True)  # type: ignore[index]
+    labels = {k: v for k, v in zip(keys, values, strict=True)}
+    pairs, found = pairs_from_samples(samples or [], labels, count=count, seed=seed)
+    if not pairs:
+        raise InputError("no item has outputs of two systems to pair", field="--samples")
+    return pairs, found
