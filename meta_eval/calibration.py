@@ -22,7 +22,9 @@ over intervals of epsilon, split at sampled pair differences, prunes every inter
 bound cannot beat the best value found; an interval with at most `budget` pairs is swept
 exactly by sorting its pairs. With untied human scores the bound equals A(0) everywhere and
 the search ends after one evaluation; the worst case is a quadratic-time exact sweep, still
-in memory O(budget + n log n).
+in memory O(budget + n log n). When every pair fits in the budget (e.g. small groups), the
+pairs are enumerated at once and the ones that gain (human ties) and lose (concordant) are
+sorted apart: a smallest maximiser is always where a gaining pair enters.
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ class SortedUnits:
             self._levels = [np.sort((self.pos >> level) * self.n_ranks + self.hr)
                             for level in range(max(n.bit_length(), 1))]
         # First position after i with a strictly larger metric score: the end of i's ties.
+        self.first_greater: IntArray | None = None
         self.first_greater = self.upper(0.0)
         self._gt_to_end = self.count_greater_before(self.end, self.hr)
 
@@ -140,8 +141,8 @@ class SortedUnits:
         """
         eps = np.asarray(epsilon, dtype=float)
         shape = (*eps.shape, self.n)
-        start = getattr(self, "first_greater", None)
-        lo = np.broadcast_to(self.pos + 1 if start is None else start, shape)
+        start = self.pos + 1 if self.first_greater is None else self.first_greater
+        lo = np.broadcast_to(start, shape)
         hi = np.broadcast_to(self.end, shape)
         target = self.m + eps[..., None]
         grank = np.searchsorted(self._m_sorted, target, side="right")
