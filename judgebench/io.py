@@ -210,34 +210,44 @@ def _short(value: Any) -> str:
 
 
 # -- scores tables --------------------------------------------------------------------------
-def read_table(path: str | Path, *, key: Iterable[str] | None = KEY) -> pd.DataFrame:
+def read_table(
+    path: str | Path, *, key: Iterable[str] | None = KEY, text_columns: Iterable[str] = ()
+) -> pd.DataFrame:
     """Read a table (wide scores, leaderboard or pairwise) into a DataFrame.
 
     With `key` (default item, system) the key columns must exist, be non-empty and unique;
     pass key=None for tables keyed otherwise (e.g. a leaderboard keyed by system only).
+    Key and `text_columns` are read as text, so an id like "001" stays "001".
+    `frame.attrs["lines"]` holds each row's line (JSONL, CSV) or row number (Parquet), for
+    error messages.
     """
     import pandas as pd
 
     path = Path(path)
     fmt = file_format(path)
+    as_text = {*(key or ()), *text_columns}
+    where = "row" if fmt == "parquet" else "line"
     if fmt == "parquet":
         frame = _read_parquet(path).to_pandas()
-        offset, where = 1, "row"
+        lines = list(range(1, len(frame) + 1))
     else:
         text = _decode(_read_bytes(path), path)
         if fmt == "csv":
             try:
-                frame = pd.read_csv(_io.StringIO(text), dtype={k: str for k in (key or ())},
+                frame = pd.read_csv(_io.StringIO(text), dtype=dict.fromkeys(as_text, str),
                                     keep_default_na=True)
             except (pd.errors.ParserError, ValueError) as exc:
                 raise InputError(f"malformed CSV: {exc}", path=str(path)) from None
-            offset, where = 2, "line"
+            lines = list(range(2, len(frame) + 2))
         else:
-            records = [r for _, r in _jsonl_records(text, path)]
-            frame = pd.DataFrame.from_records(records)
-            offset, where = 1, "line"
+            numbered = list(_jsonl_records(text, path))
+            frame = pd.DataFrame.from_records([r for _, r in numbered])
+            lines = [n for n, _ in numbered]
+            for column in as_text & set(frame.columns):
+                frame[column] = frame[column].map(lambda v: v if v is None else str(v))
     if frame.empty:
         raise InputError("table has no rows", path=str(path))
+    frame.attrs["lines"] = lines
     if key is not None:
         key = list(key)
         missing = [k for k in key if k not in frame.columns]
@@ -248,14 +258,14 @@ def read_table(path: str | Path, *, key: Iterable[str] | None = KEY) -> pd.DataF
             empty = frame[k].isna()
             if empty.any():
                 raise InputError("empty key cell", path=str(path),
-                                 **{where: int(empty.to_numpy().argmax()) + offset}, field=k)
+                                 **{where: lines[int(empty.to_numpy().argmax())]}, field=k)
             frame[k] = frame[k].astype(str)
         dup = frame.duplicated(subset=key, keep="first")
         if dup.any():
             position = int(dup.to_numpy().argmax())
             values = tuple(frame.iloc[position][k] for k in key)
             raise InputError(f"duplicate key {tuple(key)} = {values}", path=str(path),
-                             **{where: position + offset}, field=key[0])
+                             **{where: lines[position]}, field=key[0])
     return frame
 
 

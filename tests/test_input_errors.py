@@ -159,3 +159,15 @@ def test_parquet_generations_keep_lists_and_humans(tmp_path: Path) -> None:
                   "reference": [["r1", "r2"]], "human": [{"q": 2.5}]}).to_parquet(path)
     (sample,) = read_samples(path)
     assert sample.references == ["r1", "r2"] and sample.human == {"q": 2.5}
+
+
+def test_read_table_keeps_text_ids_and_real_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.csv"
+    path.write_text("system_a,system_b,winner\n001,002,a\n", encoding="utf-8")
+    frame = read_table(path, key=None, text_columns=["system_a", "system_b"])
+    assert frame["system_a"].tolist() == ["001"]
+    path = tmp_path / "scores.jsonl"
+    path.write_text('{"item": 1, "system": "a", "m": 1}\n\n\n{"item": 1, "system": "a", "m": 2}\n',
+                    encoding="utf-8")
+    with pytest.raises(InputError, match="line 4, field 'item': duplicate key"):
+        read_table(path)
