@@ -12,7 +12,8 @@ Callers get one with ``get_backend(name, **options)`` (looked up through the plu
 
 Requests
     A `Request` is plain, immutable data: either chat ``messages`` (``[{"role", "content"}]``,
-    the backend applies the model's chat template) or a raw completion ``prompt``; decoding
+    the backend applies the model's chat template; a final ``assistant`` message is a prefill
+    that the model continues, where the backend can) or a raw completion ``prompt``; decoding
     parameters (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``); what to return
     (``logprobs`` for the generated tokens with the ``top_logprobs`` best alternatives at each
     position, ``prompt_logprobs`` for the log-probability of every prompt token); an optional
@@ -204,6 +205,8 @@ class Capabilities:
     max_top_logprobs: int = 0
     prompt_logprobs: bool = False
     json_schema: bool = False
+    #: A final assistant message is continued (a prefill) rather than answered.
+    prefill: bool = False
     #: Calls that cost money (the budget applies) rather than local compute.
     paid: bool = False
 

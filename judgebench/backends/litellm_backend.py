@@ -165,6 +165,7 @@ class LiteLLMBackend(Backend):
         output_cost_per_token: float | None = None,
         logprobs: bool | None = None,
         json_schema: bool = True,
+        prefill: bool = False,
         drop_params: bool = False,
     ) -> None:
         if not model:
@@ -188,7 +189,8 @@ class LiteLLMBackend(Backend):
         has_logprobs = provider in LOGPROB_PROVIDERS if logprobs is None else bool(logprobs)
         self.capabilities = Capabilities(
             logprobs=has_logprobs, max_top_logprobs=20 if has_logprobs else 0,
-            prompt_logprobs=False, json_schema=bool(json_schema), paid=True,
+            prompt_logprobs=False, json_schema=bool(json_schema), prefill=bool(prefill),
+            paid=True,
         )
         self._limiter = limiter_for(self.model, self.api_base, self.rpm, self.tpm)
         self._semaphores: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (

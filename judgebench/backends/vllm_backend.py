@@ -131,7 +131,7 @@ def _import_vllm() -> Any:
 class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(logprobs=True, max_top_logprobs=20, prompt_logprobs=True,
-                                json_schema=True)
+                                json_schema=True, prefill=True)
 
     def __init__(
         self,
@@ -174,8 +174,10 @@ class VLLMBackend(Backend):
     def prompt_ids(self, request: Request, tokenizer: Any) -> list[int]:
         if request.prompt is not None:
             return list(tokenizer.encode(request.prompt, add_special_tokens=False))
+        prefill = request.messages[-1]["role"] == "assistant"
         ids = tokenizer.apply_chat_template(
-            [dict(m) for m in request.messages], add_generation_prompt=True, tokenize=True
+            [dict(m) for m in request.messages], tokenize=True,
+            add_generation_prompt=not prefill, continue_final_message=prefill,
         )
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 

@@ -1,0 +1,25 @@
+"""LLM judges as a plugin: judge.rubric, judge.geval, judge.pairwise, judge.reference and
+judge.panel. Prompt templates live in templates/*.txt; pass ``template=PATH`` to override.
+
+Registering imports no model library; a judge builds its backend on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgebench.hookspecs import hookimpl
+
+__version__ = "0.1.0"
+
+
+@hookimpl
+def register_metrics(register: Any) -> None:
+    from judgebench_judges.geval import GEvalJudge
+    from judgebench_judges.pairwise import PairwiseJudge
+    from judgebench_judges.panel import JudgePanel
+    from judgebench_judges.reference import ReferenceJudge
+    from judgebench_judges.rubric import RubricJudge
+
+    for metric in (RubricJudge, GEvalJudge, PairwiseJudge, ReferenceJudge, JudgePanel):
+        register(metric)

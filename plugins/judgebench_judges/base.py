@@ -1,0 +1,324 @@
+"""What every LLM judge shares: backend options, the judge cache, templates, the protocol
+(structured JSON, plain text, or two-stage prefill), concurrent scoring and dry-run estimates.
+
+A judge subclass implements ``async judge(sample) -> Outcome`` using ``await self.ask(...)``
+(one request, answered through the cache, batched with every other request made in the same
+event-loop tick) and ``planned_requests(sample)`` for `estimate`. `score(samples)` runs all
+samples of a batch concurrently in one event loop and returns one Outcome per sample.
+
+Protocols (option ``protocol``, recorded in the signature):
+
+- ``json``: the backend's structured output with a JSON schema; strict JSON parser.
+- ``text``: one call; the answer must contain the format marker (``[RESULT] n``, ``[[A]]``).
+- ``two_stage``: for backends that continue a prefill (local models): the model writes its
+  feedback (stopping at a newline), then continues ``<feedback> [RESULT]`` (or
+  ``Verdict: [[``) and must begin its continuation with the score. Small local models rarely
+  keep a free-text format; this keeps their score their own greedy output.
+- ``auto`` (default): json where the backend has structured output, else two_stage where it
+  can prefill, else text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgebench import runtime
+from judgebench.backends import Backend, Request, Response, get_backend, run_sync
+from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
+from judgebench.metric import Metric
+from judgebench.models import Outcome, Sample, Status
+from judgebench_judges import parsing
+from judgebench_judges.templates import Template, load_template
+
+Protocol = Literal["auto", "json", "text", "two_stage"]
+
+#: Options that change how calls are made but not what they answer: kept out of signatures.
+RUNTIME_OPTIONS = {"api_key_env", "api_base", "concurrency", "timeout_s", "max_attempts", "rpm",
+                   "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "template",
+                   "batch"}
+
+
+class JudgeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = "transformers"
+    model: str | None = None
+    revision: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    template: str | None = None
+    protocol: Protocol = "auto"
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(256, ge=1)
+    feedback_tokens: int = Field(128, ge=1)
+    seed: int | None = None
+    concurrency: int = Field(16, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(6, ge=1)
+    rpm: float | None = None
+    tpm: float | None = None
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    cache: bool = True
+    batch: int = Field(8, ge=1)
+
+
+class JudgeMetric(Metric):
+    Options: ClassVar[type[BaseModel]] = JudgeOptions
+    batch_size: ClassVar[int] = 512
+    template_name: ClassVar[str] = ""
+    placeholders: ClassVar[set[str]] = set()
+    parser_name: ClassVar[str] = ""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.template: Template = load_template(
+            self.template_name, self.options.template
+        ).check(self.placeholders)
+        self._backend: CachedBackend | None = None
+
+    # -- backend ------------------------------------------------------------------------------
+    def backend_options(self) -> dict[str, Any]:
+        o = self.options
+        if o.backend == "litellm":
+            if not o.model:
+                from judgebench.errors import InputError
+
+                raise InputError(f"metric {self.info.name}: backend=litellm needs model=... "
+                                 "(e.g. openai/gpt-4o-mini or hosted_vllm/NAME with api_base)")
+            opts = {"model": o.model, "api_base": o.api_base, "api_key_env": o.api_key_env,
+                    "concurrency": o.concurrency, "timeout_s": o.timeout_s,
+                    "max_attempts": o.max_attempts, "rpm": o.rpm, "tpm": o.tpm,
+                    "input_cost_per_token": o.input_cost_per_token,
+                    "output_cost_per_token": o.output_cost_per_token}
+        elif o.backend == "transformers":
+            opts = {"model": o.model, "batch_size": o.batch}
+        else:
+            opts = {"model": o.model} if o.model else {}
+        if o.revision:
+            opts["revision"] = o.revision
+        return {k: v for k, v in opts.items() if v is not None}
+
+    @property
+    def backend(self) -> CachedBackend:
+        if self._backend is None:
+            inner: Backend = get_backend(self.options.backend, **self.backend_options())
+            cache = JudgeCache(default_cache_path()) if self.options.cache else None
+            self._backend = CachedBackend(inner, cache)
+        return self._backend
+
+    @property
+    def protocol(self) -> str:
+        chosen = self.options.protocol
+        if chosen != "auto":
+            return chosen
+        caps = self.backend.capabilities
+        if caps.json_schema:
+            return "json"
+        return "two_stage" if caps.prefill else "text"
+
+    # -- signature ------------------------------------------------------------------------------
+    def signature_fields(self) -> dict[str, str]:
+        fields = {k: v for k, v in super().signature_fields().items()
+                  if k not in RUNTIME_OPTIONS}
+        ident = self.backend.identity()
+        fields.update({
+            "model": ident.get("model", ""),
+            "revision": ident.get("revision", "none"),
+            "template": f"{self.template.name}:{self.template.hash}",
+            "parser": f"{self.parser_name}-{self.protocol}-{parsing.VERSION}",
+            "protocol": self.protocol,
+        })
+        if ident.get("dtype"):
+            fields["dtype"] = ident["dtype"]
+        return fields
+
+    # -- requests -------------------------------------------------------------------------------
+    def messages(self, values: dict[str, str]) -> tuple[dict[str, str], ...]:
+        return self.template.render(values, prefill=self.backend.capabilities.prefill)
+
+    def request(self, messages: tuple[dict[str, str], ...], **params: Any) -> Request:
+        params.setdefault("temperature", self.options.temperature)
+        params.setdefault("max_tokens", self.options.max_tokens)
+        if self.options.seed is not None:
+            params.setdefault("seed", self.options.seed)
+        return Request(messages=messages, **params)
+
+    async def ask(self, request: Request) -> Response:
+        return await self._dispatcher.submit(request)
+
+    @staticmethod
+    def prefilled(messages: tuple[dict[str, str], ...]) -> str:
+        return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
+
+    @staticmethod
+    def extend(messages: tuple[dict[str, str], ...], text: str) -> tuple[dict[str, str], ...]:
+        """The same conversation with `text` appended to the assistant prefill."""
+        if messages and messages[-1]["role"] == "assistant":
+            last = {"role": "assistant", "content": messages[-1]["content"] + text}
+            return (*messages[:-1], last)
+        return (*messages, {"role": "assistant", "content": text})
+
+    # -- scoring --------------------------------------------------------------------------------
+    async def judge(self, sample: Sample) -> Outcome:
+        raise NotImplementedError
+
+    def planned_requests(self, sample: Sample) -> list[Request]:
+        """The requests `judge` would send for `sample` (second stages approximated)."""
+        raise NotImplementedError
+
+    def score(self, samples: Sequence[Sample]) -> list[Outcome]:
+        return run_sync(self.ascore(samples))
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Outcome]:
+        self._dispatcher = Dispatcher(self.backend)
+        await self.prepare()
+        results = await asyncio.gather(*(self._judge_safely(s) for s in samples),
+                                       return_exceptions=True)
+        await self._dispatcher.drain()
+        stop = next((r for r in results if isinstance(r, runtime.BudgetExceeded)), None)
+        if stop is not None:
+            raise stop  # finished calls are in the cache; a resumed run does not repeat them
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return list(results)  # type: ignore[arg-type]
+
+    async def prepare(self) -> None:
+        """Work done once per batch before the samples (e.g. G-Eval's generated steps)."""
+
+    async def _judge_safely(self, sample: Sample) -> Outcome:
+        try:
+            return await self.judge(sample)
+        except parsing.ParseError as exc:  # a judge that forgot to catch its own parse error
+            return Outcome.failed(Status.PARSE_ERROR, str(exc))
+        except MissingField as exc:
+            return Outcome.failed(Status.ERROR, str(exc))
+
+    # -- estimates ------------------------------------------------------------------------------
+    def estimate(self, samples: Sequence[Sample]) -> dict[str, Any]:
+        """Calls, tokens and cost a run would make (cache hits excluded); cost None if unknown."""
+        backend = self.backend
+        calls = tokens_in = tokens_out = 0
+        cost: float | None = 0.0
+        identity = backend.identity()
+        seen: set[str] = set()
+        for sample in samples:
+            try:
+                requests = self.planned_requests(sample)
+            except MissingField:
+                continue
+            for req in requests:
+                key = req.content_hash(identity)
+                if key in seen or (backend.cache is not None and backend.cache.get(key)):
+                    continue
+                seen.add(key)
+                n_in = backend.count_tokens(req)
+                calls += 1
+                tokens_in += n_in
+                tokens_out += req.max_tokens
+                one = backend.inner.estimate_cost(n_in, req.max_tokens)
+                cost = None if cost is None or one is None else cost + one
+        return {"calls": calls, "tokens_in": tokens_in, "tokens_out": tokens_out,
+                "cost_usd": cost}
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            if self._backend.cache is not None:
+                self._backend.cache.close()
+            self._backend = None
+
+
+class MissingField(ValueError):
+    pass
+
+
+def need(sample: Sample, value: str | None, field: str) -> str:
+    if value is None or not str(value).strip():
+        raise MissingField(f"sample {sample.item}/{sample.system} has no '{field}'")
+    return value
+
+
+class Dispatcher:
+    """Collects the requests made in one event-loop tick and sends them as one batch, so a
+    local backend batches them and an API backend runs them concurrently."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._pending: list[tuple[Request, asyncio.Future[Response]]] = []
+        self._scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, request: Request) -> asyncio.Future[Response]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Response] = loop.create_future()
+        self._pending.append((request, future))
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._flush)
+        return future
+
+    async def drain(self) -> None:
+        """Wait for batches still streaming (their answers are all delivered already)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _flush(self) -> None:
+        batch, self._pending, self._scheduled = self._pending, [], False
+        task = asyncio.get_running_loop().create_task(self._send(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, batch: list[tuple[Request, asyncio.Future[Response]]]) -> None:
+        try:
+            async for index, response in self.backend.aiter_generate([r for r, _ in batch]):
+                future = batch[index][1]
+                if not future.done():
+                    future.set_result(response)
+        except BaseException as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        for _, future in batch:
+            if not future.done():
+                future.set_result(Response.failed("error", "the backend gave no answer"))
+
+
+# -- turning responses into outcomes ----------------------------------------------------------
+def failure_outcome(responses: Sequence[Response], **extra: Any) -> Outcome | None:
+    """The Outcome for the first failed call, or None when every call succeeded."""
+    for response in responses:
+        if response.error is None:
+            continue
+        kind = response.error.kind
+        status = {"refused": Status.REFUSED, "dry_run": Status.SKIPPED}.get(kind, Status.ERROR)
+        return Outcome.failed(status, str(response.error), extra=extra,
+                              **accounting(responses))
+    return None
+
+
+def accounting(responses: Sequence[Response]) -> dict[str, Any]:
+    """Summed tokens, cost (None if any call's cost is unknown) and call latency."""
+    def total(values: list[Any]) -> Any:
+        return None if not values or any(v is None for v in values) else sum(values)
+
+    costs = [r.cost_usd for r in responses]
+    latency = total([r.latency_s for r in responses])
+    return {
+        "tokens_in": total([r.tokens_in for r in responses]),
+        "tokens_out": total([r.tokens_out for r in responses]),
+        "cost_usd": None if not costs or any(c is None for c in costs) else math.fsum(costs),
+        "latency_s": latency,
+    }
+
+
+def call_extra(responses: Sequence[Response]) -> dict[str, Any]:
+    return {"calls": len(responses), "cached": all(r.cached for r in responses)}

@@ -1,0 +1,158 @@
+"""judge.pairwise: which of two responses is better, MT-Bench / LLMBar style (Zheng et al.
+2023, "Judging LLM-as-a-Judge"; Zeng et al. 2024, "Evaluating LLMs at Evaluating Instruction
+Following").
+
+By default the pair is judged in both orders (A=output_a then A=output_b), since judges
+favour a position. The combined winner is the one both orders agree on, else a tie
+(MT-Bench's conservative rule). Value, from `system_a`'s side: 1 = a wins, 0 = b wins,
+0.5 = tie. `extra` keeps each order's verdict (in terms of a/b), its raw answer, and `flip`:
+whether swapping the order changed the verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from judgebench.backends import Request, Response
+from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench_judges import parsing
+from judgebench_judges.base import (
+    JudgeMetric,
+    JudgeOptions,
+    accounting,
+    call_extra,
+    failure_outcome,
+    need,
+)
+from judgebench_judges.templates import as_data
+
+VALUE = {"a": 1.0, "b": 0.0, "tie": 0.5}
+SCHEMA = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string"},
+                   "verdict": {"type": "string", "enum": ["A", "B", "tie"]}},
+    "required": ["explanation", "verdict"],
+    "additionalProperties": False,
+}
+
+
+class PairwiseOptions(JudgeOptions):
+    both_orders: bool = True
+
+
+class PairwiseJudge(JudgeMetric):
+    info: ClassVar[MetricInfo] = MetricInfo(
+        name="judge.pairwise", version="1", kind="judge", requires=("output_a", "output_b"),
+        value_range=(0, 1), deterministic=False,
+        description="A vs B (MT-Bench/LLMBar style), both orders by default; 1 = a wins, "
+                    "0 = b wins, 0.5 = tie or the orders disagree; per-order verdicts and flips "
+                    "kept in extra.",
+    )
+    Options: ClassVar[type[BaseModel]] = PairwiseOptions
+    template_name = "pairwise"
+    parser_name = "pairwise"
+    placeholders: ClassVar[set[str]] = {"question", "response_a", "response_b", "format"}
+
+    def format_instruction(self) -> str:
+        if self.protocol == "json":
+            return ('Answer with a JSON object with the keys "explanation" (a short string) and '
+                    '"verdict" ("A" if response A is better, "B" if response B is better, '
+                    '"tie" if they are equally good), and nothing else.')
+        return ("After a short explanation, give your verdict in exactly this format: "
+                '"[[A]]" if response A is better, "[[B]]" if response B is better, '
+                '"[[C]]" for a tie.')
+
+    def order_request(self, sample: Sample, first: str, second: str) -> Request:
+        messages = self.messages({
+            "question": as_data(sample.input or sample.source or "(no question given)"),
+            "response_a": as_data(first),
+            "response_b": as_data(second),
+            "format": self.format_instruction(),
+        })
+        if self.protocol == "json":
+            return self.request(messages, json_schema=SCHEMA)
+        if self.protocol == "two_stage":
+            return self.request(messages, max_tokens=self.options.feedback_tokens, stop=("\n\n",))
+        return self.request(messages)
+
+    def orders(self, sample: Sample) -> list[tuple[str, str, str]]:
+        a = need(sample, sample.output_a, "output_a")
+        b = need(sample, sample.output_b, "output_b")
+        pairs = [("ab", a, b)]
+        if self.options.both_orders:
+            pairs.append(("ba", b, a))
+        return pairs
+
+    def planned_requests(self, sample: Sample) -> list[Request]:
+        planned = []
+        for _, first, second in self.orders(sample):
+            req = self.order_request(sample, first, second)
+            planned.append(req)
+            if self.protocol == "two_stage":
+                filler = " x" * self.options.feedback_tokens
+                planned.append(self.request(self.extend(req.messages, filler + "\nVerdict: [["),
+                                            max_tokens=3))
+        return planned
+
+    async def one_order(self, sample: Sample, first: str, second: str
+                        ) -> tuple[list[Response], str | None, str, str | None]:
+        """(responses, verdict A/B/C or None, raw text, parse problem)."""
+        req = self.order_request(sample, first, second)
+        answer = await self.ask(req)
+        responses = [answer]
+        if answer.error is not None:
+            return responses, None, answer.text, None
+        try:
+            if self.protocol == "json":
+                data = parsing.json_object(answer.text, SCHEMA)
+                return responses, {"tie": "C"}.get(data["verdict"], data["verdict"]), \
+                    answer.text, None
+            if self.protocol == "text":
+                return responses, parsing.verdict(answer.text), answer.text, None
+            follow = await self.ask(self.request(
+                self.extend(req.messages, answer.text.rstrip() + "\nVerdict: [["), max_tokens=3
+            ))
+            responses.append(follow)
+            raw = f"{self.prefilled(req.messages)}{answer.text.rstrip()}\nVerdict: [[{follow.text}"
+            if follow.error is not None:
+                return responses, None, raw, None
+            return responses, parsing.leading_verdict(follow.text), raw, None
+        except parsing.ParseError as exc:
+            return responses, None, "\n---\n".join(r.text for r in responses), str(exc)
+
+    async def judge(self, sample: Sample) -> Outcome:
+        orders = self.orders(sample)
+        results = await asyncio.gather(*(self.one_order(sample, f, s) for _, f, s in orders))
+        responses = [r for rs, *_ in results for r in rs]
+        extra: dict[str, Any] = call_extra(responses)
+        verdicts: dict[str, str | None] = {}
+        for (name, _, _), (_, letter, raw, _) in zip(orders, results, strict=True):
+            verdicts[name] = None if letter is None else _to_systems(name, letter)
+            extra[f"verdict_{name}"] = verdicts[name]
+            extra[f"raw_{name}"] = raw
+        if (failed := failure_outcome(responses, **extra)) is not None:
+            return failed
+        problems = [f"order {name}: {problem}" for (name, _, _), (_, _, _, problem)
+                    in zip(orders, results, strict=True) if problem]
+        if problems:
+            return Outcome.failed(Status.PARSE_ERROR, "; ".join(problems),
+                                  raw="\n===\n".join(r[2] for r in results), extra=extra,
+                                  **accounting(responses))
+        values = [v for v in verdicts.values() if v is not None]
+        winner = values[0] if len(set(values)) == 1 else "tie"
+        extra["winner"] = winner
+        if self.options.both_orders:
+            extra["flip"] = verdicts["ab"] != verdicts["ba"]
+        return Outcome(value=VALUE[winner], raw="\n===\n".join(r[2] for r in results),
+                       rationale=results[0][2], extra=extra, **accounting(responses))
+
+
+def _to_systems(order: str, letter: str) -> str:
+    """A verdict letter in one order -> "a", "b" or "tie" in terms of the sample's systems."""
+    if letter == "C":
+        return "tie"
+    first_is_a = order == "ab"
+    return ("a" if first_is_a else "b") if letter == "A" else ("b" if first_is_a else "a")

@@ -1,0 +1,160 @@
+"""Strict parsers for judge answers. An answer that does not match is a ParseError with the
+reason; nothing here ever falls back to a default score.
+
+Formats (each parser's version is in the judges' signatures as `parser:`):
+
+- ``[RESULT] n`` (Prometheus, Kim et al. 2024): exactly one score value after ``[RESULT]``,
+  an integer in [lo, hi]; the feedback is the text before it.
+- ``[[A]]`` / ``[[B]]`` / ``[[C]]`` (MT-Bench, Zheng et al. 2023; C is a tie): exactly one
+  distinct verdict in the answer.
+- ``[[CORRECT]]`` / ``[[INCORRECT]]``: exactly one distinct verdict.
+- JSON (structured output): one JSON object with the schema's keys and types, nothing else.
+- A continuation after a forced prefix (``... [RESULT]`` or ``Verdict: [[``): the generated
+  text must begin with the score or verdict.
+- G-Eval (Liu et al. 2023) score distribution: at the first generated position that is not
+  whitespace, the top-k alternatives that are integers in [lo, hi];
+  ``score = sum_s s * p(s) / sum_s p(s)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from judgebench.backends import TokenLogprob
+
+VERSION = "1"
+
+
+class ParseError(ValueError):
+    """The answer does not have the required form; the message says how."""
+
+
+_RESULT = re.compile(r"\[RESULT\]\s*\(?\s*(-?\d+(?:\.\d+)?)\s*\)?")
+_VERDICT = re.compile(r"\[\[\s*(A|B|C)\s*\]\]")
+_CORRECT = re.compile(r"\[\[\s*(CORRECT|INCORRECT)\s*\]\]")
+_LEADING_INT = re.compile(r"\s*(-?\d+)(?!\d|\.\d)")
+
+
+def int_in(value: Any, lo: int, hi: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ParseError(f"{what} {value!r} is not an integer")
+    if not lo <= int(value) <= hi:
+        raise ParseError(f"{what} {int(value)} is outside {lo}..{hi}")
+    return int(value)
+
+
+def result_score(text: str, lo: int, hi: int) -> tuple[int, str]:
+    """``Feedback: ... [RESULT] 4`` -> (4, feedback)."""
+    found = _RESULT.findall(text)
+    if not found:
+        raise ParseError("no '[RESULT] <score>' in the answer")
+    values = {float(v) for v in found}
+    if len(values) > 1:
+        raise ParseError(f"several different [RESULT] scores: {sorted(values)}")
+    score = int_in(values.pop(), lo, hi, "score")
+    feedback = text[: text.index("[RESULT]")].strip()
+    feedback = re.sub(r"^(feedback|explanation)\s*:\s*", "", feedback, flags=re.IGNORECASE)
+    return score, feedback
+
+
+def leading_score(text: str, lo: int, hi: int) -> int:
+    """The continuation after a forced prefix must begin with the score."""
+    match = _LEADING_INT.match(text)
+    if not match:
+        raise ParseError(f"the answer does not begin with a score: {text[:40]!r}")
+    return int_in(int(match.group(1)), lo, hi, "score")
+
+
+def verdict(text: str) -> str:
+    """``... [[A]]`` -> "A" ("C" is a tie)."""
+    found = set(_VERDICT.findall(text))
+    if not found:
+        raise ParseError("no verdict '[[A]]', '[[B]]' or '[[C]]' in the answer")
+    if len(found) > 1:
+        raise ParseError(f"conflicting verdicts {sorted(found)}")
+    return found.pop()
+
+
+def leading_verdict(text: str) -> str:
+    match = re.match(r"\s*(A|B|C)\s*(?:\]\]|\]|$)", text)
+    if not match:
+        raise ParseError(f"the answer does not begin with A, B or C: {text[:40]!r}")
+    return match.group(1)
+
+
+def correctness(text: str) -> bool:
+    found = set(_CORRECT.findall(text))
+    if not found:
+        raise ParseError("no verdict '[[CORRECT]]' or '[[INCORRECT]]' in the answer")
+    if len(found) > 1:
+        raise ParseError("conflicting verdicts CORRECT and INCORRECT")
+    return found.pop() == "CORRECT"
+
+
+def leading_correctness(text: str) -> bool:
+    match = re.match(r"\s*(CORRECT|INCORRECT)\b", text)
+    if not match:
+        raise ParseError(f"the answer does not begin with CORRECT or INCORRECT: {text[:40]!r}")
+    return match.group(1) == "CORRECT"
+
+
+def json_object(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The whole answer must be one JSON object with the schema's required keys and types."""
+    try:
+        data = json.loads(text.strip())
+    except ValueError as exc:
+        raise ParseError(f"the answer is not JSON: {exc.msg} at char {exc.pos}") from None
+    if not isinstance(data, dict):
+        raise ParseError("the answer is JSON but not an object")
+    props = schema.get("properties", {})
+    for key in schema.get("required", []):
+        if key not in data:
+            raise ParseError(f"the JSON answer has no '{key}'")
+        kind = props.get(key, {}).get("type")
+        value = data[key]
+        if kind == "string" and not isinstance(value, str):
+            raise ParseError(f"'{key}' is not a string")
+        if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ParseError(f"'{key}' is not an integer")
+        if "enum" in props.get(key, {}) and value not in props[key]["enum"]:
+            raise ParseError(f"'{key}' is {value!r}, not one of {props[key]['enum']}")
+    return data
+
+
+@dataclass(frozen=True)
+class ScoreDistribution:
+    mean: float
+    probs: dict[int, float] = field(default_factory=dict)  # normalised over score tokens
+    mass: float = 0.0  # probability the model put on score tokens at that position
+    position: int = 0
+
+
+def score_distribution(tokens: tuple[TokenLogprob, ...] | None, lo: int, hi: int,
+                       min_mass: float = 0.0) -> ScoreDistribution:
+    """G-Eval: probability-weighted mean of the score tokens at the score position."""
+    if not tokens:
+        raise ParseError("the backend returned no token logprobs")
+    position = next((i for i, t in enumerate(tokens) if t.token.strip()), None)
+    if position is None:
+        raise ParseError("the answer is only whitespace")
+    probs: dict[int, float] = {}
+    alternatives = tokens[position].top or ((tokens[position].token,
+                                             tokens[position].logprob or 0.0),)
+    for text, logprob in alternatives:
+        stripped = text.strip()
+        if stripped.isdigit() and lo <= int(stripped) <= hi:
+            probs[int(stripped)] = probs.get(int(stripped), 0.0) + math.exp(logprob)
+    mass = math.fsum(probs.values())
+    if mass <= 0.0:
+        raise ParseError(f"no score token {lo}..{hi} among the top alternatives at the score "
+                         f"position (the model wrote {tokens[position].token!r})")
+    if mass < min_mass:
+        raise ParseError(f"score tokens hold {mass:.3f} of the probability at the score "
+                         f"position, under min_mass={min_mass}")
+    normalised = {s: p / mass for s, p in sorted(probs.items())}
+    mean = math.fsum(s * p for s, p in normalised.items())
+    return ScoreDistribution(mean=mean, probs=normalised, mass=mass, position=position)
