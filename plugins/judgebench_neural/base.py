@@ -24,7 +24,7 @@ class ModelOptions(BaseModel):
     model: str = DEFAULT_ENCODER
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    batch_size: int = Field(default=64, ge=1)
+    batch_size: int = Field(default=128, ge=1)  # texts per forward pass, at most
 
 
 class ModelMetric(Metric):

@@ -70,34 +70,25 @@ def uniform_weights(ids: np.ndarray, special: Iterable[int]) -> np.ndarray:
     return weights
 
 
-def greedy_match(candidate: Any, candidate_weights: np.ndarray,
-                 references: Sequence[tuple[Any, np.ndarray]]) -> np.ndarray:
+def greedy_match(candidate: np.ndarray, candidate_weights: np.ndarray,
+                 references: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """(k, 3) array of P, R, F of one candidate against each of k references.
 
-    `candidate` and each reference vector block are torch tensors of unit rows; the weights
-    are per-token (they need not sum to 1). One matrix product covers all references.
+    `candidate` (m, d) and each reference block (n_k, d) hold unit rows; the weights are
+    per token (they need not sum to 1). One matrix product covers all references; the
+    per-reference maxima are segment reductions over its columns.
     """
-    import torch
-
-    blocks = [vectors for vectors, _ in references]
-    sim = candidate @ torch.cat(blocks, dim=0).T  # (m, sum n_k)
-    cw = torch.from_numpy(candidate_weights)
-    cw = cw / cw.sum()
-    out = np.empty((len(references), 3), dtype=np.float64)
-    start = 0
-    for k, (vectors, weights) in enumerate(references):
-        block = sim[:, start : start + vectors.shape[0]]
-        start += vectors.shape[0]
-        rw = torch.from_numpy(weights)
-        precision = float((block.max(dim=1).values * cw).sum())
-        recall = float((block.max(dim=0).values * rw).sum() / rw.sum())
-        out[k] = precision, recall, _f1(precision, recall)
-    return out
-
-
-def _f1(precision: float, recall: float) -> float:
-    total = precision + recall
-    return 2 * precision * recall / total if total else math.nan
+    blocks = np.concatenate([vectors for vectors, _ in references])
+    sim = candidate @ blocks.T  # (m, sum n_k)
+    starts = np.cumsum([0] + [len(v) for v, _ in references[:-1]])
+    ref_weights = np.concatenate([w for _, w in references])
+    best_for_candidate = np.maximum.reduceat(sim, starts, axis=1)  # (m, k)
+    precision = candidate_weights @ best_for_candidate / candidate_weights.sum()
+    recall = (np.add.reduceat(sim.max(axis=0) * ref_weights, starts)
+              / np.add.reduceat(ref_weights, starts))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = 2 * precision * recall / (precision + recall)
+    return np.stack([precision, recall, f1], axis=1).astype(np.float64)
 
 
 def rescale(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
@@ -165,7 +156,7 @@ class BertScore(EncoderMetric):
     )
     Options = BertScoreOptions
     options: BertScoreOptions
-    batch_size = 256
+    batch_size = 512  # samples per call: a larger pool of texts sorts into tighter batches
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -208,10 +199,14 @@ class BertScore(EncoderMetric):
         embedded = dict(zip(texts, encoder.token_embeddings(
             texts, layer=self.layer, batch_size=self.options.batch_size), strict=True))
 
-        def weighted(text: str) -> tuple[Any, np.ndarray]:
-            emb = embedded[text]
-            w = idf.weights(emb.ids) if idf else uniform_weights(emb.ids, special)
-            return emb.vectors, w
+        prepared: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def weighted(text: str) -> tuple[np.ndarray, np.ndarray]:
+            if text not in prepared:
+                emb = embedded[text]
+                w = idf.weights(emb.ids) if idf else uniform_weights(emb.ids, special)
+                prepared[text] = emb.vectors, w
+            return prepared[text]
 
         results: list[float | Outcome] = []
         for _, output, refs in todo:
