@@ -13,7 +13,13 @@ from html import escape
 from typing import Any
 
 from judgebench.audit import svg
-from judgebench.audit.markdown import GATE_RULE, fmt, setting_label
+from judgebench.audit.markdown import (
+    GATE_RULE,
+    fmt,
+    gate_matrix,
+    probe_matrix,
+    setting_label,
+)
 from judgebench.audit.report import Report
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -31,7 +37,8 @@ th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.sentinel td:first-child{font-style:italic;color:#57606a}
 code{font-size:.78rem;word-break:break-all;color:#57606a}
 .pass{color:#1e8449;font-weight:600}.fail{color:#c0392b;font-weight:600}
-.muted{color:#57606a;font-size:.88rem}
+.muted{color:#57606a;font-size:.88rem}.marks{letter-spacing:.2em;white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
 .grid{display:flex;flex-wrap:wrap;gap:10px 18px}
 .note{background:#fff8c5;border-left:4px solid #d4a72c;padding:4px 10px;margin:4px 0;
 font-size:.88rem}
@@ -60,7 +67,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
     for k, row in enumerate(rows):
         cls = f' class="{classes[k]}"' if classes and classes[k] else ""
         body.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
 def _rate(value: float | None) -> str:
@@ -116,15 +124,19 @@ def _header(data: dict[str, Any]) -> str:
 
 
 def _gate(data: dict[str, Any]) -> str:
-    rows = []
-    for g in data["gate_summary"]:
-        ok = g["total"] > 0 and g["passed"] == g["total"]
-        cls = "pass" if ok else "fail"
-        failed = "<br>".join(escape(f) for f in g["failed"]) or "–"
-        rows.append([escape(g["metric"]),
-                     f'<span class="{cls}">{g["passed"]}/{g["total"]}</span>', failed])
+    header, rows, order = gate_matrix(data)
+    marks = {"✓": '<span class="pass">✓</span>', "✗": '<span class="fail">✗</span>',
+             "·": '<span class="muted">·</span>'}
+    body = []
+    for r in rows:
+        passed, total = (int(x) for x in r["passed"].split("/"))
+        cls = "pass" if total and passed == total else "fail"
+        body.append([escape(r["metric"]), f'<span class="{cls}">{r["passed"]}</span>',
+                     *(f'<span class="marks">{" ".join(marks[m] for m in cell)}</span>'
+                       for cell in r["cells"])])
     return (f'<h2 id="gate">Gate</h2><p>{escape(GATE_RULE)}</p>'
-            + _table(["metric", "passed", "failed in"], rows))
+            f'<p class="muted">Marks per cell, in this order: {escape(", ".join(order))}.</p>'
+            + _table([escape(h) for h in header], body))
 
 
 def margins(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -147,6 +159,7 @@ def _comparison(data: dict[str, Any]) -> str:
              '<p class="muted">Each bar: the metric\'s statistic minus that of the sentinel '
              "it had to beat (the best-placed one); green: passed the gate, red: failed. A "
              "positive bar can still fail when the difference is not significant.</p>"]
+    charts: list[str] = []
     for human in data["humans"]:
         for statistic in data["settings"]["statistics"]:
             blocks = [b for b in data["blocks"]
@@ -154,10 +167,11 @@ def _comparison(data: dict[str, Any]) -> str:
             if not blocks:
                 continue
             labels = [setting_label(b["level"], b["grouping"]) for b in blocks]
-            parts.append(svg.margin_chart(margins(blocks), settings=labels,
-                                          title=f"{human} · {statistic}: margin over the "
-                                                "best sentinel"))
-    return "".join(parts)
+            charts.append(svg.margin_chart(margins(blocks), settings=labels, width=560,
+                                           title=f"{human} · {statistic}: margin over the "
+                                                 "best sentinel"))
+    return "".join(parts) + f'<div class="grid">{"".join(charts)}</div>'
+
 
 
 def _agreement(data: dict[str, Any]) -> str:
@@ -277,19 +291,27 @@ def _cards(data: dict[str, Any]) -> str:
 def _probes(data: dict[str, Any]) -> str:
     if not data["probes"]:
         return ""
-    rows = []
-    for p in data["probes"]:
-        rate = p.get("rate")
-        cls = "" if rate is None else ("pass" if rate >= 0.9 else "fail" if rate < 0.5 else "")
-        rows.append([escape(p["metric"]), escape(p["probe"]), escape(p["expect"]),
-                     f'<span class="{cls}">{_rate(rate)}</span>', str(p["n"]),
-                     fmt(p.get("mean_delta"), 4), str(p.get("skipped", 0)),
-                     escape(p.get("description", ""))])
-    return ('<h2 id="probes">Metamorphic probes</h2><p class="muted">How often the score '
-            "moves the right way when the output is changed; <em>same</em> probes must not "
-            "move it.</p>"
-            + _table(["metric", "probe", "expect", "right", "n", "mean change", "skipped",
-                      "what changes"], rows))
+    header, rows, counts = probe_matrix(data["probes"])
+    details = {(p["metric"], p["probe"]): p for p in data["probes"]}
+    names = [h.split(" (")[0] for h in header[1:]]
+    body = []
+    for row in rows:
+        cells = [escape(row[0])]
+        for name, text in zip(names, row[1:], strict=True):
+            p = details.get((row[0], name))
+            rate = None if p is None else p.get("rate")
+            shade = "" if rate is None else (
+                f' style="background:hsl({int(120 * rate)},60%,88%)"')
+            title = "" if p is None else (f' title="{escape(p["description"])}: n={p["n"]}, '
+                                          f'mean change {fmt(p.get("mean_delta"), 4)}"')
+            cells.append(f"<span{title}{shade}>{escape(text)}</span>")
+        body.append(cells)
+    return ('<h2 id="probes">Metamorphic probes</h2><p class="muted">Share of changed '
+            "outputs whose score moved the right way (expected move in brackets; "
+            "<em>same</em>: must not move; <em>best</em>: the reference as output scores at "
+            "least the item's best system). Hover a cell for n and the mean change.</p>"
+            + _table([escape(h) for h in header], body)
+            + f'<p class="muted">Scored pairs per probe: {escape(counts)}.</p>')
 
 
 def _bias(data: dict[str, Any]) -> str:

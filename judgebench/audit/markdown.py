@@ -58,9 +58,10 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 f"{settings['alpha']}; seed {settings['seed']}.", ""]
 
     out += ["## Gate", "", GATE_RULE, ""]
-    out += table(["metric", "passed", "failed in"],
-                 [[g["metric"], f"{g['passed']}/{g['total']}",
-                   "; ".join(g["failed"]) or "-"] for g in data["gate_summary"]])
+    header, rows, order = gate_matrix(data)
+    out += [f"Marks per cell, in this order: {', '.join(order)} (✓ pass, ✗ fail).", ""]
+    out += table(header, [[r["metric"], r["passed"], *(" ".join(c) for c in r["cells"])]
+                          for r in rows])
 
     out += ["", "## Metrics", ""]
     out += table(["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
@@ -108,13 +109,12 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
 
     if data["probes"]:
         out += ["## Metamorphic probes", "",
-                "How often the score moves the right way when the output is changed "
-                "(rate over scored pairs; `same` probes must not move it).", ""]
-        out += table(["metric", "probe", "expect", "right", "n", "mean change", "skipped"],
-                     [[p["metric"], p["probe"], p["expect"], _rate(p.get("rate")), p["n"],
-                       fmt(p.get("mean_delta"), 4), p.get("skipped", 0)]
-                      for p in data["probes"]])
-        out.append("")
+                "Share of changed outputs whose score moved the right way (expected move in "
+                "brackets; `same`: must not move; `best`: the reference as output scores at "
+                "least the item's best system).", ""]
+        header, rows, counts = probe_matrix(data["probes"])
+        out += table(header, rows)
+        out += ["", f"Scored pairs per probe: {counts}.", ""]
     if data["bias"]:
         out += ["## Judge bias", ""]
         out += table(["judge", "probe", "measure", "value", "n", "note"],
@@ -124,6 +124,45 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     if data["warnings"]:
         out += ["## Warnings", "", *(f"- {w}" for w in data["warnings"]), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def gate_matrix(data: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """The gate as a matrix: one row per metric, one column per (human, statistic), and in
+    each cell one mark per setting ("✓", "✗", or "·" where not computed)."""
+    order = [setting_label(x["level"], x["grouping"]) for x in data["settings"]["levels"]]
+    columns = [(h, st) for h in data["humans"] for st in data["settings"]["statistics"]]
+    verdict: dict[tuple[str, str, str, str], bool] = {}
+    for b in data["blocks"]:
+        for g in b["gate"]:
+            key = (g["metric"], b["human"], b["statistic"],
+                   setting_label(b["level"], b["grouping"]))
+            verdict[key] = g["passed"]
+    rows = []
+    for summary in data["gate_summary"]:
+        name = summary["metric"]
+        cells = [[{True: "✓", False: "✗"}.get(verdict.get((name, h, st, label)), "·")
+                  for label in order] for h, st in columns]
+        rows.append({"metric": name, "passed": f"{summary['passed']}/{summary['total']}",
+                     "cells": cells})
+    header = ["metric", "passed", *(f"{h} · {st}" for h, st in columns)]
+    return header, rows, order
+
+
+def probe_matrix(probes: Sequence[dict[str, Any]]
+                 ) -> tuple[list[str], list[list[str]], str]:
+    """Metrics x probes, each cell the share moved the right way."""
+    names = list(dict.fromkeys(p["probe"] for p in probes))
+    expect = {p["probe"]: p["expect"] for p in probes}
+    by_metric: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in probes:
+        by_metric.setdefault(p["metric"], {})[p["probe"]] = p
+    rows = [[metric, *(_rate(cells[n].get("rate")) if n in cells else "-" for n in names)]
+            for metric, cells in by_metric.items()]
+    first = next(iter(by_metric.values()))
+    counts = ", ".join(f"{n} {first[n]['n']}" + (f" ({first[n]['skipped']} not applicable)"
+                                                  if first[n].get("skipped") else "")
+                       for n in names if n in first)
+    return ["metric", *(f"{n} ({expect[n]})" for n in names)], rows, counts
 
 
 def _notes(blocks: Sequence[dict[str, Any]]) -> list[str]:

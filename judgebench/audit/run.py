@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,11 +213,13 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         for statistic in statistics:
             for level, grouping in settings:
                 label = "system" if level == "system" else f"segment/{grouping}"
-                log(f"{human} · {statistic} · {label}")
+                began = time.perf_counter()
                 blocks.append(evaluate_block(
                     human=mats[human], human_name=human, columns=matrices,
                     sentinels=sentinel_names, statistic=statistic, level=level,
                     grouping=grouping, options=options))
+                log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
+                    f"{time.perf_counter() - began:.1f} s")
     for card in cards:
         if not card.higher_is_better:
             warnings.append(f"{card.column} is lower-is-better: negated for the audit")
@@ -259,10 +261,6 @@ def _version() -> str:
     from judgebench import __version__
 
     return __version__
-
-
-def finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 # -- probes ----------------------------------------------------------------------------------

@@ -174,9 +174,9 @@ def margin_chart(rows: Sequence[dict[str, Any]], *, settings: Sequence[str], tit
     low, high = (min([*margins, 0.0]), max([*margins, 0.0])) if margins else (-1.0, 1.0)
     ticks = nice_ticks(low, high)
     x = Scale(min(ticks[0], low), max(ticks[-1], high), left, width - right)
-    body = [f'<text x="{left}" y="15" class="t">{escape(title)}</text>']
+    body = [f'<text x="4" y="15" class="t">{escape(title)}</text>']
     for k, s in enumerate(settings):  # legend: bar order within each metric
-        body.append(f'<text x="{left + 110 * k}" y="31" class="tick">{k + 1}: '
+        body.append(f'<text x="{4 + 125 * k}" y="31" class="tick">{k + 1}: '
                     f'{escape(s)}</text>')
     axis_y = top + band * max(len(rows), 1)
     for t in ticks:
