@@ -242,3 +242,14 @@ def test_sentinels_on_summeval_subset_cover_every_setting() -> None:
         assert r.signature.startswith(r.name + "@1")
     cand = {r.column: r for r in runs}["sentinel.cand"]
     assert "sklearn:" in cand.signature and "folds:5" in cand.signature
+
+
+def test_embedding_features_use_the_bundled_encoder() -> None:
+    pytest.importorskip("judgebench_neural.encoder", reason="needs the neural extra")
+    frame, samples = synthetic(n_items=8, n_systems=5)
+    sentinel = CandSentinel(features="embedding", folds=4)
+    pred = np.array(sentinel.fit_predict(samples, frame["human.q"].tolist()), dtype=float)
+    assert np.isfinite(pred).all() and pred.std() > 0
+    signature = str(sentinel.signature())
+    assert "features:embedding" in signature and "model_revision:" in signature
+    assert "max_features" not in signature

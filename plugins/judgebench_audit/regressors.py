@@ -7,9 +7,10 @@ fold k come from a model trained on the other K-1 folds only, so an item's score
 from a model that saw that item (not its human score, nor its text as a training row). With
 K >= the number of items this is leave-one-item-out.
 
-Features: TF-IDF of word 1-2-grams (sublinear tf, fitted on the training folds) with ridge
-regression (scikit-learn), or, with features=embedding, pooled sentence embeddings from the
-neural plugin's encoder (needs the `neural` extra) with the same ridge:
+Features: TF-IDF of word 1-2-grams (sublinear tf, fitted on the training folds' texts, each
+distinct text counted once) with ridge regression (scikit-learn), or, with
+features=embedding, pooled sentence embeddings from the neural plugin's encoder (needs the
+`neural` extra; default the bundled all-MiniLM-L6-v2) with the same ridge:
 
     w = argmin_w ||y - b - X w||^2 + alpha ||w||^2
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,11 +90,14 @@ class TextSentinel(Sentinel):
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
-        if self.options.features == "tfidf":
-            import sklearn
+        import sklearn
 
-            fields["sklearn"] = sklearn.__version__
+        fields["sklearn"] = sklearn.__version__
+        if self.options.features == "tfidf":
             fields.pop("model", None)
+        else:
+            fields.pop("max_features", None)
+            fields["model_revision"] = _encoder_ref(self.options.model).revision
         fields["sees"] = self.field
         return fields
 
@@ -167,16 +171,21 @@ class TextSentinel(Sentinel):
         return on_tfidf
 
 
-def _embed(texts: list[str], model: str) -> np.ndarray:
+def _encoder_ref(model: str) -> Any:  # a judgebench_neural.loading.ModelRef
     try:
-        from judgebench_neural.encoder import get_encoder
         from judgebench_neural.loading import resolve_model
     except ImportError as exc:
         raise InputError("features=embedding needs the neural plugin and its extra "
                          f"(pip install 'judgebench[neural]'): {exc}",
                          field="features") from None
+    return resolve_model(model, what="sentinel encoder")
+
+
+def _embed(texts: list[str], model: str) -> np.ndarray:
+    from judgebench_neural.encoder import get_encoder
+
     unique = list(dict.fromkeys(texts))
-    encoder = get_encoder(resolve_model(model, what="sentinel encoder"))
+    encoder = get_encoder(_encoder_ref(model))
     vectors = dict(zip(unique, encoder.sentence_embeddings(unique), strict=True))
     return np.stack([np.asarray(vectors[t], dtype=float) for t in texts])
 
