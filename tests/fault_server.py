@@ -212,7 +212,9 @@ class Handler(BaseHTTPRequestHandler):
             "choices": [choice],
             "usage": usage,
         }
-        state.record({"digest": digest, "time": time.time(), "fault": fault})
+        state.record({"digest": digest, "time": time.time(), "fault": fault,
+                      "model": body.get("model"), "schema": bool(body.get("response_format")),
+                      "logprobs": bool(body.get("logprobs"))})
         return self._json(200, answer)
 
 
@@ -246,8 +248,8 @@ class FaultServer:
     """Starts `serve` in a child process; `kill()` is SIGKILL, `start()` restarts on one port."""
 
     def __init__(self, *args: str, port: int | None = None, log: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
-        self.args = list(args)
+                 reply: str | None = None, env: dict[str, str] | None = None) -> None:
+        self.args = list(args) + (["--reply", reply] if reply is not None else [])
         self.port = port or free_port()
         self.log = log
         self.env = {**os.environ, **(env or {})}

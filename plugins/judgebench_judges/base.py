@@ -40,7 +40,7 @@ Protocol = Literal["auto", "json", "text", "two_stage"]
 #: Options that change how calls are made but not what they answer: kept out of signatures.
 RUNTIME_OPTIONS = {"api_key_env", "api_base", "concurrency", "timeout_s", "max_attempts", "rpm",
                    "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "template",
-                   "batch"}
+                   "batch", "logprobs"}
 
 
 class JudgeOptions(BaseModel):
@@ -66,6 +66,8 @@ class JudgeOptions(BaseModel):
     output_cost_per_token: float | None = None
     cache: bool = True
     batch: int = Field(8, ge=1)
+    #: litellm only: whether the provider returns token logprobs (default: by provider).
+    logprobs: bool | None = None
 
 
 class JudgeMetric(Metric):
@@ -95,7 +97,7 @@ class JudgeMetric(Metric):
                     "concurrency": o.concurrency, "timeout_s": o.timeout_s,
                     "max_attempts": o.max_attempts, "rpm": o.rpm, "tpm": o.tpm,
                     "input_cost_per_token": o.input_cost_per_token,
-                    "output_cost_per_token": o.output_cost_per_token}
+                    "output_cost_per_token": o.output_cost_per_token, "logprobs": o.logprobs}
         elif o.backend == "transformers":
             opts = {"model": o.model, "batch_size": o.batch}
         else:
