@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -253,3 +255,14 @@ def test_embedding_features_use_the_bundled_encoder() -> None:
     signature = str(sentinel.signature())
     assert "features:embedding" in signature and "model_revision:" in signature
     assert "max_features" not in signature
+
+
+def test_missing_scikit_learn_is_an_error_status_that_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sklearn.linear_model", None)
+    frame, samples = synthetic(n_items=4, n_systems=2)
+    [run] = compute_sentinels(frame, humans=["human.q"], samples=samples,
+                              specs=[MetricSpec("sentinel.cand")], host=get_host())
+    assert run.statuses["human.q"] == {"error": 8}
+    assert "pip install 'judgebench[audit]'" in run.reasons["human.q"]["error"]
+    assert np.isnan(run.values["human.q"]).all()

@@ -113,7 +113,7 @@ def metric_cards(frame: pd.DataFrame, columns: Sequence[str], *,
         card = MetricCard(column=column, metric=name, signature=info.get("signature"),
                           rows=len(frame), missing=int(frame[column].isna().sum()),
                           source="sidecar" if info else "table")
-        registered = metrics.get(name or column)
+        registered = metrics.get(name or _spec_name(column))
         if registered is not None:
             card.metric = registered.name
             card.kind = registered.info.kind
@@ -133,6 +133,11 @@ def metric_cards(frame: pd.DataFrame, columns: Sequence[str], *,
                 setattr(card, key, value)
         cards.append(card)
     return cards
+
+
+def _spec_name(column: str) -> str:
+    """The metric name of a column named by its spec (`lexical.rouge2:multi_ref=mean`)."""
+    return column.partition(":")[0].strip()
 
 
 def scatter_data(human: np.ndarray, columns: dict[str, np.ndarray], systems: list[str],

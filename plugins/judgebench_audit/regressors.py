@@ -136,7 +136,11 @@ class TextSentinel(Sentinel):
     def _model(self, texts: list[str]
                ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         """fit_predict over row indices of `texts`."""
-        from sklearn.linear_model import Ridge
+        try:
+            from sklearn.linear_model import Ridge
+        except ImportError:
+            raise ImportError(f"{self.info.name} needs scikit-learn: "
+                              "pip install 'judgebench[audit]'") from None
 
         alpha = self.options.alpha
         if self.options.features == "embedding":
