@@ -1,4 +1,5 @@
-"""The litellm backend against a real OpenAI-compatible server on loopback with faults."""
+"""The litellm and openai_compat backends against a real OpenAI-compatible server on
+loopback with faults."""
 
 from __future__ import annotations
 
@@ -37,11 +38,14 @@ def key_env(monkeypatch):
     monkeypatch.setenv("JB_TEST_KEY", SECRET)
 
 
-def backend(server: FaultServer, **options) -> LiteLLMBackend:
+BACKENDS = ["litellm", "openai_compat"]
+
+
+def backend(server: FaultServer, name: str = "litellm", **options) -> LiteLLMBackend:
     opts = {"model": "openai/judge", "api_base": server.url, "api_key_env": "JB_TEST_KEY",
             "timeout_s": 1.0, "max_attempts": 4, "backoff_base_s": 0.05, "backoff_max_s": 0.2,
             **options}
-    b = get_backend("litellm", **opts)
+    b = get_backend(name, **opts)
     assert isinstance(b, LiteLLMBackend)
     return b
 
@@ -50,8 +54,9 @@ def ask(text: str, **params) -> Request:
     return Request.chat(("user", text), max_tokens=16, **params)
 
 
-def test_answers_with_text_tokens_logprobs_and_price(server) -> None:
-    b = backend(server, **PRICE)
+@pytest.mark.parametrize("name", BACKENDS)
+def test_answers_with_text_tokens_logprobs_and_price(server, name) -> None:
+    b = backend(server, name, **PRICE)
     r = b.generate([ask("hello", logprobs=True, top_logprobs=3)])[0]
     assert r.ok and "[RESULT]" in r.text and r.finish_reason == "stop"
     assert r.tokens_in and r.tokens_out
@@ -76,10 +81,11 @@ def test_price_table_is_used_for_known_models(server) -> None:
     assert r.ok and r.cost_usd is not None and r.cost_usd > 0
 
 
+@pytest.mark.parametrize("name", BACKENDS)
 @pytest.mark.parametrize("fault", ["429", "500", "503", "timeout", "truncated", "malformed",
                                    "nochoices"])
-def test_transient_faults_are_retried_until_the_answer_comes(server, fault) -> None:
-    r = backend(server).generate([ask(f"transient @@fault={fault}*2@@")])[0]
+def test_transient_faults_are_retried_until_the_answer_comes(server, fault, name) -> None:
+    r = backend(server, name).generate([ask(f"transient @@fault={fault}*2@@")])[0]
     assert r.ok, r.error
     assert "[RESULT]" in r.text
 
@@ -87,9 +93,11 @@ def test_transient_faults_are_retried_until_the_answer_comes(server, fault) -> N
 @pytest.mark.parametrize(("fault", "kind"), [("500", "server_error"), ("malformed", "malformed"),
                                              ("truncated", "malformed"), ("timeout", "timeout"),
                                              ("429", "rate_limited")])
-def test_persistent_faults_end_in_a_failure_with_kind_and_reason(server, fault, kind) -> None:
+@pytest.mark.parametrize("name", BACKENDS)
+def test_persistent_faults_end_in_a_failure_with_kind_and_reason(server, fault, kind,
+                                                                 name) -> None:
     started = time.monotonic()
-    r = backend(server, max_attempts=2, max_retry_after_s=0.2).generate(
+    r = backend(server, name, max_attempts=2, max_retry_after_s=0.2).generate(
         [ask(f"persistent {kind} @@fault={fault}*9@@")]
     )[0]
     assert r.error is not None and r.error.kind == kind and r.error.attempts == 2
@@ -97,14 +105,16 @@ def test_persistent_faults_end_in_a_failure_with_kind_and_reason(server, fault, 
     assert time.monotonic() - started < 10
 
 
-def test_retry_after_is_honoured(server) -> None:
+@pytest.mark.parametrize("name", BACKENDS)
+def test_retry_after_is_honoured(server, name) -> None:
     started = time.monotonic()
-    r = backend(server).generate([ask("wait for me @@fault=429*1@@")])[0]
+    r = backend(server, name).generate([ask(f"wait for me {name} @@fault=429*1@@")])[0]
     assert r.ok and time.monotonic() - started >= 0.95
 
 
-def test_refusals_and_bad_requests_are_not_retried(server) -> None:
-    b = backend(server)
+@pytest.mark.parametrize("name", BACKENDS)
+def test_refusals_and_bad_requests_are_not_retried(server, name) -> None:
+    b = backend(server, name)
     refused, unauthorised = b.generate([ask("refuse @@fault=refuse*9@@"),
                                         ask("echo @@fault=echo401*9@@")])
     assert refused.error is not None and refused.error.kind == "refused"
@@ -112,19 +122,21 @@ def test_refusals_and_bad_requests_are_not_retried(server) -> None:
     assert refused.error.attempts == 1 and unauthorised.error.attempts == 1
 
 
-def test_dry_run_makes_no_call(server) -> None:
+@pytest.mark.parametrize("name", BACKENDS)
+def test_dry_run_makes_no_call(server, name) -> None:
     before = len(server.served())
     with runtime.running(runtime.RunSettings(dry_run=True)):
-        r = backend(server).generate([ask("dry")])[0]
+        r = backend(server, name).generate([ask("dry")])[0]
     assert r.error is not None and r.error.kind == "dry_run"
     assert len(server.served()) == before
 
 
-def test_budget_stops_before_spending_more_and_keeps_finished_calls(server, tmp_path) -> None:
+@pytest.mark.parametrize("name", BACKENDS)
+def test_budget_stops_before_spending_more_and_keeps_finished_calls(server, tmp_path, name) -> None:
     # Each call is estimated at <= (chars/4 + 4) * 1e-6 + 16 * 2e-6 ~ 4.5e-5 USD.
     settings = runtime.RunSettings(budget=runtime.Budget(limit_usd=2e-4))
     cache = JudgeCache(tmp_path / "c.sqlite")
-    b = CachedBackend(backend(server, concurrency=1, **PRICE), cache)
+    b = CachedBackend(backend(server, name, concurrency=1, **PRICE), cache)
     with runtime.running(settings), pytest.raises(runtime.BudgetExceeded):
         b.generate([ask(f"budget {i}") for i in range(20)])
     assert 0 < len(cache) < 20
@@ -148,13 +160,14 @@ def test_rate_limiter_spaces_tokens() -> None:
     assert 0.4 <= asyncio.run(go()) < 1.5
 
 
-def test_server_killed_mid_run_loses_nothing_and_charges_once(tmp_path) -> None:
+@pytest.mark.parametrize("name", BACKENDS)
+def test_server_killed_mid_run_loses_nothing_and_charges_once(tmp_path, name) -> None:
     log = tmp_path / "served.jsonl"
     srv = FaultServer("--latency", "0.05", log=log).start()
     try:
         settings = runtime.RunSettings()
         cache = JudgeCache(tmp_path / "c.sqlite")
-        b = CachedBackend(backend(srv, concurrency=4, max_attempts=30,
+        b = CachedBackend(backend(srv, name, concurrency=4, max_attempts=30,
                                   backoff_base_s=0.1, backoff_max_s=0.3, **PRICE), cache)
         reqs = [ask(f"kill test {i}") for i in range(60)]
 
@@ -181,17 +194,18 @@ def test_server_killed_mid_run_loses_nothing_and_charges_once(tmp_path) -> None:
         served = len(srv.served())
         again = runtime.RunSettings()
         with runtime.running(again):
-            rerun = CachedBackend(backend(srv, **PRICE), cache).generate(reqs)
+            rerun = CachedBackend(backend(srv, name, **PRICE), cache).generate(reqs)
         assert all(r.cached for r in rerun) and [r.text for r in rerun] == [r.text for r in out]
         assert len(srv.served()) == served and again.budget.spent_usd == 0.0
     finally:
         srv.stop()
 
 
-def test_no_api_key_in_cache_logs_or_errors(server, tmp_path, caplog, capsys) -> None:
+@pytest.mark.parametrize("name", BACKENDS)
+def test_no_api_key_in_cache_logs_or_errors(server, tmp_path, caplog, capsys, name) -> None:
     caplog.set_level(logging.DEBUG)
     cache_path = tmp_path / "c.sqlite"
-    b = CachedBackend(backend(server, max_attempts=2), JudgeCache(cache_path))
+    b = CachedBackend(backend(server, name, max_attempts=2), JudgeCache(cache_path))
     out = b.generate([ask("secret ok"), ask("secret 401 @@fault=echo401*9@@"),
                       ask("secret 500 @@fault=500*9@@"), ask("secret 429 @@fault=429*1@@")])
     assert out[0].ok and out[3].ok

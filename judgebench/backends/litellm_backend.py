@@ -252,7 +252,7 @@ class LiteLLMBackend(Backend):
             for i in range(len(requests)):
                 yield i, Response.failed("dry_run", "dry run: no model call was made")
             return
-        litellm = import_litellm()
+        client = await self.open_client()
         loop = asyncio.get_running_loop()
         semaphore = self._semaphores.get(loop)
         if semaphore is None:
@@ -264,7 +264,7 @@ class LiteLLMBackend(Backend):
                 if budget_stop:
                     return index, None
                 try:
-                    return index, await self._call(litellm, request, settings)
+                    return index, await self._call(client, request, settings)
                 except runtime.BudgetExceeded as exc:
                     budget_stop.append(exc)
                     return index, None
@@ -279,8 +279,16 @@ class LiteLLMBackend(Backend):
         finally:
             for task in tasks:
                 task.cancel()
+            await self.close_client(client)
         if budget_stop:
             raise budget_stop[0]
+
+    async def open_client(self) -> Any:
+        """What `_send` calls through: here the litellm module (subclasses: an HTTP client)."""
+        return import_litellm()
+
+    async def close_client(self, client: Any) -> None:
+        """Release what `open_client` made (litellm keeps its own client pool)."""
 
     async def _call(self, litellm: Any, request: Request, settings: Any) -> Response:
         if request.prompt_logprobs:
@@ -386,6 +394,8 @@ class LiteLLMBackend(Backend):
 
     def classify(self, exc: BaseException) -> None:
         """Raise _Retry (retryable) or _Final for a litellm/OpenAI exception."""
+        if isinstance(exc, _Retry | _Final):
+            raise exc
         status = getattr(exc, "status_code", None)
         message = self.scrub(f"{type(exc).__name__}: {exc}")
         name = type(exc).__name__

@@ -1,4 +1,5 @@
-"""Built-in model backends (litellm, vllm, transformers), registered like any plugin's.
+"""Built-in model backends (litellm, openai_compat, vllm, transformers), registered like any
+plugin's.
 
 Registering imports nothing heavy: each factory imports its model library when first built.
 """
@@ -18,6 +19,12 @@ def _litellm(**options: Any) -> Any:
     return LiteLLMBackend(**options)
 
 
+def _openai_compat(**options: Any) -> Any:
+    from judgebench.backends.openai_compat_backend import OpenAICompatBackend
+
+    return OpenAICompatBackend(**options)
+
+
 def _vllm(**options: Any) -> Any:
     from judgebench.backends.vllm_backend import VLLMBackend
 
@@ -33,5 +40,6 @@ def _transformers(**options: Any) -> Any:
 @hookimpl
 def register_backends(register: Any) -> None:
     register("litellm", _litellm)
+    register("openai_compat", _openai_compat)
     register("vllm", _vllm)
     register("transformers", _transformers)

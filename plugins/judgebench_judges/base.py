@@ -87,11 +87,11 @@ class JudgeMetric(Metric):
     # -- backend ------------------------------------------------------------------------------
     def backend_options(self) -> dict[str, Any]:
         o = self.options
-        if o.backend == "litellm":
+        if o.backend in ("litellm", "openai_compat"):
             if not o.model:
                 from judgebench.errors import InputError
 
-                raise InputError(f"metric {self.info.name}: backend=litellm needs model=... "
+                raise InputError(f"metric {self.info.name}: backend={o.backend} needs model=... "
                                  "(e.g. openai/gpt-4o-mini or hosted_vllm/NAME with api_base)")
             opts = {"model": o.model, "api_base": o.api_base, "api_key_env": o.api_key_env,
                     "concurrency": o.concurrency, "timeout_s": o.timeout_s,
