@@ -128,7 +128,7 @@ class Request:
         return replace(self, sample_index=index, seed=self.seed if seed is None else seed)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["messages"] = [dict(m) for m in self.messages]
         data["stop"] = list(self.stop)
         return data
