@@ -295,3 +295,19 @@ def test_cli_run_keeps_the_key_out_of_store_cache_logs_and_output(tmp_path) -> N
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path.name
     assert json.loads(log.read_text().splitlines()[0])["digest"]
+
+
+def test_cli_dry_run_estimates_without_calling(server, tmp_path) -> None:
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(5))
+    spec = (f"judge.rubric:backend=litellm,model=openai/judge,api_base={server.url},"
+            "api_key_env=JB_JUDGE_KEY,protocol=text,max_tokens=100,"
+            "input_cost_per_token=1e-6,output_cost_per_token=2e-6")
+    before = len(server.served())
+    proc = run_cli("score", str(data), "-m", spec, "--dry-run", "--json",
+                   "--store", str(tmp_path / "runs.db"), cwd=tmp_path,
+                   env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache"), "JB_JUDGE_KEY": SECRET})
+    assert proc.returncode == 0, proc.stderr
+    [row] = json.loads(proc.stdout)
+    assert row["calls"] == 5 and row["tokens_out"] == 500
+    assert row["cost_usd"] == pytest.approx(row["tokens_in"] * 1e-6 + 500 * 2e-6)
+    assert len(server.served()) == before
