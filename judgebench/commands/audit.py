@@ -52,9 +52,9 @@ def report_format(path: Path) -> str:
 @click.option("--samples", "samples_path", type=click.Path(path_type=Path),
               metavar="GENERATIONS",
               help="The generations SCORES was scored from (.jsonl/.csv/.parquet), matched "
-                   "on (item, system). The scores table has no text: sentinel.length, "
-                   "sentinel.cand/src/ref and the probes need this; without it they are "
-                   "skipped with that reason.")
+                   "on (item, system). The scores table has no text: sentinel.length and "
+                   "sentinel.cand/src/ref read it from here (without it they are skipped, "
+                   "with that reason), and --probe and --judge (without --pairs) need it.")
 @click.option("--metric", "metrics", multiple=True, metavar="COL",
               help="Metric column to audit; repeatable. Default: every numeric column that "
                    "is not item, system, human.* or a --human column.")
