@@ -173,10 +173,8 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 def _need_chromium() -> str:
-    if CHROMIUM is None:
-        if os.environ.get("JUDGEBENCH_REQUIRE_CHROMIUM"):
-            pytest.fail("chromium is required here: apt-get install -y chromium")
-        pytest.skip("chromium not installed (apt-get install -y chromium)")
+    if CHROMIUM is None:  # .ci/run installs it; a skipped browser test would hide a gap
+        pytest.fail("the HTML report test needs chromium: apt-get install -y chromium")
     return CHROMIUM
 
 
