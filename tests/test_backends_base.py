@@ -89,3 +89,13 @@ def test_registry_lists_built_in_backends_without_importing_them() -> None:
     assert loaded == "]"
     with pytest.raises(InputError, match=r"unknown backend 'nope'.*litellm"):
         get_backend("nope")
+
+
+def test_bad_backend_options_are_input_errors(monkeypatch) -> None:
+    monkeypatch.delenv("JB_NOT_SET", raising=False)
+    with pytest.raises(InputError, match=r"backend 'litellm': .*JB_NOT_SET"):
+        get_backend("litellm", model="openai/x", api_key_env="JB_NOT_SET")
+    with pytest.raises(InputError, match=r"backend 'openai_compat': .*api_base"):
+        get_backend("openai_compat", model="x")
+    with pytest.raises(InputError, match="unexpected keyword"):
+        get_backend("vllm", model="m", nonsense=1)

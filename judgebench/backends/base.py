@@ -57,7 +57,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from judgebench.errors import InputError
+from judgebench.errors import InputError, JudgebenchError
 
 Role = Literal["system", "user", "assistant"]
 
@@ -309,8 +309,10 @@ def get_backend(name: str, **options: Any) -> Backend:
         raise InputError(f"unknown backend '{name}'; registered backends: {known}")
     try:
         return backends[name].obj(**options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # unknown or bad options
         raise InputError(f"backend '{name}': {exc}") from None
+    except (RuntimeError, ImportError) as exc:  # something to install
+        raise JudgebenchError(f"backend '{name}': {exc}") from None
 
 
 __all__ = [
