@@ -90,3 +90,20 @@ def test_failures_are_responses_with_reasons(backend: TransformersBackend) -> No
 def test_unknown_model_path_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"neither a local model directory nor a \.gguf file"):
         TransformersBackend(model=str(tmp_path / "missing"))
+
+
+def test_dry_run_reaches_the_worker_thread_of_streamed_batches(backend) -> None:
+    import asyncio
+
+    async def stream() -> list:
+        return [r async for _, r in backend.aiter_generate([Request(prompt="x", max_tokens=2)])]
+
+    with runtime.running(runtime.RunSettings(dry_run=True)):
+        [streamed] = asyncio.run(stream())
+
+        async def nested() -> list:  # a running loop: run_sync uses a thread
+            return backend.generate([Request(prompt="y", max_tokens=2)])
+
+        [threaded] = asyncio.run(nested())
+    assert streamed.error is not None and streamed.error.kind == "dry_run"
+    assert threaded.error is not None and threaded.error.kind == "dry_run"

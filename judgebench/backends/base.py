@@ -49,6 +49,7 @@ Identity
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import math
@@ -286,7 +287,8 @@ def run_sync(coro: Any) -> Any:
         except BaseException as exc:
             box["error"] = exc
 
-    thread = threading.Thread(target=target, daemon=True)
+    context = contextvars.copy_context()  # keep the run settings visible in the thread
+    thread = threading.Thread(target=context.run, args=(target,), daemon=True)
     thread.start()
     thread.join()
     if "error" in box:

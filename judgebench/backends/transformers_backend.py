@@ -21,6 +21,7 @@ one forward pass over the prompt.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import json
@@ -263,7 +264,8 @@ class TransformersBackend(Backend):
                 post(exc)
             post(done)
 
-        thread = threading.Thread(target=work, daemon=True)
+        context = contextvars.copy_context()  # the run settings (dry run) travel along
+        thread = threading.Thread(target=context.run, args=(work,), daemon=True)
         thread.start()
         while (item := await queue.get()) is not done:
             if isinstance(item, BaseException):
