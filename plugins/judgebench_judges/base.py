@@ -111,9 +111,20 @@ class JudgeMetric(Metric):
     def backend(self) -> CachedBackend:
         if self._backend is None:
             inner: Backend = get_backend(self.options.backend, **self.backend_options())
-            cache = JudgeCache(default_cache_path()) if self.options.cache else None
-            self._backend = CachedBackend(inner, cache)
+            self._backend = CachedBackend(inner, None)
         return self._backend
+
+    def use_cache(self) -> CachedBackend:
+        """The backend with the judge cache of the run in progress (its path may come from
+        the run settings, which are known only once the run has started)."""
+        backend = self.backend
+        if self.options.cache:
+            path = default_cache_path()
+            if backend.cache is None or backend.cache.path != path:
+                if backend.cache is not None:
+                    backend.cache.close()
+                backend.cache = JudgeCache(path)
+        return backend
 
     @property
     def protocol(self) -> str:
@@ -179,7 +190,7 @@ class JudgeMetric(Metric):
         return run_sync(self.ascore(samples))
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Outcome]:
-        self._dispatcher = Dispatcher(self.backend)
+        self._dispatcher = Dispatcher(self.use_cache())
         await self.prepare()
         results = await asyncio.gather(*(self._judge_safely(s) for s in samples),
                                        return_exceptions=True)
@@ -206,7 +217,7 @@ class JudgeMetric(Metric):
     # -- estimates ------------------------------------------------------------------------------
     def estimate(self, samples: Sequence[Sample]) -> dict[str, Any]:
         """Calls, tokens and cost a run would make (cache hits excluded); cost None if unknown."""
-        backend = self.backend
+        backend = self.use_cache()
         calls = tokens_in = tokens_out = 0
         cost: float | None = 0.0
         identity = backend.identity()
