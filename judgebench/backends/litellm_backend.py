@@ -200,10 +200,7 @@ class LiteLLMBackend(Backend):
         self._reserve_lock = threading.Lock()
         self._price: tuple[float, float] | bool | None = False  # False: not looked up yet
 
-    # -- identity and price -------------------------------------------------------------------
-    def identity(self) -> dict[str, str]:
-        return super().identity()
-
+    # -- key and price -------------------------------------------------------------------------
     @property
     def _api_key(self) -> str | None:
         return os.environ.get(self._api_key_env) if self._api_key_env else None
@@ -269,7 +266,6 @@ class LiteLLMBackend(Backend):
                     budget_stop.append(exc)
                     return index, None
 
-        # Context copies keep the run settings visible inside each task.
         tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
         try:
             for next_done in asyncio.as_completed(tasks):
