@@ -147,7 +147,7 @@ def test_reference_judge_binary(server) -> None:
         Status.ERROR
 
 
-def test_panel_keeps_each_member_and_combines(server) -> None:
+def test_panel_keeps_each_member_and_combines(server, tmp_path) -> None:
     server.post("/_reply", {"reply": "Feedback: ok. [RESULT] {score}"})
     panel = get_host().metric("judge.panel").factory(
         judge="judge.rubric", models="openai/judge-a;openai/judge-b;openai/judge-c",
@@ -168,6 +168,18 @@ def test_panel_keeps_each_member_and_combines(server) -> None:
     o = mean_panel.score(summeval(1))[0]
     assert o.value == pytest.approx(sum(m["value"] for m in o.extra["members"]) / 2)
     assert "members:2:" in str(mean_panel.signature())
+    toml = tmp_path / "panel.toml"
+    toml.write_text(
+        "[metrics.jury]\nmetric = \"judge.panel\"\ncombine = \"mean\"\nmembers = [\n"
+        + "".join(f'  "judge.rubric:backend=litellm,model=openai/{m},api_base={server.url},'
+                  'api_key_env=JB_JUDGE_KEY,protocol=text",\n' for m in ("m1", "m2"))
+        + "]\n")
+    from judgebench.spec import load_config
+
+    [spec] = load_config(toml)
+    jury = get_host().metric(spec.name).factory(**spec.options)
+    o = jury.score(summeval(1))[0]
+    assert o.status == Status.OK and len(o.extra["members"]) == 2
 
 
 def test_estimate_counts_uncached_calls_and_prices(server) -> None:
