@@ -1,7 +1,8 @@
 """The one model-backend interface: batched requests in, texts and token logprobs out.
 
-Every backend (litellm for APIs and OpenAI-compatible servers, vllm for in-process GPU
-batching, transformers for the embedded CPU default, or any plugin's) implements::
+Every backend (litellm for APIs and OpenAI-compatible servers, openai_compat for the latter
+without litellm's overhead, vllm for in-process GPU batching, transformers for the embedded
+CPU default, or any plugin's) implements::
 
     class MyBackend(Backend):
         name = "mine"
