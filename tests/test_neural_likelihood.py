@@ -78,3 +78,27 @@ def test_missing_context_signature_and_bad_options(metric: Likelihood) -> None:
         Likelihood(template="no placeholder")
     with pytest.raises(InputError, match=r"neither a local model directory"):
         Likelihood(model="/no/such/model").score(SAMPLES[:1])
+
+
+class _NoTokeniser:
+    """The real backend seen through its public Backend interface only (as vllm or an
+    OpenAI-compatible server would be): no one-argument `prompt_ids`."""
+
+    def __init__(self, backend) -> None:
+        self._backend = backend
+        self.capabilities = backend.capabilities
+
+    def generate(self, requests):
+        return self._backend.generate(requests)
+
+    def identity(self):
+        return self._backend.identity()
+
+    def close(self) -> None:
+        pass
+
+
+def test_backends_without_a_tokeniser_give_the_same_scores(metric: Likelihood) -> None:
+    plain = Likelihood()
+    plain._backend = _NoTokeniser(metric.backend)
+    assert plain.score(SAMPLES) == pytest.approx(metric.score(SAMPLES), abs=1e-9)

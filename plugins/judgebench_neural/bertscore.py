@@ -22,6 +22,7 @@ whose best similarity is negative), where this takes the max over real tokens.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -173,9 +174,12 @@ class BertScore(EncoderMetric):
 
     @property
     def layer(self) -> int:
+        """The layer option, else the model's last layer (read from its config, no loading)."""
         if self.options.layer is not None:
             return self.options.layer
-        return self.encoder.num_layers
+        config = json.loads((self.model_ref.path / "config.json").read_text(encoding="utf-8"))
+        layers = config.get("num_hidden_layers") or config.get("n_layer")
+        return int(layers) if layers else self.encoder.num_layers
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
@@ -193,9 +197,8 @@ class BertScore(EncoderMetric):
         idf = self._idf_table() if self.options.idf else None
         baseline = self._read_baseline() if self.options.rescale else None
 
-        todo = [(i, s.output, [r for r in s.references if r.strip()])
-                for i, s in enumerate(samples)]
-        texts = [t for _, out, refs in todo if out and out.strip() and refs for t in (out, *refs)]
+        todo = [(s.output, [r for r in s.references if r.strip()]) for s in samples]
+        texts = [t for out, refs in todo if out and out.strip() and refs for t in (out, *refs)]
         embedded = dict(zip(texts, encoder.token_embeddings(
             texts, layer=self.layer, batch_size=self.options.batch_size), strict=True))
 
@@ -209,7 +212,7 @@ class BertScore(EncoderMetric):
             return prepared[text]
 
         results: list[float | Outcome] = []
-        for _, output, refs in todo:
+        for output, refs in todo:
             if not output or not output.strip():
                 results.append(Outcome.failed(Status.SKIPPED, "empty output: BERTScore is "
                                               "undefined for a text with no tokens"))
@@ -219,7 +222,7 @@ class BertScore(EncoderMetric):
                 continue
             vectors, weights = weighted(output)
             per_ref = greedy_match(vectors, weights, [weighted(r) for r in refs])
-            best = np.nanmax(per_ref, axis=0) if not np.isnan(per_ref).all() else per_ref[0]
+            best = np.fmax.reduce(per_ref, axis=0)  # best reference per part, NaN-tolerant
             if baseline is not None:
                 best = rescale(best, baseline)
             value = float(best[part])

@@ -18,6 +18,7 @@ token is scored exactly once.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -29,6 +30,11 @@ from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import context_texts
+
+
+def _merged() -> Outcome:
+    return Outcome.failed(Status.ERROR, "the tokeniser merges the end of the prompt with the "
+                          "output; end the template with a space or a newline")
 
 
 class LikelihoodOptions(BaseModel):
@@ -145,50 +151,59 @@ class Likelihood(Metric):
 
         if not pairs:
             return []
-        backend = self.backend
         fulls = [Request(prompt=prefix + target, max_tokens=0, prompt_logprobs=True)
                  for prefix, target in pairs]
         boundaries = self._boundaries([prefix for prefix, _ in pairs], fulls)
-        responses = backend.generate(fulls)
+        responses = self.backend.generate(fulls)
         results: list[float | Outcome] = []
         for response, boundary in zip(responses, boundaries, strict=True):
             if isinstance(boundary, Outcome):
                 results.append(boundary)
-            elif not response.ok:
+                continue
+            if not response.ok:
                 results.append(Outcome.failed(Status.ERROR, f"backend: {response.error}"))
+                continue
+            count, head = boundary
+            scored = response.prompt_logprobs or ()
+            if head is not None and [t.token for t in scored[:count]] != head:
+                results.append(_merged())
             else:
-                results.append(self._reduce(response.prompt_logprobs or (), boundary))
+                results.append(self._reduce(scored, count))
         return results
 
-    def _boundaries(self, prefixes: list[str], fulls: list[Any]) -> list[int | Outcome]:
-        """How many prompt tokens belong to the prefix, checked against the full prompt."""
+    def _boundaries(self, prefixes: list[str], fulls: list[Any]
+                    ) -> list[tuple[int, list[str] | None] | Outcome]:
+        """How many prompt tokens belong to the prefix, and, where the backend cannot
+        tokenise for us, the prefix's token strings to check the full prompt against."""
         from judgebench.backends.base import Request
 
         backend = self.backend
         unique = list(dict.fromkeys(p for p in prefixes if p))
-        if hasattr(backend, "prompt_ids"):
-            prefix_tokens = {p: backend.prompt_ids(Request(prompt=p, max_tokens=0,
-                                                           prompt_logprobs=True))
-                             for p in unique}
-            full_tokens = [backend.prompt_ids(r) for r in fulls]
-        else:  # ask the backend for the prefix alone and compare token strings
-            answers = backend.generate([Request(prompt=p, max_tokens=0, prompt_logprobs=True)
-                                        for p in unique])
-            prefix_tokens = {p: [t.token for t in (a.prompt_logprobs or ())]
-                             for p, a in zip(unique, answers, strict=True)}
-            full_tokens = [None] * len(fulls)
-        out: list[int | Outcome] = []
-        for prefix, full in zip(prefixes, full_tokens, strict=True):
-            if not prefix:
-                out.append(1)  # nothing conditions the first token
-                continue
-            head = prefix_tokens[prefix]
-            if full is not None and list(full[: len(head)]) != list(head):
-                out.append(Outcome.failed(Status.ERROR, "the tokeniser merges the end of the "
-                                          "prompt with the output; end the template with a "
-                                          "space or newline"))
+        out: list[tuple[int, list[str] | None] | Outcome] = []
+        tokenise = getattr(backend, "prompt_ids", None)
+        if tokenise is not None and len(inspect.signature(tokenise).parameters) == 1:
+            heads = {p: tokenise(Request(prompt=p, max_tokens=0, prompt_logprobs=True))
+                     for p in unique}
+            for prefix, full in zip(prefixes, fulls, strict=True):
+                if not prefix:
+                    out.append((1, None))  # nothing conditions the first token
+                elif list(tokenise(full)[: len(heads[prefix])]) != list(heads[prefix]):
+                    out.append(_merged())
+                else:
+                    out.append((len(heads[prefix]), None))
+            return out
+        answers = backend.generate([Request(prompt=p, max_tokens=0, prompt_logprobs=True)
+                                    for p in unique])
+        strings: dict[str, list[str] | Outcome] = {}
+        for prefix, answer in zip(unique, answers, strict=True):
+            strings[prefix] = ([t.token for t in answer.prompt_logprobs or ()] if answer.ok
+                               else Outcome.failed(Status.ERROR, f"backend: {answer.error}"))
+        for prefix in prefixes:
+            found = strings.get(prefix) if prefix else None
+            if isinstance(found, Outcome):
+                out.append(found)
             else:
-                out.append(len(head))
+                out.append((len(found), found) if found is not None else (1, None))
         return out
 
     def _reduce(self, logprobs: Sequence[Any], boundary: int) -> float | Outcome:
