@@ -122,3 +122,14 @@ def test_revisions(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no weight files"):
         revision_of(tmp_path / "empty")
+
+
+def test_classifier_runs_through_the_api(classifiers) -> None:
+    import judgebench
+
+    spec = f"learned.classifier:model={classifiers[1]},pair=reference"
+    records = [{k: r[k] for k in ("item", "system", "output", "reference")} for r in RECORDS]
+    table = judgebench.score(records, [spec])
+    expected = Classifier(model=str(classifiers[1]), pair="reference").score(SAMPLES)
+    assert table[spec].tolist() == pytest.approx(expected, abs=1e-6)
+    assert f"model:{classifiers[1]}" in table.attrs["signatures"][spec]
