@@ -8,7 +8,7 @@ Content-Security-Policy meta tag forbids the browser to load anything else.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
@@ -154,22 +154,27 @@ def margins(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+def _views(data: dict[str, Any]) -> Iterator[tuple[str, str, list[dict[str, Any]]]]:
+    """(human, statistic, blocks) for each view of the report that has blocks."""
+    for human in data["humans"]:
+        for statistic in data["settings"]["statistics"]:
+            blocks = [b for b in data["blocks"]
+                      if b["human"] == human and b["statistic"] == statistic]
+            if blocks:
+                yield human, statistic, blocks
+
+
 def _comparison(data: dict[str, Any]) -> str:
     parts = ['<h2 id="comparison">Sentinel comparison</h2>'
              '<p class="muted">Each bar: the metric\'s statistic minus that of the sentinel '
              "it had to beat (the best-placed one); green: passed the gate, red: failed. A "
              "positive bar can still fail when the difference is not significant.</p>"]
     charts: list[str] = []
-    for human in data["humans"]:
-        for statistic in data["settings"]["statistics"]:
-            blocks = [b for b in data["blocks"]
-                      if b["human"] == human and b["statistic"] == statistic]
-            if not blocks:
-                continue
-            labels = [setting_label(b["level"], b["grouping"]) for b in blocks]
-            charts.append(svg.margin_chart(margins(blocks), settings=labels, width=560,
-                                           title=f"{human} · {statistic}: margin over the "
-                                                 "best sentinel"))
+    for human, statistic, blocks in _views(data):
+        labels = [setting_label(b["level"], b["grouping"]) for b in blocks]
+        charts.append(svg.margin_chart(margins(blocks), settings=labels, width=560,
+                                       title=f"{human} · {statistic}: margin over the "
+                                             "best sentinel"))
     return "".join(parts) + f'<div class="grid">{"".join(charts)}</div>'
 
 
@@ -179,34 +184,29 @@ def _agreement(data: dict[str, Any]) -> str:
              '<p class="muted">Dots: the statistic with its bootstrap CI, coloured by '
              "significance cluster (c1 is the best); hollow diamonds are sentinels; ✓/✗ is "
              "the gate.</p>"]
-    for human in data["humans"]:
-        for statistic in data["settings"]["statistics"]:
-            blocks = [b for b in data["blocks"]
-                      if b["human"] == human and b["statistic"] == statistic]
-            if not blocks:
-                continue
-            parts.append(f'<h3 id="{_anchor(human, statistic)}">{escape(human)} · '
-                         f"{escape(statistic)}</h3>")
-            charts = []
-            for b in blocks:
-                verdicts = {g["metric"]: g["passed"] for g in b["gate"]}
-                rows = [{"label": r["metric"], "value": r["value"], "ci_low": r.get("ci_low"),
-                         "ci_high": r.get("ci_high"), "cluster": r.get("cluster"),
-                         "kind": r["kind"], "gate": verdicts.get(r["metric"])}
-                        for r in b["rows"]]
-                label = setting_label(b["level"], b["grouping"])
-                charts.append(svg.ci_chart(rows, title=f"{label} (n = "
-                                           f"{_units(b)})", width=560))
-            parts.append(f'<div class="grid">{"".join(charts)}</div>')
-            parts.append(_agreement_table(blocks))
-            seen: dict[str, list[str]] = {}
-            for b in blocks:
-                for note in b["notes"]:
-                    seen.setdefault(note["text"], []).append(
-                        setting_label(b["level"], b["grouping"]))
-            parts += [f'<div class="note">{escape(text)} <span class="muted">('
-                      f'{escape(", ".join(where))})</span></div>'
-                      for text, where in seen.items()]
+    for human, statistic, blocks in _views(data):
+        parts.append(f'<h3 id="{_anchor(human, statistic)}">{escape(human)} · '
+                     f"{escape(statistic)}</h3>")
+        charts = []
+        for b in blocks:
+            verdicts = {g["metric"]: g["passed"] for g in b["gate"]}
+            rows = [{"label": r["metric"], "value": r["value"], "ci_low": r.get("ci_low"),
+                     "ci_high": r.get("ci_high"), "cluster": r.get("cluster"),
+                     "kind": r["kind"], "gate": verdicts.get(r["metric"])}
+                    for r in b["rows"]]
+            label = setting_label(b["level"], b["grouping"])
+            charts.append(svg.ci_chart(rows, title=f"{label} (n = "
+                                       f"{_units(b)})", width=560))
+        parts.append(f'<div class="grid">{"".join(charts)}</div>')
+        parts.append(_agreement_table(blocks))
+        seen: dict[str, list[str]] = {}
+        for b in blocks:
+            for note in b["notes"]:
+                seen.setdefault(note["text"], []).append(
+                    setting_label(b["level"], b["grouping"]))
+        parts += [f'<div class="note">{escape(text)} <span class="muted">('
+                  f'{escape(", ".join(where))})</span></div>'
+                  for text, where in seen.items()]
     return "".join(parts)
 
 
