@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from profiles import TENNESSEE
 
 from meta_eval.aggregation import (
     RULES,
@@ -25,17 +26,6 @@ from meta_eval.aggregation import (
 )
 from meta_eval.aggregation.base import NotApplicable
 
-# The Tennessee capital election (Wikipedia's running example for voting rules): voters
-# rank the four cities by distance from home.
-TENNESSEE = Profile.from_rankings(
-    [
-        ["Memphis", "Nashville", "Chattanooga", "Knoxville"],
-        ["Nashville", "Chattanooga", "Knoxville", "Memphis"],
-        ["Chattanooga", "Knoxville", "Nashville", "Memphis"],
-        ["Knoxville", "Chattanooga", "Nashville", "Memphis"],
-    ],
-    weights=[42, 26, 15, 17],
-)
 CYCLE = Profile.from_rankings([["A", "B", "C"], ["B", "C", "A"], ["C", "A", "B"]])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from profiles import TENNESSEE
 from scipy import stats
 
 from meta_eval.aggregation import (
@@ -19,16 +20,6 @@ from meta_eval.aggregation import (
     ranking_scores,
     rule_agreement,
     weights_to_win,
-)
-
-TENNESSEE = Profile.from_rankings(
-    [
-        ["Memphis", "Nashville", "Chattanooga", "Knoxville"],
-        ["Nashville", "Chattanooga", "Knoxville", "Memphis"],
-        ["Chattanooga", "Knoxville", "Nashville", "Memphis"],
-        ["Knoxville", "Chattanooga", "Nashville", "Memphis"],
-    ],
-    weights=[42, 26, 15, 17],
 )
 
 
