@@ -80,3 +80,17 @@ def context_texts(sample: Sample, against: str) -> list[str]:
     else:
         candidates = sample.references
     return [t for t in candidates if t and t.strip()]
+
+
+def output_contexts(sample: Sample, given: str) -> list[str | None] | Outcome:
+    """What a sample's output is scored against: ``[None]`` when `given` is "none", else its
+    non-blank `given` texts (see `context_texts`); a skipped Outcome for a blank output or
+    when there is no such text."""
+    if not sample.output or not sample.output.strip():
+        return Outcome.failed(Status.SKIPPED, "empty output")
+    if given == "none":
+        return [None]
+    contexts = context_texts(sample, given)
+    if not contexts:
+        return Outcome.failed(Status.SKIPPED, f"sample has no {given} text")
+    return list(contexts)

@@ -23,8 +23,8 @@ from pydantic import Field
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import ModelMetric, ModelOptions, context_texts
-from judgebench_neural.encoder import _length_batches
+from judgebench_neural.base import ModelMetric, ModelOptions, output_contexts
+from judgebench_neural.encoder import _length_batches, _max_length
 from judgebench_neural.loading import ModelRef, offline, resolve_device, revision_of
 
 
@@ -106,18 +106,12 @@ class Classifier(ModelMetric):
         jobs: list[tuple[str | None, str]] = []
         plans: list[list[tuple[str | None, str]] | Outcome] = []
         for sample in samples:
-            if not sample.output or not sample.output.strip():
-                plans.append(Outcome.failed(Status.SKIPPED, "empty output"))
+            contexts = output_contexts(sample, self.options.pair)
+            if isinstance(contexts, Outcome):
+                plans.append(contexts)
                 continue
-            if self.options.pair == "none":
-                pairs: list[tuple[str | None, str]] = [(None, sample.output)]
-            else:
-                contexts = context_texts(sample, self.options.pair)
-                if not contexts:
-                    plans.append(Outcome.failed(Status.SKIPPED,
-                                                f"sample has no {self.options.pair} text"))
-                    continue
-                pairs = [(c, sample.output) for c in contexts]
+            output = sample.output or ""  # non-blank: output_contexts checked it
+            pairs = [(c, output) for c in contexts]
             plans.append(pairs)
             jobs.extend(p for p in pairs if p not in self._scores)
         self._run(list(dict.fromkeys(jobs)), label)
@@ -163,14 +157,6 @@ def _read_head(logits: Any, label: int, transform: str) -> Any:
     if transform == "probability":
         return torch.softmax(logits, dim=-1)[:, label]
     return logits[:, label]
-
-
-def _max_length(tokenizer: Any, config: Any) -> int:
-    limit = int(getattr(tokenizer, "model_max_length", 0) or 0)
-    positions = int(getattr(config, "max_position_embeddings", 0) or 0)
-    if positions and (not limit or limit > positions):
-        limit = positions
-    return limit or 512
 
 
 # -- COMET ----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import context_texts
+from judgebench_neural.base import output_contexts
 
 
 def _merged() -> Outcome:
@@ -115,19 +115,14 @@ class Likelihood(Metric):
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
         plans: list[list[tuple[str, str]] | Outcome] = []
         for sample in samples:
-            if not sample.output or not sample.output.strip():
-                plans.append(Outcome.failed(Status.SKIPPED, "empty output"))
+            contexts = output_contexts(sample, self.options.given)
+            if isinstance(contexts, Outcome):
+                plans.append(contexts)
                 continue
-            if self.options.given == "none":
-                plans.append([("", sample.output)])
-                continue
-            contexts = context_texts(sample, self.options.given)
-            if not contexts:
-                plans.append(Outcome.failed(Status.SKIPPED,
-                                            f"sample has no {self.options.given} text"))
-                continue
+            output = sample.output or ""  # non-blank: output_contexts checked it
             prefix = self.options.template
-            plans.append([(prefix.format(context=c), sample.output) for c in contexts])
+            plans.append([("" if c is None else prefix.format(context=c), output)
+                          for c in contexts])
         pairs = list(dict.fromkeys(p for plan in plans if isinstance(plan, list) for p in plan))
         scored = dict(zip(pairs, self._score_pairs(pairs), strict=True))
         results: list[float | Outcome] = []
