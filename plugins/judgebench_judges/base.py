@@ -163,6 +163,35 @@ class JudgeMetric(Metric):
             params.setdefault("seed", self.options.seed)
         return Request(messages=messages, **params)
 
+    def protocol_request(self, messages: tuple[dict[str, str], ...], schema: dict[str, Any],
+                         stop: tuple[str, ...] = ("\n\n",)) -> Request:
+        """The first call of a judgement under the protocol: structured output with `schema`
+        (json), feedback up to `stop` (two_stage), or one plain answer (text)."""
+        if self.protocol == "json":
+            return self.request(messages, json_schema=schema)
+        if self.protocol == "two_stage":
+            return self.request(messages, max_tokens=self.options.feedback_tokens, stop=stop)
+        return self.request(messages)
+
+    def planned_two_stage(self, first: Request, marker: str, max_tokens: int) -> list[Request]:
+        """`first`, and under two_stage the continuation after `marker` (feedback approximated
+        by `feedback_tokens` filler tokens)."""
+        if self.protocol != "two_stage":
+            return [first]
+        filler = " x" * self.options.feedback_tokens
+        return [first, self.request(self.extend(first.messages, filler + marker),
+                                    max_tokens=max_tokens)]
+
+    async def second_stage(self, first: Request, answer: Response, marker: str,
+                           max_tokens: int) -> tuple[Response, str]:
+        """Two-stage protocol: the model's continuation of its feedback `answer` after
+        `marker`, and the raw text of the whole judgement."""
+        follow = await self.ask(self.request(
+            self.extend(first.messages, answer.text.rstrip() + marker), max_tokens=max_tokens
+        ))
+        raw = f"{self.prefilled(first.messages)}{answer.text.rstrip()}{marker}{follow.text}"
+        return follow, raw
+
     async def ask(self, request: Request) -> Response:
         return await self._dispatcher.submit(request)
 
@@ -336,3 +365,21 @@ def accounting(responses: Sequence[Response]) -> dict[str, Any]:
 
 def call_extra(responses: Sequence[Response]) -> dict[str, Any]:
     return {"calls": len(responses), "cached": all(r.cached for r in responses)}
+
+
+def joined_raw(responses: Sequence[Response]) -> str:
+    """Every call's answer text, in order, for an Outcome's `raw`."""
+    return "\n---\n".join(r.text for r in responses)
+
+
+def parse_failure(responses: Sequence[Response], exc: Exception) -> Outcome:
+    """The Outcome for answers that could not be parsed: every raw answer is kept."""
+    return Outcome.failed(Status.PARSE_ERROR, str(exc), raw=joined_raw(responses),
+                          extra=call_extra(responses), **accounting(responses))
+
+
+def judged(responses: Sequence[Response], value: float, raw: str, rationale: str | None
+           ) -> Outcome:
+    """The Outcome for a parsed judgement made of `responses`."""
+    return Outcome(value=value, raw=raw, rationale=rationale or None,
+                   extra=call_extra(responses), **accounting(responses))

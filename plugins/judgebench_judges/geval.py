@@ -31,6 +31,7 @@ from judgebench_judges.base import (
     accounting,
     call_extra,
     failure_outcome,
+    joined_raw,
     need,
 )
 from judgebench_judges.criteria import criterion
@@ -214,7 +215,7 @@ class GEvalJudge(JudgeMetric):
             except parsing.ParseError as exc:
                 problems.append(str(exc))
         extra.update({"samples": scores, "n": len(responses), "parsed": len(scores)})
-        raw = "\n---\n".join(r.text for r in responses)
+        raw = joined_raw(responses)
         if not scores:
             failed_all = all(r.error is not None for r in responses)
             status = Status.ERROR if failed_all else Status.PARSE_ERROR

@@ -25,11 +25,15 @@ from judgebench_judges.base import (
     accounting,
     call_extra,
     failure_outcome,
+    joined_raw,
     need,
 )
 from judgebench_judges.templates import as_data
 
 VALUE = {"a": 1.0, "b": 0.0, "tie": 0.5}
+#: Two-stage protocol: appended to the model's explanation; its continuation must start with
+#: the verdict letter.
+MARKER = "\nVerdict: [["
 SCHEMA = {
     "type": "object",
     "properties": {"explanation": {"type": "string"},
@@ -72,11 +76,7 @@ class PairwiseJudge(JudgeMetric):
             "response_b": as_data(second),
             "format": self.format_instruction(),
         })
-        if self.protocol == "json":
-            return self.request(messages, json_schema=SCHEMA)
-        if self.protocol == "two_stage":
-            return self.request(messages, max_tokens=self.options.feedback_tokens, stop=("\n\n",))
-        return self.request(messages)
+        return self.protocol_request(messages, SCHEMA)
 
     def orders(self, sample: Sample) -> list[tuple[str, str, str]]:
         a = need(sample, sample.output_a, "output_a")
@@ -89,12 +89,8 @@ class PairwiseJudge(JudgeMetric):
     def planned_requests(self, sample: Sample) -> list[Request]:
         planned = []
         for _, first, second in self.orders(sample):
-            req = self.order_request(sample, first, second)
-            planned.append(req)
-            if self.protocol == "two_stage":
-                filler = " x" * self.options.feedback_tokens
-                planned.append(self.request(self.extend(req.messages, filler + "\nVerdict: [["),
-                                            max_tokens=3))
+            planned.extend(self.planned_two_stage(self.order_request(sample, first, second),
+                                                  MARKER, max_tokens=3))
         return planned
 
     async def one_order(self, sample: Sample, first: str, second: str
@@ -112,16 +108,13 @@ class PairwiseJudge(JudgeMetric):
                     answer.text, None
             if self.protocol == "text":
                 return responses, parsing.verdict(answer.text), answer.text, None
-            follow = await self.ask(self.request(
-                self.extend(req.messages, answer.text.rstrip() + "\nVerdict: [["), max_tokens=3
-            ))
+            follow, raw = await self.second_stage(req, answer, MARKER, max_tokens=3)
             responses.append(follow)
-            raw = f"{self.prefilled(req.messages)}{answer.text.rstrip()}\nVerdict: [[{follow.text}"
             if follow.error is not None:
                 return responses, None, raw, None
             return responses, parsing.leading_verdict(follow.text), raw, None
         except parsing.ParseError as exc:
-            return responses, None, "\n---\n".join(r.text for r in responses), str(exc)
+            return responses, None, joined_raw(responses), str(exc)
 
     async def judge(self, sample: Sample) -> Outcome:
         orders = self.orders(sample)

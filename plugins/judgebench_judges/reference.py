@@ -12,15 +12,16 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel
 
 from judgebench.backends import Request
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
     JudgeMetric,
     JudgeOptions,
-    accounting,
     call_extra,
     failure_outcome,
+    judged,
     need,
+    parse_failure,
 )
 from judgebench_judges.rubric import score_schema
 from judgebench_judges.templates import as_data
@@ -97,19 +98,10 @@ class ReferenceJudge(JudgeMetric):
             "response": as_data(need(sample, sample.output, "output")),
             "format": self.format_instruction(),
         })
-        if self.protocol == "json":
-            return self.request(messages, json_schema=self.schema)
-        if self.protocol == "two_stage":
-            return self.request(messages, max_tokens=self.options.feedback_tokens, stop=("\n\n",))
-        return self.request(messages)
+        return self.protocol_request(messages, self.schema)
 
     def planned_requests(self, sample: Sample) -> list[Request]:
-        first = self.first_request(sample)
-        if self.protocol != "two_stage":
-            return [first]
-        filler = " x" * self.options.feedback_tokens
-        return [first, self.request(self.extend(first.messages, filler + self.marker),
-                                    max_tokens=4)]
+        return self.planned_two_stage(self.first_request(sample), self.marker, max_tokens=4)
 
     async def judge(self, sample: Sample) -> Outcome:
         o = self.options
@@ -133,19 +125,12 @@ class ReferenceJudge(JudgeMetric):
                     value = float(score)
             else:
                 rationale = answer.text.strip()
-                follow = await self.ask(self.request(
-                    self.extend(first.messages, answer.text.rstrip() + self.marker), max_tokens=4
-                ))
+                follow, raw = await self.second_stage(first, answer, self.marker, max_tokens=4)
                 responses.append(follow)
                 if (failed := failure_outcome(responses, **call_extra(responses))) is not None:
                     return failed
-                raw = f"{self.prefilled(first.messages)}{answer.text.rstrip()}{self.marker}" \
-                      f"{follow.text}"
                 value = (float(parsing.leading_correctness(follow.text)) if o.mode == "binary"
                          else float(parsing.leading_score(follow.text, o.min, o.max)))
         except parsing.ParseError as exc:
-            return Outcome.failed(Status.PARSE_ERROR, str(exc),
-                                  raw="\n---\n".join(r.text for r in responses),
-                                  extra=call_extra(responses), **accounting(responses))
-        return Outcome(value=value, raw=raw, rationale=rationale or None,
-                       extra=call_extra(responses), **accounting(responses))
+            return parse_failure(responses, exc)
+        return judged(responses, value, raw, rationale)

@@ -9,15 +9,16 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from judgebench.backends import Request
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
     JudgeMetric,
     JudgeOptions,
-    accounting,
     call_extra,
     failure_outcome,
+    judged,
     need,
+    parse_failure,
 )
 from judgebench_judges.criteria import criterion
 from judgebench_judges.templates import as_data
@@ -103,20 +104,11 @@ class RubricJudge(JudgeMetric):
         }
 
     def first_request(self, sample: Sample) -> Request:
-        messages = self.messages(self.values(sample))
-        if self.protocol == "json":
-            return self.request(messages, json_schema=self.schema)
-        if self.protocol == "two_stage":
-            return self.request(messages, max_tokens=self.options.feedback_tokens,
-                                stop=("\n\n", "[RESULT]"))
-        return self.request(messages)
+        return self.protocol_request(self.messages(self.values(sample)), self.schema,
+                                     stop=("\n\n", "[RESULT]"))
 
     def planned_requests(self, sample: Sample) -> list[Request]:
-        first = self.first_request(sample)
-        if self.protocol != "two_stage":
-            return [first]
-        filler = " x" * self.options.feedback_tokens
-        return [first, self.request(self.extend(first.messages, filler + MARKER), max_tokens=3)]
+        return self.planned_two_stage(self.first_request(sample), MARKER, max_tokens=3)
 
     async def judge(self, sample: Sample) -> Outcome:
         o = self.options
@@ -137,21 +129,11 @@ class RubricJudge(JudgeMetric):
             else:
                 feedback = (self.prefilled(first.messages) + answer.text).strip()
                 feedback = feedback.removeprefix("Feedback:").strip()
-                second = await self.ask(self.request(
-                    self.extend(first.messages, answer.text.rstrip() + MARKER), max_tokens=3,
-                ))
+                second, raw = await self.second_stage(first, answer, MARKER, max_tokens=3)
                 responses.append(second)
                 if (failed := failure_outcome(responses, **call_extra(responses))) is not None:
                     return failed
-                raw = f"{self.prefilled(first.messages)}{answer.text.rstrip()}{MARKER}" \
-                      f"{second.text}"
                 score = parsing.leading_score(second.text, o.min, o.max)
         except parsing.ParseError as exc:
-            return Outcome.failed(Status.PARSE_ERROR, str(exc), raw=_raw(responses),
-                                  extra=call_extra(responses), **accounting(responses))
-        return Outcome(value=float(score), raw=raw, rationale=feedback or None,
-                       extra=call_extra(responses), **accounting(responses))
-
-
-def _raw(responses: list[Any]) -> str:
-    return "\n---\n".join(r.text for r in responses)
+            return parse_failure(responses, exc)
+        return judged(responses, float(score), raw, feedback)
