@@ -160,7 +160,7 @@ def test_non_numeric_cell_names_file_row_and_column(audited: dict, tmp_path: Pat
     frame.to_csv(path, index=False)
     proc = run_cli("audit", str(path), "--human", "human.relevance", "--metric", "bad")
     assert proc.returncode == 2
-    assert f"{path}, row 5, field 'bad'" in proc.stderr and "'oops'" in proc.stderr
+    assert f"{path}, line 6, field 'bad'" in proc.stderr and "'oops'" in proc.stderr
 
 
 # -- the HTML page in a real browser ---------------------------------------------------------

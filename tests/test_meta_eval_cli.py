@@ -119,5 +119,5 @@ def test_non_numeric_cell_is_named_by_file_row_and_column(tmp_path):
     path.write_text("item,system,h,m\n1,a,1,0.5\n1,b,2,high\n", encoding="utf-8")
     proc = run_cli("meta-eval", str(path), "--human", "h", "--metric", "m")
     assert proc.returncode == 2
-    assert str(path) in proc.stderr and "row 2" in proc.stderr and "field 'm'" in proc.stderr
+    assert str(path) in proc.stderr and "line 3" in proc.stderr and "field 'm'" in proc.stderr
     assert proc.stdout == ""

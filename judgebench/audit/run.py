@@ -21,6 +21,7 @@ import meta_eval
 from judgebench.audit.blocks import Block, Options, evaluate_block
 from judgebench.audit.report import MetricCard, Report
 from judgebench.audit.sentinels import SentinelRun, compute_sentinels
+from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.models import Sample
 from judgebench.spec import MetricSpec
@@ -30,40 +31,8 @@ if TYPE_CHECKING:
 
     from judgebench.plugins import PluginHost
 
-KEY = ("item", "system")
 PARSE_FAILURES = ("parse_error",)
 SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
-
-
-def numeric_columns(frame: pd.DataFrame, columns: Sequence[str], path: str) -> None:
-    """Coerce `columns` to float in place; raise InputError naming the file, row and column
-    of the first value that is not a number."""
-    import pandas as pd
-
-    for column in columns:
-        if column not in frame.columns:
-            raise InputError(f"no such column; columns are {list(frame.columns)}", path=path,
-                             field=column)
-        values = frame[column]
-        if pd.api.types.is_bool_dtype(values):
-            raise InputError("column holds booleans, not scores", path=path, field=column)
-        coerced = pd.to_numeric(values, errors="coerce")
-        bad = values.notna() & coerced.isna()
-        if bad.any():
-            position = int(bad.to_numpy().argmax())
-            raise InputError(f"column is not numeric: value {values.iloc[position]!r}",
-                             path=path, row=position + 1, field=column)
-        frame[column] = coerced.astype(float)
-
-
-def default_metric_columns(frame: pd.DataFrame, humans: Sequence[str]) -> list[str]:
-    import pandas as pd
-
-    skip = set(humans) | set(KEY)
-    return [c for c in frame.columns
-            if c not in skip and not str(c).startswith(("human.", "sentinel."))
-            and pd.api.types.is_numeric_dtype(frame[c])
-            and not pd.api.types.is_bool_dtype(frame[c])]
 
 
 def read_sidecar(scores_path: Path) -> dict[str, Any] | None:
@@ -179,7 +148,8 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))
-    columns = list(dict.fromkeys(metrics)) or default_metric_columns(frame, humans)
+    columns = list(dict.fromkeys(metrics)) or metric_columns(
+        frame, exclude=humans, prefixes=("human.", "sentinel."))
     if not columns:
         raise InputError("no metric columns: name them with --metric", path=str(scores_path))
     for column in lower_better:

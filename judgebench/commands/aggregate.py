@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from judgebench.columns import metric_columns
 from judgebench.errors import InputError, JudgebenchError
 
 KIND_HELP = (
@@ -332,12 +333,7 @@ def _load(
 
 
 def _only_metric(frame: Any, path: Path, human_column: str | None) -> str:
-    import pandas as pd
-
-    numeric = [str(c) for c in frame.columns
-               if c not in ("item", "system", human_column)
-               and not str(c).startswith("human.")
-               and pd.api.types.is_numeric_dtype(frame[c])]
+    numeric = metric_columns(frame, exclude=[human_column] if human_column else [])
     if len(numeric) != 1:
         raise InputError(f"give --metric COL: the scores table has {len(numeric)} metric "
                          f"columns {numeric}", path=str(path), field="--metric")

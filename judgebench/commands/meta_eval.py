@@ -13,44 +13,15 @@ from typing import Any
 
 import click
 
+from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
-KEY = ("item", "system")
 
 
 def _log(message: str) -> None:
     click.echo(f"meta-eval: {message}", err=True)
-
-
-def _numeric_column(frame: Any, column: str, path: Path) -> None:
-    """Raise InputError naming the file, the first bad row and the column."""
-    import pandas as pd
-
-    if column not in frame.columns:
-        raise InputError(f"no such column; columns are {list(frame.columns)}",
-                         path=str(path), field=column)
-    values = frame[column]
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        return
-    coerced = pd.to_numeric(values, errors="coerce")
-    bad = values.notna() & coerced.isna()
-    if bad.any():
-        position = int(bad.to_numpy().argmax())
-        raise InputError(f"column is not numeric: value {values.iloc[position]!r}",
-                         path=str(path), row=position + 1, field=column)
-    frame[column] = coerced.astype(float)
-
-
-def _default_metrics(frame: Any, humans: list[str], raters: list[str]) -> list[str]:
-    import pandas as pd
-
-    skip = set(humans) | set(raters) | set(KEY)
-    return [c for c in frame.columns
-            if c not in skip and not str(c).startswith("human.")
-            and pd.api.types.is_numeric_dtype(frame[c])
-            and not pd.api.types.is_bool_dtype(frame[c])]
 
 
 @click.command("meta-eval")
@@ -112,7 +83,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
 
     frame = read_table(scores)
     for column in (*humans, *raters, *metrics):
-        _numeric_column(frame, column, scores)
+        numeric_columns(frame, [column], str(scores))
     if excluded:
         known = set(frame["system"])
         unknown = [s for s in excluded if s not in known]
@@ -120,7 +91,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raise InputError(f"unknown system(s) {unknown}", path=str(scores),
                              field="--exclude-system")
         frame = frame[~frame["system"].isin(excluded)].reset_index(drop=True)
-    metric_cols = list(metrics) or _default_metrics(frame, list(humans), list(raters))
+    metric_cols = list(metrics) or metric_columns(frame, exclude=[*humans, *raters])
     if not metric_cols:
         raise InputError("no metric columns: name them with --metric", path=str(scores))
     matrices = meta_eval.score_matrices(frame, [*dict.fromkeys([*humans, *raters,
