@@ -226,7 +226,11 @@ def _run_segments(
             chunk = todo[start : start + size]
             batch = [s for s, _ in chunk]
             began = time.perf_counter()
-            outcomes = score_batch(p.metric, batch)
+            try:
+                outcomes = score_batch(p.metric, batch)
+            except BudgetExceeded:
+                _keep_finished_before_budget_stop(p, chunk, store, result)
+                raise
             elapsed = (time.perf_counter() - began) / len(batch)
             store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
                       [h for _, h in chunk], elapsed)
@@ -238,6 +242,22 @@ def _run_segments(
         if (score.item, score.system) in current and score.sample_index == 0:
             counts[str(score.status)] += 1
     result.statuses[p.column] = counts
+
+
+def _keep_finished_before_budget_stop(
+    p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], store: Store, result: RunResult
+) -> None:
+    """A batch stopped by the budget may have finished some samples (their answers are in the
+    judge cache): score them one at a time, which costs nothing for cached answers and stops
+    again before any new spending, and store what finishes."""
+    for sample, digest in chunk:
+        began = time.perf_counter()
+        try:
+            (outcome,) = score_batch(p.metric, [sample])
+        except BudgetExceeded:
+            continue
+        store.put([_stamp(outcome, sample, p)], [digest], time.perf_counter() - began)
+        result.computed += 1
 
 
 def _run_corpus(

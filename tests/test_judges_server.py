@@ -339,3 +339,27 @@ def test_cli_cache_option_decides_where_answers_are_kept(server, tmp_path) -> No
     again = run_cli(*args, str(tmp_path / "b.db"), cwd=tmp_path, env=env)  # a new store
     assert again.returncode == 0, again.stderr
     assert len(server.served()) == served, "a rerun with the same cache called the model"
+
+
+def test_cli_budget_stop_keeps_every_finished_answer_in_the_store(server, tmp_path) -> None:
+    server.post("/_reply", {"reply": "Feedback: ok. [RESULT] {score}"})
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(12))
+    spec = (f"judge.rubric:backend=openai_compat,model=judge,api_base={server.url},"
+            "api_key_env=JB_JUDGE_KEY,protocol=text,concurrency=2,"
+            "input_cost_per_token=1e-6,output_cost_per_token=2e-6")
+    store = tmp_path / "runs.db"
+    args = ["score", str(data), "-m", spec, "--store", str(store), "--resume",
+            "--cache", str(tmp_path / "cache.sqlite")]
+    env = {"JB_JUDGE_KEY": SECRET}
+    before = len(server.served())
+    stopped = run_cli(*args, "--budget-usd", "0.004", cwd=tmp_path, env=env)
+    assert stopped.returncode == 1 and "budget" in stopped.stderr
+    paid = len(server.served()) - before
+    assert 0 < paid < 12
+    kept = sqlite3.connect(store).execute(
+        "SELECT COUNT(*) FROM scores WHERE status = 'ok'").fetchone()[0]
+    assert kept == paid, "answers paid for before the budget stop must be in the store"
+    finished = run_cli(*args, "--budget-usd", "1", cwd=tmp_path, env=env)
+    assert finished.returncode == 0, finished.stderr
+    assert len(server.served()) - before == 12, "every sample was paid for exactly once"
+    assert f"computed {12 - kept}, reused {kept}" in finished.stderr
