@@ -52,9 +52,9 @@ class PreparedMetric:
 
 @dataclass
 class RunResult:
-    table: pd.DataFrame
-    corpus: list[CorpusScore]
     metrics: list[PreparedMetric]
+    corpus: list[CorpusScore] = field(default_factory=list)
+    table: pd.DataFrame | None = None  # None after a dry run
     statuses: dict[str, Counter[str]] = field(default_factory=dict)
     computed: int = 0
     reused: int = 0
@@ -187,7 +187,7 @@ def run(
     check_requirements(samples, prepared)
     settings = settings or RunSettings()
     hashes = [sample_hash(s) for s in samples]
-    result = RunResult(table=None, corpus=[], metrics=prepared)  # type: ignore[arg-type]
+    result = RunResult(metrics=prepared)
     try:
         with running(settings):
             for p in prepared:
