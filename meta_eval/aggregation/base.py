@@ -88,7 +88,9 @@ class FunctionRule:
     """A rule made from a function `fn(data, **options) -> RuleResult`.
 
     `missing` states how the rule treats a voter that did not score every system.
-    `with_options(**kw)` returns the rule with options set (validated against `fn`).
+    `choices` lists the allowed values of options that take one of a few.
+    `with_options(**kw)` returns the rule with options set (names validated against `fn`,
+    values against `choices`).
     """
 
     name: str
@@ -97,6 +99,7 @@ class FunctionRule:
     missing: str
     inputs: frozenset[str] = frozenset({PROFILE})
     options: Mapping[str, Any] = field(default_factory=dict)
+    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def rank(self, data: Any) -> RuleResult:
         kind = data_kind(data)
@@ -118,6 +121,13 @@ class FunctionRule:
             raise ValueError(
                 f"rule '{self.name}' has no option(s) {unknown}; options: {known or 'none'}"
             )
+        for key, value in options.items():
+            allowed = self.choices.get(key)
+            if allowed is not None and value not in allowed:
+                raise ValueError(
+                    f"rule '{self.name}': {key} must be one of "
+                    f"{', '.join(map(str, allowed))}; got {value!r}"
+                )
         return replace(self, options={**self.options, **options})
 
 

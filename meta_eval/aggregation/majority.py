@@ -14,7 +14,9 @@ strict[j, i] (see profile.PairwiseCounts):
   strength = winning votes by default, or margins); i beats j iff p[i, j] > p[j, i]. This
   relation is transitive; tiers take the unbeaten systems in turn. Score = #systems beaten.
 - Baldwin (1926): repeatedly remove the system(s) with the lowest Borda score among those
-  remaining; systems removed together tie. Needs a profile (Borda needs ballots).
+  remaining; systems removed together tie. Needs a profile (Borda needs ballots). `ties`
+  (average | low | high) scores a voter's ties as Borda does (see positional); Vote'n'Rank
+  (Rofin et al. 2023) uses low.
 
 Missing scores: a voter counts in the contest of i and j only if it scored both; a pair
 nobody compared has no majority (a tie). A system with no data (no voter of positive weight
@@ -27,7 +29,7 @@ import numpy as np
 from scipy.sparse.csgraph import connected_components
 
 from meta_eval.aggregation.base import RuleResult, layered_result, scored_result
-from meta_eval.aggregation.positional import _profile
+from meta_eval.aggregation.positional import _profile, borda_matrix
 from meta_eval.aggregation.profile import PairwiseCounts
 
 
@@ -157,12 +159,12 @@ def condorcet(data: object) -> RuleResult:
     return _absent_last(result, counts.systems, present)
 
 
-def baldwin(data: object) -> RuleResult:
-    """Baldwin: eliminate the Borda loser(s) round by round; the last left win."""
+def baldwin(data: object, ties: str = "average") -> RuleResult:
+    """Baldwin: eliminate the Borda loser(s) round by round, Borda ties scored by `ties`
+    (average | low | high); the last left win."""
     p = _profile(data, "baldwin")
-    counts = p.counts
+    support = borda_matrix(p.counts, ties)
     present = p.present
-    support = counts.support
     remaining = list(np.flatnonzero(present))
     out: list[tuple[str, ...]] = []
     while remaining:

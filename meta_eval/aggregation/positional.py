@@ -7,16 +7,29 @@ oriented scores x_vi (higher is better):
 - geometric mean:  exp(sum_v w_v log x'_vi / sum_v w_v), x' = x for higher-is-better
                    voters and 1/x for lower-is-better ones (scores must be positive)
 - median:          the weighted median of x_vi over v
-- plurality:       sum_v w_v [i is v's top system] / (number of systems tied at v's top)
-- Borda:           sum_v w_v (#systems v ranks below i + #systems tied with i / 2)
-                   (de Borda 1781; ties get the average of the tied positions' points)
-- Dowdall:         sum_v w_v / position_v(i)  (Reilly 2002, the Nauru rule); tied systems
-                   share the mean of 1/p over the positions they occupy
+- positional rules (plurality, Borda, Dowdall): a score vector s_1 >= s_2 >= ... >= s_m
+  for a ballot of m systems gives the system in position p the points s_p, and the count is
+  sum_v w_v points_v(i):
+    plurality  s = (1, 0, ..., 0)
+    Borda      s_p = m - p, i.e. #systems ranked below (de Borda 1781)
+    Dowdall    s_p = 1 / p  (Reilly 2002, the Nauru rule)
+
+Ties in a ballot (the `ties` option of every positional rule, and of Baldwin). A system with
+b systems strictly above it and t others tied with it shares positions b+1 .. b+t+1; it gets
+
+    average  (1 / (t+1)) sum_{p=b+1}^{b+t+1} s_p   (the default: the points are conserved)
+    low      s_{b+t+1} = min of the tied positions' points
+    high     s_{b+1}   = max of the tied positions' points
+
+Vote'n'Rank (Rofin et al. 2023) scores Borda and plurality with `low` (pandas rank
+method='max') and Dowdall with `high` (method='min'). Example, ballot A > B = C > D: Borda
+gives B and C 1.5 (average), 1 (low), 2 (high); a tie A = B at the top gives each 1/2, 0, 1
+plurality votes.
 
 Missing scores: a voter ranks only the systems it scored. mean, geometric mean and median
 average a system over the voters that scored it; plurality, Borda and Dowdall give a system
-no points from a voter that did not score it (so a partial ballot gives fewer Borda points:
-#beaten among the systems it scored).
+no points from a voter that did not score it, and use the score vector of the m systems the
+voter scored (so a partial ballot gives fewer Borda points: #beaten among those m).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from meta_eval.aggregation.base import NotApplicable, RuleResult, data_kind, scored_result
-from meta_eval.aggregation.profile import Profile
+from meta_eval.aggregation.profile import PairwiseCounts, Profile
 
 
 def _profile(data: object, rule: str) -> Profile:
@@ -89,43 +102,95 @@ def median(data: Profile) -> RuleResult:
     return scored_result("median", p.systems, values)
 
 
-def voter_points(p: Profile, rule: str) -> np.ndarray:
-    """Points each voter gives each system under a positional rule (voters x systems):
-    'plurality', 'borda' or 'dowdall'. Linear in the voter weights, which lets
-    `weights_to_win` solve for them."""
-    better, tied = p.positions
-    scored = p.scored
-    n_scored = scored.sum(axis=1, keepdims=True)
+TIES = ("average", "low", "high")
+POSITIONAL = ("plurality", "borda", "dowdall")
+
+
+def check_ties(ties: str) -> str:
+    """`ties` if it is a tie convention, else a ValueError naming the allowed ones."""
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}; got {ties!r}")
+    return ties
+
+
+def score_vector(rule: str, m: int) -> np.ndarray:
+    """The points s_1..s_m of positions 1..m of a ballot of m systems under `rule`:
+    plurality (1, 0, ..., 0), borda (m-1, ..., 1, 0), dowdall (1, 1/2, ..., 1/m)."""
     if rule == "plurality":
-        points = (better == 0) / (tied + 1.0)
-    elif rule == "borda":
-        points = (n_scored - 1 - better - tied) + 0.5 * tied
-    elif rule == "dowdall":
-        harmonic = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, p.n_systems + 1))))
-        first = better + 1  # best position the tie group occupies
-        points = (harmonic[first + tied] - harmonic[first - 1]) / (tied + 1.0)
-    else:
-        raise ValueError(f"no positional rule '{rule}'")
-    return np.where(scored, points, 0.0)
+        return (np.arange(m) == 0).astype(float)
+    if rule == "borda":
+        return np.arange(m - 1, -1, -1, dtype=float)
+    if rule == "dowdall":
+        return 1.0 / np.arange(1, m + 1)
+    raise ValueError(f"no positional rule '{rule}'; rules: {', '.join(POSITIONAL)}")
 
 
-def _positional(data: object, rule: str) -> RuleResult:
+def tie_points(vector: np.ndarray, better: np.ndarray, tied: np.ndarray,
+               ties: str = "average") -> np.ndarray:
+    """Points of systems under the score vector s_1 >= ... >= s_m (`vector`) when a system
+    has `better` systems strictly above it and `tied` others tied with it, i.e. shares
+    positions better+1 .. better+tied+1: their mean (average), min (low) or max (high) of
+    s_p. Element-wise over `better` and `tied` (same shape, better + tied < m)."""
+    check_ties(ties)
+    vector = np.asarray(vector, dtype=float)
+    if (np.diff(vector) > 0).any():
+        raise ValueError("a positional score vector must be non-increasing")
+    better = np.asarray(better, dtype=np.int64)
+    tied = np.asarray(tied, dtype=np.int64)
+    if ties == "low":
+        return vector[better + tied]
+    if ties == "high":
+        return vector[better]
+    cumulative = np.concatenate(([0.0], np.cumsum(vector)))
+    return (cumulative[better + tied + 1] - cumulative[better]) / (tied + 1.0)
+
+
+def voter_points(p: Profile, rule: str, ties: str = "average") -> np.ndarray:
+    """Points each voter gives each system under a positional rule (voters x systems):
+    'plurality', 'borda' or 'dowdall', the voter's ties scored by `ties` (see the module
+    docstring); 0 for the systems a voter did not score. Linear in the voter weights,
+    which lets `weights_to_win` solve for them."""
+    check_ties(ties)
+    score_vector(rule, 0)  # an unknown rule fails even on an empty profile
+    better, tied = p.positions
+    n_scored = p.scored.sum(axis=1)
+    points = np.zeros(p.scores.shape)
+    for m in np.unique(n_scored[n_scored > 0]):
+        rows = n_scored == m
+        points[rows] = tie_points(score_vector(rule, int(m)), better[rows], tied[rows], ties)
+    return np.where(p.scored, points, 0.0)
+
+
+def _positional(data: object, rule: str, ties: str) -> RuleResult:
     p = _profile(data, rule)
-    points = p.weights @ voter_points(p, rule)
+    points = p.weights @ voter_points(p, rule, ties)
     points = np.where(p.present, points, np.nan)
     return scored_result(rule, p.systems, points)
 
 
-def plurality(data: Profile) -> RuleResult:
-    """Weighted count of first places; a tie at the top splits the vote."""
-    return _positional(data, "plurality")
+def plurality(data: Profile, ties: str = "average") -> RuleResult:
+    """Weighted count of first places; a tie of k at the top gives each 1/k (average),
+    0 (low) or 1 (high)."""
+    return _positional(data, "plurality", ties)
 
 
-def borda(data: Profile) -> RuleResult:
-    """Weighted Borda count (#systems ranked below, ties counted half)."""
-    return _positional(data, "borda")
+def borda(data: Profile, ties: str = "average") -> RuleResult:
+    """Weighted Borda count: #systems ranked below; a tied system gets the mean (average),
+    min (low) or max (high) of its tied positions' points."""
+    return _positional(data, "borda", ties)
 
 
-def dowdall(data: Profile) -> RuleResult:
-    """Weighted Dowdall (harmonic Borda) count: 1/position."""
-    return _positional(data, "dowdall")
+def dowdall(data: Profile, ties: str = "average") -> RuleResult:
+    """Weighted Dowdall (harmonic Borda) count: 1/position; ties as for `borda`."""
+    return _positional(data, "dowdall", ties)
+
+
+def borda_matrix(counts: PairwiseCounts, ties: str = "average") -> np.ndarray:
+    """B[i, j] = strict[i, j] + lambda ties[i, j], lambda = 1/2 (average), 0 (low), 1 (high).
+
+    Summed over the systems j of any subset R, this is i's weighted Borda count on the
+    ballots restricted to R under `ties`: with b systems of R above i and t tied with it, a
+    ballot of m gives s_{b+t+1} = m-1-b-t = #below (low), s_{b+1} = #below + t (high) and
+    their mean (average). Baldwin uses it to rescore the remaining systems each round."""
+    share = {"average": 0.5, "low": 0.0, "high": 1.0}[check_ties(ties)]
+    return counts.strict + share * counts.ties

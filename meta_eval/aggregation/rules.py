@@ -6,6 +6,7 @@ from meta_eval.aggregation.base import PAIRWISE, PROFILE, FunctionRule
 from meta_eval.aggregation.kemeny import kemeny
 from meta_eval.aggregation.majority import baldwin, condorcet, copeland, minimax, schulze
 from meta_eval.aggregation.positional import (
+    TIES,
     borda,
     dowdall,
     geometric_mean,
@@ -21,6 +22,7 @@ _PAIRS = ("a voter counts in a pairwise contest only if it scored both systems; 
           "nobody compared is a tie; a system with no data is ranked last")
 BOTH = frozenset({PROFILE, PAIRWISE})
 ONLY_PROFILE = frozenset({PROFILE})
+_TIE_CHOICES = {"ties": TIES}
 
 BUILTIN_RULES: tuple[FunctionRule, ...] = (
     FunctionRule("mean", mean, "weighted arithmetic mean of the scores", _AVERAGE),
@@ -29,10 +31,15 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
                  _AVERAGE),
     FunctionRule("median", median, "weighted median of the scores", _AVERAGE),
     FunctionRule("plurality", plurality,
-                 "weighted count of first places (a tie at the top splits the vote)", _BALLOT),
+                 "weighted count of first places; a tie of k at the top gives each 1/k "
+                 "(ties=average), 0 (low) or 1 (high)", _BALLOT, choices=_TIE_CHOICES),
     FunctionRule("borda", borda,
-                 "Borda count: #systems ranked below, ties counted half", _BALLOT),
-    FunctionRule("dowdall", dowdall, "Dowdall count: 1/position", _BALLOT),
+                 "Borda count: #systems ranked below; tied systems get the mean "
+                 "(ties=average), lowest (low) or highest (high) of their positions' points",
+                 _BALLOT, choices=_TIE_CHOICES),
+    FunctionRule("dowdall", dowdall,
+                 "Dowdall count: 1/position; ties=average|low|high as for borda", _BALLOT,
+                 choices=_TIE_CHOICES),
     FunctionRule("copeland", copeland,
                  "pairwise majority wins + tie_score (0.5) per tied contest", _PAIRS, BOTH),
     FunctionRule("minimax", minimax,
@@ -41,7 +48,8 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
     FunctionRule("schulze", schulze,
                  "Schulze beatpath (strength=winning_votes|margins)", _PAIRS, BOTH),
     FunctionRule("baldwin", baldwin,
-                 "eliminate the Borda loser round by round", _BALLOT),
+                 "eliminate the Borda loser round by round; ties=average|low|high as for "
+                 "borda", _BALLOT, choices=_TIE_CHOICES),
     FunctionRule("condorcet", condorcet,
                  "the Condorcet winner, or none when the top is a cycle; ranking by the "
                  "majority graph's components", _PAIRS, BOTH),

@@ -2,8 +2,9 @@
 
 Following Vote'n'Rank (Rofin et al. 2023, the Condorcet-winner search), for rules whose
 score is linear in the voter weights: each voter v gives system i a contribution c_vi
-(mean: the oriented score; borda, dowdall, plurality: the voter's points; condorcet: for
-each rival j, +1/-1/0 as v prefers the target t / j / neither). Solve
+(mean: the oriented score; borda, dowdall, plurality: the voter's points, its ties scored
+by `ties` = average | low | high as in the rules; condorcet: for each rival j, +1/-1/0 as
+v prefers the target t / j / neither). Solve
 
     maximise m  over w >= 0, sum_v w_v = 1,
     subject to  sum_v w_v (c_vt - c_vj) >= m   for every rival j
@@ -27,7 +28,15 @@ from scipy.optimize import linprog
 
 from meta_eval.aggregation.base import RuleResult
 from meta_eval.aggregation.majority import condorcet
-from meta_eval.aggregation.positional import borda, dowdall, mean, plurality, voter_points
+from meta_eval.aggregation.positional import (
+    POSITIONAL,
+    borda,
+    check_ties,
+    dowdall,
+    mean,
+    plurality,
+    voter_points,
+)
 from meta_eval.aggregation.profile import Profile
 
 SUPPORTED = ("mean", "borda", "dowdall", "plurality", "condorcet")
@@ -52,7 +61,7 @@ class WinningWeights:
                 "verified": self.verified, "note": self.note}
 
 
-def _advantage(p: Profile, target: int, rule: str) -> np.ndarray:
+def _advantage(p: Profile, target: int, rule: str, ties: str) -> np.ndarray:
     """A[j, v]: how much voter v favours the target over rival j (per unit weight)."""
     rivals = [j for j in range(p.n_systems) if j != target]
     if rule == "condorcet":
@@ -65,27 +74,32 @@ def _advantage(p: Profile, target: int, rule: str) -> np.ndarray:
                              "available voters is not linear in the weights); drop incomplete "
                              "systems or voters first")
         contribution = p.oriented
-    elif rule in ("borda", "dowdall", "plurality"):
-        contribution = voter_points(p, rule)
+    elif rule in POSITIONAL:
+        contribution = voter_points(p, rule, ties)
     else:
         raise ValueError(f"which-weights supports {', '.join(SUPPORTED)}, not '{rule}'")
     return (contribution[:, [target]] - contribution[:, rivals]).T
 
 
-def weights_to_win(profile: Profile, system: str, rule: str = "borda", *, tol: float = 1e-9
-                   ) -> WinningWeights:
-    """Find non-negative voter weights (summing to 1) that make `system` win under `rule`,
-    maximising its lead over the best rival. See the module docstring."""
+def weights_to_win(profile: Profile, system: str, rule: str = "borda", *,
+                   ties: str = "average", tol: float = 1e-9) -> WinningWeights:
+    """Find non-negative voter weights (summing to 1) that make `system` win under `rule`
+    (a positional rule's ballot ties scored by `ties`), maximising its lead over the best
+    rival. See the module docstring."""
     if system not in profile.systems:
         raise ValueError(f"unknown system '{system}'")
     if rule not in SUPPORTED:
         raise ValueError(f"which-weights supports {', '.join(SUPPORTED)}, not '{rule}'")
+    check_ties(ties)
+    if ties != "average" and rule not in POSITIONAL:
+        raise ValueError(f"ties applies to {', '.join(POSITIONAL)}, not '{rule}'")
+    options = {"ties": ties} if rule in POSITIONAL else {}
     target = profile.systems.index(system)
     n_voters = profile.n_units
     if profile.n_systems == 1:
         weights = dict(zip(profile.voters, profile.weights / profile.weights.sum(), strict=True))
         return WinningWeights(system, rule, True, True, 0.0, weights, True, "the only system")
-    adv = _advantage(profile, target, rule)
+    adv = _advantage(profile, target, rule, ties)
     scale = float(np.abs(adv).max()) or 1.0
     # variables: w_1..w_V, m ; minimise -m
     cost = np.zeros(n_voters + 1)
@@ -107,7 +121,7 @@ def weights_to_win(profile: Profile, system: str, rule: str = "borda", *, tol: f
     verified = False
     note = ""
     if can_tie:
-        check: RuleResult = _RULES[rule](profile.with_weights(w))
+        check: RuleResult = _RULES[rule](profile.with_weights(w), **options)
         if possible:
             verified = check.winners == (system,)
         elif rule == "condorcet":  # a tie at best: the target loses no majority contest
