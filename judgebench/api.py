@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
-from judgebench.io import read_samples
+from judgebench.io import read_samples, samples_from_frame, samples_from_records
 from judgebench.models import Sample
 from judgebench.spec import MetricSpec, parse_spec
 from judgebench.store import Store
@@ -26,6 +26,10 @@ def score(
 ) -> pd.DataFrame:
     """Score `data` (a file path, Samples, dicts or a DataFrame) with metric specs such as
     ``"lexical.rouge2:multi_ref=mean"``.
+
+    A DataFrame is read as the CLI reads a CSV or Parquet file (extra columns into `metadata`,
+    `human.x` columns into `human`, NaN/None/pd.NA as missing, list cells as lists) and dicts
+    as JSONL lines; an error names `row N` (1-based) and the field.
 
     Returns the wide table (item, system, one column per spec, `human.*`). Corpus-level scores
     are in ``table.attrs["corpus"]`` and each column's signature in
@@ -46,17 +50,12 @@ def score(
 
 
 def _samples(data: Any) -> list[Sample]:
+    """Samples from what `score` accepts, read exactly as the CLI reads a file: a DataFrame like
+    a CSV or Parquet table, dicts like JSONL lines (see `judgebench.io.normalize_record`)."""
+    import pandas as pd
+
     if isinstance(data, str | Path):
         return read_samples(data)
-    if hasattr(data, "to_dict") and hasattr(data, "columns"):
-        data = data.to_dict(orient="records")
-    samples = []
-    for index, record in enumerate(data):
-        if isinstance(record, Sample):
-            samples.append(record)
-            continue
-        try:
-            samples.append(Sample.model_validate(record))
-        except Exception as exc:
-            raise InputError(str(exc).splitlines()[0], row=index + 1) from None
-    return samples
+    if isinstance(data, pd.DataFrame):
+        return samples_from_frame(data)
+    return samples_from_records(data)

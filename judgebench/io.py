@@ -1,22 +1,31 @@
 """Reading generations and scores tables, writing tables atomically.
 
 Formats are chosen by extension: .jsonl (also .json lines), .csv, .parquet. Every error names
-the file, the line (JSONL, CSV) or row (Parquet) and the field.
+the file, the line (JSONL, CSV) or row (Parquet, DataFrame) and the field.
+
+Every source of samples (a file, a DataFrame, dicts) goes through one normalisation,
+`normalize_record`, from raw cells to a Sample-shaped dict, so the CLI and the Python API
+accept the same data and read it the same way.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import csv
 import io as _io
 import json
+import math
 import os
+import stat
+import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+import types
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from judgebench.errors import InputError
 from judgebench.models import SAMPLE_FIELDS, Sample
@@ -26,6 +35,7 @@ if TYPE_CHECKING:
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 KEY = ("item", "system")
+Where = Literal["line", "row"]
 
 
 def file_format(path: str | Path) -> str:
@@ -38,27 +48,292 @@ def file_format(path: str | Path) -> str:
     return FORMATS[suffix]
 
 
+# -- which fields hold lists and mappings ----------------------------------------------------
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The alternatives of a type: `str | list[str] | None` -> (str, list[str], NoneType)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _members(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return tuple(member for arg in get_args(annotation) for member in _members(arg))
+    return (annotation,)
+
+
+def list_fields(model: type[BaseModel]) -> dict[str, Any]:
+    """The fields of `model` whose type admits a list, each with the type of its elements
+    (`Any` for a bare `list`)."""
+    found: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        for member in _members(info.annotation):
+            if member is list or get_origin(member) is list:
+                found[name] = (get_args(member) or (Any,))[0]
+                break
+    return found
+
+
+def mapping_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `model` whose type admits a dict."""
+    return tuple(
+        name for name, info in model.model_fields.items()
+        if any(m is dict or get_origin(m) is dict for m in _members(info.annotation))
+    )
+
+
+LIST_FIELDS: dict[str, Any] = list_fields(Sample)
+MAPPING_FIELDS: tuple[str, ...] = mapping_fields(Sample)
+
+
 # -- generations ----------------------------------------------------------------------------
 def read_samples(path: str | Path) -> list[Sample]:
-    """Read generations into Samples; reject duplicates of (item, system)."""
+    """Read generations into Samples; reject duplicates of (item, system).
+
+    CSV and Parquet rows are table rows (`normalize_record(tabular=True)`); JSONL lines are
+    JSON values taken as written (`tabular=False`).
+    """
     path = Path(path)
     fmt = file_format(path)
-    where = "line" if fmt in ("jsonl", "csv") else "row"
+    where: Where = "line" if fmt in ("jsonl", "csv") else "row"
+    tabular = fmt != "jsonl"
+    samples = unique_samples(
+        ((position, to_sample(record, tabular=tabular, path=str(path), **{where: position}))
+         for position, record in _records(path, fmt)),
+        path=str(path), where=where,
+    )
+    if not samples:
+        raise InputError("no samples: the file has a header or blank lines only", path=str(path))
+    return samples
+
+
+def samples_from_frame(frame: pd.DataFrame) -> list[Sample]:
+    """The rows of a DataFrame as Samples, each normalised exactly as a CSV or Parquet row
+    (`tabular=True`); errors name `row N` (1-based position, not the index label)."""
+    labels = [str(column).strip() for column in frame.columns]
+    dupes = sorted({label for label in labels if labels.count(label) > 1})
+    if dupes:
+        raise InputError(f"duplicate column(s) {dupes}")
+    rows = ((number, dict(zip(labels, values, strict=True)))
+            for number, values in enumerate(frame.itertuples(index=False, name=None), start=1))
+    return unique_samples(
+        ((number, to_sample(row, tabular=True, row=number)) for number, row in rows),
+        path=None, where="row",
+    )
+
+
+def samples_from_records(records: Iterable[Sample | Mapping[str, Any]]) -> list[Sample]:
+    """Samples as given and dicts normalised exactly as JSONL lines (`tabular=False`); errors
+    name `row N` (1-based)."""
+    numbered: list[tuple[int, Sample]] = []
+    for number, record in enumerate(records, start=1):
+        if isinstance(record, Sample):
+            numbered.append((number, record))
+        elif isinstance(record, Mapping):
+            numbered.append((number, to_sample(record, tabular=False, row=number)))
+        else:
+            raise InputError(f"expected a Sample or a dict, got {type(record).__name__}",
+                             row=number)
+    return unique_samples(numbered, path=None, where="row")
+
+
+def unique_samples(
+    numbered: Iterable[tuple[int, Sample]], *, path: str | None, where: Where
+) -> list[Sample]:
+    """The samples in order, or an InputError at the first repeat of an (item, system)."""
     samples: list[Sample] = []
     first_seen: dict[tuple[str, str], int] = {}
-    for position, record in _records(path, fmt):
-        sample = _to_sample(record, path, where, position)
+    for position, sample in numbered:
         key = (sample.item, sample.system)
         if key in first_seen:
             raise InputError(
                 f"duplicate (item, system) = {key}, first at {where} {first_seen[key]}",
-                path=str(path), **{where: position}, field="item",
+                path=path, **{where: position}, field="item",
             )
         first_seen[key] = position
         samples.append(sample)
-    if not samples:
-        raise InputError("no samples: the file has a header or blank lines only", path=str(path))
     return samples
+
+
+def to_sample(
+    record: Mapping[Any, Any],
+    *,
+    tabular: bool,
+    path: str | None = None,
+    line: int | None = None,
+    row: int | None = None,
+) -> Sample:
+    """`normalize_record`, then validation; every problem is an InputError naming the file (if
+    any), the line or row, and the field."""
+    fields = normalize_record(record, tabular=tabular, path=path, line=line, row=row)
+    try:
+        return Sample.model_validate(fields)
+    except ValidationError as exc:
+        raise _validation_error(exc, path=path, line=line, row=row) from None
+
+
+def normalize_record(
+    record: Mapping[Any, Any],
+    *,
+    tabular: bool,
+    path: str | None = None,
+    line: int | None = None,
+    row: int | None = None,
+) -> dict[str, Any]:
+    """Raw cells (one CSV/Parquet/DataFrame row, JSONL line or dict) to a Sample-shaped dict.
+
+    For every source:
+    - a missing value (None, NaN, pandas NA/NaT) is an absent field, so the field's default
+      applies and a required field is reported as missing; numpy values become Python values;
+    - `human.x` / `metadata.x` columns go into the `human` / `metadata` dict, and columns that
+      are not Sample fields go into `metadata`; a key given twice with different values is an
+      error.
+    With `tabular` (CSV, Parquet, DataFrame: cells are text, or typed by a table), also:
+    - an empty string is missing;
+    - in a field whose type admits a list (`LIST_FIELDS`, found from the Sample model), a string
+      starting with '[' is a list: JSON first, then a Python literal (`ast.literal_eval`, never
+      `eval`), and it must be a list of the field's element type, else an InputError;
+    - in a dict field (`MAPPING_FIELDS`), a string is JSON or a Python dict literal.
+    Without `tabular` (JSONL, dicts), strings are kept as written: JSON has lists and objects.
+    """
+    where = {"path": path, "line": line, "row": row}
+    fields: dict[str, Any] = {}
+    nested: dict[str, dict[str, tuple[str, Any]]] = {}
+    for column, raw in record.items():
+        name = str(column).strip() if tabular else str(column)
+        value = _plain(raw)
+        if tabular and isinstance(value, str) and value == "":
+            value = None
+        head, dot, key = name.partition(".")
+        if dot and head in MAPPING_FIELDS:
+            _put(nested, head, key, name, value, where)
+        elif name in MAPPING_FIELDS:
+            if tabular and isinstance(value, str):
+                value = _parse_mapping_cell(value, name, where)
+            if isinstance(value, Mapping):
+                for inner_key, inner in value.items():
+                    _put(nested, name, str(inner_key), name, _plain(inner), where)
+            elif value is not None:
+                fields[name] = value  # the wrong type: validation names it
+        elif name in SAMPLE_FIELDS:
+            if tabular and name in LIST_FIELDS and _starts_a_list(value):
+                value = _parse_list_cell(value, name, LIST_FIELDS[name], where)
+            if value is not None:
+                fields[name] = value
+        elif value is not None:
+            _put(nested, "metadata", name, name, value, where)
+    for head, entries in nested.items():
+        if head not in fields:
+            fields[head] = {key: value for key, (_, value) in entries.items()}
+    return fields
+
+
+def _plain(value: Any) -> Any:
+    """A cell as a plain Python value; every missing marker becomes None."""
+    # A numpy or pandas value can only exist once its module is loaded: no import needed here.
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(value, numpy.ndarray):
+            return value.tolist()
+        if isinstance(value, numpy.generic):
+            value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
+        return None
+    return value
+
+
+def _put(nested: dict[str, dict[str, tuple[str, Any]]], head: str, key: str, column: str,
+         value: Any, where: dict[str, Any]) -> None:
+    entries = nested.setdefault(head, {})
+    if key in entries and entries[key][1] != value:
+        raise InputError(
+            f"given twice with different values, in column '{entries[key][0]}' and column "
+            f"'{column}'", **where, field=f"{head}.{key}",
+        )
+    entries[key] = (column, value)
+
+
+def _starts_a_list(value: Any) -> bool:
+    return isinstance(value, str) and value.lstrip().startswith("[")
+
+
+_UNREADABLE = object()
+
+
+def _literal(text: str) -> Any:
+    """JSON, else a Python literal; a sentinel `_UNREADABLE` when it is neither."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNREADABLE
+
+
+def _parse_list_cell(text: str, field: str, element: Any, where: dict[str, Any]) -> list[Any]:
+    value = _literal(text)
+    kind = _type_name(element)
+    how = (f'write a JSON list (["a", "b"]) or a Python list literal ([\'a\', \'b\']) of {kind}; '
+           "one text that starts with '[' is a one-element list")
+    if not isinstance(value, list):
+        raise InputError(f"a cell starting with '[' is read as a list, but {_short(text)} is "
+                         f"neither a JSON list nor a Python list literal; {how}",
+                         **where, field=field)
+    wrong = next((i for i, v in enumerate(value) if not _accepts(element, v)), None)
+    if wrong is not None:
+        raise InputError(f"element {wrong} of the list is {type(value[wrong]).__name__} "
+                         f"{_short(value[wrong])}, not {kind}; {how}", **where, field=field)
+    return value
+
+
+def _parse_mapping_cell(text: str, field: str, where: dict[str, Any]) -> dict[str, Any]:
+    value = _literal(text)
+    if not isinstance(value, dict):
+        raise InputError(f"expected a JSON object or a Python dict literal, got {_short(text)}",
+                         **where, field=field)
+    return value
+
+
+def _accepts(element: Any, value: Any) -> bool:
+    members = _members(element)
+    classes = tuple(m for m in members if isinstance(m, type) and m is not Any)
+    if len(classes) < len(members):  # Any or a parametrised type: validation decides
+        return True
+    return isinstance(value, classes)
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
+
+
+def _validation_error(exc: ValidationError, *, path: str | None, line: int | None,
+                      row: int | None) -> InputError:
+    errors = exc.errors()
+    error = errors[0]
+    field = _field_of(error["loc"])
+    message = error["msg"]
+    head = str(error["loc"][0]) if error["loc"] else ""
+    if error["type"] == "missing":
+        message = "required field is missing"
+    else:
+        if len(error["loc"]) > 1 and head in Sample.model_fields and head not in MAPPING_FIELDS:
+            # A union (`str | list[str] | None`) fails once per member; name the whole type.
+            message = f"expected {_type_name(Sample.model_fields[head].annotation)}"
+        if "input" in error:
+            message = f"{message} (got {_short(error['input'])})"
+    others = len({_field_of(e["loc"]) for e in errors} - {field})
+    more = f"; and {others} more problem(s)" if others else ""
+    return InputError(message + more, path=path, line=line, row=row, field=field)
+
+
+def _field_of(loc: tuple[int | str, ...]) -> str | None:
+    """The Sample field an error is about, with the key inside `human`/`metadata`."""
+    if not loc:
+        return None
+    head = str(loc[0])
+    return f"{head}.{loc[1]}" if head in MAPPING_FIELDS and len(loc) > 1 else head
 
 
 def _records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -137,7 +412,7 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if len(values) != len(header):
             raise InputError(f"{len(values)} cells for {len(header)} columns",
                              path=str(path), line=reader.line_num)
-        yield reader.line_num, _unflatten(dict(zip(header, values, strict=True)))
+        yield reader.line_num, dict(zip(header, values, strict=True))
 
 
 def _read_parquet(path: Path) -> Any:
@@ -152,56 +427,7 @@ def _read_parquet(path: Path) -> Any:
 
 
 def _parquet_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, record in enumerate(_read_parquet(path).to_pylist(), start=1):
-        yield number, _unflatten({k: v for k, v in record.items()})
-
-
-def _unflatten(record: dict[str, Any]) -> dict[str, Any]:
-    """Table cells to a Sample-shaped dict: `human.x` columns into `human`, empty cells to
-    None, JSON lists in `reference`/`context`, unknown columns into `metadata`."""
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        if isinstance(value, str) and value == "":
-            value = None
-        if key.startswith("human."):
-            out.setdefault("human", {})[key[len("human."):]] = value
-        elif key.startswith("metadata."):
-            out.setdefault("metadata", {})[key[len("metadata."):]] = value
-        elif key in ("reference", "context") and isinstance(value, str) and value.startswith("["):
-            try:
-                out[key] = json.loads(value)
-            except json.JSONDecodeError:
-                out[key] = value
-        elif key in ("human", "metadata") and isinstance(value, str):
-            try:
-                out[key] = json.loads(value)
-            except json.JSONDecodeError:
-                out[key] = value  # pydantic reports the wrong type with the field name
-        elif key in SAMPLE_FIELDS:
-            out[key] = value
-        elif value is not None:
-            out.setdefault("metadata", {})[key] = value
-    return out
-
-
-def _to_sample(record: dict[str, Any], path: Path, where: str, position: int) -> Sample:
-    record = dict(record)
-    extra = {k: record.pop(k) for k in list(record) if k not in SAMPLE_FIELDS}
-    if extra:
-        record["metadata"] = {**(record.get("metadata") or {}), **extra}
-    try:
-        return Sample.model_validate(record)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or None
-        message = error["msg"]
-        if error["type"] == "missing":
-            message = "required field is missing"
-        elif "input" in error and error["type"] not in ("missing",):
-            message = f"{message} (got {_short(error['input'])})"
-        more = f"; and {len(exc.errors()) - 1} more problem(s)" if len(exc.errors()) > 1 else ""
-        raise InputError(message + more, path=str(path), **{where: position},
-                         field=field) from None
+    yield from enumerate(_read_parquet(path).to_pylist(), start=1)
 
 
 def _short(value: Any) -> str:
@@ -272,7 +498,11 @@ def read_table(
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success rename it into place in one step,
-    on failure remove it, so a reader never sees a half-written file."""
+    on failure remove it, so a reader never sees a half-written file.
+
+    The file gets the permissions a plain `open(path, "w")` would give: an existing file's
+    own, else 0o666 less the umask (the temporary file itself is created 0o600).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -280,9 +510,39 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode) & 0o777
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
+
+_PROC_STATUS = Path("/proc/self/status")
+
+
+def current_umask() -> int:
+    """The process umask, read at each call.
+
+    From /proc/self/status ("Umask:", Linux 4.7+) where the kernel reports it; elsewhere by
+    `os.umask`, whose only way to read is to set and restore it: a process-wide change that
+    another thread creating a file at that instant would see.
+    """
+    try:
+        with _PROC_STATUS.open(encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
