@@ -16,6 +16,7 @@ from judgebench.audit import probes as P
 from judgebench.audit.bias import (
     BIAS_PROBES,
     center_of,
+    judge_score_fn,
     pairs_from_samples,
     run_bias,
     swap,
@@ -161,6 +162,42 @@ def test_probes_of_real_lexical_metrics_on_summeval(host) -> None:
     assert rouge["numbers"].skipped + rouge["numbers"].n == 48
 
 
+def test_identity_scores_the_reference_against_itself_alone(host) -> None:
+    """With 11 references an item, the first one as the output and every system are scored
+    against that reference alone: a mean over references the output cannot all match no longer
+    makes a perfect output lose to a system (it did on half of these items)."""
+    samples = [Sample.model_validate(r) for r in summeval_records(16 * 6)]
+    subset = probe_subset(samples, 6, seed=0)
+    assert min(len(s.references) for s in subset) == 11
+    for spec in ("lexical.rouge2:multi_ref=mean", "lexical.rouge2"):
+        batches: list[int] = []
+        fn = runner_score_fn(parse_spec(spec), host)
+
+        def counted(batch, fn=fn, batches=batches):
+            batches.append(len(batch))
+            return fn(batch)
+
+        [result] = run_probes(subset, counted, metric=spec, probes=["identity"])
+        assert (result.rate, result.n, result.failed) == (1.0, 6, 0), result
+        assert result.mean_delta > 0.3
+        assert batches == [96 + 6 + 96]  # originals, the references, the systems rescored
+
+
+def test_identity_with_one_reference_reuses_the_original_scores() -> None:
+    samples = [Sample(item=f"d{i}", system=f"s{k}", output=f"a b c {k}", reference="a b c")
+               for i in range(2) for k in range(3)]
+    batches: list[int] = []
+
+    def overlap(batch):
+        batches.append(len(batch))
+        return [len(set(s.output.split()) & set(s.references[0].split())) / 4.0
+                for s in batch]
+
+    [result] = run_probes(samples, overlap, metric="overlap", probes=["identity"])
+    assert (result.rate, result.n, result.mean_delta) == (1.0, 2, 0.0)
+    assert batches == [6 + 2]
+
+
 BUGGY = '''
 from judgebench.hookspecs import hookimpl
 from judgebench.metric import Metric
@@ -214,7 +251,7 @@ def test_lower_is_better_metrics_are_oriented() -> None:
 # -- judge-bias probes -------------------------------------------------------------------------
 def _bias(host, pairs, spec: str, probes, **kwargs) -> dict[tuple[str, str], float | None]:
     plist, labels = pairs
-    results = run_bias(plist, runner_score_fn(parse_spec(spec), host), judge=spec,
+    results = run_bias(plist, judge_score_fn(parse_spec(spec), host), judge=spec,
                        center=0.5, human=labels, probes=probes, **kwargs)
     return {(r.probe, r.measure): r.value for r in results}
 

@@ -13,7 +13,7 @@ pytest.importorskip("torch", reason="the [neural] extra is not installed")
 
 from judgebench_neural.encoder import get_encoder
 from judgebench_neural.loading import resolve_model
-from judgebench_neural.mauve import Mauve, mauve
+from judgebench_neural.mauve import Mauve, area, mauve
 from judgebench_neural.vendi import Vendi, vendi_from_embeddings, vendi_from_similarity
 
 from judgebench.models import Outcome, Sample, Status
@@ -66,6 +66,13 @@ def test_mauve_sanity_identical_disjoint_and_seeded(features) -> None:
     # Half news, half code: between the two extremes.
     mixed = mauve(refs, np.vstack([outputs, code[:20]]), num_buckets=5).mauve
     assert 0.05 < mixed < 0.99
+
+
+def test_mauve_area_is_the_trapezoid_rule_on_this_numpy() -> None:
+    """numpy 2 names the rule np.trapezoid and numpy 1 np.trapz; CI runs this file on both."""
+    assert area(np.array([[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]])) == 0.5
+    # along x: (1 + 0.9) / 2 * 0.5 + 0.9 / 2 * 0.5; along y: (1 + 0.5) / 2 * 0.9 + 0.5 / 2 * 0.1
+    assert area(np.array([[0.0, 1.0], [0.5, 0.9], [1.0, 0.0]])) == pytest.approx(0.7, abs=1e-12)
 
 
 def test_mauve_metric_per_system() -> None:

@@ -6,8 +6,9 @@ run exactly as `judgebench score` runs it. With scores oriented so that higher i
 
     expect "lower":  right when d < 0          (a tie is not a move)
     expect "same":   right when |d| <= atol + rtol |score(original)|
-    expect "best":   right when score(changed) >= max over systems of the item's original
-                     scores - tolerance (identity: the reference as the output)
+    expect "best":   right when score(changed) >= max over the item's systems of their
+                     scores - tolerance (identity: the first reference as the output; it and
+                     the item's systems are all scored against that reference alone)
 
     rate = right / n, over the n samples (items for "best") where both scores exist.
 
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from judgebench.models import Sample
+from judgebench.models import Sample, Score
 from judgebench.spec import MetricSpec
 
 Expect = Literal["lower", "same", "best"]
@@ -59,6 +60,11 @@ class Context:
 # -- transforms: a changed output, or None where the probe does not apply --------------------
 def identity(s: Sample, ctx: Context) -> str | None:
     return s.references[0] if s.references else None
+
+
+def against(s: Sample, reference: str) -> Sample:
+    """`s` with `reference` as its only reference (unchanged if that is all it has)."""
+    return s if s.references == [reference] else s.model_copy(update={"reference": reference})
 
 
 def truncation(s: Sample, ctx: Context) -> str | None:
@@ -138,7 +144,8 @@ class Probe:
 
 
 PROBES: tuple[Probe, ...] = (
-    Probe("identity", "best", "output = the first reference", identity),
+    Probe("identity", "best", "output = the first reference, scored against it alone",
+          identity),
     Probe("truncation", "lower", "first half of the words only", truncation),
     Probe("shuffle", "lower", "words in a random order", shuffle),
     Probe("drop-sentence", "lower", "one sentence removed", drop_sentence),
@@ -216,12 +223,24 @@ def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
             if text is None or not text.strip():
                 skipped[probe.name] = skipped.get(probe.name, 0) + 1
                 continue
-            changed.append(s.model_copy(update={"output": text,
-                                                "system": f"{s.system}~{probe.name}"}))
+            base = against(s, text) if probe.name == "identity" else s
+            changed.append(base.model_copy(update={"output": text,
+                                                   "system": f"{s.system}~{probe.name}"}))
             where.append((probe.name, k))
-    values = score([*samples, *changed])
-    original = np.array([np.nan if v is None else sign * v for v in values[:len(samples)]])
-    moved = np.array([np.nan if v is None else sign * v for v in values[len(samples):]])
+    # identity compares with the item's systems scored against the same single reference;
+    # where that is already their only reference, their original scores are that comparison.
+    alone = {samples[k].item: c.output or "" for (name, k), c in zip(where, changed, strict=True)
+             if name == "identity"}
+    rebased = [k for k, s in enumerate(samples)
+               if s.item in alone and s.references != [alone[s.item]]]
+    extra = [against(samples[k], alone[samples[k].item]).model_copy(
+        update={"system": f"{samples[k].system}~identity-reference"}) for k in rebased]
+    values = score([*samples, *changed, *extra])
+    oriented = np.array([np.nan if v is None else sign * v for v in values])
+    original = oriented[:len(samples)]
+    moved = oriented[len(samples):len(samples) + len(changed)]
+    baseline = original.copy()
+    baseline[rebased] = oriented[len(samples) + len(changed):]
     results = []
     for probe in chosen:
         if probe.name == "rename-systems":
@@ -242,7 +261,7 @@ def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
             before = np.array([original[k] for k, _ in rows])
             after = np.array([moved[j] for _, j in rows])
             if probe.expect == "best":
-                results.append(_identity(probe, metric, samples, rows, original, after,
+                results.append(_identity(probe, metric, samples, rows, baseline, after,
                                          skipped.get(probe.name, 0)))
             else:
                 results.append(_summarise(probe, metric, before, after,
@@ -270,13 +289,14 @@ def _summarise(probe: Probe, metric: str, before: np.ndarray, after: np.ndarray,
 
 
 def _identity(probe: Probe, metric: str, samples: Sequence[Sample],
-              rows: list[tuple[int, int]], original: np.ndarray, after: np.ndarray,
+              rows: list[tuple[int, int]], baseline: np.ndarray, after: np.ndarray,
               skipped: int) -> ProbeResult:
-    """Per item: the reference as output must score at least the item's best system."""
+    """Per item: the reference as output must score at least the item's best system, all
+    scored against that reference alone (`baseline`: the systems' scores so)."""
     best: dict[str, float] = {}
     for k, s in enumerate(samples):
-        if np.isfinite(original[k]):
-            best[s.item] = max(best.get(s.item, -np.inf), original[k])
+        if np.isfinite(baseline[k]):
+            best[s.item] = max(best.get(s.item, -np.inf), baseline[k])
     by_item: dict[str, float] = {}
     for (k, _), value in zip(rows, after, strict=True):
         if np.isfinite(value):
@@ -288,20 +308,34 @@ def _identity(probe: Probe, metric: str, samples: Sequence[Sample],
                        n, int(sum(right)),
                        float(np.mean([v - b for v, b in compared])) if n else None,
                        skipped, len({samples[k].item for k, _ in rows}) - n,
-                       probe.description + " (compared with the item's best system)")
+                       probe.description + " (compared with the item's best system, scored "
+                       "against the same reference)")
 
 
-def runner_score_fn(spec: MetricSpec, host: Any, settings: Any = None) -> ScoreFn:
+def runner_scores_fn(spec: MetricSpec, host: Any, settings: Any = None
+                     ) -> Callable[[Sequence[Sample]], list[Score | None]]:
     """Score with the metric as `judgebench score` would: a fresh in-memory store per call
-    (and `settings`, e.g. another judge-response cache, when given)."""
+    (and `settings`, e.g. another judge-response cache, when given). One stored Score (sample
+    index 0: value, status, extra) per sample, in order; None where none was stored."""
     from judgebench.runner import run
     from judgebench.store import Store
 
-    def score(batch: Sequence[Sample]) -> list[float | None]:
+    def score(batch: Sequence[Sample]) -> list[Score | None]:
         with Store(":memory:") as store:
             result = run(list(batch), [spec], store=store, host=host, settings=settings)
             [prepared] = result.metrics
-            values = store.values(prepared.signature)
-        return [values.get((s.item, s.system)) for s in batch]
+            stored = {(s.item, s.system): s for s in store.scores(prepared.signature)
+                      if s.sample_index == 0}
+        return [stored.get((s.item, s.system)) for s in batch]
+
+    return score
+
+
+def runner_score_fn(spec: MetricSpec, host: Any, settings: Any = None) -> ScoreFn:
+    """The values of `runner_scores_fn` (None for a failure)."""
+    scores = runner_scores_fn(spec, host, settings)
+
+    def score(batch: Sequence[Sample]) -> list[float | None]:
+        return [None if s is None else s.value for s in scores(batch)]
 
     return score

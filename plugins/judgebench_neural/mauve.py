@@ -99,11 +99,18 @@ def divergence_curve(p: np.ndarray, q: np.ndarray, *, scaling: float = 5.0,
     return np.exp(-scaling * np.asarray(rows))
 
 
+def trapezoid(y: np.ndarray, x: np.ndarray) -> float:
+    """The trapezoid rule on every numpy the package allows: `np.trapezoid` from numpy 2,
+    the same function named `np.trapz` before it."""
+    rule = getattr(np, "trapezoid", None) or np.trapz
+    return float(rule(y, x))
+
+
 def area(curve: np.ndarray) -> float:
     """Mean of the trapezoid areas under the curve read along x and along y."""
     x, y = curve.T
     by_x, by_y = np.argsort(x), np.argsort(y)
-    return 0.5 * (float(np.trapezoid(y[by_x], x[by_x])) + float(np.trapezoid(x[by_y], y[by_y])))
+    return 0.5 * (trapezoid(y[by_x], x[by_x]) + trapezoid(x[by_y], y[by_y]))
 
 
 def frontier_integral(p: np.ndarray, q: np.ndarray, scaling: float = 2.0) -> float:
