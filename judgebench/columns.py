@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from judgebench.errors import InputError
@@ -39,14 +39,44 @@ def numeric_columns(frame: pd.DataFrame, columns: Iterable[str], path: str) -> N
 
 
 def metric_columns(
-    frame: pd.DataFrame, exclude: Iterable[str] = (), prefixes: Sequence[str] = ("human.",)
+    frame: pd.DataFrame, exclude: Iterable[str] = (), prefixes: Sequence[str] = ("human.",),
+    *, warn: Callable[[str], None] | None = None, path: str | None = None,
 ) -> list[str]:
     """The default metric set: numeric, non-boolean columns that are not keys, not excluded
-    and not named with one of `prefixes` (human columns, and for the audit sentinels)."""
+    and not named with one of `prefixes` (human columns, and for the audit sentinels).
+
+    A column left out because some of its cells are not numbers is reported through `warn`,
+    with its first bad cell, and so are boolean and text columns: nothing is dropped without
+    a word."""
     import pandas as pd
 
     skip = {*KEY, *exclude}
-    return [str(c) for c in frame.columns
-            if c not in skip and not str(c).startswith(tuple(prefixes))
-            and pd.api.types.is_numeric_dtype(frame[c])
-            and not pd.api.types.is_bool_dtype(frame[c])]
+    lines = frame.attrs.get("lines")
+    where = "row" if str(path).endswith(".parquet") or lines is None else "line"
+    chosen: list[str] = []
+    text: list[str] = []
+    for column in frame.columns:
+        name = str(column)
+        if column in skip or name.startswith(tuple(prefixes)):
+            continue
+        values = frame[column]
+        if pd.api.types.is_bool_dtype(values):
+            text.append(name)
+            continue
+        if pd.api.types.is_numeric_dtype(values):
+            chosen.append(name)
+            continue
+        coerced = pd.to_numeric(values, errors="coerce")
+        bad = values.notna() & coerced.isna()
+        if coerced.notna().any() and bad.any():
+            position = int(bad.to_numpy().argmax())
+            at = lines[position] if lines is not None else position + 1
+            if warn is not None:
+                warn(f"column {name!r} is not a metric: {where} {at} holds "
+                     f"{values.iloc[position]!r}, not a number (fix the cell, or name the "
+                     "column with --metric to stop at it)")
+        elif values.notna().any():
+            text.append(name)
+    if text and warn is not None:
+        warn(f"not metric columns (text or booleans): {', '.join(text)}")
+    return chosen

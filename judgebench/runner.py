@@ -61,13 +61,17 @@ class RunResult:
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """Column -> metric, signature and status counts (for the `.meta.json` sidecar)."""
+        """Column -> metric, signature, direction, level and status counts, and every corpus
+        score: the `.meta.json` sidecar, where meta-eval, audit and aggregate find a
+        column's direction and its system scores."""
         return {
             "columns": {
                 p.column: {
                     "metric": p.metric.info.name,
                     "signature": p.signature,
                     "higher_is_better": p.metric.info.higher_is_better,
+                    "level": p.metric.info.level,
+                    "has_corpus": p.corpus_level,
                     "statuses": dict(self.statuses.get(p.column, {})),
                 }
                 for p in self.metrics

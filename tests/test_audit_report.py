@@ -42,7 +42,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     frame.to_csv(scores, index=False)
     reports = {fmt: root / f"report.{fmt}" for fmt in ("html", "md", "json")}
     proc = run_cli("audit", str(scores), "--human", "human.relevance", "--samples",
-                   str(samples), "--store", str(root / "runs.db"), "--lower-better",
+                   str(samples), "--store", str(root / "runs.db"), "--lower-is-better",
                    "inverted", "--bootstrap", "200", "--resamples", "200",
                    *(a for p in reports.values() for a in ("--report", str(p))), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -142,7 +142,7 @@ def test_audit_without_generations_skips_text_sentinels_with_the_reason(
     (["--human", "human.relevance", "--sentinel", "sentinel.nope"], "unknown sentinel"),
     (["--human", "human.relevance", "--statistic", "spa", "--level", "segment"],
      "system-level statistic"),
-    (["--human", "human.relevance", "--lower-better", "human.coherence"],
+    (["--human", "human.relevance", "--lower-is-better", "human.coherence"],
      "not a metric column"),
 ])
 def test_bad_usage_exits_2(audited: dict, args: list[str], message: str) -> None:

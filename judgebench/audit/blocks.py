@@ -8,6 +8,7 @@ sentinel gate, and each sentinel that looks good gets a note on what that means.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,34 +75,42 @@ class Block:
 
 def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, np.ndarray],
                    sentinels: Sequence[str], statistic: str, level: str, grouping: str,
-                   options: Options,
+                   options: Options, given: Mapping[str, np.ndarray] | None = None,
                    progress: Callable[[str], None] | None = None) -> Block:
     """One block. `columns` maps every metric and sentinel name to its (items, systems)
     matrix, oriented so that higher is better; names in `sentinels` are the sentinels."""
+    given = dict(given or {}) if level == "system" else {}
+    tested = {name: matrix for name, matrix in columns.items() if name not in given}
     results = {
         name: meta_eval.evaluate(statistic, human=human, metric=matrix, level=level,
                                  grouping=grouping, epsilon=options.epsilon,
                                  bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
                                  permutations=options.permutations)
-        for name, matrix in columns.items()
+        for name, matrix in tested.items()
     }
+    corpus_rows = [_corpus_row(name, statistic, human, scores, options.epsilon)
+                   for name, scores in given.items()]
     values = {name: r.value for name, r in results.items()}
     test_options: dict[str, Any] = {}
     if options.method == "permutation":
         test_options = {"resamples": options.resamples, "epsilon": options.epsilon,
                         "permutations": options.permutations}
     ranking = meta_eval.significance_clusters(
-        statistic, human=human, metrics=dict(columns), level=level, grouping=grouping,
+        statistic, human=human, metrics=tested, level=level, grouping=grouping,
         method=options.method, alpha=options.alpha, seed=options.seed, values=values,
         progress=(lambda a, b: progress(f"{a} vs {b}")) if progress else None,
         **test_options)
     clusters = {m.metric: m.cluster for m in ranking.metrics}
+    mean = {"system_score": "mean"} if level == "system" else {}
     rows = [Row(m.metric, "sentinel" if m.metric in sentinels else "metric",
-                results[m.metric], clusters[m.metric] if math.isfinite(m.value) else None)
+                dataclasses.replace(results[m.metric],
+                                    extra={**results[m.metric].extra, **mean}),
+                clusters[m.metric] if math.isfinite(m.value) else None)
             for m in ranking.metrics]
-    metric_names = [name for name in columns if name not in sentinels]
-    present = [s for s in sentinels if s in columns]
+    metric_names = [name for name in tested if name not in sentinels]
+    present = [s for s in sentinels if s in tested]
     verdicts = gate(ranking, metrics=metric_names, sentinels=present)
+    rows += corpus_rows  # not gated: see _corpus_row
     notes = []
     worst_metric = max((clusters[m] for m in metric_names if math.isfinite(values[m])),
                        default=None)
@@ -114,3 +123,22 @@ def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, 
             notes.append({"sentinel": name, "text": text})
     return Block(human_name, statistic, level, grouping, rows, verdicts, notes,
                  tests=len(ranking.p_values))
+
+
+def _corpus_row(name: str, statistic: str, human: np.ndarray, scores: np.ndarray,
+                epsilon: float) -> Row:
+    """A metric whose system score is its corpus score: the statistic against the systems'
+    human means, with no CI, no cluster and no gate verdict (all three resample segment
+    scores)."""
+    from meta_eval.corpus import evaluate_given
+
+    try:
+        result = evaluate_given(statistic, human=human, metric=scores, epsilon=epsilon)
+    except ValueError as exc:
+        result = meta_eval.Result(statistic, float("nan"), n=0, level="system",
+                                  grouping="none", extra={"note": str(exc)})
+    result = dataclasses.replace(result, extra={
+        **result.extra, "system_score": "corpus",
+        "gate_note": "not gated at system level: its system score is a corpus score, and the "
+                     "significance test behind the gate resamples segment scores"})
+    return Row(name, "metric", result, None)

@@ -8,7 +8,6 @@ cluster and plot reads "higher is better"; the card says so.
 from __future__ import annotations
 
 import datetime
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from judgebench.audit.sentinels import SentinelRun, compute_sentinels
 from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.models import Sample
+from judgebench.scores_table import ScoresTable, load_scores_table
 from judgebench.spec import MetricSpec
 
 if TYPE_CHECKING:
@@ -33,18 +33,6 @@ if TYPE_CHECKING:
 
 PARSE_FAILURES = ("parse_error",)
 SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
-
-
-def read_sidecar(scores_path: Path) -> dict[str, Any] | None:
-    """The `.meta.json` that `judgebench score -o FILE` writes beside FILE, if any."""
-    path = Path(f"{scores_path}.meta.json")
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON: {exc}", path=str(path)) from None
-    return data if isinstance(data, dict) else None
 
 
 def store_costs(store_path: Path, signature: str) -> dict[str, Any]:
@@ -70,28 +58,23 @@ def store_costs(store_path: Path, signature: str) -> dict[str, Any]:
             "time_s": seconds if timed == count else None}
 
 
-def metric_cards(frame: pd.DataFrame, columns: Sequence[str], *,
-                 sidecar: dict[str, Any] | None, store_path: Path | None,
-                 lower_better: Sequence[str], host: PluginHost | None) -> list[MetricCard]:
-    described = (sidecar or {}).get("columns", {})
+def metric_cards(table: ScoresTable, columns: Sequence[str], *, store_path: Path | None,
+                 host: PluginHost | None) -> list[MetricCard]:
+    """One card per metric column; its direction by the one rule of judgebench.scores_table."""
     metrics = host.metrics() if host is not None else {}
     cards = []
     for column in columns:
-        info = described.get(column, {}) if isinstance(described, dict) else {}
-        name = info.get("metric")
-        card = MetricCard(column=column, metric=name, signature=info.get("signature"),
-                          rows=len(frame), missing=int(frame[column].isna().sum()),
-                          source="sidecar" if info else "table")
-        registered = metrics.get(name or _spec_name(column))
+        info = table.info(column)
+        described = table.described(column)
+        card = MetricCard(column=column, metric=info.metric, signature=info.signature,
+                          rows=len(table.frame), missing=int(table.frame[column].isna().sum()),
+                          source="sidecar" if described else "table",
+                          higher_is_better=info.higher_is_better)
+        registered = metrics.get(info.metric or "")
         if registered is not None:
             card.metric = registered.name
             card.kind = registered.info.kind
-            card.higher_is_better = registered.info.higher_is_better
-        if "higher_is_better" in info:
-            card.higher_is_better = bool(info["higher_is_better"])
-        if column in lower_better:
-            card.higher_is_better = False
-        statuses = info.get("statuses")
+        statuses = described.get("statuses")
         if isinstance(statuses, dict) and statuses:
             total = sum(statuses.values())
             card.statuses = dict(statuses)
@@ -104,21 +87,34 @@ def metric_cards(frame: pd.DataFrame, columns: Sequence[str], *,
     return cards
 
 
-def _spec_name(column: str) -> str:
-    """The metric name of a column named by its spec (`lexical.rouge2:multi_ref=mean`)."""
-    return column.partition(":")[0].strip()
+def corpus_system_scores(table: ScoresTable, cards: Sequence[MetricCard],
+                         systems: Sequence[str]) -> dict[str, np.ndarray]:
+    """Column -> its corpus score per system, oriented so that higher is better, for the
+    columns that have corpus scores (their system score at system level)."""
+    out = {}
+    for card in cards:
+        scores = table.system_scores(card.column, systems)
+        if scores is not None:
+            out[card.column] = (1.0 if card.higher_is_better else -1.0) * np.asarray(scores)
+    return out
 
 
 def scatter_data(human: np.ndarray, columns: dict[str, np.ndarray], systems: list[str],
-                 seed: int) -> dict[str, dict[str, Any]]:
-    """Per column: system means of human and metric, and a seeded sample of segments."""
+                 seed: int, given: dict[str, np.ndarray] | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """Per column: system scores of human and metric (means, or the metric's corpus scores
+    in `given`), and a seeded sample of segments."""
+    from meta_eval.corpus import human_system_means
     from meta_eval.levels import system_means
 
     out: dict[str, dict[str, Any]] = {}
     rng = np.random.default_rng(seed)
     flat_h = human.reshape(-1)
     for name, matrix in columns.items():
-        h, m = system_means(human, matrix)
+        if given and name in given:
+            h, m = human_system_means(human), given[name]
+        else:
+            h, m = system_means(human=human, metric=matrix)
         flat_m = matrix.reshape(-1)
         ok = np.flatnonzero(np.isfinite(flat_h) & np.isfinite(flat_m))
         if ok.size > SEGMENT_SAMPLE:
@@ -142,25 +138,28 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
               samples_path: Path | None = None,
               settings: Sequence[tuple[str, str]], statistics: Sequence[str] = ("pearson",),
               sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
-              store_path: Path | None = None, lower_better: Sequence[str] = (),
+              store_path: Path | None = None, lower: Sequence[str] = (),
+              higher: Sequence[str] = (),
               progress: Callable[[str], None] | None = None) -> Report:
     """The whole audit of the metric columns of `frame` (a wide scores table)."""
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))
     columns = list(dict.fromkeys(metrics)) or metric_columns(
-        frame, exclude=humans, prefixes=("human.", "sentinel."))
+        frame, exclude=humans, prefixes=("human.", "sentinel."), warn=log,
+        path=str(scores_path))
     if not columns:
         raise InputError("no metric columns: name them with --metric", path=str(scores_path))
-    for column in lower_better:
-        if column not in columns:
-            raise InputError(f"not a metric column of the audit; metrics are {columns}",
-                             field="--lower-better")
+    table_info = load_scores_table(scores_path, frame=frame, lower=lower, higher=higher,
+                                   host=host)
+    table_info.check_flags(columns)
     clash = [s.column for s in sentinel_specs if s.column in columns]
     if clash:
         raise InputError(f"metric column(s) {clash} have a sentinel's name", path=str(scores_path))
-    cards = metric_cards(frame, columns, sidecar=read_sidecar(scores_path),
-                         store_path=store_path, lower_better=lower_better, host=host)
+    cards = metric_cards(table_info, columns, store_path=store_path, host=host)
+    with_corpus = [c.column for c in cards if table_info.corpus.get(c.column)]
+    if with_corpus and any(level == "system" for level, _ in settings):
+        log(f"system level: corpus scores for {', '.join(with_corpus)}")
     oriented = frame.copy()
     for card in cards:
         if not card.higher_is_better:
@@ -184,7 +183,9 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         except ValueError as exc:
             raise InputError(str(exc), path=str(scores_path)) from None
         matrices = {n: mats[n] for n in names}
-        scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed)
+        given = corpus_system_scores(table_info, cards, mats.systems)
+        scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed,
+                                      given=given)
         for statistic in statistics:
             for level, grouping in settings:
                 label = "system" if level == "system" else f"segment/{grouping}"
@@ -192,7 +193,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                 blocks.append(evaluate_block(
                     human=mats[human], human_name=human, columns=matrices,
                     sentinels=sentinel_names, statistic=statistic, level=level,
-                    grouping=grouping, options=options))
+                    grouping=grouping, options=options, given=given))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
     for card in cards:
@@ -294,8 +295,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     import tempfile
 
-    from judgebench.audit.bias import BIAS_PROBES, center_of, run_bias
-    from judgebench.audit.probes import runner_score_fn
+    from judgebench.audit.bias import BIAS_PROBES, center_of, judge_score_fn, run_bias
     from judgebench.runtime import RunSettings
 
     out: list[dict[str, Any]] = []
@@ -306,13 +306,13 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
             progress(f"bias probes: {spec.column} on {len(pairs)} pairs")
         with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
             results = run_bias(
-                pairs, runner_score_fn(spec, host), judge=spec.column,
+                pairs, judge_score_fn(spec, host), judge=spec.column,
                 center=center_of(info.value_range),
-                rescore=runner_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
-                paraphrases={p.column: runner_score_fn(p, host) for p in mine},
+                rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
+                paraphrases={p.column: judge_score_fn(p, host) for p in mine},
                 paraphrase_centers={p.column: center_of(host.metric(p.name).info.value_range)
                                     for p in mine},
                 human=human, judge_family=judge_family, families=families,
-                probes=probes or BIAS_PROBES)
+                probes=probes or BIAS_PROBES, warn=progress)
         out += [r.to_dict() for r in results]
     return out

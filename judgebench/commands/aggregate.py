@@ -16,6 +16,7 @@ import click
 
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
 
 KIND_HELP = (
     "What TABLE holds (default: auto). leaderboard: one row per system (column 'system' or "
@@ -117,7 +118,12 @@ def _human_ranking(text: str) -> list[list[str]]:
               help="Leaderboard: column weight (a column of weight W casts W votes; 0 drops "
                    "it). Repeatable.")
 @click.option("--lower-is-better", "lower", multiple=True, metavar="COL",
-              help="A column where smaller is better (leaderboard column or --metric).")
+              help="A column where smaller is better (leaderboard column or --metric); "
+                   "known without it from the table's .meta.json or the registered metric "
+                   "the column names (lexical.ter).")
+@click.option("--higher-is-better", "higher", multiple=True, metavar="COL",
+              help="A column where larger is better, whatever the sidecar or the registered "
+                   "metric say.")
 @click.option("--missing", type=click.Choice(["keep", "drop-systems", "drop-voters"]),
               default="keep", show_default=True,
               help="Missing scores: keep (each rule's own policy, see --list-rules), drop "
@@ -152,6 +158,7 @@ def command(
     metric: str | None,
     weight_pairs: tuple[str, ...],
     lower: tuple[str, ...],
+    higher: tuple[str, ...],
     missing: str,
     pair_weight: str | None,
     human_column: str | None,
@@ -181,7 +188,7 @@ def command(
 
     data, kind, human, frame_note = _load(
         table, kind=kind, system_column=system_column, columns=columns, metric=metric,
-        weights=_parse_weights(weight_pairs), lower=lower, missing=missing,
+        weights=_parse_weights(weight_pairs), lower=lower, higher=higher, missing=missing,
         pair_weight=pair_weight, human_column=human_column,
     )
     if human_ranking is not None:
@@ -256,16 +263,17 @@ def command(
 # -- input ----------------------------------------------------------------------------------
 def _load(
     path: Path, *, kind: str, system_column: str | None, columns: tuple[str, ...],
-    metric: str | None, weights: dict[str, float], lower: tuple[str, ...], missing: str,
-    pair_weight: str | None, human_column: str | None,
+    metric: str | None, weights: dict[str, float], lower: tuple[str, ...],
+    higher: tuple[str, ...], missing: str, pair_weight: str | None, human_column: str | None,
 ) -> tuple[Any, str, tuple[str, dict[str, float]] | None, str]:
     from judgebench.io import read_table
     from meta_eval import aggregation as agg
     from meta_eval.aggregation.tables import leaderboard_system_column
 
     frame = read_table(path, key=None)
+    corpus_table = is_corpus_table(frame.columns)
     if kind == "auto":
-        kind = agg.detect_kind(frame.columns)
+        kind = "leaderboard" if corpus_table else agg.detect_kind(frame.columns)
 
     def misuse(option: str, value: Any, allowed: str) -> None:
         if value:
@@ -277,8 +285,15 @@ def _load(
         if kind == "leaderboard":
             misuse("--metric", metric, "scores")
             misuse("--pair-weight", pair_weight, "pairwise")
-            system = leaderboard_system_column(frame, system_column)
-            frame = read_table(path, key=[system])
+            if corpus_table:
+                misuse("--system-column", system_column, "leaderboard (not corpus)")
+                frame, system = _corpus_leaderboard(path), "system"
+            else:
+                system = leaderboard_system_column(frame, system_column)
+                frame = read_table(path, key=[system])
+            voters = [str(c) for c in (columns or frame.columns)
+                      if c not in (system, human_column)]
+            lower = _lower_columns(path, frame, voters, lower, higher)
             if human_column is not None and human_column not in frame.columns:
                 raise agg.TableError(f"no column '{human_column}'; columns are "
                                      f"{list(frame.columns)}", field=human_column)
@@ -299,10 +314,7 @@ def _load(
             misuse("--pair-weight", pair_weight, "pairwise")
             frame = read_table(path)
             metric = metric or _only_metric(frame, path, human_column)
-            bad = sorted(set(lower) - {metric})
-            if bad:
-                raise InputError("--lower-is-better names a column that is not --metric",
-                                 path=str(path), field=bad[0])
+            lower = _lower_columns(path, frame, [metric], lower, higher)
             data = agg.profile_from_scores(frame, metric=metric,
                                            higher_is_better=metric not in lower)
             if human_column is not None:
@@ -310,6 +322,7 @@ def _load(
             unit = f"voters (items, on '{metric}')"
         else:
             for option, value in (("--weight", weights), ("--lower-is-better", lower),
+                                  ("--higher-is-better", higher),
                                   ("--column", columns), ("--metric", metric),
                                   ("--system-column", system_column),
                                   ("--human", human_column)):
@@ -327,9 +340,32 @@ def _load(
         raise InputError(str(exc), path=str(path), **_location(path, exc.row),
                          field=exc.field) from None
     n_missing = int((~data.scored).sum())
-    note = (f"read {path} as a {kind} table: {data.n_systems} systems, {data.n_units} {unit}"
-            + (f", {n_missing} missing scores" if n_missing else ""))
+    what = "corpus-score table (a leaderboard)" if corpus_table else f"{kind} table"
+    note = (f"read {path} as a {what}: {data.n_systems} systems, {data.n_units} {unit}"
+            + (f", {n_missing} missing scores" if n_missing else "")
+            + (f"; lower is better: {', '.join(lower)}" if lower else ""))
     return data, kind, human, note
+
+
+def _corpus_leaderboard(path: Path) -> Any:
+    """The corpus-score table `judgebench score --corpus` writes (system, metric, value),
+    as a leaderboard: one row per system, one column per metric; a failed score is empty."""
+    import pandas as pd
+
+    scores = read_corpus_table(path)
+    systems = list(dict.fromkeys(s for by_system in scores.values() for s in by_system))
+    return pd.DataFrame({"system": systems,
+                         **{column: [by_system.get(s, float("nan")) for s in systems]
+                            for column, by_system in scores.items()}})
+
+
+def _lower_columns(path: Path, frame: Any, voters: list[str], lower: tuple[str, ...],
+                   higher: tuple[str, ...]) -> tuple[str, ...]:
+    """The voter columns where smaller is better, by the one direction rule
+    (judgebench.scores_table): flag, then sidecar, then the registered metric."""
+    table = load_scores_table(path, frame=frame, lower=lower, higher=higher)
+    table.check_flags(voters)
+    return tuple(c for c in voters if not table.info(c).higher_is_better)
 
 
 def _only_metric(frame: Any, path: Path, human_column: str | None) -> str:
@@ -388,16 +424,18 @@ def _make_win(data: Any, system: str, rule: Any, spec: str) -> dict[str, Any]:
 
     name = getattr(rule, "name", spec)
     builtin = agg.RULES.get(name)
+    options = dict(getattr(rule, "options", None) or {})
+    ties = options.pop("ties", "average")
     supported = (
         data.kind == "profile" and builtin is not None and name in agg.WEIGHTS_RULES
-        and getattr(rule, "fn", None) is builtin.fn and not getattr(rule, "options", None)
+        and getattr(rule, "fn", None) is builtin.fn and not options
     )
     if not supported:
         return {"system": system, "supported": False,
                 "note": f"which-weights covers {', '.join(agg.WEIGHTS_RULES)} with default "
                         "options on a leaderboard or scores table"}
     try:
-        found = agg.weights_to_win(data, system, name)
+        found = agg.weights_to_win(data, system, name, ties=ties)
     except (ValueError, RuntimeError) as exc:
         return {"system": system, "supported": True, "error": str(exc)}
     return {"supported": True, **found.to_dict()}

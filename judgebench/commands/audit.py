@@ -68,9 +68,13 @@ def report_format(path: Path) -> str:
 @click.option("--sentinel", "sentinels", multiple=True, metavar="SPEC",
               help="Sentinel to use, e.g. sentinel.cand:folds=10; repeatable. Default: every "
                    "registered sentinel.")
-@click.option("--lower-better", "lower_better", multiple=True, metavar="COL",
-              help="Metric column where lower is better (negated for the audit). Known "
-                   "automatically for tables written by `judgebench score`.")
+@click.option("--lower-is-better", "lower", multiple=True, metavar="COL",
+              help="Metric column where lower is better (negated for the audit); repeatable. "
+                   "Known without it from the table's .meta.json or the registered metric "
+                   "the column names.")
+@click.option("--higher-is-better", "higher", multiple=True, metavar="COL",
+              help="Metric column where higher is better, whatever the sidecar or the "
+                   "registered metric say; repeatable.")
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="Score store (from `judgebench score --store`) to read cost and time.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
@@ -119,7 +123,8 @@ def report_format(path: Path) -> str:
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             metrics: tuple[str, ...], levels: tuple[str, ...], groupings: tuple[str, ...],
             statistics: tuple[str, ...], sentinels: tuple[str, ...],
-            lower_better: tuple[str, ...], store_path: Path | None, bootstrap: int,
+            lower: tuple[str, ...], higher: tuple[str, ...], store_path: Path | None,
+            bootstrap: int,
             ci: float, method: str, resamples: int, alpha: float, epsilon: float, seed: int,
             probes: tuple[str, ...], probe_items: int, judges: tuple[str, ...],
             pairs_path: Path | None, bias_pairs: int, bias_probes: tuple[str, ...],
@@ -165,7 +170,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                        samples=samples, samples_path=samples_path, settings=settings,
                        statistics=statistics or ("pearson",), sentinel_specs=sentinel_specs,
                        options=options, host=host, store_path=store_path,
-                       lower_better=lower_better, progress=_log)
+                       lower=lower, higher=higher, progress=_log)
     if probes:
         specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
         report.warnings += warnings

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
+from judgebench.scores_table import ColumnInfo, load_scores_table
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
@@ -43,6 +47,20 @@ def _log(message: str) -> None:
               help="Item resamples for a confidence interval (0: none).")
 @click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.95, show_default=True, help="Confidence level of the interval.")
+@click.option("--lower-is-better", "lower", multiple=True, metavar="COL",
+              help="A metric column where lower is better (negated, so that higher always "
+                   "means agrees more with people); repeatable. Known without it from the "
+                   "table's .meta.json or the registered metric the column names.")
+@click.option("--higher-is-better", "higher", multiple=True, metavar="COL",
+              help="A metric column where higher is better, whatever the sidecar or the "
+                   "registered metric say; repeatable.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
+              help="Corpus scores (system, metric, value), as `judgebench score --corpus` "
+                   "writes them; default: those in the table's .meta.json.")
+@click.option("--system-score", type=click.Choice(("auto", "mean")), default="auto",
+              show_default=True,
+              help="System level: auto = a metric's corpus score where it has one (corpus "
+                   "BLEU, MAUVE), else the mean of its segment scores; mean = always the mean.")
 @click.option("--exclude-system", "excluded", multiple=True, metavar="NAME",
               help="Leave this system out; repeatable.")
 @click.option("--compare", is_flag=True,
@@ -62,12 +80,14 @@ def _log(message: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of results.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
-            ci: float, excluded: tuple[str, ...], compare: bool, method: str,
-            resamples: int, alpha: float, raters: tuple[str, ...], permutations: int,
-            seed: int, as_json: bool) -> None:
+            ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
+            corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
+            compare: bool, method: str, resamples: int, alpha: float,
+            raters: tuple[str, ...], permutations: int, seed: int, as_json: bool) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments."""
+    import numpy as np
+
     import meta_eval
-    from judgebench.io import read_table
 
     statistics = statistics or ("pearson",)
     for name in statistics:
@@ -81,9 +101,20 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         raise InputError("the human ceiling needs two or more --rater columns",
                          field="--rater")
 
-    frame = read_table(scores)
-    for column in (*humans, *raters, *metrics):
+    table = load_scores_table(scores, corpus_path=corpus_path, lower=lower, higher=higher)
+    frame = table.frame
+    for column in (*humans, *raters):
         numeric_columns(frame, [column], str(scores))
+    use_corpus = level == "system" and system_score == "auto"
+    corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
+    for column in metrics:
+        if column in corpus_only:
+            if not use_corpus:
+                raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
+                                 "at --level system with --system-score auto",
+                                 path=str(scores), field=column)
+        else:
+            numeric_columns(frame, [column], str(scores))
     if excluded:
         known = set(frame["system"])
         unknown = [s for s in excluded if s not in known]
@@ -91,14 +122,40 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raise InputError(f"unknown system(s) {unknown}", path=str(scores),
                              field="--exclude-system")
         frame = frame[~frame["system"].isin(excluded)].reset_index(drop=True)
-    metric_cols = list(metrics) or metric_columns(frame, exclude=[*humans, *raters])
+    metric_cols = list(metrics) or [
+        *metric_columns(frame, exclude=[*humans, *raters], warn=_log, path=str(scores)),
+        *(corpus_only if use_corpus else [])]
     if not metric_cols:
         raise InputError("no metric columns: name them with --metric", path=str(scores))
-    matrices = meta_eval.score_matrices(frame, [*dict.fromkeys([*humans, *raters,
-                                                                *metric_cols])])
+    table.check_flags(metric_cols)
+    infos = {c: table.info(c) for c in metric_cols}
+    oriented = frame.copy()
+    for column, info in infos.items():
+        if info.in_table and not info.higher_is_better:
+            oriented[column] = -oriented[column]
+    in_table = [c for c in metric_cols if infos[c].in_table]
+    matrices = meta_eval.score_matrices(oriented, [*dict.fromkeys([*humans, *raters,
+                                                                   *in_table])])
+    given = {}
+    if use_corpus:
+        for column in metric_cols:
+            scores_of = table.system_scores(column, matrices.systems)
+            if scores_of is not None:
+                sign = 1.0 if infos[column].higher_is_better else -1.0
+                given[column] = sign * np.asarray(scores_of, dtype=float)
+    flipped = [c for c in metric_cols if not infos[c].higher_is_better]
+    if flipped:
+        _log(f"lower is better, negated: {', '.join(flipped)}")
+    if given:
+        _log(f"system scores are corpus scores for: {', '.join(given)}")
     _log(f"{len(matrices.items)} items x {len(matrices.systems)} systems; "
          f"{len(metric_cols)} metric(s) x {len(humans)} human column(s) x "
          f"{len(statistics)} statistic(s), level {level}, grouping {grouping}")
+    if compare and given and len(metric_cols) > 1:
+        raise InputError(f"--compare at system level permutes segment scores, and "
+                         f"{', '.join(given)} are scored per system (corpus scores): use "
+                         "--system-score mean to compare system means of segment scores",
+                         field="--compare")
 
     records: list[dict[str, Any]] = []
     for human in humans:
@@ -107,7 +164,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                               grouping=grouping, epsilon=epsilon, bootstrap=bootstrap,
                               ci=ci, seed=seed, permutations=permutations, compare=compare,
                               method=method, resamples=resamples, alpha=alpha,
-                              raters=list(raters))
+                              raters=list(raters), infos=infos, given=given,
+                              system_level=level == "system")
     if as_json:
         click.echo(json.dumps(records, indent=2))
     else:
@@ -117,20 +175,39 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
 def _block(matrices: Any, human: str, statistic: str, metric_cols: list[str], *,
            level: str, grouping: str, epsilon: float, bootstrap: int, ci: float, seed: int,
            permutations: int, compare: bool, method: str, resamples: int, alpha: float,
-           raters: list[str]) -> list[dict[str, Any]]:
+           raters: list[str], infos: dict[str, ColumnInfo], given: dict[str, np.ndarray],
+           system_level: bool) -> list[dict[str, Any]]:
     import meta_eval
+    from meta_eval.corpus import evaluate_given
 
     h = matrices[human]
     common = {"level": level, "grouping": grouping}
     results = {}
-    for col in metric_cols:
-        results[col] = meta_eval.evaluate(statistic, human=h, metric=matrices[col],
-                                          epsilon=epsilon, bootstrap=bootstrap, ci=ci,
-                                          seed=seed, permutations=permutations, **common)
     rows = []
-    for col, res in results.items():
-        row = {"metric": col, "human": human, **res.to_dict()}
-        rows.append(row)
+    for col in metric_cols:
+        extra: dict[str, Any] = {}
+        if col in given:
+            extra["system_score"] = "corpus"
+            try:
+                results[col] = evaluate_given(statistic, human=h, metric=given[col],
+                                              epsilon=epsilon)
+            except ValueError as exc:
+                rows.append({"metric": col, "human": human, "statistic": statistic,
+                             "value": None, "n": 0, "level": level, "grouping": grouping,
+                             "note": str(exc), **infos[col].describe(), **extra})
+                continue
+            if bootstrap:
+                extra["ci_note"] = ("no item bootstrap for a corpus score (it would need "
+                                    "the corpus score of every resample)")
+        else:
+            if system_level:
+                extra["system_score"] = "mean"
+            results[col] = meta_eval.evaluate(statistic, human=h, metric=matrices[col],
+                                              epsilon=epsilon, bootstrap=bootstrap, ci=ci,
+                                              seed=seed, permutations=permutations,
+                                              **common)
+        rows.append({"metric": col, "human": human, **results[col].to_dict(),
+                     **infos[col].describe(), **extra})
 
     if compare and len(metric_cols) > 1:
         if method == "williams" and statistic != "pearson":
@@ -138,7 +215,7 @@ def _block(matrices: Any, human: str, statistic: str, metric_cols: list[str], *,
                              "--test permutation", field="--test")
         try:
             ranking = meta_eval.significance_clusters(
-                statistic, human=h, metrics={c: matrices[c] for c in metric_cols},
+                statistic, human=h, metrics={c: matrices[c] for c in results},
                 values={c: r.value for c, r in results.items()}, method=method,
                 alpha=alpha, seed=seed, resamples=resamples, epsilon=epsilon,
                 permutations=permutations,
@@ -154,6 +231,8 @@ def _block(matrices: Any, human: str, statistic: str, metric_cols: list[str], *,
         ceiling = meta_eval.human_ceiling(statistic, raters=rater_mats, epsilon=epsilon,
                                           seed=seed, permutations=permutations, **common)
         for row in rows:
+            if row["metric"] in given or row["metric"] not in results:
+                continue
             with_metric = meta_eval.human_ceiling(statistic, raters=rater_mats,
                                                   metric=matrices[row["metric"]],
                                                   epsilon=epsilon, seed=seed,
@@ -188,6 +267,12 @@ def _render(records: list[dict[str, Any]], compare: bool) -> str:
         for r in rows:
             value = "   n/a" if r["value"] is None else f"{r['value']:7.4f}"
             parts = [f"  {r['metric']!s:<{width}}", value]
+            if r.get("flipped"):
+                parts.append("(lower is better: negated)")
+            if r.get("system_score") == "corpus":
+                parts.append("[corpus score]")
+            if r.get("note"):
+                parts.append(r["note"])
             if r.get("ci_low") is not None:
                 parts.append(f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]")
             parts.append(f"n={r['n']}")

@@ -116,17 +116,22 @@ def _echo_summary(
         counts = result.statuses.get(p.column, {})
         text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"
         print(f"  {p.column}: {text}\n    {p.signature}", file=err)
+    direction = {p.column: p.metric.info.higher_is_better for p in result.metrics}
     by_metric: dict[str, list[Any]] = {}
     for c in result.corpus:
         by_metric.setdefault(c.metric, []).append(c)
     for column, rows in by_metric.items():
-        ok = sorted((c for c in rows if c.value is not None), key=lambda c: c.value)
+        higher = direction.get(column, True)
+        ok = sorted((c for c in rows if c.value is not None), key=lambda c: c.value,
+                    reverse=higher)
         failed = len(rows) - len(ok)
-        text = (f"best {ok[-1].system} {ok[-1].value:.4f}, worst {ok[0].system} "
-                f"{ok[0].value:.4f}" if ok else "no value")
+        text = (f"best {ok[0].system} {ok[0].value:.4f}, worst {ok[-1].system} "
+                f"{ok[-1].value:.4f} ({'higher' if higher else 'lower'} is better)"
+                if ok else "no value")
         print(f"  corpus {column}: {len(rows)} systems, {text}"
               + (f", {failed} failed" if failed else "")
-              + ("" if result_has_corpus_file else " (--corpus FILE writes them all)"), file=err)
+              + ("" if result_has_corpus_file or output is not None
+                 else " (--corpus FILE writes them all)"), file=err)
 
 
 def _echo_estimates(result: RunResult, as_json: bool) -> None:

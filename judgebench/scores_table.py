@@ -1,0 +1,199 @@
+"""A scores table as meta-eval, audit and aggregate read it: the frame, plus what each metric
+column is (its direction and its system scores), from one rule.
+
+Direction of a column, first that applies:
+1. the user's flag (`--lower-is-better COL` / `--higher-is-better COL`, one spelling on every
+   command);
+2. `higher_is_better` in the table's sidecar (`OUT.meta.json`, written by `judgebench score`);
+3. the registered metric the column names (`lexical.ter:normalized=true` names `lexical.ter`);
+4. higher is better.
+
+System scores of a column: its corpus scores (one per system, e.g. corpus BLEU or MAUVE) where
+the sidecar, or a corpus table given with `--corpus`, holds them; otherwise the mean of its
+segment scores. A corpus-only metric (no segment scores) is a column of this table all the
+same, known at system level only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from judgebench.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from judgebench.plugins import PluginHost
+
+DirectionSource = Literal["flag", "sidecar", "metric", "default"]
+CORPUS_COLUMNS = ("system", "metric", "value")
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """What one metric column is: its metric, direction and corpus scores (if any)."""
+
+    column: str
+    metric: str | None
+    higher_is_better: bool
+    direction_from: DirectionSource
+    signature: str | None = None
+    corpus: Mapping[str, float] | None = None  # system -> corpus score (NaN: failed)
+    in_table: bool = True  # False for a corpus-only metric
+
+    def describe(self) -> dict[str, Any]:
+        """The direction fields every result carries."""
+        return {"higher_is_better": self.higher_is_better, "flipped": not self.higher_is_better,
+                "direction_from": self.direction_from}
+
+
+@dataclass
+class ScoresTable:
+    """A wide scores table and what its sidecar (or corpus table) says about its columns."""
+
+    path: Path
+    frame: pd.DataFrame
+    sidecar: dict[str, Any] | None
+    corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # column -> system -> v
+    lower: frozenset[str] = frozenset()
+    higher: frozenset[str] = frozenset()
+    registered: Mapping[str, Any] = field(default_factory=dict)  # metric name -> MetricInfo
+
+    def info(self, column: str) -> ColumnInfo:
+        described = self.described(column)
+        name = described.get("metric") or column.partition(":")[0].strip()
+        registered = self.registered.get(name)
+        source: DirectionSource = "default"
+        higher = True
+        if registered is not None:
+            higher, source = bool(registered.higher_is_better), "metric"
+        if "higher_is_better" in described:
+            higher, source = bool(described["higher_is_better"]), "sidecar"
+        if column in self.lower:
+            higher, source = False, "flag"
+        if column in self.higher:
+            higher, source = True, "flag"
+        return ColumnInfo(column=column, metric=name if registered is not None or described
+                          else None, higher_is_better=higher, direction_from=source,
+                          signature=described.get("signature"), corpus=self.corpus.get(column),
+                          in_table=column in self.frame.columns)
+
+    def described(self, column: str) -> dict[str, Any]:
+        """What the sidecar says of `column` (empty without a sidecar entry)."""
+        columns = (self.sidecar or {}).get("columns")
+        info = columns.get(column) if isinstance(columns, dict) else None
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def corpus_only(self) -> list[str]:
+        """Columns with corpus scores and no segment column in the table."""
+        return [c for c in self.corpus if c not in self.frame.columns]
+
+    def check_flags(self, columns: Iterable[str]) -> None:
+        """The direction flags must name metric columns, and not one column both ways."""
+        known = set(columns)
+        both = sorted(self.lower & self.higher)
+        if both:
+            raise InputError("a column cannot be both lower- and higher-is-better",
+                             field=both[0])
+        for flag, names in (("--lower-is-better", self.lower), ("--higher-is-better",
+                                                                self.higher)):
+            unknown = sorted(set(names) - known)
+            if unknown:
+                raise InputError(f"{unknown[0]!r} is not a metric column here; metric columns "
+                                 f"are {sorted(known)}", path=str(self.path), field=flag)
+
+    def system_scores(self, column: str, systems: Sequence[str]) -> list[float] | None:
+        """The column's corpus score per system (NaN where missing), or None without any."""
+        scores = self.corpus.get(column)
+        if scores is None:
+            return None
+        return [float(scores.get(s, math.nan)) for s in systems]
+
+
+def read_sidecar(path: Path) -> dict[str, Any] | None:
+    """The `.meta.json` that `judgebench score -o FILE` writes beside FILE, if any."""
+    sidecar = Path(f"{path}.meta.json")
+    if not sidecar.is_file():
+        return None
+    try:
+        data = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON: {exc}", path=str(sidecar)) from None
+    if not isinstance(data, dict):
+        raise InputError("not a judgebench sidecar (expected a JSON object)", path=str(sidecar))
+    return data
+
+
+def corpus_from_records(records: Iterable[Mapping[str, Any]], *, where: str
+                        ) -> dict[str, dict[str, float]]:
+    """{column: {system: value}} from corpus rows (system, metric, value[, status]); a failed
+    corpus score (no value, or a status other than ok) is NaN: missing, never 0."""
+    out: dict[str, dict[str, float]] = {}
+    for number, row in enumerate(records, start=1):
+        try:
+            system, column = str(row["system"]), str(row["metric"])
+        except KeyError as exc:
+            raise InputError(f"corpus row {number} has no {exc.args[0]!r}", path=where) from None
+        value = row.get("value")
+        status = row.get("status") or "ok"
+        try:
+            number_value = math.nan if value is None or status != "ok" else float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"corpus value {value!r} is not a number", path=where,
+                             field="value", row=number) from None
+        if not (math.isnan(number_value) or math.isfinite(number_value)):
+            raise InputError(f"corpus value {value!r} is not finite", path=where,
+                             field="value", row=number)
+        scores = out.setdefault(column, {})
+        if system in scores:
+            raise InputError(f"corpus score of ({system!r}, {column!r}) given twice",
+                             path=where, field="metric", row=number)
+        scores[system] = number_value
+    return out
+
+
+def is_corpus_table(columns: Iterable[str]) -> bool:
+    """A long table of corpus scores, as `judgebench score --corpus` writes it."""
+    names = set(columns)
+    return set(CORPUS_COLUMNS) <= names and "item" not in names
+
+
+def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
+    from judgebench.io import read_table
+
+    frame = read_table(path, key=("system", "metric"), text_columns=("status",))
+    for column in CORPUS_COLUMNS:
+        if column not in frame.columns:
+            raise InputError("not a corpus table: it needs columns system, metric, value",
+                             path=str(path), field=column)
+    records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    return corpus_from_records(records, where=str(path))
+
+
+def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "system"),
+                      corpus_path: Path | None = None, lower: Iterable[str] = (),
+                      higher: Iterable[str] = (), host: PluginHost | None = None,
+                      frame: pd.DataFrame | None = None) -> ScoresTable:
+    """Read a scores table with its sidecar and corpus scores (see the module docstring)."""
+    from judgebench.io import read_table
+
+    if frame is None:
+        frame = read_table(path, key=key)
+    sidecar = read_sidecar(path)
+    corpus = corpus_from_records((sidecar or {}).get("corpus") or [],
+                                 where=f"{path}.meta.json")
+    if corpus_path is not None:
+        corpus |= read_corpus_table(corpus_path)
+    if host is None:
+        from judgebench.plugins import get_host
+
+        host = get_host()
+    registered = {name: entry.info for name, entry in host.metrics().items()}
+    return ScoresTable(path=Path(path), frame=frame, sidecar=sidecar, corpus=corpus,
+                       lower=frozenset(lower), higher=frozenset(higher), registered=registered)
