@@ -16,7 +16,13 @@ Correlation with human judgments (`levels`, `correlation`, `system`, `calibratio
         Result: value, n (units or groups averaged), skipped (undefined groups), ci_low,
         ci_high (bootstrap over items), p_value (ungrouped pearson/spearman/kendall),
         epsilon (the tie threshold given, or chosen by acc-eq).
-    STATISTICS, LEVELS, GROUPINGS: the accepted names.
+    STATISTICS: {name: Statistic} (`meta_eval.statistics`), the one table of statistics:
+        kernel, tie threshold (none | given | zero | calibrated), levels, description,
+        paper, scipy p-value, permutation swaps (units | pairs), credits_ties,
+        needs_segments. Iterating it gives the names; statistic_help() is one line each.
+    LEVELS, GROUPINGS: the accepted names.
+    Ties: rank statistics treat values within relative 1e-12 as ties (`snap`); system
+    means are exact, order-independent sums.
     calibrate_epsilon(*, human, metric, groups=None) -> Calibration(epsilon, value, ...)
         Exact tie calibration over 1-D arrays, sort-based, memory O(n log n).
     calibrate_groups(*, human, metric) -> Calibration   (padded (groups, units) arrays)
@@ -24,7 +30,8 @@ Correlation with human judgments (`levels`, `correlation`, `system`, `calibratio
         Concordant/discordant/tie counts per group in O(n log^2 n).
     spa(*, human, metric, permutations=1000, seed=0) -> Result
     pairwise_accuracy(*, human, metric) -> Result   (system-level vectors)
-    group_values(statistic, human, metric, epsilon=0.0) -> per-group values of padded arrays.
+    group_values(kernel, *, human, metric, epsilon=0.0) -> per-group values of padded arrays.
+    system_means(*, human, metric), arrange(*, human, metric, level, grouping) (levels).
     score_matrices(frame, columns, item="item", system="system") -> ScoreMatrices
         Pivot a wide scores table into matrices.
 
@@ -33,7 +40,8 @@ Comparing metrics (`significance`)
             method="permutation" | "williams", **options) -> Comparison
         One-sided p-value for "metric_a is better than metric_b": PERM-BOTH permutation test
         (pair-outcome swaps for kendall-23/acc-23/acc-eq; exact binomial tail where group
-        weights are equal; early stopping) or Williams' test for Pearson.
+        weights are equal; early stopping once p <= alpha is decided, marked by
+        Comparison.p_value_early) or Williams' test for Pearson.
     permutation_test(...), williams(...), williams_test(*, r_ha, r_hb, r_ab, n) -> float
     significance_clusters(statistic, *, human, metrics, level, grouping, alpha=0.05,
                           method="permutation", **options) -> Ranking
@@ -53,8 +61,8 @@ Agreement (`agreement`, `pairwise`)
 from meta_eval.agreement import Ceiling, cohen_kappa, human_ceiling, krippendorff_alpha
 from meta_eval.calibration import Calibration, calibrate_epsilon, calibrate_groups
 from meta_eval.correlation import group_values
-from meta_eval.levels import GROUPINGS, LEVELS, STATISTICS, bootstrap_values, evaluate
-from meta_eval.pairs import PairCounts, pair_counts
+from meta_eval.levels import GROUPINGS, LEVELS, bootstrap_values, evaluate
+from meta_eval.pairs import TIE_RTOL, PairCounts, pair_counts, snap
 from meta_eval.pairwise import PairwiseAgreement, pairwise_agreement
 from meta_eval.results import Comparison, RankedMetric, Ranking, Result
 from meta_eval.significance import (
@@ -64,6 +72,8 @@ from meta_eval.significance import (
     williams,
     williams_test,
 )
+from meta_eval.statistics import STATISTICS, Statistic
+from meta_eval.statistics import help_text as statistic_help
 from meta_eval.system import pairwise_accuracy, spa
 from meta_eval.table import ScoreMatrices, score_matrices
 
@@ -71,6 +81,7 @@ __all__ = [
     "GROUPINGS",
     "LEVELS",
     "STATISTICS",
+    "TIE_RTOL",
     "Calibration",
     "Ceiling",
     "Comparison",
@@ -80,6 +91,7 @@ __all__ = [
     "Ranking",
     "Result",
     "ScoreMatrices",
+    "Statistic",
     "bootstrap_values",
     "calibrate_epsilon",
     "calibrate_groups",
@@ -95,7 +107,9 @@ __all__ = [
     "permutation_test",
     "score_matrices",
     "significance_clusters",
+    "snap",
     "spa",
+    "statistic_help",
     "williams",
     "williams_test",
 ]

@@ -25,6 +25,9 @@ the search ends after one evaluation; the worst case is a quadratic-time exact s
 in memory O(budget + n log n). When every pair fits in the budget (e.g. small groups), the
 pairs are enumerated at once and the ones that gain (human ties) and lose (concordant) are
 sorted apart: a smallest maximiser is always where a gaining pair enters.
+
+Both sides are snapped within each group first (`meta_eval.pairs.snap`): values within
+relative 1e-12 of each other are ties, as in every rank statistic.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meta_eval.pairs import SortedUnits
+from meta_eval.pairs import SortedUnits, snap
 
 DEFAULT_BUDGET = 1 << 20  # pairs held in memory at once
 _SPLITS = 32  # breakpoints per split of an interval
@@ -66,12 +69,14 @@ def calibrate_epsilon(*, human: np.ndarray, metric: np.ndarray,
     gid = None
     if groups is not None:
         gid = np.unique(np.asarray(groups).reshape(-1), return_inverse=True)[1].reshape(-1)[ok]
-    human, metric = human[ok], metric[ok]
+    human, metric = snap(human[ok], groups=gid), snap(metric[ok], groups=gid)
     sizes = np.bincount(gid) if gid is not None and gid.size else np.array([human.size])
-    if int((sizes * (sizes - 1) // 2).sum()) <= budget:
-        return _exhaustive(human, metric, gid)
-    units = SortedUnits(human=human, metric=metric, groups=gid)
-    return _Search(units, budget, seed).run()
+    # A difference of two huge scores may overflow to inf: still the right comparison.
+    with np.errstate(over="ignore"):
+        if int((sizes * (sizes - 1) // 2).sum()) <= budget:
+            return _exhaustive(human, metric, gid)
+        units = SortedUnits(human=human, metric=metric, groups=gid)
+        return _Search(units, budget, seed).run()
 
 
 def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
@@ -83,6 +88,9 @@ def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
     """
     human = np.asarray(human, dtype=float)
     metric = np.asarray(metric, dtype=float)
+    ok = np.isfinite(human) & np.isfinite(metric)
+    human = snap(np.where(ok, human, np.nan))
+    metric = snap(np.where(ok, metric, np.nan))
     n_groups, units = human.shape
     n_pairs = n_groups * units * (units - 1) // 2
     if units > 64 or n_pairs > budget:
@@ -90,9 +98,10 @@ def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
         return calibrate_epsilon(human=human.reshape(-1), metric=metric.reshape(-1),
                                  groups=groups.reshape(-1), budget=budget, seed=seed)
     iu, ju = np.triu_indices(units, 1)
-    dh = human[:, ju] - human[:, iu]
-    dm = metric[:, ju] - metric[:, iu]
-    valid = np.isfinite(dh) & np.isfinite(dm)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dh = human[:, ju] - human[:, iu]
+        dm = metric[:, ju] - metric[:, iu]
+    valid = ~(np.isnan(dh) | np.isnan(dm))  # a difference of huge values may be inf
     return _sweep_pairs(dh, dm, valid, valid.sum(axis=1))
 
 

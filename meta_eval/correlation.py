@@ -21,6 +21,15 @@ acc-23       acc_23 = (C + T_hm) / P, Deutsch et al. 2023 ("Ties Matter"), where
 
 kendall and kendall-c use exact ties (epsilon = 0). Pair counts come from an O(U^2)
 vectorised pass for small groups and from the sort-based `meta_eval.pairs` otherwise.
+
+Ties after arithmetic: the rank statistics (spearman and the Kendall family) snap both sides
+of each group first (`meta_eval.pairs.snap`), so values within relative 1e-12 of each other
+are ties. Pearson does not snap (a 1e-12 move cannot change it).
+
+Magnitudes: Pearson centres each side and scales it by a power of two near its largest
+|value| before any product (as scipy.stats.pearsonr does; a power of two is exact), so values
+from 1e-300 to 1e+300, or one of 1e308, neither underflow nor overflow. Pair comparisons use
+signs and the tie rule on differences, which stay right when a difference overflows.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
-from meta_eval.pairs import pair_counts
+from meta_eval.pairs import pair_counts, snap
 
 KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
 CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY)
@@ -52,29 +61,46 @@ def _constant(x: np.ndarray) -> np.ndarray:
     return ~(hi > lo)
 
 
-def pearson_groups(human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def power_of_two_scale(x: np.ndarray, axis: int | None = -1) -> np.ndarray:
+    """Exponent e per slice with max |x| < 2**e (0 for an all-zero or empty slice);
+    `np.ldexp(x, -e)` then scales exactly into (-1, 1)."""
+    with np.errstate(invalid="ignore"):
+        top = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)
+    return np.frexp(top)[1]
+
+
+def _centred(x: np.ndarray, ok: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """x - mean over the last axis where ok (0 elsewhere), scaled by a power of two."""
+    x = np.where(ok, x, 0.0)
+    x = np.ldexp(x, -power_of_two_scale(x))
+    mean = x.sum(axis=-1, keepdims=True) / np.maximum(n, 1)[..., None]
+    c = np.where(ok, x - mean, 0.0)
+    return np.ldexp(c, -power_of_two_scale(c))
+
+
+def pearson_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """Per-group Pearson r over the last axis; NaN where undefined."""
     h, m = _masked(human, metric)
     ok = np.isfinite(h)
     n = ok.sum(axis=-1)
-    safe_n = np.maximum(n, 1)
-    hc = np.where(ok, h - (np.where(ok, h, 0).sum(axis=-1) / safe_n)[..., None], 0.0)
-    mc = np.where(ok, m - (np.where(ok, m, 0).sum(axis=-1) / safe_n)[..., None], 0.0)
+    hc, mc = _centred(h, ok, n), _centred(m, ok, n)
     cov = (hc * mc).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = cov / np.sqrt((hc * hc).sum(axis=-1) * (mc * mc).sum(axis=-1))
+        r = cov / (np.sqrt((hc * hc).sum(axis=-1)) * np.sqrt((mc * mc).sum(axis=-1)))
+    r = np.clip(r, -1.0, 1.0)
+    r = np.where(n == 2, np.round(r), r)  # exactly +-1 for two units, as scipy
     undefined = (n < 2) | _constant(h) | _constant(m)
-    return np.where(undefined, np.nan, np.clip(r, -1.0, 1.0))
+    return np.where(undefined, np.nan, r)
 
 
-def spearman_groups(human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def spearman_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """Per-group Spearman rho (average ranks for ties) over the last axis."""
     h, m = _masked(human, metric)
     if h.shape[-1] == 0:
         return np.full(h.shape[:-1], np.nan)
-    rh = scipy.stats.rankdata(h, axis=-1, nan_policy="omit")
-    rm = scipy.stats.rankdata(m, axis=-1, nan_policy="omit")
-    return pearson_groups(rh, rm)
+    rh = scipy.stats.rankdata(snap(h), axis=-1, nan_policy="omit")
+    rm = scipy.stats.rankdata(snap(m), axis=-1, nan_policy="omit")
+    return pearson_groups(human=rh, metric=rm)
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
@@ -86,9 +112,10 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return (new & ok).sum(axis=-1)
 
 
-def group_pair_counts(human: np.ndarray, metric: np.ndarray,
+def group_pair_counts(*, human: np.ndarray, metric: np.ndarray,
                       epsilon: float = 0.0) -> dict[str, np.ndarray]:
-    """Concordant/discordant/tie counts per group (arrays of shape (..., G))."""
+    """Concordant/discordant/tie counts per group (arrays of shape (..., G)) of the values
+    as given (no snapping)."""
     h, m = _masked(human, metric)
     lead, units = h.shape[:-1], h.shape[-1]
     rows_h = h.reshape(-1, units)
@@ -125,9 +152,10 @@ def _broadcast_counts(h: np.ndarray, m: np.ndarray, epsilon: float) -> dict[str,
     step = max(1, _CHUNK // iu.size)
     for start in range(0, rows, step):
         sl = slice(start, start + step)
-        dh = h[sl][:, iu] - h[sl][:, ju]
-        dm = m[sl][:, iu] - m[sl][:, ju]
-        valid = np.isfinite(dh) & np.isfinite(dm)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dh = h[sl][:, iu] - h[sl][:, ju]
+            dm = m[sl][:, iu] - m[sl][:, ju]
+        valid = ~(np.isnan(dh) | np.isnan(dm))  # a difference of huge values may be inf
         ht = valid & (dh == 0)
         mt = valid & (np.abs(dm) <= epsilon)
         untied = valid & ~ht & ~mt
@@ -140,7 +168,7 @@ def _broadcast_counts(h: np.ndarray, m: np.ndarray, epsilon: float) -> dict[str,
     return out
 
 
-def kendall_groups(human: np.ndarray, metric: np.ndarray, variant: str = "kendall",
+def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "kendall",
                    epsilon: float = 0.0) -> np.ndarray:
     """Per-group Kendall statistic: variant in kendall (tau-b), kendall-c, kendall-23,
     acc-23. `epsilon` (metric tie threshold) applies to the -23 variants only."""
@@ -149,7 +177,9 @@ def kendall_groups(human: np.ndarray, metric: np.ndarray, variant: str = "kendal
     if epsilon < 0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     eps = epsilon if variant in ("kendall-23", "acc-23") else 0.0
-    c = group_pair_counts(human, metric, eps)
+    human, metric = _masked(human, metric)
+    human, metric = snap(human), snap(metric)
+    c = group_pair_counts(human=human, metric=metric, epsilon=eps)
     con, dis = c["concordant"].astype(float), c["discordant"].astype(float)
     th, tm, tb = c["ties_human"], c["ties_metric"], c["ties_both"]
     pairs = (con + dis + th + tm + tb).astype(float)
@@ -158,8 +188,7 @@ def kendall_groups(human: np.ndarray, metric: np.ndarray, variant: str = "kendal
             denom = np.sqrt((pairs - th - tb) * (pairs - tm - tb))
             value = np.where(denom > 0, (con - dis) / np.where(denom > 0, denom, 1), np.nan)
         elif variant == "kendall-c":
-            h, m = _masked(human, metric)
-            k = np.minimum(_distinct(h), _distinct(m)).astype(float)
+            k = np.minimum(_distinct(human), _distinct(metric)).astype(float)
             n = c["units"].astype(float)
             value = np.where(k >= 2, 2 * (con - dis) / (n * n * (k - 1) / np.maximum(k, 1)),
                              np.nan)
@@ -170,19 +199,19 @@ def kendall_groups(human: np.ndarray, metric: np.ndarray, variant: str = "kendal
     return value
 
 
-def group_values(statistic: str, human: np.ndarray, metric: np.ndarray,
+def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
                  epsilon: float = 0.0) -> np.ndarray:
-    """Per-group values of a correlation statistic (see the module docstring)."""
+    """Per-group values of a correlation kernel (see the module docstring)."""
     if statistic == "pearson":
-        return pearson_groups(human, metric)
+        return pearson_groups(human=human, metric=metric)
     if statistic == "spearman":
-        return spearman_groups(human, metric)
+        return spearman_groups(human=human, metric=metric)
     if statistic in KENDALL_FAMILY:
-        return kendall_groups(human, metric, statistic, epsilon)
+        return kendall_groups(human=human, metric=metric, variant=statistic, epsilon=epsilon)
     raise ValueError(f"unknown correlation {statistic!r}; use one of {CORRELATIONS}")
 
 
-def p_value(statistic: str, human: np.ndarray, metric: np.ndarray) -> float | None:
+def p_value(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> float | None:
     """Two-sided p-value of 'no association' from scipy (pearson, spearman, kendall)."""
     h, m = _masked(np.ravel(human), np.ravel(metric))
     ok = np.isfinite(h)
@@ -190,9 +219,11 @@ def p_value(statistic: str, human: np.ndarray, metric: np.ndarray) -> float | No
     if h.size < 3 or _constant(h) or _constant(m):
         return None
     if statistic == "pearson":
+        # scipy's p depends on r only; r is scale-free, so scale exactly out of overflow.
+        h, m = (np.ldexp(x, -power_of_two_scale(x)) for x in (h, m))
         return float(scipy.stats.pearsonr(h, m).pvalue)
     if statistic == "spearman":
-        return float(scipy.stats.spearmanr(h, m).pvalue)
+        return float(scipy.stats.spearmanr(snap(h), snap(m)).pvalue)
     if statistic == "kendall":
-        return float(scipy.stats.kendalltau(h, m).pvalue)
+        return float(scipy.stats.kendalltau(snap(h), snap(m)).pvalue)
     return None

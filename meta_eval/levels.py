@@ -10,6 +10,15 @@ DESIGN.md (and mt-metrics-eval's `average_by`):
   `system`: the statistic across items within each system, averaged over systems.
   Groups where the statistic is undefined are skipped and counted.
 
+Which kernel and tie threshold a statistic uses comes from `meta_eval.statistics`.
+
+System means are exact, order-independent sums (`system_means`): each column is scaled by a
+power of two and split into two 32-bit integer limbs, summed exactly (to 2**-64 of the
+column's largest |value|, whatever the order of the items), then snapped so that means
+differing only by rounding tie (`meta_eval.pairs.snap`, relative 1e-12 of the mean of |x|).
+Bootstrap resamples of system means are the same limb sums weighted by how often each item
+was drawn (one matrix product, exact).
+
 Bootstrap CIs resample items with replacement (Deutsch et al. 2021's BOOT-INPUTS; systems
 are fixed) and report the percentile interval; they are seeded. For acc-eq the epsilon
 chosen on the full data is kept in every resample (the CI is conditional on it).
@@ -20,50 +29,144 @@ from __future__ import annotations
 import numpy as np
 
 from meta_eval.calibration import calibrate_groups
-from meta_eval.correlation import CORRELATIONS, group_values, p_value
+from meta_eval.correlation import group_values, p_value
+from meta_eval.pairs import snap
 from meta_eval.results import Result
+from meta_eval.statistics import Statistic, get
 from meta_eval.system import spa
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
-STATISTICS = (*CORRELATIONS, "acc-eq", "pairwise-accuracy", "spa")
-SYSTEM_ONLY = ("pairwise-accuracy", "spa")
 _BLOCK = 1 << 22  # matrix cells per bootstrap block
+_LIMB = 2.0 ** 32  # scores are split into two 32-bit limbs for exact sums
+EXACT_ITEMS = 1 << 21  # float sums of limbs are exact up to this many items
 
 
-def check_options(statistic: str, level: str, grouping: str) -> None:
-    """Raise ValueError for an unknown or inconsistent statistic/level/grouping."""
-    if statistic not in STATISTICS:
-        raise ValueError(f"unknown statistic {statistic!r}; use one of {', '.join(STATISTICS)}")
+def check_options(statistic: str, level: str, grouping: str) -> Statistic:
+    """The registered statistic; ValueError for an unknown or inconsistent
+    statistic/level/grouping."""
+    spec = get(statistic)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; use one of {', '.join(LEVELS)}")
     if grouping not in GROUPINGS:
         raise ValueError(f"unknown grouping {grouping!r}; use one of {', '.join(GROUPINGS)}")
     if level == "system" and grouping != "none":
         raise ValueError("system level correlates system means: use grouping 'none'")
-    if statistic in SYSTEM_ONLY and level != "system":
-        raise ValueError(f"{statistic} is a system-level statistic: use level 'system'")
+    if level not in spec.levels:
+        raise ValueError(f"{statistic} is a {'/'.join(spec.levels)}-level statistic: use level "
+                         f"{' or '.join(repr(x) for x in spec.levels)}")
+    return spec
 
 
-def system_means(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def column_exponents(x: np.ndarray) -> np.ndarray:
+    """e per column of (..., items, systems) x, with every |x| < 2**e (0 for all zeros)."""
+    return np.frexp(np.max(np.abs(x), axis=-2, initial=0.0))[1]
+
+
+def limbs(x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Finite x (0 where missing) as hi 2**(e - 32) + lo 2**(e - 64) + a remainder below
+    2**(e - 64), with hi, lo integer-valued floats below 2**32 in magnitude; e has one
+    entry per column (broadcast over the item axis). Sums of limbs are exact in any order
+    (up to EXACT_ITEMS items), and |hi|, |lo| are the limbs of |x|."""
+    t = np.ldexp(x, 32 - e[..., None, :])
+    hi = np.trunc(t)
+    t -= hi
+    t *= _LIMB
+    return hi, np.trunc(t, out=t)
+
+
+def limb_means(hi: np.ndarray, lo: np.ndarray, e: np.ndarray, count: np.ndarray
+               ) -> np.ndarray:
+    """Means from sums of limbs (`limbs`) over `count` items, rounded once; NaN where no
+    item counted."""
+    total = np.ldexp(hi, -32) + np.ldexp(lo, -64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, np.ldexp(total / count, e), np.nan)
+
+
+def _column_sum(x: np.ndarray) -> np.ndarray:
+    if x.shape[-2] < EXACT_ITEMS:
+        return x.sum(axis=-2)
+    return x.astype(np.int64).sum(axis=-2).astype(float)
+
+
+def means_and_scales(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact, order-independent means over axis -2 of x where ok, and the means of |x| (the
+    scale of each mean's rounding, for `snap`)."""
+    x = np.where(ok, x, 0.0)
+    count = ok.sum(axis=-2)
+    e = column_exponents(x)
+    hi, lo = limbs(x, e)
+    mean = limb_means(_column_sum(hi), _column_sum(lo), e, count)
+    if not (x < 0).any():
+        return mean, mean
+    scale = limb_means(_column_sum(np.abs(hi)), _column_sum(np.abs(lo)), e, count)
+    return mean, scale
+
+
+def system_means(*, human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-system means over the items where both are present.
 
-    (..., items, systems) -> (..., systems); NaN for a system with no such item.
+    (..., items, systems) -> (..., systems); NaN for a system with no such item. The sums
+    are exact to 2**-64 of the column's largest |value| and do not depend on the order of
+    the items (see `limbs`), so two systems with the same scores in any order get the same
+    mean, and huge values do not overflow.
+    """
+    human, metric = np.broadcast_arrays(np.asarray(human, float), np.asarray(metric, float))
+    ok = np.isfinite(human) & np.isfinite(metric)
+    return means_and_scales(human, ok)[0], means_and_scales(metric, ok)[0]
+
+
+def snapped_system_means(*, human: np.ndarray, metric: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """`system_means`, snapped (`meta_eval.pairs.snap`) with each mean's noise scale (the
+    mean of |x| it came from): means that differ only by rounding are one value."""
+    ok = np.isfinite(human) & np.isfinite(metric)
+    return _snapped(*means_and_scales(human, ok)), _snapped(*means_and_scales(metric, ok))
+
+
+def _snapped(means: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    return snap(means) if scales is means else snap(means, scale=scales)
+
+
+def resampled_system_means(*, human: np.ndarray, metric: np.ndarray, index: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Snapped system means of (items, systems) matrices on item resamples `index`
+    ((resamples, items) indices): -> two (resamples, systems) arrays.
+
+    A resample's limb sums are the full data's limbs weighted by how often each item was
+    drawn, one exact matrix product (every partial sum is an integer below 2**53).
     """
     ok = np.isfinite(human) & np.isfinite(metric)
-    count = ok.sum(axis=-2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        h = np.where(ok, human, 0.0).sum(axis=-2) / count
-        m = np.where(ok, metric, 0.0).sum(axis=-2) / count
-    return np.where(count > 0, h, np.nan), np.where(count > 0, m, np.nan)
+    k, n = index.shape
+    flat = (index + n * np.arange(k)[:, None]).reshape(-1)
+    counts = np.bincount(flat, minlength=k * n).reshape(k, n).astype(float)
+    count = counts @ ok.astype(float)
+    out = []
+    for x in (human, metric):
+        x = np.where(ok, x, 0.0)
+        e = column_exponents(x)
+        hi, lo = limbs(x, e)
+        mean = limb_means(counts @ hi, counts @ lo, e, count)
+        if (x < 0).any():
+            scale = limb_means(counts @ np.abs(hi), counts @ np.abs(lo), e, count)
+            out.append(snap(mean, scale=scale))
+        else:
+            out.append(snap(mean))
+    return out[0], out[1]
 
 
-def arrange(human: np.ndarray, metric: np.ndarray, level: str,
+def arrange(*, human: np.ndarray, metric: np.ndarray, level: str,
             grouping: str) -> tuple[np.ndarray, np.ndarray]:
-    """(..., items, systems) matrices -> padded (..., groups, units) arrays for the kernels."""
+    """(..., items, systems) matrices -> padded (..., groups, units) arrays for the kernels.
+
+    At system level the units are the system means, snapped (`meta_eval.pairs.snap`) with
+    each mean's noise scale, the mean of |x| it was computed from: means that differ only by
+    rounding are one value, also for means near zero.
+    """
     human, metric = np.broadcast_arrays(np.asarray(human, float), np.asarray(metric, float))
     if level == "system":
-        h, m = system_means(human, metric)
+        h, m = snapped_system_means(human=human, metric=metric)
         return h[..., None, :], m[..., None, :]
     if grouping == "none":
         lead = human.shape[:-2]
@@ -71,6 +174,25 @@ def arrange(human: np.ndarray, metric: np.ndarray, level: str,
     if grouping == "item":
         return human, metric
     return np.swapaxes(human, -1, -2), np.swapaxes(metric, -1, -2)
+
+
+def average_groups(values: np.ndarray, grouped: bool) -> np.ndarray:
+    """(..., groups) statistic values -> (...,): the mean of the defined groups when
+    grouped, else the single group's value."""
+    if not grouped:
+        return values[..., 0]
+    defined = np.isfinite(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(defined, values, 0.0).sum(axis=-1) / defined.sum(axis=-1)
+
+
+def kernel_epsilon(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
+                   epsilon: float) -> float:
+    """The tie threshold `spec`'s kernel gets on arranged (groups, units) arrays: the given
+    one, 0, or the one calibrated on these arrays."""
+    if spec.epsilon == "calibrated":
+        return calibrate_groups(human=human, metric=metric).epsilon
+    return spec.tie_threshold(epsilon)
 
 
 def _units(h: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -94,11 +216,13 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
              permutations: int = 1000) -> Result:
     """`statistic` of `metric` against `human` ((items, systems) matrices) at a level.
 
-    `epsilon` is the metric tie threshold of kendall-23/acc-23 (acc-eq chooses its own and
-    reports it); `permutations` is SPA's number of resamples. With `bootstrap` > 0 the
-    result carries a percentile CI at level `ci` over that many item resamples.
+    `statistic` is a name in `meta_eval.STATISTICS`; its entry decides the kernel and the
+    tie threshold: `epsilon` for kendall-23/acc-23, 0 for pairwise-accuracy, calibrated
+    (and reported) for acc-eq. `permutations` is SPA's number of resamples. With
+    `bootstrap` > 0 the result carries a percentile CI at level `ci` over that many item
+    resamples. A (1, systems) matrix at system level is one score per system, used as is.
     """
-    check_options(statistic, level, grouping)
+    spec = check_options(statistic, level, grouping)
     human = np.asarray(human, dtype=float)
     metric = np.asarray(metric, dtype=float)
     if human.shape != metric.shape or human.ndim != 2:
@@ -107,76 +231,79 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         raise ValueError(f"ci must be in (0, 1), got {ci}")
     grouped = level == "segment" and grouping != "none"
 
-    chosen = epsilon if statistic in ("kendall-23", "acc-23") else None
-    if statistic == "spa":
+    eps = spec.tie_threshold(epsilon)
+    p = None
+    if spec.kernel == "spa":
         result = spa(human=human, metric=metric, permutations=permutations, seed=seed)
         value, n, skipped = result.value, result.n, result.skipped
     else:
-        kernel, eps = statistic, epsilon
-        if statistic == "pairwise-accuracy":
-            kernel, eps = "acc-23", 0.0
-        h, m = arrange(human, metric, level, grouping)
-        if statistic == "acc-eq":
+        h, m = arrange(human=human, metric=metric, level=level, grouping=grouping)
+        if spec.epsilon == "calibrated":
+            # The search already counted acc-23 at the epsilon it chose.
             calibration = calibrate_groups(human=h, metric=m)
-            chosen, value = calibration.epsilon, calibration.value
-            defined = calibration.groups
-            skipped = h.shape[-2] - defined
-            n = defined if grouped else (int(_units(h, m)[0]) if defined else 0)
+            eps, value = calibration.epsilon, calibration.value
+            skipped = h.shape[-2] - calibration.groups
+            n = calibration.groups if grouped else (int(_units(h, m)[0])
+                                                    if calibration.groups else 0)
         else:
-            values = group_values(kernel, h, m, eps)
+            values = group_values(spec.kernel, human=h, metric=m, epsilon=eps)
             value, n, skipped = _summarise(values, _units(h, m), grouped)
+        if not grouped and spec.scipy_p_value:
+            p = p_value(spec.kernel, human=h, metric=m)
 
     low = high = None
     if bootstrap > 0 and np.isfinite(value):
         samples = bootstrap_values(statistic, human=human, metric=metric, level=level,
-                                   grouping=grouping,
-                                   epsilon=epsilon if chosen is None else chosen,
-                                   resamples=bootstrap, seed=seed, permutations=permutations)
+                                   grouping=grouping, epsilon=eps, resamples=bootstrap,
+                                   seed=seed, permutations=permutations)
         samples = samples[np.isfinite(samples)]
         if samples.size:
             alpha = (1 - ci) / 2
             low, high = (float(x) for x in np.quantile(samples, [alpha, 1 - alpha]))
-    p = None
-    if not grouped and statistic in ("pearson", "spearman", "kendall"):
-        h, m = arrange(human, metric, level, grouping)
-        p = p_value(statistic, h, m)
     return Result(statistic, value, n=n, skipped=skipped, level=level, grouping=grouping,
-                  ci_low=low, ci_high=high, p_value=p, epsilon=chosen)
+                  ci_low=low, ci_high=high, p_value=p,
+                  epsilon=eps if spec.reports_epsilon() else None)
 
 
 def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
-                     grouping: str, epsilon: float, resamples: int, seed: int = 0,
-                     permutations: int = 1000) -> np.ndarray:
-    """The statistic on `resamples` item resamples (with replacement), seeded."""
-    rng = np.random.default_rng(seed)
+                     grouping: str, epsilon: float | None = None, resamples: int = 1000,
+                     seed: int = 0, permutations: int = 1000,
+                     index: np.ndarray | None = None) -> np.ndarray:
+    """The statistic on `resamples` item resamples (with replacement), seeded.
+
+    `index` ((resamples, items) item indices) replaces the seeded draw. `epsilon`: the tie
+    threshold of a statistic that takes one; for acc-eq the threshold to keep (the CI is
+    conditional on it), calibrated on the full data when None.
+    """
+    spec = check_options(statistic, level, grouping)
+    human = np.asarray(human, dtype=float)
+    metric = np.asarray(metric, dtype=float)
     n_items = human.shape[0]
-    index = rng.integers(0, n_items, size=(resamples, n_items))
-    kernel, eps = statistic, epsilon
-    if statistic in ("pairwise-accuracy", "acc-eq"):
-        kernel = "acc-23"
-        eps = 0.0 if statistic == "pairwise-accuracy" else epsilon
-    if statistic == "spa":
+    if index is None:
+        index = np.random.default_rng(seed).integers(0, n_items, size=(resamples, n_items))
+    index = np.asarray(index)
+    if spec.kernel == "spa":
         return np.array([spa(human=human[ix], metric=metric[ix], permutations=permutations,
                              seed=seed).value for ix in index])
+    if epsilon is None:
+        h, m = arrange(human=human, metric=metric, level=level, grouping=grouping)
+        eps = kernel_epsilon(spec, human=h, metric=m, epsilon=0.0)
+    else:
+        eps = spec.tie_threshold(epsilon)
+    grouped = level == "segment" and grouping != "none"
     if level == "segment" and grouping == "item":
         # Items are the groups: resampling items resamples the per-item values.
-        values = group_values(kernel, human, metric, eps)
-        defined = np.isfinite(values)
-        picked = defined[index]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(picked, values[index], 0.0).sum(axis=1) / picked.sum(axis=1)
-    out = np.empty(resamples)
-    block = max(1, _BLOCK // human.size)
-    grouped = level == "segment" and grouping != "none"
-    for start in range(0, resamples, block):
+        values = group_values(spec.kernel, human=human, metric=metric, epsilon=eps)
+        return average_groups(values[index], grouped=True)
+    out = np.empty(index.shape[0])
+    block = max(1, _BLOCK // max(human.size, 1))
+    for start in range(0, index.shape[0], block):
         ix = index[start:start + block]
-        h, m = arrange(human[ix], metric[ix], level, grouping)
-        values = group_values(kernel, h, m, eps)  # (block, groups)
-        if grouped:
-            defined = np.isfinite(values)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[start:start + len(ix)] = (np.where(defined, values, 0.0).sum(axis=-1)
-                                              / defined.sum(axis=-1))
+        if level == "system" and n_items < EXACT_ITEMS:
+            h, m = resampled_system_means(human=human, metric=metric, index=ix)
+            h, m = h[:, None, :], m[:, None, :]
         else:
-            out[start:start + len(ix)] = values[:, 0]
+            h, m = arrange(human=human[ix], metric=metric[ix], level=level, grouping=grouping)
+        values = group_values(spec.kernel, human=h, metric=m, epsilon=eps)  # (block, groups)
+        out[start:start + len(ix)] = average_groups(values, grouped)
     return out

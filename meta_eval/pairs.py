@@ -10,6 +10,21 @@ For units i < j of one group, with human scores h and metric scores m, a pair is
 which are the sufficient statistics of every Kendall variant (Deutsch et al. 2023, "Ties
 Matter", Sec. 3; mt-metrics-eval `tau_optimization.TauSufficientStats`). The tie rule
 `|m_i - m_j| <= epsilon` is mt-metrics-eval's (`PairwiseDiffs`, `tau_optimization`).
+`pair_counts` and `SortedUnits` count the values exactly as given.
+
+Ties after arithmetic (`snap`): values that differ only by floating-point noise are one
+value. A system mean is a sum of many scores, and two means that are equal in exact
+arithmetic (231.33/96 from two different multisets of thirds) come out a few ulps apart, so
+a rank statistic would see no tie. Every rank statistic (spearman, the Kendall family,
+acc-eq's epsilon search, the pair-outcome permutation test) therefore snaps its inputs
+first: along each group's sorted values, neighbours a < b with
+
+    b - a <= rtol * max(s_a, s_b),    rtol = TIE_RTOL = 1e-12,
+
+are joined (s: the magnitude that bounds a value's rounding error, |value| unless given,
+e.g. the mean of |x| for a mean of x), and every chain of joined values takes the value of
+its member of largest magnitude. The result depends only on each group's multiset of
+values, never on their order, and snapping twice changes nothing.
 
 Nothing here enumerates pairs. Units are sorted by (group, m); then for unit i the units
 j > i tied with it in the metric form one run (i, U_i) of positions, found by bisection on
@@ -29,7 +44,56 @@ from dataclasses import dataclass
 import numpy as np
 
 IntArray = np.ndarray
+TIE_RTOL = 1e-12  # values closer than this (relative) are one value: see `snap`
 _TABLE_LIMIT = 1 << 23  # entries of the prefix-count tables (int32)
+
+
+def snap(values: np.ndarray, *, scale: np.ndarray | None = None,
+         groups: np.ndarray | None = None, rtol: float = TIE_RTOL) -> np.ndarray:
+    """`values` with floating-point near-ties made exact ties (see the module docstring).
+
+    Each row along the last axis is one group; with `groups` (1-D `values` only) the groups
+    are its labels. `scale` (same shape as `values`, >= |value|) bounds each value's rounding
+    error; default |value|. NaN stays NaN and joins nothing.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        return x
+    sc = np.abs(x) if scale is None else np.broadcast_to(np.asarray(scale, dtype=float),
+                                                         x.shape)
+    if groups is not None:
+        if x.ndim != 1:
+            raise ValueError("snap with groups takes 1-D values")
+        gid = np.asarray(groups).reshape(-1)
+        keys = (x, gid) if scale is None else (sc, x, gid)
+        order = np.lexsort(keys)
+        same = gid[order][1:] == gid[order][:-1]
+    else:
+        units = x.shape[-1]
+        rows = x.reshape(-1, units)
+        if scale is None:
+            order = np.argsort(rows, axis=-1, kind="stable")
+        else:
+            order = np.lexsort((sc.reshape(-1, units), rows), axis=-1)
+        order = (order + units * np.arange(rows.shape[0])[:, None]).reshape(-1)
+        same = (np.arange(1, order.size) % units) != 0
+    flat, flat_scale = x.reshape(-1), sc.reshape(-1)
+    s, s_scale = flat[order], flat_scale[order]
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = s[1:] - s[:-1]
+        join = same & (gap <= rtol * np.maximum(s_scale[1:], s_scale[:-1]))
+    if not (join & (gap != 0)).any():
+        return x  # exact ties only: nothing to change
+    n = s.size
+    index = np.arange(n)
+    first = np.maximum.accumulate(np.where(np.r_[True, ~join], index, 0))
+    last = np.minimum.accumulate(np.where(np.r_[~join, True], index, n)[::-1])[::-1]
+    # The end of the chain farthest from zero (its negative end if the chain crosses zero,
+    # which only scales larger than |value| allow).
+    rep = np.where(s[first] < 0, s[first], s[last])
+    out = np.empty(n)
+    out[order] = rep
+    return out.reshape(x.shape)
 
 
 @dataclass(frozen=True)
@@ -139,6 +203,10 @@ class SortedUnits:
         m_j <= m_i + epsilon finds the boundary; the few places where rounding of that sum
         disagrees with the computed difference m_j - m_i are settled by bisection.
         """
+        with np.errstate(over="ignore"):  # huge scores: an inf difference still compares
+            return self._upper(epsilon)
+
+    def _upper(self, epsilon: float | np.ndarray) -> IntArray:
         eps = np.asarray(epsilon, dtype=float)
         shape = (*eps.shape, self.n)
         start = self.pos + 1 if self.first_greater is None else self.first_greater

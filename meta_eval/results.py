@@ -51,6 +51,8 @@ class Comparison:
 
     `p_value` is one-sided. `resamples` is how many permutations were drawn (fewer than asked
     when early stopping decided the test; 0 for closed-form tests such as Williams').
+    `p_value_early` is True when early stopping decided the test: p_value is then the
+    estimate from `resamples` draws, decided on the side of alpha it lies on.
     """
 
     statistic: str
@@ -61,6 +63,7 @@ class Comparison:
     p_value: float
     n: int
     resamples: int = 0
+    p_value_early: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: _clean(v) for k, v in asdict(self).items()}
@@ -79,13 +82,15 @@ class RankedMetric:
 class Ranking:
     """Metrics sorted by the statistic, with their clusters and every test that was run.
 
-    `p_values[(a, b)]` is the one-sided p-value for "a is better than b".
+    `p_values[(a, b)]` is the one-sided p-value for "a is better than b"; `tests[(a, b)]` is
+    that whole test (its Comparison, e.g. whether early stopping decided it).
     """
 
     metrics: list[RankedMetric]
     p_values: dict[tuple[str, str], float]
     alpha: float
     method: str
+    tests: dict[tuple[str, str], Comparison] = field(default_factory=dict)
 
     def cluster_of(self, metric: str) -> int:
         return next(m.cluster for m in self.metrics if m.metric == metric)

@@ -8,15 +8,28 @@ permutation (PERM-BOTH, Deutsch et al. 2021, "A Statistical Analysis of Summariz
 
         p = #{resamples: stat(A') - stat(B') >= stat(A) - stat(B)} / resamples.
 
-    For the tie-aware statistics (kendall-23, acc-23, acc-eq) a unit swap would mix two
-    metrics' tie thresholds, so pair outcomes are swapped instead (mt-metrics-eval
-    `PairwisePermutationSigDiff`), each metric keeping its own epsilon (acc-eq: calibrated
-    per metric). Only pairs where A and B disagree move the difference, and each moves it by
-    the same amount within a group, so the null distribution is a weighted sum of one
-    centred binomial per group: with equal group weights (no grouping, or groups of equal
-    size) the p-value is the exact binomial tail; otherwise the binomials are sampled.
+    Which statistics swap units and which swap pair outcomes is the `swaps` field of
+    `meta_eval.statistics`. For the tie-aware statistics (kendall-23, acc-23, acc-eq) a
+    unit swap would mix two metrics' tie thresholds, so pair outcomes are swapped instead
+    (mt-metrics-eval `PairwisePermutationSigDiff`), each metric keeping its own epsilon
+    (acc-eq: calibrated per metric). Only pairs where A and B disagree move the
+    difference, and each moves it by the same amount within a group, so the null
+    distribution is a weighted sum of one centred binomial per group: with equal group
+    weights (no grouping, or groups of equal size) the p-value is the exact binomial tail;
+    otherwise the binomials are sampled.
 
-    Early stopping (as WMT): after every `block` resamples, stop if p < 0.02 or p > 0.5.
+    Early stopping follows the test's level `alpha`: after every `block` resamples, with
+    `hits` of `done` resamples at least as extreme, stop when the Clopper-Pearson interval
+    for p at confidence 0.99 (EARLY_CONFIDENCE),
+
+        [Beta^-1(0.005; hits, done - hits + 1), Beta^-1(0.995; hits + 1, done - hits)],
+
+    lies entirely below or entirely above `alpha`: p <= alpha is then decided, and
+    Comparison.p_value_early says the reported p = hits / done came from fewer resamples.
+
+    Pearson's unit swaps are computed from sufficient statistics, on each group's centred
+    scores (see `_PearsonSwaps`), so the variance of a hybrid is not a difference of two
+    large sums.
 
 williams (Williams 1959; Steiger 1980; recommended for MT by Graham and Baldwin 2014): for
     dependent Pearson correlations r_ha, r_hb sharing the human side, with r_ab between the
@@ -42,16 +55,28 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import scipy.stats
 
-from meta_eval.calibration import calibrate_groups
-from meta_eval.correlation import group_values
-from meta_eval.levels import arrange, check_options, evaluate
+from meta_eval.correlation import group_values, power_of_two_scale
+from meta_eval.levels import (
+    EXACT_ITEMS,
+    arrange,
+    average_groups,
+    check_options,
+    column_exponents,
+    evaluate,
+    kernel_epsilon,
+    limb_means,
+    limbs,
+    snapped_system_means,
+)
+from meta_eval.pairs import snap
 from meta_eval.results import Comparison, RankedMetric, Ranking
+from meta_eval.statistics import Statistic
 from meta_eval.system import spa
 
-PAIR_STATISTICS = ("kendall-23", "acc-23", "acc-eq")
-EARLY_MIN, EARLY_MAX = 0.02, 0.5
+EARLY_CONFIDENCE = 0.99  # confidence of the interval for p that early stopping uses
 _CELLS = 1 << 22  # matrix cells per permutation block
 _PAIRS = 1 << 21  # pairs per outcome chunk
+_SWAP_CELLS = 1 << 19  # swap cells per float copy in the Pearson fast path
 
 
 def _common(human: np.ndarray, a: np.ndarray, b: np.ndarray
@@ -62,48 +87,60 @@ def _common(human: np.ndarray, a: np.ndarray, b: np.ndarray
 
 
 def _zscore(x: np.ndarray) -> np.ndarray:
+    """(x - mean) / sd over the finite entries, scaled exactly by a power of two first so
+    that huge or tiny scores neither overflow nor underflow."""
     ok = np.isfinite(x)
     if ok.sum() < 2:
         return x
+    x = np.ldexp(x, -power_of_two_scale(np.where(ok, x, 0.0), axis=None))
     sd = x[ok].std()
     return (x - x[ok].mean()) / sd if sd > 0 else x - x[ok].mean()
 
 
-def _batch(statistic: str, human: np.ndarray, metric: np.ndarray, level: str, grouping: str,
-           epsilon: float, permutations: int, seed: int) -> np.ndarray:
+def early_decision(hits: int, done: int, alpha: float,
+                   confidence: float = EARLY_CONFIDENCE) -> bool:
+    """Whether the Clopper-Pearson interval at `confidence` for p = hits / done excludes
+    `alpha` (so more resamples would not change whether p <= alpha)."""
+    tail = (1 - confidence) / 2
+    lower = float(scipy.stats.beta.ppf(tail, hits, done - hits + 1)) if hits > 0 else 0.0
+    upper = float(scipy.stats.beta.ppf(1 - tail, hits + 1, done - hits)) if hits < done else 1.0
+    return upper < alpha or lower > alpha
+
+
+def _batch(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
+           grouping: str, epsilon: float, permutations: int, seed: int) -> np.ndarray:
     """Statistic per leading index of metric (k, items, systems) -> (k,)."""
-    if statistic == "spa":
+    spec = check_options(statistic, level, grouping)
+    if spec.kernel == "spa":
         return np.array([spa(human=human, metric=m, permutations=permutations,
                              seed=seed).value for m in metric])
-    kernel = "acc-23" if statistic == "pairwise-accuracy" else statistic
-    h, m = arrange(human, metric, level, grouping)
-    values = group_values(kernel, h, m, epsilon)
-    if level == "segment" and grouping != "none":
-        defined = np.isfinite(values)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(defined, values, 0.0).sum(axis=-1) / defined.sum(axis=-1)
-    return values[..., 0]
+    h, m = arrange(human=human, metric=metric, level=level, grouping=grouping)
+    values = group_values(spec.kernel, human=h, metric=m, epsilon=spec.tie_threshold(epsilon))
+    return average_groups(values, level == "segment" and grouping != "none")
 
 
 def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
                      metric_b: np.ndarray, level: str = "segment", grouping: str = "none",
                      epsilon: float = 0.0, resamples: int = 1000, seed: int = 0,
-                     block: int = 200, early_stop: bool = True,
+                     block: int = 200, early_stop: bool = True, alpha: float = 0.05,
                      permutations: int = 1000) -> Comparison:
     """Paired permutation test of H1: statistic(metric_a) > statistic(metric_b).
 
-    Matrices are (items, systems); only units scored by all three are used. See the module
-    docstring for the resampling scheme and early stopping.
+    Matrices are (items, systems); only units scored by all three are used. `alpha` is the
+    level the p-value will be compared with; early stopping stops only once that comparison
+    is decided. See the module docstring for the resampling scheme and early stopping.
     """
-    check_options(statistic, level, grouping)
+    spec = check_options(statistic, level, grouping)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     human, a, b = _common(*(np.asarray(x, dtype=float) for x in (human, metric_a, metric_b)))
-    if statistic in PAIR_STATISTICS:
-        return _pair_test(statistic, human, a, b, level, grouping, epsilon, resamples, seed)
+    if spec.swaps == "pairs":
+        return _pair_test(spec, human, a, b, level, grouping, epsilon, resamples, seed)
     za, zb = _zscore(a), _zscore(b)
-    value_a = evaluate(statistic, human=human, metric=a, level=level, grouping=grouping,
-                       permutations=permutations, seed=seed).value
-    value_b = evaluate(statistic, human=human, metric=b, level=level, grouping=grouping,
-                       permutations=permutations, seed=seed).value
+    common = {"level": level, "grouping": grouping, "epsilon": epsilon,
+              "permutations": permutations, "seed": seed}
+    value_a = evaluate(statistic, human=human, metric=a, **common).value
+    value_b = evaluate(statistic, human=human, metric=b, **common).value
     observed = value_a - value_b
     n_units = int(np.isfinite(human).sum())
     if not np.isfinite(observed):
@@ -112,29 +149,38 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
     rng = np.random.default_rng(seed)
     step = max(1, min(block, _CELLS // max(human.size, 1)))
     done = hits = 0
+    next_look = block
+    early = False
     tol = 1e-9 * max(1.0, abs(observed))
-    fast = None
-    if statistic == "pearson" and level == "segment":
-        fast = _PearsonSwaps(*arrange(human, za, level, grouping),
-                             arrange(human, zb, level, grouping)[1], grouping != "none")
+    fast = system = None
+    if spec.kernel == "pearson" and level == "segment":
+        h, ma = arrange(human=human, metric=za, level=level, grouping=grouping)
+        _, mb = arrange(human=human, metric=zb, level=level, grouping=grouping)
+        fast = _PearsonSwaps(h, ma, mb, grouping != "none")
+    elif level == "system" and spec.kernel != "spa" and human.shape[0] < EXACT_ITEMS // 2:
+        system = _SystemSwaps(human, za, zb)
+        eps = spec.tie_threshold(epsilon)
     while done < resamples:
         k = min(step, resamples - done)
         swap = random_swaps(rng, (k, *human.shape))
         if fast is not None:
             ra, rb = fast(_group_layout(swap, grouping))
+        elif system is not None:
+            h, ma, mb = system(swap)
+            ra = group_values(spec.kernel, human=h, metric=ma, epsilon=eps)[:, 0]
+            rb = group_values(spec.kernel, human=h, metric=mb, epsilon=eps)[:, 0]
         else:
-            ra = _batch(statistic, human, np.where(swap, zb, za), level, grouping, epsilon,
-                        permutations, seed)
-            rb = _batch(statistic, human, np.where(swap, za, zb), level, grouping, epsilon,
-                        permutations, seed)
+            ra = _batch(statistic, human=human, metric=np.where(swap, zb, za), **common)
+            rb = _batch(statistic, human=human, metric=np.where(swap, za, zb), **common)
         hits += int((ra - rb >= observed - tol).sum())
         done += k
-        if early_stop and done % block == 0 and done < resamples:
-            p = hits / done
-            if p < EARLY_MIN or p > EARLY_MAX:
+        if early_stop and done >= next_look and done < resamples:
+            next_look += block
+            if early_decision(hits, done, alpha):
+                early = True
                 break
     return Comparison(statistic, "permutation", value_a, value_b, observed, hits / done,
-                      n_units, done)
+                      n_units, done, p_value_early=early)
 
 
 def _group_layout(x: np.ndarray, grouping: str) -> np.ndarray:
@@ -151,52 +197,143 @@ def random_swaps(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray
     return bits[:size].reshape(shape).view(bool)
 
 
+def swap_dots(swaps: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """(V, k, groups) dot products of k swap patterns (k, groups, units) with per-group
+    vectors (groups, units, V): batched matrix products over a float copy of a few patterns
+    at a time (exact where every partial sum is an integer below 2**53)."""
+    n_swaps, n_groups, units = swaps.shape
+    out = np.empty((vectors.shape[-1], n_swaps, n_groups))
+    step = max(1, _SWAP_CELLS // max(n_groups * units, 1))
+    buffer = np.empty((min(step, n_swaps), n_groups, units))
+    for start in range(0, n_swaps, step):
+        part = swaps[start:start + step]
+        chunk = buffer[:part.shape[0]]
+        np.copyto(chunk, part)
+        np.matmul(chunk.transpose(1, 0, 2), vectors,
+                  out=out[:, start:start + step].transpose(2, 1, 0))
+    return out
+
+
+class _SystemSwaps:
+    """System means of both hybrids for many unit-swap patterns at once, exactly.
+
+    With one power-of-two exponent per system for both metrics, each score is two integer
+    limbs (`meta_eval.levels.limbs`); a hybrid's limb sums are A's plus s.(limbs of B - limbs
+    of A), so its mean is exactly what `system_means` gives the hybrid itself (up to the
+    shared exponent), at the cost of dot products. Means are snapped with their scales.
+    """
+
+    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray):
+        ok = np.isfinite(human) & np.isfinite(a) & np.isfinite(b)
+        self.count = ok.sum(axis=0).astype(float)
+        self.human = snapped_system_means(human=human, metric=a)[0]
+        a, b = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
+        self.e = column_exponents(np.maximum(np.abs(a), np.abs(b)))
+        parts_a = limbs(a, self.e)
+        parts_b = limbs(b, self.e)
+        parts_a = (*parts_a, np.abs(parts_a[0]), np.abs(parts_a[1]))
+        parts_b = (*parts_b, np.abs(parts_b[0]), np.abs(parts_b[1]))
+        self.sums_a = np.stack([x.sum(axis=0) for x in parts_a])[:, None, :]  # (4, 1, systems)
+        self.sums_b = np.stack([x.sum(axis=0) for x in parts_b])[:, None, :]
+        diff = np.stack([y - x for x, y in zip(parts_a, parts_b, strict=True)], axis=-1)
+        self.vectors = np.ascontiguousarray(diff.transpose(1, 0, 2))  # (systems, items, 4)
+
+    def _means(self, sums: np.ndarray) -> np.ndarray:
+        mean = limb_means(sums[0], sums[1], self.e, self.count)
+        scale = limb_means(sums[2], sums[3], self.e, self.count)
+        return snap(mean, scale=scale)[:, None, :]
+
+    def __call__(self, swaps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(k, items, systems) swaps -> human, hybrid A', hybrid B' as (k, 1, systems)."""
+        moved = swap_dots(swaps.transpose(0, 2, 1), self.vectors)  # (4, k, systems)
+        human = np.broadcast_to(self.human, (swaps.shape[0], 1, self.human.size))
+        return human, self._means(self.sums_a + moved), self._means(self.sums_b - moved)
+
+
 class _PearsonSwaps:
     """Pearson r of both hybrids for many swap patterns at once, by sufficient statistics.
 
-    With d = b - a, the hybrid a' = a + s d (s in {0, 1} per unit) has
-    sum a' = sum a + s.d, sum a'^2 = sum a^2 + s.(b^2 - a^2), sum h_c a' = sum h_c a + s.(h_c d)
-    (h_c: human centred per group), and b' = a + b - a'; three dot products per group and
-    resample replace recomputing the correlation.
+    Per group (n units), with a, b centred by their own means (a_c, b_c), D = mean b - mean a,
+    e = b_c - a_c, and a swap pattern s in {0, 1} (k = sum s): the hybrid a' takes b where
+    s = 1, and its sum of squared deviations is
+
+        S(a') = S(a) + s.(b_c^2 - a_c^2) - (s.e)^2/n + 2 D (s.b_c - k (s.e)/n) + D^2 k(n - k)/n
+
+    and S(b') = S(b) - s.(b_c^2 - a_c^2) - (s.e)^2/n - 2 D (s.a_c + k (s.e)/n)
+    + D^2 k(n - k)/n; with h_c the centred human scores, h_c.a' = h_c.a_c + s.(h_c (b - a)) and
+    h_c.b' = h_c.b_c - s.(h_c (b - a)). Five dot products per group and resample replace
+    recomputing the correlation, and nothing large is subtracted from anything large (a
+    group swapped whole is the other metric, taken as such). A hybrid whose S is below
+    1e-12 (S(a) + S(b) + n D^2), a bound on its terms, is taken as constant, except where
+    S is exact (nothing or everything swapped in the group).
     """
 
     def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray, grouped: bool):
         ok = np.isfinite(human) & np.isfinite(a) & np.isfinite(b)
         self.grouped = grouped
-        self.n = ok.sum(axis=-1)
+        self.n = ok.sum(axis=-1).astype(float)
+        count = np.maximum(self.n, 1)[:, None]
+
+        def centred(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # Two passes: the second removes the rounding error of the first mean, so that
+            # the centred scores sum to zero to their own precision, not to that of x.
+            mean = x.sum(axis=-1, keepdims=True) / count
+            c = np.where(ok, x - mean, 0.0)
+            shift = c.sum(axis=-1, keepdims=True) / count
+            return np.where(ok, c - shift, 0.0), (mean + shift)[:, 0]
+
         h = np.where(ok, human, 0.0)
-        hc = np.where(ok, human - h.sum(axis=-1, keepdims=True) / np.maximum(self.n, 1)[:, None],
-                      0.0)
+        h = np.ldexp(h, -power_of_two_scale(h))
+        hc, _ = centred(h)
         a, b = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
-        self.var_h = (hc * hc).sum(axis=-1)
-        self.sums = (a.sum(-1), b.sum(-1), (a * a).sum(-1), (b * b).sum(-1),
-                     (hc * a).sum(-1), (hc * b).sum(-1))
-        d = b - a
-        self.vectors = (d, b * b - a * a, hc * d)
+        e = power_of_two_scale(np.maximum(np.abs(a), np.abs(b)))  # one exact scale for both
+        a, b = np.ldexp(a, -e), np.ldexp(b, -e)
+        ac, mean_a = centred(a)
+        bc, mean_b = centred(b)
+        ec = bc - ac
+        d = mean_b - mean_a
+        self.count = count[:, 0]
+        self.two_d = 2 * d
+        self.d_sq_n = d * d / self.count
+        self.sd_h = np.sqrt((hc * hc).sum(axis=-1))
+        self.pairs_only = self.n == 2
+        self.base = ((ac * ac).sum(-1), (bc * bc).sum(-1), (hc * ac).sum(-1),
+                     (hc * bc).sum(-1))
+        # Every term of S(a'), S(b') is at most a small multiple of this; an S below 1e-12
+        # of it is rounding noise.
+        self.noise = 1e-12 * (self.base[0] + self.base[1] + self.n * d * d)
+        self.vectors = np.stack([ok.astype(float), ec, bc * bc - ac * ac, ac,
+                                 hc * (b - a)], axis=-1)  # (groups, units, 5)
         with np.errstate(invalid="ignore"):
             self.live = (self.n >= 2) & ~(np.fmax.reduce(np.where(ok, human, np.nan), -1)
                                           <= np.fmin.reduce(np.where(ok, human, np.nan), -1))
 
-    def _r(self, total: np.ndarray, squares: np.ndarray, cov: np.ndarray) -> np.ndarray:
-        var = squares - total * total / np.maximum(self.n, 1)
+    def _r(self, spread: np.ndarray, cov: np.ndarray, exact: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = cov / np.sqrt(self.var_h * var)
-        defined = self.live & (var > 1e-12 * np.maximum(squares, 1e-300))
-        return np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
-
-    def _reduce(self, r: np.ndarray) -> np.ndarray:
-        if not self.grouped:
-            return r[..., 0]
-        defined = np.isfinite(r)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(defined, r, 0.0).sum(axis=-1) / defined.sum(axis=-1)
+            r = cov / (self.sd_h * np.sqrt(spread))
+        np.clip(r, -1.0, 1.0, out=r)
+        if self.pairs_only.any():
+            r = np.where(self.pairs_only, np.round(r), r)
+        defined = self.live & (spread > np.where(exact, 0.0, self.noise))
+        return np.where(defined, r, np.nan)
 
     def __call__(self, swaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        s_d, s_sq, s_cov = (np.einsum("kgu,gu->kg", swaps, v) for v in self.vectors)
-        sum_a, sum_b, sq_a, sq_b, cov_a, cov_b = self.sums
-        ra = self._r(sum_a + s_d, sq_a + s_sq, cov_a + s_cov)
-        rb = self._r(sum_b - s_d, sq_b - s_sq, cov_b - s_cov)
-        return self._reduce(ra), self._reduce(rb)
+        k, s_e, s_q, s_a, s_h = swap_dots(swaps, self.vectors)
+        sq_a, sq_b, cov_a, cov_b = self.base
+        shift = s_e / self.count  # (s.e)/n
+        common = s_e * shift - self.d_sq_n * k * (self.n - k)
+        ks = k * shift
+        spread_a = sq_a + s_q - common + self.two_d * (s_a + s_e - ks)
+        spread_b = sq_b - s_q - common - self.two_d * (s_a + ks)
+        # A group swapped whole is the other metric exactly (D h_c.1 would not cancel);
+        # swapped whole or not at all, S is exact and only 0 means constant.
+        whole = k == self.n
+        exact = whole | (k == 0)
+        ra = self._r(np.where(whole, sq_b, spread_a), np.where(whole, cov_b, cov_a + s_h),
+                     exact)
+        rb = self._r(np.where(whole, sq_a, spread_b), np.where(whole, cov_a, cov_b - s_h),
+                     exact)
+        return average_groups(ra, self.grouped), average_groups(rb, self.grouped)
 
 
 def _correct(dh: np.ndarray, dm: np.ndarray, eps: float) -> np.ndarray:
@@ -206,11 +343,15 @@ def _correct(dh: np.ndarray, dm: np.ndarray, eps: float) -> np.ndarray:
     return (ht & mt) | (~ht & ~mt & ((dh > 0) == (dm > 0)))
 
 
-def pair_disagreements(human: np.ndarray, metric_a: np.ndarray, metric_b: np.ndarray,
+def pair_disagreements(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.ndarray,
                        eps_a: float, eps_b: float) -> tuple[np.ndarray, np.ndarray,
                                                             np.ndarray]:
-    """Per group of padded (G, U) arrays: pairs where only A is right, only B is right, and
-    all pairs. Pairs are enumerated in chunks (memory O(chunk), time O(pairs))."""
+    """Per group of padded (G, U) arrays: pairs where only A is right (acc-23 outcome with
+    A's tie threshold `eps_a`), only B is right, and all pairs. Values are snapped first
+    (`meta_eval.pairs.snap`), as the statistics snap them. Pairs are enumerated in chunks
+    (memory O(chunk), time O(pairs))."""
+    human, metric_a, metric_b = (snap(np.asarray(x, dtype=float))
+                                 for x in (human, metric_a, metric_b))
     n_groups, units = human.shape
     only_a = np.zeros(n_groups, dtype=np.int64)
     only_b = np.zeros(n_groups, dtype=np.int64)
@@ -221,8 +362,9 @@ def pair_disagreements(human: np.ndarray, metric_a: np.ndarray, metric_b: np.nda
         for start in range(0, n_groups, step):
             sl = slice(start, start + step)
             h, ma, mb = human[sl], metric_a[sl], metric_b[sl]
-            dh, da, db = (x[:, iu] - x[:, ju] for x in (h, ma, mb))
-            ok = np.isfinite(dh) & np.isfinite(da) & np.isfinite(db)
+            with np.errstate(over="ignore", invalid="ignore"):
+                dh, da, db = (x[:, iu] - x[:, ju] for x in (h, ma, mb))
+            ok = ~(np.isnan(dh) | np.isnan(da) | np.isnan(db))
             ca, cb = _correct(dh, da, eps_a) & ok, _correct(dh, db, eps_b) & ok
             only_a[sl] = (ca & ~cb).sum(axis=1)
             only_b[sl] = (cb & ~ca).sum(axis=1)
@@ -241,31 +383,31 @@ def pair_disagreements(human: np.ndarray, metric_a: np.ndarray, metric_b: np.nda
             ii = np.repeat(i, counts)
             jj = ii + 1 + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts,
                                                                counts))
-            dh = h[ii] - h[jj]
-            ca = _correct(dh, ma[ii] - ma[jj], eps_a)
-            cb = _correct(dh, mb[ii] - mb[jj], eps_b)
+            with np.errstate(over="ignore"):
+                dh = h[ii] - h[jj]
+                ca = _correct(dh, ma[ii] - ma[jj], eps_a)
+                cb = _correct(dh, mb[ii] - mb[jj], eps_b)
             only_a[g] += int((ca & ~cb).sum())
             only_b[g] += int((cb & ~ca).sum())
     return only_a, only_b, total
 
 
-def _pair_test(statistic: str, human: np.ndarray, a: np.ndarray, b: np.ndarray, level: str,
+def _pair_test(spec: Statistic, human: np.ndarray, a: np.ndarray, b: np.ndarray, level: str,
                grouping: str, epsilon: float, resamples: int, seed: int) -> Comparison:
-    h, ma = arrange(human, a, level, grouping)
-    _, mb = arrange(human, b, level, grouping)
-    eps_a = eps_b = epsilon
-    if statistic == "acc-eq":
-        eps_a = calibrate_groups(human=h, metric=ma).epsilon
-        eps_b = calibrate_groups(human=h, metric=mb).epsilon
-    kernel = "kendall-23" if statistic == "kendall-23" else "acc-23"
+    h, ma = arrange(human=human, metric=a, level=level, grouping=grouping)
+    _, mb = arrange(human=human, metric=b, level=level, grouping=grouping)
+    eps_a = kernel_epsilon(spec, human=h, metric=ma, epsilon=epsilon)
+    eps_b = kernel_epsilon(spec, human=h, metric=mb, epsilon=epsilon)
     grouped = level == "segment" and grouping != "none"
 
     def value(m: np.ndarray, eps: float) -> float:
-        v = group_values(kernel, h, m, eps)
-        return float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+        return float(average_groups(group_values(spec.kernel, human=h, metric=m, epsilon=eps),
+                                    grouped))
 
+    statistic = spec.name
     value_a, value_b = value(ma, eps_a), value(mb, eps_b)
-    only_a, only_b, pairs = pair_disagreements(h, ma, mb, eps_a, eps_b)
+    only_a, only_b, pairs = pair_disagreements(human=h, metric_a=ma, metric_b=mb,
+                                               eps_a=eps_a, eps_b=eps_b)
     live = pairs > 0
     n = int(live.sum()) if grouped else int(np.isfinite(h).sum())
     observed = value_a - value_b
@@ -309,11 +451,11 @@ def williams(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.ndarray,
         raise ValueError("Williams' test needs one correlation: use grouping 'none' "
                          "(or the permutation test for grouped statistics)")
     human, a, b = _common(*(np.asarray(x, dtype=float) for x in (human, metric_a, metric_b)))
-    h, ma = arrange(human, a, level, grouping)
-    _, mb = arrange(human, b, level, grouping)
-    r_ha = float(group_values("pearson", h, ma)[0])
-    r_hb = float(group_values("pearson", h, mb)[0])
-    r_ab = float(group_values("pearson", ma, mb)[0])
+    h, ma = arrange(human=human, metric=a, level=level, grouping=grouping)
+    _, mb = arrange(human=human, metric=b, level=level, grouping=grouping)
+    r_ha = float(group_values("pearson", human=h, metric=ma)[0])
+    r_hb = float(group_values("pearson", human=h, metric=mb)[0])
+    r_ab = float(group_values("pearson", human=ma, metric=mb)[0])
     n = int((np.isfinite(h) & np.isfinite(ma) & np.isfinite(mb)).sum())
     p = williams_test(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n)
     return Comparison("pearson", "williams", r_ha, r_hb, r_ha - r_hb, p, n, 0)
@@ -345,7 +487,8 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
     """Rank `metrics` ({name: (items, systems) matrix}) into significance clusters.
 
     `values` (optional) are the statistics already computed per metric; `options` go to
-    the test (resamples, seed, epsilon, block, early_stop, permutations). Metrics whose
+    the test (resamples, seed, epsilon, block, early_stop, permutations); a permutation
+    test also gets `alpha`, so that its early stopping decides p <= alpha. Metrics whose
     statistic is undefined are ranked last, in a cluster of their own.
     """
     names = list(metrics)
@@ -357,6 +500,7 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                   for name in names}
     order = sorted(names, key=lambda n: (not np.isfinite(values[n]), -np.nan_to_num(values[n])))
     p_values: dict[tuple[str, str], float] = {}
+    tests: dict[tuple[str, str], Comparison] = {}
     ranked: list[RankedMetric] = []
     cluster, start = 1, 0
     for i, name in enumerate(order):
@@ -372,12 +516,13 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                                                     names.index(name)]).generate_state(1)[0])
             result = compare(statistic, human=human, metric_a=metrics[better],
                              metric_b=metrics[name], level=level, grouping=grouping,
-                             method=method, **({"seed": test_seed} | options
+                             method=method, **({"seed": test_seed, "alpha": alpha} | options
                                                if method == "permutation" else {}))
             p_values[(better, name)] = result.p_value
+            tests[(better, name)] = result
             if result.p_value <= alpha:
                 cluster += 1
                 start = i
                 break
         ranked.append(RankedMetric(name, values[name], cluster))
-    return Ranking(ranked, p_values, alpha, method)
+    return Ranking(ranked, p_values, alpha, method, tests)

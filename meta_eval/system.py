@@ -14,14 +14,16 @@ p-value for "system i is better than system j"; then
 The test flips the sign of each segment's score difference at random (the same random
 signs for every pair and for human and metric, as mt-metrics-eval `pce.py` does) and
 p = share of resamples whose summed difference is >= the observed one. Per pair only items
-scored for both systems by both human and metric are used.
+scored for both systems by both human and metric are used. The p-values do not change when
+a side is scaled, so each side is first scaled exactly by a power of two near its largest
+|value| (huge scores cannot overflow the sums).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from meta_eval.correlation import kendall_groups
+from meta_eval.correlation import kendall_groups, power_of_two_scale
 from meta_eval.results import Result
 
 
@@ -40,6 +42,8 @@ def pairwise_p_values(scores: np.ndarray, *, signs: np.ndarray,
     Entries of pairs with no usable item, and the lower triangle, are NaN.
     """
     scores = np.asarray(scores, dtype=float)
+    scores = np.ldexp(scores, -power_of_two_scale(np.where(np.isfinite(scores), scores, 0.0),
+                                                  axis=None))
     n_sys = scores.shape[1]
     iu, ju = np.triu_indices(n_sys, 1)
     diff = scores[:, iu] - scores[:, ju]  # (items, pairs)
@@ -83,6 +87,6 @@ def pairwise_accuracy(*, human: np.ndarray, metric: np.ndarray) -> Result:
     human = np.asarray(human, dtype=float).reshape(-1)
     metric = np.asarray(metric, dtype=float).reshape(-1)
     n = int((np.isfinite(human) & np.isfinite(metric)).sum())
-    value = float(kendall_groups(human, metric, "acc-23", 0.0))
+    value = float(kendall_groups(human=human, metric=metric, variant="acc-23", epsilon=0.0))
     return Result("pairwise-accuracy", value, n=n if np.isfinite(value) else 0,
                   skipped=0 if np.isfinite(value) else 1, level="system", grouping="none")

@@ -90,11 +90,13 @@ def test_early_stopping_when_decided():
     human, metrics = synthetic(3)
     got = permutation_test("pearson", human=human, metric_a=metrics["m0"],
                            metric_b=metrics["m3"], grouping="item", resamples=1000, block=100)
-    assert got.resamples == 100 and got.p_value < 0.02
+    # No hit in 100 draws: the 99% interval [0, 0.052] still holds alpha 0.05; in 200 draws
+    # it is [0, 0.026], and the test is decided.
+    assert got.resamples == 200 and got.p_value == 0.0 and got.p_value_early
     full = permutation_test("pearson", human=human, metric_a=metrics["m0"],
                             metric_b=metrics["m3"], grouping="item", resamples=300,
                             early_stop=False)
-    assert full.resamples == 300
+    assert full.resamples == 300 and not full.p_value_early
 
 
 def test_units_missing_any_score_are_left_out_of_the_comparison():
@@ -112,7 +114,8 @@ def test_pair_disagreements_by_hand():
     h = np.array([[1.0, 2.0, 3.0]])
     a = np.array([[1.0, 3.0, 2.0]])  # pairs: (0,1) ok, (0,2) ok, (1,2) wrong
     b = np.array([[3.0, 2.0, 1.0]])  # all wrong
-    only_a, only_b, pairs = pair_disagreements(h, a, b, 0.0, 0.0)
+    only_a, only_b, pairs = pair_disagreements(human=h, metric_a=a, metric_b=b, eps_a=0.0,
+                                               eps_b=0.0)
     assert (only_a.tolist(), only_b.tolist(), pairs.tolist()) == ([2], [0], [3])
 
 
@@ -218,11 +221,13 @@ def test_pearson_swaps_by_sufficient_statistics_equal_recomputation(grouping):
     human[4] = 1.0  # a constant item
     human, a, b = _common(human, a, b)
     za, zb = _zscore(a), _zscore(b)
-    fast = _PearsonSwaps(*arrange(human, za, "segment", grouping),
-                         arrange(human, zb, "segment", grouping)[1], grouping != "none")
+    layout = {"level": "segment", "grouping": grouping}
+    fast = _PearsonSwaps(*arrange(human=human, metric=za, **layout),
+                         arrange(human=human, metric=zb, **layout)[1], grouping != "none")
     swaps = random_swaps(rng, (40, *human.shape))
     got_a, got_b = fast(_group_layout(swaps, grouping))
-    want_a = _batch("pearson", human, np.where(swaps, zb, za), "segment", grouping, 0, 0, 0)
-    want_b = _batch("pearson", human, np.where(swaps, za, zb), "segment", grouping, 0, 0, 0)
+    options = {**layout, "epsilon": 0.0, "permutations": 0, "seed": 0}
+    want_a = _batch("pearson", human=human, metric=np.where(swaps, zb, za), **options)
+    want_b = _batch("pearson", human=human, metric=np.where(swaps, za, zb), **options)
     assert got_a == pytest.approx(want_a, abs=1e-12)
     assert got_b == pytest.approx(want_b, abs=1e-12)

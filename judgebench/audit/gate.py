@@ -20,9 +20,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from meta_eval import Ranking
+from meta_eval import Ranking, statistics
 
-TIE_STATISTICS = ("acc-23", "acc-eq", "kendall-23", "pairwise-accuracy")
+
+def credits_ties(statistic: str) -> bool:
+    """Whether `statistic` can count a metric tie as right (so a constant metric gets a
+    value), from meta_eval's table of statistics."""
+    return statistics.get(statistic).credits_ties
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def explain(sentinel: str, *, level: str, grouping: str, statistic: str,
     base = sentinel.split(":", 1)[0]
     segment_none = level == "segment" and grouping == "none"
     if not math.isfinite(value):
-        if base == "sentinel.constant" and statistic not in TIE_STATISTICS:
+        if base == "sentinel.constant" and not credits_ties(statistic):
             return (f"{statistic} is undefined for a constant metric: it cannot credit a "
                     "metric for predicting ties. With metrics that tie often (judges on a "
                     "1-5 scale), prefer acc-eq, whose tie calibration removes the advantage "
