@@ -18,11 +18,12 @@ import numpy as np
 
 from meta_eval.levels import evaluate, system_means
 from meta_eval.results import Result
+from meta_eval.statistics import STATISTICS
 
-NEEDS_SEGMENTS = ("spa",)
+NEEDS_SEGMENTS = tuple(name for name, s in STATISTICS.items() if s.needs_segments)
 
 
-def human_system_means(human: np.ndarray) -> np.ndarray:
+def human_system_means(*, human: np.ndarray) -> np.ndarray:
     """Each system's mean human score over the items it was judged on ((items, systems) ->
     (systems,)); NaN for a system nobody judged."""
     human = np.asarray(human, dtype=float)
@@ -43,6 +44,6 @@ def evaluate_given(statistic: str, *, human: np.ndarray, metric: np.ndarray,
     metric = np.asarray(metric, dtype=float).reshape(-1)
     if human.ndim != 2 or human.shape[1] != metric.size:
         raise ValueError("human must be (items, systems) and metric one score per system")
-    h = human_system_means(human)
+    h = human_system_means(human=human)
     return evaluate(statistic, human=h[None, :], metric=metric[None, :], level="system",
                     epsilon=epsilon)

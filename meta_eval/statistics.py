@@ -113,9 +113,10 @@ def get(name: str) -> Statistic:
 
 
 def help_text() -> str:
-    """One line per statistic ("name: description [system level only]"), for CLI help."""
+    """One entry per statistic ("name: description [system level only]"), joined by "; "
+    (click folds newlines in option help), for CLI help."""
     lines = []
     for s in STATISTICS.values():
         where = "" if s.levels == ALL_LEVELS else f" [{'/'.join(s.levels)} level only]"
         lines.append(f"{s.name}: {s.description}{where}")
-    return "\n".join(lines)
+    return "; ".join(lines)

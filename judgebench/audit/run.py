@@ -112,7 +112,7 @@ def scatter_data(human: np.ndarray, columns: dict[str, np.ndarray], systems: lis
     flat_h = human.reshape(-1)
     for name, matrix in columns.items():
         if given and name in given:
-            h, m = human_system_means(human), given[name]
+            h, m = human_system_means(human=human), given[name]
         else:
             h, m = system_means(human=human, metric=matrix)
         flat_m = matrix.reshape(-1)

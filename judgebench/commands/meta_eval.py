@@ -16,6 +16,7 @@ import click
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.scores_table import ColumnInfo, load_scores_table
+from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,8 +40,7 @@ def _log(message: str) -> None:
 @click.option("--grouping", type=click.Choice(GROUPINGS), default="none", show_default=True,
               help="segment level: correlate within each item or system, then average.")
 @click.option("--statistic", "statistics", multiple=True, metavar="NAME",
-              help="pearson, spearman, kendall, kendall-c, kendall-23, acc-23, acc-eq, "
-                   "pairwise-accuracy, spa; repeatable. Default: pearson.")
+              help=f"{statistic_help()}. Repeatable; default: pearson.")
 @click.option("--epsilon", type=float, default=0.0, show_default=True,
               help="Metric tie threshold for kendall-23 and acc-23.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
