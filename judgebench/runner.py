@@ -23,7 +23,7 @@ from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
 from judgebench.spec import MetricSpec
-from judgebench.store import Store
+from judgebench.store import FINAL_STATUSES, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,7 +162,8 @@ def score_batch(metric: Metric, batch: Sequence[Sample]) -> list[Outcome]:
 
 def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
     data = outcome.model_dump()
-    data["reason"] = redact(data["reason"])
+    for name in ("reason", "raw", "rationale"):  # third-party metrics too
+        data[name] = redact(data[name])
     return Score(item=sample.item, system=sample.system, metric=p.metric.info.name,
                  signature=p.signature, **data)
 
@@ -194,6 +195,8 @@ def run(
     result = RunResult(metrics=prepared)
     try:
         with running(settings):
+            if not settings.dry_run:  # before any call: a budget needs known prices
+                settings.budget.preflight((p.column, p.metric) for p in prepared)
             for p in prepared:
                 if settings.dry_run:
                     result.estimates[p.column] = _estimate(p.metric, samples)
@@ -206,7 +209,7 @@ def run(
         for p in prepared:
             p.metric.close()
     if not settings.dry_run:
-        result.table = build_table(samples, prepared, store)
+        result.table = build_table(samples, prepared, store, hashes=hashes)
     return result
 
 
@@ -219,9 +222,11 @@ def _run_segments(
     progress: bool,
     result: RunResult,
 ) -> None:
-    done = store.finished(p.signature) if resume else {}
+    keys = [(s.item, s.system, h) for s, h in zip(samples, hashes, strict=True)]
+    done = store.lookup(p.signature, keys) if resume else {}
     todo = [
-        (s, h) for s, h in zip(samples, hashes, strict=True) if done.get((s.item, s.system)) != h
+        (s, key[2]) for s, key in zip(samples, keys, strict=True)
+        if key not in done or done[key].status not in FINAL_STATUSES
     ]
     result.reused += len(samples) - len(todo)
     size = max(1, p.metric.batch_size)
@@ -240,11 +245,8 @@ def _run_segments(
                       [h for _, h in chunk], elapsed)
             result.computed += len(batch)
             bar.update(len(batch))
-    counts: Counter[str] = Counter()
-    current = dict(zip(((s.item, s.system) for s in samples), hashes, strict=True))
-    for score in store.scores(p.signature):
-        if (score.item, score.system) in current and score.sample_index == 0:
-            counts[str(score.status)] += 1
+    counts: Counter[str] = Counter(
+        str(score.status) for score in store.lookup(p.signature, keys).values())
     result.statuses[p.column] = counts
 
 
@@ -305,11 +307,18 @@ def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
 
 
 def build_table(
-    samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store
+    samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store, *,
+    hashes: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """The wide table: item, system, one column per segment-level metric spec, then the
-    `human.<name>` columns carried from the samples."""
+    `human.<name>` columns carried from the samples. Each cell is the stored score of exactly
+    that sample (signature, item, system and content hash; `hashes` as `sample_hash` gives
+    them), never another run's score for the same ids."""
     import pandas as pd
+
+    if hashes is None:
+        hashes = [sample_hash(s) for s in samples]
+    keys = [(s.item, s.system, h) for s, h in zip(samples, hashes, strict=True)]
 
     data: dict[str, list[Any]] = {
         "item": [s.item for s in samples],
@@ -318,8 +327,8 @@ def build_table(
     for p in prepared:
         if not p.segment_level:
             continue
-        values = store.values(p.signature)
-        data[p.column] = [values.get((s.item, s.system)) for s in samples]
+        stored = store.lookup(p.signature, keys)
+        data[p.column] = [stored[k].value if k in stored else None for k in keys]
     human_names: dict[str, None] = {}
     for s in samples:
         human_names.update(dict.fromkeys(s.human))

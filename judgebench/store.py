@@ -1,28 +1,64 @@
-"""The SQLite store: one row per score, keyed by (signature, item, system, sample index).
+"""The SQLite store: one row per score, keyed by (signature, item, system, sample index, sample
+content hash); each row names the run that wrote it (`runs` table).
 
 WAL mode; each batch is committed in one transaction as it finishes, so a killed run keeps
-every finished batch and `--resume` recomputes nothing it holds. Only the signature, the
-sample keys and the results are written: never options that carry secrets (signatures are
-built from metric options, which never hold API keys; keys come from the environment).
+every finished batch and `--resume` recomputes nothing it holds. Reads that build a table or
+count statuses ask for exact keys (content hash included), so runs with different outputs for
+the same ids can share one store. Only the signature, the sample keys and the results are
+written: never options that carry secrets (signatures are built from metric options, which
+never hold API keys; keys come from the environment).
+
+A store is marked as judgebench's with ``PRAGMA application_id`` (`APPLICATION_ID`, "JBST")
+and its schema version with ``PRAGMA user_version``. An existing file is inspected read-only
+before anything is written: another program's SQLite file is refused untouched, and a store
+of an older schema is migrated in place in one transaction.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import CorpusScore, Score, Status
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS scores (
+#: ``PRAGMA application_id`` of a judgebench store: the bytes "JBST".
+APPLICATION_ID = 0x4A425354
+#: ``PRAGMA user_version``: the schema version this code writes.
+SCHEMA_VERSION = 1
+#: Seconds to wait for another process's write lock (overridable per Store or by this env var).
+TIMEOUT_ENV = "JUDGEBENCH_STORE_TIMEOUT"
+DEFAULT_TIMEOUT_S = 30.0
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_SCORE_COLUMNS = (
+    "signature", "item", "system", "sample_index", "sample_hash", "metric", "value", "status",
+    "reason", "raw", "rationale", "extra", "tokens_in", "tokens_out", "cost_usd", "latency_s",
+    "elapsed_s", "created_at",
+)
+_CORPUS_COLUMNS = (
+    "signature", "system", "items_hash", "metric", "value", "status", "reason", "n", "created_at",
+)
+
+SCHEMA = (
+    """CREATE TABLE runs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at  REAL NOT NULL,
+    pid         INTEGER NOT NULL,
+    version     TEXT NOT NULL
+)""",
+    """CREATE TABLE scores (
     signature   TEXT NOT NULL,
     item        TEXT NOT NULL,
     system      TEXT NOT NULL,
     sample_index INTEGER NOT NULL DEFAULT 0,
-    sample_hash TEXT,
+    sample_hash TEXT NOT NULL,
     metric      TEXT NOT NULL,
     value       REAL,
     status      TEXT NOT NULL,
@@ -36,9 +72,10 @@ CREATE TABLE IF NOT EXISTS scores (
     latency_s   REAL,
     elapsed_s   REAL,
     created_at  REAL NOT NULL,
-    PRIMARY KEY (signature, item, system, sample_index)
-);
-CREATE TABLE IF NOT EXISTS corpus_scores (
+    run_id      INTEGER REFERENCES runs(id),
+    PRIMARY KEY (signature, item, system, sample_index, sample_hash)
+)""",
+    """CREATE TABLE corpus_scores (
     signature   TEXT NOT NULL,
     system      TEXT NOT NULL,
     items_hash  TEXT NOT NULL,
@@ -48,24 +85,253 @@ CREATE TABLE IF NOT EXISTS corpus_scores (
     reason      TEXT,
     n           INTEGER NOT NULL,
     created_at  REAL NOT NULL,
+    run_id      INTEGER REFERENCES runs(id),
     PRIMARY KEY (signature, system, items_hash)
-);
-"""
+)""",
+)
+
+#: Columns of each table in this schema version.
+_TABLES = {
+    "runs": ("id", "started_at", "pid", "version"),
+    "scores": (*_SCORE_COLUMNS, "run_id"),
+    "corpus_scores": (*_CORPUS_COLUMNS, "run_id"),
+}
+#: The schema before versioning (application_id 0, user_version 0): no runs, no hash in the key.
+_LEGACY_TABLES = {"scores": _SCORE_COLUMNS, "corpus_scores": _CORPUS_COLUMNS}
+
+_SCORE_LIST = ", ".join(_SCORE_COLUMNS)
+#: Legacy -> version 1, run inside the opening transaction; a legacy row without a content hash
+#: gets '' (it matches no sample, so `--resume` rescores it).
+LEGACY_MIGRATION: tuple[str, ...] = (
+    SCHEMA[0],
+    SCHEMA[1].replace("CREATE TABLE scores", "CREATE TABLE scores_v1", 1),
+    f"INSERT INTO scores_v1 ({_SCORE_LIST}) SELECT "
+    + _SCORE_LIST.replace("sample_hash", "COALESCE(sample_hash, '')")
+    + " FROM scores",
+    "DROP TABLE scores",
+    "ALTER TABLE scores_v1 RENAME TO scores",
+    "ALTER TABLE corpus_scores ADD COLUMN run_id INTEGER REFERENCES runs(id)",
+)
 
 #: Statuses that a rerun would reproduce; `error` (a crash, a timeout) is always retried.
 FINAL_STATUSES = (Status.OK, Status.PARSE_ERROR, Status.REFUSED, Status.SKIPPED)
 
+#: (item, system, sample content hash): what a table row asks the store for.
+SampleKey = tuple[str, str, str]
+
+
+class StoreBusy(JudgebenchError):
+    """Another process held the store's write lock past the timeout (exit 1)."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+def _timeout(timeout: float | None) -> float:
+    if timeout is not None:
+        return timeout
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"must be a number of seconds, not {text!r}", field=TIMEOUT_ENV) from None
+
 
 class Store:
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    """A judgebench store at `path` (":memory:" for none on disk).
+
+    `readonly` opens an existing store without writing to it (nor migrating it); `timeout` is
+    how long to wait for another process's write lock (default $JUDGEBENCH_STORE_TIMEOUT, or
+    30 s). Bad files raise InputError naming the file; a lock held too long raises StoreBusy.
+    """
+
+    def __init__(
+        self, path: str | Path = ":memory:", *, readonly: bool = False,
+        timeout: float | None = None,
+    ) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=30.0)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(SCHEMA)
-        self.conn.commit()
+        self.readonly = readonly
+        self.timeout = _timeout(timeout)
+        self.run_id: int | None = None
+        on_disk = self.path != ":memory:"
+        if on_disk:
+            self._check_file()
+        try:
+            if readonly:
+                uri = f"{Path(self.path).absolute().as_uri()}?mode=ro"
+                self.conn = sqlite3.connect(uri, uri=True, timeout=self.timeout,
+                                            isolation_level=None)
+            else:
+                self.conn = sqlite3.connect(self.path, timeout=self.timeout,
+                                            isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+        try:
+            if readonly:
+                with self._guard():
+                    kind = self._inspect(self.conn)
+                if kind == "empty":
+                    raise InputError("empty file, not a judgebench store", path=self.path)
+            else:
+                with self._guard(), self._transaction():
+                    self._prepare(self._inspect(self.conn))
+                if on_disk:
+                    with self._guard():
+                        self.conn.execute("PRAGMA journal_mode=WAL")
+                        self.conn.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- opening ------------------------------------------------------------------------
+    def _check_file(self) -> None:
+        """Refuse what is not a judgebench store (or a new file) before writing anything."""
+        path = Path(self.path)
+        if path.is_dir():
+            raise InputError("is a folder, not a store file: give --store a file name such as "
+                             "runs.db", path=self.path)
+        if not path.exists():
+            if self.readonly:
+                raise InputError("store not found", path=self.path)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create the store's folder ({exc.strerror}): give "
+                                 "--store a writable path", path=self.path) from None
+            return
+        if not path.is_file():
+            raise InputError("is not a regular file: give --store a file name such as runs.db",
+                             path=self.path)
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(100)
+        except OSError as exc:
+            raise InputError(f"cannot read the store ({exc.strerror})", path=self.path) from None
+        if not header:
+            return  # an empty file is a new database to SQLite
+        if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
+            raise InputError("not a SQLite file, so not a judgebench store; it was left as it "
+                             "is: give --store a new file name", path=self.path)
+        app_id = int.from_bytes(header[68:72], "big", signed=True)
+        if app_id not in (0, APPLICATION_ID):
+            raise self._foreign(f"application_id {app_id:#x}")
+        # Without side files (no open WAL, no transaction under way) the file alone is the
+        # database: read it as immutable, which creates no -wal/-shm files beside it.
+        alone = not any(Path(f"{self.path}{end}").exists() for end in ("-wal", "-journal"))
+        try:
+            uri = f"{path.absolute().as_uri()}?mode=ro" + ("&immutable=1" if alone else "")
+            probe = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+        try:
+            with self._guard():
+                self._inspect(probe)
+                problem = probe.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if problem != "ok":
+                raise self._corrupt(problem)
+        finally:
+            probe.close()
+
+    def _inspect(self, conn: sqlite3.Connection) -> str:
+        """'current', 'legacy' (to migrate) or 'empty' (to create); anything else is refused."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        objects = conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+        tables = {name: self._columns(conn, name) for kind, name in objects if kind == "table"}
+        others = sorted(name for kind, name in objects if kind != "table")
+        if app_id == APPLICATION_ID:
+            if version > SCHEMA_VERSION:
+                raise InputError(
+                    f"store of schema version {version}, written by a newer judgebench (this "
+                    f"one reads up to {SCHEMA_VERSION}): upgrade judgebench or give --store "
+                    "another file", path=self.path)
+            if version == SCHEMA_VERSION and tables == _TABLES and not others:
+                return "current"
+            if tables == _LEGACY_TABLES and not others:
+                return "legacy"
+            raise InputError(
+                f"damaged judgebench store (schema version {version}, tables "
+                f"{sorted(tables)}): restore it from a copy or give --store a new file",
+                path=self.path)
+        if app_id != 0:
+            raise self._foreign(f"application_id {app_id:#x}")
+        if not objects and version == 0:
+            return "empty"
+        if tables == _LEGACY_TABLES and not others and version == 0:
+            return "legacy"
+        names = ", ".join(sorted(tables) + others) or "none"
+        raise self._foreign(f"tables: {names}; user_version {version}")
+
+    @staticmethod
+    def _columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+        quoted = table.replace('"', '""')
+        return tuple(row[1] for row in conn.execute(f'PRAGMA table_info("{quoted}")'))
+
+    def _prepare(self, kind: str) -> None:
+        if kind == "current":
+            return
+        statements = SCHEMA if kind == "empty" else LEGACY_MIGRATION
+        for statement in statements:
+            self.conn.execute(statement)
+        self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # -- errors ---------------------------------------------------------------------------
+    def _foreign(self, what: str) -> InputError:
+        return InputError(f"another program's SQLite database ({what}), not a judgebench "
+                          "store; it was left as it is: give --store another file",
+                          path=self.path)
+
+    def _corrupt(self, detail: str) -> InputError:
+        detail = " ".join(detail.replace("*** in database main ***", "").split())
+        return InputError(f"corrupt store ({detail}): restore it from a copy or give --store a "
+                          "new file", path=self.path)
+
+    def _fault(self, exc: sqlite3.Error) -> JudgebenchError:
+        """One line naming the file and what to do, for a SQLite error."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text = str(exc).splitlines()[0] if str(exc) else name
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+            return StoreBusy(
+                f"the store is locked by another process (waited {self.timeout:g} s for its "
+                f"write lock): let that run finish, or give --store another file "
+                f"(${TIMEOUT_ENV} sets the wait)", path=self.path)
+        if name.startswith("SQLITE_NOTADB"):
+            return InputError("not a SQLite file, so not a judgebench store: give --store a "
+                              "new file name", path=self.path)
+        if name.startswith("SQLITE_CORRUPT"):
+            return self._corrupt(text)
+        if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
+            return InputError(f"cannot open the store for writing ({text}): give --store a "
+                              "writable path", path=self.path)
+        if name.startswith("SQLITE_FULL"):
+            return JudgebenchError(f"{self.path}: the disk is full ({text}); every batch "
+                                   "committed before is kept: free space and rerun with "
+                                   "--resume")
+        return JudgebenchError(f"{self.path}: store error ({text})")
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        run_id = self.run_id
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            self.run_id = run_id  # a run row written in this transaction is gone with it
+            raise
+        self.conn.execute("COMMIT")
 
     def close(self) -> None:
         self.conn.close()
@@ -76,68 +342,105 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- runs -----------------------------------------------------------------------------
+    def _run(self) -> int:
+        """This Store's run id, recorded with its first write (inside that transaction)."""
+        if self.run_id is None:
+            from judgebench import __version__
+
+            cursor = self.conn.execute(
+                "INSERT INTO runs (started_at, pid, version) VALUES (?, ?, ?)",
+                (time.time(), os.getpid(), __version__))
+            self.run_id = int(cursor.lastrowid or 0)
+        return self.run_id
+
     # -- segment scores -----------------------------------------------------------------
-    def finished(self, signature: str) -> dict[tuple[str, str], str | None]:
-        """(item, system) -> sample content hash, for pairs holding a final result."""
-        marks = ",".join("?" * len(FINAL_STATUSES))
-        rows = self.conn.execute(
-            "SELECT item, system, sample_hash FROM scores"
-            f" WHERE signature = ? AND sample_index = 0 AND status IN ({marks})",
-            (signature, *FINAL_STATUSES),
-        )
-        return {(item, system): digest for item, system, digest in rows}
+    def lookup(self, signature: str, keys: Iterable[SampleKey]) -> dict[SampleKey, Score]:
+        """The stored score (sample index 0) of each of `keys` that the store holds: only rows
+        of exactly these samples, content hash included, whatever else the store holds."""
+        wanted = set(keys)
+        with self._guard():
+            cursor = self.conn.execute(
+                "SELECT item, system, sample_hash, metric, value, status, reason, raw,"
+                " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s FROM scores"
+                " WHERE signature = ? AND sample_index = 0",
+                (signature,),
+            )
+            found = {}
+            for r in cursor:
+                key = (r[0], r[1], r[2])
+                if key in wanted:
+                    found[key] = Score(
+                        item=r[0], system=r[1], sample_index=0, metric=r[3], value=r[4],
+                        status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
+                        extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10],
+                        tokens_out=r[11], cost_usd=r[12], latency_s=r[13], signature=signature,
+                    )
+        return found
 
     def put(
-        self, scores: Sequence[Score], hashes: Sequence[str | None], elapsed_s: float | None = None
+        self, scores: Sequence[Score], hashes: Sequence[str], elapsed_s: float | None = None
     ) -> None:
         """Write one batch in one transaction; `hashes` are the scored samples' content."""
         now = time.time()
-        rows = [
-            (
-                s.signature, s.item, s.system, s.sample_index, digest, s.metric, s.value,
-                str(s.status),
-                s.reason, s.raw, s.rationale, json.dumps(s.extra) if s.extra else None,
-                s.tokens_in, s.tokens_out, s.cost_usd, s.latency_s, elapsed_s, now,
-            )
-            for s, digest in zip(scores, hashes, strict=True)
-        ]
-        with self.conn:
+        with self._guard(), self._transaction():
+            run_id = self._run()
+            rows = [
+                (
+                    s.signature, s.item, s.system, s.sample_index, digest, s.metric, s.value,
+                    str(s.status), s.reason, s.raw, s.rationale,
+                    json.dumps(s.extra) if s.extra else None,
+                    s.tokens_in, s.tokens_out, s.cost_usd, s.latency_s, elapsed_s, now, run_id,
+                )
+                for s, digest in zip(scores, hashes, strict=True)
+            ]
             self.conn.executemany(
-                "INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+                f"INSERT OR REPLACE INTO scores ({_SCORE_LIST}, run_id)"
+                f" VALUES ({','.join('?' * (len(_SCORE_COLUMNS) + 1))})", rows
             )
 
     def scores(self, signature: str) -> list[Score]:
-        cursor = self.conn.execute(
-            "SELECT item, system, sample_index, metric, value, status, reason, raw, rationale,"
-            " extra, tokens_in, tokens_out, cost_usd, latency_s FROM scores WHERE signature = ?"
-            " ORDER BY rowid",
-            (signature,),
-        )
-        return [
-            Score(
-                item=r[0], system=r[1], sample_index=r[2], metric=r[3], value=r[4],
-                status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
-                extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10], tokens_out=r[11],
-                cost_usd=r[12], latency_s=r[13], signature=signature,
+        """Every stored score of `signature`, of any sample content (see `lookup`)."""
+        with self._guard():
+            cursor = self.conn.execute(
+                "SELECT item, system, sample_index, metric, value, status, reason, raw,"
+                " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s FROM scores"
+                " WHERE signature = ? ORDER BY rowid",
+                (signature,),
             )
-            for r in cursor
-        ]
+            return [
+                Score(
+                    item=r[0], system=r[1], sample_index=r[2], metric=r[3], value=r[4],
+                    status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
+                    extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10], tokens_out=r[11],
+                    cost_usd=r[12], latency_s=r[13], signature=signature,
+                )
+                for r in cursor
+            ]
 
-    def values(self, signature: str) -> dict[tuple[str, str], float | None]:
-        """(item, system) -> value of sample index 0, for building the wide table."""
-        cursor = self.conn.execute(
-            "SELECT item, system, value FROM scores WHERE signature = ? AND sample_index = 0",
-            (signature,),
-        )
-        return {(item, system): value for item, system, value in cursor}
+    def costs(self, signature: str) -> dict[str, float | int | None]:
+        """Cost, tokens and compute time of `signature`'s rows ({} when it has none)."""
+        with self._guard():
+            row = self.conn.execute(
+                "SELECT COUNT(*), SUM(cost_usd), COUNT(cost_usd), SUM(tokens_in),"
+                " SUM(tokens_out), SUM(COALESCE(latency_s, elapsed_s)),"
+                " COUNT(COALESCE(latency_s, elapsed_s)) FROM scores WHERE signature = ?",
+                (signature,)).fetchone()
+        count, cost, costed, tin, tout, seconds, timed = row
+        if not count:
+            return {}
+        return {"cost_usd": cost if costed == count else None,
+                "tokens_in": tin, "tokens_out": tout,
+                "time_s": seconds if timed == count else None}
 
     # -- corpus scores ------------------------------------------------------------------
     def corpus_score(self, signature: str, system: str, items_hash: str) -> CorpusScore | None:
-        row = self.conn.execute(
-            "SELECT metric, value, status, reason, n FROM corpus_scores"
-            " WHERE signature = ? AND system = ? AND items_hash = ?",
-            (signature, system, items_hash),
-        ).fetchone()
+        with self._guard():
+            row = self.conn.execute(
+                "SELECT metric, value, status, reason, n FROM corpus_scores"
+                " WHERE signature = ? AND system = ? AND items_hash = ?",
+                (signature, system, items_hash),
+            ).fetchone()
         if row is None or row[2] not in FINAL_STATUSES:
             return None
         return CorpusScore(system=system, metric=row[0], value=row[1], status=Status(row[2]),
@@ -145,12 +448,14 @@ class Store:
 
     def put_corpus(self, scores: Iterable[tuple[CorpusScore, str]]) -> None:
         now = time.time()
-        with self.conn:
+        with self._guard(), self._transaction():
+            run_id = self._run()
             self.conn.executemany(
-                "INSERT OR REPLACE INTO corpus_scores VALUES (?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO corpus_scores ({', '.join(_CORPUS_COLUMNS)}, run_id)"
+                f" VALUES ({','.join('?' * (len(_CORPUS_COLUMNS) + 1))})",
                 [
                     (c.signature, c.system, items_hash, c.metric, c.value, str(c.status),
-                     c.reason, c.n, now)
+                     c.reason, c.n, now, run_id)
                     for c, items_hash in scores
                 ],
             )

@@ -8,7 +8,6 @@ cluster and plot reads "higher is better"; the card says so.
 from __future__ import annotations
 
 import datetime
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,26 +35,12 @@ SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
 
 
 def store_costs(store_path: Path, signature: str) -> dict[str, Any]:
-    """Cost, tokens and compute time of one signature in a score store (read-only)."""
-    if not store_path.is_file():
-        raise InputError("store not found", path=str(store_path), field="--store")
-    conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
-    try:
-        row = conn.execute(
-            "SELECT COUNT(*), SUM(cost_usd), COUNT(cost_usd), SUM(tokens_in), SUM(tokens_out),"
-            " SUM(COALESCE(latency_s, elapsed_s)), COUNT(COALESCE(latency_s, elapsed_s))"
-            " FROM scores WHERE signature = ?", (signature,)).fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise InputError(f"not a judgebench store: {exc}", path=str(store_path),
-                         field="--store") from None
-    finally:
-        conn.close()
-    count, cost, costed, tin, tout, seconds, timed = row
-    if not count:
-        return {}
-    return {"cost_usd": cost if costed == count else None,
-            "tokens_in": tin, "tokens_out": tout,
-            "time_s": seconds if timed == count else None}
+    """Cost, tokens and compute time of one signature in a score store (read-only, after the
+    store's own checks: another program's file or a corrupt one is an InputError)."""
+    from judgebench.store import Store
+
+    with Store(store_path, readonly=True) as store:
+        return store.costs(signature)
 
 
 def metric_cards(table: ScoresTable, columns: Sequence[str], *, store_path: Path | None,
