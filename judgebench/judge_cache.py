@@ -2,14 +2,17 @@
 
 The key is `Request.content_hash(backend.identity())`: SHA-256 over the backend name, model
 id and revision, and every field of the request (messages or prompt, decoding parameters,
-logprob settings, JSON schema, sample index), serialised as canonical JSON. Only successful
-responses are stored; a failure is never cached, so a rerun tries it again. Each response is
+logprob settings, JSON schema, sample index), serialised as canonical JSON. Only answers are
+stored (successes, and refusals, which are final and paid for); a failure is never cached, so
+a rerun tries it again. Each response is
 committed as soon as it arrives, so a killed run keeps every call it finished, and a rerun of
 a finished run makes no model call. Identical requests in flight at the same time (within one
 batch or across concurrent batches on one event loop) are sent once.
 
 The database is SQLite in WAL mode (standard library). It holds requests and responses, never
-an API key: backend identities carry no secrets.
+an API key: backend identities carry no secrets, every response is scrubbed
+(`Response.redacted`) before it is handed on, and the stored request and response JSON are
+scrubbed (`judgebench.redact`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.backends.base import Backend, Request, Response
+from judgebench.redact import redact
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -62,8 +66,14 @@ def default_cache_path() -> Path:
     return base / "judge_cache.sqlite"
 
 
+def cacheable(response: Response) -> bool:
+    """An answer (a success, or a refusal: final and paid for), not a failed call."""
+    return response.error is None or response.error.kind == "refused"
+
+
 class JudgeCache:
-    """Successful responses by request hash. Thread-safe; every write is committed."""
+    """Answers (successes and refusals) by request hash. Thread-safe; every write is
+    committed."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -80,11 +90,11 @@ class JudgeCache:
             row = self._db.execute(
                 "SELECT response FROM responses WHERE key = ?", (key,)
             ).fetchone()
-        return None if row is None else Response.from_dict(json.loads(row[0]))
+        return None if row is None else Response.from_dict(json.loads(row[0])).redacted()
 
     def put(self, key: str, identity: dict[str, str], request: Request, response: Response) -> bool:
-        """Store a successful response; failures are refused (returns False)."""
-        if not response.ok:
+        """Store an answer (`cacheable`); a failed call is not stored (returns False)."""
+        if not cacheable(response):
             return False
         stored = replace(response, cached=False)
         with self._lock:
@@ -95,8 +105,8 @@ class JudgeCache:
                     identity.get("backend", ""),
                     identity.get("model", ""),
                     identity.get("revision", ""),
-                    json.dumps(request.to_dict(), ensure_ascii=False, sort_keys=True),
-                    json.dumps(stored.to_dict(), ensure_ascii=False),
+                    redact(json.dumps(request.to_dict(), ensure_ascii=False, sort_keys=True)),
+                    redact(json.dumps(stored.to_dict(), ensure_ascii=False)),
                     response.tokens_in,
                     response.tokens_out,
                     response.cost_usd,
@@ -178,8 +188,9 @@ class CachedBackend(Backend):
             if order:
                 self.stats["sent"] += len(order)
                 sent = [requests[owned[key][0]] for key in order]
-                async for position, response in self.inner.aiter_generate(sent):
+                async for position, answer in self.inner.aiter_generate(sent):
                     key = order[position]
+                    response = answer.redacted()
                     if self.cache is not None:
                         self.cache.put(key, identity, sent[position], response)
                     future = inflight.pop(key, None)

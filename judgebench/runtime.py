@@ -5,30 +5,89 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-from judgebench.errors import JudgebenchError
+from judgebench.errors import InputError, JudgebenchError
 
 
 class BudgetExceeded(JudgebenchError):
     """Raised before a call that would spend past `--budget-usd`; finished work is kept."""
 
 
+def check_budget_usd(value: float | None) -> float | None:
+    """A spending limit must be a finite amount >= 0 (NaN would disable every check)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise InputError(f"--budget-usd must be a finite amount of US dollars >= 0, got {value}")
+    return value
+
+
+@runtime_checkable
+class Priced(Protocol):
+    """A metric that can say which of its paid models have no known price (judges)."""
+
+    def unpriced_models(self) -> list[str]: ...
+
+
 @dataclass
 class Budget:
-    """Money spent by this run, checked before each call. Thread-safe."""
+    """Money spent by this run, checked before each call. Thread-safe.
+
+    A limit and a call of unknown price do not mix: the run refuses to start
+    (`preflight`) and a backend refuses the call (`check`), unless `allow_unknown_cost`.
+    """
 
     limit_usd: float | None = None
+    allow_unknown_cost: bool = False
     spent_usd: float = 0.0
     unknown_cost_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def check(self, next_cost_usd: float = 0.0) -> None:
+    def __post_init__(self) -> None:
+        check_budget_usd(self.limit_usd)
+
+    def preflight(self, metrics: Iterable[tuple[str, object]]) -> None:
+        """Before any call: refuse a limit over judges whose price is unknown (InputError,
+        naming each column), or warn on stderr under `allow_unknown_cost`."""
+        if self.limit_usd is None:
+            return
+        unpriced = [
+            (column, models) for column, metric in metrics
+            if isinstance(metric, Priced) and (models := metric.unpriced_models())
+        ]
+        if not unpriced:
+            return
+        listed = "; ".join(f"column '{column}' calls {', '.join(models)}"
+                           for column, models in unpriced)
+        if not self.allow_unknown_cost:
+            raise InputError(
+                f"--budget-usd cannot count calls whose price is unknown ({listed}): give the "
+                "judge its price with price_in=...,price_out=... (USD per million tokens), or "
+                "pass --allow-unknown-cost to run with those calls left out of the budget"
+            )
+        print(f"warning: --allow-unknown-cost: {listed} at an unknown price; those calls are "
+              f"not counted against --budget-usd {self.limit_usd:g}", file=sys.stderr)
+
+    def check(self, next_cost_usd: float | None = 0.0, *, model: str = "") -> None:
+        """Raise BudgetExceeded if a call estimated at `next_cost_usd` (None: unknown price)
+        could spend past the limit."""
         with self._lock:
-            if self.limit_usd is not None and self.spent_usd + next_cost_usd > self.limit_usd:
+            if self.limit_usd is None:
+                return
+            if next_cost_usd is None:
+                if not self.allow_unknown_cost:
+                    raise BudgetExceeded(
+                        f"the price of {model or 'this model'} is unknown, so --budget-usd "
+                        "cannot count its calls; give price_in/price_out (USD per million "
+                        "tokens) or --allow-unknown-cost"
+                    )
+                next_cost_usd = 0.0
+            if self.spent_usd + next_cost_usd > self.limit_usd:
                 raise BudgetExceeded(
                     f"budget of ${self.limit_usd:.4f} reached (spent ${self.spent_usd:.4f}); "
                     "finished scores are kept, rerun with --resume and a larger --budget-usd"

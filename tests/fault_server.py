@@ -6,15 +6,17 @@ Run it as a process (tests and benchmarks start it through `FaultServer`)::
 
 It speaks ``POST /v1/chat/completions`` (and ``/chat/completions``, ``GET /v1/models``) and
 answers deterministically: the reply is ``--reply`` with ``{score}`` (1-5) and ``{choice}``
-(A, B or C) filled from a hash of the messages. With ``logprobs`` it returns token logprobs
-whose top alternatives at a score token spread over 1-5.
+(A, B or C) filled from a hash of the messages, and ``{key}`` with the request's bearer key (a
+server that quotes the key back inside a successful answer). With ``logprobs`` it returns token
+logprobs whose top alternatives at a score token spread over 1-5.
 
 Faults, by request content: a message containing ``@@fault=KIND*N@@`` fails the first N
 attempts of that exact request with KIND, then answers. KIND is one of ``429`` (with a
 Retry-After header of ``--retry-after`` seconds), ``500``, ``503``, ``timeout`` (answers only
 after ``--hang`` seconds), ``truncated`` (announces more bytes than it sends, then closes),
 ``malformed`` (200 with a body that is not JSON), ``nochoices`` (200, JSON without choices),
-``refuse`` (200, finish_reason content_filter), ``echo401`` (401 whose message quotes the
+``refuse`` (200, finish_reason content_filter), ``refusal`` (200, ``message.refusal`` set and
+no content, as OpenAI's structured outputs decline), ``echo401`` (401 whose message quotes the
 Authorization header back, as some providers do). ``POST /_faults`` with ``{"next": [KIND,...]}``
 queues faults for the next requests regardless of content.
 
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 FAULTS = ("429", "500", "503", "timeout", "truncated", "malformed", "nochoices", "refuse",
-          "echo401")
+          "refusal", "echo401")
 
 
 class _State:
@@ -73,9 +75,9 @@ class _State:
                 self.log.flush()
 
 
-def _reply_for(template: str, digest: str) -> str:
+def _reply_for(template: str, digest: str, key: str = "") -> str:
     value = int(digest[:8], 16)
-    return template.format(score=1 + value % 5, choice="ABC"[value % 3])
+    return template.format(score=1 + value % 5, choice="ABC"[value % 3], key=key)
 
 
 def _logprobs(text: str, top_n: int) -> dict[str, Any]:
@@ -92,7 +94,7 @@ def _logprobs(text: str, top_n: int) -> dict[str, Any]:
         pieces.append(word)
     content = []
     for piece in pieces:
-        if piece.isdigit():
+        if piece in ("1", "2", "3", "4", "5"):
             chosen = int(piece)
             spread = {str(s): (0.6 if s == chosen else 0.1) for s in range(1, 6)}
         else:
@@ -197,15 +199,17 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html>bad gateway</html> not json {")
         if fault == "nochoices":
             return self._json(200, {"id": "x", "object": "chat.completion", "model": "judge"})
-        reply = _reply_for(state.reply, digest)
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        reply = _reply_for(state.reply, digest, key)
         finish = "stop"
         if fault == "refuse":
             reply, finish = "", "content_filter"
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": reply},
-            "finish_reason": finish,
-        }
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
+        if fault == "refusal":
+            reply = ""
+            message = {"role": "assistant", "content": None,
+                       "refusal": "I'm sorry, I can't help with that."}
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
         if body.get("logprobs"):
             choice["logprobs"] = _logprobs(reply, int(body.get("top_logprobs") or 0))
         usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(reply) // 4 + 1}

@@ -27,6 +27,8 @@ Responses
     `generate(requests)` (sync) / `agenerate(requests)` (async) return one `Response` per
     request, in order, and never raise for a failed call: a failure is a Response with
     ``error`` set (a `Failure` with a ``kind`` and a ``message`` that never contains a secret).
+    An answer is classified by `classify_answer` (ok, refused, malformed), the same for every
+    backend; `Response.redacted` scrubs secrets a server quoted back.
     A Response carries ``text`` (and ``finish_reason``), ``logprobs`` (one `TokenLogprob` per
     generated token, each with its ``top`` alternatives, most likely first), ``prompt_logprobs``
     (one per prompt token; the first token's logprob is None since nothing conditions it),
@@ -37,7 +39,8 @@ Responses
 
 Run settings
     Backends that spend money call ``runtime.current().budget.check(estimated_cost)`` before a
-    call and ``.charge(cost_or_None)`` after it; `BudgetExceeded` propagates out of
+    call (None when the price is unknown: refused under a limit unless the run allows unknown
+    costs) and ``.charge(cost_or_None)`` after it; `BudgetExceeded` propagates out of
     `agenerate` to stop the run (finished calls are already in the judge cache). Under
     ``runtime.current().dry_run`` a backend makes no call and answers ``kind="dry_run"``.
 
@@ -60,6 +63,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.redact import redact
 
 Role = Literal["system", "user", "assistant"]
 
@@ -181,6 +185,17 @@ class Response:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def redacted(self) -> Response:
+        """This response with every secret scrubbed from its text, its token strings and its
+        failure message (`judgebench.redact`); itself when there is none."""
+        text = redact(self.text) or ""
+        error = self.error
+        if error is not None and redact(error.message) != error.message:
+            error = replace(error, message=redact(error.message) or "")
+        if text == self.text and error is self.error:
+            return self
+        return replace(self, text=text, error=error, logprobs=_redacted_tokens(self.logprobs))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Response:
         def tokens(items: Any) -> tuple[TokenLogprob, ...] | None:
@@ -197,6 +212,36 @@ class Response:
         if data.get("error") is not None:
             data["error"] = Failure(**data["error"])
         return cls(**data)
+
+
+def _redacted_tokens(tokens: tuple[TokenLogprob, ...] | None) -> tuple[TokenLogprob, ...] | None:
+    if tokens is None:
+        return None
+    return tuple(
+        TokenLogprob(redact(t.token) or "", t.logprob,
+                     tuple((redact(alt) or "", lp) for alt, lp in t.top))
+        for t in tokens
+    )
+
+
+AnswerKind = Literal["ok", "refused", "malformed"]
+
+
+def classify_answer(*, text: str | None, finish_reason: str | None = None,
+                    refusal: str | None = None) -> tuple[AnswerKind, str]:
+    """The one classification of a model's answer (a call that got a 200), for every backend:
+    ``refused`` when the model or the provider's filter declined (``message.refusal`` set, or
+    ``finish_reason == "content_filter"``): final, charged and cached like an answer, never
+    retried; ``malformed`` when there is no text (retried); else ``ok``. Returns the kind and
+    the reason (empty for ``ok``). A call that failed (HTTP error, timeout) is not an answer:
+    it is a `Failure` of its own kind."""
+    if refusal:
+        return "refused", f"the model declined: {refusal}"
+    if finish_reason == "content_filter":
+        return "refused", "the provider's content filter declined (finish_reason=content_filter)"
+    if text is None:
+        return "malformed", "the answer has no text"
+    return "ok", ""
 
 
 @dataclass(frozen=True)
@@ -326,6 +371,7 @@ __all__ = [
     "Request",
     "Response",
     "TokenLogprob",
+    "classify_answer",
     "get_backend",
     "run_sync",
 ]

@@ -4,8 +4,8 @@
 ``LiteLLMBackend(model="hosted_vllm/my-judge", api_base="http://host:8000/v1")`` any
 OpenAI-compatible server (e.g. ``vllm serve``). API keys come only from the environment:
 litellm reads the provider's usual variable (OPENAI_API_KEY, ...), or ``api_key_env`` names
-the variable to read. The key is never put in an identity, a log line or an error message
-(messages are scrubbed of it).
+the variable to read. The key is never put in an identity, a log line or an error message,
+and an answer that quotes it back is scrubbed of it (`judgebench.redact`, the one scrubber).
 
 Calls run concurrently (``concurrency`` at once) under per-model request and token rate
 limits (``rpm``, ``tpm``; token buckets shared by every backend instance on the same model
@@ -13,13 +13,17 @@ and endpoint). A failed call is retried up to ``max_attempts`` in all, with expo
 backoff and full jitter, ``delay = U(0.5, 1) * min(backoff_max_s, backoff_base_s * 2**k)``,
 waiting at least the server's Retry-After; a 429 pauses the whole model's bucket for that long.
 Every attempt has a ``timeout_s``. Retried: 429, 5xx, timeouts, connection errors and
-truncated or malformed bodies. Not retried: other 4xx, content-filter refusals.
+truncated or malformed bodies. Not retried: other 4xx, refusals (``message.refusal`` or a
+content filter: `classify_answer`, shared by every backend), which are answers: charged and
+cached.
 
 Cost per call is ``tokens_in * input_cost_per_token + tokens_out * output_cost_per_token``
-from the options when given, else from litellm's bundled price table; a model with no known
-price costs None (unknown), never 0. Before each call the run's budget is checked against
-an upper-bound estimate (prompt characters / 4 at the input price, ``max_tokens`` at the
-output price, plus every call already in flight); after it, the real cost is charged once.
+from the options when given (or ``price_in``/``price_out`` in USD per million tokens), else
+from litellm's bundled price table; a model with no known price costs None (unknown), never 0.
+Before each call the run's budget is checked against an upper-bound estimate (prompt
+characters / 4 at the input price, ``max_tokens`` at the output price, plus every call already
+in flight); after it, the real cost is charged once. Under a budget, a call of unknown price is
+refused unless the run allows unknown costs.
 Failed calls are not charged (providers do not bill them; none returns usage).
 
 litellm is imported on first use, with its remote price-map fetch disabled, and used without
@@ -32,9 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import random
-import re
 import threading
 import time
 import weakref
@@ -48,7 +52,9 @@ from judgebench.backends.base import (
     Request,
     Response,
     TokenLogprob,
+    classify_answer,
 )
+from judgebench.redact import redact, register_secret_env
 
 log = logging.getLogger("judgebench.backends.litellm")
 
@@ -56,7 +62,6 @@ log = logging.getLogger("judgebench.backends.litellm")
 LOGPROB_PROVIDERS = {"openai", "hosted_vllm", "azure", "together_ai", "fireworks_ai", "deepseek",
                      "vllm", "text-completion-openai", "openrouter", "groq"}
 _IMPORT_LOCK = threading.Lock()
-_SECRETISH = re.compile(r"(Bearer\s+)\S+|\b(sk|pk|rk|key)-[A-Za-z0-9_\-]{8,}")
 
 
 def import_litellm() -> Any:
@@ -163,6 +168,8 @@ class LiteLLMBackend(Backend):
         max_retry_after_s: float = 120.0,
         input_cost_per_token: float | None = None,
         output_cost_per_token: float | None = None,
+        price_in: float | None = None,
+        price_out: float | None = None,
         logprobs: bool | None = None,
         json_schema: bool = True,
         prefill: bool = False,
@@ -174,6 +181,8 @@ class LiteLLMBackend(Backend):
         self.api_base = api_base or None
         if api_key_env and api_key_env not in os.environ:
             raise ValueError(f"api_key_env names ${api_key_env}, which is not set")
+        if api_key_env:
+            register_secret_env(api_key_env)
         self._api_key_env = api_key_env or None
         self.concurrency = max(1, int(concurrency))
         self.rpm = float(rpm) if rpm else None
@@ -183,7 +192,10 @@ class LiteLLMBackend(Backend):
         self.backoff_base_s = float(backoff_base_s)
         self.backoff_max_s = float(backoff_max_s)
         self.max_retry_after_s = float(max_retry_after_s)
-        self._price_override = (input_cost_per_token, output_cost_per_token)
+        self._price_override = (
+            _per_token("input", input_cost_per_token, price_in),
+            _per_token("output", output_cost_per_token, price_out),
+        )
         self.drop_params = bool(drop_params)
         provider = self.model.split("/", 1)[0] if "/" in self.model else "openai"
         has_logprobs = provider in LOGPROB_PROVIDERS if logprobs is None else bool(logprobs)
@@ -224,13 +236,6 @@ class LiteLLMBackend(Backend):
         if p_in is None or p_out is None:
             return None
         return float(p_in), float(p_out)
-
-    def scrub(self, text: str) -> str:
-        """Remove the API key (and anything shaped like a bearer token or key) from text."""
-        key = self._api_key
-        if key:
-            text = text.replace(key, "[redacted]")
-        return _SECRETISH.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
 
     # -- calls --------------------------------------------------------------------------------
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
@@ -291,9 +296,11 @@ class LiteLLMBackend(Backend):
             return Response.failed("unsupported", "the litellm backend cannot return prompt "
                                    "logprobs; use the transformers or vllm backend")
         estimate_in = self.count_tokens(request)
-        estimate = self.estimate_cost(estimate_in, request.max_tokens) or 0.0
+        priced = self.estimate_cost(estimate_in, request.max_tokens)
+        estimate = priced or 0.0
         with self._reserve_lock:
-            settings.budget.check(self._reserved + estimate)
+            settings.budget.check(None if priced is None else self._reserved + estimate,
+                                  model=f"{self.name}:{self.model}")
             self._reserved += estimate
         try:
             return await self._attempts(litellm, request, estimate_in, settings)
@@ -316,7 +323,7 @@ class LiteLLMBackend(Backend):
             except asyncio.CancelledError:
                 raise
             except _Final as exc:
-                return Response.failed(exc.kind, self.scrub(exc.message), attempts=attempt)
+                return Response.failed(exc.kind, _clean(exc.message), attempts=attempt)
             except TimeoutError:
                 last = _Retry("timeout", f"no answer within {self.timeout_s:g}s")
             except Exception as exc:
@@ -325,7 +332,7 @@ class LiteLLMBackend(Backend):
                 except _Retry as retry:
                     last = retry
                 except _Final as final:
-                    return Response.failed(final.kind, self.scrub(final.message),
+                    return Response.failed(final.kind, _clean(final.message),
                                            attempts=attempt)
             else:
                 if response.error is None or response.error.kind == "refused":
@@ -342,10 +349,10 @@ class LiteLLMBackend(Backend):
                 self._limiter.pause(wait)
                 delay = max(delay, wait)
             log.info("%s: attempt %d/%d failed (%s: %s); retrying in %.2fs", self.model,
-                     attempt, self.max_attempts, last.kind, self.scrub(last.message)[:200], delay)
+                     attempt, self.max_attempts, last.kind, _clean(last.message)[:200], delay)
             await asyncio.sleep(delay)
         assert last is not None
-        return Response.failed(last.kind, self.scrub(last.message), attempts=self.max_attempts)
+        return Response.failed(last.kind, _clean(last.message), attempts=self.max_attempts)
 
     def call_kwargs(self, request: Request) -> dict[str, Any]:
         """The litellm keyword arguments for one request (no key; that is added at send time)."""
@@ -393,7 +400,7 @@ class LiteLLMBackend(Backend):
         if isinstance(exc, _Retry | _Final):
             raise exc
         status = getattr(exc, "status_code", None)
-        message = self.scrub(f"{type(exc).__name__}: {exc}")
+        message = _clean(f"{type(exc).__name__}: {exc}")
         name = type(exc).__name__
         headers = getattr(exc, "litellm_response_headers", None) or getattr(
             getattr(exc, "response", None), "headers", None
@@ -442,14 +449,43 @@ class LiteLLMBackend(Backend):
             cost = tokens_in * price[0] + tokens_out * price[1]
         common = {"tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
                   "latency_s": latency_s, "model": getattr(raw, "model", None) or self.model}
-        if finish == "content_filter" or (message is not None and getattr(message, "refusal",
-                                                                            None)):
-            return Response.failed("refused", "the provider's content filter declined "
-                                   f"(finish_reason={finish})", **common)
-        if text is None:
-            raise _Retry("malformed", "the answer has no text")
-        return Response(text=text, finish_reason=finish, logprobs=_token_logprobs(choice),
-                        **common)
+        kind, reason = classify_answer(text=text, finish_reason=finish,
+                                       refusal=_refusal(message))
+        if kind == "refused":
+            return Response.failed("refused", reason, finish_reason=finish,
+                                   **common).redacted()
+        if kind == "malformed":
+            raise _Retry("malformed", reason)
+        return Response(text=text or "", finish_reason=finish, logprobs=_token_logprobs(choice),
+                        **common).redacted()
+
+
+def _clean(text: str) -> str:
+    return redact(text) or ""
+
+
+def _per_token(side: str, per_token: float | None, per_million: float | None) -> float | None:
+    """A price in USD per token from either option: ``{side}_cost_per_token`` (USD per token)
+    or ``price_in``/``price_out`` (USD per million tokens)."""
+    names = f"{side}_cost_per_token or price_{'in' if side == 'input' else 'out'}"
+    if per_token is not None and per_million is not None:
+        raise ValueError(f"give the {side} price once: {names}")
+    value = per_token if per_million is None else float(per_million) / 1e6
+    if value is not None and not (math.isfinite(float(value)) and float(value) >= 0):
+        raise ValueError(f"{names}: a price is a finite number >= 0, got {value}")
+    return None if value is None else float(value)
+
+
+def _refusal(message: Any) -> str | None:
+    """The model's refusal text: ``message.refusal`` (OpenAI), which litellm moves into
+    ``provider_specific_fields``."""
+    if message is None:
+        return None
+    refusal = getattr(message, "refusal", None)
+    if not refusal:
+        extra = getattr(message, "provider_specific_fields", None)
+        refusal = extra.get("refusal") if isinstance(extra, dict) else None
+    return str(refusal) if refusal else None
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -32,6 +32,7 @@ from judgebench.backends import Backend, Request, Response, get_backend, run_syn
 from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import Metric
 from judgebench.models import Outcome, Sample, Status
+from judgebench.redact import redact
 from judgebench_judges import parsing
 from judgebench_judges.templates import Template, load_template
 
@@ -39,8 +40,8 @@ Protocol = Literal["auto", "json", "text", "two_stage"]
 
 #: Options that change how calls are made but not what they answer: kept out of signatures.
 RUNTIME_OPTIONS = {"api_key_env", "api_base", "concurrency", "timeout_s", "max_attempts", "rpm",
-                   "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "template",
-                   "batch", "logprobs"}
+                   "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "price_in",
+                   "price_out", "template", "batch", "logprobs"}
 
 
 class JudgeOptions(BaseModel):
@@ -62,8 +63,11 @@ class JudgeOptions(BaseModel):
     max_attempts: int = Field(6, ge=1)
     rpm: float | None = None
     tpm: float | None = None
-    input_cost_per_token: float | None = None
-    output_cost_per_token: float | None = None
+    input_cost_per_token: float | None = Field(None, ge=0, allow_inf_nan=False)
+    output_cost_per_token: float | None = Field(None, ge=0, allow_inf_nan=False)
+    #: USD per million input / output tokens (the same price as *_cost_per_token, scaled).
+    price_in: float | None = Field(None, ge=0, allow_inf_nan=False)
+    price_out: float | None = Field(None, ge=0, allow_inf_nan=False)
     cache: bool = True
     #: transformers only: samples per forward pass (1 measured fastest on 2 CPU cores).
     batch: int = Field(1, ge=1)
@@ -98,7 +102,8 @@ class JudgeMetric(Metric):
                     "concurrency": o.concurrency, "timeout_s": o.timeout_s,
                     "max_attempts": o.max_attempts, "rpm": o.rpm, "tpm": o.tpm,
                     "input_cost_per_token": o.input_cost_per_token,
-                    "output_cost_per_token": o.output_cost_per_token, "logprobs": o.logprobs}
+                    "output_cost_per_token": o.output_cost_per_token, "price_in": o.price_in,
+                    "price_out": o.price_out, "logprobs": o.logprobs}
         elif o.backend == "transformers":
             opts = {"model": o.model, "batch_size": o.batch}
         else:
@@ -125,6 +130,13 @@ class JudgeMetric(Metric):
                     backend.cache.close()
                 backend.cache = JudgeCache(path)
         return backend
+
+    def unpriced_models(self) -> list[str]:
+        """The paid model this judge calls, if its price is unknown (`Budget.preflight`)."""
+        inner = self.backend.inner
+        if inner.capabilities.paid and inner.price() is None:
+            return [f"{inner.name}:{inner.model}"]
+        return []
 
     @property
     def protocol(self) -> str:
@@ -230,7 +242,7 @@ class JudgeMetric(Metric):
         for r in results:
             if isinstance(r, BaseException):
                 raise r
-        return list(results)  # type: ignore[arg-type]
+        return [redacted(r) for r in results]  # type: ignore[arg-type]
 
     async def prepare(self) -> None:
         """Work done once per batch before the samples (e.g. G-Eval's generated steps)."""
@@ -346,6 +358,27 @@ def failure_outcome(responses: Sequence[Response], **extra: Any) -> Outcome | No
         return Outcome.failed(status, str(response.error), extra=extra,
                               **accounting(responses))
     return None
+
+
+def redacted(outcome: Outcome) -> Outcome:
+    """`outcome` with its raw text, rationale, reason and every text in `extra` scrubbed of
+    secrets: a judge's texts are persisted (store) and printed."""
+    update: dict[str, Any] = {name: redact(getattr(outcome, name))
+                              for name in ("raw", "rationale", "reason")}
+    update["extra"] = _redacted_values(outcome.extra)
+    if all(update[name] == getattr(outcome, name) for name in update):
+        return outcome
+    return outcome.model_copy(update=update)
+
+
+def _redacted_values(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted_values(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_redacted_values(item) for item in value)
+    return value
 
 
 def accounting(responses: Sequence[Response]) -> dict[str, Any]:

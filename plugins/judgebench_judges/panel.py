@@ -99,6 +99,10 @@ class JudgePanel(Metric):
             fields["plugin"] = self.plugin
         return fields
 
+    def unpriced_models(self) -> list[str]:
+        """Every member's paid model whose price is unknown (`Budget.preflight`)."""
+        return [model for m in self.members for model in getattr(m, "unpriced_models", list)()]
+
     def member_signatures(self) -> list[str]:
         return [str(m.signature()) for m in self.members]
 
