@@ -58,7 +58,9 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except JudgebenchError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            from judgebench.display import safe
+
+            click.echo(f"Error: {safe(exc)}", err=True)
             ctx.exit(exc.exit_code)
 
 

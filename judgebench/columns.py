@@ -16,11 +16,9 @@ KEY = ("item", "system")
 def numeric_columns(frame: pd.DataFrame, columns: Iterable[str], path: str) -> None:
     """Coerce `columns` to float in place; raise InputError naming the file, the line (row for
     Parquet, from `read_table`'s `attrs["lines"]`) and the column of the first value that is
-    not a number. Empty cells stay missing."""
+    not a finite number: text, a boolean, inf or -inf. Empty cells and NaN stay missing."""
     import pandas as pd
 
-    lines = frame.attrs.get("lines")
-    where = "row" if str(path).endswith(".parquet") or lines is None else "line"
     for column in columns:
         if column not in frame.columns:
             raise InputError(f"no such column; columns are {list(frame.columns)}", path=path,
@@ -29,13 +27,37 @@ def numeric_columns(frame: pd.DataFrame, columns: Iterable[str], path: str) -> N
         if pd.api.types.is_bool_dtype(values):
             raise InputError("column holds booleans, not scores", path=path, field=column)
         coerced = pd.to_numeric(values, errors="coerce")
-        bad = values.notna() & coerced.isna()
+        flags = values.map(lambda v: isinstance(v, bool) or type(v).__name__ == "bool_")
+        bad = (values.notna() & coerced.isna()) | flags.astype(bool)
         if bad.any():
             position = int(bad.to_numpy().argmax())
-            at = lines[position] if lines is not None else position + 1
             raise InputError(f"column is not numeric: value {values.iloc[position]!r}",
-                             path=path, field=column, **{where: at})
-        frame[column] = coerced.astype(float)
+                             path=path, field=column, **_where(frame, path, position))
+        coerced = coerced.astype(float)
+        _check_finite(frame, column, coerced, path)
+        frame[column] = coerced
+
+
+def _where(frame: pd.DataFrame, path: str | None, position: int) -> dict[str, int]:
+    """The line (CSV, JSONL) or row (Parquet, a frame without line numbers) of a 0-based
+    row position."""
+    lines = frame.attrs.get("lines")
+    if lines is None or str(path).endswith(".parquet"):
+        return {"row": lines[position] if lines is not None else position + 1}
+    return {"line": lines[position]}
+
+
+def _check_finite(frame: pd.DataFrame, column: str, values: pd.Series, path: str | None
+                  ) -> None:
+    """An InputError at the first inf or -inf of `values` (a float column of `frame`)."""
+    import numpy as np
+
+    infinite = np.isinf(values.to_numpy(dtype=float))
+    if infinite.any():
+        position = int(infinite.argmax())
+        raise InputError(f"value {float(values.iloc[position])!r} is not finite: a score or human "
+                         "judgment must be a finite number (leave the cell empty when it is "
+                         "missing)", path=path, field=column, **_where(frame, path, position))
 
 
 def metric_columns(
@@ -64,6 +86,7 @@ def metric_columns(
             text.append(name)
             continue
         if pd.api.types.is_numeric_dtype(values):
+            _check_finite(frame, name, values, path)
             chosen.append(name)
             continue
         coerced = pd.to_numeric(values, errors="coerce")

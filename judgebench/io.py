@@ -17,11 +17,14 @@ import io as _io
 import json
 import math
 import os
+import re
 import stat
 import sys
 import tempfile
+import time
 import types
 from collections.abc import Iterable, Iterator, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -184,7 +187,9 @@ def normalize_record(
       applies and a required field is reported as missing; numpy values become Python values;
     - `human.x` / `metadata.x` columns go into the `human` / `metadata` dict, and columns that
       are not Sample fields go into `metadata`; a key given twice with different values is an
-      error.
+      error;
+    - a human judgment is a finite number or missing (`human_value`): NaN, infinities,
+      booleans and text that is not a number are errors naming the field `human.x`.
     With `tabular` (CSV, Parquet, DataFrame: cells are text, or typed by a table), also:
     - an empty string is missing;
     - in a field whose type admits a list (`LIST_FIELDS`, found from the Sample model), a string
@@ -202,14 +207,22 @@ def normalize_record(
         if tabular and isinstance(value, str) and value == "":
             value = None
         head, dot, key = name.partition(".")
-        if dot and head in MAPPING_FIELDS:
+        if dot and head == "human":
+            _put(nested, head, key, name,
+                 human_value(raw, tabular=tabular, where=where, field=name), where)
+        elif dot and head in MAPPING_FIELDS:
             _put(nested, head, key, name, value, where)
         elif name in MAPPING_FIELDS:
+            # A dict written as text in a cell is JSON (or a literal): its values are typed.
+            typed_cell = tabular and not isinstance(value, str)
             if tabular and isinstance(value, str):
                 value = _parse_mapping_cell(value, name, where)
             if isinstance(value, Mapping):
                 for inner_key, inner in value.items():
-                    _put(nested, name, str(inner_key), name, _plain(inner), where)
+                    inner = (human_value(inner, tabular=typed_cell, where=where,
+                                         field=f"human.{inner_key}")
+                             if name == "human" else _plain(inner))
+                    _put(nested, name, str(inner_key), name, inner, where)
             elif value is not None:
                 fields[name] = value  # the wrong type: validation names it
         elif name in SAMPLE_FIELDS:
@@ -225,21 +238,74 @@ def normalize_record(
     return fields
 
 
-def _plain(value: Any) -> Any:
-    """A cell as a plain Python value; every missing marker becomes None."""
+def _unwrap(value: Any) -> Any:
+    """numpy arrays and scalars as Python values."""
     # A numpy or pandas value can only exist once its module is loaded: no import needed here.
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         if isinstance(value, numpy.ndarray):
             return value.tolist()
         if isinstance(value, numpy.generic):
-            value = value.item()
+            return value.item()
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A cell as a plain Python value; every missing marker becomes None."""
+    value = _unwrap(value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     pandas = sys.modules.get("pandas")
     if pandas is not None and (value is pandas.NA or value is pandas.NaT):
         return None
     return value
+
+
+def human_value(raw: Any, *, tabular: bool, where: dict[str, Any], field: str) -> float | None:
+    """A human judgment as a finite float, or None when it is missing.
+
+    Missing: None, pandas NA, an empty or blank text cell; with `tabular` (a CSV, Parquet or
+    DataFrame cell) also a float NaN, the missing marker of a typed table. With `tabular` a
+    text cell is the number it spells; without it (JSONL, dicts) the value must be a JSON
+    number. Anything else is an InputError at `where` naming `field`: NaN (the text "NaN",
+    or a JSON NaN), infinities, booleans, text that is not a number, numbers too large for a
+    float."""
+    value = _unwrap(raw)
+    pandas = sys.modules.get("pandas")
+    if value is None or (pandas is not None and (value is pandas.NA or value is pandas.NaT)):
+        return None
+
+    def bad(what: str) -> InputError:
+        return InputError(f"a human judgment must be a finite number (empty or null when "
+                          f"missing), got {what}", **where, field=field)
+
+    if isinstance(value, bool):
+        raise bad(f"the boolean {_short(value)}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not tabular:
+            raise bad(f"the text {_short(value)}: write a JSON number, or null for missing")
+        if not text:
+            return None
+        if not _NUMBER.fullmatch(text):
+            raise bad(f"{_short(value)}")
+        number = float(text)
+    elif isinstance(value, int | float | Decimal):
+        try:
+            number = float(value)
+        except (OverflowError, ValueError):  # a huge int; a signalling Decimal NaN
+            raise bad(f"{_short(value)}, not a float") from None
+        if math.isnan(number) and tabular:
+            return None
+    else:
+        raise bad(f"a {type(value).__name__} {_short(value)}")
+    if not math.isfinite(number):
+        raise bad(f"{_short(value)}")
+    return number
+
+
+# A decimal number as text, with an optional exponent: not "nan", "inf", "1_000" or "0x1".
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _put(nested: dict[str, dict[str, tuple[str, Any]]], head: str, key: str, column: str,
@@ -502,9 +568,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
     The file gets the permissions a plain `open(path, "w")` would give: an existing file's
     own, else 0o666 less the umask (the temporary file itself is created 0o600).
+
+    The temporary file is `.{name}.XXXXXXXX.tmp`; one that a killed write left behind is
+    removed by the next write to `path` once it is `STALE_TEMP_S` old (a younger one may be
+    another process's write in progress).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
     tmp = Path(tmp_name)
@@ -514,6 +585,34 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+STALE_TEMP_S = 15 * 60
+_TEMP_RANDOM = r"[a-z0-9_]{8}"  # what tempfile.mkstemp puts between prefix and suffix
+
+
+def remove_stale_temps(path: Path, *, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Remove the temporary files of `atomic_path(path)` not modified for `older_than_s`
+    seconds; return them. Files that only look alike (another destination's, a symlink, a
+    directory) are left alone, and a file that cannot be removed is skipped."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{_TEMP_RANDOM}\.tmp")
+    cutoff = time.time() - older_than_s
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not pattern.fullmatch(entry.name):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 def _mode_for(path: Path) -> int:
@@ -545,17 +644,100 @@ def current_umask() -> int:
     return mask
 
 
-def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write a table in the format its extension names, atomically."""
+def write_table(frame: pd.DataFrame, path: str | Path, *, csv_safe: bool = False) -> Path:
+    """Write a table in the format its extension names, atomically.
+
+    Every float reads back (`read_table`) bit for bit in every format: CSV and JSONL write
+    the shortest text that round-trips (Python's `repr`), Parquet stores the doubles. A
+    missing value is an empty CSV cell or JSON null; inf is written as `inf` / `Infinity`,
+    never dropped (a reader rejects it with its line). `csv_safe`: see `table_csv`."""
     fmt = file_format(path)
     with atomic_path(path) as tmp:
         if fmt == "csv":
-            frame.to_csv(tmp, index=False)
+            tmp.write_text(table_csv(frame, csv_safe=csv_safe), encoding="utf-8", newline="")
         elif fmt == "jsonl":
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
+            tmp.write_text(table_jsonl(frame), encoding="utf-8", newline="")
         else:
             frame.to_parquet(tmp, index=False)
     return Path(path)
+
+
+#: What a spreadsheet reads as the start of a formula (or, for tab and CR, a cell break).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe_text(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one that would start a formula gets a leading
+    single quote (OWASP's CSV-injection rule); any other is unchanged."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def table_csv(frame: pd.DataFrame, *, csv_safe: bool = False) -> str:
+    """The table as CSV text (header, no index), floats written so that they read back exact.
+
+    With `csv_safe`, every text cell and header that starts with = + - @, a tab or a CR is
+    prefixed with a single quote so that a spreadsheet does not run it as a formula. Only
+    text is touched: numbers (-1.5 in a numeric column) are written as they are. The prefix
+    is part of the cell for any other reader: `read_table` reads it back as written."""
+    if csv_safe:
+        import pandas as pd
+
+        frame = frame.copy()
+        frame.columns = [csv_safe_text(c) if isinstance(c, str) else c for c in frame.columns]
+        for position, dtype in enumerate(frame.dtypes):
+            if not pd.api.types.is_numeric_dtype(dtype):
+                frame.isetitem(position, frame.iloc[:, position].map(
+                    lambda v: csv_safe_text(v) if isinstance(v, str) else v))
+    # The csv module quotes a cell only for the characters of its line terminator ("\n"):
+    # a lone CR would end the row for a reader, so text with one is quoted, all text then.
+    if any("\r" in text for text in _texts(frame)):
+        return frame.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    return frame.to_csv(index=False)
+
+
+def _texts(frame: pd.DataFrame) -> Iterator[str]:
+    """The header and text cells of a table."""
+    import pandas as pd
+
+    yield from (str(c) for c in frame.columns)
+    for position, dtype in enumerate(frame.dtypes):
+        if not pd.api.types.is_numeric_dtype(dtype):
+            yield from (v for v in frame.iloc[:, position] if isinstance(v, str))
+
+
+# str.splitlines, which reads JSONL back, also breaks lines at these; json.dumps leaves them
+# raw in strings with ensure_ascii=False, so they are written as JSON escapes.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def table_jsonl(frame: pd.DataFrame) -> str:
+    """The table as JSON lines, one object per row: floats as Python's `repr` (17 significant
+    digits where needed, so they read back exact), missing values as null."""
+    columns = [str(c) for c in frame.columns]
+    if len(set(columns)) < len(columns):
+        raise ValueError(f"a JSONL table needs unique column names, got {columns}")
+    cells = [[_json_value(v) for v in frame.iloc[:, position].tolist()]
+             for position in range(frame.shape[1])]
+    return "".join(
+        json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False)
+        .translate(_LINE_BREAKS) + "\n"
+        for row in zip(*cells, strict=True)
+    ) if columns else "{}\n" * len(frame)
+
+
+def _json_value(value: Any) -> Any:
+    """A cell as a value json.dumps writes: numpy values as Python ones, missing as None."""
+    if type(value) is float:  # the common case, first
+        return None if value != value else value
+    value = _plain(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(value, pandas.Timestamp):
+        return value.isoformat()
+    return value
 
 
 def write_text(text: str, path: str | Path) -> Path:

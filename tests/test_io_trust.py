@@ -239,7 +239,7 @@ API_ERRORS = {
     "bad human in a frame": (
         pd.DataFrame({"item": ["1", "2", "3"], "system": "s", "output": "x",
                       "human.coherence": ["4", "3", "high"]}),
-        "row 3, field 'human.coherence': Input should be a valid number"),
+        "row 3, field 'human.coherence': a human judgment must be a finite number"),
     "missing system in dicts": (
         [{"item": "1", "system": "s", "output": "x"}, {"item": "2", "output": "x"}],
         "row 2, field 'system': required field is missing"),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from judgebench.audit.report import Report
+from judgebench.display import safe
 
 GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
              "significance cluster than every sentinel (Perrella et al. 2024). Cluster 1 is "
@@ -15,6 +18,29 @@ GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly 
 
 def fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+
+
+# Markdown syntax a name could carry into the card: escapes, code spans, emphasis (an
+# underscore only at a word's edge: inside a word it is literal), links and images,
+# strikethrough. HTML (<, >, &) is written as entities.
+_SYNTAX = re.compile(r"[\\`*\[\]~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
+def text(value: Any) -> str:
+    """User-provided text (a name, a path, a note) as Markdown that shows it literally: no
+    raw HTML, link, image, code span or emphasis can come out of it, control characters are
+    visible escapes and a newline is a space (it cannot start a block)."""
+    plain = safe(value).replace("\n", " ")
+    return _SYNTAX.sub(lambda m: "\\" + m.group(), html.escape(plain, quote=False))
+
+
+def code(value: Any) -> str:
+    """Text as a code span, shown literally (HTML is not interpreted in a code span): the
+    fence is one backtick longer than the longest run inside."""
+    plain = safe(value).replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall("`+", plain)), default=0) + 1)
+    pad = " " if plain.startswith("`") or plain.endswith("`") else ""
+    return f"{fence}{pad}{plain}{pad}{fence}"
 
 
 def setting_label(level: str, grouping: str) -> str:
@@ -43,42 +69,45 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 
 def render_markdown(report: Report | dict[str, Any]) -> str:
+    """The card as Markdown. Every name, path and note from the user's data goes through
+    `text` (or `code`), so none of it is read as HTML or Markdown syntax."""
     data = report.to_dict() if isinstance(report, Report) else report
-    out: list[str] = [f"# {data['title']}", ""]
+    out: list[str] = [f"# {text(data['title'])}", ""]
     inputs, settings = data["inputs"], data["settings"]
-    out.append(f"Scores `{inputs['scores']}` ({inputs['rows']} rows: {inputs['items']} items x "
-               f"{inputs['systems']} systems)"
-               + (f", generations `{inputs['samples']}`" if inputs.get("samples") else
+    out.append(f"Scores {code(inputs['scores'])} ({inputs['rows']} rows: {inputs['items']} "
+               f"items x {inputs['systems']} systems)"
+               + (f", generations {code(inputs['samples'])}" if inputs.get("samples") else
                   ", no generations (text sentinels skipped)")
-               + f". judgebench {data['judgebench']}, {data['created']}.")
+               + f". judgebench {text(data['judgebench'])}, {text(data['created'])}.")
     levels = ", ".join(setting_label(x["level"], x["grouping"]) for x in settings["levels"])
-    out += ["", f"Statistics: {', '.join(settings['statistics'])}; settings: {levels}; "
+    out += ["", f"Statistics: {text(', '.join(settings['statistics']))}; settings: {levels}; "
                 f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
-                f"resamples); clusters by {settings['test']} test at alpha "
+                f"resamples); clusters by {text(settings['test'])} test at alpha "
                 f"{settings['alpha']}; seed {settings['seed']}.", ""]
 
     out += ["## Gate", "", GATE_RULE, ""]
     header, rows, order = gate_matrix(data)
     out += [f"Marks per cell, in this order: {', '.join(order)} (✓ pass, ✗ fail).", ""]
-    out += table(header, [[r["metric"], r["passed"], *(" ".join(c) for c in r["cells"])]
-                          for r in rows])
+    out += table([text(h) for h in header],
+                 [[text(r["metric"]), r["passed"], *(" ".join(c) for c in r["cells"])]
+                  for r in rows])
 
     out += ["", "## Metrics", ""]
     out += table(["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
                   "signature"],
-                 [[c["column"] + ("" if c["higher_is_better"] else " (negated)"),
-                   c.get("kind") or "-", _statuses(c.get("statuses")),
+                 [[text(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
+                   text(c.get("kind") or "-"), text(_statuses(c.get("statuses"))),
                    _rate(c.get("parse_failure_rate")), _money(c.get("cost_usd")),
-                   fmt(c.get("time_s"), 1), f"`{c['signature']}`" if c.get("signature")
+                   fmt(c.get("time_s"), 1), code(c["signature"]) if c.get("signature")
                    else "unknown (no .meta.json beside the table)"]
                   for c in data["metrics"]])
 
     out += ["", "## Sentinels", ""]
     out += table(["sentinel", "sees", "statuses", "signature"],
-                 [[s["column"], s["description"],
-                   "; ".join(f"{h}: {_statuses(v)}" for h, v in s["statuses"].items())
-                   if s["trained"] else _statuses(next(iter(s["statuses"].values()), {})),
-                   f"`{s['signature']}`"] for s in data["sentinels"]])
+                 [[text(s["column"]), text(s["description"]),
+                   text("; ".join(f"{h}: {_statuses(v)}" for h, v in s["statuses"].items())
+                        if s["trained"] else _statuses(next(iter(s["statuses"].values()), {}))),
+                   code(s["signature"])] for s in data["sentinels"]])
 
     out += ["", "## Agreement with people", "",
             "Each cell: statistic [CI] c<cluster>, and ✓/✗ for the gate. Sentinels in "
@@ -89,12 +118,12 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                       if b["human"] == human and b["statistic"] == statistic]
             if not blocks:
                 continue
-            out += [f"### {human} · {statistic}", ""]
+            out += [f"### {text(human)} · {text(statistic)}", ""]
             names = [r["metric"] for r in blocks[0]["rows"]]
             rows = []
             for name in names:
                 kind = next(r["kind"] for r in blocks[0]["rows"] if r["metric"] == name)
-                line = [f"*{name}*" if kind == "sentinel" else name]
+                line = [f"*{text(name)}*" if kind == "sentinel" else text(name)]
                 for b in blocks:
                     row = next(r for r in b["rows"] if r["metric"] == name)
                     verdict = next((g for g in b["gate"] if g["metric"] == name), None)
@@ -104,7 +133,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                                       for b in blocks)], rows)
             notes = _notes(blocks)
             if notes:
-                out += ["", *(f"- {n}" for n in notes)]
+                out += ["", *(f"- {text(n)}" for n in notes)]
             out.append("")
 
     if data["probes"]:
@@ -113,16 +142,17 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 "brackets; `same`: must not move; `best`: the reference as output scores at "
                 "least the item's best system).", ""]
         header, rows, counts = probe_matrix(data["probes"])
-        out += table(header, rows)
-        out += ["", f"Scored pairs per probe: {counts}.", ""]
+        out += table([text(h) for h in header], [[text(v) for v in row] for row in rows])
+        out += ["", f"Scored pairs per probe: {text(counts)}.", ""]
     if data["bias"]:
         out += ["## Judge bias", ""]
         out += table(["judge", "probe", "measure", "value", "n", "note"],
-                     [[b["judge"], b["probe"], b["measure"], fmt(b.get("value")), b["n"],
-                       b.get("note", "")] for b in data["bias"]])
+                     [[text(b["judge"]), text(b["probe"]), text(b["measure"]),
+                       fmt(b.get("value")), b["n"], text(b.get("note", ""))]
+                      for b in data["bias"]])
         out.append("")
     if data["warnings"]:
-        out += ["## Warnings", "", *(f"- {w}" for w in data["warnings"]), ""]
+        out += ["## Warnings", "", *(f"- {text(w)}" for w in data["warnings"]), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

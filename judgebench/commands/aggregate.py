@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from judgebench.columns import metric_columns
+from judgebench.display import SafeWriter, safe
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
 
@@ -198,7 +199,7 @@ def command(
             human = ("ranking", agg.ranking_scores(_human_ranking(human_ranking)))
         except ValueError as exc:
             raise InputError(str(exc), field="--human-ranking") from None
-    click.echo(f"judgebench aggregate: {frame_note}", err=True)
+    click.echo(f"judgebench aggregate: {safe(frame_note)}", err=True)
 
     specs = _rule_specs(rule_specs, registry, data.kind)
     rules = [_build_rule(spec, registry, data.kind) for spec in specs]
@@ -211,7 +212,7 @@ def command(
             result = rule.rank(data)
         except Exception as exc:  # a rule's failure is its status, never a silent result
             reason = f"{type(exc).__name__}: {exc}"
-            click.echo(f"judgebench aggregate: rule '{spec}' failed: {reason}", err=True)
+            click.echo(safe(f"judgebench aggregate: rule '{spec}' failed: {reason}"), err=True)
             outputs.append({"rule": spec, "status": "error", "reason": reason, "ranking": [],
                             "scores": None, "winners": [], "ties": []})
             continue
@@ -485,7 +486,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 def _print_text(outputs: list[dict[str, Any]], human_label: str | None,
                 make_win: str | None) -> None:
     good = [e for e in outputs if e["status"] == "ok"]
-    out = sys.stdout
+    out = SafeWriter(sys.stdout)  # system and column names come from the user's table
     if good:
         depth = max(len(e["ranking"]) for e in good)
         columns = []

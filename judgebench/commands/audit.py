@@ -12,7 +12,10 @@ from pathlib import Path
 
 import click
 
+from judgebench import destinations
+from judgebench.display import safe
 from judgebench.errors import InputError
+from meta_eval.statistics import help_text as statistic_help
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
@@ -21,7 +24,7 @@ REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown
 
 
 def _log(message: str) -> None:
-    click.echo(f"audit: {message}", err=True)
+    click.echo(f"audit: {safe(message)}", err=True)
 
 
 def settings_of(levels: tuple[str, ...], groupings: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -63,8 +66,7 @@ def report_format(path: Path) -> str:
 @click.option("--grouping", "groupings", multiple=True, type=click.Choice(GROUPINGS),
               help="Segment-level grouping; repeatable. Default: none, item and system.")
 @click.option("--statistic", "statistics", multiple=True, metavar="NAME",
-              help="pearson, spearman, kendall, kendall-23, acc-23, acc-eq, ...; "
-                   "repeatable. Default: pearson.")
+              help=f"{statistic_help()}. Repeatable; default: pearson.")
 @click.option("--sentinel", "sentinels", multiple=True, metavar="SPEC",
               help="Sentinel to use, e.g. sentinel.cand:folds=10; repeatable. Default: every "
                    "registered sentinel.")
@@ -140,6 +142,13 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     from judgebench.plugins import get_host
     from judgebench.spec import parse_spec
 
+    destinations.check([
+        destinations.read("SCORES", scores, sidecar=True),
+        *(destinations.read(option, path) for option, path in
+          (("--samples", samples_path), ("--pairs", pairs_path), ("--store", store_path))
+          if path is not None),
+        *(destinations.report("--report", path, report_format) for path in reports),
+    ])
     formats = [(path, report_format(path)) for path in reports]
     if epsilon < 0:
         raise InputError("must be >= 0", field="--epsilon")
@@ -192,7 +201,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     else:
         from judgebench.audit.markdown import render_markdown
 
-        sys.stdout.write(render_markdown(report))
+        sys.stdout.write(safe(render_markdown(report)))
 
 
 def write_report(report: object, path: Path, fmt: str) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from judgebench.columns import metric_columns, numeric_columns
+from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.scores_table import ColumnInfo, load_scores_table
 from meta_eval.statistics import help_text as statistic_help
@@ -26,7 +27,7 @@ GROUPINGS = ("none", "item", "system")
 
 
 def _log(message: str) -> None:
-    click.echo(f"meta-eval: {message}", err=True)
+    click.echo(f"meta-eval: {safe(message)}", err=True)
 
 
 @click.command("meta-eval")
@@ -169,7 +170,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
     if as_json:
         click.echo(json.dumps(records, indent=2))
     else:
-        click.echo(_render(records, compare))
+        click.echo(safe(_render(records, compare)))
 
 
 def _block(matrices: Any, human: str, statistic: str, metric_cols: list[str], *,

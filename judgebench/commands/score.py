@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from judgebench import destinations
+from judgebench.display import SafeWriter
 from judgebench.errors import InputError
-from judgebench.io import read_samples, write_table, write_text
+from judgebench.io import read_samples, table_csv, write_table, write_text
 from judgebench.runner import RunResult, run
-from judgebench.runtime import Budget, RunSettings
+from judgebench.runtime import Budget, RunSettings, check_budget_usd
 from judgebench.spec import MetricSpec, load_config, parse_spec
 from judgebench.store import Store
 
@@ -36,9 +41,17 @@ DEFAULT_STORE = "judgebench.db"
 @click.option("--cache", "cache_path", type=click.Path(path_type=Path),
               help="Judge response cache (a .sqlite file or a folder); default "
                    "$JUDGEBENCH_CACHE_DIR or ~/.cache/judgebench.")
-@click.option("--budget-usd", type=float, help="Stop before spending more than this.")
+@click.option("--budget-usd", type=float, callback=lambda _c, _p, v: check_budget_usd(v),
+              help="Stop before spending more than this (US dollars, finite, >= 0).")
+@click.option("--allow-unknown-cost", is_flag=True,
+              help="With --budget-usd, run judges whose price is unknown (their calls are not "
+                   "counted); without it such a run is refused before any call.")
 @click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; score nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary to stdout.")
+@click.option("--csv-safe/--no-csv-safe", default=False, show_default=True,
+              help="CSV output (-o, --corpus, stdout): prefix text cells that start with "
+                   "= + - @ (or a tab or CR) with ' so a spreadsheet shows them as text. "
+                   "Off by default: judgebench reads the prefix back as part of the id.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
 def command(
@@ -51,9 +64,11 @@ def command(
     corpus_path: Path | None,
     cache_path: Path | None,
     budget_usd: float | None,
+    allow_unknown_cost: bool,
     dry_run: bool,
     as_json: bool,
     progress: bool | None,
+    csv_safe: bool,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics."""
     specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
@@ -63,27 +78,61 @@ def command(
         raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
+    destinations.check([
+        destinations.read("INPUT", input_path),
+        *([destinations.read("--config", config)] if config is not None else []),
+        *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
+        destinations.database("--store", store_path),
+        *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
+        destinations.judge_cache("--cache", cache_path),
+    ])
     samples = read_samples(input_path)
-    settings = RunSettings(budget=Budget(limit_usd=budget_usd), dry_run=dry_run,
+    settings = RunSettings(budget=Budget(limit_usd=budget_usd,
+                                         allow_unknown_cost=allow_unknown_cost),
+                           dry_run=dry_run,
                            cache_path=cache_path)
     show = sys.stderr.isatty() if progress is None else progress
-    with Store(store_path) as store:
-        result = run(samples, specs, store=store, resume=resume, progress=show,
-                     settings=settings)
+    new_store = not os.path.lexists(store_path)
+    try:
+        with Store(store_path) as store:
+            result = run(samples, specs, store=store, resume=resume, progress=show,
+                         settings=settings)
+    except BaseException:
+        if new_store:
+            _remove_if_scoreless(store_path)
+        raise
     if dry_run:
         _echo_estimates(result, as_json)
         return
     summary = result.summary()
     if output is None:
-        click.echo(result.table.to_csv(index=False), nl=False)
+        click.echo(table_csv(result.table, csv_safe=csv_safe), nl=False)
     else:
-        write_table(result.table, output)
+        write_table(result.table, output, csv_safe=csv_safe)
         write_text(json.dumps(summary, indent=2), f"{output}.meta.json")
     if corpus_path is not None:
-        _write_corpus(result, corpus_path)
+        _write_corpus(result, corpus_path, csv_safe)
     _echo_summary(result, output, store_path, corpus_path is not None)
     if as_json:
         click.echo(json.dumps(_json_rows(result), indent=2))
+
+
+def _remove_if_scoreless(path: Path) -> None:
+    """Remove the store a failed run created if it holds no score (the run failed before
+    its first), with its journal files; a store that cannot be read is left as it is."""
+    if not path.is_file():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            tables = {name for (name,) in
+                      conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone()
+                   for name in ("scores", "corpus_scores") if name in tables):
+                return
+    except sqlite3.Error:
+        return
+    for suffix in ("", *destinations.SQLITE_SIDECARS):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _json_rows(result: RunResult) -> list[dict[str, Any]]:
@@ -95,20 +144,20 @@ def _json_rows(result: RunResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_corpus(result: RunResult, path: Path) -> None:
+def _write_corpus(result: RunResult, path: Path, csv_safe: bool) -> None:
     import pandas as pd
 
     frame = pd.DataFrame(
         [c.model_dump(mode="json") for c in result.corpus],
         columns=["system", "metric", "value", "status", "reason", "n", "signature"],
     )
-    write_table(frame, path)
+    write_table(frame, path, csv_safe=csv_safe)
 
 
 def _echo_summary(
     result: RunResult, output: Path | None, store_path: Path, result_has_corpus_file: bool
 ) -> None:
-    err = sys.stderr
+    err = SafeWriter(sys.stderr)  # system names and specs come from the user's files
     where = f" -> {output}" if output else ""
     print(f"scored {len(result.table)} rows{where} (computed {result.computed}, reused "
           f"{result.reused} from {store_path})", file=err)

@@ -48,9 +48,14 @@ def detect_kind(columns: Iterable[str]) -> str:
 
 
 def numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
-    """A column as floats (empty cells NaN); a cell that is not a number is a TableError."""
+    """A column as floats (empty cells and NaN are missing: NaN). A cell that is not a finite
+    number (text, a boolean, inf, -inf) is a TableError at its row."""
     raw = frame[column]
     values = pd.to_numeric(raw, errors="coerce")
+    boolean = raw.map(lambda v: isinstance(v, bool | np.bool_)).to_numpy(dtype=bool)
+    if pd.api.types.is_bool_dtype(raw) or boolean.any():
+        row = int(np.flatnonzero(boolean)[0]) if boolean.any() else 0
+        raise TableError(f"a boolean, not a score: {raw.iloc[row]!r}", row=row, field=column)
     bad = values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
@@ -58,7 +63,8 @@ def numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
     out = values.to_numpy(dtype=float)
     if np.isinf(out).any():
         row = int(np.flatnonzero(np.isinf(out))[0])
-        raise TableError("infinite score", row=row, field=column)
+        raise TableError(f"value {out[row]!r} is not finite: a score must be a finite number "
+                         "(leave the cell empty when it is missing)", row=row, field=column)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -25,7 +26,45 @@ _PLACEHOLDER = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 #: only by reusing these names).
 DELIMITERS = ("instruction", "question", "source", "response", "response_a", "response_b",
               "reference", "rubric", "steps")
-_TAG = re.compile(r"<\s*(/?)\s*(" + "|".join(DELIMITERS) + r")\s*>", re.IGNORECASE)
+# How a reader may see text before it reads tags: a tokenizer's NFKC normalisation (fullwidth
+# ＜ is <, ｒ is r), case folding, and characters it does not show dropped (soft hyphen,
+# zero-width and bidirectional marks, word joiners, the byte-order mark).
+_IGNORED = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                      "\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff]")
+
+
+def _delimiter_name(delimiter: str) -> str:
+    """A delimiter name as a pattern over folded text; an underscore may be any run of
+    underscores, hyphens and spaces, or nothing (`response b`, `response-b`)."""
+    return "".join(r"[\s_-]*" if c == "_" else re.escape(c) for c in delimiter)
+
+
+#: The version of `as_data`'s rule, in every template hash (so in every judge's signature).
+AS_DATA_VERSION = 2
+#: A tag naming a delimiter, over folded text (`_folded`): spaces anywhere inside, attributes
+#: (`</response_b x="1">`), a self-closing slash, and also without its closing bracket. The
+#: name must end there (`<responses>`, `<source_code>` are other words).
+_TAG = re.compile(
+    r"<\s*/?\s*(?:"
+    + "|".join(_delimiter_name(d) for d in sorted(DELIMITERS, key=len, reverse=True))
+    + r")(?![\w-])(?:[^<>]*?>)?"
+)
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """`text` as a reader may see it (NFKC, case-folded, ignorable characters dropped), with
+    the position in `text` of each folded character."""
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
+    chars: list[str] = []
+    origin: list[int] = []
+    for position, char in enumerate(text):
+        if _IGNORED.match(char):
+            continue
+        folded = unicodedata.normalize("NFKC", char).casefold()
+        chars.append(folded)
+        origin += [position] * len(folded)
+    return "".join(chars), origin
 
 
 @dataclass(frozen=True)
@@ -36,7 +75,10 @@ class Template:
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:12]
+        """The template text's hash, with the version of the rule (`as_data`) that puts data
+        into it: a prompt built by another rule is another prompt."""
+        keyed = f"as_data:{AS_DATA_VERSION}\n{self.text}"
+        return hashlib.sha256(keyed.encode("utf-8")).hexdigest()[:12]
 
     @property
     def sections(self) -> list[tuple[str, str]]:
@@ -78,10 +120,22 @@ class Template:
 
 
 def as_data(value: str | None) -> str:
-    """Text to place between delimiter tags: tag-shaped substrings cannot close them."""
+    """Text to place between delimiter tags: no substring of it can open or close one.
+
+    Every substring a reader could take for a delimiter tag (`_TAG` over `_folded` text: any
+    case, look-alike and invisible characters, spaces, attributes, no closing bracket) has its
+    angle brackets replaced by ‹ and ›, its text kept: `</Response_B foo="1">` becomes
+    `‹/Response_B foo="1"›`."""
     if value is None:
         return ""
-    return _TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}›", value.strip())
+    text = value.strip()
+    folded, origin = _folded(text)
+    chars = list(text)
+    for match in _TAG.finditer(folded):
+        chars[origin[match.start()]] = "‹"
+        if match.group().endswith(">"):
+            chars[origin[match.end() - 1]] = "›"
+    return "".join(chars)
 
 
 def load_template(name: str, override: str | None = None) -> Template:
