@@ -50,11 +50,20 @@ def _profile(data: object, rule: str) -> Profile:
 
 
 def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per system (column) sum_v w_v x_v / sum_v w_v over the voters that scored it.
+
+    Each column is divided by a power of two near its largest |x| (exact) and the weights
+    are normalised first, so the sum cannot overflow even for scores near 1e308."""
     present = ~np.isnan(values)
     w = np.where(present, weights[:, None], 0.0)
     total = w.sum(axis=0)
+    x = np.nan_to_num(values, nan=0.0)
+    largest = np.abs(x).max(axis=0, initial=0.0)
+    scale = np.exp2(np.floor(np.log2(np.where(largest > 0, largest, 1.0))))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (np.nan_to_num(values) * w).sum(axis=0) / total, np.nan)
+        share = w / np.where(total > 0, total, 1.0)
+        mean = (x / scale * share).sum(axis=0) * scale
+    return np.where(total > 0, mean, np.nan)
 
 
 def mean(data: Profile) -> RuleResult:

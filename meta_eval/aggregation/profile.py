@@ -150,9 +150,11 @@ class Profile:
         strict = np.zeros(n * n)
         ties = np.zeros(n * n)
         for o, w in _blocks(self.oriented, self.weights, n):
-            diff = o[:, :, None] - o[:, None, :]
-            strict += w @ (diff > 0).reshape(len(w), n * n).astype(float)
-            ties += w @ (diff == 0).reshape(len(w), n * n).astype(float)
+            # Compare, never subtract: o_i - o_j can overflow for huge scores.
+            above = o[:, :, None] > o[:, None, :]
+            equal = o[:, :, None] == o[:, None, :]
+            strict += w @ above.reshape(len(w), n * n).astype(float)
+            ties += w @ equal.reshape(len(w), n * n).astype(float)
         strict = strict.reshape(n, n)
         ties = ties.reshape(n, n)
         np.fill_diagonal(ties, 0.0)
@@ -167,9 +169,10 @@ class Profile:
         tied = np.zeros(self.scores.shape, dtype=np.int64)
         start = 0
         for o, _ in _blocks(self.oriented, self.weights, n):
-            diff = o[:, None, :] - o[:, :, None]  # [v, i, j] = o_j - o_i
-            better[start:start + len(o)] = (diff > 0).sum(axis=2)
-            tied[start:start + len(o)] = (diff == 0).sum(axis=2) - (~np.isnan(o))
+            # [v, i, j]: o_j above / equal to o_i, by comparison (no overflow)
+            better[start:start + len(o)] = (o[:, None, :] > o[:, :, None]).sum(axis=2)
+            tied[start:start + len(o)] = ((o[:, None, :] == o[:, :, None]).sum(axis=2)
+                                          - (~np.isnan(o)))
             start += len(o)
         return better, tied
 
