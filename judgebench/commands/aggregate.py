@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from judgebench.columns import metric_columns
+from judgebench.commands.options import direction_options
 from judgebench.display import SafeWriter, safe
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
@@ -118,13 +119,7 @@ def _human_ranking(text: str) -> list[list[str]]:
 @click.option("--weight", "weight_pairs", multiple=True, metavar="COL=W",
               help="Leaderboard: column weight (a column of weight W casts W votes; 0 drops "
                    "it). Repeatable.")
-@click.option("--lower-is-better", "lower", multiple=True, metavar="COL",
-              help="A column where smaller is better (leaderboard column or --metric); "
-                   "known without it from the table's .meta.json or the registered metric "
-                   "the column names (lexical.ter).")
-@click.option("--higher-is-better", "higher", multiple=True, metavar="COL",
-              help="A column where larger is better, whatever the sidecar or the registered "
-                   "metric say.")
+@direction_options
 @click.option("--missing", type=click.Choice(["keep", "drop-systems", "drop-voters"]),
               default="keep", show_default=True,
               help="Missing scores: keep (each rule's own policy, see --list-rules), drop "

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench import destinations
+from judgebench.commands.options import direction_options
 from judgebench.display import safe
 from judgebench.errors import InputError
 from meta_eval.statistics import help_text as statistic_help
@@ -70,13 +71,7 @@ def report_format(path: Path) -> str:
 @click.option("--sentinel", "sentinels", multiple=True, metavar="SPEC",
               help="Sentinel to use, e.g. sentinel.cand:folds=10; repeatable. Default: every "
                    "registered sentinel.")
-@click.option("--lower-is-better", "lower", multiple=True, metavar="COL",
-              help="Metric column where lower is better (negated for the audit); repeatable. "
-                   "Known without it from the table's .meta.json or the registered metric "
-                   "the column names.")
-@click.option("--higher-is-better", "higher", multiple=True, metavar="COL",
-              help="Metric column where higher is better, whatever the sidecar or the "
-                   "registered metric say; repeatable.")
+@direction_options
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="Score store (from `judgebench score --store`) to read cost and time.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,

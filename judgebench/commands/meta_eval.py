@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from judgebench.columns import metric_columns, numeric_columns
+from judgebench.commands.options import direction_options
 from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.scores_table import ColumnInfo, load_scores_table
@@ -48,13 +49,7 @@ def _log(message: str) -> None:
               help="Item resamples for a confidence interval (0: none).")
 @click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.95, show_default=True, help="Confidence level of the interval.")
-@click.option("--lower-is-better", "lower", multiple=True, metavar="COL",
-              help="A metric column where lower is better (negated, so that higher always "
-                   "means agrees more with people); repeatable. Known without it from the "
-                   "table's .meta.json or the registered metric the column names.")
-@click.option("--higher-is-better", "higher", multiple=True, metavar="COL",
-              help="A metric column where higher is better, whatever the sidecar or the "
-                   "registered metric say; repeatable.")
+@direction_options
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
               help="Corpus scores (system, metric, value), as `judgebench score --corpus` "
                    "writes them; default: those in the table's .meta.json.")
