@@ -11,8 +11,10 @@ accept the same data and read it the same way.
 from __future__ import annotations
 
 import ast
+import codecs
 import contextlib
 import csv
+import hashlib
 import io as _io
 import json
 import math
@@ -23,7 +25,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
@@ -94,17 +96,78 @@ def read_samples(path: str | Path) -> list[Sample]:
     JSON values taken as written (`tabular=False`).
     """
     path = Path(path)
-    fmt = file_format(path)
-    where: Where = "line" if fmt in ("jsonl", "csv") else "row"
-    tabular = fmt != "jsonl"
-    samples = unique_samples(
-        ((position, to_sample(record, tabular=tabular, path=str(path), **{where: position}))
-         for position, record in _records(path, fmt)),
-        path=str(path), where=where,
-    )
+    samples = unique_samples(iter_samples(path), path=str(path), where=position_name(path))
     if not samples:
         raise InputError("no samples: the file has a header or blank lines only", path=str(path))
     return samples
+
+
+def position_name(path: str | Path) -> Where:
+    """What an error calls a sample's position in this file: a line (JSONL, CSV) or a row."""
+    return "line" if file_format(path) in ("jsonl", "csv") else "row"
+
+
+def iter_samples(path: str | Path) -> Iterator[tuple[int, Sample]]:
+    """The samples of a generations file with their line (JSONL, CSV) or row (Parquet), read
+    in bounded memory: one line, CSV record or Parquet batch at a time. Each is normalised and
+    validated exactly as `read_samples` does; duplicates are not checked (`unique_stream`)."""
+    path = Path(path)
+    fmt = file_format(path)
+    where = position_name(path)
+    tabular = fmt != "jsonl"
+    for position, record in _records(path, fmt):
+        yield position, to_sample(record, tabular=tabular, path=str(path), **{where: position})
+
+
+class SampleFile:
+    """A generations file as a source that can be read more than once, each time from the
+    start and in bounded memory: every read validates every row and stops at the first repeat
+    of an (item, system), keeping only a fixed-size digest per row (`unique_stream`).
+
+    Iterating yields the Samples; an empty file (or a header alone) is an InputError at the
+    end of the read, as in `read_samples`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        file_format(self.path)
+
+    def __iter__(self) -> Iterator[Sample]:
+        where = position_name(self.path)
+        empty = True
+        for _, sample in unique_stream(iter_samples(self.path), path=str(self.path),
+                                       where=where, again=lambda: iter_samples(self.path)):
+            empty = False
+            yield sample
+        if empty:
+            raise InputError("no samples: the file has a header or blank lines only",
+                             path=str(self.path))
+
+
+def key_digest(item: str, system: str) -> bytes:
+    """A fixed-size digest of (item, system), for duplicate checks that keep no ids."""
+    text = json.dumps([item, system], ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def unique_stream(
+    numbered: Iterable[tuple[int, Sample]], *, path: str | None, where: Where,
+    again: Callable[[], Iterable[tuple[int, Sample]]],
+) -> Iterator[tuple[int, Sample]]:
+    """The samples as they come, or the InputError of `unique_samples` at the first repeat of
+    an (item, system). Only a digest per row is kept; on a repeated digest, `again` (the same
+    samples, read anew) finds where that key was first, so the message is the same."""
+    seen: set[bytes] = set()
+    for position, sample in numbered:
+        digest = key_digest(sample.item, sample.system)
+        if digest in seen:
+            key = (sample.item, sample.system)
+            first = next((p for p, s in again() if p >= position or (s.item, s.system) == key),
+                         position)
+            if first < position:
+                raise InputError(f"duplicate (item, system) = {key}, first at {where} {first}",
+                                 path=path, **{where: position}, field="item")
+        seen.add(digest)
+        yield position, sample
 
 
 def samples_from_frame(frame: pd.DataFrame) -> list[Sample]:
@@ -403,15 +466,56 @@ def _field_of(loc: tuple[int | str, ...]) -> str | None:
 
 
 def _records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The raw records of a generations file, one line, CSV record or Parquet batch read at a
+    time."""
     if fmt == "parquet":
         yield from _parquet_records(path)
         return
-    raw = _read_bytes(path)
-    text = _decode(raw, path)
-    if fmt == "jsonl":
-        yield from _jsonl_records(text, path)
-    else:
-        yield from _csv_records(text, path)
+    _check_not_empty(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            if fmt == "jsonl":
+                # str.splitlines within each physical line: the lines `text.splitlines()` of
+                # the whole file would give, so line numbers are the same.
+                yield from _jsonl_records(
+                    (line for physical in handle for line in physical.splitlines()), path)
+            else:
+                yield from _csv_records(handle, path)
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
+
+
+def _check_not_empty(path: Path) -> None:
+    """An InputError if the file is missing, a folder, or holds only whitespace."""
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 16):
+                if block.strip():
+                    return
+    except FileNotFoundError:
+        raise InputError("file not found", path=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path=str(path)) from None
+    raise InputError("file is empty", path=str(path))
+
+
+def _utf8_error(path: Path) -> InputError:
+    """The first invalid UTF-8 byte of the file, with its offset and line, found by decoding
+    one line at a time (a UTF-8 sequence never holds a newline byte)."""
+    offset = 0
+    with path.open("rb") as handle:
+        for number, piece in enumerate(handle, start=1):
+            skip = 3 if number == 1 and piece.startswith(codecs.BOM_UTF8) else 0
+            try:
+                piece[skip:].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return InputError(
+                    f"invalid UTF-8 (byte 0x{piece[skip + exc.start]:02x} at offset "
+                    f"{offset + exc.start}); save the file as UTF-8",
+                    path=str(path), line=number,
+                )
+            offset += len(piece) - skip
+    return InputError("invalid UTF-8; save the file as UTF-8", path=str(path))
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -438,8 +542,8 @@ def _decode(raw: bytes, path: Path) -> str:
         ) from None
 
 
-def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+def _jsonl_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -453,8 +557,9 @@ def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]
         yield number, record
 
 
-def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    reader = csv.reader(_io.StringIO(text, newline=""))
+def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records of CSV text whose lines are split as a file opened with newline="" splits."""
+    reader = csv.reader(lines)
     try:
         header = next(reader)
     except StopIteration:
@@ -492,8 +597,35 @@ def _read_parquet(path: Path) -> Any:
         raise InputError(f"not a readable Parquet file: {exc}", path=str(path)) from None
 
 
+#: Rows per Parquet batch read by `_parquet_records`.
+PARQUET_BATCH_ROWS = 4096
+
+
 def _parquet_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    yield from enumerate(_read_parquet(path).to_pylist(), start=1)
+    import pyarrow.parquet as pq
+
+    def unreadable(exc: Exception) -> InputError:
+        return InputError(f"not a readable Parquet file: {exc}", path=str(path))
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise InputError("file not found", path=str(path)) from None
+    except Exception as exc:
+        raise unreadable(exc) from None
+    number = 0
+    with parquet:
+        batches = parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise unreadable(exc) from None
+            for record in batch.to_pylist():
+                number += 1
+                yield number, record
 
 
 def _short(value: Any) -> str:
@@ -532,7 +664,7 @@ def read_table(
                 raise InputError(f"malformed CSV: {exc}", path=str(path)) from None
             lines = list(range(2, len(frame) + 2))
         else:
-            numbered = list(_jsonl_records(text, path))
+            numbered = list(_jsonl_records(text.splitlines(), path))
             frame = pd.DataFrame.from_records([r for _, r in numbered])
             lines = [n for n, _ in numbered]
             for column in as_text & set(frame.columns):
@@ -662,6 +794,57 @@ def write_table(frame: pd.DataFrame, path: str | Path, *, csv_safe: bool = False
     return Path(path)
 
 
+class TableWriter:
+    """A wide table written to `path` chunk by chunk, in the format `fmt`, with the bytes (CSV,
+    JSONL) or values and column types (Parquet) that `write_table` gives the whole table.
+
+    Every chunk has the same columns. `has_cr`: whether any text cell of the whole table holds
+    a CR, which makes CSV quote all text (`table_csv`); the header is checked here. Writes go
+    to `path` as given: wrap it in `atomic_path` so that no reader sees a partial table."""
+
+    def __init__(self, path: str | Path, *, fmt: str, csv_safe: bool = False,
+                 has_cr: bool = False) -> None:
+        self.path = Path(path)
+        self.fmt = fmt
+        self.csv_safe = csv_safe
+        self.has_cr = has_cr
+        self.rows = 0
+        self._text = None if fmt == "parquet" else self.path.open(
+            "w", encoding="utf-8", newline="")
+        self._parquet: Any = None
+
+    def write(self, frame: pd.DataFrame) -> None:
+        if self.fmt == "csv":
+            quote_all = self.has_cr or any("\r" in str(c) for c in frame.columns)
+            assert self._text is not None
+            self._text.write(table_csv(frame, csv_safe=self.csv_safe, header=self.rows == 0,
+                                       quote_all=quote_all))
+        elif self.fmt == "jsonl":
+            assert self._text is not None
+            self._text.write(table_jsonl(frame))
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self.path, table.schema)
+            self._parquet.write_table(table)
+        self.rows += len(frame)
+
+    def close(self) -> None:
+        if self._text is not None:
+            self._text.close()
+        if self._parquet is not None:
+            self._parquet.close()
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 #: What a spreadsheet reads as the start of a formula (or, for tab and CR, a cell break).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -672,13 +855,19 @@ def csv_safe_text(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def table_csv(frame: pd.DataFrame, *, csv_safe: bool = False) -> str:
+def table_csv(
+    frame: pd.DataFrame, *, csv_safe: bool = False, header: bool = True,
+    quote_all: bool | None = None,
+) -> str:
     """The table as CSV text (header, no index), floats written so that they read back exact.
 
     With `csv_safe`, every text cell and header that starts with = + - @, a tab or a CR is
     prefixed with a single quote so that a spreadsheet does not run it as a formula. Only
     text is touched: numbers (-1.5 in a numeric column) are written as they are. The prefix
-    is part of the cell for any other reader: `read_table` reads it back as written."""
+    is part of the cell for any other reader: `read_table` reads it back as written.
+
+    `header=False` and `quote_all` (the choice below, made for a whole table) write one chunk
+    of a table that is written chunk by chunk (`TableWriter`)."""
     if csv_safe:
         import pandas as pd
 
@@ -690,9 +879,11 @@ def table_csv(frame: pd.DataFrame, *, csv_safe: bool = False) -> str:
                     lambda v: csv_safe_text(v) if isinstance(v, str) else v))
     # The csv module quotes a cell only for the characters of its line terminator ("\n"):
     # a lone CR would end the row for a reader, so text with one is quoted, all text then.
-    if any("\r" in text for text in _texts(frame)):
-        return frame.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
-    return frame.to_csv(index=False)
+    if quote_all is None:
+        quote_all = any("\r" in text for text in _texts(frame))
+    if quote_all:
+        return frame.to_csv(index=False, header=header, quoting=csv.QUOTE_NONNUMERIC)
+    return frame.to_csv(index=False, header=header)
 
 
 def _texts(frame: pd.DataFrame) -> Iterator[str]:

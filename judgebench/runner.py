@@ -1,9 +1,11 @@
 """The scoring run: metrics over samples, in batches, into the store, out as a wide table.
 
-Order of work: build every metric from its spec, check every required field (nothing runs if
-one is missing), then per metric score the samples the store does not already hold (resume),
-committing each batch, then corpus-level scores per system. The wide table is built from the
-store, so a resumed run and a fresh one produce the same table.
+Order of work: a first read of every sample (`survey`: validation, duplicates, which fields
+are missing where, the human columns), then build every metric from its spec and check every
+required field (nothing runs if one is missing), then, chunk by chunk over a second read, per
+metric score the samples the store does not already hold (resume), committing each batch, and
+write that chunk's rows of the wide table; last, corpus-level scores per system. The table is
+built from the store, so a resumed run and a fresh one produce the same table.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.metric import Metric
@@ -23,7 +25,7 @@ from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
 from judgebench.spec import MetricSpec
-from judgebench.store import FINAL_STATUSES, Store
+from judgebench.store import FINAL_STATUSES, SampleKey, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,6 +60,7 @@ class RunResult:
     statuses: dict[str, Counter[str]] = field(default_factory=dict)
     computed: int = 0
     reused: int = 0
+    rows: int = 0
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
@@ -100,21 +103,61 @@ def _missing(sample: Sample, name: str) -> bool:
     return value is None or (isinstance(value, str | list | dict) and len(value) == 0)
 
 
+@dataclass
+class Survey:
+    """What a first read of the samples learns, before any work: the number of rows, the human
+    criteria in order of first appearance, per Sample field the rows lacking it (count and the
+    first one), whether any id or column name holds a CR (CSV output then quotes all text), and
+    a digest of the (item, system) sequence, to notice an input that changes between reads."""
+
+    rows: int = 0
+    human_names: dict[str, None] = field(default_factory=dict)
+    lacking: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    has_cr: bool = False
+    keys_digest: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
+
+    def add(self, sample: Sample) -> None:
+        self.rows += 1
+        self.human_names.update(dict.fromkeys(sample.human))
+        for name in Sample.model_fields:
+            if _missing(sample, name):
+                count, item, system = self.lacking.get(name, (0, sample.item, sample.system))
+                self.lacking[name] = (count + 1, item, system)
+        self.has_cr = self.has_cr or "\r" in sample.item or "\r" in sample.system
+        self.keys_digest.update(_key_bytes(sample))
+
+    def check_requirements(self, prepared: Sequence[PreparedMetric]) -> None:
+        """Stop before any work if a metric needs a field some samples lack."""
+        problems = []
+        for p in prepared:
+            for name in p.metric.info.requires:
+                if name in self.lacking:
+                    count, item, system = self.lacking[name]
+                    problems.append(
+                        f"metric {p.metric.info.name} needs field '{name}', missing in "
+                        f"{count} of {self.rows} rows (first: item={item!r}, system={system!r})"
+                    )
+        if problems:
+            raise InputError("; ".join(problems), field=None)
+
+
+def _key_bytes(sample: Sample) -> bytes:
+    return json.dumps([sample.item, sample.system], ensure_ascii=False).encode(
+        "utf-8", "surrogatepass")
+
+
+def survey(samples: Iterable[Sample]) -> Survey:
+    """Read every sample once (validating it, if `samples` is a file being read) into a
+    Survey."""
+    found = Survey()
+    for sample in samples:
+        found.add(sample)
+    return found
+
+
 def check_requirements(samples: Sequence[Sample], prepared: Sequence[PreparedMetric]) -> None:
     """Stop before any work if a metric needs a field some samples lack."""
-    problems = []
-    for p in prepared:
-        for name in p.metric.info.requires:
-            lacking = [s for s in samples if _missing(s, name)]
-            if lacking:
-                first = lacking[0]
-                problems.append(
-                    f"metric {p.metric.info.name} needs field '{name}', missing in "
-                    f"{len(lacking)} of {len(samples)} rows (first: item={first.item!r}, "
-                    f"system={first.system!r})"
-                )
-    if problems:
-        raise InputError("; ".join(problems), field=None)
+    survey(samples).check_requirements(prepared)
 
 
 def sample_hash(sample: Sample) -> str:
@@ -175,6 +218,18 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
                 dynamic_ncols=True, leave=False)
 
 
+#: Samples scored (each metric's batches inside), committed and written per chunk when
+#: streaming. A power of two, so a metric whose batch size is one (up to this) gets the batches
+#: it would get from the whole input at once.
+CHUNK_ROWS = 8192
+
+
+class TableSink(Protocol):
+    """Where a streaming run writes the wide table, one chunk of rows at a time."""
+
+    def write(self, frame: pd.DataFrame) -> None: ...
+
+
 def run(
     samples: Sequence[Sample],
     specs: Sequence[MetricSpec],
@@ -185,69 +240,136 @@ def run(
     settings: RunSettings | None = None,
     host: PluginHost | None = None,
 ) -> RunResult:
+    """Score samples held in memory; `result.table` is the whole wide table."""
+    settings = settings or RunSettings()
+    result = run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
+                        progress=progress, settings=settings, host=host,
+                        chunk_rows=max(1, len(samples)), estimate_from=samples)
+    if not settings.dry_run:
+        result.table = build_table(samples, result.metrics, store)
+    return result
+
+
+def run_stream(
+    read: Callable[[], Iterable[Sample]],
+    surveyed: Survey,
+    specs: Sequence[MetricSpec],
+    *,
+    store: Store,
+    resume: bool = False,
+    progress: bool = False,
+    settings: RunSettings | None = None,
+    host: PluginHost | None = None,
+    sink: TableSink | None = None,
+    chunk_rows: int | None = None,
+    estimate_from: Sequence[Sample] | None = None,
+) -> RunResult:
+    """Score the samples that each call of `read` yields anew, `chunk_rows` at a time, so
+    memory is bounded by the chunk, not the input; `surveyed` is `survey` of the same
+    samples (the first read, done by the caller before any work); `chunk_rows` defaults to
+    `CHUNK_ROWS`.
+
+    Per chunk: every segment-level metric scores what the store lacks (each batch committed),
+    then the chunk's rows of the wide table go to `sink`. A corpus-level metric needs each
+    system's samples at once: its samples are kept, per system, until the end of the read, so
+    memory grows with the rows for corpus metrics only. A dry run needs `estimate_from`, the
+    samples in memory."""
     from judgebench.plugins import get_host
 
     host = host or get_host()
     prepared = prepare_metrics(specs, host)
-    check_requirements(samples, prepared)
+    surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
-    hashes = [sample_hash(s) for s in samples]
-    result = RunResult(metrics=prepared)
+    result = RunResult(metrics=prepared, rows=surveyed.rows)
     try:
         with running(settings):
-            if not settings.dry_run:  # before any call: a budget needs known prices
-                settings.budget.preflight((p.column, p.metric) for p in prepared)
-            for p in prepared:
-                if settings.dry_run:
-                    result.estimates[p.column] = _estimate(p.metric, samples)
-                    continue
-                if p.segment_level:
-                    _run_segments(p, samples, hashes, store, resume, progress, result)
-                if p.corpus_level:
-                    _run_corpus(p, samples, hashes, store, resume, result)
+            if settings.dry_run:
+                for p in prepared:
+                    result.estimates[p.column] = _estimate(p.metric, estimate_from or [])
+                return result
+            # before any call: a budget needs known prices
+            settings.budget.preflight((p.column, p.metric) for p in prepared)
+            segment = [p for p in prepared if p.segment_level]
+            corpus = [p for p in prepared if p.corpus_level]
+            by_system: dict[str, tuple[list[Sample], Any]] = {}
+            keys_digest = hashlib.blake2b(digest_size=16)
+            rows = 0
+            with _progress(surveyed.rows * len(segment), "scoring", progress) as bar:
+                for chunk in _chunks(read(), chunk_rows or CHUNK_ROWS):
+                    rows += len(chunk)
+                    hashes = [sample_hash(s) for s in chunk]
+                    keys = [(s.item, s.system, h) for s, h in zip(chunk, hashes, strict=True)]
+                    for sample in chunk:
+                        keys_digest.update(_key_bytes(sample))
+                    stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar, result)
+                              for p in segment}
+                    if corpus:
+                        for sample, digest in zip(chunk, hashes, strict=True):
+                            kept, items_hash = by_system.setdefault(
+                                sample.system, ([], hashlib.sha256()))
+                            kept.append(sample)
+                            items_hash.update(digest.encode())
+                    if sink is not None:
+                        sink.write(build_table(chunk, prepared, store, hashes=hashes,
+                                               human_names=surveyed.human_names, stored=stored))
+            if rows != surveyed.rows or keys_digest.digest() != surveyed.keys_digest.digest():
+                raise InputError("the input changed while it was being scored: run again on a "
+                                 "file that no other program is writing")
+            for p in corpus:
+                _run_corpus(p, by_system, store, resume, result)
     finally:
         for p in prepared:
             p.metric.close()
-    if not settings.dry_run:
-        result.table = build_table(samples, prepared, store, hashes=hashes)
     return result
+
+
+def _chunks(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
+    chunk: list[Sample] = []
+    for sample in samples:
+        chunk.append(sample)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _run_segments(
     p: PreparedMetric,
     samples: Sequence[Sample],
-    hashes: Sequence[str],
+    keys: Sequence[SampleKey],
     store: Store,
     resume: bool,
-    progress: bool,
+    bar: Any,
     result: RunResult,
-) -> None:
-    keys = [(s.item, s.system, h) for s, h in zip(samples, hashes, strict=True)]
+) -> dict[SampleKey, Score]:
+    """Score what the store lacks of these samples; return their stored scores."""
     done = store.lookup(p.signature, keys) if resume else {}
     todo = [
         (s, key[2]) for s, key in zip(samples, keys, strict=True)
         if key not in done or done[key].status not in FINAL_STATUSES
     ]
     result.reused += len(samples) - len(todo)
+    bar.update(len(samples) - len(todo))
     size = max(1, p.metric.batch_size)
-    with _progress(len(todo), p.column, progress) as bar:
-        for start in range(0, len(todo), size):
-            chunk = todo[start : start + size]
-            batch = [s for s, _ in chunk]
-            began = time.perf_counter()
-            try:
-                outcomes = score_batch(p.metric, batch)
-            except BudgetExceeded:
-                _keep_finished_before_budget_stop(p, chunk, store, result)
-                raise
-            elapsed = (time.perf_counter() - began) / len(batch)
-            store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
-                      [h for _, h in chunk], elapsed)
-            result.computed += len(batch)
-            bar.update(len(batch))
-    counts: Counter[str] = Counter(
-        str(score.status) for score in store.lookup(p.signature, keys).values())
-    result.statuses[p.column] = counts
+    for start in range(0, len(todo), size):
+        chunk = todo[start : start + size]
+        batch = [s for s, _ in chunk]
+        began = time.perf_counter()
+        try:
+            outcomes = score_batch(p.metric, batch)
+        except BudgetExceeded:
+            _keep_finished_before_budget_stop(p, chunk, store, result)
+            raise
+        elapsed = (time.perf_counter() - began) / len(batch)
+        store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
+                  [h for _, h in chunk], elapsed)
+        result.computed += len(batch)
+        bar.update(len(batch))
+    stored = store.lookup(p.signature, keys)
+    result.statuses.setdefault(p.column, Counter()).update(
+        str(score.status) for score in stored.values())
+    return stored
 
 
 def _keep_finished_before_budget_stop(
@@ -268,23 +390,21 @@ def _keep_finished_before_budget_stop(
 
 def _run_corpus(
     p: PreparedMetric,
-    samples: Sequence[Sample],
-    hashes: Sequence[str],
+    by_system: dict[str, tuple[list[Sample], Any]],
     store: Store,
     resume: bool,
     result: RunResult,
 ) -> None:
-    by_system: dict[str, list[int]] = {}
-    for index, sample in enumerate(samples):
-        by_system.setdefault(sample.system, []).append(index)
-    for system, indices in by_system.items():
-        items_hash = hashlib.sha256("".join(hashes[i] for i in indices).encode()).hexdigest()[:20]
+    """One corpus score per system (in order of first appearance), keyed by a hash of its
+    samples' content hashes in input order."""
+    for system, (kept, items_digest) in by_system.items():
+        items_hash = items_digest.hexdigest()[:20]
         found = store.corpus_score(p.signature, system, items_hash) if resume else None
         if found is None:
-            outcome = _corpus_outcome(p.metric, [samples[i] for i in indices])
+            outcome = _corpus_outcome(p.metric, kept)
             found = CorpusScore(system=system, metric=p.column, value=outcome.value,
                                 status=outcome.status, reason=redact(outcome.reason),
-                                signature=p.signature, n=len(indices))
+                                signature=p.signature, n=len(kept))
             store.put_corpus([(found, items_hash)])
         result.corpus.append(found.model_copy(update={"metric": p.column}))
 
@@ -308,12 +428,15 @@ def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
 
 def build_table(
     samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store, *,
-    hashes: Sequence[str] | None = None,
+    hashes: Sequence[str] | None = None, human_names: Iterable[str] | None = None,
+    stored: Mapping[str, Mapping[SampleKey, Score]] | None = None,
 ) -> pd.DataFrame:
     """The wide table: item, system, one column per segment-level metric spec, then the
     `human.<name>` columns carried from the samples. Each cell is the stored score of exactly
     that sample (signature, item, system and content hash; `hashes` as `sample_hash` gives
-    them), never another run's score for the same ids."""
+    them), never another run's score for the same ids. `human_names` (default: those of
+    `samples`) fixes the human columns, so chunks of one table share them. `stored`: per
+    column, the scores of these samples already read from the store."""
     import pandas as pd
 
     if hashes is None:
@@ -327,11 +450,11 @@ def build_table(
     for p in prepared:
         if not p.segment_level:
             continue
-        stored = store.lookup(p.signature, keys)
-        data[p.column] = [stored[k].value if k in stored else None for k in keys]
-    human_names: dict[str, None] = {}
-    for s in samples:
-        human_names.update(dict.fromkeys(s.human))
+        found = (stored[p.column] if stored is not None and p.column in stored
+                 else store.lookup(p.signature, keys))
+        data[p.column] = [found[k].value if k in found else None for k in keys]
+    if human_names is None:
+        human_names = survey(samples).human_names
     for name in human_names:
         data[f"human.{name}"] = [s.human.get(name) for s in samples]
     frame = pd.DataFrame(data)

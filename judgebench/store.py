@@ -357,25 +357,40 @@ class Store:
     # -- segment scores -----------------------------------------------------------------
     def lookup(self, signature: str, keys: Iterable[SampleKey]) -> dict[SampleKey, Score]:
         """The stored score (sample index 0) of each of `keys` that the store holds: only rows
-        of exactly these samples, content hash included, whatever else the store holds."""
+        of exactly these samples, content hash included, whatever else the store holds.
+
+        The keys go into a temporary table joined on the primary key, so the cost is in the
+        number of keys asked for, not in the size of the store."""
         wanted = set(keys)
+        found: dict[SampleKey, Score] = {}
+        if not wanted:
+            return found
         with self._guard():
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS wanted"
+                              " (item TEXT, system TEXT, sample_hash TEXT)")
+            self.conn.execute("DELETE FROM temp.wanted")
+            # One transaction for the inserts: it touches the temporary database only.
+            self.conn.execute("BEGIN")
+            try:
+                self.conn.executemany("INSERT INTO temp.wanted VALUES (?, ?, ?)", wanted)
+            finally:
+                self.conn.execute("COMMIT")
             cursor = self.conn.execute(
-                "SELECT item, system, sample_hash, metric, value, status, reason, raw,"
-                " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s FROM scores"
-                " WHERE signature = ? AND sample_index = 0",
+                "SELECT s.item, s.system, s.sample_hash, s.metric, s.value, s.status, s.reason,"
+                " s.raw, s.rationale, s.extra, s.tokens_in, s.tokens_out, s.cost_usd,"
+                " s.latency_s FROM temp.wanted w CROSS JOIN scores s"
+                " ON s.signature = ? AND s.item = w.item AND s.system = w.system"
+                " AND s.sample_index = 0 AND s.sample_hash = w.sample_hash",
                 (signature,),
             )
-            found = {}
             for r in cursor:
-                key = (r[0], r[1], r[2])
-                if key in wanted:
-                    found[key] = Score(
-                        item=r[0], system=r[1], sample_index=0, metric=r[3], value=r[4],
-                        status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
-                        extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10],
-                        tokens_out=r[11], cost_usd=r[12], latency_s=r[13], signature=signature,
-                    )
+                found[(r[0], r[1], r[2])] = Score(
+                    item=r[0], system=r[1], sample_index=0, metric=r[3], value=r[4],
+                    status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
+                    extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10],
+                    tokens_out=r[11], cost_usd=r[12], latency_s=r[13], signature=signature,
+                )
+            self.conn.execute("DELETE FROM temp.wanted")
         return found
 
     def put(

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,16 @@ import click
 from judgebench import destinations
 from judgebench.display import SafeWriter
 from judgebench.errors import InputError
-from judgebench.io import read_samples, table_csv, write_table, write_text
-from judgebench.runner import RunResult, run
+from judgebench.io import (
+    SampleFile,
+    TableWriter,
+    atomic_path,
+    file_format,
+    read_samples,
+    write_table,
+    write_text,
+)
+from judgebench.runner import RunResult, run, run_stream, survey
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
 from judgebench.spec import MetricSpec, load_config, parse_spec
 from judgebench.store import Store
@@ -86,7 +95,11 @@ def command(
         *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
         destinations.judge_cache("--cache", cache_path),
     ])
-    samples = read_samples(input_path)
+    if dry_run:
+        samples = read_samples(input_path)
+    else:
+        source = SampleFile(input_path)
+        surveyed = survey(source)  # every row read and checked, before any work
     settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
@@ -95,26 +108,41 @@ def command(
     new_store = not os.path.lexists(store_path)
     try:
         with Store(store_path) as store:
-            result = run(samples, specs, store=store, resume=resume, progress=show,
-                         settings=settings)
+            if dry_run:
+                result = run(samples, specs, store=store, resume=resume, progress=show,
+                             settings=settings)
+                _echo_estimates(result, as_json)
+                return
+            with contextlib.ExitStack() as stack:
+                table_path = (stack.enter_context(atomic_path(output)) if output is not None
+                              else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                              / "scores.csv")
+                with TableWriter(table_path, fmt=file_format(output or table_path),
+                                 csv_safe=csv_safe, has_cr=surveyed.has_cr) as writer:
+                    result = run_stream(lambda: source, surveyed, specs, store=store,
+                                        resume=resume, progress=show, settings=settings,
+                                        sink=writer)
+                if output is None:
+                    _echo_file(table_path)
     except BaseException:
         if new_store:
             _remove_if_scoreless(store_path)
         raise
-    if dry_run:
-        _echo_estimates(result, as_json)
-        return
     summary = result.summary()
-    if output is None:
-        click.echo(table_csv(result.table, csv_safe=csv_safe), nl=False)
-    else:
-        write_table(result.table, output, csv_safe=csv_safe)
+    if output is not None:
         write_text(json.dumps(summary, indent=2), f"{output}.meta.json")
     if corpus_path is not None:
         _write_corpus(result, corpus_path, csv_safe)
     _echo_summary(result, output, store_path, corpus_path is not None)
     if as_json:
         click.echo(json.dumps(_json_rows(result), indent=2))
+
+
+def _echo_file(path: Path) -> None:
+    """The text of a file to stdout, a block at a time."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        while block := handle.read(1 << 20):
+            click.echo(block, nl=False)
 
 
 def _remove_if_scoreless(path: Path) -> None:
@@ -159,7 +187,7 @@ def _echo_summary(
 ) -> None:
     err = SafeWriter(sys.stderr)  # system names and specs come from the user's files
     where = f" -> {output}" if output else ""
-    print(f"scored {len(result.table)} rows{where} (computed {result.computed}, reused "
+    print(f"scored {result.rows} rows{where} (computed {result.computed}, reused "
           f"{result.reused} from {store_path})", file=err)
     for p in result.metrics:
         counts = result.statuses.get(p.column, {})
