@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from judgebench.errors import InputError
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from judgebench.plugins import PluginHost
@@ -43,7 +44,6 @@ class ColumnInfo:
     higher_is_better: bool
     direction_from: DirectionSource
     signature: str | None = None
-    corpus: Mapping[str, float] | None = None  # system -> corpus score (NaN: failed)
     in_table: bool = True  # False for a corpus-only metric
 
     def describe(self) -> dict[str, Any]:
@@ -80,7 +80,7 @@ class ScoresTable:
             higher, source = True, "flag"
         return ColumnInfo(column=column, metric=name if registered is not None or described
                           else None, higher_is_better=higher, direction_from=source,
-                          signature=described.get("signature"), corpus=self.corpus.get(column),
+                          signature=described.get("signature"),
                           in_table=column in self.frame.columns)
 
     def described(self, column: str) -> dict[str, Any]:
@@ -114,6 +114,29 @@ class ScoresTable:
         if scores is None:
             return None
         return [float(scores.get(s, math.nan)) for s in systems]
+
+    def oriented(self, frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+        """A copy of `frame` (this table, or rows of it) with every lower-is-better column of
+        `columns` negated, so that higher is better in each."""
+        out = frame.copy()
+        for column in columns:
+            if column in out.columns and not self.info(column).higher_is_better:
+                out[column] = -out[column]
+        return out
+
+    def oriented_system_scores(self, columns: Iterable[str], systems: Sequence[str]
+                               ) -> dict[str, np.ndarray]:
+        """Column -> its corpus score per system, negated where lower is better, for the
+        columns of `columns` that have corpus scores (their system score at system level)."""
+        import numpy as np
+
+        out = {}
+        for column in columns:
+            scores = self.system_scores(column, systems)
+            if scores is not None:
+                sign = 1.0 if self.info(column).higher_is_better else -1.0
+                out[column] = sign * np.asarray(scores, dtype=float)
+        return out
 
 
 def read_sidecar(path: Path) -> dict[str, Any] | None:

@@ -72,18 +72,6 @@ def metric_cards(table: ScoresTable, columns: Sequence[str], *, store_path: Path
     return cards
 
 
-def corpus_system_scores(table: ScoresTable, cards: Sequence[MetricCard],
-                         systems: Sequence[str]) -> dict[str, np.ndarray]:
-    """Column -> its corpus score per system, oriented so that higher is better, for the
-    columns that have corpus scores (their system score at system level)."""
-    out = {}
-    for card in cards:
-        scores = table.system_scores(card.column, systems)
-        if scores is not None:
-            out[card.column] = (1.0 if card.higher_is_better else -1.0) * np.asarray(scores)
-    return out
-
-
 def scatter_data(human: np.ndarray, columns: dict[str, np.ndarray], systems: list[str],
                  seed: int, given: dict[str, np.ndarray] | None = None
                  ) -> dict[str, dict[str, Any]]:
@@ -145,10 +133,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     with_corpus = [c.column for c in cards if table_info.corpus.get(c.column)]
     if with_corpus and any(level == "system" for level, _ in settings):
         log(f"system level: corpus scores for {', '.join(with_corpus)}")
-    oriented = frame.copy()
-    for card in cards:
-        if not card.higher_is_better:
-            oriented[card.column] = -oriented[card.column]
+    oriented = table_info.oriented(frame, columns)
 
     log(f"{len(frame)} rows; sentinels: {', '.join(s.column for s in sentinel_specs)}")
     runs = compute_sentinels(frame, humans=humans, samples=samples, specs=sentinel_specs,
@@ -168,7 +153,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         except ValueError as exc:
             raise InputError(str(exc), path=str(scores_path)) from None
         matrices = {n: mats[n] for n in names}
-        given = corpus_system_scores(table_info, cards, mats.systems)
+        given = table_info.oriented_system_scores(columns, mats.systems)
         scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed,
                                       given=given)
         for statistic in statistics:

@@ -81,7 +81,6 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             compare: bool, method: str, resamples: int, alpha: float,
             raters: tuple[str, ...], permutations: int, seed: int, as_json: bool) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments."""
-    import numpy as np
 
     import meta_eval
 
@@ -125,20 +124,10 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         raise InputError("no metric columns: name them with --metric", path=str(scores))
     table.check_flags(metric_cols)
     infos = {c: table.info(c) for c in metric_cols}
-    oriented = frame.copy()
-    for column, info in infos.items():
-        if info.in_table and not info.higher_is_better:
-            oriented[column] = -oriented[column]
     in_table = [c for c in metric_cols if infos[c].in_table]
-    matrices = meta_eval.score_matrices(oriented, [*dict.fromkeys([*humans, *raters,
-                                                                   *in_table])])
-    given = {}
-    if use_corpus:
-        for column in metric_cols:
-            scores_of = table.system_scores(column, matrices.systems)
-            if scores_of is not None:
-                sign = 1.0 if infos[column].higher_is_better else -1.0
-                given[column] = sign * np.asarray(scores_of, dtype=float)
+    matrices = meta_eval.score_matrices(table.oriented(frame, in_table),
+                                        [*dict.fromkeys([*humans, *raters, *in_table])])
+    given = table.oriented_system_scores(metric_cols, matrices.systems) if use_corpus else {}
     flipped = [c for c in metric_cols if not infos[c].higher_is_better]
     if flipped:
         _log(f"lower is better, negated: {', '.join(flipped)}")
