@@ -180,6 +180,8 @@ def check_destination(entry: Named) -> None:
 
 def _is_sqlite(path: Path) -> bool:
     """An empty file (SQLite makes one a database) or one with SQLite's header."""
+    from judgebench.store import SQLITE_MAGIC
+
     with path.open("rb") as handle:
-        head = handle.read(16)
-    return head in (b"", b"SQLite format 3\x00")
+        head = handle.read(len(SQLITE_MAGIC))
+    return head in (b"", SQLITE_MAGIC)

@@ -203,19 +203,17 @@ def samples_from_records(records: Iterable[Sample | Mapping[str, Any]]) -> list[
 def unique_samples(
     numbered: Iterable[tuple[int, Sample]], *, path: str | None, where: Where
 ) -> list[Sample]:
-    """The samples in order, or an InputError at the first repeat of an (item, system)."""
-    samples: list[Sample] = []
-    first_seen: dict[tuple[str, str], int] = {}
-    for position, sample in numbered:
-        key = (sample.item, sample.system)
-        if key in first_seen:
-            raise InputError(
-                f"duplicate (item, system) = {key}, first at {where} {first_seen[key]}",
-                path=path, **{where: position}, field="item",
-            )
-        first_seen[key] = position
-        samples.append(sample)
-    return samples
+    """The samples in order, or an InputError at the first repeat of an (item, system): the
+    check of `unique_stream`, looking back in the samples already read."""
+    read: list[tuple[int, Sample]] = []
+
+    def keep() -> Iterator[tuple[int, Sample]]:
+        for entry in numbered:
+            read.append(entry)
+            yield entry
+
+    return [sample for _, sample in
+            unique_stream(keep(), path=path, where=where, again=lambda: read)]
 
 
 def to_sample(

@@ -35,7 +35,7 @@ SCHEMA_VERSION = 1
 TIMEOUT_ENV = "JUDGEBENCH_STORE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCORE_COLUMNS = (
     "signature", "item", "system", "sample_index", "sample_hash", "metric", "value", "status",
@@ -212,7 +212,7 @@ class Store:
             raise InputError(f"cannot read the store ({exc.strerror})", path=self.path) from None
         if not header:
             return  # an empty file is a new database to SQLite
-        if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
+        if not header.startswith(SQLITE_MAGIC) or len(header) < 100:
             raise InputError("not a SQLite file, so not a judgebench store; it was left as it "
                              "is: give --store a new file name", path=self.path)
         app_id = int.from_bytes(header[68:72], "big", signed=True)
