@@ -15,12 +15,13 @@ only these; positional rules (Borda, plurality, ...) need a profile.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from meta_eval.aggregation.base import PAIRWISE, PROFILE
 
@@ -51,48 +52,59 @@ class PairwiseCounts:
         return self.strict + self.strict.T + self.ties
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Profile:
-    """Voters (rows) scoring systems (columns). See the module docstring."""
+    """Voters (rows) scoring systems (columns). See the module docstring.
+
+    weights (default 1), higher_is_better (default True) and voters (default "0", "1", ...)
+    may be omitted; once constructed every field is set.
+    """
 
     systems: tuple[str, ...]
     scores: np.ndarray
-    weights: np.ndarray | None = None
-    higher_is_better: np.ndarray | None = None
-    voters: tuple[str, ...] | None = None
+    weights: np.ndarray
+    higher_is_better: np.ndarray
+    voters: tuple[str, ...]
 
     kind: ClassVar[str] = PROFILE
 
-    def __post_init__(self) -> None:
-        scores = np.asarray(self.scores, dtype=float)
-        if scores.ndim != 2 or scores.shape[1] != len(self.systems):
+    def __init__(
+        self,
+        systems: Sequence[str],
+        scores: npt.ArrayLike,
+        weights: npt.ArrayLike | None = None,
+        higher_is_better: npt.ArrayLike | None = None,
+        voters: Iterable[str] | None = None,
+    ) -> None:
+        scores = np.asarray(scores, dtype=float)
+        if scores.ndim != 2 or scores.shape[1] != len(systems):
             raise ValueError(
-                f"scores must be voters x systems ({len(self.systems)} systems), "
+                f"scores must be voters x systems ({len(systems)} systems), "
                 f"got shape {scores.shape}"
             )
-        if len(set(self.systems)) != len(self.systems):
+        if len(set(systems)) != len(systems):
             raise ValueError("system names must be unique")
         if np.isinf(scores).any():
             raise ValueError("scores must be finite or NaN (missing)")
         n_voters = scores.shape[0]
-        weights = np.ones(n_voters) if self.weights is None else np.asarray(self.weights, float)
+        weights = np.ones(n_voters) if weights is None else np.asarray(weights, float)
         if weights.shape != (n_voters,):
             raise ValueError(f"weights must have one value per voter ({n_voters})")
         if not np.isfinite(weights).all() or (weights < 0).any():
             raise ValueError("weights must be finite and non-negative")
-        hib = (np.ones(n_voters, dtype=bool) if self.higher_is_better is None
-               else np.asarray(self.higher_is_better, dtype=bool))
+        hib = (np.ones(n_voters, dtype=bool) if higher_is_better is None
+               else np.asarray(higher_is_better, dtype=bool))
         if hib.shape != (n_voters,):
             raise ValueError(f"higher_is_better must have one value per voter ({n_voters})")
-        voters = (tuple(str(v) for v in range(n_voters)) if self.voters is None
-                  else tuple(self.voters))
-        if len(voters) != n_voters:
+        names = (tuple(str(v) for v in range(n_voters)) if voters is None
+                 else tuple(voters))
+        if len(names) != n_voters:
             raise ValueError(f"voters must name each of the {n_voters} voters")
-        object.__setattr__(self, "systems", tuple(self.systems))
+        object.__setattr__(self, "systems", tuple(systems))
         object.__setattr__(self, "scores", scores)
         object.__setattr__(self, "weights", weights)
         object.__setattr__(self, "higher_is_better", hib)
-        object.__setattr__(self, "voters", voters)
+        object.__setattr__(self, "voters", names)
 
     @classmethod
     def from_rankings(
@@ -142,13 +154,13 @@ class Profile:
     @cached_property
     def present(self) -> np.ndarray:
         """Systems some voter of positive weight scored; rules rank the others last."""
-        return (self.scored & (self.weights[:, None] > 0)).any(axis=0)
+        return np.asarray((self.scored & (self.weights[:, None] > 0)).any(axis=0))
 
     @cached_property
     def counts(self) -> PairwiseCounts:
         n = self.n_systems
-        strict = np.zeros(n * n)
-        ties = np.zeros(n * n)
+        strict: np.ndarray = np.zeros(n * n)
+        ties: np.ndarray = np.zeros(n * n)
         for o, w in _blocks(self.oriented, self.weights, n):
             # Compare, never subtract: o_i - o_j can overflow for huge scores.
             above = o[:, :, None] > o[:, None, :]
@@ -211,47 +223,60 @@ class Profile:
         )
 
 
-def _blocks(oriented: np.ndarray, weights: np.ndarray, n: int):
+def _blocks(oriented: np.ndarray, weights: np.ndarray, n: int
+            ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     size = max(1, _BLOCK // max(1, n * n))
     for start in range(0, oriented.shape[0], size):
         yield oriented[start:start + size], weights[start:start + size]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Comparisons:
-    """Pairwise judgements. See the module docstring."""
+    """Pairwise judgements. See the module docstring.
+
+    weights (default 1) and groups (default: one group per comparison) may be omitted;
+    once constructed every field is set, groups renumbered 0, 1, ...
+    """
 
     systems: tuple[str, ...]
     a: np.ndarray
     b: np.ndarray
     outcome: np.ndarray
-    weights: np.ndarray | None = None
-    groups: np.ndarray | None = None
+    weights: np.ndarray
+    groups: np.ndarray
 
     kind: ClassVar[str] = PAIRWISE
 
-    def __post_init__(self) -> None:
-        a = np.asarray(self.a, dtype=np.int64)
-        b = np.asarray(self.b, dtype=np.int64)
-        outcome = np.asarray(self.outcome, dtype=float)
+    def __init__(
+        self,
+        systems: Sequence[str],
+        a: npt.ArrayLike,
+        b: npt.ArrayLike,
+        outcome: npt.ArrayLike,
+        weights: npt.ArrayLike | None = None,
+        groups: npt.ArrayLike | None = None,
+    ) -> None:
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        outcome = np.asarray(outcome, dtype=float)
         m = len(a)
         if b.shape != (m,) or outcome.shape != (m,):
             raise ValueError("a, b and outcome must have the same length")
-        n = len(self.systems)
+        n = len(systems)
         if m and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
             raise ValueError("a and b must index systems")
         if (a == b).any():
             raise ValueError("a system cannot be compared with itself")
         if not np.isin(outcome, (0.0, 0.5, 1.0)).all():
             raise ValueError("outcome must be 1 (a wins), 0.5 (tie) or 0 (b wins)")
-        weights = np.ones(m) if self.weights is None else np.asarray(self.weights, float)
+        weights = np.ones(m) if weights is None else np.asarray(weights, float)
         if weights.shape != (m,) or not np.isfinite(weights).all() or (weights < 0).any():
             raise ValueError("weights must be finite, non-negative, one per comparison")
-        groups = np.arange(m) if self.groups is None else np.asarray(self.groups)
+        groups = np.arange(m) if groups is None else np.asarray(groups)
         if groups.shape != (m,):
             raise ValueError("groups must have one value per comparison")
         _, groups = np.unique(groups, return_inverse=True)
-        object.__setattr__(self, "systems", tuple(self.systems))
+        object.__setattr__(self, "systems", tuple(systems))
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "outcome", outcome)
