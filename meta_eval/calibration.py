@@ -141,7 +141,7 @@ def _sweep_pairs(dh: np.ndarray, dm: np.ndarray, valid: np.ndarray | None,
         concordant, gaining, right = concordant & valid, gaining & valid, right & valid
     if np.all(live == live[0]):
         norm = float(live[0] * live.size)
-        start_value = int(right.sum())
+        start_value: float = int(right.sum())
         # A smallest maximiser sits where a gaining pair enters: sort the two kinds apart.
         plus, minus = np.sort(np.abs(dm[gaining])), np.sort(np.abs(dm[concordant]))
         candidates = plus[np.r_[plus[1:] != plus[:-1], True]] if plus.size else plus

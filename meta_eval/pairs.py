@@ -155,8 +155,8 @@ class SortedUnits:
             # Few distinct human scores: prefix-count tables answer each query by lookup.
             onehot = np.zeros((self.n_ranks, n + 1), dtype=np.int32)
             onehot[self.hr, self.pos + 1] = 1
-            self._equal_table = np.cumsum(onehot, axis=1, dtype=np.int32)
-            self._greater_table = np.zeros_like(self._equal_table)
+            self._equal_table: IntArray | None = np.cumsum(onehot, axis=1, dtype=np.int32)
+            self._greater_table: IntArray | None = np.zeros_like(self._equal_table)
             self._greater_table[:-1] = np.cumsum(self._equal_table[::-1], axis=0)[::-1][1:]
         else:
             self._equal_table = self._greater_table = None
@@ -249,9 +249,11 @@ class SortedUnits:
         con = self._gt_to_end - self.count_greater_before(u, rank)
         human_only = self.count_equal(u, self.end, rank)
         dis = untied - con - human_only
-        per_group = [np.bincount(self.group_of, weights=x, minlength=self.group_units.size)
-                     .astype(np.int64) for x in (con, dis, human_only, tied_m - both, both)]
-        return PairCounts(*per_group, units=self.group_units.copy())
+        concordant, discordant, ties_human, ties_metric, ties_both = (
+            np.bincount(self.group_of, weights=x, minlength=self.group_units.size)
+            .astype(np.int64) for x in (con, dis, human_only, tied_m - both, both))
+        return PairCounts(concordant, discordant, ties_human, ties_metric, ties_both,
+                          units=self.group_units.copy())
 
     def correct_pairs(self, epsilon: np.ndarray, weights: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

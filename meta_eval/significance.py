@@ -51,6 +51,7 @@ only those the walk needs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TypedDict
 
 import numpy as np
 import scipy.stats
@@ -77,6 +78,14 @@ EARLY_CONFIDENCE = 0.99  # confidence of the interval for p that early stopping 
 _CELLS = 1 << 22  # matrix cells per permutation block
 _PAIRS = 1 << 21  # pairs per outcome chunk
 _SWAP_CELLS = 1 << 19  # swap cells per float copy in the Pearson fast path
+
+
+class _Options(TypedDict):
+    level: str
+    grouping: str
+    epsilon: float
+    permutations: int
+    seed: int
 
 
 def _common(human: np.ndarray, a: np.ndarray, b: np.ndarray
@@ -137,8 +146,8 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
     if spec.swaps == "pairs":
         return _pair_test(spec, human, a, b, level, grouping, epsilon, resamples, seed)
     za, zb = _zscore(a), _zscore(b)
-    common = {"level": level, "grouping": grouping, "epsilon": epsilon,
-              "permutations": permutations, "seed": seed}
+    common: _Options = {"level": level, "grouping": grouping, "epsilon": epsilon,
+                        "permutations": permutations, "seed": seed}
     value_a = evaluate(statistic, human=human, metric=a, **common).value
     value_b = evaluate(statistic, human=human, metric=b, **common).value
     observed = value_a - value_b
@@ -229,10 +238,10 @@ class _SystemSwaps:
         self.human = snapped_system_means(human=human, metric=a)[0]
         a, b = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
         self.e = column_exponents(np.maximum(np.abs(a), np.abs(b)))
-        parts_a = limbs(a, self.e)
-        parts_b = limbs(b, self.e)
-        parts_a = (*parts_a, np.abs(parts_a[0]), np.abs(parts_a[1]))
-        parts_b = (*parts_b, np.abs(parts_b[0]), np.abs(parts_b[1]))
+        hi_a, lo_a = limbs(a, self.e)
+        hi_b, lo_b = limbs(b, self.e)
+        parts_a = (hi_a, lo_a, np.abs(hi_a), np.abs(lo_a))
+        parts_b = (hi_b, lo_b, np.abs(hi_b), np.abs(lo_b))
         self.sums_a = np.stack([x.sum(axis=0) for x in parts_a])[:, None, :]  # (4, 1, systems)
         self.sums_b = np.stack([x.sum(axis=0) for x in parts_b])[:, None, :]
         diff = np.stack([y - x for x, y in zip(parts_a, parts_b, strict=True)], axis=-1)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from meta_eval.aggregation.base import RuleResult
@@ -27,24 +28,24 @@ def _signs(x: np.ndarray) -> np.ndarray:
     return np.sign(x[first] - x[second])
 
 
-def kendall_tau_b(*, x: Sequence[float], y: Sequence[float]) -> float:
+def kendall_tau_b(*, x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     """Kendall's tau-b between two score vectors over the same units (higher = better)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.shape != y.shape:
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
+    if xs.shape != ys.shape:
         raise ValueError("x and y must have the same length")
-    sx, sy = _signs(x), _signs(y)
+    sx, sy = _signs(xs), _signs(ys)
     denom = np.sqrt(float((sx**2).sum()) * float((sy**2).sum()))
     return float((sx * sy).sum() / denom) if denom > 0 else float("nan")
 
 
-def pairwise_accuracy(*, x: Sequence[float], y: Sequence[float]) -> float:
+def pairwise_accuracy(*, x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     """Share of unit pairs ordered the same way (ties agree with ties)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.shape != y.shape:
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
+    if xs.shape != ys.shape:
         raise ValueError("x and y must have the same length")
-    if len(x) < 2:
+    if len(xs) < 2:
         return float("nan")
-    return float((_signs(x) == _signs(y)).mean())
+    return float((_signs(xs) == _signs(ys)).mean())
 
 
 def tier_scores(result: RuleResult, systems: Sequence[str]) -> np.ndarray:

@@ -143,7 +143,7 @@ def tiers_from_scores(
     Systems with a NaN score form the last tier. Within a tier systems are sorted by name.
     """
     scores = np.asarray(scores, dtype=float)
-    finite = np.flatnonzero(~np.isnan(scores))
+    finite: list[int] = np.flatnonzero(~np.isnan(scores)).tolist()
     order = sorted(finite, key=lambda i: (-scores[i], systems[i]))
     tiers: list[list[str]] = []
     last = None
@@ -155,7 +155,7 @@ def tiers_from_scores(
         else:
             tiers.append([systems[i]])
             last = value
-    unscored = [systems[i] for i in np.flatnonzero(np.isnan(scores))]
+    unscored = [systems[i] for i in np.flatnonzero(np.isnan(scores)).tolist()]
     if unscored:
         tiers.append(unscored)
     return tuple(tuple(sorted(t)) for t in tiers)

@@ -149,7 +149,7 @@ def condorcet(data: object) -> RuleResult:
     components = majority_components(c.margin)
     tiers = tuple(tuple(sorted(c.systems[i] for i in comp)) for comp in components)
     if tiers and len(tiers[0]) == 1:
-        winners = tiers[0]
+        winners: tuple[str, ...] = tiers[0]
         note = ""
     else:
         winners = ()

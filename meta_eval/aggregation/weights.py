@@ -110,7 +110,7 @@ def weights_to_win(profile: Profile, system: str, rule: str = "borda", *,
     bounds = [(0.0, None)] * n_voters + [(None, None)]
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds,
                   method="highs")
-    if res.status != 0:
+    if res.status != 0 or res.x is None:
         raise RuntimeError(f"the weights linear programme failed: {res.message}")
     margin = float(res.x[-1]) * scale
     w = np.clip(res.x[:-1], 0.0, None)
