@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from judgebench.errors import InputError
 
@@ -147,11 +147,16 @@ def collisions(groups: Sequence[Sequence[Named]]) -> None:
                 )
 
 
+class _Where(TypedDict):
+    path: str
+    field: str
+
+
 def check_destination(entry: Named) -> None:
     """An InputError if `entry` cannot be written: an extension its kind does not take, an
     existing directory, an ancestor that is a file, no permission (nearest existing ancestor
     for a new file; the file itself for an existing database)."""
-    where = {"path": str(entry.path), "field": entry.option}
+    where: _Where = {"path": str(entry.path), "field": entry.option}
     if entry.fmt is not None:
         try:
             entry.fmt(entry.path)

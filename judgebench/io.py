@@ -873,7 +873,8 @@ def table_csv(
         frame.columns = [csv_safe_text(c) if isinstance(c, str) else c for c in frame.columns]
         for position, dtype in enumerate(frame.dtypes):
             if not pd.api.types.is_numeric_dtype(dtype):
-                frame.isetitem(position, frame.iloc[:, position].map(
+                # pandas-stubs omit Series from isetitem's value, which pandas accepts
+                frame.isetitem(position, frame.iloc[:, position].map(  # type: ignore[arg-type]
                     lambda v: csv_safe_text(v) if isinstance(v, str) else v))
     # The csv module quotes a cell only for the characters of its line terminator ("\n"):
     # a lone CR would end the row for a reader, so text with one is quoted, all text then.

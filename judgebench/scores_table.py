@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from judgebench.errors import InputError
 
@@ -195,7 +195,9 @@ def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
         if column not in frame.columns:
             raise InputError("not a corpus table: it needs columns system, metric, value",
                              path=str(path), field=column)
-    records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    # read_table names columns by the file's header: strings
+    records = cast("list[dict[str, Any]]", frame.astype(object).where(frame.notna(), None)
+                   .to_dict(orient="records"))
     return corpus_from_records(records, where=str(path))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from html import escape
-from typing import Any
+from typing import Any, TypeGuard
 
 PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
            "#1f78b4", "#b2df8a", "#fb9a99")
@@ -23,7 +23,7 @@ def cluster_colour(cluster: int | None) -> str:
     return GREY if cluster is None else PALETTE[(cluster - 1) % len(PALETTE)]
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: object) -> TypeGuard[float]:
     return isinstance(x, int | float) and math.isfinite(x)
 
 
