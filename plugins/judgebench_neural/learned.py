@@ -228,7 +228,7 @@ class Comet(ModelMetric):
             if not sample.output or not sample.output.strip():
                 results[index] = Outcome.failed(Status.SKIPPED, "empty output")
                 continue
-            refs = sample.references or [None]
+            refs: Sequence[str | None] = sample.references or [None]
             for ref in refs:
                 row = {"src": source or "", "mt": sample.output}
                 if ref is not None:
