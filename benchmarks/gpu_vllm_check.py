@@ -42,11 +42,11 @@ def main() -> int:
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
+    from judgebench_backends.vllm_backend import VLLMBackend
     from judgebench_judges import parsing
     from judgebench_judges.rubric import score_schema
 
     from judgebench.backends import Request
-    from judgebench.backends.vllm_backend import VLLMBackend
 
     report: dict = {"model": args.model, "checks": {}}
     checks = report["checks"]

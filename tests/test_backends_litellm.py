@@ -15,10 +15,12 @@ pytest.importorskip("litellm", reason="the [api] extra is not installed")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fault_server import FaultServer
+from judgebench_backends.litellm_backend import LiteLLMBackend
+from judgebench_backends.openai_compat import OpenAICompatBackend
 
 from judgebench import runtime
 from judgebench.backends import Request, get_backend
-from judgebench.backends.litellm_backend import LiteLLMBackend, RateLimiter
+from judgebench.backends.remote import RateLimiter, RemoteBackend
 from judgebench.judge_cache import CachedBackend, JudgeCache
 
 SECRET = "sk-test-DO-NOT-LEAK-9f8e7d6c5b4a"
@@ -39,14 +41,15 @@ def key_env(monkeypatch):
 
 
 BACKENDS = ["litellm", "openai_compat"]
+CLASSES = {"litellm": LiteLLMBackend, "openai_compat": OpenAICompatBackend}
 
 
-def backend(server: FaultServer, name: str = "litellm", **options) -> LiteLLMBackend:
+def backend(server: FaultServer, name: str = "litellm", **options) -> RemoteBackend:
     opts = {"model": "openai/judge", "api_base": server.url, "api_key_env": "JB_TEST_KEY",
             "timeout_s": 1.0, "max_attempts": 4, "backoff_base_s": 0.05, "backoff_max_s": 0.2,
             **options}
     b = get_backend(name, **opts)
-    assert isinstance(b, LiteLLMBackend)
+    assert isinstance(b, CLASSES[name]) and isinstance(b, RemoteBackend)
     return b
 
 

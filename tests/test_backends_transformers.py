@@ -9,9 +9,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="the [local] extra is not installed")
 pytest.importorskip("transformers", reason="the [local] extra is not installed")
 
+from judgebench_backends.transformers_backend import TransformersBackend  # noqa: E402
+
 from judgebench import runtime  # noqa: E402
 from judgebench.backends import Request, get_backend  # noqa: E402
-from judgebench.backends.transformers_backend import TransformersBackend  # noqa: E402
 
 
 @pytest.fixture(scope="module")

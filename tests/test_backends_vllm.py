@@ -9,14 +9,14 @@ import math
 import types
 
 import pytest
-
-from judgebench.backends import Request, get_backend
-from judgebench.backends.vllm_backend import (
+from judgebench_backends.vllm_backend import (
     VLLMBackend,
     parse_output,
     sampling_params_dict,
     to_sampling_params,
 )
+
+from judgebench.backends import Request, get_backend
 from judgebench.errors import JudgebenchError
 
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}

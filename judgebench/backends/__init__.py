@@ -1,26 +1,36 @@
-"""Model backends: one interface (judgebench.backends.base) and the built-in implementations.
+"""Model backends: the one interface (judgebench.backends.base) and the one remote-call
+engine (judgebench.backends.remote). The implementations are plugins
+(plugins/judgebench_backends and any third party's).
 
-Importing this package loads no model library; each backend imports its own on first use.
+Importing this package loads no model or HTTP library.
 """
 
 from judgebench.backends.base import (
+    Accepts,
     Backend,
     Capabilities,
     Failure,
+    LazyBackend,
     Request,
     Response,
     TokenLogprob,
+    backend_accepts,
+    classify_answer,
     get_backend,
     run_sync,
 )
 
 __all__ = [
+    "Accepts",
     "Backend",
     "Capabilities",
     "Failure",
+    "LazyBackend",
     "Request",
     "Response",
     "TokenLogprob",
+    "backend_accepts",
+    "classify_answer",
     "get_backend",
     "run_sync",
 ]

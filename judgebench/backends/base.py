@@ -1,15 +1,22 @@
 """The one model-backend interface: batched requests in, texts and token logprobs out.
 
-Every backend (litellm for APIs and OpenAI-compatible servers, openai_compat for the latter
-without litellm's overhead, vllm for in-process GPU batching, transformers for the embedded
-CPU default, or any plugin's) implements::
+Every backend (the built-ins in plugins/judgebench_backends: litellm for APIs and
+OpenAI-compatible servers, openai_compat for the latter without litellm's overhead, vllm for
+in-process GPU batching, transformers for the embedded CPU default; or any plugin's)
+implements::
 
     class MyBackend(Backend):
         name = "mine"
         async def agenerate(self, requests: Sequence[Request]) -> list[Response]: ...
 
-and is registered by a plugin with ``register_backends(register)``: ``register("mine", MyBackend)``.
+and is registered by a plugin with ``register_backends(register)``: ``register("mine", MyBackend)``
+(or ``register("mine", LazyBackend("my_pkg.module:MyBackend"))`` to import it on first use).
+A backend that calls a model over the network subclasses `judgebench.backends.remote.
+RemoteBackend` instead, which brings concurrency, rate limits, retries, timeouts, the budget
+and dry run, and implements only its wire protocol.
 Callers get one with ``get_backend(name, **options)`` (looked up through the plugin host).
+`Backend.accepts()` (its constructor's parameters unless it says otherwise) tells a caller
+holding options for any backend (a judge) which of them this one takes.
 
 Requests
     A `Request` is plain, immutable data: either chat ``messages`` (``[{"role", "content"}]``,
@@ -55,6 +62,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import inspect
 import json
 import math
 import threading
@@ -258,6 +266,43 @@ class Capabilities:
     paid: bool = False
 
 
+@dataclass(frozen=True)
+class Accepts:
+    """The options a backend's constructor takes: `names` (None: any keyword) and, of them,
+    the `required` ones. Callers that hold options for many backends (judges) pass each one
+    only what it accepts."""
+
+    names: frozenset[str] | None
+    required: frozenset[str] = frozenset()
+
+    def __contains__(self, name: object) -> bool:
+        return self.names is None or name in self.names
+
+
+def accepts_of(factory: Any) -> Accepts:
+    """What a registered backend (a Backend class, anything with an ``accepts()``, or a plain
+    factory function) takes: its ``accepts()``, else its call signature."""
+    declared = getattr(factory, "accepts", None)
+    if callable(declared):
+        found = declared()
+        if isinstance(found, Accepts):
+            return found
+    return _signature_accepts(factory)
+
+
+def _signature_accepts(function: Any) -> Accepts:
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to read
+        return Accepts(None)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return Accepts(None)
+    named = [p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                 inspect.Parameter.KEYWORD_ONLY)]
+    return Accepts(frozenset(p.name for p in named),
+                   frozenset(p.name for p in named if p.default is inspect.Parameter.empty))
+
+
 class Backend:
     """Base class of every backend. Subclasses implement `agenerate` (or `generate_sync`)."""
 
@@ -267,6 +312,11 @@ class Backend:
     def __init__(self, model: str, revision: str | None = None) -> None:
         self.model = model
         self.revision = revision or ""
+
+    @classmethod
+    def accepts(cls) -> Accepts:
+        """The options this backend is built with (default: its constructor's parameters)."""
+        return _signature_accepts(cls)
 
     # -- what decides the outputs ---------------------------------------------------------
     def identity(self) -> dict[str, str]:
@@ -342,6 +392,51 @@ def run_sync(coro: Any) -> Any:
     return box["value"]
 
 
+class LazyBackend:
+    """A backend to register without importing it: ``LazyBackend("pkg.module:ClassName")``
+    imports the module when the backend is first built or asked what it `accepts` (so the
+    module must itself import its model library only inside methods)."""
+
+    def __init__(self, target: str) -> None:
+        module, _, attribute = target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"LazyBackend needs 'module:ClassName', got {target!r}")
+        self.target = target
+        self._module, self._attribute = module, attribute
+
+    def load(self) -> type[Backend]:
+        import importlib
+
+        loaded = getattr(importlib.import_module(self._module), self._attribute)
+        if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
+            raise TypeError(f"{self.target} is not a Backend subclass")
+        return loaded
+
+    def accepts(self) -> Accepts:
+        return self.load().accepts()
+
+    def __call__(self, **options: Any) -> Backend:
+        return self.load()(**options)
+
+    def __repr__(self) -> str:
+        return f"LazyBackend({self.target!r})"
+
+
+def backend_accepts(name: str) -> Accepts:
+    """What the backend registered under `name` takes (InputError if none is)."""
+    return accepts_of(_registered(name))
+
+
+def _registered(name: str) -> Any:
+    from judgebench.plugins import get_host
+
+    backends = get_host().backends()
+    if name not in backends:
+        known = ", ".join(sorted(backends)) or "none"
+        raise InputError(f"unknown backend '{name}'; registered backends: {known}")
+    return backends[name].obj
+
+
 def get_backend(name: str, **options: Any) -> Backend:
     """A backend registered under `name` by any plugin, built with `options`.
 
@@ -349,14 +444,10 @@ def get_backend(name: str, **options: Any) -> Backend:
     ``get_backend("litellm", model="hosted_vllm/my-judge", api_base="http://host:8000/v1")``
     an OpenAI-compatible server.
     """
-    from judgebench.plugins import get_host
-
-    backends = get_host().backends()
-    if name not in backends:
-        known = ", ".join(sorted(backends)) or "none"
-        raise InputError(f"unknown backend '{name}'; registered backends: {known}")
+    factory = _registered(name)
     try:
-        return backends[name].obj(**options)
+        backend: Backend = factory(**options)
+        return backend
     except (TypeError, ValueError) as exc:  # unknown or bad options
         raise InputError(f"backend '{name}': {exc}") from None
     except (RuntimeError, ImportError) as exc:  # something to install
@@ -364,13 +455,17 @@ def get_backend(name: str, **options: Any) -> Backend:
 
 
 __all__ = [
+    "Accepts",
     "Backend",
     "Capabilities",
     "Failure",
     "FailureKind",
+    "LazyBackend",
     "Request",
     "Response",
     "TokenLogprob",
+    "accepts_of",
+    "backend_accepts",
     "classify_answer",
     "get_backend",
     "run_sync",

@@ -1,45 +1,34 @@
-"""Built-in model backends (litellm, openai_compat, vllm, transformers), registered like any
-plugin's.
+"""Built-in model backends, registered like any plugin's:
 
-Registering imports nothing heavy: each factory imports its model library when first built.
+- ``litellm`` (`litellm_backend`): any provider litellm knows, or an OpenAI-compatible server;
+- ``openai_compat`` (`openai_compat`): OpenAI-compatible chat servers over aiohttp;
+- ``vllm`` (`vllm_backend`): in-process GPU batching;
+- ``transformers`` (`transformers_backend`): the embedded CPU default.
+
+The first two are providers on the host's remote-call engine
+(`judgebench.backends.remote.RemoteBackend`). Registering imports none of these modules; each
+imports its model or HTTP library (litellm, aiohttp, vllm, torch, transformers) only inside
+the methods that use it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from judgebench.backends.base import LazyBackend
 from judgebench.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 
-
-def _litellm(**options: Any) -> Any:
-    from judgebench.backends.litellm_backend import LiteLLMBackend
-
-    return LiteLLMBackend(**options)
-
-
-def _openai_compat(**options: Any) -> Any:
-    from judgebench.backends.openai_compat_backend import OpenAICompatBackend
-
-    return OpenAICompatBackend(**options)
-
-
-def _vllm(**options: Any) -> Any:
-    from judgebench.backends.vllm_backend import VLLMBackend
-
-    return VLLMBackend(**options)
-
-
-def _transformers(**options: Any) -> Any:
-    from judgebench.backends.transformers_backend import TransformersBackend
-
-    return TransformersBackend(**options)
+BUILT_IN = {
+    "litellm": "judgebench_backends.litellm_backend:LiteLLMBackend",
+    "openai_compat": "judgebench_backends.openai_compat:OpenAICompatBackend",
+    "vllm": "judgebench_backends.vllm_backend:VLLMBackend",
+    "transformers": "judgebench_backends.transformers_backend:TransformersBackend",
+}
 
 
 @hookimpl
 def register_backends(register: Any) -> None:
-    register("litellm", _litellm)
-    register("openai_compat", _openai_compat)
-    register("vllm", _vllm)
-    register("transformers", _transformers)
+    for name, target in BUILT_IN.items():
+        register(name, LazyBackend(target))

@@ -28,7 +28,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench import runtime
-from judgebench.backends import Backend, Request, Response, get_backend, run_sync
+from judgebench.backends import (
+    Backend,
+    Request,
+    Response,
+    backend_accepts,
+    get_backend,
+    run_sync,
+)
+from judgebench.errors import InputError
 from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import Metric
 from judgebench.models import Outcome, Sample, Status
@@ -42,6 +50,16 @@ Protocol = Literal["auto", "json", "text", "two_stage"]
 RUNTIME_OPTIONS = {"api_key_env", "api_base", "concurrency", "timeout_s", "max_attempts", "rpm",
                    "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "price_in",
                    "price_out", "template", "batch", "logprobs"}
+
+
+#: Judge options that configure the backend, by the name the backend takes each under. Each
+#: goes to whichever backend accepts it (`Backend.accepts`), whatever the backend's name.
+BACKEND_OPTIONS = {"model": "model", "revision": "revision", "api_base": "api_base",
+                   "api_key_env": "api_key_env", "concurrency": "concurrency",
+                   "timeout_s": "timeout_s", "max_attempts": "max_attempts", "rpm": "rpm",
+                   "tpm": "tpm", "input_cost_per_token": "input_cost_per_token",
+                   "output_cost_per_token": "output_cost_per_token", "price_in": "price_in",
+                   "price_out": "price_out", "logprobs": "logprobs", "batch": "batch_size"}
 
 
 class JudgeOptions(BaseModel):
@@ -69,9 +87,10 @@ class JudgeOptions(BaseModel):
     price_in: float | None = Field(None, ge=0, allow_inf_nan=False)
     price_out: float | None = Field(None, ge=0, allow_inf_nan=False)
     cache: bool = True
-    #: transformers only: samples per forward pass (1 measured fastest on 2 CPU cores).
+    #: backends taking batch_size (transformers): samples per forward pass (1 measured
+    #: fastest on 2 CPU cores).
     batch: int = Field(1, ge=1)
-    #: litellm only: whether the provider returns token logprobs (default: by provider).
+    #: remote backends: whether the server returns token logprobs (default: the backend's).
     logprobs: bool | None = None
 
 
@@ -91,26 +110,30 @@ class JudgeMetric(Metric):
 
     # -- backend ------------------------------------------------------------------------------
     def backend_options(self) -> dict[str, Any]:
+        """The judge's backend options that the chosen backend takes (`backend_accepts`), by
+        the backend's names for them (`BACKEND_OPTIONS`), for any registered backend. An
+        option the backend does not take is dropped if it is a default and an InputError
+        (naming the metric, the option and the backend) if the user gave it; a backend that
+        takes any keyword gets only the options the user gave."""
         o = self.options
-        if o.backend in ("litellm", "openai_compat"):
-            if not o.model:
-                from judgebench.errors import InputError
-
-                raise InputError(f"metric {self.info.name}: backend={o.backend} needs model=... "
-                                 "(e.g. openai/gpt-4o-mini or hosted_vllm/NAME with api_base)")
-            opts = {"model": o.model, "api_base": o.api_base, "api_key_env": o.api_key_env,
-                    "concurrency": o.concurrency, "timeout_s": o.timeout_s,
-                    "max_attempts": o.max_attempts, "rpm": o.rpm, "tpm": o.tpm,
-                    "input_cost_per_token": o.input_cost_per_token,
-                    "output_cost_per_token": o.output_cost_per_token, "price_in": o.price_in,
-                    "price_out": o.price_out, "logprobs": o.logprobs}
-        elif o.backend == "transformers":
-            opts = {"model": o.model, "batch_size": o.batch}
-        else:
-            opts = {"model": o.model} if o.model else {}
-        if o.revision:
-            opts["revision"] = o.revision
-        return {k: v for k, v in opts.items() if v is not None}
+        accepts = backend_accepts(o.backend)
+        given = o.model_fields_set
+        if "model" in accepts.required and not o.model:
+            raise InputError(f"metric {self.info.name}: backend={o.backend} needs model=... "
+                             "(e.g. openai/gpt-4o-mini, or hosted_vllm/NAME with api_base, "
+                             "for litellm)")
+        opts: dict[str, Any] = {}
+        for field, param in BACKEND_OPTIONS.items():
+            value = getattr(o, field)
+            if value is None or (value == "" and field in ("model", "revision")):
+                continue
+            if param in accepts and (accepts.names is not None or field in given):
+                opts[param] = value
+            elif field in given:
+                takes = ", ".join(sorted(accepts.names or ())) or "no options"
+                raise InputError(f"metric {self.info.name}: backend '{o.backend}' does not "
+                                 f"take the option {field}= (it takes: {takes})", field=field)
+        return opts
 
     @property
     def backend(self) -> CachedBackend:

@@ -146,7 +146,7 @@ def convert_gguf(gguf: Path, revision: str) -> Path:
         # The de-quantised weights are plain float32; drop the GGUF marker so it can be saved.
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         try:
@@ -298,7 +298,8 @@ class TransformersBackend(Backend):
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, req in enumerate(requests):
             greedy = req.temperature == 0.0
-            key = (greedy, req.max_tokens, req.top_logprobs, req.prompt_logprobs, req.stop)
+            key: tuple[Any, ...] = (greedy, req.max_tokens, req.top_logprobs,
+                                    req.prompt_logprobs, req.stop)
             if not greedy:
                 key = (*key, i)  # sampled requests run alone, under their own seed
             groups.setdefault(key, []).append(i)
@@ -371,8 +372,8 @@ class TransformersBackend(Backend):
                         ))
                     results[row]["prompt_logprobs"] = tuple(scored)
             if first.max_tokens == 0:
-                for row in results:
-                    row["finish_reason"] = "prompt_only"
+                for result in results:
+                    result["finish_reason"] = "prompt_only"
                 return results
             kwargs: dict[str, Any] = {
                 "input_ids": input_ids,

@@ -1,0 +1,84 @@
+"""Reading OpenAI-shaped chat/completion answers (litellm's ModelResponse, or the JSON body
+of an OpenAI-compatible server turned into attributes by `namespace`), for the backends of
+this package."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from judgebench.backends.base import Response, TokenLogprob
+from judgebench.backends.remote import RemoteBackend, Retryable
+
+
+def namespace(value: Any) -> Any:
+    """A decoded JSON value with every object turned into attribute access."""
+    if isinstance(value, dict):
+        return types.SimpleNamespace(**{k: namespace(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [namespace(v) for v in value]
+    return value
+
+
+def parse_answer(backend: RemoteBackend, raw: Any, latency_s: float) -> Response:
+    """``choices[0]`` (its ``message.content`` or ``text``, ``finish_reason`` and token
+    logprobs) and ``usage`` of an OpenAI-shaped answer, through `RemoteBackend.answer`;
+    raises `Retryable("malformed")` when there is no choice."""
+    choices = getattr(raw, "choices", None)
+    if not choices:
+        raise Retryable("malformed", "the answer has no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    text = getattr(message, "content", None) if message is not None else getattr(
+        choice, "text", None
+    )
+    usage = getattr(raw, "usage", None)
+    return backend.answer(
+        text=text,
+        finish_reason=getattr(choice, "finish_reason", None),
+        refusal=refusal(message),
+        logprobs=token_logprobs(choice),
+        tokens_in=getattr(usage, "prompt_tokens", None) if usage is not None else None,
+        tokens_out=getattr(usage, "completion_tokens", None) if usage is not None else None,
+        model=getattr(raw, "model", None),
+        latency_s=latency_s,
+    )
+
+
+def refusal(message: Any) -> str | None:
+    """The model's refusal text: ``message.refusal`` (OpenAI), which litellm moves into
+    ``provider_specific_fields``."""
+    if message is None:
+        return None
+    found = getattr(message, "refusal", None)
+    if not found:
+        extra = getattr(message, "provider_specific_fields", None)
+        found = extra.get("refusal") if isinstance(extra, dict) else None
+    return str(found) if found else None
+
+
+def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
+    """``choice.logprobs.content`` (objects or dicts) as TokenLogprobs, None when absent."""
+    logprobs = getattr(choice, "logprobs", None)
+    if logprobs is None:
+        return None
+    content = getattr(logprobs, "content", None)
+    if content is None and isinstance(logprobs, dict):
+        content = logprobs.get("content")
+    if content is None:
+        return None
+    parsed = []
+    for item in content:
+        get = item.get if isinstance(item, dict) else lambda k, _i=item: getattr(_i, k, None)
+        top = []
+        for alt in get("top_logprobs") or []:
+            alt_get = alt.get if isinstance(alt, dict) else lambda k, _a=alt: getattr(_a, k)
+            top.append((str(alt_get("token")), _logprob(alt_get("logprob"))))
+        parsed.append(TokenLogprob(str(get("token")), _logprob(get("logprob")), tuple(top)))
+    return tuple(parsed)
+
+
+def _logprob(value: Any) -> float:
+    if value is None:
+        raise Retryable("malformed", "a token logprob has no value")
+    return float(value)
