@@ -6,9 +6,12 @@ Registering imports nothing heavy: each factory imports its model library when f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgebench.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from judgebench.registry import BackendRegister
 
 __version__ = "0.1.0"
 
@@ -38,7 +41,7 @@ def _transformers(**options: Any) -> Any:
 
 
 @hookimpl
-def register_backends(register: Any) -> None:
+def register_backends(register: BackendRegister) -> None:
     register("litellm", _litellm)
     register("openai_compat", _openai_compat)
     register("vllm", _vllm)

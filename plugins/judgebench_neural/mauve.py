@@ -102,7 +102,7 @@ def divergence_curve(p: np.ndarray, q: np.ndarray, *, scaling: float = 5.0,
 def trapezoid(y: np.ndarray, x: np.ndarray) -> float:
     """The trapezoid rule on every numpy the package allows: `np.trapezoid` from numpy 2,
     the same function named `np.trapz` before it."""
-    rule = getattr(np, "trapezoid", None) or np.trapz
+    rule = np.trapezoid if hasattr(np, "trapezoid") else vars(np)["trapz"]
     return float(rule(y, x))
 
 
@@ -159,7 +159,7 @@ class MauveOptions(ModelOptions):
     star: bool = False
 
 
-class Mauve(EncoderMetric):
+class Mauve(EncoderMetric[MauveOptions]):
     """MAUVE between one system's outputs (Q) and the human texts of the same items (P)."""
 
     info = MetricInfo(
@@ -170,7 +170,6 @@ class Mauve(EncoderMetric):
                     "gives the smoothed MAUVE*. One number per system.",
     )
     Options = MauveOptions
-    options: MauveOptions
 
     def corpus_score(self, samples: Sequence[Sample]) -> float | Outcome:
         outputs = [s.output for s in samples if s.output and s.output.strip()]
