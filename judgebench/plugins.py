@@ -4,7 +4,9 @@ Built-in plugins (plugins/judgebench_*) arrive through the same entry points as 
 ones. `JUDGEBENCH_LOAD_PLUGINS=a,b` restricts which entry points load; `load_local_plugin`
 adds a module or a .py file given on the command line. A plugin that fails to import is
 recorded by name with its error and the rest keep working; a hook with a misspelt name
-is an error (`check_pending`).
+is an error (`check_pending`). Each registration hook gets a typed register object
+(judgebench.registry) that checks what the plugin registers; the metrics, sentinels and
+probes are collected when the host is built, so a breach is an error at start-up.
 """
 
 from __future__ import annotations
@@ -25,7 +27,18 @@ import pluggy
 
 from judgebench import hookspecs
 from judgebench.errors import InputError, PluginError
-from judgebench.models import MetricInfo
+from judgebench.registry import (
+    AggregatorRegister,
+    BackendRegister,
+    EntryT,
+    MetricEntry,
+    MetricRegister,
+    NamedEntry,
+    ProbeEntry,
+    ProbeRegister,
+    Register,
+    SentinelRegister,
+)
 
 ENTRY_POINT_GROUP = "judgebench"
 ALLOWLIST_ENV = "JUDGEBENCH_LOAD_PLUGINS"
@@ -37,24 +50,6 @@ class PluginFailure:
     error: str
 
 
-@dataclass(frozen=True)
-class MetricEntry:
-    info: MetricInfo
-    factory: Callable[..., Any]
-    plugin: str
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-
-@dataclass(frozen=True)
-class NamedEntry:
-    name: str
-    obj: Any
-    plugin: str
-
-
 @dataclass
 class PluginHost:
     pm: pluggy.PluginManager
@@ -64,16 +59,20 @@ class PluginHost:
 
     # -- registries ---------------------------------------------------------------------
     def metrics(self) -> dict[str, MetricEntry]:
-        return self._collect("register_metrics", _metric_entry)
+        return self._collect("register_metrics", MetricRegister)
 
     def sentinels(self) -> dict[str, MetricEntry]:
-        return self._collect("register_sentinels", _metric_entry)
+        return self._collect("register_sentinels", SentinelRegister)
+
+    def probes(self) -> dict[str, ProbeEntry]:
+        """Every registered metamorphic probe, in registration order."""
+        return self._collect("register_probes", ProbeRegister)
 
     def backends(self) -> dict[str, NamedEntry]:
-        return self._collect("register_backends", _named_entry)
+        return self._collect("register_backends", BackendRegister)
 
     def aggregators(self) -> dict[str, NamedEntry]:
-        return self._collect("register_aggregators", _named_entry)
+        return self._collect("register_aggregators", AggregatorRegister)
 
     def metric(self, name: str) -> MetricEntry:
         found = self.metrics() | self.sentinels()
@@ -82,24 +81,17 @@ class PluginHost:
             raise InputError(f"unknown metric '{name}'; registered metrics: {known}")
         return found[name]
 
-    def _collect(self, hook_name: str, make: Callable[..., Any]) -> dict[str, Any]:
+    def _collect(self, hook_name: str,
+                 make: Callable[[str, str, dict[str, EntryT]], Register[EntryT]]
+                 ) -> dict[str, EntryT]:
+        """Call every implementation of `hook_name` with its plugin's register object."""
         if hook_name in self._cache:
             return self._cache[hook_name]
-        found: dict[str, Any] = {}
+        found: dict[str, EntryT] = {}
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             plugin = impl.plugin_name
-
-            def register(*args: Any, _plugin: str = plugin, **kwargs: Any) -> None:
-                entry = make(*args, plugin=_plugin, **kwargs)
-                if entry.name in found:
-                    raise PluginError(
-                        f"plugin '{_plugin}' registers '{entry.name}', already registered by "
-                        f"plugin '{found[entry.name].plugin}'"
-                    )
-                found[entry.name] = entry
-
             try:
-                impl.function(register=register)
+                impl.function(register=make(plugin, self.versions.get(plugin, ""), found))
             except PluginError:
                 raise
             except Exception as exc:  # one broken plugin must not take the others down
@@ -113,7 +105,7 @@ class PluginHost:
         errors: dict[str, list[str]] = {}
         for failure in self.failures:
             errors.setdefault(failure.name, []).append(failure.error)
-        rows = {}
+        rows: dict[str, dict[str, Any]] = {}
         for name, plugin in self.pm.list_name_plugin():
             hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
             rows[name] = {"name": name, "version": self.versions.get(name, ""), "hooks": hooks}
@@ -134,24 +126,6 @@ class PluginHost:
                 impl.function(cli=cli)
             except Exception as exc:
                 self.report_failure(impl.plugin_name, f"register_commands: {_describe(exc)}")
-
-
-def _metric_entry(
-    metric: Any, info: MetricInfo | None = None, *, plugin: str
-) -> MetricEntry:
-    info = info or getattr(metric, "info", None)
-    if not isinstance(info, MetricInfo):
-        raise PluginError(
-            f"plugin '{plugin}' registered {metric!r} without a MetricInfo: give the class an "
-            "`info` attribute or call register(factory, info=MetricInfo(...))"
-        )
-    return MetricEntry(info=info, factory=metric, plugin=plugin)
-
-
-def _named_entry(name: str, obj: Any, *, plugin: str) -> NamedEntry:
-    if not isinstance(name, str) or not name:
-        raise PluginError(f"plugin '{plugin}' registered {obj!r} without a name")
-    return NamedEntry(name=name, obj=obj, plugin=plugin)
 
 
 def _describe(exc: BaseException) -> str:
@@ -221,7 +195,7 @@ def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
             f"plugin '{exc.plugin_name if hasattr(exc, 'plugin_name') else exc.plugin}' "
             f"implements a hook judgebench does not define: {exc}"
         ) from None
-    _stamp_plugin_versions(host)
+    _check_registrations(host)
     return host
 
 
@@ -234,12 +208,12 @@ def _register(pm: pluggy.PluginManager, module: ModuleType, name: str) -> None:
         raise PluginError(f"plugin '{name}': {exc}") from None
 
 
-def _stamp_plugin_versions(host: PluginHost) -> None:
-    """Metric classes learn which plugin (and version) registered them, for signatures."""
-    for entry in (host.metrics() | host.sentinels()).values():
-        if isinstance(entry.factory, type) and not entry.factory.__dict__.get("plugin"):
-            version = host.versions.get(entry.plugin, "")
-            entry.factory.plugin = f"{entry.plugin} {version}".strip()
+def _check_registrations(host: PluginHost) -> None:
+    """Collect the metrics, sentinels and probes now, so a registration that breaks the
+    contract (a clash of names, a missing corpus_score, ...) is an error at start-up."""
+    host.metrics()
+    host.sentinels()
+    host.probes()
 
 
 _HOST: PluginHost | None = None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.metric import Metric
+from judgebench.metric import Metric, outcome_of
 from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
@@ -93,7 +93,7 @@ def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost) -> list[Prepa
     prepared = []
     for spec in specs:
         entry = host.metric(spec.name)
-        metric = entry.factory(**spec.options)
+        metric = entry.build(**spec.options)
         prepared.append(PreparedMetric(spec, metric, str(metric.signature())))
     return prepared
 
@@ -165,21 +165,6 @@ def sample_hash(sample: Sample) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _as_outcome(result: Any) -> Outcome:
-    if isinstance(result, Outcome):
-        return result
-    if result is None:
-        return Outcome.failed(Status.ERROR, "metric returned no value")
-    try:
-        value = float(result)
-    except (TypeError, ValueError):
-        kind = type(result).__name__
-        return Outcome.failed(Status.ERROR, f"metric returned {kind}, not a number")
-    if value != value:
-        return Outcome.failed(Status.ERROR, "metric returned NaN")
-    return Outcome(value=value)
-
-
 def _describe(exc: BaseException) -> str:
     return redact(f"{type(exc).__name__}: {exc}") or type(exc).__name__
 
@@ -200,7 +185,7 @@ def score_batch(metric: Metric, batch: Sequence[Sample]) -> list[Outcome]:
         if len(batch) == 1:
             return [Outcome.failed(Status.ERROR, _describe(exc))]
         return [outcome for sample in batch for outcome in score_batch(metric, [sample])]
-    return [_as_outcome(r) for r in results]
+    return [outcome_of(r) for r in results]
 
 
 def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
@@ -411,7 +396,7 @@ def _run_corpus(
 
 def _corpus_outcome(metric: Metric, samples: list[Sample]) -> Outcome:
     try:
-        return _as_outcome(metric.corpus_score(samples))
+        return outcome_of(metric.corpus_score(samples))
     except (BudgetExceeded, KeyboardInterrupt):
         raise
     except Exception as exc:
@@ -419,11 +404,7 @@ def _corpus_outcome(metric: Metric, samples: list[Sample]) -> Outcome:
 
 
 def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
-    estimate = getattr(metric, "estimate", None)
-    if estimate is None:
-        return {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
-                "note": "no model calls (local computation)"}
-    return dict(estimate(list(samples)))
+    return dict(metric.estimate(list(samples)))
 
 
 def build_table(

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_cli, summeval_records, write_jsonl
+from judgebench_audit import probes as P
 from test_audit_sentinels import BAD, GOOD, synthetic
 
-from judgebench.audit import probes as P
 from judgebench.audit.bias import (
     BIAS_PROBES,
     center_of,
@@ -367,7 +367,7 @@ def test_audit_cli_runs_probes_and_bias_probes(judge_plugin: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
     probes = [r for r in results if r["type"] == "probe"]
-    assert {r["probe"] for r in probes} == set(P.PROBE_NAMES)
+    assert {r["probe"] for r in probes} == {p.name for p in P.PROBES}
     assert all(r["metric"] == "lexical.token_f1" for r in probes)
     bias = {(r["probe"], r["measure"]): r for r in results if r["type"] == "bias"}
     assert bias[("position", "flip_rate")]["value"] > 0.2

@@ -156,6 +156,47 @@ def test_compute_sentinels_aligns_and_explains_what_is_missing() -> None:
     assert length.statuses["human.q"] == {"ok": len(frame) - 1, "skipped": 1}
 
 
+ODD_SENTINEL = '''
+from judgebench.hookspecs import hookimpl
+from judgebench.metric import NoOptions
+from judgebench.models import MetricInfo
+from judgebench.sentinel import Sentinel
+
+VALUES = [float("inf"), float("nan"), None, "x", 2.5]
+
+
+class Odd(Sentinel[NoOptions]):
+    info = MetricInfo(name="sentinel.odd", kind="sentinel", requires=())
+
+    def score(self, samples):
+        return [VALUES[k % len(VALUES)] for k in range(len(samples))]
+
+
+@hookimpl
+def register_sentinels(register):
+    register(Odd)
+'''
+
+
+def test_sentinel_results_become_outcomes_by_the_runners_rule(tmp_path) -> None:
+    """inf is a value and NaN, None or a non-number an error, in the audit as in `score`."""
+    from judgebench.metric import outcome_of
+    from judgebench.plugins import build_host
+
+    plugin = tmp_path / "odd_sentinel.py"
+    plugin.write_text(ODD_SENTINEL, encoding="utf-8")
+    host = build_host([str(plugin)])
+    frame, _ = synthetic(n_items=1, n_systems=5)
+    [run] = compute_sentinels(frame, humans=["human.q"], samples=None,
+                              specs=[MetricSpec(name="sentinel.odd")], host=host)
+    values = run.values["human.q"]
+    assert values[0] == np.inf and values[4] == 2.5 and np.isnan(values[1:4]).all()
+    assert run.statuses["human.q"] == {"ok": 2, "error": 3}
+    expected = [outcome_of(v) for v in (float("inf"), float("nan"), None, "x", 2.5)]
+    assert [o.status for o in expected] == ["ok", "error", "error", "error", "ok"]
+    assert run.reasons["human.q"]["error"] == expected[1].reason == "metric returned NaN"
+
+
 def test_unknown_sentinel_and_disjoint_generations_are_input_errors() -> None:
     frame, samples = synthetic(n_items=4, n_systems=2)
     host = get_host()

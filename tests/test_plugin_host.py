@@ -4,6 +4,7 @@ entry points, the allowlist, local plugin files, broken plugins and misspelt hoo
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -210,3 +211,153 @@ def test_readme_shows_the_example_plugin_verbatim() -> None:
     shown = readme.split("# judgebench_wordcount.py\n", 1)[1].split("```", 1)[0]
     source = (repo / "examples" / "judgebench-wordcount" / "judgebench_wordcount.py").read_text()
     assert source.split('"""\n\n', 1)[1] == shown
+
+
+# -- registration checks: a plugin file that breaks a rule is a PluginError naming it ----------
+BROKEN_PLUGINS = {
+    "corpus": ('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench.metric import Metric
+        from judgebench.models import MetricInfo
+
+        class Corpusless(Metric):
+            info = MetricInfo(name="acme.corpusless", kind="reference", level="corpus")
+
+        @hookimpl
+        def register_metrics(register):
+            register(Corpusless)
+    ''', r"registers 'acme\.corpusless' with level='corpus', but Corpusless does not implement "
+         r"corpus_score"),
+    "has_corpus": ('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench.metric import Metric
+        from judgebench.models import MetricInfo
+
+        class Both(Metric):
+            info = MetricInfo(name="acme.both", kind="reference", has_corpus=True)
+
+            def score(self, samples):
+                return [1.0] * len(samples)
+
+        @hookimpl
+        def register_metrics(register):
+            register(Both)
+    ''', r"registers 'acme\.both' with has_corpus=True, but Both does not implement corpus_score"),
+    "options": ('''
+        from pydantic import BaseModel
+        from judgebench.hookspecs import hookimpl
+        from judgebench.metric import Metric
+        from judgebench.models import MetricInfo
+
+        class Loose(BaseModel):
+            unit: str = "words"
+
+        class Lax(Metric[Loose]):
+            info = MetricInfo(name="acme.lax", kind="reference")
+            Options = Loose
+
+        @hookimpl
+        def register_metrics(register):
+            register(Lax)
+    ''', r"registers 'acme\.lax': its Options model Loose ignores unknown options"
+         r".*extra=\"forbid\""),
+    "sentinel": ('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench.metric import Metric
+        from judgebench.models import MetricInfo
+
+        class NotASentinel(Metric):
+            info = MetricInfo(name="sentinel.fake", kind="sentinel")
+
+        @hookimpl
+        def register_sentinels(register):
+            register(NotASentinel)
+    ''', r"registered <class '.*NotASentinel'> as a sentinel: a sentinel is a subclass of "
+         r"judgebench\.sentinel\.Sentinel"),
+    "probe": ('''
+        from judgebench.hookspecs import hookimpl
+
+        class NotAProbe:
+            name = "fake"
+
+        @hookimpl
+        def register_probes(register):
+            register(NotAProbe)
+    ''', r"registered <class '.*NotAProbe'> as a probe: a probe is a subclass of "
+         r"judgebench\.probe\.Probe"),
+    "expect": ('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench.probe import Probe
+
+        class Upward(Probe):
+            name = "upward"
+            description = "the score must rise"
+            expect = "higher"
+
+        @hookimpl
+        def register_probes(register):
+            register(Upward)
+    ''', r"registers probe 'upward' with expect='higher'; one of lower, same, best"),
+    "probe-clash": ('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench_audit.probes import Truncation
+
+        @hookimpl
+        def register_probes(register):
+            register(Truncation)
+    ''', r"registers 'truncation', already registered by plugin 'audit'"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(BROKEN_PLUGINS))
+def test_a_registration_that_breaks_the_contract_is_an_error(tmp_path: Path, rule: str) -> None:
+    source, message = BROKEN_PLUGINS[rule]
+    plugin = tmp_path / f"broken_{rule.replace('-', '_')}.py"
+    plugin.write_text(textwrap.dedent(source), encoding="utf-8")
+    with pytest.raises(PluginError, match=f"plugin '{re.escape(str(plugin))}' {message}"):
+        build_host([str(plugin)])
+
+
+def test_the_registering_plugin_reaches_the_metric_not_its_class() -> None:
+    from judgebench_lexical.metrics import Bleu
+
+    host = build_host()
+    built = host.metric("lexical.bleu").build()
+    assert built.plugin == f"lexical {host.versions['lexical']}"
+    assert "plugin" not in Bleu.__dict__  # no class attribute stamped by the host
+    assert "plugin" not in Bleu().signature().fields  # built directly: no plugin is known
+    assert built.signature().fields["plugin"] == built.plugin
+
+
+def test_optional_behaviour_is_declared_on_the_base_classes() -> None:
+    from judgebench.metric import LOCAL_ESTIMATE, Metric, NoOptions
+    from judgebench.models import MetricInfo, Sample
+    from judgebench.sentinel import Sentinel
+
+    class Plain(Metric[NoOptions]):
+        info = MetricInfo(name="acme.plain", kind="reference")
+
+        def score(self, samples):
+            return [float(len(s.output or "")) for s in samples]
+
+    class Blind(Sentinel[NoOptions]):
+        info = MetricInfo(name="sentinel.blind", kind="sentinel")
+
+        def score(self, samples):
+            return [1.0] * len(samples)
+
+    samples = [Sample(item="1", system="a", output="abc")]
+    assert Plain().estimate(samples) == LOCAL_ESTIMATE
+    assert Blind.trained is False and Sentinel.trained is False
+    assert Blind().fit_predict(samples, [0.5]) == [1.0]
+    with pytest.raises(ValueError, match="1 samples but 2 human scores"):
+        Blind().fit_predict(samples, [0.5, 0.1])
+
+
+def test_builtin_probes_register_in_report_order() -> None:
+    probes = build_host().probes()
+    assert list(probes) == ["identity", "truncation", "shuffle", "drop-sentence", "unrelated",
+                            "repetition", "negation", "numbers", "case", "whitespace",
+                            "rename-systems", "batch-order"]
+    assert {entry.plugin for entry in probes.values()} == {"audit"}
+    assert [probes[n].probe.scope for n in ("identity", "batch-order")] == ["sample", "run"]

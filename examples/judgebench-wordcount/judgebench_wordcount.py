@@ -1,6 +1,6 @@
 """A complete judgebench metric plugin: the output's length relative to its reference."""
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from judgebench.hookspecs import hookimpl
 from judgebench.metric import Metric
@@ -8,10 +8,11 @@ from judgebench.models import MetricInfo, Outcome, Status
 
 
 class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not ignored
     unit: str = "words"  # or "chars"; set with -m wordcount.ratio:unit=chars
 
 
-class LengthRatio(Metric):
+class LengthRatio(Metric[Options]):  # typed: self.options is an Options
     info = MetricInfo(
         name="wordcount.ratio",
         kind="reference",

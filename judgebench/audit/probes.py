@@ -1,164 +1,41 @@
 """Metamorphic probes: change an output in a known way and check the score moves as it must.
 
-For each probe, every applicable sample is scored as given and as changed, with the metric
-run exactly as `judgebench score` runs it. With scores oriented so that higher is better
-(a lower-is-better metric is negated) and d = score(changed) - score(original):
+The probes are the ones registered through the `register_probes` hook (judgebench.probe.Probe;
+the built-in ones are in plugins/judgebench_audit/probes.py). For each probe, every
+applicable sample is scored as given and as changed, with the metric run exactly as
+`judgebench score` runs it. With scores oriented so that higher is better (a lower-is-better
+metric is negated) and d = score(changed) - score(original):
 
     expect "lower":  right when d < 0          (a tie is not a move)
     expect "same":   right when |d| <= atol + rtol |score(original)|
     expect "best":   right when score(changed) >= max over the item's systems of their
-                     scores - tolerance (identity: the first reference as the output; it and
-                     the item's systems are all scored against that reference alone)
+                     scores - tolerance (one changed sample per item; it and the item's
+                     systems are all scored against the changed sample's references, e.g.
+                     identity: the first reference as the output, against that reference alone)
 
     rate = right / n, over the n samples (items for "best") where both scores exist.
 
-Probes (after CheckList's invariance and directional tests, Ribeiro et al. 2020, and the
-perturbation checks of Sai et al. 2021, "Perturbation CheckLists for Evaluating NLG
-Evaluation Metrics"): identity, truncation, word shuffle, a dropped sentence, an unrelated
-output (another item's, same system), repetition, negation, number change (all "lower" but
-identity), case and whitespace changes (must not matter), renaming every system and changing
-the batch order (must not change any score; scored in separate runs).
+Sample-scope probes are scored in one run with the originals; run-scope probes (renaming every
+system, another batch order) in a separate run each.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from judgebench.models import Sample, Score
+from judgebench.probe import Context, Probe, against, seeded_rng
 from judgebench.spec import MetricSpec
 
-Expect = Literal["lower", "same", "best"]
+if TYPE_CHECKING:
+    from judgebench.plugins import PluginHost
+
 RTOL, ATOL = 1e-6, 1e-9
-SENTENCE = re.compile(r"(?<=[.!?])\s+")
-AUXILIARIES = ("is", "are", "was", "were", "will", "would", "can", "could", "should", "has",
-               "have", "had", "does", "did", "must", "may", "might")
-NEGATION = re.compile(r"\b(not|never|no)\b\s*|n't\b", flags=re.IGNORECASE)
-AUXILIARY = re.compile(r"\b(" + "|".join(AUXILIARIES) + r")\b", flags=re.IGNORECASE)
-NUMBER = re.compile(r"\d+")
-
-
-def _rng(*key: object) -> np.random.Generator:
-    digest = hashlib.sha256("\x1f".join(map(str, key)).encode("utf-8")).digest()
-    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a transform may look at besides its sample: every probed sample, and a seed."""
-
-    samples: Sequence[Sample]
-    seed: int
-
-
-# -- transforms: a changed output, or None where the probe does not apply --------------------
-def identity(s: Sample, ctx: Context) -> str | None:
-    return s.references[0] if s.references else None
-
-
-def against(s: Sample, reference: str) -> Sample:
-    """`s` with `reference` as its only reference (unchanged if that is all it has)."""
-    return s if s.references == [reference] else s.model_copy(update={"reference": reference})
-
-
-def truncation(s: Sample, ctx: Context) -> str | None:
-    words = (s.output or "").split()
-    return " ".join(words[: len(words) // 2]) if len(words) >= 4 else None
-
-
-def shuffle(s: Sample, ctx: Context) -> str | None:
-    words = (s.output or "").split()
-    if len(set(words)) < 2:
-        return None
-    order = _rng(ctx.seed, "shuffle", s.item, s.system).permutation(len(words))
-    changed = " ".join(words[i] for i in order)
-    return changed if changed != " ".join(words) else " ".join(reversed(words))
-
-
-def drop_sentence(s: Sample, ctx: Context) -> str | None:
-    sentences = [x for x in SENTENCE.split((s.output or "").strip()) if x]
-    if len(sentences) < 2:
-        return None
-    drop = int(_rng(ctx.seed, "drop", s.item, s.system).integers(len(sentences)))
-    return " ".join(x for k, x in enumerate(sentences) if k != drop)
-
-
-def unrelated(s: Sample, ctx: Context) -> str | None:
-    """The same system's output for another item (the next one in sorted order)."""
-    others = sorted({x.item for x in ctx.samples if x.system == s.system and x.item != s.item
-                     and x.output})
-    if not others:
-        return None
-    later = [i for i in others if i > s.item]
-    other = later[0] if later else others[0]
-    return next(x.output for x in ctx.samples if x.system == s.system and x.item == other)
-
-
-def repetition(s: Sample, ctx: Context) -> str | None:
-    text = (s.output or "").strip()
-    return f"{text} {text}" if text else None
-
-
-def negation(s: Sample, ctx: Context) -> str | None:
-    text = s.output or ""
-    if NEGATION.search(text):
-        return NEGATION.sub("", text, count=1)
-    match = AUXILIARY.search(text)
-    if match is None:
-        return None
-    return f"{text[:match.end()]} not{text[match.end():]}"
-
-
-def numbers(s: Sample, ctx: Context) -> str | None:
-    text = s.output or ""
-    if not NUMBER.search(text):
-        return None
-    return NUMBER.sub(lambda m: str(int(m.group()) * 2 + 3), text)
-
-
-def case(s: Sample, ctx: Context) -> str | None:
-    text = s.output or ""
-    changed = text.lower() if text != text.lower() else text.upper()
-    return changed if changed != text else None
-
-
-def whitespace(s: Sample, ctx: Context) -> str | None:
-    text = s.output or ""
-    if " " not in text.strip():
-        return None
-    return "  " + "  ".join(text.split(" ")) + " \n"
-
-
-@dataclass(frozen=True)
-class Probe:
-    name: str
-    expect: Expect
-    description: str
-    transform: Callable[[Sample, Context], str | None] | None = None
-
-
-PROBES: tuple[Probe, ...] = (
-    Probe("identity", "best", "output = the first reference, scored against it alone",
-          identity),
-    Probe("truncation", "lower", "first half of the words only", truncation),
-    Probe("shuffle", "lower", "words in a random order", shuffle),
-    Probe("drop-sentence", "lower", "one sentence removed", drop_sentence),
-    Probe("unrelated", "lower", "the same system's output for another item", unrelated),
-    Probe("repetition", "lower", "the output written twice", repetition),
-    Probe("negation", "lower", "a negation added or removed", negation),
-    Probe("numbers", "lower", "every number changed", numbers),
-    Probe("case", "same", "letter case changed", case),
-    Probe("whitespace", "same", "spaces doubled, leading and trailing whitespace", whitespace),
-    Probe("rename-systems", "same", "every system renamed (separate run)"),
-    Probe("batch-order", "same", "samples in another order (separate run)"),
-)
-PROBE_NAMES = tuple(p.name for p in PROBES)
 
 
 @dataclass
@@ -186,7 +63,7 @@ def probe_subset(samples: Sequence[Sample], items: int, seed: int) -> list[Sampl
     """Every system's sample for `items` seeded-random items that have an output."""
     usable = sorted({s.item for s in samples if s.output})
     if len(usable) > items:
-        pick = _rng(seed, "items").choice(len(usable), items, replace=False)
+        pick = seeded_rng(seed, "items").choice(len(usable), items, replace=False)
         chosen = {usable[i] for i in pick}
     else:
         chosen = set(usable)
@@ -196,22 +73,39 @@ def probe_subset(samples: Sequence[Sample], items: int, seed: int) -> list[Sampl
 ScoreFn = Callable[[Sequence[Sample]], list[float | None]]
 
 
-def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
-               higher_is_better: bool = True, probes: Sequence[str] = PROBE_NAMES,
-               seed: int = 0) -> list[ProbeResult]:
-    """Every probe in `probes` for one metric. `score(samples)` returns one value (None for
-    a failure) per sample, in order, from one fresh run."""
-    unknown = [p for p in probes if p not in PROBE_NAMES]
+def registered_probes(host: PluginHost | None = None) -> list[Probe]:
+    """Every probe registered through `register_probes`, in registration order."""
+    from judgebench.plugins import get_host
+
+    return [entry.probe for entry in (host or get_host()).probes().values()]
+
+
+def choose_probes(names: Sequence[str] | None, host: PluginHost | None = None) -> list[Probe]:
+    """The registered probes named in `names` (all of them for None), in registration order."""
+    known = registered_probes(host)
+    if names is None:
+        return known
+    unknown = [n for n in names if n not in {p.name for p in known}]
     if unknown:
-        raise ValueError(f"unknown probe(s) {unknown}; known: {', '.join(PROBE_NAMES)}")
+        raise ValueError(f"unknown probe(s) {unknown}; known: "
+                         f"{', '.join(p.name for p in known)}")
+    return [p for p in known if p.name in names]
+
+
+def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
+               higher_is_better: bool = True, probes: Sequence[str] | None = None,
+               seed: int = 0, host: PluginHost | None = None) -> list[ProbeResult]:
+    """Every registered probe named in `probes` (default: all) for one metric, in
+    registration order. `score(samples)` returns one value (None for a failure) per sample,
+    in order, from one fresh run. The probes are `host`'s (default: the process's host)."""
+    chosen = choose_probes(probes, host)
     sign = 1.0 if higher_is_better else -1.0
     ctx = Context(samples, seed)
-    chosen = [p for p in PROBES if p.name in probes]
     changed: list[Sample] = []
     where: list[tuple[str, int]] = []  # (probe, index of the original)
     skipped: dict[str, int] = {}
     for probe in chosen:
-        if probe.transform is None:
+        if probe.scope == "run":
             continue
         seen_items: set[str] = set()
         for k, s in enumerate(samples):
@@ -219,58 +113,59 @@ def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
                 if s.item in seen_items:
                     continue
                 seen_items.add(s.item)
-            text = probe.transform(s, ctx)
-            if text is None or not text.strip():
+            perturbed = probe.perturb(s, ctx)
+            if perturbed is None or not (perturbed.output or "").strip():
                 skipped[probe.name] = skipped.get(probe.name, 0) + 1
                 continue
-            base = against(s, text) if probe.name == "identity" else s
-            changed.append(base.model_copy(update={"output": text,
-                                                   "system": f"{s.system}~{probe.name}"}))
+            changed.append(perturbed.model_copy(update={"system": f"{s.system}~{probe.name}"}))
             where.append((probe.name, k))
-    # identity compares with the item's systems scored against the same single reference;
-    # where that is already their only reference, their original scores are that comparison.
-    alone = {samples[k].item: c.output or "" for (name, k), c in zip(where, changed, strict=True)
-             if name == "identity"}
-    rebased = [k for k, s in enumerate(samples)
-               if s.item in alone and s.references != [alone[s.item]]]
-    extra = [against(samples[k], alone[samples[k].item]).model_copy(
-        update={"system": f"{samples[k].system}~identity-reference"}) for k in rebased]
+    # A "best" probe compares with the item's systems scored against the changed sample's
+    # references; where those are already a system's references, its original score is that.
+    rebased: dict[str, list[int]] = {}
+    extra: list[Sample] = []
+    for probe in chosen:
+        if probe.expect != "best":
+            continue
+        alone = {samples[k].item: c.references for (name, k), c in zip(where, changed,
+                                                                        strict=True)
+                 if name == probe.name}
+        rebased[probe.name] = [k for k, s in enumerate(samples)
+                               if s.item in alone and s.references != alone[s.item]]
+        extra += [against(samples[k], alone[samples[k].item]).model_copy(
+            update={"system": f"{samples[k].system}~{probe.name}-reference"})
+            for k in rebased[probe.name]]
     values = score([*samples, *changed, *extra])
     oriented = np.array([np.nan if v is None else sign * v for v in values])
     original = oriented[:len(samples)]
     moved = oriented[len(samples):len(samples) + len(changed)]
-    baseline = original.copy()
-    baseline[rebased] = oriented[len(samples) + len(changed):]
+    baselines: dict[str, np.ndarray] = {}
+    start = len(samples) + len(changed)
+    for name, indices in rebased.items():
+        baselines[name] = original.copy()
+        baselines[name][indices] = oriented[start:start + len(indices)]
+        start += len(indices)
     results = []
     for probe in chosen:
-        if probe.name == "rename-systems":
-            renamed = [s.model_copy(update={"system": f"renamed-{_short(s.system)}"})
-                       for s in samples]
-            after = np.array([np.nan if v is None else sign * v for v in score(renamed)])
-            results.append(_summarise(probe, metric, original, after, skipped=0))
-        elif probe.name == "batch-order":
-            order = _rng(seed, "order").permutation(len(samples))
-            scored = score([samples[i] for i in order])
+        if probe.scope == "run":
+            batch, index = probe.rerun(samples, seed)
+            scored = score(batch)
             after = np.full(len(samples), np.nan)
-            for position, i in enumerate(order):
-                if scored[position] is not None:
-                    after[i] = sign * scored[position]
+            for position, i in enumerate(index):
+                value = scored[position]
+                if value is not None:
+                    after[i] = sign * value
             results.append(_summarise(probe, metric, original, after, skipped=0))
         else:
             rows = [(k, j) for j, (name, k) in enumerate(where) if name == probe.name]
             before = np.array([original[k] for k, _ in rows])
             after = np.array([moved[j] for _, j in rows])
             if probe.expect == "best":
-                results.append(_identity(probe, metric, samples, rows, baseline, after,
-                                         skipped.get(probe.name, 0)))
+                results.append(_best(probe, metric, samples, rows, baselines[probe.name],
+                                         after, skipped.get(probe.name, 0)))
             else:
                 results.append(_summarise(probe, metric, before, after,
                                           skipped=skipped.get(probe.name, 0)))
     return results
-
-
-def _short(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
 def _summarise(probe: Probe, metric: str, before: np.ndarray, after: np.ndarray, *,
@@ -288,11 +183,11 @@ def _summarise(probe: Probe, metric: str, before: np.ndarray, after: np.ndarray,
                        failed, probe.description)
 
 
-def _identity(probe: Probe, metric: str, samples: Sequence[Sample],
-              rows: list[tuple[int, int]], baseline: np.ndarray, after: np.ndarray,
-              skipped: int) -> ProbeResult:
-    """Per item: the reference as output must score at least the item's best system, all
-    scored against that reference alone (`baseline`: the systems' scores so)."""
+def _best(probe: Probe, metric: str, samples: Sequence[Sample],
+          rows: list[tuple[int, int]], baseline: np.ndarray, after: np.ndarray,
+          skipped: int) -> ProbeResult:
+    """Per item: the changed sample must score at least the item's best system, all scored
+    against the changed sample's references (`baseline`: the systems' scores so)."""
     best: dict[str, float] = {}
     for k, s in enumerate(samples):
         if np.isfinite(baseline[k]):

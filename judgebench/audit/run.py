@@ -241,7 +241,7 @@ def probe_specs(texts: Sequence[str], columns: Sequence[str], host: PluginHost
 def metamorphic(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, host: PluginHost,
                 items: int, seed: int, probes: Sequence[str] | None = None,
                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    from judgebench.audit.probes import PROBE_NAMES, probe_subset, run_probes, runner_score_fn
+    from judgebench.audit.probes import probe_subset, run_probes, runner_score_fn
 
     subset = probe_subset(samples, items, seed)
     if not subset:
@@ -253,7 +253,7 @@ def metamorphic(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, host:
         info = host.metric(spec.name).info
         results = run_probes(subset, runner_score_fn(spec, host), metric=spec.column,
                              higher_is_better=info.higher_is_better,
-                             probes=probes or PROBE_NAMES, seed=seed)
+                             probes=probes or None, seed=seed, host=host)
         out += [r.to_dict() for r in results]
     return out
 

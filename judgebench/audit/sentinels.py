@@ -3,8 +3,11 @@
 The scores table has no text, so sentinels that read text (length, cand, src, ref) take it
 from the generations (`samples`), matched on (item, system). Rows without what a sentinel
 needs get a skipped status with the reason; a sentinel that raises gets an error status on
-every row. Trained sentinels (`trained = True`) are fitted once per human column through
-`fit_predict`; blind ones are computed once and shared by every human column.
+every row. Every sentinel is a judgebench.sentinel.Sentinel and is scored through its
+contract: `fit_predict(samples, human)`, once per human column for a trained one
+(`trained = True`), once and shared by every human column for a blind one. Its results become
+Outcomes by the runner's own rule (`judgebench.metric.outcome_of`: None, a non-number or NaN
+is an error; infinities are values).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judgebench.errors import InputError
+from judgebench.errors import InputError, PluginError
+from judgebench.metric import outcome_of
 from judgebench.models import Outcome, Sample, Status
+from judgebench.sentinel import Sentinel
 from judgebench.spec import MetricSpec, parse_spec
 
 if TYPE_CHECKING:
@@ -92,17 +97,6 @@ def _lacks(sample: Sample, name: str) -> bool:
     return value is None or (isinstance(value, str | list | dict) and len(value) == 0)
 
 
-def _outcome(result: Any) -> Outcome:
-    if isinstance(result, Outcome):
-        return result
-    if result is None:
-        return Outcome.failed(Status.ERROR, "the sentinel returned no value")
-    value = float(result)
-    if not math.isfinite(value):
-        return Outcome.failed(Status.ERROR, f"the sentinel returned {value}")
-    return Outcome(value=value)
-
-
 def compute_sentinels(frame: pd.DataFrame, *, humans: Sequence[str],
                       samples: Sequence[Sample] | None, specs: Sequence[MetricSpec],
                       host: PluginHost, samples_path: str | None = None) -> list[SentinelRun]:
@@ -113,9 +107,12 @@ def compute_sentinels(frame: pd.DataFrame, *, humans: Sequence[str],
         entry = host.sentinels().get(spec.name)
         if entry is None:
             raise InputError(f"unknown sentinel '{spec.name}'", field="--sentinel")
-        sentinel = entry.factory(**spec.options)
+        sentinel = entry.build(**spec.options)
+        if not isinstance(sentinel, Sentinel):  # registration checks the class, not its objects
+            raise PluginError(f"plugin '{entry.plugin}': sentinel '{spec.name}' built "
+                              f"{type(sentinel).__name__}, not a judgebench.sentinel.Sentinel")
         info = sentinel.info
-        trained = bool(getattr(sentinel, "trained", False))
+        trained = sentinel.trained
         run = SentinelRun(column=spec.column, name=info.name, signature=str(sentinel.signature()),
                           description=info.description, trained=trained)
         # Rows this sentinel cannot score, and why.
@@ -164,15 +161,12 @@ def compute_sentinels(frame: pd.DataFrame, *, humans: Sequence[str],
     return runs
 
 
-def _run(sentinel: Any, samples: list[Sample], human: list[float | None]) -> list[Outcome]:
+def _run(sentinel: Sentinel, samples: list[Sample], human: list[float | None]
+         ) -> list[Outcome]:
     if not samples:
         return []
     try:
-        if hasattr(sentinel, "fit_predict"):
-            results = sentinel.fit_predict(samples, human)
-        else:
-            results = sentinel.score(samples)
-        results = list(results)
+        results = list(sentinel.fit_predict(samples, human))
         if len(results) != len(samples):
             raise ValueError(f"returned {len(results)} results for {len(samples)} samples")
     except InputError:
@@ -180,4 +174,4 @@ def _run(sentinel: Any, samples: list[Sample], human: list[float | None]) -> lis
     except Exception as exc:
         reason = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return [Outcome.failed(Status.ERROR, reason)] * len(samples)
-    return [_outcome(r) for r in results]
+    return [outcome_of(r) for r in results]

@@ -22,7 +22,7 @@ def command(as_json: bool) -> None:
     rows = []
     for entry in entries:
         info = entry.info
-        options = getattr(entry.factory, "Options", None)
+        options = entry.options_model
         rows.append({
             **info.model_dump(mode="json"),
             "plugin": entry.plugin,

@@ -1,25 +1,39 @@
-"""Sentinel metrics for `judgebench audit`: blind baselines that must never look good.
+"""Sentinel metrics and metamorphic probes for `judgebench audit`.
 
-Perrella et al. 2024, "Guardians of the Machine Translation Meta-Evaluation: Sentinel
-Metrics Fall In!" (ACL): a metric that sees only the candidate, only the source or only the
-reference, trained on the human scores, shows what a meta-evaluation setting rewards besides
-quality. Registered through `register_sentinels`, as a third-party plugin would.
+Sentinels are blind baselines that must never look good (Perrella et al. 2024, "Guardians of
+the Machine Translation Meta-Evaluation: Sentinel Metrics Fall In!", ACL): a metric that sees
+only the candidate, only the source or only the reference, trained on the human scores, shows
+what a meta-evaluation setting rewards besides quality. Probes change an output in a known way
+and check the score moves as it must. Both are registered through the hooks
+(`register_sentinels`, `register_probes`), subclassing the host's Sentinel and Probe, as a
+third-party plugin would.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from judgebench.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from judgebench.registry import ProbeRegister, SentinelRegister
 
 __version__ = "0.1.0"
 
 
 @hookimpl
-def register_sentinels(register: Any) -> None:
+def register_sentinels(register: SentinelRegister) -> None:
     from judgebench_audit.regressors import CandSentinel, RefSentinel, SrcSentinel
     from judgebench_audit.sentinels import ConstantSentinel, LengthSentinel, RandomSentinel
 
     for sentinel in (RandomSentinel, ConstantSentinel, LengthSentinel, CandSentinel,
                      SrcSentinel, RefSentinel):
         register(sentinel)
+
+
+@hookimpl
+def register_probes(register: ProbeRegister) -> None:
+    from judgebench_audit.probes import PROBES
+
+    for probe in PROBES:
+        register(probe)

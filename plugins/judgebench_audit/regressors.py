@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_audit.sentinels import Sentinel
+from judgebench.sentinel import Sentinel
 
 
 class RegressorOptions(BaseModel):
@@ -71,12 +71,11 @@ def cross_fit(fit_predict: Callable[[np.ndarray, np.ndarray, np.ndarray], np.nda
     return prediction, trained
 
 
-class TextSentinel(Sentinel):
+class TextSentinel(Sentinel[RegressorOptions]):
     """A regressor from one text field to the human score, cross-fitted over items."""
 
     trained: ClassVar[bool] = True
     Options = RegressorOptions
-    options: RegressorOptions
     #: Which text the regressor sees: "output", "input" or "reference".
     field: ClassVar[str]
 

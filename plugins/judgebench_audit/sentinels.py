@@ -1,37 +1,21 @@
-"""The Sentinel base class and the sentinels that need no training.
+"""The sentinels that need no training: random, constant and length.
 
-A sentinel is a Metric with `info.kind == "sentinel"` and one more method,
-`fit_predict(samples, human)`: scores for `samples` given the human scores of the same
-samples (None where missing). Blind sentinels ignore `human`; trained ones
-(judgebench_audit.regressors) fit on it with K-fold cross-fitting over items, so no score
-ever comes from a model that saw its item's human scores.
+Each is a judgebench.sentinel.Sentinel (the host's base class, which every sentinel
+subclasses): blind, so `fit_predict` (the base's) ignores the human scores. The trained ones
+are in judgebench_audit.regressors.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-
-
-class Sentinel(Metric):
-    """A baseline metric for the audit. `trained` sentinels need human scores to score."""
-
-    trained: ClassVar[bool] = False
-    batch_size = 4096
-
-    def fit_predict(self, samples: Sequence[Sample],
-                    human: Sequence[float | None]) -> list[float | Outcome]:
-        """Scores for `samples`; `human[i]` is the human score of `samples[i]` or None."""
-        if len(human) != len(samples):
-            raise ValueError(f"{len(samples)} samples but {len(human)} human scores")
-        return list(self.score(samples))
+from judgebench.sentinel import Sentinel
 
 
 def unit_normal(*key: object) -> float:
@@ -47,7 +31,7 @@ class RandomOptions(BaseModel):
     noise: float = 1.0
 
 
-class RandomSentinel(Sentinel):
+class RandomSentinel(Sentinel[RandomOptions]):
     """sentinel.random: a seeded random mean per system plus random noise per item.
 
     value(item, system) = mu_system + noise * e_(item, system), with mu and e standard normal
@@ -61,7 +45,6 @@ class RandomSentinel(Sentinel):
         description="Seeded random score per system plus per-item noise: blind to content.",
     )
     Options = RandomOptions
-    options: RandomOptions
 
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
         seed, noise = self.options.seed, self.options.noise
@@ -79,7 +62,7 @@ class ConstantOptions(BaseModel):
     value: float = 0.0
 
 
-class ConstantSentinel(Sentinel):
+class ConstantSentinel(Sentinel[ConstantOptions]):
     """sentinel.constant: the same score for every output.
 
     Every pair is a metric tie: correlations are undefined, while tie-crediting statistics
@@ -91,7 +74,6 @@ class ConstantSentinel(Sentinel):
         description="The same score for every output (a metric that only predicts ties).",
     )
     Options = ConstantOptions
-    options: ConstantOptions
 
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
         return [self.options.value] * len(samples)
@@ -102,7 +84,7 @@ class LengthOptions(BaseModel):
     unit: Literal["words", "chars"] = "words"
 
 
-class LengthSentinel(Sentinel):
+class LengthSentinel(Sentinel[LengthOptions]):
     """sentinel.length: the output's length in whitespace-separated words (or characters)."""
 
     info = MetricInfo(
@@ -110,7 +92,6 @@ class LengthSentinel(Sentinel):
         description="Output length (words or chars): rewards whatever length people prefer.",
     )
     Options = LengthOptions
-    options: LengthOptions
 
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
         out: list[float | Outcome] = []

@@ -13,10 +13,13 @@ the methods that use it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgebench.backends.base import LazyBackend
 from judgebench.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from judgebench.registry import BackendRegister
 
 __version__ = "0.1.0"
 
@@ -29,6 +32,6 @@ BUILT_IN = {
 
 
 @hookimpl
-def register_backends(register: Any) -> None:
+def register_backends(register: BackendRegister) -> None:
     for name, target in BUILT_IN.items():
         register(name, LazyBackend(target))

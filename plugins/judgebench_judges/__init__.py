@@ -6,15 +6,18 @@ Registering imports no model library; a judge builds its backend on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from judgebench.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from judgebench.registry import MetricRegister
 
 __version__ = "0.1.0"
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.geval import GEvalJudge
     from judgebench_judges.pairwise import PairwiseJudge
     from judgebench_judges.panel import JudgePanel

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,8 +94,11 @@ class JudgeOptions(BaseModel):
     logprobs: bool | None = None
 
 
-class JudgeMetric(Metric):
-    Options: ClassVar[type[BaseModel]] = JudgeOptions
+JudgeOptionsT = TypeVar("JudgeOptionsT", bound=JudgeOptions)
+
+
+class JudgeMetric(Metric[JudgeOptionsT]):
+    Options: type[JudgeOptionsT] = JudgeOptions  # type: ignore[assignment]
     batch_size: ClassVar[int] = 512
     template_name: ClassVar[str] = ""
     placeholders: ClassVar[set[str]] = set()
@@ -414,7 +417,8 @@ def accounting(responses: Sequence[Response]) -> dict[str, Any]:
     return {
         "tokens_in": total([r.tokens_in for r in responses]),
         "tokens_out": total([r.tokens_out for r in responses]),
-        "cost_usd": None if not costs or any(c is None for c in costs) else math.fsum(costs),
+        "cost_usd": None if not costs or any(c is None for c in costs)
+        else math.fsum(c for c in costs if c is not None),
         "latency_s": latency,
     }
 

@@ -94,7 +94,7 @@ def criterion(name: str, definition: str | None = None,
         raise ValueError(f"criterion '{name}' is not built in ({known}); give a definition")
     if levels is not None and len(levels) != 5:
         raise ValueError("levels needs five descriptions, one per score 1-5")
-    base = preset or Criterion(name, definition, ("",) * 5)  # type: ignore[arg-type]
+    base = preset or Criterion(name, definition, ("",) * 5)
     return Criterion(
         name=base.name if preset else name,
         definition=definition,

@@ -19,7 +19,7 @@ import hashlib
 import math
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from judgebench.backends import Request
 from judgebench.errors import InputError
@@ -56,14 +56,14 @@ class GEvalOptions(JudgeOptions):
     steps_template: str | None = None
 
 
-class GEvalJudge(JudgeMetric):
+class GEvalJudge(JudgeMetric[GEvalOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.geval", version="1", kind="judge", requires=("output",),
         value_range=(1, 5), deterministic=False,
         description="G-Eval: criterion + evaluation steps, form-filling prompt, score = "
                     "probability-weighted mean of the score tokens (or mean of n samples).",
     )
-    Options: ClassVar[type[BaseModel]] = GEvalOptions
+    Options = GEvalOptions
     template_name = "geval"
     parser_name = "geval"
     placeholders: ClassVar[set[str]] = {"object", "object_label", "source_note", "source_block",

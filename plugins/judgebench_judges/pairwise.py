@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
-
 from judgebench.backends import Request, Response
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_judges import parsing
@@ -47,7 +45,7 @@ class PairwiseOptions(JudgeOptions):
     both_orders: bool = True
 
 
-class PairwiseJudge(JudgeMetric):
+class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.pairwise", version="1", kind="judge", requires=("output_a", "output_b"),
         value_range=(0, 1), deterministic=False,
@@ -55,7 +53,7 @@ class PairwiseJudge(JudgeMetric):
                     "0 = b wins, 0.5 = tie or the orders disagree; per-order verdicts and flips "
                     "kept in extra.",
     )
-    Options: ClassVar[type[BaseModel]] = PairwiseOptions
+    Options = PairwiseOptions
     template_name = "pairwise"
     parser_name = "pairwise"
     placeholders: ClassVar[set[str]] = {"question", "response_a", "response_b", "format"}

@@ -25,6 +25,7 @@ from judgebench.backends import run_sync
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench_judges.base import JudgeMetric
 
 
 class PanelOptions(BaseModel):
@@ -45,23 +46,23 @@ class PanelOptions(BaseModel):
         return value
 
 
-class JudgePanel(Metric):
+class JudgePanel(Metric[PanelOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.panel", version="1", kind="judge", requires=(), deterministic=False,
         description="Several judges (e.g. models) combined by mean or majority; each member's "
                     "verdict kept.",
     )
-    Options: ClassVar[type[BaseModel]] = PanelOptions
+    Options = PanelOptions
     batch_size: ClassVar[int] = 512
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.members: list[Metric] = self._build_members()
+        self.members: list[JudgeMetric[Any]] = self._build_members()
         if len(self.members) < self.options.quorum:
             raise InputError(f"metric judge.panel: {len(self.members)} member(s), fewer than "
                              f"quorum={self.options.quorum}")
 
-    def _build_members(self) -> list[Metric]:
+    def _build_members(self) -> list[JudgeMetric[Any]]:
         from judgebench.plugins import get_host
 
         o = self.options
@@ -87,7 +88,10 @@ class JudgePanel(Metric):
         for name, opts in specs:
             if not name.startswith("judge.") or name == "judge.panel":
                 raise InputError(f"metric judge.panel: member '{name}' is not a judge metric")
-            members.append(get_host().metric(name).factory(**opts))
+            member = get_host().metric(name).build(**opts)
+            if not isinstance(member, JudgeMetric):
+                raise InputError(f"metric judge.panel: member '{name}' is not a judge metric")
+            members.append(member)
         return members
 
     def signature_fields(self) -> dict[str, str]:
@@ -124,7 +128,8 @@ class JudgePanel(Metric):
         accounting = {
             "tokens_in": _sum([o.tokens_in for o in outcomes]),
             "tokens_out": _sum([o.tokens_out for o in outcomes]),
-            "cost_usd": None if any(c is None for c in costs) else math.fsum(costs),
+            "cost_usd": None if any(c is None for c in costs)
+            else math.fsum(c for c in costs if c is not None),
             "latency_s": _sum([o.latency_s for o in outcomes]),
         }
         values = [o.value for o in outcomes if o.status == Status.OK and o.value is not None]
@@ -150,7 +155,7 @@ class JudgePanel(Metric):
     def estimate(self, samples: Sequence[Sample]) -> dict[str, Any]:
         total: dict[str, Any] = {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
         for member in self.members:
-            part = member.estimate(samples)  # type: ignore[attr-defined]
+            part = member.estimate(samples)
             for key in ("calls", "tokens_in", "tokens_out"):
                 total[key] += part[key]
             total["cost_usd"] = (None if total["cost_usd"] is None or part["cost_usd"] is None

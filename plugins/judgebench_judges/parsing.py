@@ -106,8 +106,10 @@ def json_object(text: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The whole answer must be one JSON object with the schema's required keys and types."""
     try:
         data = json.loads(text.strip())
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ParseError(f"the answer is not JSON: {exc.msg} at char {exc.pos}") from None
+    except ValueError as exc:  # valid JSON that Python refuses, e.g. a too-long integer
+        raise ParseError(f"the answer is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ParseError("the answer is JSON but not an object")
     props = schema.get("properties", {})

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel
-
 from judgebench.backends import Request
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
@@ -41,13 +39,13 @@ class ReferenceOptions(JudgeOptions):
     max: int = 5
 
 
-class ReferenceJudge(JudgeMetric):
+class ReferenceJudge(JudgeMetric[ReferenceOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.reference", version="1", kind="judge", requires=("output", "reference"),
         value_range=(0, 5), deterministic=False,
         description="Correctness against a reference answer: binary (1/0) or graded (min..max).",
     )
-    Options: ClassVar[type[BaseModel]] = ReferenceOptions
+    Options = ReferenceOptions
     template_name = "reference"
     parser_name = "reference"
     placeholders: ClassVar[set[str]] = {"question", "reference", "response", "format"}

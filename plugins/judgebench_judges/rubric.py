@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from judgebench.backends import Request
 from judgebench.models import MetricInfo, Outcome, Sample
@@ -48,14 +48,14 @@ def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
     }
 
 
-class RubricJudge(JudgeMetric):
+class RubricJudge(JudgeMetric[RubricOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.rubric", version="1", kind="judge", requires=("output",),
         value_range=(1, 5), deterministic=False,
         description="Prometheus-style direct assessment: feedback then an integer score "
                     "against a rubric (criterion preset or your own, optional reference).",
     )
-    Options: ClassVar[type[BaseModel]] = RubricOptions
+    Options = RubricOptions
     template_name = "rubric"
     parser_name = "rubric"
     placeholders: ClassVar[set[str]] = {"instruction", "response", "reference_block",

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from judgebench.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from judgebench.registry import MetricRegister
 
 __version__ = "0.1.0"
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: MetricRegister) -> None:
     from judgebench_lexical import metrics
 
     for metric in metrics.ALL:

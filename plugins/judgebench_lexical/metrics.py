@@ -11,7 +11,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,7 +64,10 @@ def _reference_streams(samples: Sequence[Sample]) -> list[list[str | None]]:
             for i in range(width)]
 
 
-class SacrebleuMetric(Metric):
+SacrebleuOptionsT = TypeVar("SacrebleuOptionsT", bound=_Options)
+
+
+class SacrebleuMetric(Metric[SacrebleuOptionsT]):
     """Sentence scores through `sentence_score`, the corpus score through `corpus_score`
     (not the mean of sentence scores). sacrebleu's own signature is kept inside ours."""
 
@@ -100,7 +103,7 @@ class SacrebleuMetric(Metric):
         return self._corpus_metric.corpus_score(outputs, _reference_streams(samples)).score
 
 
-class Bleu(SacrebleuMetric):
+class Bleu(SacrebleuMetric[BleuOptions]):
     info = MetricInfo(
         name="lexical.bleu", kind="reference", requires=("output", "reference"),
         value_range=(0.0, 100.0), has_corpus=True,
@@ -116,7 +119,7 @@ class Bleu(SacrebleuMetric):
                     smooth_value=o.smooth_value, lowercase=o.lowercase, effective_order=sentence)
 
 
-class Chrf(SacrebleuMetric):
+class Chrf(SacrebleuMetric[ChrfOptions]):
     info = MetricInfo(
         name="lexical.chrf", kind="reference", requires=("output", "reference"),
         value_range=(0.0, 100.0), has_corpus=True, description="sacrebleu chrF",
@@ -138,7 +141,7 @@ class ChrfPlusPlus(Chrf):
     Options = ChrfPlusPlusOptions
 
 
-class Ter(SacrebleuMetric):
+class Ter(SacrebleuMetric[TerOptions]):
     info = MetricInfo(
         name="lexical.ter", kind="reference", requires=("output", "reference"),
         higher_is_better=False, value_range=(0.0, None), has_corpus=True,
@@ -166,6 +169,9 @@ class RougeLsumOptions(RougeOptions):
     split: Literal["auto", "newline", "punct"] = "auto"
 
 
+RougeOptionsT = TypeVar("RougeOptionsT", bound=RougeOptions)
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 _MEASURE = {"f": "fmeasure", "p": "precision", "r": "recall"}
 
@@ -178,13 +184,12 @@ def split_sentences(text: str, how: str) -> str:
     return "\n".join(s for s in _SENTENCE_END.split(text.strip()) if s)
 
 
-class Rouge(Metric):
+class Rouge(Metric[RougeOptionsT]):
     """ROUGE F-measure (or P/R) from rouge-score. Several references: `max` takes the
     reference with the best F-measure (rouge-score's score_multi), `mean` averages."""
 
     rouge_type: ClassVar[str]
     batch_size: ClassVar[int] = 256
-    Options = RougeOptions
 
     @cached_property
     def _scorer(self) -> Any:
@@ -227,22 +232,25 @@ def _rouge_info(rouge_type: str, description: str) -> MetricInfo:
                       description=description)
 
 
-class Rouge1(Rouge):
+class Rouge1(Rouge[RougeOptions]):
     rouge_type = "rouge1"
+    Options = RougeOptions
     info = _rouge_info("rouge1", "ROUGE-1 (unigram overlap)")
 
 
-class Rouge2(Rouge):
+class Rouge2(Rouge[RougeOptions]):
     rouge_type = "rouge2"
+    Options = RougeOptions
     info = _rouge_info("rouge2", "ROUGE-2 (bigram overlap)")
 
 
-class RougeL(Rouge):
+class RougeL(Rouge[RougeOptions]):
     rouge_type = "rougeL"
+    Options = RougeOptions
     info = _rouge_info("rougeL", "ROUGE-L (longest common subsequence, whole text)")
 
 
-class RougeLsum(Rouge):
+class RougeLsum(Rouge[RougeLsumOptions]):
     rouge_type = "rougeLsum"
     info = _rouge_info("rougeLsum", "ROUGE-Lsum (summary-level LCS over sentences)")
     Options = RougeLsumOptions
@@ -278,7 +286,7 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-class _AnswerMetric(Metric):
+class _AnswerMetric(Metric[AnswerOptions]):
     Options = AnswerOptions
     batch_size: ClassVar[int] = 1024
 
@@ -318,7 +326,7 @@ class LengthOptions(_Options):
     unit: Literal["words", "chars"] = "words"
 
 
-class Length(Metric):
+class Length(Metric[LengthOptions]):
     info = MetricInfo(name="lexical.length", kind="reference", requires=("output",),
                       value_range=(0.0, None), description="output length in words or characters")
     Options = LengthOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,10 +27,12 @@ class ModelOptions(BaseModel):
     batch_size: int = Field(default=128, ge=1)  # texts per forward pass, at most
 
 
-class ModelMetric(Metric):
+ModelOptionsT = TypeVar("ModelOptionsT", bound=ModelOptions)
+
+
+class ModelMetric(Metric[ModelOptionsT]):
     """A metric that runs one local model given by the `model` option."""
 
-    options: ModelOptions
     model_label = "model"
 
     @cached_property
@@ -52,7 +54,7 @@ class ModelMetric(Metric):
         return fields
 
 
-class EncoderMetric(ModelMetric):
+class EncoderMetric(ModelMetric[ModelOptionsT]):
     """A metric over embeddings from the shared, cached encoder of its model."""
 
     @property

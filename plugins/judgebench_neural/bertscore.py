@@ -145,7 +145,7 @@ class BertScoreOptions(ModelOptions):
     part: Literal["f1", "precision", "recall"] = "f1"
 
 
-class BertScore(EncoderMetric):
+class BertScore(EncoderMetric[BertScoreOptions]):
     """BERTScore P, R or F1 (option `part`) against the best of the references."""
 
     info = MetricInfo(
@@ -156,7 +156,6 @@ class BertScore(EncoderMetric):
                     "part=f1|precision|recall.",
     )
     Options = BertScoreOptions
-    options: BertScoreOptions
     batch_size = 512  # samples per call: a larger pool of texts sorts into tighter batches
 
     def __init__(self, **options: Any) -> None:

@@ -26,7 +26,7 @@ class EmbeddingCosineOptions(ModelOptions):
     multi_ref: Literal["max", "mean"] = "max"
 
 
-class EmbeddingCosine(EncoderMetric):
+class EmbeddingCosine(EncoderMetric[EmbeddingCosineOptions]):
     """Cosine of the output's sentence embedding to the reference's (or the input's)."""
 
     info = MetricInfo(
@@ -36,7 +36,6 @@ class EmbeddingCosine(EncoderMetric):
                     "reference (multi_ref=max|mean) or, with against=input, the input.",
     )
     Options = EmbeddingCosineOptions
-    options: EmbeddingCosineOptions
     batch_size = 256
 
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:

@@ -37,7 +37,7 @@ class ClassifierOptions(ModelOptions):
     max_length: int | None = Field(default=None, ge=2)
 
 
-class Classifier(ModelMetric):
+class Classifier(ModelMetric[ClassifierOptions]):
     """The score head of a local sequence-classification model on the output (or a pair)."""
 
     info = MetricInfo(
@@ -47,7 +47,6 @@ class Classifier(ModelMetric):
                     "output, or for the pair (input|reference, output) with pair=...",
     )
     Options = ClassifierOptions
-    options: ClassifierOptions
     batch_size = 64
 
     def __init__(self, **options: Any) -> None:
@@ -166,7 +165,7 @@ class CometOptions(ModelOptions):
     multi_ref: Literal["max", "mean"] = "max"
 
 
-class Comet(ModelMetric):
+class Comet(ModelMetric[CometOptions]):
     """COMET through the `unbabel-comet` package, from a local checkpoint."""
 
     info = MetricInfo(
@@ -176,7 +175,6 @@ class Comet(ModelMetric):
                     "(multi_ref=max|mean); reference-free checkpoints need no reference.",
     )
     Options = CometOptions
-    options: CometOptions
     model_label = "COMET checkpoint"
     batch_size = 64
 

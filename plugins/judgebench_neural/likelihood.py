@@ -61,7 +61,7 @@ class LikelihoodOptions(BaseModel):
         return value
 
 
-class Likelihood(Metric):
+class Likelihood(Metric[LikelihoodOptions]):
     """Mean token log-probability of the output given the input (or a reference)."""
 
     info = MetricInfo(
@@ -72,7 +72,6 @@ class Likelihood(Metric):
                     "a causal LM through any backend with prompt logprobs.",
     )
     Options = LikelihoodOptions
-    options: LikelihoodOptions
     batch_size = 32
 
     def __init__(self, **options: Any) -> None:

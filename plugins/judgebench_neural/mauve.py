@@ -160,7 +160,7 @@ class MauveOptions(ModelOptions):
     star: bool = False
 
 
-class Mauve(EncoderMetric):
+class Mauve(EncoderMetric[MauveOptions]):
     """MAUVE between one system's outputs (Q) and the human texts of the same items (P)."""
 
     info = MetricInfo(
@@ -171,7 +171,6 @@ class Mauve(EncoderMetric):
                     "gives the smoothed MAUVE*. One number per system.",
     )
     Options = MauveOptions
-    options: MauveOptions
 
     def corpus_score(self, samples: Sequence[Sample]) -> float | Outcome:
         outputs = [s.output for s in samples if s.output and s.output.strip()]

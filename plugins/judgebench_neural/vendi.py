@@ -49,7 +49,7 @@ class VendiOptions(ModelOptions):
     q: float = Field(default=1.0, ge=0)
 
 
-class Vendi(EncoderMetric):
+class Vendi(EncoderMetric[VendiOptions]):
     """Diversity of one system's outputs: the Vendi score of their embedding similarities."""
 
     info = MetricInfo(
@@ -60,7 +60,6 @@ class Vendi(EncoderMetric):
                     "Option q (order; 1 = Shannon).",
     )
     Options = VendiOptions
-    options: VendiOptions
 
     def corpus_score(self, samples: Sequence[Sample]) -> float | Outcome:
         outputs = [s.output for s in samples if s.output and s.output.strip()]

@@ -8,15 +8,18 @@ meta_eval.aggregation.base.AggregationRule).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from judgebench.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from judgebench.registry import AggregatorRegister
 
 __version__ = "0.1.0"
 
 
 @hookimpl
-def register_aggregators(register: Any) -> None:
+def register_aggregators(register: AggregatorRegister) -> None:
     from meta_eval.aggregation import BUILTIN_RULES
 
     for rule in BUILTIN_RULES:

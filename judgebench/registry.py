@@ -1,0 +1,220 @@
+"""The typed `register` objects the plugin host hands to each hook, and the registry entries.
+
+Each hook gets its own register object, with only the call a plugin may make:
+
+    register_metrics(register: MetricRegister)      register(MetricClass)
+                                                    register(factory, info=MetricInfo(...))
+    register_sentinels(register: SentinelRegister)  register(SentinelClass)
+    register_probes(register: ProbeRegister)        register(ProbeClass) or register(probe)
+    register_backends(register: BackendRegister)    register(name, factory)
+    register_aggregators(register: AggregatorRegister)  register(name, rule)
+
+Every call is checked when it is made; a breach is a PluginError naming the plugin: names are
+unique within a hook; a metric class whose info declares a corpus level (`level="corpus"` or
+`has_corpus=True`) overrides `corpus_score`; a metric's `Options` model does not silently drop
+unknown options (`extra="forbid"`, or `extra="allow"` for a metric that reads the extras
+itself, like judge.panel, which hands them to its members); a sentinel subclasses
+judgebench.sentinel.Sentinel; a probe is a judgebench.probe.Probe with a name, a description
+and a known expectation.
+
+An entry remembers the plugin (and its version) that registered it; `MetricEntry.build` is how
+the host builds a metric, and gives the instance that plugin's "name version" for its
+signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from judgebench.errors import PluginError
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo
+from judgebench.probe import EXPECTS, Probe
+from judgebench.sentinel import Sentinel
+
+if TYPE_CHECKING:
+    from meta_eval.aggregation.base import RuleResult
+
+
+class AggregationRule(Protocol):
+    """What `register_aggregators` takes (meta_eval.aggregation.base.AggregationRule, with a
+    read-only name): a `name` and `rank(data) -> RuleResult`."""
+
+    @property
+    def name(self) -> str: ...
+
+    def rank(self, data: Any) -> RuleResult: ...
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    """A registered metric (or sentinel): its info, how to build it, and who registered it."""
+
+    info: MetricInfo
+    factory: Callable[..., Metric]
+    plugin: str
+    version: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def label(self) -> str:
+        """`plugin version`, as it enters the signature."""
+        return f"{self.plugin} {self.version}".strip()
+
+    @property
+    def options_model(self) -> type[BaseModel] | None:
+        """The Options model of a registered Metric class; None for a factory function."""
+        if isinstance(self.factory, type) and issubclass(self.factory, Metric):
+            return self.factory.Options
+        return None
+
+    def build(self, **options: Any) -> Metric:
+        """The metric with these options, knowing which plugin registered it. A registered
+        class that sets `plugin` itself keeps its own; a factory function's metric is left as
+        the factory made it (signatures stay what they were)."""
+        metric = self.factory(**options)
+        if isinstance(self.factory, type) and not self.factory.__dict__.get("plugin"):
+            metric.plugin = self.label
+        return metric
+
+
+@dataclass(frozen=True)
+class NamedEntry:
+    """A registered backend factory or aggregation rule."""
+
+    name: str
+    obj: Any
+    plugin: str
+
+
+@dataclass(frozen=True)
+class ProbeEntry:
+    """A registered metamorphic probe."""
+
+    probe: Probe
+    plugin: str
+
+    @property
+    def name(self) -> str:
+        return self.probe.name
+
+
+EntryT = TypeVar("EntryT", MetricEntry, NamedEntry, ProbeEntry)
+
+
+class Register(Generic[EntryT]):
+    """Collects one plugin's entries for one hook into the host's registry."""
+
+    def __init__(self, plugin: str, version: str, found: dict[str, EntryT]) -> None:
+        self._plugin = plugin
+        self._version = version
+        self._found: dict[str, EntryT] = found
+
+    def _error(self, message: str) -> PluginError:
+        return PluginError(f"plugin '{self._plugin}' {message}")
+
+    def _add(self, entry: EntryT) -> None:
+        if entry.name in self._found:
+            raise self._error(f"registers '{entry.name}', already registered by plugin "
+                              f"'{self._found[entry.name].plugin}'")
+        self._found[entry.name] = entry
+
+    def _named(self, name: str, obj: Any) -> NamedEntry:
+        if not isinstance(name, str) or not name:
+            raise self._error(f"registered {obj!r} without a name")
+        return NamedEntry(name=name, obj=obj, plugin=self._plugin)
+
+    def _metric(self, metric: Callable[..., Metric], info: MetricInfo | None) -> MetricEntry:
+        info = info or getattr(metric, "info", None)
+        if not isinstance(info, MetricInfo):
+            raise self._error(
+                f"registered {metric!r} without a MetricInfo: give the class an `info` "
+                "attribute or call register(factory, info=MetricInfo(...))")
+        if isinstance(metric, type) and issubclass(metric, Metric):
+            self._check_metric_class(metric, info)
+        return MetricEntry(info=info, factory=metric, plugin=self._plugin, version=self._version)
+
+    def _check_metric_class(self, cls: type[Metric], info: MetricInfo) -> None:
+        if (info.level == "corpus" or info.has_corpus) and cls.corpus_score is Metric.corpus_score:
+            declared = "level='corpus'" if info.level == "corpus" else "has_corpus=True"
+            raise self._error(f"registers '{info.name}' with {declared}, but "
+                              f"{cls.__name__} does not implement corpus_score")
+        options = cls.Options
+        if not (isinstance(options, type) and issubclass(options, BaseModel)):
+            raise self._error(f"registers '{info.name}': {cls.__name__}.Options is not a "
+                              "pydantic model")
+        extra = options.model_config.get("extra") or "ignore"
+        if extra == "ignore":
+            raise self._error(
+                f"registers '{info.name}': its Options model {options.__name__} ignores "
+                "unknown options, so a misspelt option would be dropped silently; set "
+                "model_config = ConfigDict(extra=\"forbid\")")
+
+
+class MetricRegister(Register[MetricEntry]):
+    """What `register_metrics` receives."""
+
+    def __call__(self, metric: Callable[..., Metric], info: MetricInfo | None = None) -> None:
+        """Register a Metric subclass (its `info` is read from it), or any factory returning a
+        Metric together with its `info`."""
+        self._add(self._metric(metric, info))
+
+
+class SentinelRegister(Register[MetricEntry]):
+    """What `register_sentinels` receives."""
+
+    def __call__(self, sentinel: type[Sentinel], info: MetricInfo | None = None) -> None:
+        """Register a subclass of judgebench.sentinel.Sentinel."""
+        if not (isinstance(sentinel, type) and issubclass(sentinel, Sentinel)):
+            raise self._error(f"registered {sentinel!r} as a sentinel: a sentinel is a subclass "
+                              "of judgebench.sentinel.Sentinel")
+        self._add(self._metric(sentinel, info))
+
+
+class ProbeRegister(Register[ProbeEntry]):
+    """What `register_probes` receives."""
+
+    def __call__(self, probe: type[Probe] | Probe) -> None:
+        """Register a subclass of judgebench.probe.Probe (built with no arguments), or an
+        instance of one."""
+        if isinstance(probe, type) and issubclass(probe, Probe):
+            probe = probe()
+        if not isinstance(probe, Probe):
+            raise self._error(f"registered {probe!r} as a probe: a probe is a subclass of "
+                              "judgebench.probe.Probe (or an instance of one)")
+        kind = type(probe).__name__
+        for attribute in ("name", "description"):
+            value = getattr(probe, attribute, None)
+            if not isinstance(value, str) or not value:
+                raise self._error(f"registered probe {kind} without a {attribute}")
+        if getattr(probe, "expect", None) not in EXPECTS:
+            raise self._error(f"registers probe '{probe.name}' with expect="
+                              f"{getattr(probe, 'expect', None)!r}; one of {', '.join(EXPECTS)}")
+        if probe.scope == "run" and probe.expect != "same":
+            raise self._error(f"registers probe '{probe.name}' that rescores in a separate run "
+                              f"with expect={probe.expect!r}: a separate run can only expect "
+                              "'same'")
+        self._add(ProbeEntry(probe=probe, plugin=self._plugin))
+
+
+class BackendRegister(Register[NamedEntry]):
+    """What `register_backends` receives."""
+
+    def __call__(self, name: str, factory: Callable[..., Any]) -> None:
+        """Register `factory(**options)` as backend `name`."""
+        self._add(self._named(name, factory))
+
+
+class AggregatorRegister(Register[NamedEntry]):
+    """What `register_aggregators` receives."""
+
+    def __call__(self, name: str, rule: AggregationRule) -> None:
+        """Register an aggregation rule under `name`."""
+        self._add(self._named(name, rule))
