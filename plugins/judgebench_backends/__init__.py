@@ -13,7 +13,7 @@ the methods that use it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from judgebench.backends.base import LazyBackend
 from judgebench.hookspecs import hookimpl
