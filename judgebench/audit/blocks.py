@@ -86,7 +86,8 @@ def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, 
                    progress: Callable[[str], None] | None = None) -> Block:
     """One block. `columns` maps every metric and sentinel name to its (items, systems)
     matrix, oriented so that higher is better; names in `sentinels` are the sentinels; a
-    metric in `given` (a subset of `columns`) is scored at system level by those system scores (its corpus score)."""
+    metric in `given` (a subset of `columns`) is scored at system level by those system
+    scores (its corpus score)."""
     task = options.task(human_name, statistic, level, grouping)
     result = task.run({human_name: human, **columns}, list(columns), given=given,
                       progress=(lambda a, b: progress(f"{a} vs {b}")) if progress else None)

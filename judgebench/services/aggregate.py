@@ -215,7 +215,7 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     if bootstrap:
         boots = agg.bootstrap(loaded.data, [o.rule for o in ok], n=bootstrap, seed=seed,
                               level=level, k=top_k, names=[o.spec for o in ok],
-                              full=[o.result for o in ok])
+                              full=[o.result for o in ok if o.result is not None])
         by_name = {b.rule: b for b in boots}
         for o in ok:
             o.bootstrap = by_name.get(o.spec)
@@ -267,7 +267,7 @@ def _agreement(ok: list[RuleOutcome]) -> None:
         return
     from meta_eval import aggregation as agg
 
-    taus = agg.rule_agreement({o.spec: o.result for o in ok})
+    taus = agg.rule_agreement({o.spec: o.result for o in ok if o.result is not None})
     for o in ok:
         o.agreement = {other.spec: _clean(taus.loc[o.spec, other.spec])
                        for other in ok if other.spec != o.spec}
