@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
@@ -56,7 +56,6 @@ class PreparedMetric:
 class RunResult:
     metrics: list[PreparedMetric]
     corpus: list[CorpusScore] = field(default_factory=list)
-    table: pd.DataFrame | None = None  # None after a dry run
     statuses: dict[str, Counter[str]] = field(default_factory=dict)
     computed: int = 0
     reused: int = 0
@@ -83,6 +82,13 @@ class RunResult:
             "computed": self.computed,
             "reused": self.reused,
         }
+
+
+@dataclass
+class TableResult(RunResult):
+    """A run scored in memory, with the whole wide table (what `run` returns)."""
+
+    table: pd.DataFrame = field(kw_only=True)
 
 
 def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost) -> list[PreparedMetric]:
@@ -224,15 +230,17 @@ def run(
     progress: bool = False,
     settings: RunSettings | None = None,
     host: PluginHost | None = None,
-) -> RunResult:
-    """Score samples held in memory; `result.table` is the whole wide table."""
+) -> TableResult:
+    """Score samples held in memory; `result.table` is the whole wide table. A dry run has
+    no table: it is `run_stream(..., estimate_from=samples)`."""
     settings = settings or RunSettings()
+    if settings.dry_run:
+        raise ValueError("run() scores; estimate a dry run with run_stream(estimate_from=...)")
     result = run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
                         progress=progress, settings=settings, host=host,
                         chunk_rows=max(1, len(samples)), estimate_from=samples)
-    if not settings.dry_run:
-        result.table = build_table(samples, result.metrics, store)
-    return result
+    table = build_table(samples, result.metrics, store)
+    return TableResult(**{f.name: getattr(result, f.name) for f in fields(result)}, table=table)
 
 
 def run_stream(

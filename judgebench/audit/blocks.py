@@ -1,15 +1,14 @@
 """Agreement with people, significance clusters and the gate, for one setting at a time.
 
-A block is one (human column, statistic, level, grouping): every metric and sentinel gets
-the statistic with a bootstrap CI (meta_eval.evaluate), all of them are ranked together into
-significance clusters (meta_eval.significance_clusters), each metric goes through the
+A block is one (human column, statistic, level, grouping), computed by one meta_eval Task:
+every metric and sentinel gets the statistic with a bootstrap CI, all of them are ranked
+together into significance clusters, each metric goes through the
 sentinel gate, and each sentinel that looks good gets a note on what that means.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ import numpy as np
 
 import meta_eval
 from judgebench.audit.gate import GateResult, explain, gate
+from meta_eval.task import MetricOutcome, Task, TaskResult
 
 SETTINGS: tuple[tuple[str, str], ...] = (
     ("system", "none"), ("segment", "none"), ("segment", "item"), ("segment", "system"),
@@ -36,6 +36,13 @@ class Options:
     resamples: int = 1000
     epsilon: float = 0.0
     permutations: int = 1000
+
+    def task(self, human: str, statistic: str, level: str, grouping: str) -> Task:
+        """The block's setting as a meta_eval Task (audit blocks always cluster)."""
+        return Task(human=human, statistic=statistic, level=level, grouping=grouping,
+                    epsilon=self.epsilon, bootstrap=self.bootstrap, ci=self.ci,
+                    seed=self.seed, permutations=self.permutations, compare=True,
+                    method=self.method, resamples=self.resamples, alpha=self.alpha)
 
 
 @dataclass
@@ -78,67 +85,64 @@ def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, 
                    options: Options, given: Mapping[str, np.ndarray] | None = None,
                    progress: Callable[[str], None] | None = None) -> Block:
     """One block. `columns` maps every metric and sentinel name to its (items, systems)
-    matrix, oriented so that higher is better; names in `sentinels` are the sentinels."""
-    given = dict(given or {}) if level == "system" else {}
-    tested = {name: matrix for name, matrix in columns.items() if name not in given}
-    results = {
-        name: meta_eval.evaluate(statistic, human=human, metric=matrix, level=level,
-                                 grouping=grouping, epsilon=options.epsilon,
-                                 bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
-                                 permutations=options.permutations)
-        for name, matrix in tested.items()
-    }
-    corpus_rows = [_corpus_row(name, statistic, human, scores, options.epsilon)
-                   for name, scores in given.items()]
-    values = {name: r.value for name, r in results.items()}
-    test_options: dict[str, Any] = {}
-    if options.method == "permutation":
-        test_options = {"resamples": options.resamples, "epsilon": options.epsilon,
-                        "permutations": options.permutations}
-    ranking = meta_eval.significance_clusters(
-        statistic, human=human, metrics=tested, level=level, grouping=grouping,
-        method=options.method, alpha=options.alpha, seed=options.seed, values=values,
-        progress=(lambda a, b: progress(f"{a} vs {b}")) if progress else None,
-        **test_options)
-    clusters = {m.metric: m.cluster for m in ranking.metrics}
-    mean = {"system_score": "mean"} if level == "system" else {}
-    rows = [Row(m.metric, "sentinel" if m.metric in sentinels else "metric",
-                dataclasses.replace(results[m.metric],
-                                    extra={**results[m.metric].extra, **mean}),
-                clusters[m.metric] if math.isfinite(m.value) else None)
-            for m in ranking.metrics]
-    metric_names = [name for name in tested if name not in sentinels]
-    present = [s for s in sentinels if s in tested]
-    verdicts = gate(ranking, metrics=metric_names, sentinels=present)
-    rows += corpus_rows  # not gated: see _corpus_row
+    matrix, oriented so that higher is better; names in `sentinels` are the sentinels; a
+    metric in `given` (a subset of `columns`) is scored at system level by those system
+    scores (its corpus score)."""
+    task = options.task(human_name, statistic, level, grouping)
+    result = task.run({human_name: human, **columns}, list(columns), given=given,
+                      progress=(lambda a, b: progress(f"{a} vs {b}")) if progress else None)
+    assert result.ranking is not None  # the task compares
+    tested = [result[m.metric] for m in result.ranking.metrics]
+    rows = [_tested_row(o, "sentinel" if o.metric in sentinels else "metric")
+            for o in tested]
+    rows += [_corpus_row(o) for o in result.metrics.values() if o.given]  # see _corpus_row
+    metric_names = [o.metric for o in result.metrics.values()
+                    if not o.given and o.metric not in sentinels]
+    present = [o.metric for o in result.metrics.values()
+               if not o.given and o.metric in sentinels]
+    verdicts = gate(result.ranking, metrics=metric_names, sentinels=present)
+    notes = _sentinel_notes(result, metric_names, present)
+    return Block(human_name, statistic, level, grouping, rows, verdicts, notes,
+                 tests=len(result.ranking.p_values))
+
+
+def _tested_row(outcome: MetricOutcome, kind: str) -> Row:
+    mean = {"system_score": outcome.system_score} if outcome.system_score else {}
+    result = dataclasses.replace(outcome.result, extra={**outcome.result.extra, **mean})
+    return Row(outcome.metric, kind, result,
+               outcome.cluster if outcome.value is not None else None)
+
+
+def _sentinel_notes(result: TaskResult, metric_names: Sequence[str],
+                    sentinels: Sequence[str]) -> list[dict[str, str]]:
+    """What each sentinel's agreement means, and whether every metric beats it."""
+    task = result.task
+    worst_metric = max((_cluster(result[m]) for m in metric_names
+                        if result[m].value is not None), default=None)
     notes = []
-    worst_metric = max((clusters[m] for m in metric_names if math.isfinite(values[m])),
-                       default=None)
-    for name in present:
-        beaten = worst_metric is None or (math.isfinite(values[name])
-                                          and clusters[name] > worst_metric)
-        text = explain(name, level=level, grouping=grouping, statistic=statistic,
-                       value=values[name], beaten=beaten)
+    for name in sentinels:
+        outcome = result[name]
+        beaten = worst_metric is None or (outcome.value is not None
+                                          and _cluster(outcome) > worst_metric)
+        text = explain(name, level=task.level, grouping=task.grouping,
+                       statistic=task.statistic, value=outcome.result.value, beaten=beaten)
         if text:
             notes.append({"sentinel": name, "text": text})
-    return Block(human_name, statistic, level, grouping, rows, verdicts, notes,
-                 tests=len(ranking.p_values))
+    return notes
 
 
-def _corpus_row(name: str, statistic: str, human: np.ndarray, scores: np.ndarray,
-                epsilon: float) -> Row:
+def _cluster(outcome: MetricOutcome) -> int:
+    assert outcome.cluster is not None  # every tested metric of a comparing task has one
+    return outcome.cluster
+
+
+def _corpus_row(outcome: MetricOutcome) -> Row:
     """A metric whose system score is its corpus score: the statistic against the systems'
     human means, with no CI, no cluster and no gate verdict (all three resample segment
     scores)."""
-    from meta_eval.corpus import evaluate_given
-
-    try:
-        result = evaluate_given(statistic, human=human, metric=scores, epsilon=epsilon)
-    except ValueError as exc:
-        result = meta_eval.Result(statistic, float("nan"), n=0, level="system",
-                                  grouping="none", extra={"note": str(exc)})
-    result = dataclasses.replace(result, extra={
-        **result.extra, "system_score": "corpus",
+    note = {"note": outcome.error} if outcome.error is not None else {}
+    result = dataclasses.replace(outcome.result, extra={
+        **outcome.result.extra, **note, "system_score": "corpus",
         "gate_note": "not gated at system level: its system score is a corpus score, and the "
                      "significance test behind the gate resamples segment scores"})
-    return Row(name, "metric", result, None)
+    return Row(outcome.metric, "metric", result, None)

@@ -1,7 +1,9 @@
 """`judgebench audit`: sentinels, the sentinel gate, probes and the report card.
 
-Reads a wide scores table; the sentinels that read text (length, cand, src, ref) and the
-probes take the text from the generations given with --samples (the table has none).
+The work is `judgebench.services.audit`; this module parses the options, checks every path
+before any work, calls the service, writes the reports and prints. The sentinels that read
+text (length, cand, src, ref) and the probes take the text from the generations given with
+--samples (the table has none).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,29 +19,18 @@ from judgebench import destinations
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
 from judgebench.errors import InputError
+from judgebench.services.audit import GROUPINGS, LEVELS
 from meta_eval.statistics import help_text as statistic_help
 
-LEVELS = ("system", "segment")
-GROUPINGS = ("none", "item", "system")
+if TYPE_CHECKING:
+    from judgebench.audit.report import Report
+
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
                   ".json": "json"}
 
 
 def _log(message: str) -> None:
     click.echo(f"audit: {safe(message)}", err=True)
-
-
-def settings_of(levels: tuple[str, ...], groupings: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(level, grouping) pairs: system level once (grouping none), segment level with each
-    grouping asked for."""
-    levels = levels or LEVELS
-    groupings = groupings or GROUPINGS
-    out: list[tuple[str, str]] = []
-    if "system" in levels:
-        out.append(("system", "none"))
-    if "segment" in levels:
-        out += [("segment", g) for g in GROUPINGS if g in groupings]
-    return out
 
 
 def report_format(path: Path) -> str:
@@ -131,11 +123,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.audit.blocks import Options
-    from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
-    from judgebench.audit.sentinels import parse_sentinels
-    from judgebench.io import read_samples, read_table
-    from judgebench.plugins import get_host
-    from judgebench.spec import parse_spec
+    from judgebench.services.audit import audit
 
     destinations.check([
         destinations.read("SCORES", scores, sidecar=True),
@@ -145,49 +133,15 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
         *(destinations.report("--report", path, report_format) for path in reports),
     ])
     formats = [(path, report_format(path)) for path in reports]
-    if epsilon < 0:
-        raise InputError("must be >= 0", field="--epsilon")
-    if method == "williams" and set(statistics or ("pearson",)) != {"pearson"}:
-        raise InputError("Williams' test compares Pearson correlations; use --test "
-                         "permutation", field="--test")
-    host = get_host()
-    sentinel_specs = parse_sentinels(sentinels, host)
-    families = _families(system_families)
-    judge_specs = [parse_spec(j) for j in judges]
-    paraphrase_specs = [parse_spec(p) for p in paraphrases]
-    for spec in (*judge_specs, *paraphrase_specs):
-        host.metric(spec.name)  # an unknown name is an input error now, not after the work
-    stray = [p.column for p in paraphrase_specs if p.name not in {j.name for j in judge_specs}]
-    if stray:
-        raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
-    if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
-        raise InputError("probes need the generations: give --samples", field="--samples")
-    frame = read_table(scores)
-    samples = read_samples(samples_path) if samples_path is not None else None
-    settings = settings_of(levels, groupings)
-    if not settings:
-        raise InputError("no setting left: --level segment needs a --grouping",
-                         field="--grouping")
     options = Options(bootstrap=bootstrap, ci=ci, seed=seed, alpha=alpha, method=method,
                       resamples=resamples, epsilon=epsilon)
-    report = run_audit(frame, humans=humans, metrics=metrics, scores_path=scores,
-                       samples=samples, samples_path=samples_path, settings=settings,
-                       statistics=statistics or ("pearson",), sentinel_specs=sentinel_specs,
-                       options=options, host=host, store_path=store_path,
-                       lower=lower, higher=higher, progress=_log)
-    if probes:
-        specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
-        report.warnings += warnings
-        report.probes = metamorphic(samples or [], specs, host=host, items=probe_items,
-                                    seed=seed, progress=_log)
-    if judge_specs:
-        pairs, labels = _pairs(pairs_path, samples, frame, humans[0], bias_pairs, seed)
-        report.bias = judge_bias(judges=judge_specs, pairs=pairs, human=labels, host=host,
-                                 paraphrases=paraphrase_specs, judge_family=judge_family,
-                                 families=families, probes=bias_probes or None,
-                                 progress=_log)
-        report.inputs["pairs"] = str(pairs_path) if pairs_path else f"{len(pairs)} drawn " \
-            "from --samples"
+    report = audit(scores, humans=humans, samples=samples_path, metrics=metrics,
+                   levels=levels, groupings=groupings, statistics=statistics,
+                   sentinels=sentinels, lower=lower, higher=higher, store=store_path,
+                   options=options, probes=probes, probe_items=probe_items, judges=judges,
+                   pairs=pairs_path, bias_pairs=bias_pairs, bias_probes=bias_probes,
+                   paraphrases=paraphrases, judge_family=judge_family,
+                   system_families=_families(system_families), log=_log)
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")
@@ -199,19 +153,19 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
         sys.stdout.write(safe(render_markdown(report)))
 
 
-def write_report(report: object, path: Path, fmt: str) -> None:
+def write_report(report: Report, path: Path, fmt: str) -> None:
     from judgebench.io import write_text
 
     if fmt == "json":
-        text = json.dumps(report.to_dict(), indent=2)  # type: ignore[attr-defined]
+        text = json.dumps(report.to_dict(), indent=2)
     elif fmt == "markdown":
         from judgebench.audit.markdown import render_markdown
 
-        text = render_markdown(report)  # type: ignore[arg-type]
+        text = render_markdown(report)
     else:
         from judgebench.audit.html import render_html
 
-        text = render_html(report)  # type: ignore[arg-type]
+        text = render_html(report)
     write_text(text, path)
 
 
@@ -223,32 +177,3 @@ def _families(texts: tuple[str, ...]) -> dict[str, str]:
             raise InputError(f"'{text}' is not SYSTEM=FAMILY", field="--system-family")
         out[system.strip()] = family.strip()
     return out
-
-
-def _pairs(pairs_path: Path | None, samples: list | None, frame: object, human: str,
-           count: int, seed: int) -> tuple[list, list]:
-    """Pairwise samples for the bias probes and their human labels (>0: A better)."""
-    import numpy as np
-
-    from judgebench.audit.bias import pairs_from_samples
-    from judgebench.io import read_samples
-
-    if pairs_path is not None:
-        pairs = read_samples(pairs_path)
-        flat = [p for p in pairs if not p.is_pairwise]
-        if flat:
-            raise InputError(f"item {flat[0].item!r} has no output_a/output_b",
-                             path=str(pairs_path), field="output_a")
-        key = human.removeprefix("human.")
-        chosen = pairs[:count] if len(pairs) > count else pairs
-        if len(pairs) > count:
-            rng = np.random.default_rng(seed)
-            chosen = [pairs[i] for i in sorted(rng.choice(len(pairs), count, replace=False))]
-        return chosen, [p.human.get(key) for p in chosen]
-    values = frame[human].to_numpy(dtype=float)  # type: ignore[index]
-    keys = zip(frame["item"], frame["system"], strict=True)  # type: ignore[index]
-    labels = {k: v for k, v in zip(keys, values, strict=True)}
-    pairs, found = pairs_from_samples(samples or [], labels, count=count, seed=seed)
-    if not pairs:
-        raise InputError("no item has outputs of two systems to pair", field="--samples")
-    return pairs, found

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,9 @@ from judgebench.io import (
     write_table,
     write_text,
 )
-from judgebench.runner import RunResult, run, run_stream, survey
+from judgebench.runner import RunResult, run_stream, survey
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
+from judgebench.services.score import estimate, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
 from judgebench.store import Store
 
@@ -109,9 +111,8 @@ def command(
     try:
         with Store(store_path) as store:
             if dry_run:
-                result = run(samples, specs, store=store, resume=resume, progress=show,
-                             settings=settings)
-                _echo_estimates(result, as_json)
+                _echo_estimates(estimate(samples, specs, store=store, settings=settings,
+                                         resume=resume, progress=show), as_json)
                 return
             with contextlib.ExitStack() as stack:
                 table_path = (stack.enter_context(atomic_path(output)) if output is not None
@@ -135,7 +136,7 @@ def command(
         _write_corpus(result, corpus_path, csv_safe)
     _echo_summary(result, output, store_path, corpus_path is not None)
     if as_json:
-        click.echo(json.dumps(_json_rows(result), indent=2))
+        click.echo(json.dumps(summary_rows(result), indent=2))
 
 
 def _echo_file(path: Path) -> None:
@@ -163,15 +164,6 @@ def _remove_if_scoreless(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def _json_rows(result: RunResult) -> list[dict[str, Any]]:
-    summary = result.summary()
-    rows = []
-    for column, info in summary["columns"].items():
-        corpus = {c.system: c.value for c in result.corpus if c.metric == column}
-        rows.append({"column": column, **info, "corpus": corpus or None})
-    return rows
-
-
 def _write_corpus(result: RunResult, path: Path, csv_safe: bool) -> None:
     import pandas as pd
 
@@ -190,7 +182,7 @@ def _echo_summary(
     print(f"scored {result.rows} rows{where} (computed {result.computed}, reused "
           f"{result.reused} from {store_path})", file=err)
     for p in result.metrics:
-        counts = result.statuses.get(p.column, {})
+        counts: Mapping[str, int] = result.statuses.get(p.column, {})
         text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"
         print(f"  {p.column}: {text}\n    {p.signature}", file=err)
     direction = {p.column: p.metric.info.higher_is_better for p in result.metrics}

@@ -2,8 +2,11 @@
 
 A rule turns a profile (voters scoring systems) or a set of pairwise comparisons into a
 ranking of the systems. Ties are kept: a ranking is a list of tiers, best first, and systems
-in one tier are tied. Any object with a `name` and a `rank(data) -> RuleResult` method is a
-rule; `inputs` says which data it accepts ("profile", "pairwise"; "profile" if absent).
+in one tier are tied. `Rule` is the base class: a subclass
+sets `name` and implements `rank(data) -> RuleResult`, and may override what the host reads
+(`inputs`, `description`, `missing`, `options`, `option_names`, `with_options`,
+`supports_make_win`). An object with only a `name` and `rank` is still accepted:
+`as_rule` adapts it, once, where rules are collected.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -83,8 +87,61 @@ class AggregationRule(Protocol):
     def rank(self, data: Any) -> RuleResult: ...
 
 
+class Rule:
+    """The rule contract the host relies on, with its defaults.
+
+    inputs: the data kinds the rule ranks (PROFILE, PAIRWISE).
+    description, missing: one line each for `--list-rules` (what it computes; how it treats
+    a voter that did not score every system).
+    options: the options set on this rule; `option_names()` the ones it accepts;
+    `with_options(**kw)` a copy with options set (ValueError for a bad name or value).
+    supports_make_win: the rule's score is linear in the voter weights, so the weights that
+    make a system win are a linear programme (`meta_eval.aggregation.weights`, which knows
+    the rule by `name`); it holds with the default options (`ties` aside).
+    """
+
+    name: str = ""
+    description: str = ""
+    missing: str = ""
+    inputs: frozenset[str] = frozenset({PROFILE})
+    options: Mapping[str, Any] = MappingProxyType({})
+    supports_make_win: bool = False
+
+    def rank(self, data: Any) -> RuleResult:
+        raise NotImplementedError
+
+    def option_names(self) -> list[str]:
+        return []
+
+    def with_options(self, **options: Any) -> Rule:
+        raise ValueError(f"rule '{self.name}' takes no options")
+
+
+class _Adapted(Rule):
+    """A rule registered as a plain object with `name` and `rank` (see `as_rule`)."""
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+        self.name = str(obj.name)
+        for attr in ("description", "missing"):
+            value = getattr(obj, attr, None)
+            if isinstance(value, str):
+                setattr(self, attr, value)
+        self.inputs = frozenset(getattr(obj, "inputs", None) or {PROFILE})
+
+    def rank(self, data: Any) -> RuleResult:
+        result: RuleResult = self._obj.rank(data)
+        return result
+
+
+def as_rule(obj: Any) -> Rule:
+    """`obj` as a `Rule`: itself if it is one, else an adapter that reads its `name`, `rank`
+    and any `description`, `missing` and `inputs` it declares (the defaults otherwise)."""
+    return obj if isinstance(obj, Rule) else _Adapted(obj)
+
+
 @dataclass(frozen=True)
-class FunctionRule:
+class FunctionRule(Rule):
     """A rule made from a function `fn(data, **options) -> RuleResult`.
 
     `missing` states how the rule treats a voter that did not score every system.
@@ -93,13 +150,15 @@ class FunctionRule:
     values against `choices`).
     """
 
-    name: str
-    fn: Callable[..., RuleResult]
-    description: str
-    missing: str
+    # field(): required, not the defaults inherited from Rule
+    name: str = field()
+    fn: Callable[..., RuleResult] = field()
+    description: str = field()
+    missing: str = field()
     inputs: frozenset[str] = frozenset({PROFILE})
     options: Mapping[str, Any] = field(default_factory=dict)
     choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    supports_make_win: bool = False
 
     def rank(self, data: Any) -> RuleResult:
         kind = data_kind(data)

@@ -25,21 +25,23 @@ ONLY_PROFILE = frozenset({PROFILE})
 _TIE_CHOICES = {"ties": TIES}
 
 BUILTIN_RULES: tuple[FunctionRule, ...] = (
-    FunctionRule("mean", mean, "weighted arithmetic mean of the scores", _AVERAGE),
+    FunctionRule("mean", mean, "weighted arithmetic mean of the scores", _AVERAGE,
+                 supports_make_win=True),
     FunctionRule("geometric-mean", geometric_mean,
                  "weighted geometric mean (positive scores; lower-is-better voters give 1/x)",
                  _AVERAGE),
     FunctionRule("median", median, "weighted median of the scores", _AVERAGE),
     FunctionRule("plurality", plurality,
                  "weighted count of first places; a tie of k at the top gives each 1/k "
-                 "(ties=average), 0 (low) or 1 (high)", _BALLOT, choices=_TIE_CHOICES),
+                 "(ties=average), 0 (low) or 1 (high)", _BALLOT, choices=_TIE_CHOICES,
+                 supports_make_win=True),
     FunctionRule("borda", borda,
                  "Borda count: #systems ranked below; tied systems get the mean "
                  "(ties=average), lowest (low) or highest (high) of their positions' points",
-                 _BALLOT, choices=_TIE_CHOICES),
+                 _BALLOT, choices=_TIE_CHOICES, supports_make_win=True),
     FunctionRule("dowdall", dowdall,
                  "Dowdall count: 1/position; ties=average|low|high as for borda", _BALLOT,
-                 choices=_TIE_CHOICES),
+                 choices=_TIE_CHOICES, supports_make_win=True),
     FunctionRule("copeland", copeland,
                  "pairwise majority wins + tie_score (0.5) per tied contest", _PAIRS, BOTH),
     FunctionRule("minimax", minimax,
@@ -52,7 +54,7 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
                  "borda", _BALLOT, choices=_TIE_CHOICES),
     FunctionRule("condorcet", condorcet,
                  "the Condorcet winner, or none when the top is a cycle; ranking by the "
-                 "majority graph's components", _PAIRS, BOTH),
+                 "majority graph's components", _PAIRS, BOTH, supports_make_win=True),
     FunctionRule("kemeny", kemeny,
                  "Kemeny-Young: exact dynamic programme up to max_exact (16) systems, else "
                  "Borda start + local search (reported approximate)", _PAIRS, BOTH),

@@ -1,0 +1,156 @@
+"""The audit service: what `judgebench audit` computes, as a Python function.
+
+`audit(scores, humans=[...])` reads a wide scores table (and the generations it was scored
+from), runs the sentinels, the blocks (one `meta_eval.task.Task` per human column, statistic,
+level and grouping) with the sentinel gate, and optionally the metamorphic and judge-bias
+probes, and returns the `Report` (`report.results()` is the `--json` array).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.audit.blocks import Options
+from judgebench.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from judgebench.audit.report import Report
+    from judgebench.models import Sample
+    from judgebench.plugins import PluginHost
+    from judgebench.spec import MetricSpec
+
+LEVELS = ("system", "segment")
+GROUPINGS = ("none", "item", "system")
+Log = Callable[[str], None]
+
+
+def settings_of(levels: Sequence[str], groupings: Sequence[str]) -> list[tuple[str, str]]:
+    """(level, grouping) pairs: system level once (grouping none), segment level with each
+    grouping asked for."""
+    levels = levels or LEVELS
+    groupings = groupings or GROUPINGS
+    out: list[tuple[str, str]] = []
+    if "system" in levels:
+        out.append(("system", "none"))
+    if "segment" in levels:
+        out += [("segment", g) for g in GROUPINGS if g in groupings]
+    return out
+
+
+def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | None = None,
+          metrics: Sequence[str] = (), levels: Sequence[str] = (),
+          groupings: Sequence[str] = (), statistics: Sequence[str] = ("pearson",),
+          sentinels: Sequence[str] = (), lower: Sequence[str] = (),
+          higher: Sequence[str] = (), store: str | Path | None = None,
+          options: Options | None = None, probes: Sequence[str] = (), probe_items: int = 8,
+          judges: Sequence[str] = (), pairs: str | Path | None = None, bias_pairs: int = 24,
+          bias_probes: Sequence[str] = (), paraphrases: Sequence[str] = (),
+          judge_family: str | None = None, system_families: dict[str, str] | None = None,
+          host: PluginHost | None = None, log: Log | None = None) -> Report:
+    """Audit the metric columns of the scores table `scores` against `humans`, as
+    `judgebench audit` does: sentinels (`sentinels`: specs; default every registered one),
+    agreement, clusters and the gate per (statistic, level, grouping); metamorphic `probes`
+    on metric specs (needs `samples`); bias probes on pairwise `judges` (on `pairs`, or
+    pairs drawn from `samples`). `options` sets the bootstrap, test and seed. Bad input
+    raises `InputError` before any scoring."""
+    from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
+    from judgebench.audit.sentinels import parse_sentinels
+    from judgebench.io import read_samples, read_table
+    from judgebench.plugins import get_host
+    from judgebench.spec import parse_spec
+
+    host = host or get_host()
+    options = options or Options()
+    statistics = tuple(statistics) or ("pearson",)
+    _check_options(options, statistics)
+    sentinel_specs = parse_sentinels(sentinels, host)
+    judge_specs = [parse_spec(j) for j in judges]
+    paraphrase_specs = [parse_spec(p) for p in paraphrases]
+    _check_judges(judge_specs, paraphrase_specs, host)
+    samples_path = Path(samples) if samples is not None else None
+    pairs_path = Path(pairs) if pairs is not None else None
+    if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
+        raise InputError("probes need the generations: give --samples", field="--samples")
+    scores_path = Path(scores)
+    frame = read_table(scores_path)
+    generations = read_samples(samples_path) if samples_path is not None else None
+    settings = settings_of(levels, groupings)
+    if not settings:
+        raise InputError("no setting left: --level segment needs a --grouping",
+                         field="--grouping")
+    report = run_audit(frame, humans=humans, metrics=metrics, scores_path=scores_path,
+                       samples=generations, samples_path=samples_path, settings=settings,
+                       statistics=statistics, sentinel_specs=sentinel_specs, options=options,
+                       host=host, store_path=Path(store) if store is not None else None,
+                       lower=lower, higher=higher, progress=log)
+    if probes:
+        specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
+        report.warnings += warnings
+        report.probes = metamorphic(generations or [], specs, host=host, items=probe_items,
+                                    seed=options.seed, progress=log)
+    if judge_specs:
+        chosen, labels = _pairs(pairs_path, generations, frame, humans[0], bias_pairs,
+                                options.seed)
+        report.bias = judge_bias(judges=judge_specs, pairs=chosen, human=labels, host=host,
+                                 paraphrases=paraphrase_specs, judge_family=judge_family,
+                                 families=system_families, probes=bias_probes or None,
+                                 progress=log)
+        report.inputs["pairs"] = (str(pairs_path) if pairs_path
+                                  else f"{len(chosen)} drawn from --samples")
+    return report
+
+
+def _check_options(options: Options, statistics: Sequence[str]) -> None:
+    if options.epsilon < 0:
+        raise InputError("must be >= 0", field="--epsilon")
+    if options.method == "williams" and set(statistics) != {"pearson"}:
+        raise InputError("Williams' test compares Pearson correlations; use --test "
+                         "permutation", field="--test")
+
+
+def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec],
+                  host: PluginHost) -> None:
+    for spec in (*judges, *paraphrases):
+        host.metric(spec.name)  # an unknown name is an input error now, not after the work
+    stray = [p.column for p in paraphrases if p.name not in {j.name for j in judges}]
+    if stray:
+        raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
+
+
+def _pairs(pairs_path: Path | None, samples: Sequence[Sample] | None, frame: pd.DataFrame,
+           human: str, count: int, seed: int) -> tuple[list[Sample], list[Any]]:
+    """Pairwise samples for the bias probes and their human labels (>0: A better)."""
+    if pairs_path is not None:
+        return _pairs_from_file(pairs_path, human, count, seed)
+    from judgebench.audit.bias import pairs_from_samples
+
+    values = frame[human].to_numpy(dtype=float)
+    keys = zip(frame["item"], frame["system"], strict=True)
+    labels = {k: v for k, v in zip(keys, values, strict=True)}
+    pairs, found = pairs_from_samples(list(samples or []), labels, count=count, seed=seed)
+    if not pairs:
+        raise InputError("no item has outputs of two systems to pair", field="--samples")
+    return pairs, found
+
+
+def _pairs_from_file(path: Path, human: str, count: int, seed: int
+                     ) -> tuple[list[Sample], list[Any]]:
+    import numpy as np
+
+    from judgebench.io import read_samples
+
+    pairs = read_samples(path)
+    flat = [p for p in pairs if not p.is_pairwise]
+    if flat:
+        raise InputError(f"item {flat[0].item!r} has no output_a/output_b", path=str(path),
+                         field="output_a")
+    key = human.removeprefix("human.")
+    chosen = pairs[:count] if len(pairs) > count else pairs
+    if len(pairs) > count:
+        rng = np.random.default_rng(seed)
+        chosen = [pairs[i] for i in sorted(rng.choice(len(pairs), count, replace=False))]
+    return chosen, [p.human.get(key) for p in chosen]

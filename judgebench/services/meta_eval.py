@@ -1,0 +1,302 @@
+"""The meta-eval service: what `judgebench meta-eval` computes, as a Python function.
+
+`meta_eval(scores, humans=[...])` reads a wide scores table (a path, with its `.meta.json`
+sidecar, or a DataFrame), orients every metric column so that higher is better, runs one
+`meta_eval.task.Task` per (human column, statistic) and returns a `MetaEvalResult`: typed rows
+whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and `to_frame()`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.columns import metric_columns, numeric_columns
+from judgebench.errors import InputError
+from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
+from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from meta_eval.agreement import Ceiling
+
+Log = Callable[[str], None]
+CEILING = "(human ceiling)"
+CI_NOTE = "no item bootstrap for a corpus score (it would need the corpus score of every resample)"
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric against one human column in one task."""
+
+    human: str
+    outcome: MetricOutcome
+    info: ColumnInfo
+    task: Task
+
+    @property
+    def metric(self) -> str:
+        return self.outcome.metric
+
+    @property
+    def value(self) -> float | None:
+        return self.outcome.value
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        low, high = _finite(self.outcome.result.ci_low), _finite(self.outcome.result.ci_high)
+        return None if low is None or high is None else (low, high)
+
+    @property
+    def epsilon(self) -> float | None:
+        return _finite(self.outcome.result.epsilon)
+
+    @property
+    def ci_note(self) -> str | None:
+        return CI_NOTE if self.outcome.given and self.task.bootstrap else None
+
+    def to_dict(self) -> dict[str, Any]:
+        o, task = self.outcome, self.task
+        if o.error is not None:
+            return {"metric": o.metric, "human": self.human, "statistic": task.statistic,
+                    "value": None, "n": 0, "level": task.level, "grouping": task.grouping,
+                    "note": o.error, **self.info.describe(), "system_score": "corpus"}
+        out: dict[str, Any] = {"metric": o.metric, "human": self.human, **o.result.to_dict(),
+                               **self.info.describe()}
+        if o.system_score is not None:
+            out["system_score"] = o.system_score
+        if self.ci_note:
+            out["ci_note"] = self.ci_note
+        if o.cluster is not None:
+            out |= {"cluster": o.cluster, "cluster_test": task.method, "alpha": task.alpha}
+        if task.raters and not o.given:
+            out["ceiling_fraction"] = o.ceiling_fraction
+        return out
+
+
+@dataclass(frozen=True)
+class CeilingRow:
+    """The leave-one-rater-out human ceiling of one task."""
+
+    task: Task
+    ceiling: Ceiling
+
+    metric = CEILING
+
+    @property
+    def human(self) -> str:
+        return ",".join(self.task.raters)
+
+    @property
+    def value(self) -> float | None:
+        return _finite(self.ceiling.value)
+
+    @property
+    def n(self) -> int:
+        return len(self.task.raters)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,
+                "value": self.value, "n": self.n, "level": self.task.level,
+                "grouping": self.task.grouping,
+                "per_rater": [_finite(v) for v in self.ceiling.per_rater]}
+
+
+Row = MetricRow | CeilingRow
+
+
+@dataclass(frozen=True)
+class MetaEvalBlock:
+    """One (human column, statistic): the task, what it computed, and its rows best first
+    (the ceiling last)."""
+
+    task: Task
+    result: TaskResult
+    rows: list[Row]
+
+
+@dataclass(frozen=True)
+class MetaEvalResult:
+    """Every block of a meta-evaluation; `to_dict()` is the `--json` array."""
+
+    blocks: list[MetaEvalBlock]
+    compare: bool
+    items: int
+    systems: int
+
+    @property
+    def rows(self) -> list[Row]:
+        return [row for block in self.blocks for row in block.rows]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.rows]
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dict())
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The metric columns of one run, resolved: which are scored by corpus scores."""
+
+    table: ScoresTable
+    frame: pd.DataFrame
+    metrics: list[str]
+    infos: dict[str, ColumnInfo]
+
+
+def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
+              metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
+              statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
+              bootstrap: int = 0, ci: float = 0.95, lower: Sequence[str] = (),
+              higher: Sequence[str] = (), corpus_path: str | Path | None = None,
+              system_score: str = "auto", exclude_systems: Sequence[str] = (),
+              compare: bool = False, method: str = "permutation", resamples: int = 1000,
+              alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
+              seed: int = 0, log: Log | None = None) -> MetaEvalResult:
+    """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
+    does (same options, same results). `system_score` "auto" uses a metric's corpus scores
+    at system level where it has them; `compare` ranks the metrics into significance
+    clusters; `raters` (two or more columns) add the human ceiling. Bad input raises
+    `InputError` naming the option."""
+    log = log or (lambda _message: None)
+    statistics = tuple(statistics) or ("pearson",)
+    _check_options(statistics, level, grouping, epsilon, raters)
+    use_corpus = level == "system" and system_score == "auto"
+    cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
+                    higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
+                    excluded=exclude_systems, log=log)
+    import meta_eval as me
+
+    in_table = [c for c in cols.metrics if cols.infos[c].in_table]
+    matrices = me.score_matrices(cols.table.oriented(cols.frame, in_table),
+                                 [*dict.fromkeys([*humans, *raters, *in_table])])
+    given = (cols.table.oriented_system_scores(cols.metrics, matrices.systems)
+             if use_corpus else {})
+    _log_setting(cols, given, matrices, humans, statistics, level, grouping, log)
+    compare = compare and len(cols.metrics) > 1
+    _check_compare(compare, given, method, statistics)
+    blocks = [_block(Task(human=human, statistic=statistic, level=level, grouping=grouping,
+                          epsilon=epsilon, bootstrap=bootstrap, ci=ci, seed=seed,
+                          permutations=permutations, compare=compare, method=method,
+                          resamples=resamples, alpha=alpha, raters=tuple(raters)),
+                     matrices.columns, cols, given, log)
+              for human in humans for statistic in statistics]
+    return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems))
+
+
+def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,
+                   raters: Sequence[str]) -> None:
+    from meta_eval.levels import check_options
+
+    for name in statistics:
+        try:
+            check_options(name, level, grouping)
+        except ValueError as exc:
+            raise InputError(str(exc), field="--statistic") from None
+    if epsilon < 0:
+        raise InputError("must be >= 0", field="--epsilon")
+    if raters and len(raters) < 2:
+        raise InputError("the human ceiling needs two or more --rater columns",
+                         field="--rater")
+
+
+def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
+          lower: Sequence[str], higher: Sequence[str]) -> ScoresTable:
+    import pandas as pd
+
+    corpus = Path(corpus_path) if corpus_path is not None else None
+    if isinstance(scores, pd.DataFrame):
+        return load_scores_table(Path("<DataFrame>"), frame=scores, corpus_path=corpus,
+                                 lower=lower, higher=higher)
+    return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher)
+
+
+def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
+             metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
+             higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
+             excluded: Sequence[str], log: Log) -> _Columns:
+    table = _load(scores, corpus_path, lower, higher)
+    where = str(table.path)
+    frame = table.frame
+    numeric_columns(frame, [*humans, *raters], where)
+    corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
+    for column in metrics:
+        if column not in corpus_only:
+            numeric_columns(frame, [column], where)
+        elif not use_corpus:
+            raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
+                             "at --level system with --system-score auto",
+                             path=where, field=column)
+    frame = _exclude(frame, excluded, where)
+    chosen = list(metrics) or [
+        *metric_columns(frame, exclude=[*humans, *raters], warn=log, path=where),
+        *(corpus_only if use_corpus else [])]
+    if not chosen:
+        raise InputError("no metric columns: name them with --metric", path=where)
+    table.check_flags(chosen)
+    return _Columns(table, frame, chosen, {c: table.info(c) for c in chosen})
+
+
+def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.DataFrame:
+    if not excluded:
+        return frame
+    known = set(frame["system"])
+    unknown = [s for s in excluded if s not in known]
+    if unknown:
+        raise InputError(f"unknown system(s) {unknown}", path=where, field="--exclude-system")
+    return frame[~frame["system"].isin(excluded)].reset_index(drop=True)
+
+
+def _log_setting(cols: _Columns, given: dict[str, np.ndarray], matrices: Any,
+                 humans: Sequence[str], statistics: Sequence[str], level: str, grouping: str,
+                 log: Log) -> None:
+    flipped = [c for c in cols.metrics if not cols.infos[c].higher_is_better]
+    if flipped:
+        log(f"lower is better, negated: {', '.join(flipped)}")
+    if given:
+        log(f"system scores are corpus scores for: {', '.join(given)}")
+    log(f"{len(matrices.items)} items x {len(matrices.systems)} systems; "
+        f"{len(cols.metrics)} metric(s) x {len(humans)} human column(s) x "
+        f"{len(statistics)} statistic(s), level {level}, grouping {grouping}")
+
+
+def _check_compare(compare: bool, given: dict[str, np.ndarray], method: str,
+                   statistics: Sequence[str]) -> None:
+    if not compare:
+        return
+    if given:
+        raise InputError(f"--compare at system level permutes segment scores, and "
+                         f"{', '.join(given)} are scored per system (corpus scores): use "
+                         "--system-score mean to compare system means of segment scores",
+                         field="--compare")
+    if method == "williams" and set(statistics) != {"pearson"}:
+        raise InputError("Williams' test compares Pearson correlations; use "
+                         "--test permutation", field="--test")
+
+
+def _block(task: Task, matrices: dict[str, np.ndarray], cols: _Columns,
+           given: dict[str, np.ndarray], log: Log) -> MetaEvalBlock:
+    def progress(a: str, b: str) -> None:
+        log(f"{task.human} {task.statistic}: {a} vs {b}")
+
+    try:
+        result = task.run(matrices, cols.metrics, given=given, progress=progress)
+    except ComparisonError as exc:
+        raise InputError(str(exc), field="--compare") from None
+    rows: list[Row] = [MetricRow(task.human, o, cols.infos[o.metric], task)
+                       for o in result.best_first()]
+    if result.ceiling is not None:
+        rows.append(CeilingRow(task, result.ceiling))
+    return MetaEvalBlock(task, result, rows)

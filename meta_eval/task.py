@@ -1,0 +1,206 @@
+"""One meta-evaluation setting and everything computed in it: evaluate, then cluster.
+
+Modelled on mt-metrics-eval's `tasks.Task` / `TaskResults`: a `Task` fixes the setting
+(human column, level, grouping, statistic, tie threshold, bootstrap CI, significance test,
+resamples, alpha, seed, optional rater columns for the human ceiling) and `Task.run(matrices,
+metrics)` returns a `TaskResult` with, per metric, the statistic (value, n, CI, p-value), its
+significance cluster and its fraction of the human ceiling.
+
+For each metric column, `run` computes `meta_eval.evaluate` (with an item bootstrap CI when
+`bootstrap` > 0). A metric whose system scores are given (a corpus score: corpus BLEU, MAUVE)
+is evaluated by `meta_eval.corpus.evaluate_given` at system level, with no CI and no cluster:
+both resample segment scores. With `compare`, the other metrics are ranked into WMT-style
+significance clusters (`meta_eval.significance_clusters`: a permutation test, Deutsch et al.
+2021 PERM-BOTH, or Williams' test for Pearson). With `raters`, the leave-one-rater-out
+ceiling (`meta_eval.human_ceiling`) is computed once and each metric is put on its footing.
+
+Imports nothing from judgebench.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from meta_eval.agreement import Ceiling, human_ceiling
+from meta_eval.corpus import evaluate_given
+from meta_eval.levels import evaluate
+from meta_eval.results import Ranking, Result
+from meta_eval.significance import significance_clusters
+from meta_eval.table import ScoreMatrices, score_matrices
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Progress = Callable[[str, str], None]
+
+
+class ComparisonError(ValueError):
+    """The significance test could not be run on these metrics (e.g. unequal shapes)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One setting: `statistic` of each metric against the `human` column at `level` /
+    `grouping`; `compare` adds significance clusters (test `method`, `resamples`
+    permutations, level `alpha`); `raters` (two or more columns) adds the human ceiling."""
+
+    human: str
+    statistic: str = "pearson"
+    level: str = "segment"
+    grouping: str = "none"
+    epsilon: float = 0.0
+    bootstrap: int = 0
+    ci: float = 0.95
+    seed: int = 0
+    permutations: int = 1000
+    compare: bool = False
+    method: str = "permutation"
+    resamples: int = 1000
+    alpha: float = 0.05
+    raters: tuple[str, ...] = ()
+
+    def run(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, np.ndarray],
+            metrics: Sequence[str], *, given: Mapping[str, np.ndarray] | None = None,
+            progress: Progress | None = None) -> TaskResult:
+        """Evaluate `metrics` (columns of `data`: score matrices, a mapping of (items,
+        systems) matrices, or a wide table with item and system columns) against the human
+        column. `given` maps metrics to given system scores (used at system level only; the
+        metric then needs no matrix). `progress(a, b)` is called before each test."""
+        matrices = self._matrices(data, metrics, given)
+        given = dict(given or {}) if self.level == "system" else {}
+        human = matrices[self.human]
+        outcomes = {name: (self._given(name, human, given[name]) if name in given
+                           else self._evaluated(name, human, matrices[name]))
+                    for name in metrics}
+        ranking = self._cluster(human, matrices, outcomes, progress) if self.compare else None
+        ceiling = self._ceiling(matrices, outcomes) if self.raters else None
+        return TaskResult(self, outcomes, ranking, ceiling)
+
+    # -- steps ------------------------------------------------------------------------------
+    def _matrices(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, np.ndarray],
+                  metrics: Sequence[str], given: Mapping[str, np.ndarray] | None
+                  ) -> Mapping[str, np.ndarray]:
+        if isinstance(data, ScoreMatrices):
+            return data.columns
+        if isinstance(data, Mapping):
+            return data
+        needed = [c for c in metrics if c not in (given or {}) or c in data.columns]
+        return score_matrices(data, [*dict.fromkeys([self.human, *self.raters, *needed])]
+                              ).columns
+
+    @property
+    def _system_score(self) -> str | None:
+        return "mean" if self.level == "system" else None
+
+    def _evaluated(self, name: str, human: np.ndarray, matrix: np.ndarray) -> MetricOutcome:
+        result = evaluate(self.statistic, human=human, metric=matrix, level=self.level,
+                          grouping=self.grouping, epsilon=self.epsilon,
+                          bootstrap=self.bootstrap, ci=self.ci, seed=self.seed,
+                          permutations=self.permutations)
+        return MetricOutcome(name, result, system_score=self._system_score)
+
+    def _given(self, name: str, human: np.ndarray, scores: np.ndarray) -> MetricOutcome:
+        try:
+            result = evaluate_given(self.statistic, human=human, metric=scores,
+                                    epsilon=self.epsilon)
+        except ValueError as exc:
+            failed = Result(self.statistic, float("nan"), n=0, level="system", grouping="none")
+            return MetricOutcome(name, failed, system_score="corpus", error=str(exc))
+        return MetricOutcome(name, result, system_score="corpus")
+
+    def _cluster(self, human: np.ndarray, matrices: Mapping[str, np.ndarray],
+                 outcomes: dict[str, MetricOutcome], progress: Progress | None) -> Ranking:
+        tested = {n: matrices[n] for n, o in outcomes.items() if not o.given}
+        options: dict[str, Any] = {}
+        if self.method == "permutation":
+            options = {"resamples": self.resamples, "epsilon": self.epsilon,
+                       "permutations": self.permutations}
+        try:
+            ranking = significance_clusters(
+                self.statistic, human=human, metrics=tested, level=self.level,
+                grouping=self.grouping, method=self.method, alpha=self.alpha, seed=self.seed,
+                values={n: outcomes[n].result.value for n in tested}, progress=progress,
+                **options)
+        except ValueError as exc:
+            raise ComparisonError(str(exc)) from None
+        for ranked in ranking.metrics:
+            outcomes[ranked.metric].cluster = ranked.cluster
+        return ranking
+
+    def _ceiling(self, matrices: Mapping[str, np.ndarray],
+                 outcomes: dict[str, MetricOutcome]) -> Ceiling:
+        raters = [matrices[r] for r in self.raters]
+        common: dict[str, Any] = {"level": self.level, "grouping": self.grouping,
+                                  "epsilon": self.epsilon, "seed": self.seed,
+                                  "permutations": self.permutations}
+        for name, outcome in outcomes.items():
+            if not outcome.given:
+                outcome.ceiling_fraction = human_ceiling(
+                    self.statistic, raters=raters, metric=matrices[name], **common).fraction
+        return human_ceiling(self.statistic, raters=raters, **common)
+
+
+@dataclass
+class MetricOutcome:
+    """One metric in one task: its `result`; `system_score` is "mean" or "corpus" at system
+    level (None at segment level); `error` says why a given (corpus) score has no value;
+    `cluster` is its significance cluster (1 = best) when the task compares;
+    `ceiling_fraction` its mean agreement over the human ceiling when the task has raters."""
+
+    metric: str
+    result: Result
+    system_score: str | None = None
+    error: str | None = None
+    cluster: int | None = None
+    ceiling_fraction: float | None = None
+
+    @property
+    def given(self) -> bool:
+        """True for a metric scored by its given (corpus) system scores."""
+        return self.system_score == "corpus"
+
+    @property
+    def value(self) -> float | None:
+        """The statistic, or None where it is undefined (NaN or infinite)."""
+        value = float(self.result.value)
+        return value if math.isfinite(value) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metric": self.metric, **self.result.to_dict()}
+        optional = {"system_score": self.system_score, "note": self.error,
+                    "cluster": self.cluster, "ceiling_fraction": self.ceiling_fraction}
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What `Task.run` computed: `metrics` in the order asked, the significance `ranking`
+    (with every test's p-value) when the task compares, the human `ceiling` when it has
+    raters."""
+
+    task: Task
+    metrics: dict[str, MetricOutcome]
+    ranking: Ranking | None = None
+    ceiling: Ceiling | None = None
+
+    def __getitem__(self, metric: str) -> MetricOutcome:
+        return self.metrics[metric]
+
+    def best_first(self) -> list[MetricOutcome]:
+        """The metrics by value, best first, undefined ones last (stable for ties)."""
+        return sorted(self.metrics.values(),
+                      key=lambda o: (o.value is None, -(o.value or 0.0)))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per metric (best first) with the task's setting and what was computed."""
+        import pandas as pd
+
+        setting = {"human": self.task.human, "statistic": self.task.statistic,
+                   "level": self.task.level, "grouping": self.task.grouping}
+        return pd.DataFrame([{**o.to_dict(), **setting} for o in self.best_first()])
