@@ -53,8 +53,8 @@ def gate(ranking: Ranking, *, metrics: Sequence[str], sentinels: Sequence[str]
     for name in metrics:
         entry = placed[name]
         if not math.isfinite(entry.value):
-            out.append(GateResult(name, False, None, best and best.metric,
-                                  best and best.cluster,
+            out.append(GateResult(name, False, None, best.metric if best else None,
+                                  best.cluster if best else None,
                                   "the statistic is undefined for this metric"))
         elif best is None:
             out.append(GateResult(name, True, entry.cluster, None, None,

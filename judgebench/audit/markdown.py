@@ -86,11 +86,11 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 f"{settings['alpha']}; seed {settings['seed']}.", ""]
 
     out += ["## Gate", "", GATE_RULE, ""]
-    header, rows, order = gate_matrix(data)
+    header, gate_rows, order = gate_matrix(data)
     out += [f"Marks per cell, in this order: {', '.join(order)} (✓ pass, ✗ fail).", ""]
     out += table([text(h) for h in header],
                  [[text(r["metric"]), r["passed"], *(" ".join(c) for c in r["cells"])]
-                  for r in rows])
+                  for r in gate_rows])
 
     out += ["", "## Metrics", ""]
     out += table(["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
@@ -120,7 +120,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 continue
             out += [f"### {text(human)} · {text(statistic)}", ""]
             names = [r["metric"] for r in blocks[0]["rows"]]
-            rows = []
+            rows: list[list[str]] = []
             for name in names:
                 kind = next(r["kind"] for r in blocks[0]["rows"] if r["metric"] == name)
                 line = [f"*{text(name)}*" if kind == "sentinel" else text(name)]
@@ -141,8 +141,8 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 "Share of changed outputs whose score moved the right way (expected move in "
                 "brackets; `same`: must not move; `best`: the reference as output scores at "
                 "least the item's best system).", ""]
-        header, rows, counts = probe_matrix(data["probes"])
-        out += table([text(h) for h in header], [[text(v) for v in row] for row in rows])
+        header, probe_rows, counts = probe_matrix(data["probes"])
+        out += table([text(h) for h in header], [[text(v) for v in row] for row in probe_rows])
         out += ["", f"Scored pairs per probe: {text(counts)}.", ""]
     if data["bias"]:
         out += ["## Judge bias", ""]
@@ -156,12 +156,15 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+_MARKS: dict[bool | None, str] = {True: "✓", False: "✗", None: "·"}
+
+
 def gate_matrix(data: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """The gate as a matrix: one row per metric, one column per (human, statistic), and in
     each cell one mark per setting ("✓", "✗", or "·" where not computed)."""
     order = [setting_label(x["level"], x["grouping"]) for x in data["settings"]["levels"]]
     columns = [(h, st) for h in data["humans"] for st in data["settings"]["statistics"]]
-    verdict: dict[tuple[str, str, str, str], bool] = {}
+    verdict: dict[tuple[str, str, str, str], bool | None] = {}
     for b in data["blocks"]:
         for g in b["gate"]:
             key = (g["metric"], b["human"], b["statistic"],
@@ -170,7 +173,7 @@ def gate_matrix(data: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], 
     rows = []
     for summary in data["gate_summary"]:
         name = summary["metric"]
-        cells = [[{True: "✓", False: "✗"}.get(verdict.get((name, h, st, label)), "·")
+        cells = [[_MARKS[verdict.get((name, h, st, label))]
                   for label in order] for h, st in columns]
         rows.append({"metric": name, "passed": f"{summary['passed']}/{summary['total']}",
                      "cells": cells})
