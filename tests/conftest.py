@@ -1,18 +1,33 @@
-"""Shared fixtures: the SummEval data, small subsets of it, and a CLI runner in a subprocess."""
+"""Shared fixtures: the SummEval data, small subsets of it, and two CLI runners.
+
+`run_cli` runs `judgebench ARGS` in this interpreter (fast: no new Python, no re-import of
+pandas and the plugins per call); `run_cli_process` runs it in a fresh interpreter, for the
+tests where a real process is the point (signals, kill and resume, concurrent writers).
+Both return a `subprocess.CompletedProcess` with `returncode`, `stdout` and `stderr` apart.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import importlib
 import json
+import logging
 import os
 import subprocess
 import sys
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
 SUMMEVAL = REPO.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
 EXAMPLE = REPO / "examples" / "summeval-sample.jsonl"
+LOCAL_PLUGIN_PREFIX = "judgebench_local_"  # what `-p file.py` names its module
 
 
 def summeval_records(limit: int | None = None) -> list[dict]:
@@ -40,6 +55,38 @@ def summeval_small(tmp_path: Path) -> Path:
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run `judgebench ARGS` in this interpreter through `judgebench.cli.main`, the function
+    the `judgebench` script calls, so exit codes are mapped exactly as for a user.
+
+    Each call gets a fresh plugin host; `env` (a `PYTHONPATH` in it goes onto sys.path) and
+    `cwd` hold for the call only; stdout and stderr are kept apart. An exception that escapes
+    `main` ends the call like an uncaught one ends the interpreter: traceback on stderr, 1.
+    """
+    from judgebench.cli import main
+
+    runner = CliRunner()
+    with _one_call(cwd, env or {}), runner.isolation() as (stdout, stderr, _):
+        try:
+            contextvars.copy_context().run(main, list(args))
+            code = 0
+        except SystemExit as exc:
+            code = _exit_status(exc.code)
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out = stdout.getvalue().decode("utf-8", errors="replace")
+        err = stderr.getvalue().decode("utf-8", errors="replace")
+    proc = subprocess.CompletedProcess(["judgebench", *args], code, out, err)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"judgebench {' '.join(args)} failed ({code}):\n{proc.stderr}")
+    return proc
+
+
+def run_cli_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                    check: bool = False) -> subprocess.CompletedProcess[str]:
     """Run `judgebench ARGS` in a fresh interpreter, as a user would."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run([sys.executable, "-m", "judgebench.cli", *args], cwd=cwd,
@@ -47,3 +94,94 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     if check and proc.returncode != 0:
         raise AssertionError(f"judgebench {' '.join(args)} failed:\n{proc.stderr}")
     return proc
+
+
+def _exit_status(code: object) -> int:
+    """The status the interpreter exits with for `sys.exit(code)`."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+@contextlib.contextmanager
+def _one_call(cwd: Path | None, env: dict[str, str]) -> Iterator[None]:
+    """Everything one `judgebench` call may change in this interpreter, put back after it:
+    environment, working directory, sys.path and the modules it brought, the plugin host and
+    the commands plugins added, secret variables registered with redact, logging."""
+    from judgebench import redact
+    from judgebench.cli import cli
+    from judgebench.plugins import reset_host
+
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_path = list(sys.path)
+    saved_modules = set(sys.modules)
+    saved_commands = dict(cli.commands)
+    with redact._registered_lock:
+        saved_secrets = set(redact._registered)
+    saved_logging = _logging_state()
+    added = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep)
+             if entry and entry not in sys.path]
+    reset_host()
+    try:
+        os.environ.update(env)
+        sys.path[0:0] = added  # what the interpreter does with $PYTHONPATH at start-up
+        importlib.invalidate_caches()  # importlib.metadata sees the new entry points
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - saved_modules:
+            if name.startswith(LOCAL_PLUGIN_PREFIX) or _loaded_from(sys.modules.get(name), added):
+                del sys.modules[name]
+        for entry in added:
+            sys.path_importer_cache.pop(entry, None)
+        importlib.invalidate_caches()
+        cli.commands.clear()
+        cli.commands.update(saved_commands)
+        with redact._registered_lock:
+            redact._registered.clear()
+            redact._registered.update(saved_secrets)
+        _restore_logging(saved_logging)
+        reset_host()
+
+
+def _loaded_from(module: ModuleType | None, entries: list[str]) -> bool:
+    file = getattr(module, "__file__", None)
+    if not file or not entries:
+        return False
+    path = Path(file).resolve()
+    return any(path.is_relative_to(Path(entry).resolve()) for entry in entries)
+
+
+_LoggerState = tuple[list[logging.Handler], int, bool, bool]
+
+
+def _logging_state() -> dict[str, _LoggerState]:
+    loggers: dict[str, logging.Logger] = {"": logging.getLogger()}
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger):
+            loggers[name] = logger
+    return {name: (list(lg.handlers), lg.level, lg.propagate, lg.disabled)
+            for name, lg in loggers.items()}
+
+
+def _restore_logging(saved: dict[str, _LoggerState]) -> None:
+    """Loggers that existed get their handlers and levels back; a logger the call created
+    loses the handlers it was given (they write to the call's captured streams)."""
+    for name, (handlers, level, propagate, disabled) in saved.items():
+        logger = logging.getLogger(name or None)
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate, logger.disabled = propagate, disabled
+    for name, known in list(logging.Logger.manager.loggerDict.items()):
+        if name not in saved and isinstance(known, logging.Logger):
+            known.handlers.clear()
+

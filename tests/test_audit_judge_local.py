@@ -18,6 +18,8 @@ from judgebench.models import Sample
 from judgebench.plugins import get_host
 from judgebench.spec import parse_spec
 
+pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
+
 SHORTEST = "dm-test-f5fead94ee884800e84a212cc0edc78b11c4ba9f"  # a 632-character article
 
 

@@ -287,6 +287,7 @@ def test_sentinels_on_summeval_subset_cover_every_setting() -> None:
     assert "sklearn:" in cand.signature and "folds:5" in cand.signature
 
 
+@pytest.mark.slow  # loads the MiniLM encoder
 def test_embedding_features_use_the_bundled_encoder() -> None:
     pytest.importorskip("judgebench_neural.encoder", reason="needs the neural extra")
     frame, samples = synthetic(n_items=8, n_systems=5)

@@ -14,6 +14,8 @@ from judgebench_backends.transformers_backend import TransformersBackend  # noqa
 from judgebench import runtime  # noqa: E402
 from judgebench.backends import Request, get_backend  # noqa: E402
 
+pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
+
 
 @pytest.fixture(scope="module")
 def backend() -> TransformersBackend:

@@ -17,6 +17,8 @@ from judgebench import runtime
 from judgebench.models import Sample, Status
 from judgebench.plugins import get_host
 
+pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
+
 SHORTEST = "dm-test-f5fead94ee884800e84a212cc0edc78b11c4ba9f"  # a 632-character article
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import SUMMEVAL, run_cli
 
+pytestmark = pytest.mark.slow  # scores all of SummEval (1,600 rows) with ROUGE
+
 PUBLISHED = {  # metric -> criterion -> (spearman, kendall)
     "lexical.rouge1:multi_ref=mean": {"coherence": (0.167, 0.126), "consistency": (0.160, 0.130),
                                       "fluency": (0.115, 0.094), "relevance": (0.326, 0.252)},

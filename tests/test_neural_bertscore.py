@@ -21,6 +21,8 @@ from judgebench_neural.loading import resolve_model  # noqa: E402
 from judgebench.errors import InputError  # noqa: E402
 from judgebench.models import Outcome, Sample, Status  # noqa: E402
 
+pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
+
 RECORDS = summeval_records(32)  # 2 documents x 16 systems, 11 references each
 ALL_SAMPLES = [Sample(**{k: r[k] for k in ("item", "system", "output", "reference")})
                for r in RECORDS]

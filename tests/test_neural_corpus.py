@@ -18,6 +18,8 @@ from judgebench_neural.vendi import Vendi, vendi_from_embeddings, vendi_from_sim
 
 from judgebench.models import Outcome, Sample, Status
 
+pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
+
 RECORDS = summeval_records(320)  # 20 documents x 16 systems
 SYSTEMS = sorted({r["system"] for r in RECORDS})
 

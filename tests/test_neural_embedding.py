@@ -13,6 +13,8 @@ from judgebench_neural.loading import resolve_model
 
 from judgebench.models import Outcome, Sample, Status
 
+pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
+
 RECORDS = summeval_records(16)
 SAMPLES = [Sample(**{k: r[k] for k in ("item", "system", "output", "reference", "input")})
            for r in RECORDS]

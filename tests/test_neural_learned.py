@@ -19,6 +19,8 @@ from judgebench_neural.loading import resolve_model, revision_of  # noqa: E402
 from judgebench.errors import InputError, JudgebenchError  # noqa: E402
 from judgebench.models import Outcome, Sample, Status  # noqa: E402
 
+pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
+
 RECORDS = summeval_records(6)
 SAMPLES = [Sample(**{k: r[k] for k in ("item", "system", "output", "reference", "input")})
            for r in RECORDS]

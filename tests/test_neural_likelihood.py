@@ -12,6 +12,8 @@ from judgebench_neural.likelihood import Likelihood  # noqa: E402
 from judgebench.errors import InputError  # noqa: E402
 from judgebench.models import Outcome, Sample, Status  # noqa: E402
 
+pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
+
 ARTICLE = ("The city council approved a new public park on Monday. Construction will begin in "
            "the spring and is expected to cost two million dollars.")
 GOOD = "The council approved a new park that will cost two million dollars."

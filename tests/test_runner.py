@@ -75,6 +75,7 @@ def _logged(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.slow  # a paced 60-row job, killed and resumed in real processes
 def test_sigkill_mid_run_loses_nothing_and_resume_recomputes_nothing(
     tmp_path: Path, slow_plugin: Path
 ) -> None:

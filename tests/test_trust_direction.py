@@ -66,6 +66,7 @@ def _record(records: list[dict], metric: str) -> dict:
 
 
 # -- item 5: one source of truth for direction ------------------------------------------------
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_score_summary_calls_the_lowest_ter_best(scored: dict) -> None:
     ter = scored["ter"]
     best, worst = min(ter, key=ter.get), max(ter, key=ter.get)
@@ -74,6 +75,7 @@ def test_score_summary_calls_the_lowest_ter_best(scored: dict) -> None:
     assert "lower is better" in line
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_meta_eval_negates_ter_and_says_so(scored: dict) -> None:
     records = json_of("meta-eval", str(scored["table"]), "--human", HUMAN,
                       "--statistic", "pearson")
@@ -90,6 +92,7 @@ def test_meta_eval_negates_ter_and_says_so(scored: dict) -> None:
     assert values == sorted(values, reverse=True)
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_direction_without_a_sidecar_comes_from_the_registered_metric(scored: dict,
                                                                       tmp_path: Path) -> None:
     bare = tmp_path / "bare.csv"
@@ -102,6 +105,7 @@ def test_direction_without_a_sidecar_comes_from_the_registered_metric(scored: di
     assert forced[0]["value"] == pytest.approx(-records[0]["value"], abs=1e-12)
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_aggregate_ranks_the_lowest_ter_first_without_a_flag(scored: dict) -> None:
     frame = pd.read_csv(scored["table"])
     (entry,) = json_of("aggregate", str(scored["table"]), "--metric", "lexical.ter",
@@ -119,6 +123,7 @@ def test_every_command_spells_the_direction_flags_alike() -> None:
 
 
 # -- item 6: corpus metrics at system level ---------------------------------------------------
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_system_level_uses_corpus_bleu_and_ter(scored: dict) -> None:
     records = json_of("meta-eval", str(scored["table"]), "--human", HUMAN, "--level", "system",
                       "--statistic", "kendall", "--statistic", "pearson")
@@ -146,6 +151,7 @@ def test_system_level_uses_corpus_bleu_and_ter(scored: dict) -> None:
         scipy.stats.kendalltau(human, sentence).statistic, abs=1e-12)
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_corpus_file_gives_system_scores_to_a_table_without_sidecar(scored: dict,
                                                                      tmp_path: Path) -> None:
     bare = tmp_path / "bare.csv"
@@ -158,6 +164,7 @@ def test_corpus_file_gives_system_scores_to_a_table_without_sidecar(scored: dict
     assert with_file[0]["system_score"] == "corpus"
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_compare_at_system_level_with_corpus_scores_is_refused(scored: dict) -> None:
     result = invoke("meta-eval", str(scored["table"]), "--human", HUMAN, "--level", "system",
                     "--compare")
@@ -165,6 +172,7 @@ def test_compare_at_system_level_with_corpus_scores_is_refused(scored: dict) -> 
     assert "--system-score mean" in result.stderr
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_aggregate_reads_the_corpus_file_as_a_leaderboard(scored: dict) -> None:
     (entry,) = json_of("aggregate", str(scored["corpus"]), "--column", "lexical.ter",
                        "--rule", "mean")
@@ -173,6 +181,7 @@ def test_aggregate_reads_the_corpus_file_as_a_leaderboard(scored: dict) -> None:
     assert entry["scores"][entry["ranking"][0]] == pytest.approx(-min(ter.values()))
 
 
+@pytest.mark.slow  # neural.vendi loads the MiniLM encoder
 def test_a_corpus_only_metric_is_meta_evaluable_at_system_level(tmp_path: Path) -> None:
     records = summeval_records(48)
     gens = write_jsonl(tmp_path / "gens.jsonl", records)
@@ -211,6 +220,7 @@ def test_a_bad_cell_in_a_metric_column_is_reported(tmp_path: Path) -> None:
     assert "'shaky'" in result.stderr and "line 5" in result.stderr and "'oops'" in result.stderr
 
 
+@pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
 def test_audit_uses_corpus_scores_at_system_level(scored: dict) -> None:
     records = json_of("audit", str(scored["table"]), "--human", HUMAN, "--level", "system",
                       "--sentinel", "sentinel.random", "--bootstrap", "0",
