@@ -40,7 +40,7 @@ from judgebench.backends.remote import (
     retry_after_seconds,
     scrub,
 )
-from judgebench_backends.openai_format import parse_answer
+from judgebench_backends.openai_format import optional_fields, parse_answer
 
 #: Providers whose chat API returns token logprobs (G-Eval uses them when present).
 LOGPROB_PROVIDERS = {"openai", "hosted_vllm", "azure", "together_ai", "fireworks_ai", "deepseek",
@@ -128,20 +128,7 @@ class LiteLLMBackend(RemoteBackend):
             kwargs["messages"] = [dict(m) for m in request.messages]
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.stop:
-            kwargs["stop"] = list(request.stop)
-        if request.logprobs:
-            kwargs["logprobs"] = True
-            if request.top_logprobs:
-                kwargs["top_logprobs"] = min(request.top_logprobs, 20)
-        if request.json_schema is not None and self.capabilities.json_schema:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "judgement", "schema": request.json_schema,
-                                "strict": True},
-            }
+        kwargs.update(optional_fields(request, json_schema=self.capabilities.json_schema))
         return kwargs
 
     async def send(self, client: Any, request: Request) -> Any:

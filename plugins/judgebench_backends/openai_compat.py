@@ -19,7 +19,7 @@ from typing import Any
 
 from judgebench.backends.base import Request, Response
 from judgebench.backends.remote import Final, RemoteBackend, Retryable, retry_after_seconds
-from judgebench_backends.openai_format import namespace, parse_answer
+from judgebench_backends.openai_format import namespace, optional_fields, parse_answer
 
 
 class OpenAICompatBackend(RemoteBackend):
@@ -60,20 +60,7 @@ class OpenAICompatBackend(RemoteBackend):
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.logprobs:
-            body["logprobs"] = True
-            if request.top_logprobs:
-                body["top_logprobs"] = min(request.top_logprobs, 20)
-        if request.json_schema is not None and self.capabilities.json_schema:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "judgement", "schema": request.json_schema,
-                                "strict": True},
-            }
+        body.update(optional_fields(request, json_schema=self.capabilities.json_schema))
         return body
 
     async def send(self, client: Any, request: Request) -> Any:

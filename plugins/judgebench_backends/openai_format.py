@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from judgebench.backends.base import Response, TokenLogprob
+from judgebench.backends.base import Request, Response, TokenLogprob
 from judgebench.backends.remote import RemoteBackend, Retryable
 
 
@@ -18,6 +18,27 @@ def namespace(value: Any) -> Any:
     if isinstance(value, list):
         return [namespace(v) for v in value]
     return value
+
+
+def optional_fields(request: Request, *, json_schema: bool) -> dict[str, Any]:
+    """The OpenAI request fields a request sets only when asked: ``seed``, ``stop``,
+    ``logprobs``/``top_logprobs`` (at most 20, the API's limit) and, where the backend has
+    structured output, ``response_format`` with the request's JSON schema (strict)."""
+    fields: dict[str, Any] = {}
+    if request.seed is not None:
+        fields["seed"] = request.seed
+    if request.stop:
+        fields["stop"] = list(request.stop)
+    if request.logprobs:
+        fields["logprobs"] = True
+        if request.top_logprobs:
+            fields["top_logprobs"] = min(request.top_logprobs, 20)
+    if request.json_schema is not None and json_schema:
+        fields["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "judgement", "schema": request.json_schema, "strict": True},
+        }
+    return fields
 
 
 def parse_answer(backend: RemoteBackend, raw: Any, latency_s: float) -> Response:
