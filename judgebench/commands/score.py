@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import sqlite3
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -17,20 +15,10 @@ import click
 from judgebench import destinations
 from judgebench.display import SafeWriter
 from judgebench.errors import InputError
-from judgebench.io import (
-    SampleFile,
-    TableWriter,
-    atomic_path,
-    file_format,
-    read_samples,
-    write_table,
-    write_text,
-)
-from judgebench.runner import RunResult, run_stream, survey
+from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
-from judgebench.services.score import estimate, summary_rows
+from judgebench.services.score import estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
-from judgebench.store import Store
 
 DEFAULT_STORE = "judgebench.db"
 
@@ -97,43 +85,23 @@ def command(
         *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
         destinations.judge_cache("--cache", cache_path),
     ])
-    if dry_run:
-        samples = read_samples(input_path)
-    else:
-        source = SampleFile(input_path)
-        surveyed = survey(source)  # every row read and checked, before any work
     settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
                            cache_path=cache_path)
     show = sys.stderr.isatty() if progress is None else progress
-    new_store = not os.path.lexists(store_path)
-    try:
-        with Store(store_path) as store:
-            if dry_run:
-                _echo_estimates(estimate(samples, specs, store=store, settings=settings,
-                                         resume=resume, progress=show), as_json)
-                return
-            with contextlib.ExitStack() as stack:
-                table_path = (stack.enter_context(atomic_path(output)) if output is not None
-                              else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-                              / "scores.csv")
-                with TableWriter(table_path, fmt=file_format(output or table_path),
-                                 csv_safe=csv_safe, has_cr=surveyed.has_cr) as writer:
-                    result = run_stream(lambda: source, surveyed, specs, store=store,
-                                        resume=resume, progress=show, settings=settings,
-                                        sink=writer)
-                if output is None:
-                    _echo_file(table_path)
-    except BaseException:
-        if new_store:
-            _remove_if_scoreless(store_path)
-        raise
-    summary = result.summary()
-    if output is not None:
-        write_text(json.dumps(summary, indent=2), f"{output}.meta.json")
-    if corpus_path is not None:
-        _write_corpus(result, corpus_path, csv_safe)
+    if dry_run:
+        _echo_estimates(estimate_file(input_path, specs, store=store_path, settings=settings,
+                                      resume=resume, progress=show), as_json)
+        return
+    with contextlib.ExitStack() as stack:
+        table_path = output or Path(stack.enter_context(tempfile.TemporaryDirectory())) / (
+            "scores.csv")
+        result = score_file(input_path, specs, output=table_path, store=store_path,
+                            settings=settings, resume=resume, corpus=corpus_path,
+                            sidecar=output is not None, csv_safe=csv_safe, progress=show)
+        if output is None:
+            _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
     if as_json:
         click.echo(json.dumps(summary_rows(result), indent=2))
@@ -144,34 +112,6 @@ def _echo_file(path: Path) -> None:
     with path.open(encoding="utf-8", newline="") as handle:
         while block := handle.read(1 << 20):
             click.echo(block, nl=False)
-
-
-def _remove_if_scoreless(path: Path) -> None:
-    """Remove the store a failed run created if it holds no score (the run failed before
-    its first), with its journal files; a store that cannot be read is left as it is."""
-    if not path.is_file():
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(path)) as conn:
-            tables = {name for (name,) in
-                      conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone()
-                   for name in ("scores", "corpus_scores") if name in tables):
-                return
-    except sqlite3.Error:
-        return
-    for suffix in ("", *destinations.SQLITE_SIDECARS):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def _write_corpus(result: RunResult, path: Path, csv_safe: bool) -> None:
-    import pandas as pd
-
-    frame = pd.DataFrame(
-        [c.model_dump(mode="json") for c in result.corpus],
-        columns=["system", "metric", "value", "status", "reason", "n", "signature"],
-    )
-    write_table(frame, path, csv_safe=csv_safe)
 
 
 def _echo_summary(

@@ -8,7 +8,11 @@ returns), `to_dict()` the per-column summary `judgebench score --json` prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +27,6 @@ if TYPE_CHECKING:
     from judgebench.runner import RunResult, TableResult
     from judgebench.runtime import RunSettings
     from judgebench.store import Store
-
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,94 @@ def estimate(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, store: S
 
     return run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
                       progress=progress, settings=settings, estimate_from=samples)
+
+
+def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, store: Path,
+               settings: RunSettings, resume: bool = False, corpus: Path | None = None,
+               sidecar: bool = True, csv_safe: bool = False, progress: bool = False
+               ) -> RunResult:
+    """Score the generations in `input_path` into the table `output`, as `judgebench score`.
+
+    Every row is read and checked first (`runner.survey`), before the store is opened or any
+    work is done; then the file is read again and scored, and the table written in chunks to
+    a temporary file renamed onto `output` when complete (`io.atomic_path`). With `sidecar`,
+    `OUTPUT.meta.json` gets each column's direction, level and corpus scores; with `corpus`,
+    that file gets one row per system and corpus metric. A store this run created is removed
+    again if the run fails before its first score. The caller checks the destinations first
+    (`judgebench.destinations.check`)."""
+    from judgebench.io import SampleFile, TableWriter, atomic_path, file_format, write_text
+    from judgebench.runner import run_stream, survey
+    from judgebench.store import Store
+
+    source = SampleFile(input_path)
+    surveyed = survey(source)
+    with (_removed_if_scoreless(store), Store(store) as db, atomic_path(output) as table_path,
+          TableWriter(table_path, fmt=file_format(output), csv_safe=csv_safe,
+                      has_cr=surveyed.has_cr) as writer):
+        result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
+                            progress=progress, settings=settings, sink=writer)
+    if sidecar:
+        write_text(json.dumps(result.summary(), indent=2), f"{output}.meta.json")
+    if corpus is not None:
+        write_corpus(result, corpus, csv_safe=csv_safe)
+    return result
+
+
+def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, store: Path,
+                  settings: RunSettings, resume: bool = False, progress: bool = False
+                  ) -> RunResult:
+    """`judgebench score --dry-run`: `estimate` over the samples of `input_path`."""
+    from judgebench.io import read_samples
+    from judgebench.store import Store
+
+    samples = read_samples(input_path)
+    with _removed_if_scoreless(store), Store(store) as db:
+        return estimate(samples, specs, store=db, settings=settings, resume=resume,
+                        progress=progress)
+
+
+def write_corpus(result: RunResult, path: Path, *, csv_safe: bool = False) -> None:
+    """The corpus scores of `result`, one row per system and metric, to a table file."""
+    import pandas as pd
+
+    from judgebench.io import write_table
+
+    frame = pd.DataFrame(
+        [c.model_dump(mode="json") for c in result.corpus],
+        columns=["system", "metric", "value", "status", "reason", "n", "signature"],
+    )
+    write_table(frame, path, csv_safe=csv_safe)
+
+
+@contextlib.contextmanager
+def _removed_if_scoreless(path: Path) -> Iterator[None]:
+    """If the body fails and the store at `path` did not exist before it, remove the store
+    when it holds no score (with its journal files); a store that cannot be read is left."""
+    new = not os.path.lexists(path)
+    try:
+        yield
+    except BaseException:
+        if new:
+            _remove_if_scoreless(path)
+        raise
+
+
+def _remove_if_scoreless(path: Path) -> None:
+    from judgebench.destinations import SQLITE_SIDECARS
+
+    if not path.is_file():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            tables = {name for (name,) in
+                      conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone()
+                   for name in ("scores", "corpus_scores") if name in tables):
+                return
+    except sqlite3.Error:
+        return
+    for suffix in ("", *SQLITE_SIDECARS):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def summary_rows(result: RunResult) -> list[dict[str, Any]]:
