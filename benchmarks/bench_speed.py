@@ -126,25 +126,40 @@ def kendall(repeats: int) -> None:
 
 
 def kemeny(repeats: int) -> None:
-    from meta_eval.aggregation.kemeny import agreement, kemeny_dp, kemeny_local_search, kemeny_milp
+    from meta_eval.aggregation.kemeny import (
+        MILP_SECONDS,
+        _LinearOrdering,
+        agreement,
+        kemeny_dp,
+        kemeny_local_search,
+        kemeny_milp,
+    )
 
-    print("| systems | voters | MILP (s) | MILP agreement | local search agreement | "
-          "DP agreement |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for n in (12, 16, 18, 20, 24, 30):
-        rng = np.random.default_rng(n)
-        quality = rng.normal(size=n) * 0.3
-        scores = np.round(quality[None] + rng.normal(size=(1000, n)), 1)
+    print("| systems | voters | optimum (s) | with winners and uniqueness (s) | MILP "
+          "agreement | local search agreement | DP agreement (s) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n, seed in ((18, 0), (18, 1), (20, 0), (24, 0), (30, 0), (30, 1), (30, 2)):
+        rng = np.random.default_rng(seed)
+        scores = np.round(rng.normal(size=n) * 0.05 + rng.normal(size=(100, n)))
         wins = (scores[:, :, None] > scores[:, None, :]).sum(0).astype(float)
         ties = (scores[:, :, None] == scores[:, None, :]).sum(0).astype(float)
         np.fill_diagonal(ties, 0)
         support = wins + ties / 2
-        seconds, (order, value, exact) = best(lambda s=support: kemeny_milp(s), repeats)
-        assert exact and value == agreement(support, order)
+        program = _LinearOrdering(support, MILP_SECONDS)
+        free = (np.zeros(program.iu.size), np.ones(program.iu.size))
+        t_opt, _ = best(lambda p=program, f=free: p.solve(*f), repeats)
+        seconds, solved = best(lambda s=support: kemeny_milp(s), repeats)
+        assert solved is not None
+        order, value = solved[0], solved[1]
+        assert value == agreement(support, order)
         start = list(np.argsort(-support.sum(axis=1), kind="stable"))
         _, local = kemeny_local_search(support, start)
-        dp = f"{kemeny_dp(support)[1]:g}" if n <= 16 else "-"
-        print(f"| {n} | 1000 | {seconds:.3f} | {value:g} | {local:g} | {dp} |")
+        dp = "-"
+        if n <= 20:
+            t_dp, exact = best(lambda s=support: kemeny_dp(s), 1)
+            assert exact[1] == value
+            dp = f"{exact[1]:g} ({t_dp:.2f})"
+        print(f"| {n} | 100 | {t_opt:.3f} | {seconds:.3f} | {value:g} | {local:g} | {dp} |")
 
 
 def main() -> None:
