@@ -35,7 +35,6 @@ signs and the tie rule on differences, which stay right when a difference overfl
 from __future__ import annotations
 
 import numpy as np
-import scipy.stats
 
 from meta_eval.pairs import pair_counts, snap
 
@@ -96,6 +95,8 @@ def pearson_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
 
 def spearman_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """Per-group Spearman rho (average ranks for ties) over the last axis."""
+    import scipy.stats
+
     h, m = _masked(human, metric)
     if h.shape[-1] == 0:
         return np.full(h.shape[:-1], np.nan)
@@ -216,6 +217,8 @@ def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
 
 def p_value(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> float | None:
     """Two-sided p-value of 'no association' from scipy (pearson, spearman, kendall)."""
+    import scipy.stats
+
     h, m = _masked(np.ravel(human), np.ravel(metric))
     ok = np.isfinite(h)
     h, m = h[ok], m[ok]
