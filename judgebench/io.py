@@ -632,6 +632,19 @@ def _short(value: Any) -> str:
 
 
 # -- scores tables --------------------------------------------------------------------------
+class LineNumbers(tuple[int, ...]):
+    """Each row's line (JSONL, CSV) or row number (Parquet), as `read_table` keeps them in
+    `frame.attrs["lines"]`: immutable, so a deep copy is the object itself. pandas deep-copies
+    `attrs` into every frame and column it derives (`__finalize__`); a plain list of 40,000
+    numbers cost seconds of copying per command."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LineNumbers:
+        return self
+
+    def __copy__(self) -> LineNumbers:
+        return self
+
+
 def read_table(
     path: str | Path, *, key: Iterable[str] | None = KEY, text_columns: Iterable[str] = ()
 ) -> pd.DataFrame:
@@ -641,7 +654,7 @@ def read_table(
     pass key=None for tables keyed otherwise (e.g. a leaderboard keyed by system only).
     Key and `text_columns` are read as text, so an id like "001" stays "001".
     `frame.attrs["lines"]` holds each row's line (JSONL, CSV) or row number (Parquet), for
-    error messages.
+    error messages (a `LineNumbers`).
     """
     import pandas as pd
 
@@ -669,7 +682,7 @@ def read_table(
                 frame[column] = frame[column].map(lambda v: v if v is None else str(v))
     if frame.empty:
         raise InputError("table has no rows", path=str(path))
-    frame.attrs["lines"] = lines
+    frame.attrs["lines"] = LineNumbers(lines)
     if key is not None:
         key = list(key)
         missing = [k for k in key if k not in frame.columns]

@@ -35,7 +35,6 @@ signs and the tie rule on differences, which stay right when a difference overfl
 from __future__ import annotations
 
 import numpy as np
-import scipy.stats
 
 from meta_eval.pairs import pair_counts, snap
 
@@ -44,6 +43,7 @@ CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY)
 _SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
 _CHUNK = 1 << 22  # pair entries per broadcast chunk
 _SORTED_UNITS = 1 << 19  # units per sort-based counting call
+_ROW_UNITS = 1 << 12  # at epsilon 0, rows of at least this many units are counted one by one
 
 
 def _masked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +95,8 @@ def pearson_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
 
 def spearman_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """Per-group Spearman rho (average ranks for ties) over the last axis."""
+    import scipy.stats
+
     h, m = _masked(human, metric)
     if h.shape[-1] == 0:
         return np.full(h.shape[:-1], np.nan)
@@ -126,7 +128,9 @@ def group_pair_counts(*, human: np.ndarray, metric: np.ndarray,
         # Sort-based counts, a bounded number of units at a time (the index is O(n log n)).
         names = ("concordant", "discordant", "ties_human", "ties_metric", "ties_both")
         out = {k: np.zeros(rows_h.shape[0], dtype=np.int64) for k in names}
-        step = max(1, _SORTED_UNITS // units)
+        # At epsilon 0 a long row is counted alone: grouping rows would add log2(rows)
+        # radix levels to the count of discordant pairs.
+        step = 1 if epsilon == 0 and units >= _ROW_UNITS else max(1, _SORTED_UNITS // units)
         for start in range(0, rows_h.shape[0], step):
             sl = slice(start, start + step)
             ok = np.isfinite(rows_h[sl])
@@ -134,7 +138,7 @@ def group_pair_counts(*, human: np.ndarray, metric: np.ndarray,
                 continue
             gid = np.broadcast_to(np.arange(start, start + ok.shape[0])[:, None], ok.shape)[ok]
             pc = pair_counts(human=rows_h[sl][ok], metric=rows_m[sl][ok], epsilon=epsilon,
-                             groups=gid)
+                             groups=gid if ok.shape[0] > 1 else None)
             present = np.unique(gid)
             for name in names:
                 out[name][present] = getattr(pc, name)
@@ -213,6 +217,8 @@ def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
 
 def p_value(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> float | None:
     """Two-sided p-value of 'no association' from scipy (pearson, spearman, kendall)."""
+    import scipy.stats
+
     h, m = _masked(np.ravel(human), np.ravel(metric))
     ok = np.isfinite(h)
     h, m = h[ok], m[ok]

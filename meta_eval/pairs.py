@@ -72,7 +72,7 @@ def snap(values: np.ndarray, *, scale: np.ndarray | None = None,
         units = x.shape[-1]
         rows = x.reshape(-1, units)
         if scale is None:
-            order = np.argsort(rows, axis=-1, kind="stable")
+            order = np.argsort(rows, axis=-1)  # equal values snap alike: any order will do
         else:
             order = np.lexsort((sc.reshape(-1, units), rows), axis=-1)
         order = (order + units * np.arange(rows.shape[0])[:, None]).reshape(-1)
@@ -279,11 +279,130 @@ class SortedUnits:
         return i, j
 
 
+def inversions(values: np.ndarray, group: np.ndarray | None = None,
+               n_groups: int = 1) -> np.ndarray:
+    """Per group: pairs of positions i < j with values[i] > values[j] (strictly), for
+    non-negative integer `values` that are group-major (every value of a group below every
+    value of a later group, so no pair across groups counts); `group[v]` is the group of
+    value v (None: one group). O(n log K) time for K distinct values, O(n + K) memory.
+
+    Radix from the top bit: with the values ordered stably by their bits above b, a value
+    whose bit b is 0 is below every earlier value of the same run (same bits above b)
+    whose bit b is 1. Counting those, then partitioning each run by bit b (stably), visits
+    each of the log2 K levels once; where each run starts comes from a histogram.
+    """
+    n = values.size
+    out = np.zeros(n_groups, dtype=np.int64)
+    if n < 2:
+        return out
+    seq = values.astype(np.int64)
+    top = int(seq.max())
+    index = np.arange(n, dtype=np.int64)
+    zeros_before = np.zeros(n + 1, dtype=np.int64)
+    prefix, first, zero, zeros_here, ones_here, target, placed = (
+        np.empty(n, dtype=np.int64) for _ in range(7))
+    for b in range(top.bit_length() - 1, -1, -1):
+        np.right_shift(seq, b + 1, out=prefix)
+        runs = np.bincount(prefix, minlength=(top >> (b + 1)) + 1)
+        start = np.cumsum(runs) - runs
+        np.take(start, prefix, out=first)
+        np.right_shift(seq, b, out=zero)
+        halves = np.bincount(zero, minlength=2 * runs.size)  # per (run, bit b)
+        np.bitwise_xor(np.bitwise_and(zero, 1, out=zero), 1, out=zero)
+        np.cumsum(zero, out=zeros_before[1:])
+        np.subtract(zeros_before[:-1], np.take(zeros_before, first, out=zeros_here),
+                    out=zeros_here)  # zeros before, same run
+        np.subtract(np.subtract(index, first, out=ones_here), zeros_here,
+                    out=ones_here)  # ones before, same run
+        if group is None:
+            out[0] += int(np.dot(ones_here, zero))
+        else:
+            out += np.bincount(group[seq], weights=ones_here * zero,
+                               minlength=n_groups).astype(np.int64)
+        # A zero goes to first + zeros_here; a one to first + (zeros of its run) + ones_here.
+        np.take(halves, 2 * prefix, out=target)
+        target += ones_here
+        target -= zeros_here
+        target *= np.subtract(1, zero, out=placed)
+        target += first
+        target += zeros_here
+        placed[target] = seq
+        seq, placed = placed, seq
+    return out
+
+
+def _dense_rank(x: np.ndarray) -> tuple[np.ndarray, int]:
+    values, rank = np.unique(x, return_inverse=True)
+    return rank.reshape(-1).astype(np.int64), values.size
+
+
+def _class_pairs(rank: np.ndarray, size: int, group_of: np.ndarray | None,
+                 n_groups: int) -> np.ndarray:
+    """Per group: pairs of units of equal (dense, group-major) rank."""
+    counts = np.bincount(rank, minlength=size).astype(np.int64)
+    pairs = counts * (counts - 1) // 2
+    if group_of is None:
+        return np.array([pairs.sum()], dtype=np.int64)
+    return np.bincount(group_of, weights=pairs, minlength=n_groups).astype(np.int64)
+
+
+def exact_pair_counts(*, human: np.ndarray, metric: np.ndarray,
+                      groups: np.ndarray | None = None) -> PairCounts:
+    """`pair_counts` at epsilon 0 (exact ties only) in O(n log n), for finite scores;
+    `groups`, if given, are labels 0..G-1.
+
+    The discordant pairs are counted as scipy.stats.kendalltau counts them (Knight 1966),
+    as inversions: with units in (group, m, h) order, a pair i < j is discordant exactly when
+    h_i > h_j (a pair tied in m comes in h order). The two sides are symmetric, so the side
+    with fewer distinct values gives the ranks (log2 of their number levels of radix). Ties
+    are pairs of equal h, of equal m (from histograms of ranks) and of equal (h, m) (runs of
+    the sorted units); concordant = all pairs - discordant - tied in either. At epsilon 0
+    the tie rule |m_i - m_j| <= 0 is m_i == m_j (a difference of distinct finite floats is
+    never 0), so the counts equal those of `SortedUnits.counts(0.0)`.
+    """
+    human = np.asarray(human, dtype=float).reshape(-1)
+    metric = np.asarray(metric, dtype=float).reshape(-1)
+    n = human.size
+    gid = (np.zeros(n, dtype=np.int64) if groups is None
+           else np.asarray(groups, dtype=np.int64).reshape(-1))
+    n_groups = int(gid.max()) + 1 if groups is not None and n else 1
+    rh, n_h = _dense_rank(human)
+    rm, n_m = _dense_rank(metric)
+    group_h = group_m = None
+    if groups is not None:  # ranks of (group, value): group-major, every key below n^2
+        key_h, key_m = gid * n_h + rh, gid * n_m + rm
+        rh, n_h = _dense_rank(key_h)
+        rm, n_m = _dense_rank(key_m)
+        group_h = np.zeros(n_h, dtype=np.int64)
+        group_h[rh] = gid
+        group_m = np.zeros(n_m, dtype=np.int64)
+        group_m[rm] = gid
+    # Order by the side with more values, count inversions of the other's ranks.
+    outer, (inner, n_inner, group_inner) = (
+        (rm, (rh, n_h, group_h)) if n_h <= n_m else (rh, (rm, n_m, group_m)))
+    order = np.argsort(outer * n_inner + inner)
+    outer, inner = outer[order], inner[order]
+    discordant = inversions(inner, group_inner, n_groups)
+    tied_h = _class_pairs(rh, n_h, group_h, n_groups)
+    tied_m = _class_pairs(rm, n_m, group_m, n_groups)
+    both = np.ones(n, dtype=bool)
+    both[1:] = (outer[1:] != outer[:-1]) | (inner[1:] != inner[:-1])
+    starts = np.flatnonzero(both)
+    sizes = np.diff(np.r_[starts, n]).astype(np.int64)
+    tied_both = np.bincount(gid[order][starts], weights=sizes * (sizes - 1) // 2,
+                            minlength=n_groups).astype(np.int64)
+    units = np.bincount(gid, minlength=n_groups).astype(np.int64)
+    concordant = units * (units - 1) // 2 - discordant - tied_h - tied_m + tied_both
+    return PairCounts(concordant, discordant, tied_h - tied_both, tied_m - tied_both,
+                      tied_both, units=units)
+
+
 def pair_counts(*, human: np.ndarray, metric: np.ndarray, epsilon: float = 0.0,
                 groups: np.ndarray | None = None) -> PairCounts:
     """Concordant/discordant/tied pair counts per group (one group when `groups` is None).
 
-    Units with a missing (NaN) human or metric score are dropped first.
+    Units with a missing (NaN) human or metric score are dropped first. At epsilon 0 the
+    counts come from `exact_pair_counts` (O(n log n)), otherwise from `SortedUnits`.
     """
     human = np.asarray(human, dtype=float)
     metric = np.asarray(metric, dtype=float)
@@ -296,6 +415,17 @@ def pair_counts(*, human: np.ndarray, metric: np.ndarray, epsilon: float = 0.0,
         labels, gid = np.unique(np.asarray(groups), return_inverse=True)
         n_groups = labels.size
         gid = gid.reshape(-1)[ok]
+    if epsilon == 0:
+        exact = exact_pair_counts(human=human[ok], metric=metric[ok], groups=gid)
+        if gid is None:
+            return exact
+        fields = []
+        for arr in (exact.concordant, exact.discordant, exact.ties_human,
+                    exact.ties_metric, exact.ties_both, exact.units):
+            out = np.zeros(n_groups, dtype=np.int64)
+            out[:arr.size] = arr  # groups after the last one with a unit get zero counts
+            fields.append(out)
+        return PairCounts(*fields)
     units = SortedUnits(human=human[ok], metric=metric[ok], groups=gid)
     counts = units.counts(epsilon)
     if groups is None and units.n == 0:

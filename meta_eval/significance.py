@@ -54,7 +54,6 @@ from collections.abc import Callable, Mapping
 from typing import TypedDict
 
 import numpy as np
-import scipy.stats
 
 from meta_eval.correlation import group_values, power_of_two_scale
 from meta_eval.levels import (
@@ -110,6 +109,8 @@ def early_decision(hits: int, done: int, alpha: float,
                    confidence: float = EARLY_CONFIDENCE) -> bool:
     """Whether the Clopper-Pearson interval at `confidence` for p = hits / done excludes
     `alpha` (so more resamples would not change whether p <= alpha)."""
+    import scipy.stats
+
     tail = (1 - confidence) / 2
     lower = float(scipy.stats.beta.ppf(tail, hits, done - hits + 1)) if hits > 0 else 0.0
     upper = float(scipy.stats.beta.ppf(1 - tail, hits + 1, done - hits)) if hits < done else 1.0
@@ -403,6 +404,8 @@ def pair_disagreements(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.
 
 def _pair_test(spec: Statistic, human: np.ndarray, a: np.ndarray, b: np.ndarray, level: str,
                grouping: str, epsilon: float, resamples: int, seed: int) -> Comparison:
+    import scipy.stats
+
     h, ma = arrange(human=human, metric=a, level=level, grouping=grouping)
     _, mb = arrange(human=human, metric=b, level=level, grouping=grouping)
     eps_a = kernel_epsilon(spec, human=h, metric=ma, epsilon=epsilon)
@@ -441,6 +444,8 @@ def _pair_test(spec: Statistic, human: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def williams_test(*, r_ha: float, r_hb: float, r_ab: float, n: int) -> float:
     """One-sided p-value of Williams' test for H1: r_ha > r_hb (see the module docstring)."""
+    import scipy.stats
+
     if n <= 3:
         return float("nan")
     k = 1 - r_ha**2 - r_hb**2 - r_ab**2 + 2 * r_ha * r_hb * r_ab

@@ -29,7 +29,13 @@ from meta_eval.aggregation.base import (
     data_kind,
 )
 from meta_eval.aggregation.bootstrap import BootstrapResult, SystemUncertainty, bootstrap
-from meta_eval.aggregation.kemeny import agreement, kemeny, kemeny_dp, kemeny_local_search
+from meta_eval.aggregation.kemeny import (
+    agreement,
+    kemeny,
+    kemeny_dp,
+    kemeny_local_search,
+    kemeny_milp,
+)
 from meta_eval.aggregation.majority import baldwin, condorcet, copeland, minimax, schulze
 from meta_eval.aggregation.positional import (
     TIES,
@@ -105,6 +111,7 @@ __all__ = [
     "kemeny",
     "kemeny_dp",
     "kemeny_local_search",
+    "kemeny_milp",
     "kendall_tau_b",
     "mean",
     "median",

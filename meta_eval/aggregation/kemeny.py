@@ -12,25 +12,41 @@ an ordering of the set S placed at the top,
 
     f(S) = max over k in S of f(S minus k) + sum over j outside S of support[k, j],
 
-O(2^n n) time and memory, exact up to `max_exact` systems (default 16; about a second).
-Larger sets: a stated approximation, starting from the Borda order and moving single systems
-to their best position until no move improves the agreement (a local optimum).
+O(2^n n) time and memory, used up to DP_SYSTEMS = 16 systems (tens of milliseconds).
+
+Beyond, exact by the linear-ordering integer programme (Grötschel, Jünger & Reinelt 1984),
+solved by scipy.optimize.milp (HiGHS) with no optimality gap: y_ij in {0, 1} for i < j
+(1: i placed before j), maximise sum over i < j of support[i, j] y_ij + support[j, i]
+(1 - y_ij), subject to transitivity, 0 <= y_ij + y_jk - y_ik <= 1 for every i < j < k.
+Exact up to `max_exact` systems (default 64) when HiGHS proves optimality within
+MILP_SECONDS; otherwise, or past `max_exact`, a stated approximation: starting from the
+Borda order, single systems move to their best position until no move improves the
+agreement (a local optimum).
 
 Ties: the ordering is strict, but adjacent systems with equal support both ways
 (support[i, j] == support[j, i]) that are all mutually so share a tier, since any order
 among them is equally optimal. The note gives the number of optimal orderings, and the
-winners are every system that comes first in some optimal ordering (exact case).
+winners are every system that comes first in some optimal ordering (exact case). The
+integer programme finds the same winners (system k heads an optimal ordering when the
+programme with k fixed first reaches the optimum; k is skipped when even the bound
+"k first, every other pair its better way" falls short) and tells one optimal ordering from
+several (a second solve excluding the first), not how many.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+import scipy.sparse
 
 from meta_eval.aggregation.base import RuleResult
 from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 
-MAX_EXACT = 16
-HARD_LIMIT = 20
+DP_SYSTEMS = 16  # the dynamic programme up to this many systems, the integer programme beyond
+MAX_EXACT = 64
+HARD_LIMIT = 20  # most systems the dynamic programme accepts
+MILP_SECONDS = 10.0  # time limit of each integer programme solve
 
 
 def agreement(support: np.ndarray, order: np.ndarray | list[int]) -> float:
@@ -131,25 +147,149 @@ def kemeny_local_search(support: np.ndarray, start: list[int], *, max_passes: in
     return order, agreement(support, order)
 
 
+class _LinearOrdering:
+    """The linear-ordering integer programme of a support matrix (module docstring)."""
+
+    def __init__(self, support: np.ndarray, seconds: float):
+        from scipy.optimize import LinearConstraint
+
+        n = support.shape[0]
+        self.n, self.support, self.seconds = n, support, seconds
+        self.iu, self.ju = np.triu_indices(n, 1)
+        index = np.full((n, n), -1)
+        index[self.iu, self.ju] = np.arange(self.iu.size)
+        self.index = index
+        # Maximise sum (support[i, j] - support[j, i]) y_ij, i.e. minimise its negative.
+        self.cost = -(support[self.iu, self.ju] - support[self.ju, self.iu])
+        self.base = float(support[self.ju, self.iu].sum())
+        i, j, k = (a.ravel() for a in np.meshgrid(*(np.arange(n),) * 3, indexing="ij"))
+        keep = (i < j) & (j < k)
+        i, j, k = i[keep], j[keep], k[keep]
+        rows = np.repeat(np.arange(i.size), 3)
+        cols = np.stack([index[i, j], index[j, k], index[i, k]], axis=1).ravel()
+        vals = np.tile([1.0, 1.0, -1.0], i.size)
+        matrix = scipy.sparse.csr_array((vals, (rows, cols)), shape=(i.size, self.iu.size))
+        self.constraints = [LinearConstraint(matrix, 0.0, 1.0)] if i.size else []
+
+    def solve(self, lower: np.ndarray, upper: np.ndarray,
+              extra: list | None = None) -> tuple[np.ndarray, float] | None:
+        """The best y within the bounds (and extra constraints), with its agreement;
+        None when HiGHS does not prove optimality in time (or nothing is feasible)."""
+        from scipy.optimize import Bounds, milp
+
+        if self.iu.size == 0:
+            return np.zeros(0), self.base
+        result = milp(self.cost, integrality=np.ones(self.iu.size, dtype=np.int64),
+                      bounds=Bounds(lower, upper), constraints=self.constraints + (extra or []),
+                      options={"time_limit": self.seconds, "mip_rel_gap": 0.0})
+        if result.status != 0:
+            return None
+        y = np.round(result.x)
+        return y, self.base - float(self.cost @ y)
+
+    def order(self, y: np.ndarray) -> list[int]:
+        """The ordering of a transitive y: a system's place is the number placed above it."""
+        above = np.zeros((self.n, self.n))
+        above[self.iu, self.ju] = y
+        above[self.ju, self.iu] = 1 - y
+        return [int(k) for k in np.argsort(above.sum(axis=0), kind="stable")]
+
+    def first(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds that put system k above every other."""
+        lower, upper = np.zeros(self.iu.size), np.ones(self.iu.size)
+        for j in range(self.n):
+            if j != k:
+                value = 1.0 if k < j else 0.0
+                lower[self.index[min(k, j), max(k, j)]] = upper[
+                    self.index[min(k, j), max(k, j)]] = value
+        return lower, upper
+
+
+def kemeny_milp(support: np.ndarray, *, seconds: float = MILP_SECONDS, rtol: float = 1e-9
+                ) -> tuple[list[int], float, bool, bool, list[int]] | None:
+    """Exact Kemeny ordering by the linear-ordering integer programme (module docstring).
+
+    Returns (one optimal order best first, its agreement, whether it is the only optimal
+    ordering, whether that was decided, the systems that come first in some optimal
+    ordering), or None when HiGHS does not prove the optimum within `seconds`."""
+    from scipy.optimize import LinearConstraint
+
+    n = support.shape[0]
+    program = _LinearOrdering(support, seconds)
+    free = (np.zeros(program.iu.size), np.ones(program.iu.size))
+    solved = program.solve(*free)
+    if solved is None:
+        return None
+    y, value = solved
+    order = program.order(y)
+    value = agreement(support, order)
+    scale = max(1.0, float(np.abs(support).sum()))
+    tol = rtol * scale
+    # Orderings one move away from this one that are also optimal: their heads are heads,
+    # and any of them shows the optimum is not unique.
+    moved_top = [agreement(support, [k, *(j for j in order if j != k)]) for k in range(n)]
+    heads = [k for k in range(n) if moved_top[k] >= value - tol]
+    several = len(heads) > 1 or any(
+        support[a, b] == support[b, a] for a, b in itertools.pairwise(order))
+    # Bounds on an ordering headed by k: every other pair its better way; and (inserting k
+    # back into the best ordering of the rest at the top or bottom) opt - max(0, in - out).
+    best_way = np.maximum(support, support.T)
+    pairs_best = float(np.triu(best_way, 1).sum())
+    out_k = support.sum(axis=1) - np.diag(support)
+    in_k = support.sum(axis=0) - np.diag(support)
+    for k in range(n):
+        if k in heads:
+            continue
+        bound = min(pairs_best - float((best_way[k] - support[k]).sum()),
+                    value - max(0.0, float(in_k[k] - out_k[k])))
+        if bound < value - tol:
+            continue
+        headed = program.solve(*program.first(k))
+        if headed is None:
+            return None
+        if headed[1] >= value - tol:
+            heads.append(k)
+            several = True
+    if several or n < 2:
+        return order, value, not several, True, sorted(heads)
+    # Another optimal ordering? The best y differing from this one in at least one pair.
+    differs = LinearConstraint(np.where(y == 1, -1.0, 1.0)[None], 1 - float(y.sum()), np.inf)
+    other = program.solve(*free, extra=[differs])  # n >= 2: another ordering exists
+    if other is None:
+        return order, value, False, False, sorted(heads)
+    return order, value, other[1] < value - tol, True, sorted(heads)
+
+
 def kemeny(data: object, max_exact: int = MAX_EXACT) -> RuleResult:
-    """Kemeny-Young ranking: exact by dynamic programme up to `max_exact` systems, else an
-    approximation (Borda start + insertion local search), flagged exact=False."""
+    """Kemeny-Young ranking: exact by dynamic programme up to DP_SYSTEMS systems and by the
+    integer programme up to `max_exact`, else an approximation (Borda start + insertion
+    local search), flagged exact=False."""
     counts = _counts(data)
     present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
     support = c.support
     n = support.shape[0]
-    if n <= min(int(max_exact), HARD_LIMIT):
+    solved = None
+    if n <= min(int(max_exact), DP_SYSTEMS, HARD_LIMIT):
         order, value, optimal, heads = kemeny_dp(support)
         exact = True
         note = (f"exact (dynamic programme over subsets); agreement {value:g}; "
                 f"{optimal} optimal ordering{'s' if optimal != 1 else ''}")
+    elif n <= max_exact and (solved := kemeny_milp(support, seconds=MILP_SECONDS)) is not None:
+        order, value, unique, decided, heads = solved
+        exact = True
+        how = ("1 optimal ordering" if unique else "several optimal orderings") if decided \
+            else "number of optimal orderings not decided in time"
+        note = (f"exact (linear-ordering integer programme, HiGHS); agreement {value:g}; "
+                f"{how}")
     else:
         start = list(np.argsort(-support.sum(axis=1), kind="stable"))
         order, value = kemeny_local_search(support, start)
         heads = []
         exact = False
-        note = (f"approximate: {n} systems > max_exact={max_exact}; Borda start + insertion "
+        why = (f"{n} systems > max_exact={max_exact}" if n > max_exact else
+               f"the integer programme over {n} systems did not finish in {MILP_SECONDS:g} s")
+        note = (f"approximate: {why}; Borda start + insertion "
                 f"local search; agreement {value:g} (a local optimum, may not be the best)")
     tiers: list[list[str]] = []
     group: list[int] = []

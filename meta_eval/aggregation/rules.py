@@ -56,8 +56,9 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
                  "the Condorcet winner, or none when the top is a cycle; ranking by the "
                  "majority graph's components", _PAIRS, BOTH, supports_make_win=True),
     FunctionRule("kemeny", kemeny,
-                 "Kemeny-Young: exact dynamic programme up to max_exact (16) systems, else "
-                 "Borda start + local search (reported approximate)", _PAIRS, BOTH),
+                 "Kemeny-Young: exact dynamic programme up to 16 systems, integer programme "
+                 "up to max_exact (64) systems, else Borda start + local search (reported "
+                 "approximate)", _PAIRS, BOTH),
     FunctionRule("bradley-terry", bradley_terry,
                  "Bradley-Terry maximum likelihood, Davidson ties; score = log-strength",
                  "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
