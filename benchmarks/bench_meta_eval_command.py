@@ -73,7 +73,10 @@ def mtme_on_path(location: Path, scratch: Path) -> None:
             subprocess.run(["git", "--git-dir", str(location), "archive", "HEAD"], stdout=out,
                            check=True)
         with tarfile.open(archive) as tar:
-            tar.extractall(scratch / "mtme", filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4+
+                tar.extractall(scratch / "mtme", filter="data")
+            else:
+                tar.extractall(scratch / "mtme")  # our own git archive
         location = scratch / "mtme"
     sys.path.insert(0, str(location))
 
