@@ -1,7 +1,8 @@
 """The `judgebench` command group.
 
 Built-in commands live one per module in judgebench/commands/ and are imported only when
-invoked, so `judgebench --help` stays fast. Plugins add commands through `register_commands`.
+invoked, so `judgebench --help` stays fast. Plugins add commands through `register_commands`;
+the commands of HOSTLESS_COMMANDS start without loading any plugin.
 Exit codes: 0 success, 2 bad usage or input, 1 any other failure.
 """
 
@@ -78,9 +79,10 @@ def cli(plugins: tuple[str, ...]) -> None:
     """Score generated text with pluggable metrics and audit them against people."""
 
 
-def _local_plugins_in(argv: list[str]) -> list[str]:
-    """The -p/--plugin values given before the command name."""
+def _plugins_and_command(argv: list[str]) -> tuple[list[str], str | None]:
+    """The -p/--plugin values given before the command name, and the command name."""
     found: list[str] = []
+    command = None
     args = iter(argv)
     for arg in args:
         if arg in ("-p", "--plugin"):
@@ -88,20 +90,29 @@ def _local_plugins_in(argv: list[str]) -> list[str]:
         elif arg.startswith("--plugin="):
             found.append(arg.split("=", 1)[1])
         elif not arg.startswith("-"):
+            command = arg
             break
-    return [f for f in found if f]
+    return [f for f in found if f], command
+
+
+# Built-in commands that start without the plugin host (unless -p names a plugin): no plugin
+# command is registered for them, and the command builds the host itself where it needs one
+# (meta-eval: for a column whose direction neither a flag nor the sidecar gives).
+HOSTLESS_COMMANDS = frozenset({"meta-eval"})
 
 
 def main(argv: list[str] | None = None) -> None:
-    from judgebench.plugins import get_host
-
     args = sys.argv[1:] if argv is None else argv
-    try:
-        host = get_host(_local_plugins_in(args))
-    except JudgebenchError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    host.call_register_commands(cli)
+    local, command = _plugins_and_command(args)
+    if local or command not in HOSTLESS_COMMANDS:
+        from judgebench.plugins import get_host
+
+        try:
+            host = get_host(local)
+        except JudgebenchError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        host.call_register_commands(cli)
     cli.main(args=args, prog_name="judgebench")
 
 

@@ -27,8 +27,10 @@ def numeric_columns(frame: pd.DataFrame, columns: Iterable[str], path: str) -> N
         if pd.api.types.is_bool_dtype(values):
             raise InputError("column holds booleans, not scores", path=path, field=column)
         coerced = pd.to_numeric(values, errors="coerce")
-        flags = values.map(lambda v: isinstance(v, bool) or type(v).__name__ == "bool_")
-        bad = (values.notna() & coerced.isna()) | flags.astype(bool)
+        bad = values.notna() & coerced.isna()
+        if not pd.api.types.is_numeric_dtype(values):  # only a column of objects holds a bool
+            bad |= values.map(lambda v: isinstance(v, bool) or type(v).__name__ == "bool_"
+                              ).astype(bool)
         if bad.any():
             position = int(bad.to_numpy().argmax())
             raise InputError(f"column is not numeric: value {values.iloc[position]!r}",

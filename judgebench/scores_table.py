@@ -62,12 +62,14 @@ class ScoresTable:
     corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # column -> system -> v
     lower: frozenset[str] = frozenset()
     higher: frozenset[str] = frozenset()
-    registered: Mapping[str, Any] = field(default_factory=dict)  # metric name -> MetricInfo
+    # metric name -> MetricInfo; None: the plugin host's, read when a column first needs it
+    registered: Mapping[str, Any] | None = None
 
     def info(self, column: str) -> ColumnInfo:
         described = self.described(column)
         name = described.get("metric") or column.partition(":")[0].strip()
-        registered = self.registered.get(name)
+        decided = "higher_is_better" in described or column in self.lower | self.higher
+        registered = None if described and decided else self.registered_metrics().get(name)
         source: DirectionSource = "default"
         higher = True
         if registered is not None:
@@ -82,6 +84,14 @@ class ScoresTable:
                           else None, higher_is_better=higher, direction_from=source,
                           signature=described.get("signature"),
                           in_table=column in self.frame.columns)
+
+    def registered_metrics(self) -> Mapping[str, Any]:
+        """Metric name -> MetricInfo of every registered metric (builds the plugin host)."""
+        if self.registered is None:
+            from judgebench.plugins import get_host
+
+            self.registered = {name: entry.info for name, entry in get_host().metrics().items()}
+        return self.registered
 
     def described(self, column: str) -> dict[str, Any]:
         """What the sidecar says of `column` (empty without a sidecar entry)."""
@@ -215,10 +225,7 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
                                  where=f"{path}.meta.json")
     if corpus_path is not None:
         corpus |= read_corpus_table(corpus_path)
-    if host is None:
-        from judgebench.plugins import get_host
-
-        host = get_host()
-    registered = {name: entry.info for name, entry in host.metrics().items()}
+    registered = (None if host is None
+                  else {name: entry.info for name, entry in host.metrics().items()})
     return ScoresTable(path=Path(path), frame=frame, sidecar=sidecar, corpus=corpus,
                        lower=frozenset(lower), higher=frozenset(higher), registered=registered)

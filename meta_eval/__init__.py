@@ -58,24 +58,30 @@ Agreement (`agreement`, `pairwise`)
         tie rates.
 """
 
-from meta_eval.agreement import Ceiling, cohen_kappa, human_ceiling, krippendorff_alpha
-from meta_eval.calibration import Calibration, calibrate_epsilon, calibrate_groups
-from meta_eval.correlation import group_values
-from meta_eval.levels import GROUPINGS, LEVELS, bootstrap_values, evaluate
-from meta_eval.pairs import TIE_RTOL, PairCounts, pair_counts, snap
-from meta_eval.pairwise import PairwiseAgreement, pairwise_agreement
-from meta_eval.results import Comparison, RankedMetric, Ranking, Result
-from meta_eval.significance import (
-    compare,
-    permutation_test,
-    significance_clusters,
-    williams,
-    williams_test,
-)
-from meta_eval.statistics import STATISTICS, Statistic
-from meta_eval.statistics import help_text as statistic_help
-from meta_eval.system import pairwise_accuracy, spa
-from meta_eval.table import ScoreMatrices, score_matrices
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from meta_eval.agreement import Ceiling, cohen_kappa, human_ceiling, krippendorff_alpha
+    from meta_eval.calibration import Calibration, calibrate_epsilon, calibrate_groups
+    from meta_eval.correlation import group_values
+    from meta_eval.levels import GROUPINGS, LEVELS, bootstrap_values, evaluate
+    from meta_eval.pairs import TIE_RTOL, PairCounts, pair_counts, snap
+    from meta_eval.pairwise import PairwiseAgreement, pairwise_agreement
+    from meta_eval.results import Comparison, RankedMetric, Ranking, Result
+    from meta_eval.significance import (
+        compare,
+        permutation_test,
+        significance_clusters,
+        williams,
+        williams_test,
+    )
+    from meta_eval.statistics import STATISTICS, Statistic
+    from meta_eval.statistics import help_text as statistic_help
+    from meta_eval.system import pairwise_accuracy, spa
+    from meta_eval.table import ScoreMatrices, score_matrices
 
 __all__ = [
     "GROUPINGS",
@@ -113,3 +119,55 @@ __all__ = [
     "williams",
     "williams_test",
 ]
+
+# Each name loads its module on first use, so `import meta_eval` (or one submodule, as the CLI's
+# help text does) does not import scipy and pandas.
+_WHERE = {
+    "Calibration": ("meta_eval.calibration", "Calibration"),
+    "Ceiling": ("meta_eval.agreement", "Ceiling"),
+    "Comparison": ("meta_eval.results", "Comparison"),
+    "GROUPINGS": ("meta_eval.levels", "GROUPINGS"),
+    "LEVELS": ("meta_eval.levels", "LEVELS"),
+    "PairCounts": ("meta_eval.pairs", "PairCounts"),
+    "PairwiseAgreement": ("meta_eval.pairwise", "PairwiseAgreement"),
+    "RankedMetric": ("meta_eval.results", "RankedMetric"),
+    "Ranking": ("meta_eval.results", "Ranking"),
+    "Result": ("meta_eval.results", "Result"),
+    "STATISTICS": ("meta_eval.statistics", "STATISTICS"),
+    "ScoreMatrices": ("meta_eval.table", "ScoreMatrices"),
+    "Statistic": ("meta_eval.statistics", "Statistic"),
+    "TIE_RTOL": ("meta_eval.pairs", "TIE_RTOL"),
+    "bootstrap_values": ("meta_eval.levels", "bootstrap_values"),
+    "calibrate_epsilon": ("meta_eval.calibration", "calibrate_epsilon"),
+    "calibrate_groups": ("meta_eval.calibration", "calibrate_groups"),
+    "cohen_kappa": ("meta_eval.agreement", "cohen_kappa"),
+    "compare": ("meta_eval.significance", "compare"),
+    "evaluate": ("meta_eval.levels", "evaluate"),
+    "group_values": ("meta_eval.correlation", "group_values"),
+    "human_ceiling": ("meta_eval.agreement", "human_ceiling"),
+    "krippendorff_alpha": ("meta_eval.agreement", "krippendorff_alpha"),
+    "pair_counts": ("meta_eval.pairs", "pair_counts"),
+    "pairwise_accuracy": ("meta_eval.system", "pairwise_accuracy"),
+    "pairwise_agreement": ("meta_eval.pairwise", "pairwise_agreement"),
+    "permutation_test": ("meta_eval.significance", "permutation_test"),
+    "score_matrices": ("meta_eval.table", "score_matrices"),
+    "significance_clusters": ("meta_eval.significance", "significance_clusters"),
+    "snap": ("meta_eval.pairs", "snap"),
+    "spa": ("meta_eval.system", "spa"),
+    "statistic_help": ("meta_eval.statistics", "help_text"),
+    "williams": ("meta_eval.significance", "williams"),
+    "williams_test": ("meta_eval.significance", "williams_test"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        module, attribute = _WHERE[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'meta_eval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
