@@ -428,14 +428,16 @@ def _collect_corpus(
     summed = [p for p in corpus if p.metric.sums_statistics]
     keep = len(summed) < len(corpus)
     for sample, key in zip(chunk, keys, strict=True):
-        entry = by_system.setdefault(sample.system, SystemCorpus())
+        entry = by_system.get(sample.system)
+        if entry is None:
+            entry = by_system[sample.system] = SystemCorpus(
+                sums={p.column: SummedStatistics() for p in summed})
         entry.items_digest.update(key[2].encode())
         entry.n += 1
         if keep:
             entry.samples.append(sample)
         for p in summed:
-            entry.sums.setdefault(p.column, SummedStatistics()).add(
-                stored[p.column].get(key), sample)
+            entry.sums[p.column].add(stored[p.column].get(key), sample)
 
 
 def _run_corpus(
