@@ -9,6 +9,16 @@ A metric implements `score(samples)` (segment level: one result per sample) and,
 one, `corpus_score(samples)` (one number over one system's samples). A result is a float, or
 an Outcome when it needs a status other than ok, a reason, raw judge text, tokens or cost;
 `outcome_of` is the one rule that turns a result into an Outcome, for the runner and the audit.
+
+A segment-level metric whose corpus score comes from summed per-sample sufficient statistics
+(sacrebleu's BLEU, chrF and TER) implements `statistics(samples)` (a short list of numbers per
+sample) and `corpus_from_statistics(total)`, and returns each sample's statistics with its
+result: a `WithStatistics` number, or an Outcome with them in `extra[STATISTICS]`. The runner
+then adds them up per system during the segment pass (`add_statistics`: element by element,
+in input order) and keeps no samples for that metric; they are stored with the score, so a
+resumed run sums stored statistics and calls `statistics` only for stored scores that lack
+them. A metric with only `corpus_score` keeps the samples of each system until the end of
+the read.
 """
 
 from __future__ import annotations
@@ -27,6 +37,9 @@ class NoOptions(BaseModel):
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+#: The key of a sample's sufficient statistics in its Outcome's `extra`.
+STATISTICS = "statistics"
 
 #: What `Metric.estimate` returns for a metric that makes no model calls.
 LOCAL_ESTIMATE: dict[str, Any] = {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
@@ -78,6 +91,24 @@ class Metric(Generic[OptionsT]):
         has `level="corpus"` or `has_corpus=True` must override it (checked at registration)."""
         raise NotImplementedError(f"{self.info.name} has no corpus-level score")
 
+    def statistics(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """Each sample's sufficient statistics (the numbers `score` puts in its result's
+        `extra[STATISTICS]`), for a metric that implements `corpus_from_statistics`. The
+        runner calls it for stored scores that lack them. Raise as `score` would."""
+        raise NotImplementedError(f"{self.info.name} has no sufficient statistics")
+
+    def corpus_from_statistics(self, total: list[float]) -> float | Outcome:
+        """The corpus score of one system from the `add_statistics` sum of its samples'
+        statistics: what `corpus_score` gives on the same samples, exactly. Overriding it
+        makes the runner use it instead of `corpus_score` for a segment-level metric."""
+        raise NotImplementedError(f"{self.info.name} has no corpus score from statistics")
+
+    @property
+    def sums_statistics(self) -> bool:
+        """Whether the runner computes this metric's corpus score from summed statistics."""
+        return (self.info.level == "segment"
+                and type(self).corpus_from_statistics is not Metric.corpus_from_statistics)
+
     def estimate(self, samples: Sequence[Sample]) -> dict[str, Any]:
         """What scoring `samples` would cost, for `judgebench score --dry-run`: a mapping with
         `calls`, `tokens_in`, `tokens_out` and `cost_usd` (None where a price is unknown), and
@@ -88,12 +119,44 @@ class Metric(Generic[OptionsT]):
         """Release models, sessions or files. Called once when a run ends."""
 
 
+class WithStatistics(float):
+    """A segment result that is its number and carries the sample's sufficient statistics
+    (`statistics`); `outcome_of` moves them into the Outcome's `extra[STATISTICS]`."""
+
+    statistics: list[float]
+
+    def __new__(cls, value: float, statistics: Sequence[float]) -> WithStatistics:
+        result = super().__new__(cls, value)
+        result.statistics = list(statistics)
+        return result
+
+    def __getnewargs__(self) -> tuple[float, list[float]]:  # type: ignore[override]
+        return float(self), self.statistics
+
+
+def add_statistics(total: list[float] | None, stats: Sequence[float]) -> list[float]:
+    """`total` plus one sample's statistics, element by element (`total` None: the first
+    sample's, copied). Adding in input order gives sacrebleu's `sum_of_lists` exactly."""
+    if total is None:
+        return list(stats)
+    if len(stats) != len(total):
+        raise ValueError(f"statistics of {len(stats)} numbers added to {len(total)}")
+    for i, value in enumerate(stats):
+        total[i] += value
+    return total
+
+
 def outcome_of(result: object) -> Outcome:
     """The one rule for a metric's (or a sentinel's) result: an Outcome as it is; None, a
     non-number or NaN is an error status with the reason; any other number (infinities
-    included) is an ok value."""
+    included) is an ok value, with the statistics of a `WithStatistics`."""
     if isinstance(result, Outcome):
         return result
+    if isinstance(result, WithStatistics):
+        outcome = outcome_of(float(result))
+        if outcome.status is Status.OK:
+            outcome.extra[STATISTICS] = list(result.statistics)
+        return outcome
     if result is None:
         return Outcome.failed(Status.ERROR, "metric returned no value")
     try:

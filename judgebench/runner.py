@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.metric import Metric, outcome_of
+from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
 from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
@@ -265,8 +265,9 @@ def run_stream(
     Per chunk: every segment-level metric scores what the store lacks (each batch committed),
     then the chunk's rows of the wide table go to `sink`. A corpus-level metric needs each
     system's samples at once: its samples are kept, per system, until the end of the read, so
-    memory grows with the rows for corpus metrics only. A dry run needs `estimate_from`, the
-    samples in memory."""
+    memory grows with the rows for corpus metrics only; of a metric whose corpus score comes
+    from summed statistics (`Metric.sums_statistics`) only each system's sum is kept. A dry
+    run needs `estimate_from`, the samples in memory."""
     from judgebench.plugins import get_host
 
     host = host or get_host()
@@ -284,7 +285,7 @@ def run_stream(
             settings.budget.preflight((p.column, p.metric) for p in prepared)
             segment = [p for p in prepared if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
-            by_system: dict[str, tuple[list[Sample], Any]] = {}
+            by_system: dict[str, SystemCorpus] = {}
             keys_digest = hashlib.blake2b(digest_size=16)
             rows = 0
             with _progress(surveyed.rows * len(segment), "scoring", progress) as bar:
@@ -297,11 +298,7 @@ def run_stream(
                     stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar, result)
                               for p in segment}
                     if corpus:
-                        for sample, digest in zip(chunk, hashes, strict=True):
-                            kept, items_hash = by_system.setdefault(
-                                sample.system, ([], hashlib.sha256()))
-                            kept.append(sample)
-                            items_hash.update(digest.encode())
+                        _collect_corpus(corpus, by_system, chunk, keys, stored)
                     if sink is not None:
                         sink.write(build_table(chunk, prepared, store, hashes=hashes,
                                                human_names=surveyed.human_names, stored=stored))
@@ -381,29 +378,97 @@ def _keep_finished_before_budget_stop(
         result.computed += 1
 
 
+@dataclass
+class SummedStatistics:
+    """One system's sum of one metric's sufficient statistics, in input order. From the
+    first sample without statistics on (a score stored by an older run, a failed one), the
+    rest are kept in order, statistics or samples, and added up at the end only if the
+    corpus score is not already stored."""
+
+    total: list[float] | None = None
+    tail: list[Sample | list[float]] = field(default_factory=list)
+
+    def add(self, score: Score | None, sample: Sample) -> None:
+        stats = score.extra.get(STATISTICS) if score is not None else None
+        if self.tail or stats is None:
+            self.tail.append(sample if stats is None else stats)
+        else:
+            self.total = add_statistics(self.total, stats)
+
+    def finish(self, metric: Metric) -> list[float] | None:
+        """The whole sum, with statistics computed for the samples kept in the tail."""
+        total, size = self.total, max(1, metric.batch_size)
+        pending = [e for e in self.tail if isinstance(e, Sample)]
+        computed = iter([stats for start in range(0, len(pending), size)
+                         for stats in metric.statistics(pending[start : start + size])])
+        for entry in self.tail:
+            total = add_statistics(total, next(computed) if isinstance(entry, Sample) else entry)
+        return total
+
+
+@dataclass
+class SystemCorpus:
+    """What the corpus pass needs of one system: the hash of its samples' content hashes in
+    input order, their number, the samples themselves for metrics with only `corpus_score`,
+    and per column the summed statistics of a metric that sums them."""
+
+    items_digest: Any = field(default_factory=hashlib.sha256)
+    n: int = 0
+    samples: list[Sample] = field(default_factory=list)
+    sums: dict[str, SummedStatistics] = field(default_factory=dict)
+
+
+def _collect_corpus(
+    corpus: Sequence[PreparedMetric],
+    by_system: dict[str, SystemCorpus],
+    chunk: Sequence[Sample],
+    keys: Sequence[SampleKey],
+    stored: Mapping[str, Mapping[SampleKey, Score]],
+) -> None:
+    summed = [p for p in corpus if p.metric.sums_statistics]
+    keep = len(summed) < len(corpus)
+    for sample, key in zip(chunk, keys, strict=True):
+        entry = by_system.get(sample.system)
+        if entry is None:
+            entry = by_system[sample.system] = SystemCorpus(
+                sums={p.column: SummedStatistics() for p in summed})
+        entry.items_digest.update(key[2].encode())
+        entry.n += 1
+        if keep:
+            entry.samples.append(sample)
+        for p in summed:
+            entry.sums[p.column].add(stored[p.column].get(key), sample)
+
+
 def _run_corpus(
     p: PreparedMetric,
-    by_system: dict[str, tuple[list[Sample], Any]],
+    by_system: dict[str, SystemCorpus],
     store: Store,
     resume: bool,
     result: RunResult,
 ) -> None:
     """One corpus score per system (in order of first appearance), keyed by a hash of its
     samples' content hashes in input order."""
-    for system, (kept, items_digest) in by_system.items():
-        items_hash = items_digest.hexdigest()[:20]
+    for system, entry in by_system.items():
+        items_hash = entry.items_digest.hexdigest()[:20]
         found = store.corpus_score(p.signature, system, items_hash) if resume else None
         if found is None:
-            outcome = _corpus_outcome(p.metric, kept)
+            summed = entry.sums.get(p.column)
+            outcome = _corpus_outcome(p.metric, entry.samples if summed is None else summed)
             found = CorpusScore(system=system, metric=p.column, value=outcome.value,
                                 status=outcome.status, reason=redact(outcome.reason),
-                                signature=p.signature, n=len(kept))
+                                signature=p.signature, n=entry.n)
             store.put_corpus([(found, items_hash)])
         result.corpus.append(found.model_copy(update={"metric": p.column}))
 
 
-def _corpus_outcome(metric: Metric, samples: list[Sample]) -> Outcome:
+def _corpus_outcome(metric: Metric, samples: list[Sample] | SummedStatistics) -> Outcome:
     try:
+        if isinstance(samples, SummedStatistics):
+            total = samples.finish(metric)
+            if total is None:
+                raise JudgebenchError(f"metric {metric.info.name}: no statistics to sum")
+            return outcome_of(metric.corpus_from_statistics(total))
         return outcome_of(metric.corpus_score(samples))
     except (BudgetExceeded, KeyboardInterrupt):
         raise

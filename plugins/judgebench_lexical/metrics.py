@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from judgebench.metric import Metric
+from judgebench.metric import Metric, WithStatistics
 from judgebench.models import MetricInfo, Sample
 
 
@@ -68,8 +68,16 @@ SacrebleuOptionsT = TypeVar("SacrebleuOptionsT", bound=_Options)
 
 
 class SacrebleuMetric(Metric[SacrebleuOptionsT]):
-    """Sentence scores through `sentence_score`, the corpus score through `corpus_score`
-    (not the mean of sentence scores). sacrebleu's own signature is kept inside ours."""
+    """Sentence scores as `sentence_score` computes them, the corpus score as `corpus_score`
+    does (not the mean of sentence scores). sacrebleu's own signature is kept inside ours.
+
+    sacrebleu scores a corpus from the sum of its sentences' statistics (BLEU: lengths and
+    n-gram counts; chrF: n-gram counts; TER: edits and mean reference length), and a sentence
+    gets the same statistics either way: each sentence keeps its own references, so a
+    reference list shorter than another item's is just fewer references for that item. So
+    `score` keeps each sentence's statistics with its result and `corpus_from_statistics`
+    gives `corpus_score`'s value exactly from their sum in input order. The options that
+    differ between the two levels (BLEU's effective order) act on the final formula only."""
 
     batch_size: ClassVar[int] = 256
 
@@ -94,9 +102,28 @@ class SacrebleuMetric(Metric[SacrebleuOptionsT]):
         fields["sacrebleu"] = "[" + "|".join(parts) + "]"
         return fields
 
-    def score(self, samples: Sequence[Sample]) -> list[float]:
+    def _sentence(self, sample: Sample) -> list[list[Any]]:
+        """`sentence_score`'s statistics step: a one-element list of the sentence's
+        statistics."""
         metric = self._sentence_metric
-        return [metric.sentence_score(s.output, s.references).score for s in samples]
+        metric._check_sentence_score_args(sample.output, sample.references)
+        return metric._extract_corpus_statistics(
+            [sample.output], [[r] for r in sample.references])
+
+    def score(self, samples: Sequence[Sample]) -> list[WithStatistics]:
+        metric = self._sentence_metric
+        results = []
+        for sample in samples:
+            stats = self._sentence(sample)
+            kept = list(stats[0])  # before the score: BLEU's add-k smoothing adds in place
+            results.append(WithStatistics(metric._aggregate_and_compute(stats).score, kept))
+        return results
+
+    def statistics(self, samples: Sequence[Sample]) -> list[list[float]]:
+        return [list(self._sentence(sample)[0]) for sample in samples]
+
+    def corpus_from_statistics(self, total: list[float]) -> float:
+        return float(self._corpus_metric._compute_score_from_stats(list(total)).score)
 
     def corpus_score(self, samples: Sequence[Sample]) -> float:
         outputs = [s.output or "" for s in samples]
