@@ -5,10 +5,7 @@ and the same table and corpus file as the code before."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 import sacrebleu
-from conftest import REPO, run_cli, summeval_records, write_jsonl
+from conftest import run_cli, summeval_records, write_jsonl
 from judgebench_lexical.metrics import Bleu, Chrf, ChrfPlusPlus, SacrebleuMetric, Ter
 
 from judgebench import runner
@@ -25,8 +22,6 @@ from judgebench.models import Sample
 from judgebench.plugins import get_host
 from judgebench.spec import MetricSpec
 from judgebench.store import Store
-
-MAIN = Path("/work/main")
 
 
 def _samples(records: list[dict]) -> list[Sample]:
@@ -322,36 +317,7 @@ def test_a_failed_statistics_step_fails_the_corpus_score_alone(
     assert result.table["lexical.chrf"].notna().all()
 
 
-# -- the command, against the code before -------------------------------------------------
-def _score_command(code: Path, data: Path, out: Path) -> tuple[bytes, bytes, dict]:
-    table, corpus, store = out / "t.csv", out / "c.csv", out / "s.db"
-    env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{code / 'plugins'}",
-           "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-c", "from judgebench.cli import main; main()", "score",
-                    str(data), "-m", "lexical.chrf", "-m", "lexical.bleu", "-m", "lexical.chrf++",
-                    "-o", str(table), "--corpus", str(corpus), "--store", str(store),
-                    "--no-progress"], env=env, check=True, capture_output=True, cwd=out)
-    meta = json.loads(Path(f"{table}.meta.json").read_text())
-    return table.read_bytes(), corpus.read_bytes(), meta
-
-
-def _before_statistics(code: Path) -> bool:
-    metric = code / "judgebench" / "metric.py"
-    return metric.exists() and "corpus_from_statistics" not in metric.read_text()
-
-
-@pytest.mark.skipif(not _before_statistics(MAIN), reason="needs the code before statistics")
-def test_score_command_writes_what_the_code_before_wrote(tmp_path: Path) -> None:
-    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(10 * 16))
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
-    old = _score_command(MAIN, data, tmp_path / "old")
-    new = _score_command(REPO, data, tmp_path / "new")
-    assert new[0] == old[0]
-    assert new[1] == old[1]
-    assert new[2] == old[2]
-
-
+# -- the command ---------------------------------------------------------------------------
 def test_corpus_file_holds_sacrebleu_corpus_scores(tmp_path: Path) -> None:
     records = summeval_records(6 * 16)
     data = write_jsonl(tmp_path / "in.jsonl", records)
