@@ -1,6 +1,6 @@
 """Corpus scores from summed sufficient statistics: sacrebleu's `corpus_score` exactly, no
 samples kept by the runner, resume from a store written before the statistics were stored,
-and the same table and corpus file as the code before."""
+and the command's corpus file holding sacrebleu's corpus scores."""
 
 from __future__ import annotations
 
