@@ -12,9 +12,10 @@ every platform alike, inheriting no threads, locks or open SQLite connection fro
 (`fork` would copy them). Its cost, about a second per worker, is paid once per run, and
 only when the in-process work would take longer than `POOL_MIN_SECONDS`.
 
-Time estimates: before a run (and in `--dry-run`), each parallel-safe metric scores a few
-samples on a fresh instance (the run's own instance is not touched, so its results do not
-depend on this), which gives seconds per sample; judges and model metrics are not timed.
+Time estimates: the first batch of a parallel-safe column is scored in process and timed
+(the call an in-process run makes anyway), which estimates the rest and decides whether it
+goes to workers; a dry run times a few samples on a fresh instance. Judges and model metrics
+are not timed.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ class TimeEstimate:
 
     def text(self) -> str:
         unit = "worker" if self.workers == 1 else "workers"
+        timed = "1 sample" if self.timed == 1 else f"{self.timed} samples"
         return (f"{self.column}: about {duration(self.seconds)} for {self.rows:,} rows at "
-                f"{self.workers} {unit} (timed on {self.timed} samples)")
+                f"{self.workers} {unit} (timed on {timed})")
 
 
 def duration(seconds: float) -> str:
@@ -194,10 +196,11 @@ def _describe(exc: BaseException) -> str:
 
 # -- the parent side ------------------------------------------------------------------------
 class Scheduler:
-    """Where each batch of a run is scored. The first time a parallel-safe column has work,
-    its metric is timed (`seconds_per_sample`) and the estimate for the rows left is given to
-    `on_estimate` when above `SHOW_ESTIMATE_SECONDS`; with `workers` > 1 and work worth it,
-    its batches go to the pool (started on first use, up to `workers` processes).
+    """Where each batch of a run is scored. The first time a parallel-safe column has more
+    than one batch of work (in one chunk), its first batch is scored in process and timed,
+    which gives the estimate for the rows left (given to `on_estimate` when above
+    `SHOW_ESTIMATE_SECONDS`) and, with `workers` > 1 and work worth it, sends the rest to the
+    pool (started on first use, up to `workers` processes).
 
     `scored` yields each batch's outcomes in order. A worker that dies fails only the samples
     it dies on (with the reason), after the pool is started anew. A column that a worker
@@ -220,32 +223,50 @@ class Scheduler:
 
     def scored(self, p: PreparedMetric, rows: int, batches: Sequence[list[Sample]]
                ) -> Iterator[tuple[list[Outcome], float | None]] | None:
-        """The outcomes of `batches` (of a chunk of `rows` rows) from workers, or None: score
-        them in process."""
+        """The outcomes of `batches` (of a chunk of `rows` rows), or None: score them in
+        process as always. The first batch of a column's first chunk with more than one is
+        scored here, in process and timed (the call an in-process run makes), which gives
+        the estimate for the rows left and decides where the rest go."""
         seen = self.seen.get(p.column, 0)
         self.seen[p.column] = seen + rows
-        if not batches:
+        if not parallel_safe(p.metric):
             return None
         if p.column not in self.estimates:
+            if len(batches) < 2:
+                return None  # one batch is one worker's: nothing to decide
             todo = sum(len(b) for b in batches)
-            self.estimates[p.column] = self._estimate(p, batches[0], self.rows - seen - rows + todo)
-        estimate = self.estimates[p.column]
-        if estimate is None or estimate.workers == 1 or not self._accepts(p):
-            return None
-        return self._from_pool(p, batches)
+            return self._timed_first(p, batches, self.rows - seen - rows + todo)
+        return self._placed(p, batches)
 
-    def _estimate(self, p: PreparedMetric, samples: list[Sample], rows: int
-                  ) -> TimeEstimate | None:
-        timing = seconds_per_sample(p, samples[:TIMED_SAMPLES + 1], self.host)
-        if timing is None:
-            return None
-        per_sample, timed = timing
-        used = (effective_workers(self.workers, rows, p.metric.batch_size)
-                if per_sample * rows >= POOL_MIN_SECONDS else 1)
-        estimate = TimeEstimate(p.column, per_sample, rows, used, timed)
+    def _timed_first(self, p: PreparedMetric, batches: Sequence[list[Sample]], rows: int
+                     ) -> Iterator[tuple[list[Outcome], float | None]]:
+        from judgebench.runner import score_batch
+
+        began = time.perf_counter()
+        outcomes = score_batch(p.metric, batches[0])
+        per_sample = (time.perf_counter() - began) / len(batches[0])
+        yield outcomes, per_sample
+        left = rows - len(batches[0])
+        used = (effective_workers(self.workers, left, p.metric.batch_size)
+                if per_sample * left >= POOL_MIN_SECONDS else 1)
+        estimate = TimeEstimate(p.column, per_sample, left, used, len(batches[0]))
+        self.estimates[p.column] = estimate
         if self.on_estimate is not None and estimate.seconds > SHOW_ESTIMATE_SECONDS:
             self.on_estimate(estimate)
-        return estimate
+        yield from self._placed(p, batches[1:])
+
+    def _placed(self, p: PreparedMetric, batches: Sequence[list[Sample]]
+                ) -> Iterator[tuple[list[Outcome], float | None]]:
+        estimate = self.estimates.get(p.column)
+        if estimate is None or estimate.workers == 1 or not self._accepts(p):
+            from judgebench.runner import score_batch
+
+            for batch in batches:
+                began = time.perf_counter()
+                outcomes = score_batch(p.metric, batch)
+                yield outcomes, (time.perf_counter() - began) / len(batch)
+            return
+        yield from self._from_pool(p, batches)
 
     def _accepts(self, p: PreparedMetric) -> bool:
         if p.column not in self.accepted:

@@ -19,7 +19,7 @@ from judgebench.pool import TimeEstimate, duration, parallel_safe
 
 # A local plugin (`-p`): characters per word, batches of 16, and a note of which process
 # scored each batch (in $MARKS, when set). Some outputs are made to fail: a sample whose item
-# ends in the digit $RAISE_ON raises; one whose system is $DIE_ON kills its process.
+# ends in the digit $RAISE_ON raises; the one that is $DIE_ON (ITEM/SYSTEM) kills its process.
 PLUGIN = '''
 import os
 from judgebench.hookspecs import hookimpl
@@ -38,7 +38,7 @@ class CharsPerWord(Metric):
                 f.write(f"{len(samples)}\\n")
         out = []
         for s in samples:
-            if os.environ.get("DIE_ON") == s.system:
+            if os.environ.get("DIE_ON") == f"{s.item}/{s.system}":
                 os._exit(3)
             if os.environ.get("RAISE_ON") and s.item.endswith(os.environ["RAISE_ON"]):
                 raise ValueError(f"no score for {s.item}")
@@ -112,31 +112,27 @@ def test_two_workers_write_what_one_writes(tmp_path: Path, plugin: Path,
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     assert _store_rows(tmp_path / "one" / "store.db") == _store_rows(tmp_path / "two" / "store.db")
     assert len(_store_rows(tmp_path / "one" / "store.db")) == 600 * 4 + 16  # + corpus BLEU
-    timed = judgebench.pool.TIMED_SAMPLES + 1  # the timed sample, one at a time, in process
-    assert _scoring_pids(one_marks) == {os.getpid(): 600 + timed}
+    assert _scoring_pids(one_marks) == {os.getpid(): 600}
     scored_by = _scoring_pids(two_marks)
-    assert scored_by[os.getpid()] == timed
+    assert scored_by[os.getpid()] == 16  # the first batch, timed in process
     workers = {pid: n for pid, n in scored_by.items() if pid != os.getpid()}
-    assert sum(workers.values()) == 600  # every batch in a worker, none in this process
-    assert len(workers) == 2  # both took batches (38 batches of 16)
+    assert sum(workers.values()) == 600 - 16  # every other batch in a worker
+    assert len(workers) == 2  # both took batches (37 batches of 16)
 
 
 def test_in_process_with_one_worker(tmp_path: Path, plugin: Path, always_pool: None) -> None:
     data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(48))
     _, marks = _score(tmp_path / "run", data, plugin, 1, "local.cpw")
-    scored_by = _scoring_pids(marks)
-    assert list(scored_by) == [os.getpid()]
-    timed = judgebench.pool.TIMED_SAMPLES + 1  # the timed sample, one at a time
-    assert scored_by[os.getpid()] == 48 + timed
+    assert _scoring_pids(marks) == {os.getpid(): 48}
 
 
-def test_timed_sample_does_not_touch_the_run_instance(tmp_path: Path, plugin: Path) -> None:
-    """The estimate is timed on a fresh instance: batches of the run are still 16, 16, 16."""
+def test_the_estimate_costs_no_extra_call(tmp_path: Path, plugin: Path,
+                                          always_pool: None) -> None:
+    """The estimate times the run's own first batch: the batches are still 16, 16, 16."""
     data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(48))
     _, marks = _score(tmp_path / "run", data, plugin, 1, "local.cpw")
     (pid,) = _scoring_pids(marks)
-    sizes = [int(n) for n in (marks / str(pid)).read_text().split()]
-    assert sizes == [1] * (judgebench.pool.TIMED_SAMPLES + 1) + [16, 16, 16]
+    assert (marks / str(pid)).read_text().split() == ["16", "16", "16"]
 
 
 @pytest.mark.slow
@@ -163,16 +159,17 @@ def test_a_metric_raising_in_a_worker_fails_those_samples_with_the_reason(
 @pytest.mark.slow
 def test_a_worker_that_dies_fails_only_its_samples(tmp_path: Path, plugin: Path,
                                                   always_pool: None) -> None:
-    data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(32))  # 2 docs x 16 systems
-    # M9 is the last system of each document: not in the sample timed in this process
-    stderr, _ = _score(tmp_path / "run", data, plugin, 2, "local.cpw", env={"DIE_ON": "M9"})
+    records = summeval_records(48)  # 3 batches: the first in process (timed), 2 in workers
+    data = write_jsonl(tmp_path / "gen.jsonl", records)
+    victim = f"{records[40]['item']}/{records[40]['system']}"
+    stderr, _ = _score(tmp_path / "run", data, plugin, 2, "local.cpw", env={"DIE_ON": victim})
     with sqlite3.connect(tmp_path / "run" / "store.db") as conn:
         rows = conn.execute("SELECT system, status, reason FROM scores").fetchall()
-    assert len(rows) == 32
+    assert len(rows) == 48
     died = [(system, reason) for system, status, reason in rows if status != "ok"]
-    assert [system for system, _ in died] == ["M9"] * 2
-    assert all("worker process scoring this sample died" in reason for _, reason in died)
-    assert "30 ok" in stderr and "2 error" in stderr
+    assert [system for system, _ in died] == [records[40]["system"]]
+    assert "worker process scoring this sample died" in died[0][1]
+    assert "47 ok" in stderr and "1 error" in stderr
 
 
 @pytest.mark.slow
@@ -186,7 +183,7 @@ def test_resume_with_workers_sends_no_work(tmp_path: Path, plugin: Path,
     stderr, marks = _score(tmp_path / "run", data, plugin, 2, "local.cpw", "lexical.rouge1",
                            resume=True)
     assert "(computed 0, reused 640 " in stderr
-    assert list(marks.iterdir()) == []  # not even timed: no column had work
+    assert list(marks.iterdir()) == []  # no column had work
     assert _store_rows(tmp_path / "run" / "store.db") == before
 
 
@@ -211,7 +208,7 @@ def test_time_estimate_text() -> None:
                             timed=1)
     assert estimate.seconds == pytest.approx(6480.0)
     assert estimate.text() == ("lexical.ter: about 1.8 h for 1,600 rows at 2 workers "
-                               "(timed on 1 samples)")
+                               "(timed on 1 sample)")
     assert [duration(s) for s in (12.4, 150, 7200)] == ["12 s", "2.5 min", "2.0 h"]
 
 
