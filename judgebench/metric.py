@@ -58,6 +58,12 @@ class Metric(Generic[OptionsT]):
     plugin: str = ""
     #: How many samples the runner hands to `score` at once.
     batch_size: ClassVar[int] = 64
+    #: Whether `judgebench score --workers N` may score this metric in worker processes (one
+    #: instance per worker, each batch wherever a worker is free). None decides by kind:
+    #: `reference` and `sentinel` metrics (local computation) yes, `judge` and `learned` no
+    #: (paid calls with their own concurrency, or a model in memory). A metric that loads a
+    #: model, calls a server or keeps state across batches sets False.
+    parallel_safe: ClassVar[bool | None] = None
 
     def __init__(self, **options: Any) -> None:
         try:

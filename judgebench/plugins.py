@@ -55,6 +55,8 @@ class PluginHost:
     pm: pluggy.PluginManager
     failures: list[PluginFailure] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
+    #: The local plugins (`-p`) it loaded, so worker processes can build the same host.
+    local_plugins: tuple[str, ...] = ()
     _cache: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # -- registries ---------------------------------------------------------------------
@@ -166,7 +168,7 @@ def _import_local(spec: str) -> ModuleType:
 def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
     pm = pluggy.PluginManager("judgebench")
     pm.add_hookspecs(hookspecs)
-    host = PluginHost(pm=pm)
+    host = PluginHost(pm=pm, local_plugins=tuple(local_plugins))
     allow = _allowlist()
     for ep in _entry_points():
         if allow is not None and ep.name not in allow:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.pool import Scheduler, TimeEstimate
 
 
 @dataclass
@@ -256,6 +257,8 @@ def run_stream(
     sink: TableSink | None = None,
     chunk_rows: int | None = None,
     estimate_from: Sequence[Sample] | None = None,
+    workers: int = 1,
+    on_estimate: Callable[[TimeEstimate], None] | None = None,
 ) -> RunResult:
     """Score the samples that each call of `read` yields anew, `chunk_rows` at a time, so
     memory is bounded by the chunk, not the input; `surveyed` is `survey` of the same
@@ -267,24 +270,40 @@ def run_stream(
     system's samples at once: its samples are kept, per system, until the end of the read, so
     memory grows with the rows for corpus metrics only; of a metric whose corpus score comes
     from summed statistics (`Metric.sums_statistics`) only each system's sum is kept. A dry
-    run needs `estimate_from`, the samples in memory."""
+    run needs `estimate_from`, the samples in memory.
+
+    `workers` > 1 scores parallel-safe metrics in that many processes (`judgebench.pool`),
+    with the same results; `on_estimate` gets each column's time estimate when it is long
+    (`pool.SHOW_ESTIMATE_SECONDS`), before its work starts. A dry run's estimates include
+    `estimated_s`, the seconds that column would take (None when it is not timed)."""
     from judgebench.plugins import get_host
+    from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
     host = host or get_host()
     prepared = prepare_metrics(specs, host)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
     result = RunResult(metrics=prepared, rows=surveyed.rows)
+    scheduler: Scheduler | None = None
     try:
         with running(settings):
             if settings.dry_run:
+                timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
+                                       rows=len(estimate_from or []), workers=workers, host=host)
                 for p in prepared:
                     result.estimates[p.column] = _estimate(p.metric, estimate_from or [])
+                    estimate = timed.get(p.column)
+                    result.estimates[p.column]["estimated_s"] = (
+                        None if estimate is None else round(estimate.seconds, 3))
+                    if estimate is not None and on_estimate is not None \
+                            and estimate.seconds > SHOW_ESTIMATE_SECONDS:
+                        on_estimate(estimate)
                 return result
             # before any call: a budget needs known prices
             settings.budget.preflight((p.column, p.metric) for p in prepared)
             segment = [p for p in prepared if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
+            scheduler = Scheduler(workers, prepared, host, surveyed.rows, on_estimate)
             by_system: dict[str, SystemCorpus] = {}
             keys_digest = hashlib.blake2b(digest_size=16)
             rows = 0
@@ -295,7 +314,8 @@ def run_stream(
                     keys = [(s.item, s.system, h) for s, h in zip(chunk, hashes, strict=True)]
                     for sample in chunk:
                         keys_digest.update(_key_bytes(sample))
-                    stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar, result)
+                    stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar, result,
+                                                      scheduler)
                               for p in segment}
                     if corpus:
                         _collect_corpus(corpus, by_system, chunk, keys, stored)
@@ -308,6 +328,8 @@ def run_stream(
             for p in corpus:
                 _run_corpus(p, by_system, store, resume, result)
     finally:
+        if scheduler is not None:
+            scheduler.close()
         for p in prepared:
             p.metric.close()
     return result
@@ -332,8 +354,10 @@ def _run_segments(
     resume: bool,
     bar: Any,
     result: RunResult,
+    scheduler: Scheduler | None = None,
 ) -> dict[SampleKey, Score]:
-    """Score what the store lacks of these samples; return their stored scores."""
+    """Score what the store lacks of these samples, in process or in `scheduler`'s workers;
+    return their stored scores."""
     done = store.lookup(p.signature, keys) if resume else {}
     todo = [
         (s, key[2]) for s, key in zip(samples, keys, strict=True)
@@ -342,9 +366,18 @@ def _run_segments(
     result.reused += len(samples) - len(todo)
     bar.update(len(samples) - len(todo))
     size = max(1, p.metric.batch_size)
-    for start in range(0, len(todo), size):
-        chunk = todo[start : start + size]
+    batches = [todo[start : start + size] for start in range(0, len(todo), size)]
+    from_workers = None if scheduler is None else scheduler.scored(
+        p, len(samples), [[s for s, _ in chunk] for chunk in batches])
+    for chunk in batches:
         batch = [s for s, _ in chunk]
+        if from_workers is not None:
+            outcomes, elapsed = next(from_workers)
+            store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
+                      [h for _, h in chunk], elapsed)
+            result.computed += len(batch)
+            bar.update(len(batch))
+            continue
         began = time.perf_counter()
         try:
             outcomes = score_batch(p.metric, batch)

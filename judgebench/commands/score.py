@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +20,9 @@ from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
 from judgebench.services.score import estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
+
+if TYPE_CHECKING:
+    from judgebench.pool import TimeEstimate
 
 DEFAULT_STORE = "judgebench.db"
 
@@ -53,6 +57,10 @@ DEFAULT_STORE = "judgebench.db"
                    "Off by default: judgebench reads the prefix back as part of the id.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default="the number of cores",
+              help="Processes for local metrics (lexical, sentinels); judges and model "
+                   "metrics keep their own concurrency. The results are those of 1.")
 def command(
     input_path: Path,
     metric_specs: tuple[str, ...],
@@ -68,6 +76,7 @@ def command(
     as_json: bool,
     progress: bool | None,
     csv_safe: bool,
+    workers: int,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics."""
     specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
@@ -92,19 +101,25 @@ def command(
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
         _echo_estimates(estimate_file(input_path, specs, store=store_path, settings=settings,
-                                      resume=resume, progress=show), as_json)
+                                      resume=resume, progress=show, workers=workers,
+                                      on_estimate=_echo_time), as_json)
         return
     with contextlib.ExitStack() as stack:
         table_path = output or Path(stack.enter_context(tempfile.TemporaryDirectory())) / (
             "scores.csv")
         result = score_file(input_path, specs, output=table_path, store=store_path,
                             settings=settings, resume=resume, corpus=corpus_path,
-                            sidecar=output is not None, csv_safe=csv_safe, progress=show)
+                            sidecar=output is not None, csv_safe=csv_safe, progress=show,
+                            workers=workers, on_estimate=_echo_time)
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
     if as_json:
         click.echo(json.dumps(summary_rows(result), indent=2))
+
+
+def _echo_time(estimate: TimeEstimate) -> None:
+    print(estimate.text(), file=SafeWriter(sys.stderr))
 
 
 def _echo_file(path: Path) -> None:

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.models import CorpusScore, Sample
+    from judgebench.pool import TimeEstimate
     from judgebench.runner import RunResult, TableResult
     from judgebench.runtime import RunSettings
     from judgebench.store import Store
@@ -85,18 +86,22 @@ def score(data: str | Path | Iterable[Sample | dict[str, Any]] | pd.DataFrame,
 
 
 def estimate(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, store: Store,
-             settings: RunSettings, resume: bool = False, progress: bool = False
+             settings: RunSettings, resume: bool = False, progress: bool = False,
+             workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None
              ) -> RunResult:
-    """A dry run: each column's estimated calls, tokens and cost in `result.estimates`."""
+    """A dry run: each column's estimated calls, tokens and cost in `result.estimates`, and
+    `estimated_s`, its time at `workers` workers (local metrics, from a few timed samples)."""
     from judgebench.runner import run_stream, survey
 
     return run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
-                      progress=progress, settings=settings, estimate_from=samples)
+                      progress=progress, settings=settings, estimate_from=samples,
+                      workers=workers, on_estimate=on_estimate)
 
 
 def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, store: Path,
                settings: RunSettings, resume: bool = False, corpus: Path | None = None,
-               sidecar: bool = True, csv_safe: bool = False, progress: bool = False
+               sidecar: bool = True, csv_safe: bool = False, progress: bool = False,
+               workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None
                ) -> RunResult:
     """Score the generations in `input_path` into the table `output`, as `judgebench score`.
 
@@ -106,7 +111,9 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
     `OUTPUT.meta.json` gets each column's direction, level and corpus scores; with `corpus`,
     that file gets one row per system and corpus metric. A store this run created is removed
     again if the run fails before its first score. The caller checks the destinations first
-    (`judgebench.destinations.check`)."""
+    (`judgebench.destinations.check`). `workers` > 1 scores local metrics in that many
+    processes, with the same results (`judgebench.pool`); `on_estimate` hears of each long
+    column (`runner.run_stream`)."""
     from judgebench.io import SampleFile, TableWriter, atomic_path, file_format, write_text
     from judgebench.runner import run_stream, survey
     from judgebench.store import Store
@@ -117,7 +124,8 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
           TableWriter(table_path, fmt=file_format(output), csv_safe=csv_safe,
                       has_cr=surveyed.has_cr) as writer):
         result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
-                            progress=progress, settings=settings, sink=writer)
+                            progress=progress, settings=settings, sink=writer,
+                            workers=workers, on_estimate=on_estimate)
     if sidecar:
         write_text(json.dumps(result.summary(), indent=2), f"{output}.meta.json")
     if corpus is not None:
@@ -126,7 +134,8 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
 
 
 def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, store: Path,
-                  settings: RunSettings, resume: bool = False, progress: bool = False
+                  settings: RunSettings, resume: bool = False, progress: bool = False,
+                  workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None
                   ) -> RunResult:
     """`judgebench score --dry-run`: `estimate` over the samples of `input_path`."""
     from judgebench.io import read_samples
@@ -135,7 +144,7 @@ def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, store: Path,
     samples = read_samples(input_path)
     with _removed_if_scoreless(store), Store(store) as db:
         return estimate(samples, specs, store=db, settings=settings, resume=resume,
-                        progress=progress)
+                        progress=progress, workers=workers, on_estimate=on_estimate)
 
 
 def write_corpus(result: RunResult, path: Path, *, csv_safe: bool = False) -> None:

@@ -34,6 +34,7 @@ class ModelMetric(Metric[ModelOptionsT]):
     """A metric that runs one local model given by the `model` option."""
 
     model_label = "model"
+    parallel_safe = False  # one model in memory, not one per worker process
 
     @cached_property
     def model_ref(self) -> ModelRef:

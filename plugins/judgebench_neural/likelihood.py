@@ -73,6 +73,7 @@ class Likelihood(Metric[LikelihoodOptions]):
     )
     Options = LikelihoodOptions
     batch_size = 32
+    parallel_safe = False  # calls a model backend
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

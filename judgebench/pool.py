@@ -1,0 +1,351 @@
+"""Worker processes for CPU metrics (`judgebench score --workers N`), and time estimates.
+
+A metric that computes locally (`parallel_safe`: lexical metrics, sentinels, a third-party
+metric of kind `reference`) is scored in a process pool: each worker builds the plugin host
+once (with the same `-p` local plugins) and one instance of each metric, and scores whole
+batches, the same batches an in-process run makes. Results come back to the parent, which is
+the only writer of the store and commits them in input order, so the table, the sidecar, the
+corpus file and the stored scores are those of `--workers 1` (timing aside).
+
+Workers are started with `spawn`: a fresh interpreter that imports only what it needs, on
+every platform alike, inheriting no threads, locks or open SQLite connection from the parent
+(`fork` would copy them). Its cost, about a second per worker, is paid once per run, and
+only when the in-process work would take longer than `POOL_MIN_SECONDS`.
+
+Time estimates: the first batch of a parallel-safe column is scored in process and timed
+(the call an in-process run makes anyway), which estimates the rest and decides whether it
+goes to workers; a dry run times a few samples on a fresh instance. Judges and model metrics
+are not timed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from judgebench.models import Outcome, Sample, Status
+
+if TYPE_CHECKING:
+    from judgebench.metric import Metric
+    from judgebench.plugins import PluginHost
+    from judgebench.runner import PreparedMetric
+    from judgebench.spec import MetricSpec
+
+CONTEXT = "spawn"
+#: Below this many seconds of estimated in-process work a metric is not sent to workers:
+#: starting them costs about a second each.
+POOL_MIN_SECONDS = 3.0
+#: A time estimate above this many seconds is said on stderr at the start of a run.
+SHOW_ESTIMATE_SECONDS = 30.0
+#: The timed sample: at most this many samples (after one untimed warm-up call), and no more
+#: once this many seconds are spent.
+TIMED_SAMPLES = 8
+TIMING_SECONDS = 0.5
+
+
+def parallel_safe(metric: Metric) -> bool:
+    """Whether `metric` may be scored in worker processes (see `Metric.parallel_safe`)."""
+    declared = type(metric).parallel_safe
+    if declared is not None:
+        return declared
+    return metric.info.kind in ("reference", "sentinel")
+
+
+# -- time estimates -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TimeEstimate:
+    column: str
+    seconds_per_sample: float
+    rows: int
+    workers: int
+    #: Samples the estimate was timed on.
+    timed: int
+
+    @property
+    def seconds(self) -> float:
+        return self.seconds_per_sample * self.rows / self.workers
+
+    def text(self) -> str:
+        unit = "worker" if self.workers == 1 else "workers"
+        timed = "1 sample" if self.timed == 1 else f"{self.timed} samples"
+        return (f"{self.column}: about {duration(self.seconds)} for {self.rows:,} rows at "
+                f"{self.workers} {unit} (timed on {timed})")
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def effective_workers(workers: int, rows: int, batch_size: int) -> int:
+    """How many workers a metric keeps busy: one batch each at most."""
+    return max(1, min(workers, math.ceil(rows / max(1, batch_size))))
+
+
+def seconds_per_sample(p: PreparedMetric, samples: Sequence[Sample],
+                       host: PluginHost) -> tuple[float, int] | None:
+    """Seconds per sample of `p`'s metric, timed on a fresh instance, one sample at a time,
+    over the first of `samples` until `TIMING_SECONDS` are spent, and how many samples were
+    timed; None if it is not timed (not parallel-safe: a judge would make calls, a model
+    metric load its model). The first call is not counted (it may import libraries, build
+    caches) unless it is the only sample."""
+    from judgebench.runner import score_batch
+
+    if not samples or not parallel_safe(p.metric):
+        return None
+    metric = host.metric(p.spec.name).build(**p.spec.options)
+    try:
+        began = time.perf_counter()
+        score_batch(metric, samples[:1])
+        if len(samples) == 1:
+            return time.perf_counter() - began, 1
+        spent, timed = 0.0, 0
+        for sample in samples[1:TIMED_SAMPLES + 1]:
+            began = time.perf_counter()
+            score_batch(metric, [sample])
+            spent += time.perf_counter() - began
+            timed += 1
+            if spent >= TIMING_SECONDS:
+                break
+        return spent / timed, timed
+    finally:
+        metric.close()
+
+
+def time_estimates(prepared: Sequence[PreparedMetric], samples: Sequence[Sample], *,
+                   rows: int, workers: int, host: PluginHost) -> dict[str, TimeEstimate]:
+    """Per segment-level parallel-safe column, the time to score `rows` rows with `workers`
+    workers (or in process, if that column's work is too small for the pool)."""
+    found: dict[str, TimeEstimate] = {}
+    for p in prepared:
+        if not p.segment_level:
+            continue
+        timing = seconds_per_sample(p, samples, host)
+        if timing is None:
+            continue
+        per_sample, timed = timing
+        used = (effective_workers(workers, rows, p.metric.batch_size)
+                if per_sample * rows >= POOL_MIN_SECONDS else 1)
+        found[p.column] = TimeEstimate(p.column, per_sample, rows, used, timed)
+    return found
+
+
+# -- the worker side ------------------------------------------------------------------------
+_worker: dict[str, Any] = {}
+
+
+def _init_worker(local_plugins: tuple[str, ...], specs: dict[str, MetricSpec]) -> None:
+    """Build the plugin host once per worker. An error is kept and reported by `_check`:
+    an initializer that raises would only break the pool, without a reason."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _worker["specs"] = specs
+    _worker["metrics"] = {}
+    try:
+        from judgebench.plugins import build_host
+
+        _worker["host"] = build_host(local_plugins)
+    except Exception as exc:
+        _worker["error"] = _describe(exc)
+
+
+def _metric(column: str) -> Metric:
+    if "error" in _worker:
+        raise RuntimeError(f"the plugin host failed in a worker: {_worker['error']}")
+    metrics: dict[str, Metric] = _worker["metrics"]
+    if column not in metrics:
+        spec = _worker["specs"][column]
+        metrics[column] = _worker["host"].metric(spec.name).build(**spec.options)
+    return metrics[column]
+
+
+def _check(columns: Sequence[str]) -> dict[str, str]:
+    """Each column's signature as a worker builds it, or why it cannot."""
+    found = {}
+    for column in columns:
+        try:
+            found[column] = str(_metric(column).signature())
+        except Exception as exc:
+            found[column] = f"error: {_describe(exc)}"
+    return found
+
+
+def _score(column: str, batch: list[Sample]) -> tuple[list[Outcome], float]:
+    """`runner.score_batch` in a worker, and seconds per sample."""
+    from judgebench.runner import score_batch
+
+    began = time.perf_counter()
+    outcomes = score_batch(_metric(column), batch)
+    return outcomes, (time.perf_counter() - began) / len(batch)
+
+
+def _describe(exc: BaseException) -> str:
+    from judgebench.runner import _describe as describe
+
+    return describe(exc)
+
+
+# -- the parent side ------------------------------------------------------------------------
+class Scheduler:
+    """Where each batch of a run is scored. The first time a parallel-safe column has more
+    than one batch of work (in one chunk), its first batch is scored in process and timed,
+    which gives the estimate for the rows left (given to `on_estimate` when above
+    `SHOW_ESTIMATE_SECONDS`) and, with `workers` > 1 and work worth it, sends the rest to the
+    pool (started on first use, up to `workers` processes).
+
+    `scored` yields each batch's outcomes in order. A worker that dies fails only the samples
+    it dies on (with the reason), after the pool is started anew. A column that a worker
+    builds with another signature than the parent's (or cannot build) is scored in process.
+    """
+
+    def __init__(self, workers: int, prepared: Sequence[PreparedMetric], host: PluginHost,
+                 rows: int, on_estimate: Callable[[TimeEstimate], None] | None = None) -> None:
+        self.workers = max(1, workers)
+        self.host = host
+        self.rows = rows
+        self.on_estimate = on_estimate
+        self.estimates: dict[str, TimeEstimate | None] = {}
+        self.seen: dict[str, int] = {}
+        self.signatures = {p.column: p.signature for p in prepared}
+        self.specs: dict[str, MetricSpec] = {  # what workers may build
+            p.column: p.spec for p in prepared if p.segment_level and parallel_safe(p.metric)}
+        self.accepted: dict[str, bool] = {}
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def scored(self, p: PreparedMetric, rows: int, batches: Sequence[list[Sample]]
+               ) -> Iterator[tuple[list[Outcome], float | None]] | None:
+        """The outcomes of `batches` (of a chunk of `rows` rows), or None: score them in
+        process as always. The first batch of a column's first chunk with more than one is
+        scored here, in process and timed (the call an in-process run makes), which gives
+        the estimate for the rows left and decides where the rest go."""
+        seen = self.seen.get(p.column, 0)
+        self.seen[p.column] = seen + rows
+        if not parallel_safe(p.metric):
+            return None
+        if p.column not in self.estimates:
+            if len(batches) < 2:
+                return None  # one batch is one worker's: nothing to decide
+            todo = sum(len(b) for b in batches)
+            return self._timed_first(p, batches, self.rows - seen - rows + todo)
+        return self._placed(p, batches)
+
+    def _timed_first(self, p: PreparedMetric, batches: Sequence[list[Sample]], rows: int
+                     ) -> Iterator[tuple[list[Outcome], float | None]]:
+        from judgebench.runner import score_batch
+
+        began = time.perf_counter()
+        outcomes = score_batch(p.metric, batches[0])
+        per_sample = (time.perf_counter() - began) / len(batches[0])
+        yield outcomes, per_sample
+        left = rows - len(batches[0])
+        used = (effective_workers(self.workers, left, p.metric.batch_size)
+                if per_sample * left >= POOL_MIN_SECONDS else 1)
+        estimate = TimeEstimate(p.column, per_sample, left, used, len(batches[0]))
+        self.estimates[p.column] = estimate
+        if self.on_estimate is not None and estimate.seconds > SHOW_ESTIMATE_SECONDS:
+            self.on_estimate(estimate)
+        yield from self._placed(p, batches[1:])
+
+    def _placed(self, p: PreparedMetric, batches: Sequence[list[Sample]]
+                ) -> Iterator[tuple[list[Outcome], float | None]]:
+        estimate = self.estimates.get(p.column)
+        if estimate is None or estimate.workers == 1 or not self._accepts(p):
+            from judgebench.runner import score_batch
+
+            for batch in batches:
+                began = time.perf_counter()
+                outcomes = score_batch(p.metric, batch)
+                yield outcomes, (time.perf_counter() - began) / len(batch)
+            return
+        yield from self._from_pool(p, batches)
+
+    def _accepts(self, p: PreparedMetric) -> bool:
+        if p.column not in self.accepted:
+            if self._executor is None:
+                self._start()
+            try:
+                (signature,) = self._run(_check, [p.column]).values()
+            except BrokenProcessPool as exc:
+                signature = f"error: {exc}"
+            self.accepted[p.column] = signature == p.signature
+        return self.accepted[p.column]
+
+    def _from_pool(self, p: PreparedMetric, batches: Sequence[list[Sample]]
+                   ) -> Iterator[tuple[list[Outcome], float | None]]:
+        futures = self._submit_all(p.column, batches)
+        for index, batch in enumerate(batches):
+            try:
+                found: tuple[list[Outcome], float | None] = futures[index].result()
+            except BrokenProcessPool:
+                self._start()
+                found = self._isolated(p.column, batch)
+                futures[index + 1:] = self._submit_all(p.column, batches[index + 1:])
+            except Exception as exc:  # the batch or its result could not be sent
+                found = ([Outcome.failed(Status.ERROR, f"in a worker process: {_describe(exc)}")]
+                         * len(batch), None)
+            yield found
+
+    def close(self) -> None:
+        """Stop the workers now: a batch still running is not waited for (nothing it would
+        return is committed)."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        executor.shutdown(wait=False, cancel_futures=True)
+        processes = getattr(executor, "_processes", None) or {}
+        for process in list(processes.values()):
+            process.terminate()
+        for process in list(processes.values()):
+            process.join(5)
+
+    def _start(self) -> None:
+        self.close()
+        self._executor = concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context(CONTEXT),
+            initializer=_init_worker, initargs=(self.host.local_plugins, dict(self.specs)))
+
+    def _submit_all(self, column: str, batches: Sequence[list[Sample]]
+                    ) -> list[concurrent.futures.Future[Any]]:
+        """Send every batch; a pool found broken (by an earlier failure) is started anew."""
+        for attempt in (1, 2):
+            assert self._executor is not None
+            try:
+                return [self._executor.submit(_score, column, batch) for batch in batches]
+            except BrokenProcessPool:
+                if attempt == 2:
+                    raise
+                self._start()
+        raise AssertionError("unreachable")
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        assert self._executor is not None
+        return self._executor.submit(fn, *args).result()
+
+    def _isolated(self, column: str, batch: list[Sample]
+                  ) -> tuple[list[Outcome], float | None]:
+        """A batch whose pool broke, alone in a fresh pool (another batch may have been the
+        cause); if it breaks the pool again, each sample alone, so one that kills its worker
+        fails alone."""
+        try:
+            return self._run(_score, column, batch)
+        except BrokenProcessPool:
+            self._start()
+        outcomes: list[Outcome] = []
+        for sample in batch:
+            try:
+                (outcome,), _ = self._run(_score, column, [sample])
+            except BrokenProcessPool as exc:
+                self._start()
+                outcome = Outcome.failed(
+                    Status.ERROR, f"the worker process scoring this sample died ({exc})")
+            outcomes.append(outcome)
+        return outcomes, None
