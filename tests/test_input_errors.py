@@ -169,3 +169,17 @@ def test_read_table_keeps_text_ids_and_real_line_numbers(tmp_path: Path) -> None
                     encoding="utf-8")
     with pytest.raises(InputError, match="line 4, field 'item': duplicate key"):
         read_table(path)
+
+
+def test_exclude_system_keeps_each_rows_line_for_later_messages(tmp_path: Path) -> None:
+    """After --exclude-system drops rows, a column left out of the metrics is reported at the
+    line of its own bad cell, not at the line the same position had before the rows went."""
+    table = tmp_path / "scores.csv"
+    table.write_text("item,system,human.q,m1,m2\n"
+                     "1,A,1,0.1,0.5\n2,A,2,0.2,0.6\n"
+                     "1,B,3,0.3,0.7\n2,B,4,0.4,oops\n"
+                     "1,C,5,0.5,0.8\n2,C,1,0.6,0.9\n", encoding="utf-8")
+    proc = run_cli("meta-eval", str(table), "--human", "human.q", "--exclude-system", "A",
+                   "--level", "segment")
+    assert proc.returncode == 0, proc.stderr
+    assert "column 'm2' is not a metric: line 5 holds 'oops'" in proc.stderr

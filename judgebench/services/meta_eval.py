@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
+from judgebench.io import LineNumbers
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -256,7 +257,12 @@ def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.Dat
     unknown = [s for s in excluded if s not in known]
     if unknown:
         raise InputError(f"unknown system(s) {unknown}", path=where, field="--exclude-system")
-    return frame[~frame["system"].isin(excluded)].reset_index(drop=True)
+    keep = ~frame["system"].isin(excluded)
+    kept = frame[keep].reset_index(drop=True)
+    lines = frame.attrs.get("lines")
+    if lines is not None:  # an error after this names the line of the row it is about
+        kept.attrs["lines"] = LineNumbers(n for n, k in zip(lines, keep, strict=True) if k)
+    return kept
 
 
 def _log_setting(cols: _Columns, given: dict[str, np.ndarray], matrices: Any,
