@@ -100,6 +100,17 @@ def whitespace(s: Sample, ctx: Context) -> str | None:
 
 
 # -- the probes ------------------------------------------------------------------------------
+class OutputProbe(Probe):
+    """A probe whose changed output is `change(sample, ctx)`, one of the transforms above."""
+
+    @staticmethod
+    def change(sample: Sample, ctx: Context, /) -> str | None:
+        raise NotImplementedError
+
+    def transform(self, sample: Sample, ctx: Context) -> str | None:
+        return self.change(sample, ctx)
+
+
 class Identity(Probe):
     """identity: the first reference as the output, scored against it alone, must score at
     least the item's best system scored against the same single reference."""
@@ -116,103 +127,85 @@ class Identity(Probe):
         return against(sample, [text]).model_copy(update={"output": text})
 
 
-class Truncation(Probe):
+class Truncation(OutputProbe):
     """truncation: first half of the words only; must lower the score."""
 
     name = "truncation"
     expect = "lower"
     description = "first half of the words only"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return truncation(sample, ctx)
+    change = staticmethod(truncation)
 
 
-class Shuffle(Probe):
+class Shuffle(OutputProbe):
     """shuffle: words in a random order; must lower the score."""
 
     name = "shuffle"
     expect = "lower"
     description = "words in a random order"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return shuffle(sample, ctx)
+    change = staticmethod(shuffle)
 
 
-class DropSentence(Probe):
+class DropSentence(OutputProbe):
     """drop-sentence: one sentence removed; must lower the score."""
 
     name = "drop-sentence"
     expect = "lower"
     description = "one sentence removed"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return drop_sentence(sample, ctx)
+    change = staticmethod(drop_sentence)
 
 
-class Unrelated(Probe):
+class Unrelated(OutputProbe):
     """unrelated: the same system's output for another item; must lower the score."""
 
     name = "unrelated"
     expect = "lower"
     description = "the same system's output for another item"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return unrelated(sample, ctx)
+    change = staticmethod(unrelated)
 
 
-class Repetition(Probe):
+class Repetition(OutputProbe):
     """repetition: the output written twice; must lower the score."""
 
     name = "repetition"
     expect = "lower"
     description = "the output written twice"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return repetition(sample, ctx)
+    change = staticmethod(repetition)
 
 
-class Negation(Probe):
+class Negation(OutputProbe):
     """negation: a negation added or removed; must lower the score."""
 
     name = "negation"
     expect = "lower"
     description = "a negation added or removed"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return negation(sample, ctx)
+    change = staticmethod(negation)
 
 
-class Numbers(Probe):
+class Numbers(OutputProbe):
     """numbers: every number changed; must lower the score."""
 
     name = "numbers"
     expect = "lower"
     description = "every number changed"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return numbers(sample, ctx)
+    change = staticmethod(numbers)
 
 
-class Case(Probe):
+class Case(OutputProbe):
     """case: letter case changed; must not change the score."""
 
     name = "case"
     expect = "same"
     description = "letter case changed"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return case(sample, ctx)
+    change = staticmethod(case)
 
 
-class Whitespace(Probe):
+class Whitespace(OutputProbe):
     """whitespace: spaces doubled, leading and trailing whitespace; must not change the score."""
 
     name = "whitespace"
     expect = "same"
     description = "spaces doubled, leading and trailing whitespace"
-
-    def transform(self, sample: Sample, ctx: Context) -> str | None:
-        return whitespace(sample, ctx)
+    change = staticmethod(whitespace)
 
 
 class RenameSystems(Probe):
