@@ -106,6 +106,20 @@ def retry_after_seconds(headers: Any) -> float | None:
             return None
 
 
+def http_failure(status: int, message: str, headers: Any = None) -> Retryable | Final:
+    """What an HTTP error status means for a call: 429 and 5xx are retried (with the server's
+    Retry-After from `headers`), 401/403 are an authentication failure whose message names no
+    key, any other status is a final bad request carrying `message`."""
+    if status == 429:
+        return Retryable("rate_limited", message, retry_after_seconds(headers))
+    if status >= 500:
+        return Retryable("server_error", message, retry_after_seconds(headers))
+    if status in (401, 403):
+        return Final("bad_request", f"authentication failed (HTTP {status}); check the key "
+                     "variable's value (the key is not shown)")
+    return Final("bad_request", message)
+
+
 def scrub(text: str) -> str:
     """`text` with every secret removed (`judgebench.redact`)."""
     return redact(text) or ""
@@ -482,6 +496,7 @@ __all__ = [
     "RemoteBackend",
     "RemoteOptions",
     "Retryable",
+    "http_failure",
     "limiter_for",
     "per_token_price",
     "retry_after_seconds",

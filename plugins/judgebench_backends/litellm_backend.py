@@ -37,6 +37,7 @@ from judgebench.backends.remote import (
     RemoteBackend,
     RemoteOptions,
     Retryable,
+    http_failure,
     retry_after_seconds,
     scrub,
 )
@@ -165,12 +166,7 @@ class LiteLLMBackend(RemoteBackend):
                          "one with api_key_env")
         if "ContentPolicy" in name:
             return Final("refused", message)
-        if status >= 500:
-            return Retryable("server_error", message, retry_after_seconds(headers))
-        if status in (401, 403):
-            return Final("bad_request", f"authentication failed (HTTP {status}); check the key "
-                         "variable's value (the key is not shown)")
-        return Final("bad_request", message)
+        return http_failure(status, message, headers)
 
     def parse(self, raw: Any, latency_s: float) -> Response:
         """A litellm ModelResponse/TextCompletionResponse -> Response."""

@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from judgebench.backends.base import Request, Response
-from judgebench.backends.remote import Final, RemoteBackend, Retryable, retry_after_seconds
+from judgebench.backends.remote import RemoteBackend, Retryable, http_failure
 from judgebench_backends.openai_format import namespace, optional_fields, parse_answer
 
 
@@ -83,14 +83,7 @@ class OpenAICompatBackend(RemoteBackend):
             raise Retryable("connection", f"{type(exc).__name__}: {exc}") from None
         if status >= 400:
             message = f"HTTP {status}: {content[:300].decode('utf-8', 'replace')}"
-            if status == 429:
-                raise Retryable("rate_limited", message, retry_after_seconds(reply_headers))
-            if status >= 500:
-                raise Retryable("server_error", message, retry_after_seconds(reply_headers))
-            if status in (401, 403):
-                raise Final("bad_request", f"authentication failed (HTTP {status}); check the "
-                            "key variable's value (the key is not shown)")
-            raise Final("bad_request", message)
+            raise http_failure(status, message, reply_headers)
         try:
             data = json.loads(content)
         except ValueError as exc:
