@@ -92,6 +92,23 @@ def effective_workers(workers: int, rows: int, batch_size: int) -> int:
     return max(1, min(workers, math.ceil(rows / max(1, batch_size))))
 
 
+def workers_for(per_sample: float, rows: int, workers: int, batch_size: int) -> int:
+    """The workers `rows` rows at `per_sample` seconds each are worth: 1 (in process) when
+    the work is under `POOL_MIN_SECONDS`, else as many as it keeps busy."""
+    if per_sample * rows < POOL_MIN_SECONDS:
+        return 1
+    return effective_workers(workers, rows, batch_size)
+
+
+def timed_score(metric: Metric, batch: list[Sample]) -> tuple[list[Outcome], float]:
+    """`runner.score_batch` of `batch`, and the seconds it took per sample."""
+    from judgebench.runner import score_batch
+
+    began = time.perf_counter()
+    outcomes = score_batch(metric, batch)
+    return outcomes, (time.perf_counter() - began) / len(batch)
+
+
 def seconds_per_sample(p: PreparedMetric, samples: Sequence[Sample],
                        host: PluginHost) -> tuple[float, int] | None:
     """Seconds per sample of `p`'s metric, timed on a fresh instance, one sample at a time,
@@ -134,8 +151,7 @@ def time_estimates(prepared: Sequence[PreparedMetric], samples: Sequence[Sample]
         if timing is None:
             continue
         per_sample, timed = timing
-        used = (effective_workers(workers, rows, p.metric.batch_size)
-                if per_sample * rows >= POOL_MIN_SECONDS else 1)
+        used = workers_for(per_sample, rows, workers, p.metric.batch_size)
         found[p.column] = TimeEstimate(p.column, per_sample, rows, used, timed)
     return found
 
@@ -180,12 +196,8 @@ def _check(columns: Sequence[str]) -> dict[str, str]:
 
 
 def _score(column: str, batch: list[Sample]) -> tuple[list[Outcome], float]:
-    """`runner.score_batch` in a worker, and seconds per sample."""
-    from judgebench.runner import score_batch
-
-    began = time.perf_counter()
-    outcomes = score_batch(_metric(column), batch)
-    return outcomes, (time.perf_counter() - began) / len(batch)
+    """`timed_score` in a worker."""
+    return timed_score(_metric(column), batch)
 
 
 def _describe(exc: BaseException) -> str:
@@ -240,15 +252,10 @@ class Scheduler:
 
     def _timed_first(self, p: PreparedMetric, batches: Sequence[list[Sample]], rows: int
                      ) -> Iterator[tuple[list[Outcome], float | None]]:
-        from judgebench.runner import score_batch
-
-        began = time.perf_counter()
-        outcomes = score_batch(p.metric, batches[0])
-        per_sample = (time.perf_counter() - began) / len(batches[0])
+        outcomes, per_sample = timed_score(p.metric, batches[0])
         yield outcomes, per_sample
         left = rows - len(batches[0])
-        used = (effective_workers(self.workers, left, p.metric.batch_size)
-                if per_sample * left >= POOL_MIN_SECONDS else 1)
+        used = workers_for(per_sample, left, self.workers, p.metric.batch_size)
         estimate = TimeEstimate(p.column, per_sample, left, used, len(batches[0]))
         self.estimates[p.column] = estimate
         if self.on_estimate is not None and estimate.seconds > SHOW_ESTIMATE_SECONDS:
@@ -259,12 +266,8 @@ class Scheduler:
                 ) -> Iterator[tuple[list[Outcome], float | None]]:
         estimate = self.estimates.get(p.column)
         if estimate is None or estimate.workers == 1 or not self._accepts(p):
-            from judgebench.runner import score_batch
-
             for batch in batches:
-                began = time.perf_counter()
-                outcomes = score_batch(p.metric, batch)
-                yield outcomes, (time.perf_counter() - began) / len(batch)
+                yield timed_score(p.metric, batch)
             return
         yield from self._from_pool(p, batches)
 
