@@ -164,3 +164,20 @@ def test_top_level_exports_are_the_services() -> None:
     assert judgebench.meta_eval is meta_eval
     assert judgebench.aggregate is aggregate
     assert judgebench.audit_scores is audit
+
+
+def test_score_file_refuses_paths_that_overwrite_each_other(tmp_path: Path) -> None:
+    """The file service checks its own paths, as the command does: an output that is the
+    input is refused before any work, and the input is left as it was."""
+    from judgebench.errors import InputError
+    from judgebench.runtime import RunSettings
+    from judgebench.services.score import score_file
+    from judgebench.spec import parse_spec
+
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(16))
+    before = data.read_bytes()
+    with pytest.raises(InputError, match="INPUT"):
+        score_file(data, [parse_spec("lexical.length")], output=data, store=tmp_path / "s.db",
+                   settings=RunSettings())
+    assert data.read_bytes() == before
+    assert not (tmp_path / "s.db").exists()

@@ -110,13 +110,21 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
     a temporary file renamed onto `output` when complete (`io.atomic_path`). With `sidecar`,
     `OUTPUT.meta.json` gets each column's direction, level and corpus scores; with `corpus`,
     that file gets one row per system and corpus metric. A store this run created is removed
-    again if the run fails before its first score. The caller checks the destinations first
-    (`judgebench.destinations.check`). `workers` > 1 scores local metrics in that many
-    processes, with the same results (`judgebench.pool`); `on_estimate` hears of each long
-    column (`runner.run_stream`)."""
+    again if the run fails before its first score. Before any of it, the paths are checked
+    (`judgebench.destinations`): none may be another, and each must be writable as what it
+    is. `workers` > 1 scores local metrics in that many processes, with the same results
+    (`judgebench.pool`); `on_estimate` hears of each long column (`runner.run_stream`)."""
+    from judgebench import destinations
     from judgebench.io import SampleFile, TableWriter, atomic_path, file_format, write_text
     from judgebench.runner import run_stream, survey
     from judgebench.store import Store
+
+    destinations.check([
+        destinations.read("INPUT", input_path),
+        destinations.table("-o", output, sidecar=sidecar),
+        destinations.database("--store", store),
+        *([destinations.table("--corpus", corpus)] if corpus is not None else []),
+    ])
 
     source = SampleFile(input_path)
     surveyed = survey(source)
