@@ -21,6 +21,7 @@ are not timed.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import math
 import multiprocessing
 import signal
@@ -207,6 +208,14 @@ def _describe(exc: BaseException) -> str:
 
 
 # -- the parent side ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Sent:
+    """Batches sent to one pool (the `Scheduler._pool`-th), by their index."""
+
+    pool: int
+    futures: dict[int, concurrent.futures.Future[Any]]
+
+
 class Scheduler:
     """Where each batch of a run is scored. The first time a parallel-safe column has more
     than one batch of work (in one chunk), its first batch is scored in process and timed,
@@ -232,13 +241,15 @@ class Scheduler:
             p.column: p.spec for p in prepared if p.segment_level and parallel_safe(p.metric)}
         self.accepted: dict[str, bool] = {}
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._pool = 0  # how many times the pool was started: batches say which one took them
 
     def scored(self, p: PreparedMetric, rows: int, batches: Sequence[list[Sample]]
                ) -> Iterator[tuple[list[Outcome], float | None]] | None:
-        """The outcomes of `batches` (of a chunk of `rows` rows), or None: score them in
-        process as always. The first batch of a column's first chunk with more than one is
-        scored here, in process and timed (the call an in-process run makes), which gives
-        the estimate for the rows left and decides where the rest go."""
+        """The outcomes of `batches` (of a chunk of `rows` rows), in order, or None: score
+        them in process as always. Batches for workers are sent now, so the caller may plan
+        the next chunk before it reads these. The first batch of a column's first chunk with
+        more than one is scored here, in process and timed (the call an in-process run
+        makes), which gives the estimate for the rows left and decides where the rest go."""
         seen = self.seen.get(p.column, 0)
         self.seen[p.column] = seen + rows
         if not parallel_safe(p.metric):
@@ -253,23 +264,21 @@ class Scheduler:
     def _timed_first(self, p: PreparedMetric, batches: Sequence[list[Sample]], rows: int
                      ) -> Iterator[tuple[list[Outcome], float | None]]:
         outcomes, per_sample = timed_score(p.metric, batches[0])
-        yield outcomes, per_sample
         left = rows - len(batches[0])
         used = workers_for(per_sample, left, self.workers, p.metric.batch_size)
         estimate = TimeEstimate(p.column, per_sample, left, used, len(batches[0]))
         self.estimates[p.column] = estimate
         if self.on_estimate is not None and estimate.seconds > SHOW_ESTIMATE_SECONDS:
             self.on_estimate(estimate)
-        yield from self._placed(p, batches[1:])
+        return itertools.chain([(outcomes, per_sample)], self._placed(p, batches[1:]))
 
     def _placed(self, p: PreparedMetric, batches: Sequence[list[Sample]]
                 ) -> Iterator[tuple[list[Outcome], float | None]]:
         estimate = self.estimates.get(p.column)
         if estimate is None or estimate.workers == 1 or not self._accepts(p):
-            for batch in batches:
-                yield timed_score(p.metric, batch)
-            return
-        yield from self._from_pool(p, batches)
+            return (timed_score(p.metric, batch) for batch in batches)
+        sent = self._submit_all(p.column, batches)
+        return self._from_pool(p, batches, sent)
 
     def _accepts(self, p: PreparedMetric) -> bool:
         if p.column not in self.accepted:
@@ -282,16 +291,16 @@ class Scheduler:
             self.accepted[p.column] = signature == p.signature
         return self.accepted[p.column]
 
-    def _from_pool(self, p: PreparedMetric, batches: Sequence[list[Sample]]
-                   ) -> Iterator[tuple[list[Outcome], float | None]]:
-        futures = self._submit_all(p.column, batches)
+    def _from_pool(self, p: PreparedMetric, batches: Sequence[list[Sample]],
+                   sent: _Sent) -> Iterator[tuple[list[Outcome], float | None]]:
         for index, batch in enumerate(batches):
+            if sent.pool != self._pool:  # the pool was started anew since: send the rest again
+                sent = self._submit_all(p.column, batches[index:], start=index)
             try:
-                found: tuple[list[Outcome], float | None] = futures[index].result()
+                found: tuple[list[Outcome], float | None] = sent.futures[index].result()
             except BrokenProcessPool:
                 self._start()
                 found = self._isolated(p.column, batch)
-                futures[index + 1:] = self._submit_all(p.column, batches[index + 1:])
             except Exception as exc:  # the batch or its result could not be sent
                 found = ([Outcome.failed(Status.ERROR, f"in a worker process: {_describe(exc)}")]
                          * len(batch), None)
@@ -312,17 +321,20 @@ class Scheduler:
 
     def _start(self) -> None:
         self.close()
+        self._pool += 1
         self._executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=self.workers, mp_context=multiprocessing.get_context(CONTEXT),
             initializer=_init_worker, initargs=(self.host.local_plugins, dict(self.specs)))
 
-    def _submit_all(self, column: str, batches: Sequence[list[Sample]]
-                    ) -> list[concurrent.futures.Future[Any]]:
-        """Send every batch; a pool found broken (by an earlier failure) is started anew."""
+    def _submit_all(self, column: str, batches: Sequence[list[Sample]], start: int = 0
+                    ) -> _Sent:
+        """Send every batch (numbered from `start`); a pool found broken (by an earlier
+        failure) is started anew."""
         for attempt in (1, 2):
             assert self._executor is not None
             try:
-                return [self._executor.submit(_score, column, batch) for batch in batches]
+                futures = [self._executor.submit(_score, column, batch) for batch in batches]
+                return _Sent(self._pool, dict(enumerate(futures, start)))
             except BrokenProcessPool:
                 if attempt == 2:
                     raise

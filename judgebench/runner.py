@@ -308,20 +308,39 @@ def run_stream(
             keys_digest = hashlib.blake2b(digest_size=16)
             rows = 0
             with _progress(surveyed.rows * len(segment), "scoring", progress) as bar:
-                for chunk in _chunks(read(), chunk_rows or CHUNK_ROWS):
-                    rows += len(chunk)
+
+                def plan(chunk: list[Sample]) -> _PlannedChunk:
                     hashes = [sample_hash(s) for s in chunk]
                     keys = [(s.item, s.system, h) for s, h in zip(chunk, hashes, strict=True)]
                     for sample in chunk:
                         keys_digest.update(_key_bytes(sample))
-                    stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar, result,
-                                                      scheduler)
-                              for p in segment}
+                    return _PlannedChunk(chunk, hashes, keys, [
+                        _plan_segments(p, chunk, keys, store, resume, bar, result, scheduler)
+                        for p in segment])
+
+                def finish(planned: _PlannedChunk) -> None:
+                    stored = {work.p.column: _finish_segments(work, planned.keys, store, bar,
+                                                              result)
+                              for work in planned.segments}
                     if corpus:
-                        _collect_corpus(corpus, by_system, chunk, keys, stored)
+                        _collect_corpus(corpus, by_system, planned.samples, planned.keys, stored)
                     if sink is not None:
-                        sink.write(build_table(chunk, prepared, store, hashes=hashes,
+                        sink.write(build_table(planned.samples, prepared, store,
+                                               hashes=planned.hashes,
                                                human_names=surveyed.human_names, stored=stored))
+
+                # One chunk ahead: the next chunk is read and its worker batches sent before
+                # this one is finished, so workers do not wait while the parent commits,
+                # builds the table and reads on.
+                pending: _PlannedChunk | None = None
+                for chunk in _chunks(read(), chunk_rows or CHUNK_ROWS):
+                    rows += len(chunk)
+                    planned = plan(chunk)
+                    if pending is not None:
+                        finish(pending)
+                    pending = planned
+                if pending is not None:
+                    finish(pending)
             if rows != surveyed.rows or keys_digest.digest() != surveyed.keys_digest.digest():
                 raise InputError("the input changed while it was being scored: run again on a "
                                  "file that no other program is writing")
@@ -346,7 +365,25 @@ def _chunks(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
         yield chunk
 
 
-def _run_segments(
+@dataclass
+class _PlannedSegments:
+    """One segment-level metric's work on one chunk: what the store lacks, in batches, and
+    where their outcomes come from (workers already sent them, or None: in process)."""
+
+    p: PreparedMetric
+    batches: list[list[tuple[Sample, str]]]
+    from_workers: Iterator[tuple[list[Outcome], float | None]] | None
+
+
+@dataclass
+class _PlannedChunk:
+    samples: list[Sample]
+    hashes: list[str]
+    keys: list[SampleKey]
+    segments: list[_PlannedSegments]
+
+
+def _plan_segments(
     p: PreparedMetric,
     samples: Sequence[Sample],
     keys: Sequence[SampleKey],
@@ -355,9 +392,9 @@ def _run_segments(
     bar: Any,
     result: RunResult,
     scheduler: Scheduler | None = None,
-) -> dict[SampleKey, Score]:
-    """Score what the store lacks of these samples, in process or in `scheduler`'s workers;
-    return their stored scores."""
+) -> _PlannedSegments:
+    """What the store lacks of these samples, in batches; batches for `scheduler`'s workers
+    are sent now."""
     done = store.lookup(p.signature, keys) if resume else {}
     todo = [
         (s, key[2]) for s, key in zip(samples, keys, strict=True)
@@ -369,10 +406,18 @@ def _run_segments(
     batches = [todo[start : start + size] for start in range(0, len(todo), size)]
     from_workers = None if scheduler is None else scheduler.scored(
         p, len(samples), [[s for s, _ in chunk] for chunk in batches])
-    for chunk in batches:
+    return _PlannedSegments(p, batches, from_workers)
+
+
+def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: Store,
+                     bar: Any, result: RunResult) -> dict[SampleKey, Score]:
+    """Score (or collect from the workers) and commit each planned batch; return the stored
+    scores of the chunk."""
+    p = work.p
+    for chunk in work.batches:
         batch = [s for s, _ in chunk]
-        if from_workers is not None:
-            outcomes, elapsed = next(from_workers)
+        if work.from_workers is not None:
+            outcomes, elapsed = next(work.from_workers)
             store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
                       [h for _, h in chunk], elapsed)
             result.computed += len(batch)
