@@ -27,16 +27,17 @@ import time
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 from judgebench.errors import InputError
-from judgebench.models import SAMPLE_FIELDS, Sample
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pydantic import BaseModel, ValidationError
+
+    from judgebench.models import Sample
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 KEY = ("item", "system")
@@ -84,8 +85,22 @@ def mapping_fields(model: type[BaseModel]) -> tuple[str, ...]:
     )
 
 
-LIST_FIELDS: dict[str, Any] = list_fields(Sample)
-MAPPING_FIELDS: tuple[str, ...] = mapping_fields(Sample)
+class SampleShape(NamedTuple):
+    """The Sample fields, those whose type admits a list (with the element type) and those
+    whose type admits a dict."""
+
+    names: frozenset[str]
+    lists: dict[str, Any]
+    mappings: tuple[str, ...]
+
+
+@cache
+def sample_shape() -> SampleShape:
+    """Found from the Sample model when first needed: reading a scores table needs no
+    pydantic model (`meta-eval` starts faster without one)."""
+    from judgebench.models import SAMPLE_FIELDS, Sample
+
+    return SampleShape(frozenset(SAMPLE_FIELDS), list_fields(Sample), mapping_fields(Sample))
 
 
 # -- generations ----------------------------------------------------------------------------
@@ -188,6 +203,8 @@ def samples_from_frame(frame: pd.DataFrame) -> list[Sample]:
 def samples_from_records(records: Iterable[Sample | Mapping[str, Any]]) -> list[Sample]:
     """Samples as given and dicts normalised exactly as JSONL lines (`tabular=False`); errors
     name `row N` (1-based)."""
+    from judgebench.models import Sample
+
     numbered: list[tuple[int, Sample]] = []
     for number, record in enumerate(records, start=1):
         if isinstance(record, Sample):
@@ -226,6 +243,10 @@ def to_sample(
 ) -> Sample:
     """`normalize_record`, then validation; every problem is an InputError naming the file (if
     any), the line or row, and the field."""
+    from pydantic import ValidationError
+
+    from judgebench.models import Sample
+
     fields = normalize_record(record, tabular=tabular, path=path, line=line, row=row)
     try:
         return Sample.model_validate(fields)
@@ -253,13 +274,15 @@ def normalize_record(
       booleans and text that is not a number are errors naming the field `human.x`.
     With `tabular` (CSV, Parquet, DataFrame: cells are text, or typed by a table), also:
     - an empty string is missing;
-    - in a field whose type admits a list (`LIST_FIELDS`, found from the Sample model), a string
-      starting with '[' is a list: JSON first, then a Python literal (`ast.literal_eval`, never
-      `eval`), and it must be a list of the field's element type, else an InputError;
-    - in a dict field (`MAPPING_FIELDS`), a string is JSON or a Python dict literal.
+    - in a field whose type admits a list (`sample_shape().lists`, from the Sample model), a
+      string starting with '[' is a list: JSON first, then a Python literal
+      (`ast.literal_eval`, never `eval`), and it must be a list of the field's element type,
+      else an InputError;
+    - in a dict field (`sample_shape().mappings`), a string is JSON or a Python dict literal.
     Without `tabular` (JSONL, dicts), strings are kept as written: JSON has lists and objects.
     """
     where = {"path": path, "line": line, "row": row}
+    shape = sample_shape()
     fields: dict[str, Any] = {}
     nested: dict[str, dict[str, tuple[str, Any]]] = {}
     for column, raw in record.items():
@@ -271,9 +294,9 @@ def normalize_record(
         if dot and head == "human":
             _put(nested, head, key, name,
                  human_value(raw, tabular=tabular, where=where, field=name), where)
-        elif dot and head in MAPPING_FIELDS:
+        elif dot and head in shape.mappings:
             _put(nested, head, key, name, value, where)
-        elif name in MAPPING_FIELDS:
+        elif name in shape.mappings:
             # A dict written as text in a cell is JSON (or a literal): its values are typed.
             typed_cell = tabular and not isinstance(value, str)
             if tabular and isinstance(value, str):
@@ -286,9 +309,9 @@ def normalize_record(
                     _put(nested, name, str(inner_key), name, inner, where)
             elif value is not None:
                 fields[name] = value  # the wrong type: validation names it
-        elif name in SAMPLE_FIELDS:
-            if tabular and name in LIST_FIELDS and _starts_a_list(value):
-                value = _parse_list_cell(value, name, LIST_FIELDS[name], where)
+        elif name in shape.names:
+            if tabular and name in shape.lists and _starts_a_list(value):
+                value = _parse_list_cell(value, name, shape.lists[name], where)
             if value is not None:
                 fields[name] = value
         elif value is not None:
@@ -445,7 +468,10 @@ def _validation_error(exc: ValidationError, *, path: str | None, line: int | Non
     if error["type"] == "missing":
         message = "required field is missing"
     else:
-        if len(error["loc"]) > 1 and head in Sample.model_fields and head not in MAPPING_FIELDS:
+        from judgebench.models import Sample
+
+        if len(error["loc"]) > 1 and head in Sample.model_fields \
+                and head not in sample_shape().mappings:
             # A union (`str | list[str] | None`) fails once per member; name the whole type.
             message = f"expected {_type_name(Sample.model_fields[head].annotation)}"
         if "input" in error:
@@ -460,7 +486,7 @@ def _field_of(loc: tuple[int | str, ...]) -> str | None:
     if not loc:
         return None
     head = str(loc[0])
-    return f"{head}.{loc[1]}" if head in MAPPING_FIELDS and len(loc) > 1 else head
+    return f"{head}.{loc[1]}" if head in sample_shape().mappings and len(loc) > 1 else head
 
 
 def _records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -21,10 +21,10 @@ import judgebench
 from judgebench.cli import cli
 from judgebench.errors import InputError
 from judgebench.io import (
-    LIST_FIELDS,
     current_umask,
     list_fields,
     read_samples,
+    sample_shape,
     write_table,
     write_text,
 )
@@ -75,7 +75,7 @@ def _nasty_text(rng: random.Random) -> str:
     return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
 
 
-@pytest.mark.parametrize("field", sorted(LIST_FIELDS))
+@pytest.mark.parametrize("field", sorted(sample_shape().lists))
 def test_random_list_cells_round_trip_through_pandas_csv_and_json_cells(
     tmp_path: Path, field: str
 ) -> None:
@@ -113,7 +113,7 @@ BAD_CELLS = {
 }
 
 
-@pytest.mark.parametrize("field", sorted(LIST_FIELDS))
+@pytest.mark.parametrize("field", sorted(sample_shape().lists))
 @pytest.mark.parametrize("case", sorted(BAD_CELLS))
 def test_a_bad_list_cell_names_file_line_and_field(tmp_path: Path, case: str,
                                                    field: str) -> None:
@@ -172,7 +172,7 @@ class _Future(BaseModel):
 
 def test_list_fields_are_found_from_the_model_not_a_fixed_tuple() -> None:
     assert list_fields(_Future) == {"tags": str, "weights": float, "anything": Any}
-    assert list_fields(Sample) == {"reference": str, "context": str} == LIST_FIELDS
+    assert list_fields(Sample) == {"reference": str, "context": str} == sample_shape().lists
 
 
 # -- 2. the Python API reads like the file reader ---------------------------------------------

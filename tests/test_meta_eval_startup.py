@@ -145,3 +145,15 @@ def test_a_boolean_in_a_column_of_objects_is_still_refused() -> None:
     numeric = pd.DataFrame({"b": [1, 2, 3]})
     numeric_columns(numeric, ["b"], "t.csv")
     assert numeric["b"].dtype == float and numeric["b"].tolist() == [1.0, 2.0, 3.0]
+
+
+def test_meta_eval_with_a_sidecar_imports_no_pydantic_model(scored: Path) -> None:
+    # Reading a scores table needs no Sample model: pydantic stays out of a meta-eval process.
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('LOADED', sorted(m for m in ('pydantic', "
+            "'judgebench.models') if m in sys.modules)))\n"
+            "from judgebench.cli import main\n"
+            "main(['meta-eval', sys.argv[1], '--human', 'human.relevance', '--level', 'system'])")
+    proc = subprocess.run([sys.executable, "-c", code, str(scored / "scores.csv")],
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "LOADED []", proc.stderr
