@@ -4,7 +4,9 @@ sacrebleu `sentence_chrf` loop, and a no-op `--resume`, at several sizes.
 Inputs are SummEval (1,600 rows, 11 references each) repeated under new item ids. Every
 command runs as a fresh process; wall time of the whole command; memory two ways: the
 largest single process (`ru_maxrss` of RUSAGE_CHILDREN, from a wrapper process per command)
-and the peak of the summed RSS of the process and its workers (psutil, sampled every 50 ms).
+and the peak of the summed RSS of the process and its workers (psutil, sampled every 50 ms);
+CPU seconds of the command and its workers (RUSAGE_CHILDREN), which a shared machine's load
+changes much less than wall time.
 The script checks that both worker counts wrote the same table and corpus file.
 
     python benchmarks/bench_workers.py [--rows 1600 20000] [--json benchmarks/out/workers.json]
@@ -52,9 +54,9 @@ while child.poll() is None:
     time.sleep(0.05)
 if child.returncode:
     sys.exit(child.returncode)
-largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"seconds": time.perf_counter() - t, "tree_mib": peak / 2**20,
-                  "max_process_mib": largest}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "tree_mib": peak / 2**20, "max_process_mib": usage.ru_maxrss / 1024}))
 '''
 
 
@@ -68,7 +70,8 @@ def generate(path: Path, rows: int) -> None:
 
 
 def measure(command: list[str]) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'plugins'}"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # a user's shell
+    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{REPO / 'plugins'}"
     done = subprocess.run([sys.executable, "-c", WRAPPER, *command], env=env, check=True,
                           capture_output=True, text=True)
     return {k: round(v, 2) for k, v in json.loads(done.stdout).items()}
@@ -115,11 +118,12 @@ def main() -> None:
             time.sleep(1)
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
           file=sys.stderr)
-    print("| rows | what | seconds | peak RSS, all processes (MiB) | largest process (MiB) |")
-    print("|---:|---|---:|---:|---:|")
+    print("| rows | what | seconds | CPU seconds, all processes | peak RSS, all processes (MiB) "
+          "| largest process (MiB) |")
+    print("|---:|---|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['rows']:,} | {r['what']} | {r['seconds']} | {r['tree_mib']:.0f} "
-              f"| {r['max_process_mib']:.0f} |")
+        print(f"| {r['rows']:,} | {r['what']} | {r['seconds']} | {r['cpu_s']} "
+              f"| {r['tree_mib']:.0f} | {r['max_process_mib']:.0f} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
