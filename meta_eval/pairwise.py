@@ -81,26 +81,41 @@ def preferences(values: Sequence[Any] | np.ndarray, *, name: str = "label") -> n
         out = series.to_numpy(dtype=float)
         _check_range(out, name, series)
         return out
-    flag = series.map(lambda v: isinstance(v, (bool, np.bool_)))
-    if flag.any():
-        row = int(flag.to_numpy().argmax())
-        raise LabelError(f"{name} row {row}: {series.iloc[row]!r} is a boolean, not a label",
-                         row)
-    words = series.map(lambda v: v.strip().lower() if isinstance(v, str) else None)
-    text = words.notna()
-    out = words.map(WORDS).to_numpy(dtype=float, copy=True)
-    spelt = text & np.isnan(out) & (words != "")  # text that is not a word: a number?
-    out[spelt.to_numpy()] = pd.to_numeric(words[spelt], errors="coerce").to_numpy(dtype=float)
-    unknown = spelt & np.isnan(out)
-    numbers = pd.to_numeric(series.where(~text), errors="coerce").to_numpy(dtype=float)
-    unknown |= ~text & series.notna() & np.isnan(numbers)
-    if unknown.any():
-        row = int(unknown.to_numpy().argmax())
+    if pd.api.types.infer_dtype(series, skipna=True) not in ("string", "empty"):
+        flag = series.map(lambda v: isinstance(v, (bool, np.bool_)))
+        if flag.any():
+            row = int(flag.to_numpy().argmax())
+            raise LabelError(f"{name} row {row}: {series.iloc[row]!r} is a boolean, not a "
+                             "label", row)
+    # Each distinct value is read once: a column of a/b/tie has three.
+    codes, uniques = pd.factorize(series)
+    parsed = np.array([_one_label(v) for v in uniques], dtype=float)
+    bad = np.flatnonzero(np.isinf(parsed))
+    if bad.size:
+        row = int(np.isin(codes, bad).argmax())
         raise LabelError(f"{name} row {row}: unknown label {series.iloc[row]!r}; use a, b, tie "
                          "or a number in [0, 1] (P(A is better))", row)
-    out = np.where(text, out, numbers)
+    out = np.where(codes >= 0, parsed[np.maximum(codes, 0)] if parsed.size else np.nan, np.nan)
     _check_range(out, name, series)
     return out
+
+
+def _one_label(value: Any) -> float:
+    """P(A better) of one value; NaN for an empty cell, inf for what is not a label."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in WORDS:
+            return WORDS[word]
+        if word == "":
+            return float("nan")
+        try:
+            return float(word) if word not in ("inf", "-inf", "+inf", "infinity") else 2.0
+        except ValueError:
+            return float("inf")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+        return number if np.isfinite(number) or np.isnan(number) else 2.0
+    return float("inf")
 
 
 def _check_range(p: np.ndarray, name: str, series: Any) -> None:
