@@ -49,11 +49,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from meta_eval.results import Comparison, _clean
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WORDS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 TIE_POLICIES = ("drop", "half", "class")
@@ -67,7 +70,8 @@ class LabelError(ValueError):
         self.row = row
 
 
-def preferences(values: Sequence[Any] | np.ndarray, *, name: str = "label") -> np.ndarray:
+def preferences(values: Sequence[Any] | np.ndarray | pd.Series, *, name: str = "label"
+                ) -> np.ndarray:
     """Labels to P(A is better) in [0, 1], NaN for missing; LabelError at the first value
     that is neither a, b, tie (any case) nor a number in [0, 1]."""
     import pandas as pd

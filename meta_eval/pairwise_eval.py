@@ -228,15 +228,16 @@ def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np
         raise ValueError(f"unknown tie policy {ties!r}; use one of {TIE_POLICIES}")
     item_index, item_names = pd.factorize(pd.Series(np.asarray(items, dtype=object)))
     n_pairs = len(item_index)
-    if categories is None:
-        cat_index, cat_names = np.zeros(n_pairs, dtype=np.int64), np.array([None])
-    else:
-        cat_index, cat_names = pd.factorize(pd.Series(np.asarray(categories, dtype=object)))
+    cat_index: np.ndarray = np.zeros(n_pairs, dtype=np.int64)
+    cat_names: np.ndarray = np.array([None])
+    if categories is not None:
+        cat_index, found = pd.factorize(pd.Series(np.asarray(categories, dtype=object)))
+        cat_names = np.asarray(found, dtype=object)
         if (cat_index < 0).any():
             raise ValueError("a pair has no category")
     n_items, n_cats = len(item_names), len(cat_names)
-    group, group_keys = pd.factorize(pd.Series(item_index * n_cats + cat_index))
-    group_keys = np.asarray(group_keys, dtype=np.int64)
+    group, keys = pd.factorize(pd.Series(item_index * n_cats + cat_index))
+    group_keys = np.asarray(keys, dtype=np.int64)
     group_item, group_cat = group_keys // n_cats, group_keys % n_cats
 
     plan = _Plan(_Sums(np.asarray(group), len(group_keys)))
@@ -400,7 +401,7 @@ def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, np.ndarray], t
 
 def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
                   ) -> PairwiseResult:
-    if r.statistic != "accuracy" or r.human not in rankings or \
+    if r.statistic != "accuracy" or r.human is None or r.human not in rankings or \
             r.category != (MACRO if by else None) or r.judge == CEILING:
         return r
     return PairwiseResult(r.judge, r.human, r.statistic, r.category, r.result,

@@ -41,7 +41,7 @@ def label_of(v: object) -> str | None:
 
 
 def random_column(rng: np.random.Generator, n: int, missing: float = 0.1) -> list[object]:
-    out = []
+    out: list[object] = []
     for _ in range(n):
         if rng.random() < missing:
             out.append(None)
@@ -201,7 +201,7 @@ def test_preferences_read_words_numbers_and_refuse_the_rest():
     assert got[:5].tolist() == [1.0, 0.0, 0.5, 0.7, 0.25]
     assert np.isnan(got[5:8]).all() and got[8:].tolist() == [0.0, 1.0]
     assert hard_labels(np.array([0.7, 0.5, 0.3, np.nan, 0.5000001])).tolist()[:3] == [1, 0, -1]
-    with pytest.raises(LabelError, match="row 2: 1.5 is not in \\[0, 1\\]") as info:
+    with pytest.raises(LabelError, match=r"row 2: 1.5 is not in \[0, 1\]") as info:
         preferences([0.2, 0.4, 1.5])
     assert info.value.row == 2
     with pytest.raises(LabelError, match="row 1") as info:
@@ -244,10 +244,10 @@ def loop_ceiling(raters: list[list[object]], judge: list[str | None], ties: str
         own = [label_of(v) for v in raw]
         reference = []
         for k in range(len(own)):
-            others = [p_of(o[k]) for i, o in enumerate(raters) if i != r
-                      and p_of(o[k]) is not None]
+            others = [p for i, o in enumerate(raters) if i != r
+                      and (p := p_of(o[k])) is not None]
             mean = sum(others) / len(others) if others else None
-            reference.append(None if mean is None else label_of(mean))  # type: ignore
+            reference.append(None if mean is None else label_of(mean))
         per_rater.append(loop_mean([loop_credit(g, v, ties)
                                     for g, v in zip(reference, own, strict=True)]))
         per_judge.append(loop_mean([loop_credit(g, v, ties)

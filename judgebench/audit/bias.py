@@ -92,7 +92,7 @@ def verdicts(values: Sequence[float | None], center: float) -> np.ndarray:
     return out
 
 
-def _labels(signs: Sequence[Any]) -> list[Any]:
+def _labels(signs: Sequence[Any] | np.ndarray) -> list[Any]:
     """Signs (>0: A, <0: B, 0: tie), as verdicts and human labels are here, to the labels
     meta_eval reads (a, b, tie; a number there is P(A better)); text labels pass through."""
     words = {1.0: "a", -1.0: "b", 0.0: "tie"}

@@ -178,7 +178,8 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
             raise InputError("a pair without a category", path=where, field=by,
                              **_where(frame, where, int(empty.to_numpy().argmax())))
         categories = frame[by].astype(str).to_numpy()
-    names = list(dict.fromkeys(judges)) or default_judges(frame, [*humans, *([by] if by else [])], log)
+    exclude = [*humans, *([by] if by else [])]
+    names = list(dict.fromkeys(judges)) or default_judges(frame, exclude, log)
     if not names:
         raise InputError("no judge columns (<spec>, <spec>.ab, <spec>.ba): name them with "
                          "--judge", path=where)
