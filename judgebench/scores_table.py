@@ -220,7 +220,6 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
 
     if frame is None:
         frame = read_table(path, key=key)
-    from judgebench.services.pairwise import refuse_pairwise; refuse_pairwise(frame, path)  # noqa: E702, I001
     sidecar = read_sidecar(path)
     corpus = corpus_from_records((sidecar or {}).get("corpus") or [],
                                  where=f"{path}.meta.json")
