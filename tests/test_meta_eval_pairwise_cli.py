@@ -182,3 +182,38 @@ def test_numeric_meta_eval_of_a_pairwise_table_says_use_pairwise(tmp_path):
     assert "--pairwise" in proc.stderr and "field 'system'" in proc.stderr
     proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.p", "--metric", "m")
     assert proc.returncode == 2 and "--judge" in proc.stderr
+
+
+def test_jsonl_soft_preferences_compare_by_category_and_text_cis(tmp_path):
+    rng = np.random.default_rng(4)
+    lines = []
+    for k in range(120):
+        p = float(rng.choice([0.1, 0.3, 0.5, 0.7, 0.9]))  # AlpacaEval-style soft preference
+        gold = "a" if p > 0.5 else "b" if p < 0.5 else "tie"
+        wrong = {"a": "b", "b": "a", "tie": "a"}[gold]
+        lines.append(json.dumps({
+            "item": k // 3, "system_a": "x", "system_b": "y", "category": f"c{k % 2}",
+            "human.pref": p, "sharp.ab": gold if rng.random() < 0.95 else wrong,
+            "sharp.ba": gold if rng.random() < 0.95 else wrong,
+            "blunt": gold if rng.random() < 0.55 else wrong}))
+    path = write(tmp_path, "\n".join(lines) + "\n", "pairs.jsonl")
+    out = pairwise_json(str(path), "--human", "human.pref", "--by", "category", "--compare")
+    clusters = {r["metric"]: r["cluster"] for r in out if "cluster" in r}
+    assert clusters == {"sharp": 1, "blunt": 2}
+    assert all(r["category"] == "(macro)" for r in out if "cluster" in r)
+    frame = pd.read_json(path, lines=True)
+    hard = np.where(frame["human.pref"] > 0.5, "a", np.where(frame["human.pref"] < 0.5, "b",
+                                                              "tie"))
+    for c in ("c0", "c1"):
+        keep = (frame["category"] == c).to_numpy() & (hard != "tie")
+        row = next(r for r in out if r["metric"] == "blunt" and r["category"] == c
+                   and r["statistic"] == "accuracy")
+        assert row["value"] == pytest.approx((frame["blunt"][keep] == hard[keep]).mean())
+    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.pref",
+                   "--bootstrap", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert "human.pref · human ties drop" in proc.stdout and "[" in proc.stdout
+    bad = write(tmp_path, json.dumps({"item": 1, "system_a": "x", "system_b": "y",
+                                      "human.pref": True, "j": "a"}) + "\n", "bad.jsonl")
+    proc = run_cli("meta-eval", str(bad), "--pairwise", "--human", "human.pref")
+    assert proc.returncode == 2 and "line 1, field 'human.pref'" in proc.stderr
