@@ -182,6 +182,8 @@ def test_numeric_meta_eval_of_a_pairwise_table_says_use_pairwise(tmp_path):
     assert "--pairwise" in proc.stderr and "field 'system'" in proc.stderr
     proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.p", "--metric", "m")
     assert proc.returncode == 2 and "--judge" in proc.stderr
+    proc = run_cli("meta-eval", str(path), "--human", "human.p", "--judge", "m")
+    assert proc.returncode == 2 and "need --pairwise" in proc.stderr
 
 
 def test_jsonl_soft_preferences_compare_by_category_and_text_cis(tmp_path):

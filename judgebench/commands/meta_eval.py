@@ -102,6 +102,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
                      resamples=resamples, alpha=alpha, as_json=as_json, log=_log)
         return
+    if judges or by:
+        raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
     from judgebench.services.meta_eval import meta_eval
 
     result = meta_eval(scores, humans=humans, metrics=metrics, level=level, grouping=grouping,
