@@ -56,6 +56,15 @@ Agreement (`agreement`, `pairwise`)
     pairwise_agreement(*, human, verdict_ab, verdict_ba) -> PairwiseAgreement
         Judge accuracy per presentation order, in both orders, positional consistency,
         tie rates.
+    preferences(values, *, name) -> P(A better) in [0, 1] (a, b, tie or a number in [0, 1]).
+    evaluate_pairwise(*, judges={name: Verdicts(ab=, ba=, combined=)}, humans, items,
+                      categories=None, ties="drop" | "half" | "class", bootstrap=0, ci=0.95,
+                      seed=0, compare=False) -> PairwiseEvaluation
+        accuracy-ab/-ba, accuracy, both-correct, consistency, tie-rate, kappa-orders and
+        kappa of every judge, per category and macro-averaged, item-bootstrap CIs, the
+        leave-one-annotator-out ceiling, McNemar / sign-flip significance clusters.
+    paired_sign_test(*, credit_a, credit_b) -> Comparison (exact McNemar where credit is
+        binary, else a sign-flip permutation test).
 """
 
 from __future__ import annotations
@@ -69,7 +78,13 @@ if TYPE_CHECKING:
     from meta_eval.correlation import group_values
     from meta_eval.levels import GROUPINGS, LEVELS, bootstrap_values, evaluate
     from meta_eval.pairs import TIE_RTOL, PairCounts, pair_counts, snap
-    from meta_eval.pairwise import PairwiseAgreement, pairwise_agreement
+    from meta_eval.pairwise import (
+        PairwiseAgreement,
+        paired_sign_test,
+        pairwise_agreement,
+        preferences,
+    )
+    from meta_eval.pairwise_eval import PairwiseEvaluation, Verdicts, evaluate_pairwise
     from meta_eval.results import Comparison, RankedMetric, Ranking, Result
     from meta_eval.significance import (
         compare,
@@ -93,24 +108,29 @@ __all__ = [
     "Comparison",
     "PairCounts",
     "PairwiseAgreement",
+    "PairwiseEvaluation",
     "RankedMetric",
     "Ranking",
     "Result",
     "ScoreMatrices",
     "Statistic",
+    "Verdicts",
     "bootstrap_values",
     "calibrate_epsilon",
     "calibrate_groups",
     "cohen_kappa",
     "compare",
     "evaluate",
+    "evaluate_pairwise",
     "group_values",
     "human_ceiling",
     "krippendorff_alpha",
     "pair_counts",
+    "paired_sign_test",
     "pairwise_accuracy",
     "pairwise_agreement",
     "permutation_test",
+    "preferences",
     "score_matrices",
     "significance_clusters",
     "snap",
@@ -130,6 +150,11 @@ _WHERE = {
     "LEVELS": ("meta_eval.levels", "LEVELS"),
     "PairCounts": ("meta_eval.pairs", "PairCounts"),
     "PairwiseAgreement": ("meta_eval.pairwise", "PairwiseAgreement"),
+    "PairwiseEvaluation": ("meta_eval.pairwise_eval", "PairwiseEvaluation"),
+    "Verdicts": ("meta_eval.pairwise_eval", "Verdicts"),
+    "evaluate_pairwise": ("meta_eval.pairwise_eval", "evaluate_pairwise"),
+    "paired_sign_test": ("meta_eval.pairwise", "paired_sign_test"),
+    "preferences": ("meta_eval.pairwise", "preferences"),
     "RankedMetric": ("meta_eval.results", "RankedMetric"),
     "Ranking": ("meta_eval.results", "Ranking"),
     "Result": ("meta_eval.results", "Result"),

@@ -512,6 +512,26 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                                  **{k: v for k, v in options.items()
                                     if k in ("epsilon", "permutations")}).value
                   for name in names}
+
+    def test(better: str, worse: str) -> Comparison:
+        test_seed = int(np.random.SeedSequence([seed, names.index(better),
+                                                names.index(worse)]).generate_state(1)[0])
+        return compare(statistic, human=human, metric_a=metrics[better],
+                       metric_b=metrics[worse], level=level, grouping=grouping,
+                       method=method, **({"seed": test_seed, "alpha": alpha} | options
+                                         if method == "permutation" else {}))
+
+    return assign_clusters({name: values[name] for name in names}, test, alpha=alpha,
+                           method=method, progress=progress)
+
+
+def assign_clusters(values: Mapping[str, float], test: Callable[[str, str], Comparison], *,
+                    alpha: float = 0.05, method: str = "permutation",
+                    progress: Callable[[str, str], None] | None = None) -> Ranking:
+    """The WMT cluster walk over `values` ({name: statistic}, higher is better): sorted best
+    first, a new cluster opens when `test(better, name)` (H1: better > name) gives
+    p <= alpha for a member of the current cluster. Undefined values are ranked last."""
+    names = list(values)
     order = sorted(names, key=lambda n: (not np.isfinite(values[n]), -np.nan_to_num(values[n])))
     p_values: dict[tuple[str, str], float] = {}
     tests: dict[tuple[str, str], Comparison] = {}
@@ -526,12 +546,7 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
         for better in order[start:i]:
             if progress is not None:
                 progress(better, name)
-            test_seed = int(np.random.SeedSequence([seed, names.index(better),
-                                                    names.index(name)]).generate_state(1)[0])
-            result = compare(statistic, human=human, metric_a=metrics[better],
-                             metric_b=metrics[name], level=level, grouping=grouping,
-                             method=method, **({"seed": test_seed, "alpha": alpha} | options
-                                               if method == "permutation" else {}))
+            result = test(better, name)
             p_values[(better, name)] = result.p_value
             tests[(better, name)] = result
             if result.p_value <= alpha:

@@ -103,9 +103,10 @@ def test_pairwise_agreement_by_hand():
     assert got.consistency == pytest.approx(2 / 6)
     assert got.judge_tie_rate == pytest.approx(1 / 12)
     assert got.human_tie_rate == pytest.approx(1 / 5)
-    # The same verdicts given by position (first/second shown) and as numbers.
+    # The same verdicts given by position (first/second shown) and as numbers: P(A better)
+    # in [0, 1] (0.5 = tie; a soft 0.7 is a hard A).
     positional = ["b", "a", "b", "a", "a", "a"]
-    numeric = [1, 1, 0, 1, -1, 1]
+    numeric = [1, 0.7, 0.5, 1, 0, 0.9]
     same = pairwise_agreement(human=human, verdict_ab=numeric, verdict_ba=positional,
                               ba_positional=True)
     assert same == got
@@ -114,3 +115,6 @@ def test_pairwise_agreement_by_hand():
 def test_pairwise_agreement_rejects_unknown_labels():
     with pytest.raises(ValueError, match="verdict_ab row 1"):
         pairwise_agreement(human=["a", "b"], verdict_ab=["a", "maybe"], verdict_ba=["a", "b"])
+    # A number is P(A is better): a sign (-1) is outside [0, 1] and refused, naming the row.
+    with pytest.raises(ValueError, match=r"human row 1: -1(\.0)? is not in \[0, 1\]"):
+        pairwise_agreement(human=[1, -1], verdict_ab=["a", "b"], verdict_ba=["a", "b"])

@@ -92,6 +92,14 @@ def verdicts(values: Sequence[float | None], center: float) -> np.ndarray:
     return out
 
 
+def _labels(signs: Sequence[Any] | np.ndarray) -> list[Any]:
+    """Signs (>0: A, <0: B, 0: tie), as verdicts and human labels are here, to the labels
+    meta_eval reads (a, b, tie; a number there is P(A better)); text labels pass through."""
+    words = {1.0: "a", -1.0: "b", 0.0: "tie"}
+    return [v if v is None or isinstance(v, str) or not math.isfinite(v)
+            else words[float(np.sign(v))] for v in signs]
+
+
 def swap(s: Sample) -> Sample:
     return s.model_copy(update={"output_a": s.output_b, "output_b": s.output_a,
                                 "system_a": s.system_b, "system_b": s.system_a,
@@ -131,8 +139,8 @@ def position(pairs: Sequence[Sample], score: ScoreFn, *, judge: str, center: flo
                    {"tie_rate": ties}),
     ]
     if human is not None and any(h is not None for h in human):
-        agreement = meta_eval.pairwise_agreement(human=list(human), verdict_ab=list(ab),
-                                                 verdict_ba=list(ba))
+        agreement = meta_eval.pairwise_agreement(human=_labels(human), verdict_ab=_labels(ab),
+                                                 verdict_ba=_labels(ba))
         out.append(BiasResult(judge, "position", "accuracy_both_orders",
                               agreement.accuracy_both, agreement.n_both,
                               f"agreement with people in both orders (A first "

@@ -71,13 +71,39 @@ def _log(message: str) -> None:
               help="Permutations per system pair inside SPA.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of results.")
+@click.option("--pairwise", is_flag=True,
+              help="SCORES is a pairwise table (item, system_a, system_b, human.* "
+                   "preferences, <judge>, <judge>.ab, <judge>.ba verdicts): judge accuracy "
+                   "per order, consistency, tie rate and kappas.")
+@click.option("--judge", "judges", multiple=True, metavar="SPEC",
+              help="--pairwise: judge (columns SPEC, SPEC.ab, SPEC.ba); repeatable. Default: "
+                   "every .ab/.ba pair and every other column holding verdicts only.")
+@click.option("--by", metavar="COL", help="--pairwise: every statistic per value of COL "
+              "(e.g. category) and macro-averaged.")
+@click.option("--human-ties", type=click.Choice(("drop", "half", "class")), default="drop",
+              show_default=True, help="--pairwise: pairs people called a tie: drop = left "
+              "out of accuracy; half = a tie on one side earns 0.5; class = a third class.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
             corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
             compare: bool, method: str, resamples: int, alpha: float,
-            raters: tuple[str, ...], permutations: int, seed: int, as_json: bool) -> None:
-    """Correlate metric columns of SCORES (a wide scores table) with human judgments."""
+            raters: tuple[str, ...], permutations: int, seed: int, as_json: bool,
+            pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str) -> None:
+    """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
+    with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
+    if pairwise:
+        if metrics or raters:
+            raise click.UsageError("--pairwise takes --judge (not --metric) and several "
+                                   "--human columns (not --rater)")
+        from judgebench.commands.meta_eval_pairwise import run_pairwise
+
+        run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
+                     bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
+                     resamples=resamples, alpha=alpha, as_json=as_json, log=_log)
+        return
+    if judges or by:
+        raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
     from judgebench.services.meta_eval import meta_eval
 
     result = meta_eval(scores, humans=humans, metrics=metrics, level=level, grouping=grouping,

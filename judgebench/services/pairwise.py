@@ -1,0 +1,201 @@
+"""The pairwise meta-eval service: what `judgebench meta-eval PAIRS --pairwise` computes.
+
+`pairwise_meta_eval(pairs, humans=[...])` reads a pairwise table (one row per compared pair:
+item, system_a, system_b, optional category, human.* preferences and per judge `<spec>`,
+`<spec>.ab`, `<spec>.ba` verdicts; DESIGN.md), checks every label before any work, and runs
+`meta_eval.pairwise_eval.evaluate_pairwise`. Its rows' `to_dict()` are the `--json` objects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.columns import _where
+from judgebench.errors import InputError
+from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
+from meta_eval.pairwise_eval import CEILING, PairwiseResult, Verdicts, evaluate_pairwise
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+Log = Callable[[str], None]
+PAIR_KEY = ("item", "system_a", "system_b")
+ORDERS = (".ab", ".ba")
+VERSUS = re.compile(r".+\svs\.?\s.+")
+NOT_JUDGES = frozenset({*PAIR_KEY, "system", "category", "input", "output_a", "output_b",
+                        "reference", "source", "context", "metadata"})
+
+
+def refuse_pairwise(frame: pd.DataFrame, path: str | Path) -> None:
+    """For the numeric (wide) readers: a table of pairs gets an error saying --pairwise."""
+    pairwise = {"system_a", "system_b"} <= set(frame.columns)
+    if "system" in frame.columns and not pairwise:
+        systems = frame["system"].dropna().astype(str)
+        pairwise = bool(len(systems)) and bool(systems.map(VERSUS.fullmatch).notna().all())
+    if pairwise:
+        raise InputError("this looks like a pairwise table (one row per compared pair: "
+                         "system_a/system_b or systems named 'X vs Y'); use "
+                         "`judgebench meta-eval PAIRS --pairwise`", path=str(path),
+                         field="system")
+
+
+def read_pairs(path: str | Path) -> pd.DataFrame:
+    """A pairwise table, keyed by (item, system_a, system_b); a wide scores table is refused."""
+    from judgebench.io import read_table
+
+    frame = read_table(path, key=None, text_columns=(*PAIR_KEY, "category"))
+    check_pairs(frame, str(path))
+    return frame
+
+
+def check_pairs(frame: pd.DataFrame, where: str) -> None:
+    if "system" in frame.columns and not {"system_a", "system_b"} & set(frame.columns):
+        raise InputError("this is a wide scores table (item, system); --pairwise reads a "
+                         "pairwise table with item, system_a and system_b columns",
+                         path=where, field="system_a")
+    for column in PAIR_KEY:
+        if column not in frame.columns:
+            raise InputError(f"a pairwise table needs columns {', '.join(PAIR_KEY)}; columns "
+                             f"are {list(frame.columns)}", path=where, field=column)
+        empty = frame[column].isna() | (frame[column].astype(str).str.strip() == "")
+        if empty.any():
+            raise InputError("empty cell in a key column", path=where, field=column,
+                             **_where(frame, where, int(empty.to_numpy().argmax())))
+        frame[column] = frame[column].astype(str)
+
+
+def labels(frame: pd.DataFrame, column: str, where: str) -> np.ndarray:
+    """P(A better) of one column; InputError naming file, line/row and column."""
+    if column not in frame.columns:
+        raise InputError(f"no such column; columns are {list(frame.columns)}", path=where,
+                         field=column)
+    try:
+        return preferences(frame[column], name=column)
+    except LabelError as exc:
+        value = frame[column].iloc[exc.row]
+        value = value.item() if hasattr(value, "item") else value
+        raise InputError(f"{value!r} is not a verdict: use a, b, tie or a number in [0, 1] "
+                         "(P(A is better), 0.5 = tie)", path=where, field=column,
+                         **_where(frame, where, exc.row)) from None
+
+
+def default_judges(frame: pd.DataFrame, exclude: Sequence[str], log: Log) -> list[str]:
+    """Every `<name>.ab`/`<name>.ba` judge, then every other column whose values are all
+    verdicts (not human.*, keys or `exclude`)."""
+    skip = {*NOT_JUDGES, *exclude}
+    columns = [c for c in frame.columns if c not in skip and not str(c).startswith("human.")]
+    ordered = [str(c)[:-3] for c in columns if str(c).endswith(ORDERS)]
+    judges = list(dict.fromkeys(ordered))
+    for column in columns:
+        name = str(column)
+        if name in judges or name.endswith(ORDERS) or frame[column].isna().all():
+            continue
+        try:
+            preferences(frame[column], name=name)
+        except LabelError:
+            log(f"column {name!r} is not a verdict column; left out")
+            continue
+        judges.append(name)
+    return judges
+
+
+def judge_verdicts(frame: pd.DataFrame, judge: str, where: str) -> Verdicts:
+    found = {suffix: f"{judge}{suffix}" in frame.columns for suffix in ("", *ORDERS)}
+    if not any(found.values()):
+        raise InputError(f"no column {judge!r}, {judge + '.ab'!r} or {judge + '.ba'!r}; "
+                         f"columns are {list(frame.columns)}", path=where, field=judge)
+    read = {s: labels(frame, f"{judge}{s}", where) if found[s] else None for s in found}
+    return Verdicts(ab=read[".ab"], ba=read[".ba"], combined=read[""])
+
+
+@dataclass(frozen=True)
+class PairwiseRow:
+    """One statistic of one judge (or the human ceiling) in the run's setting."""
+
+    result: PairwiseResult
+    ties: str
+    by: str | None
+    alpha: float
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        out: dict[str, Any] = {"metric": r.judge, "human": r.human,
+                               **r.result.to_dict(),
+                               "grouping": self.by or "none", "human_ties": self.ties}
+        if self.by is None:
+            out.pop("category", None)
+        if r.ceiling_fraction is not None:
+            out["ceiling_fraction"] = r.ceiling_fraction
+        if r.cluster is not None:
+            out |= {"cluster": r.cluster, "cluster_test": "mcnemar/sign-flip",
+                    "alpha": self.alpha}
+        return out
+
+
+@dataclass(frozen=True)
+class PairwiseMetaEvalResult:
+    rows: list[PairwiseRow]
+    judges: list[str]
+    humans: list[str]
+    pairs: int
+    items: int
+    compare: bool
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.rows]
+
+
+def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str],
+                       judges: Sequence[str] = (), by: str | None = None,
+                       human_ties: str = "drop", bootstrap: int = 0, ci: float = 0.95,
+                       seed: int = 0, compare: bool = False, resamples: int = 1000,
+                       alpha: float = 0.05, log: Log | None = None) -> PairwiseMetaEvalResult:
+    """Meta-evaluate pairwise judges as `judgebench meta-eval --pairwise` does."""
+    log = log or (lambda _message: None)
+    if human_ties not in TIE_POLICIES:
+        raise InputError(f"unknown tie policy {human_ties!r}; use one of {TIE_POLICIES}",
+                         field="--human-ties")
+    if not humans:
+        raise InputError("name a human preference column with --human", field="--human")
+    if isinstance(pairs, (str, Path)):
+        where, frame = str(pairs), read_pairs(pairs)
+    else:
+        where, frame = "<DataFrame>", pairs.copy()
+        check_pairs(frame, where)
+    human_p = {h: labels(frame, h, where) for h in dict.fromkeys(humans)}
+    categories = None
+    if by is not None:
+        if by not in frame.columns:
+            raise InputError(f"no such column; columns are {list(frame.columns)}", path=where,
+                             field=by)
+        empty = frame[by].isna()
+        if empty.any():
+            raise InputError("a pair without a category", path=where, field=by,
+                             **_where(frame, where, int(empty.to_numpy().argmax())))
+        categories = frame[by].astype(str).to_numpy()
+    exclude = [*humans, *([by] if by else [])]
+    names = list(dict.fromkeys(judges)) or default_judges(frame, exclude, log)
+    if not names:
+        raise InputError("no judge columns (<spec>, <spec>.ab, <spec>.ba): name them with "
+                         "--judge", path=where)
+    verdicts = {j: judge_verdicts(frame, j, where) for j in names}
+    items = frame["item"].to_numpy()
+    log(f"{len(frame)} pairs over {len(set(items))} items; {len(names)} judge(s) x "
+        f"{len(human_p)} human column(s); human ties: {human_ties}"
+        + (f"; by {by}" if by else ""))
+    evaluation = evaluate_pairwise(judges=verdicts, humans=human_p, items=items,
+                                   categories=categories, ties=human_ties,
+                                   bootstrap=bootstrap, ci=ci, seed=seed,
+                                   compare=compare, resamples=resamples, alpha=alpha)
+    rows = [PairwiseRow(r, human_ties, by, alpha) for r in evaluation.results]
+    return PairwiseMetaEvalResult(rows, names, list(human_p), len(frame),
+                                  len(set(items)), compare and len(names) > 1)
+
+
+__all__ = ["CEILING", "PairwiseMetaEvalResult", "PairwiseRow", "pairwise_meta_eval",
+           "read_pairs", "refuse_pairwise"]

@@ -1,0 +1,408 @@
+"""Every pairwise statistic of every judge, per category, with item-bootstrap CIs, at once.
+
+The statistics (`meta_eval.pairwise`) are ratios of sums over pairs, or Cohen's kappa of a
+confusion matrix, which is also a sum over pairs. So each is computed from per-pair features
+summed per (item, category) group: a bootstrap resample of items with replacement is a
+vector of item counts w, and its sums are w @ (group sums), one matrix product for every
+statistic of every judge and every resample of a block. Resamples draw items (several pairs
+may share an item), seeded; the CI is the percentile interval at level `ci`, as
+`meta_eval.levels.evaluate` reports it.
+
+Judges: `Verdicts(ab=, ba=, combined=)`, each P(A better) per pair (NaN missing) or None.
+A judge without a combined verdict but with both orders is combined as judge.pairwise does:
+the common verdict where the orders agree, a tie where they disagree, the one verdict where
+only one order has one. Statistics needing an order it lacks are not reported.
+
+By category: each statistic per category and their macro average (the mean over the
+categories where it is defined, `n` = categories averaged), as RewardBench and JudgeBench
+report per-subset then averaged accuracy.
+
+Human ceiling (two or more human columns): each rater r is scored against the reference of
+the others, ref_r = hard label of the mean of their P(A better) (a majority vote; rows
+where r or all others are missing drop for r only), with the same credit or kappa; the
+ceiling is the mean over raters. Each judge is scored against the same references and
+`ceiling_fraction` = mean_r judge(ref_r) / ceiling (accuracy-type statistics against the
+accuracy ceiling, kappa against the kappa ceiling), as `meta_eval.agreement.human_ceiling`
+does for correlations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from meta_eval.pairwise import (
+    TIE_POLICIES,
+    credit,
+    hard_labels,
+    kappa_from_counts,
+    paired_sign_test,
+)
+from meta_eval.results import Ranking, Result
+from meta_eval.significance import assign_clusters
+
+STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "both-correct", "consistency",
+              "tie-rate", "kappa-orders", "kappa")
+HUMAN_FREE = ("consistency", "tie-rate", "kappa-orders")  # need no human label
+MACRO = "(macro)"
+CEILING = "(human ceiling)"
+_CELLS = 1 << 22  # item-count cells per bootstrap block
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """One judge: P(A better) per pair for A shown first, B shown first, and combined."""
+
+    ab: np.ndarray | None = None
+    ba: np.ndarray | None = None
+    combined: np.ndarray | None = None
+
+    def orders(self) -> dict[str, np.ndarray]:
+        return {k: hard_labels(v) for k, v in (("ab", self.ab), ("ba", self.ba))
+                if v is not None}
+
+    def combined_labels(self) -> np.ndarray:
+        if self.combined is not None:
+            return hard_labels(self.combined)
+        orders = list(self.orders().values())
+        if len(orders) == 1:
+            return orders[0]
+        ab, ba = orders
+        return np.where(np.isnan(ab), ba, np.where(np.isnan(ba), ab, np.where(ab == ba, ab, 0.0)))
+
+
+@dataclass(frozen=True)
+class PairwiseResult:
+    """One statistic of one judge (or of the raters: judge = CEILING) against one human
+    column (None for the statistics that need none), in one category (None: all pairs)."""
+
+    judge: str
+    human: str | None
+    statistic: str
+    category: str | None
+    result: Result
+    ceiling_fraction: float | None = None
+    cluster: int | None = None
+
+
+@dataclass(frozen=True)
+class PairwiseEvaluation:
+    results: list[PairwiseResult]
+    rankings: dict[str, Ranking] = field(default_factory=dict)  # human -> accuracy ranking
+
+
+class _Sums:
+    """Per-pair features summed per group: columns of a (groups, K) matrix."""
+
+    def __init__(self, group: np.ndarray, n_groups: int):
+        self.group, self.n_groups = group, n_groups
+        self.columns: list[np.ndarray] = []
+
+    def add(self, values: np.ndarray) -> int:
+        v = np.asarray(values, dtype=float)
+        self.columns.append(np.bincount(self.group, weights=np.where(np.isnan(v), 0.0, v),
+                                        minlength=self.n_groups))
+        return len(self.columns) - 1
+
+    def ratio(self, values: np.ndarray) -> tuple[str, list[int]]:
+        """Mean of `values` over the pairs where they are defined."""
+        defined = np.isfinite(values)
+        return "ratio", [self.add(np.where(defined, values, 0.0)), self.add(defined)]
+
+    def kappa(self, x: np.ndarray, y: np.ndarray) -> tuple[str, list[int]]:
+        """Cohen's kappa of hard labels x, y (pairs with both)."""
+        both = np.isfinite(x) & np.isfinite(y)
+        cell = np.where(both, (np.nan_to_num(x) + 1) * 3 + np.nan_to_num(y) + 1, -1)
+        return "kappa", [self.add(cell == k) for k in range(9)]
+
+    def matrix(self) -> np.ndarray:
+        return np.stack(self.columns, axis=1) if self.columns else np.zeros((self.n_groups, 0))
+
+
+@dataclass
+class _Plan:
+    """What to compute: quantities (ratios, kappas) over summed features, and statistics
+    as means of quantities (accuracy: of two)."""
+
+    sums: _Sums
+    quantities: list[tuple[str, list[int]]] = field(default_factory=list)
+    statistics: dict[tuple[Any, ...], list[int]] = field(default_factory=dict)
+
+    def quantity(self, spec: tuple[str, list[int]]) -> int:
+        self.quantities.append(spec)
+        return len(self.quantities) - 1
+
+    def judge(self, name: str, verdicts: Verdicts, human: np.ndarray | None, key: Any,
+              ties: str) -> None:
+        """The statistics of one judge: against `human` (hard labels) under `key`, or the
+        human-free ones (human None)."""
+        orders = verdicts.orders()
+        s, out = self.sums, self.statistics
+        if human is None:
+            if "ab" in orders and "ba" in orders:
+                ab, ba = orders["ab"], orders["ba"]
+                both = np.isfinite(ab) & np.isfinite(ba)
+                out[(name, key, "consistency")] = [self.quantity(
+                    s.ratio(np.where(both, ab == ba, np.nan)))]
+                out[(name, key, "kappa-orders")] = [self.quantity(s.kappa(ab, ba))]
+            pooled = list(orders.values()) or [verdicts.combined_labels()]
+            ties_of = [np.where(np.isfinite(v), v == 0, np.nan) for v in pooled]
+            num = [s.add(np.nan_to_num(t)) for t in ties_of]
+            den = [s.add(np.isfinite(t)) for t in ties_of]
+            tie_rate = ("pooled", [*num, *den])
+            out[(name, key, "tie-rate")] = [self.quantity(tie_rate)]
+            return
+        credits = {k: credit(human=human, verdict=v, ties=ties) for k, v in orders.items()}
+        for order, c in credits.items():
+            out[(name, key, f"accuracy-{order}")] = [self.quantity(s.ratio(c))]
+        if credits:
+            out[(name, key, "accuracy")] = [out[(name, key, f"accuracy-{o}")][0]
+                                            for o in credits]
+        else:
+            out[(name, key, "accuracy")] = [self.quantity(s.ratio(credit(
+                human=human, verdict=verdicts.combined_labels(), ties=ties)))]
+        if len(credits) == 2:
+            both = np.fmin(credits["ab"], credits["ba"])
+            both[np.isnan(credits["ab"]) | np.isnan(credits["ba"])] = np.nan
+            out[(name, key, "both-correct")] = [self.quantity(s.ratio(both))]
+        combined = verdicts.combined_labels()
+        gold = np.where(human == 0, np.nan, human) if ties == "drop" else human
+        out[(name, key, "kappa")] = [self.quantity(s.kappa(combined, gold))]
+
+
+def _finish(plan: _Plan, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Quantity values and counts from summed features (..., K) -> (..., Q) twice."""
+    values = np.empty((*totals.shape[:-1], len(plan.quantities)))
+    counts = np.empty_like(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for q, (kind, cols) in enumerate(plan.quantities):
+            t = totals[..., cols]
+            if kind == "ratio":
+                values[..., q] = np.where(t[..., 1] > 0, t[..., 0] / t[..., 1], np.nan)
+                counts[..., q] = t[..., 1]
+            elif kind == "pooled":
+                half = len(cols) // 2
+                num, den = t[..., :half].sum(axis=-1), t[..., half:].sum(axis=-1)
+                values[..., q] = np.where(den > 0, num / den, np.nan)
+                counts[..., q] = den
+            else:
+                cells = t.reshape(*t.shape[:-1], 3, 3)
+                values[..., q] = kappa_from_counts(cells)
+                counts[..., q] = cells.sum(axis=(-1, -2))
+    return values, counts
+
+
+def _nanmean(values: np.ndarray) -> Any:
+    """Mean over the first axis of the finite entries (NaN where none)."""
+    defined = np.isfinite(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(defined.any(axis=0), np.where(defined, values, 0.0).sum(axis=0)
+                        / defined.sum(axis=0), np.nan)
+
+
+def _macro(values: np.ndarray) -> np.ndarray:
+    """(..., categories, Q) -> (..., Q): mean over the categories where defined."""
+    defined = np.isfinite(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(defined.any(axis=-2),
+                        np.where(defined, values, 0.0).sum(axis=-2) / defined.sum(axis=-2),
+                        np.nan)
+
+
+def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np.ndarray],
+                      items: Sequence[Any] | np.ndarray,
+                      categories: Sequence[Any] | np.ndarray | None = None,
+                      ties: str = "drop", bootstrap: int = 0, ci: float = 0.95, seed: int = 0,
+                      compare: bool = False, resamples: int = 1000, alpha: float = 0.05
+                      ) -> PairwiseEvaluation:
+    """Every statistic of every judge against every human column (P(A better) arrays), per
+    category and macro-averaged when `categories` is given, with item-bootstrap CIs when
+    `bootstrap` > 0, the leave-one-rater-out ceiling with two or more human columns, and
+    with `compare` significance clusters of the judges' accuracy per human column."""
+    import pandas as pd
+
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"unknown tie policy {ties!r}; use one of {TIE_POLICIES}")
+    item_index, item_names = pd.factorize(pd.Series(np.asarray(items, dtype=object)))
+    n_pairs = len(item_index)
+    cat_index: np.ndarray = np.zeros(n_pairs, dtype=np.int64)
+    cat_names: np.ndarray = np.array([None])
+    if categories is not None:
+        cat_index, found = pd.factorize(pd.Series(np.asarray(categories, dtype=object)))
+        cat_names = np.asarray(found, dtype=object)
+        if (cat_index < 0).any():
+            raise ValueError("a pair has no category")
+    n_items, n_cats = len(item_names), len(cat_names)
+    group, keys = pd.factorize(pd.Series(item_index * n_cats + cat_index))
+    group_keys = np.asarray(keys, dtype=np.int64)
+    group_item, group_cat = group_keys // n_cats, group_keys % n_cats
+
+    plan = _Plan(_Sums(np.asarray(group), len(group_keys)))
+    codes = {h: hard_labels(p) for h, p in humans.items()}
+    for name, verdicts in judges.items():
+        plan.judge(name, verdicts, None, None, ties)
+        for h, labels in codes.items():
+            plan.judge(name, verdicts, labels, h, ties)
+    raters = list(humans)
+    if len(raters) >= 2:
+        stack = np.stack([np.asarray(humans[r], dtype=float) for r in raters])
+        for r, rater in enumerate(raters):
+            others = np.delete(stack, r, axis=0)
+            present = np.isfinite(others).sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reference = hard_labels(np.where(present > 0, np.nansum(others, axis=0)
+                                                 / present, np.nan))
+            key = ("loo", rater)
+            plan.statistics[(CEILING, key, "accuracy")] = [plan.quantity(plan.sums.ratio(
+                credit(human=reference, verdict=codes[rater], ties=ties)))]
+            gold = np.where(reference == 0, np.nan, reference) if ties == "drop" else reference
+            plan.statistics[(CEILING, key, "kappa")] = [plan.quantity(
+                plan.sums.kappa(codes[rater], gold))]
+            for name, verdicts in judges.items():
+                plan.judge(name, verdicts, reference, key, ties)
+
+    features = plan.sums.matrix()
+    per_cat = np.zeros((n_cats, features.shape[1]))
+    np.add.at(per_cat, group_cat, features)
+    point, counts = _finish(plan, per_cat)  # (cats, Q)
+    samples = None
+    if bootstrap > 0:
+        samples = _bootstrap(plan, features, group_item, group_cat, n_items, n_cats,
+                             bootstrap, seed)  # (B, cats, Q)
+    by = categories is not None
+    results = _results(plan, point, counts, samples, cat_names, by, ci, raters)
+    rankings = {}
+    if compare and len(judges) > 1:
+        rankings = _rankings(judges, codes, ties, results, resamples, alpha, seed)
+        results = [_with_cluster(r, rankings, by) for r in results]
+    return PairwiseEvaluation(results, rankings)
+
+
+def _bootstrap(plan: _Plan, features: np.ndarray, group_item: np.ndarray,
+               group_cat: np.ndarray, n_items: int, n_cats: int, resamples: int,
+               seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = np.empty((resamples, n_cats, len(plan.quantities)))
+    masks = [group_cat == c for c in range(n_cats)]
+    parts = [(group_item[m], features[m]) for m in masks] if n_cats > 1 else [
+        (group_item, features)]
+    step = max(1, _CELLS // max(n_items, 1))
+    for start in range(0, resamples, step):
+        k = min(step, resamples - start)
+        drawn = rng.integers(0, n_items, size=(k, n_items))
+        drawn += np.arange(k)[:, None] * n_items
+        weights = np.bincount(drawn.ravel(), minlength=k * n_items).reshape(k, n_items)
+        weights = weights.astype(float)
+        totals = np.stack([weights[:, gi] @ f for gi, f in parts], axis=1)  # (k, cats, K)
+        out[start:start + k] = _finish(plan, totals)[0]
+    return out
+
+
+def _ci(samples: np.ndarray | None, ci: float) -> tuple[float | None, float | None]:
+    if samples is None:
+        return None, None
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return None, None
+    tail = (1 - ci) / 2
+    low, high = np.quantile(finite, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _results(plan: _Plan, point: np.ndarray, counts: np.ndarray, samples: np.ndarray | None,
+             cat_names: np.ndarray, by: bool, ci: float, raters: list[str]
+             ) -> list[PairwiseResult]:
+    """Point values, CIs, ceilings and fractions for every statistic and category."""
+    slots: list[tuple[str | None, np.ndarray, np.ndarray, np.ndarray | None]] = []
+    if by:
+        for c, name in enumerate(cat_names):
+            slots.append((str(name), point[c], counts[c],
+                          None if samples is None else samples[:, c]))
+        n_defined = np.isfinite(point).sum(axis=0).astype(float)
+        slots.append((MACRO, _macro(point), n_defined,
+                      None if samples is None else _macro(samples)))
+    else:
+        slots.append((None, point[0], counts[0], None if samples is None else samples[:, 0]))
+    out: list[PairwiseResult] = []
+    stats = plan.statistics
+    for category, values, ns, draws in slots:
+        def value(qs: list[int], v: np.ndarray = values) -> Any:
+            return v[..., qs].mean(axis=-1)
+
+        def loo(judge: str, statistic: str, v: np.ndarray = values) -> Any:
+            per = [value(stats[(judge, ("loo", r), statistic)], v) for r in raters
+                   if (judge, ("loo", r), statistic) in stats]
+            return _nanmean(np.stack(per)) if per else None
+
+        for (judge, key, statistic), qs in stats.items():
+            if isinstance(key, tuple):
+                continue
+            low, high = _ci(None if draws is None else value(qs, draws), ci)
+            n = int(ns[qs].max()) if category != MACRO else int(ns[qs].min())
+            fraction = None
+            if key is not None and len(raters) >= 2 and statistic not in HUMAN_FREE:
+                base = "kappa" if statistic == "kappa" else "accuracy"
+                mine, ceiling = loo(judge, statistic), loo(CEILING, base)
+                if mine is not None and ceiling is not None and np.isfinite(ceiling) \
+                        and ceiling != 0 and np.isfinite(mine):
+                    fraction = float(mine / ceiling)
+            result = Result(statistic, float(value(qs)), n=n, level="pair", ci_low=low,
+                            ci_high=high, extra={"category": category})
+            out.append(PairwiseResult(judge, key, statistic, category, result, fraction))
+        if len(raters) >= 2:
+            for statistic in ("accuracy", "kappa"):
+                per = [float(value(stats[(CEILING, ("loo", r), statistic)])) for r in raters]
+                draws_ceiling = None if draws is None else loo(CEILING, statistic, draws)
+                low, high = _ci(draws_ceiling, ci)
+                mean = float(_nanmean(np.array(per)))
+                result = Result(statistic, mean, n=len(raters), level="pair", ci_low=low,
+                                ci_high=high, extra={"category": category,
+                                                     "per_rater": per})
+                out.append(PairwiseResult(CEILING, ",".join(raters), statistic, category,
+                                          result))
+    return out
+
+
+def pair_credit(verdicts: Verdicts, human: np.ndarray, ties: str) -> np.ndarray:
+    """Per-pair credit of a judge: the mean over its orders (the combined verdict for a
+    judge without orders); NaN where no order is scored."""
+    orders = verdicts.orders()
+    if not orders:
+        return credit(human=human, verdict=verdicts.combined_labels(), ties=ties)
+    stacked = np.stack([credit(human=human, verdict=v, ties=ties) for v in orders.values()])
+    scored = np.isfinite(stacked)
+    with np.errstate(invalid="ignore"):
+        return np.where(scored.any(axis=0), np.nansum(stacked, axis=0) / scored.sum(axis=0),
+                        np.nan)
+
+
+def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, np.ndarray], ties: str,
+              results: list[PairwiseResult], resamples: int, alpha: float, seed: int
+              ) -> dict[str, Ranking]:
+    names = list(judges)
+    out = {}
+    for human, labels in codes.items():
+        credits = {n: pair_credit(judges[n], labels, ties) for n in names}
+        values = {n: float(np.nanmean(c)) if np.isfinite(c).any() else float("nan")
+                  for n, c in credits.items()}
+
+        def test(better: str, worse: str, credits: dict[str, np.ndarray] = credits) -> Any:
+            test_seed = int(np.random.SeedSequence(
+                [seed, names.index(better), names.index(worse)]).generate_state(1)[0])
+            return paired_sign_test(credit_a=credits[better], credit_b=credits[worse],
+                                    resamples=resamples, seed=test_seed)
+
+        out[human] = assign_clusters(values, test, alpha=alpha, method="mcnemar/sign-flip")
+    return out
+
+
+def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
+                  ) -> PairwiseResult:
+    if r.statistic != "accuracy" or r.human is None or r.human not in rankings or \
+            r.category != (MACRO if by else None) or r.judge == CEILING:
+        return r
+    return PairwiseResult(r.judge, r.human, r.statistic, r.category, r.result,
+                          r.ceiling_fraction, rankings[r.human].cluster_of(r.judge))
