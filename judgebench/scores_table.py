@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +212,27 @@ def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
     return corpus_from_records(records, where=str(path))
 
 
+PAIR_SYSTEM = re.compile(r".+ vs .+", re.DOTALL)
+
+
+def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
+                    frame: pd.DataFrame | None = None) -> None:
+    """A pairwise table is not a wide one: an InputError when the sidecar says the table is
+    pairwise, or when every `system` of `frame` reads "X vs Y" (the store's name of a pair,
+    which the wide table of an older pairwise run held)."""
+    advice = ("this is a pairwise comparison table, not a wide scores table (one row per "
+              "item and system): score pairs into the pairwise shape (item, system_a, "
+              "system_b, verdict columns) and read it with `judgebench meta-eval --pairwise`")
+    if (sidecar or {}).get("table") == "pairwise":
+        raise InputError(advice, path=str(path))
+    if frame is None or "system" not in frame.columns:
+        return
+    systems = [str(s) for s in frame["system"].dropna().unique()]
+    if systems and all(PAIR_SYSTEM.fullmatch(s) for s in systems):
+        raise InputError(f"every system looks like a pair ({systems[0]!r}): {advice}",
+                         path=str(path), field="system")
+
+
 def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "system"),
                       corpus_path: Path | None = None, lower: Iterable[str] = (),
                       higher: Iterable[str] = (), host: PluginHost | None = None,
@@ -218,9 +240,11 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
     """Read a scores table with its sidecar and corpus scores (see the module docstring)."""
     from judgebench.io import read_table
 
-    if frame is None:
-        frame = read_table(path, key=key)
     sidecar = read_sidecar(path)
+    if frame is None:
+        refuse_pairwise(path, sidecar=sidecar)
+        frame = read_table(path, key=key)
+    refuse_pairwise(path, sidecar=sidecar, frame=frame)
     corpus = corpus_from_records((sidecar or {}).get("corpus") or [],
                                  where=f"{path}.meta.json")
     if corpus_path is not None:
