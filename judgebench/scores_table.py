@@ -220,16 +220,19 @@ def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
     """A pairwise table is not a wide one: an InputError when the sidecar says the table is
     pairwise, or when every `system` of `frame` reads "X vs Y" (the store's name of a pair,
     which the wide table of an older pairwise run held)."""
-    advice = ("this is a pairwise comparison table, not a wide scores table (one row per "
-              "item and system): score pairs into the pairwise shape (item, system_a, "
-              "system_b, verdict columns) and read it with `judgebench meta-eval --pairwise`")
+    advice = ("a pairwise table has one row per compared pair (item, system_a, system_b, "
+              "and per judge the verdict columns SPEC, SPEC.ab, SPEC.ba); read it with "
+              "`judgebench meta-eval PAIRS --pairwise` or `judgebench compare-judges`, not "
+              "as a wide scores table (one row per item and system)")
     if (sidecar or {}).get("table") == "pairwise":
-        raise InputError(advice, path=str(path))
+        raise InputError(f"the sidecar says this is a pairwise table: {advice}",
+                         path=str(path))
     if frame is None or "system" not in frame.columns:
         return
     systems = [str(s) for s in frame["system"].dropna().unique()]
     if systems and all(PAIR_SYSTEM.fullmatch(s) for s in systems):
-        raise InputError(f"every system looks like a pair ({systems[0]!r}): {advice}",
+        raise InputError(f"every system looks like a pair ({systems[0]!r}): score the pairs "
+                         f"again (`judgebench score` writes the pairwise table); {advice}",
                          path=str(path), field="system")
 
 

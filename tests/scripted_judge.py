@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -51,6 +52,7 @@ class _Handler(BaseHTTPRequestHandler):
         system = "\n".join(m["content"] for m in messages if m["role"] == "system")
         user = "\n".join(m["content"] for m in messages if m["role"] == "user")
         reply = verdict_for(system, user)
+        time.sleep(self.server.latency)
         with self.server.lock:
             self.server.calls += 1
         answer = {
@@ -71,8 +73,12 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedJudge:
     """`with ScriptedJudge() as judge:` serves on 127.0.0.1; `judge.url` is the api_base."""
 
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+
     def __enter__(self) -> ScriptedJudge:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server.latency = self.latency  # type: ignore[attr-defined]
         self.server.daemon_threads = True
         self.server.lock = threading.Lock()  # type: ignore[attr-defined]
         self.server.calls = 0  # type: ignore[attr-defined]
