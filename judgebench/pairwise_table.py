@@ -6,17 +6,21 @@ characters, i.e. Unicode code points), then per pairwise judge three verdict col
 (the combined verdict), `<spec>.ab` (A shown first) and `<spec>.ba` (B shown first), all in
 terms of the original A and B, then the `human.<name>` columns carried from the samples.
 
-A verdict is the text `a`, `b` or `tie`, or the decimal text of a number in [0, 1], the
-probability that A is better (a judge that reports `extra.winner` / `extra.verdict_ab` /
-`extra.verdict_ba` as numbers). A cell is empty when the judge gave no verdict: a failed score
+A verdict is the text `a`, `b` or `tie` (`judge.pairwise`: its `extra.winner`,
+`extra.verdict_ab`, `extra.verdict_ba`), or the decimal text of a number in [0, 1], the
+probability that A is better (the value of a judge without `extra.winner`, e.g. the mean of a
+`judge.panel` of pairwise judges). A value that is neither stops the table with an error
+naming the metric and the pair. A cell is empty when the judge gave no verdict: a failed score
 (parse error, refusal, error) leaves the combined verdict empty, and an order that was not run
 (`both_orders=false`) or not parsed leaves its order column empty. Verdict columns are text
 in every format, so a table written in chunks keeps one column type.
 
-A run is pairwise when its samples are (`Sample.is_pairwise`); it may then use only pairwise
-metrics (those that require `output_a` or `output_b`), and its input may hold only pairwise
-rows. `check_shape` says so before any work. The store is the wide table's: scores keyed by
-`item` and `system` ("A vs B"), so `--resume` works the same.
+A run is pairwise when its samples are (`Sample.is_pairwise`); it may then use no pointwise
+metric (one that requires `output`; a metric that requires neither `output` nor
+`output_a`/`output_b`, such as `judge.panel` over pairwise members, takes the samples'
+shape), and its input may hold only pairwise rows; `check_shape` says so before any work.
+The store is the wide table's: scores keyed by `item` and `system` ("A vs B"), so `--resume`
+works the same.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from judgebench.errors import InputError
+from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import MetricInfo, Sample, Score, Status
 
 if TYPE_CHECKING:
@@ -46,6 +50,12 @@ KEY = ("item", "system_a", "system_b")
 def is_pairwise_metric(info: MetricInfo) -> bool:
     """A metric that compares two outputs: it requires `output_a` or `output_b`."""
     return any(name in PAIR_FIELDS for name in info.requires)
+
+
+def is_pointwise_metric(info: MetricInfo) -> bool:
+    """A metric that scores one output: it requires `output`. (A metric that requires
+    neither, such as `judge.panel`, whose members decide, takes the samples' shape.)"""
+    return "output" in info.requires
 
 
 def verdict_columns(column: str) -> dict[str, str]:
@@ -98,7 +108,7 @@ def check_shape(pairs: PairSurvey, metrics: Sequence[tuple[str, MetricInfo]]) ->
     """Whether the run writes a pairwise table; an InputError, before any work, when the
     samples or the metrics mix the two shapes, or a pairwise row cannot key the table."""
     pairwise = [column for column, info in metrics if is_pairwise_metric(info)]
-    pointwise = [column for column, info in metrics if not is_pairwise_metric(info)]
+    pointwise = [column for column, info in metrics if is_pointwise_metric(info)]
     if pairwise and pointwise:
         raise InputError(
             f"pairwise metric(s) {pairwise} compare two outputs (a pairwise table) and "
@@ -159,7 +169,12 @@ def verdicts_of(score: Score | None) -> tuple[str | None, str | None, str | None
         return None, None, None
     combined = None
     if score.status == Status.OK:
-        combined = verdict_text(score.extra.get("winner", score.value))
+        given = score.extra.get("winner", score.value)
+        combined = verdict_text(given)
+        if combined is None and given is not None:
+            raise JudgebenchError(
+                f"metric {score.metric} gave {given!r} for the pair (item={score.item!r}, "
+                f"system={score.system!r}): a verdict is a, b, tie or a probability in [0, 1]")
     return (combined, verdict_text(score.extra.get("verdict_ab")),
             verdict_text(score.extra.get("verdict_ba")))
 

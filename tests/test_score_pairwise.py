@@ -296,3 +296,46 @@ def test_kill_and_resume_keeps_the_table_identical(tmp_path) -> None:
     assert (tmp_path / "resumed.csv").read_text() == fresh_text
     assert (tmp_path / "again.csv").read_text() == fresh_text
     assert "tie" in fresh_text and ",a," in fresh_text and ",b," in fresh_text
+
+
+def test_a_panel_of_pairwise_judges_writes_probabilities(tmp_path) -> None:
+    with ScriptedJudge() as server:
+        panel = (f"judge.panel:judge=judge.pairwise,models=m1;m2;m3,backend=openai_compat,"
+                 f"api_base={server.url},api_key_env=JB_PAIR_KEY,protocol=text,combine=mean")
+        proc = score(tmp_path, panel, "panel.jsonl")
+        assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (tmp_path / "panel.jsonl").read_text().splitlines()]
+    # every member judges alike: a -> 1.0, b -> 0.0, the biased tie -> 0.5, failures empty
+    assert [r[panel] for r in rows] == ["1.0", "0.0", "0.5", None, None]
+    assert all(r[f"{panel}.ab"] is None and r[f"{panel}.ba"] is None for r in rows)
+
+
+def test_the_python_api_returns_the_pairwise_table(tmp_path) -> None:
+    from judgebench.services.score import score as score_api
+
+    with ScriptedJudge() as server:
+        spec = judge_spec(server.url)
+        result = score_api(pair_records(), metrics=[spec])
+        proc = score(tmp_path, spec, "pairs.csv")
+        assert proc.returncode == 0, proc.stderr
+    table = result.to_frame()
+    on_disk = read_table(tmp_path / "pairs.csv", key=("item", "system_a", "system_b"))
+    assert list(table.columns) == list(on_disk.columns)
+    for column in table.columns:
+        assert ([None if pd.isna(v) else v for v in table[column]]
+                == [None if pd.isna(v) else v for v in on_disk[column]]), column
+    assert result.run.summary()["table"] == "pairwise"
+
+
+def test_a_value_that_is_not_a_verdict_is_an_error_not_an_empty_cell() -> None:
+    from judgebench.errors import JudgebenchError
+    from judgebench.models import Score, Status
+    from judgebench.pairwise_table import verdicts_of
+
+    ok = Score(item="q", system="a vs b", metric="x.y", value=0.25, status=Status.OK)
+    assert verdicts_of(ok) == ("0.25", None, None)
+    with pytest.raises(JudgebenchError, match=r"gave 3\.0 for the pair"):
+        verdicts_of(ok.model_copy(update={"value": 3.0}))
+    failed = Score(item="q", system="a vs b", metric="judge.pairwise", value=None,
+                   status=Status.PARSE_ERROR, extra={"verdict_ab": None, "verdict_ba": "b"})
+    assert verdicts_of(failed) == (None, None, "b")
