@@ -50,7 +50,8 @@ from meta_eval.results import _clean
 
 VERDICT_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}
 DEFAULT_EPSILON = 1e-12
-#: A statistic on a subset of the units (an index array): (value, units it used).
+#: A statistic of the units weighted by `weights` (1 each; a bootstrap draw's counts):
+#: (value, units it used).
 Statistic = Callable[[np.ndarray], tuple[float, int]]
 
 
@@ -94,40 +95,85 @@ def verdict_codes(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def flip_rate(*, judge_a: np.ndarray, judge_b: np.ndarray, tolerance: float = 0.0
-              ) -> tuple[float, int]:
-    """(share of units where the judges differ by more than `tolerance`, units)."""
+def _weights(weights: np.ndarray | None, size: int) -> np.ndarray:
+    return np.ones(size) if weights is None else np.asarray(weights, dtype=float)
+
+
+def flip_rate(*, judge_a: np.ndarray, judge_b: np.ndarray, tolerance: float = 0.0,
+              weights: np.ndarray | None = None) -> tuple[float, int]:
+    """(share of units where the judges differ by more than `tolerance`, units). `weights`
+    (default 1) counts each unit that many times (the bootstrap's draw counts)."""
     a, b = np.asarray(judge_a, dtype=float), np.asarray(judge_b, dtype=float)
-    both = np.isfinite(a) & np.isfinite(b)
-    n = int(both.sum())
-    if n == 0:
+    w = _weights(weights, a.size)
+    both = np.isfinite(a) & np.isfinite(b) & (w > 0)
+    total = float(w[both].sum())
+    if total == 0:
         return math.nan, 0
-    return float((np.abs(a[both] - b[both]) > tolerance).mean()), n
+    with np.errstate(over="ignore", invalid="ignore"):
+        differ = np.abs(a[both] - b[both]) > tolerance
+    return float(w[both][differ].sum()) / total, int(both.sum())
 
 
 def human_flips(*, human: np.ndarray, judge_a: np.ndarray, judge_b: np.ndarray,
-                tolerance: float = 0.0) -> tuple[dict[str, float], int]:
+                tolerance: float = 0.0, weights: np.ndarray | None = None
+                ) -> tuple[dict[str, float], int]:
     """({negative, positive, accuracy_a, accuracy_b}, units) against people (see the module
-    docstring): all over the units where all three are present."""
+    docstring): all over the units where all three are present; `weights` as in
+    `flip_rate`."""
     h = np.asarray(human, dtype=float)
     a, b = np.asarray(judge_a, dtype=float), np.asarray(judge_b, dtype=float)
-    present = np.isfinite(h) & np.isfinite(a) & np.isfinite(b)
-    n = int(present.sum())
-    if n == 0:
+    w = _weights(weights, h.size)
+    present = np.isfinite(h) & np.isfinite(a) & np.isfinite(b) & (w > 0)
+    total = float(w[present].sum())
+    if total == 0:
         return dict.fromkeys(("negative", "positive", "accuracy_a", "accuracy_b"),
                              math.nan), 0
-    right_a = np.abs(a[present] - h[present]) <= tolerance
-    right_b = np.abs(b[present] - h[present]) <= tolerance
-    return {"negative": float((right_a & ~right_b).mean()),
-            "positive": float((~right_a & right_b).mean()),
-            "accuracy_a": float(right_a.mean()), "accuracy_b": float(right_b.mean())}, n
+    wp = w[present]
+    with np.errstate(over="ignore", invalid="ignore"):
+        right_a = np.abs(a[present] - h[present]) <= tolerance
+        right_b = np.abs(b[present] - h[present]) <= tolerance
+
+    def share(mask: np.ndarray) -> float:
+        return float(wp[mask].sum()) / total
+
+    return {"negative": share(right_a & ~right_b), "positive": share(~right_a & right_b),
+            "accuracy_a": share(right_a), "accuracy_b": share(right_b)}, int(present.sum())
 
 
 def kappa(*, judge_a: np.ndarray, judge_b: np.ndarray) -> tuple[float, int]:
-    """(Cohen's kappa between two label arrays, units with both labels)."""
+    """(Cohen's kappa between two label arrays, units with both labels):
+    `meta_eval.agreement.cohen_kappa`, unweighted."""
     result = cohen_kappa(human=np.asarray(judge_a, dtype=float).tolist(),
                          metric=np.asarray(judge_b, dtype=float).tolist())
     return float(result.value), int(result.n)
+
+
+class PairCounts:
+    """Cohen's kappa of two label arrays from weighted counts, for the bootstrap: the pair of
+    category positions of every unit is found once, and each resample's kappa is
+    (p_o - p_e) / (1 - p_e) of the weighted confusion matrix (the formula of
+    `meta_eval.agreement.cohen_kappa`, unweighted, with the same categories: the sorted
+    union of the labels present in both). Undefined (NaN) when p_e = 1."""
+
+    def __init__(self, judge_a: np.ndarray, judge_b: np.ndarray) -> None:
+        a, b = np.asarray(judge_a, dtype=float), np.asarray(judge_b, dtype=float)
+        self.present = np.isfinite(a) & np.isfinite(b)
+        categories = np.unique(np.concatenate([a[self.present], b[self.present]]))
+        self.k = categories.size
+        self.pair = (np.searchsorted(categories, a[self.present]) * self.k
+                     + np.searchsorted(categories, b[self.present]))
+
+    def __call__(self, weights: np.ndarray) -> tuple[float, int]:
+        w = np.asarray(weights, dtype=float)[self.present]
+        total = float(w.sum())
+        if total == 0 or self.k < 2:
+            return math.nan, int((w > 0).sum())
+        counts = np.bincount(self.pair, weights=w, minlength=self.k * self.k)
+        observed = counts.reshape(self.k, self.k) / total
+        expected = float(observed.sum(axis=1) @ observed.sum(axis=0))
+        agreed = float(np.trace(observed))
+        value = (agreed - expected) / (1 - expected) if expected < 1 else math.nan
+        return value, int((w > 0).sum())
 
 
 def is_whole(values: np.ndarray) -> bool:
@@ -208,22 +254,20 @@ class Estimate:
 def item_bootstrap(statistic: Callable[[np.ndarray], float], *, items: Sequence[Any],
                    resamples: int, seed: int = 0, ci: float = 0.95
                    ) -> tuple[float | None, float | None]:
-    """Percentile CI of `statistic(rows)` (rows: an index array into the units) over
-    `resamples` draws of the items with replacement, each drawn item bringing all its rows;
-    draws where the statistic is undefined (NaN) are left out. (None, None) without any."""
-    if resamples <= 0:
+    """Percentile CI of `statistic(weights)` over `resamples` draws of the items with
+    replacement: a unit's weight is how many times its item was drawn, so each drawn item
+    brings all its rows, as often as it was drawn. Draws where the statistic is undefined
+    (NaN) are left out. (None, None) without any."""
+    if resamples <= 0 or not len(items):
         return None, None
     codes = np.unique(np.asarray([str(i) for i in items], dtype=object),
                       return_inverse=True)[1].reshape(-1)
-    n_items = int(codes.max()) + 1 if codes.size else 0
-    if n_items == 0:
-        return None, None
-    rows_of = [np.flatnonzero(codes == k) for k in range(n_items)]
+    n_items = int(codes.max()) + 1
     rng = np.random.default_rng(seed)
     values = np.empty(resamples)
     for r in range(resamples):
-        drawn = rng.integers(0, n_items, size=n_items)
-        values[r] = statistic(np.concatenate([rows_of[k] for k in drawn]))
+        drawn = np.bincount(rng.integers(0, n_items, size=n_items), minlength=n_items)
+        values[r] = statistic(drawn[codes].astype(float))
     values = values[np.isfinite(values)]
     if not values.size:
         return None, None
@@ -232,16 +276,17 @@ def item_bootstrap(statistic: Callable[[np.ndarray], float], *, items: Sequence[
     return float(low), float(high)
 
 
-def estimate(name: str, statistic: Statistic, *,
-             items: Sequence[Any], bootstrap: int, seed: int, ci: float = 0.95) -> Estimate:
-    """`statistic(rows) -> (value, n)` on every unit, with its item-bootstrap CI."""
-    everything = np.arange(len(items))
-    value, n = statistic(everything)
+def estimate(name: str, statistic: Statistic, *, items: Sequence[Any], bootstrap: int,
+             seed: int, ci: float = 0.95, value: tuple[float, int] | None = None
+             ) -> Estimate:
+    """`statistic(weights) -> (value, n)` on every unit (weight 1; or `value` as given),
+    with its item-bootstrap CI."""
+    point, n = value if value is not None else statistic(np.ones(len(items)))
     low = high = None
-    if math.isfinite(value):
-        low, high = item_bootstrap(lambda rows: statistic(rows)[0], items=items,
+    if math.isfinite(point):
+        low, high = item_bootstrap(lambda w: statistic(w)[0], items=items,
                                    resamples=bootstrap, seed=seed, ci=ci)
-    return Estimate(name, value, n, low, high)
+    return Estimate(name, point, n, low, high)
 
 
 def compare_labels(*, judge_a: np.ndarray, judge_b: np.ndarray, items: Sequence[Any],
@@ -256,40 +301,36 @@ def compare_labels(*, judge_a: np.ndarray, judge_b: np.ndarray, items: Sequence[
     a, b = np.asarray(judge_a, dtype=float), np.asarray(judge_b, dtype=float)
     if not a.shape == b.shape == (len(items),):
         raise ValueError("judge_a, judge_b and items must have one length")
-    def flips(rows: np.ndarray) -> tuple[float, int]:
-        return flip_rate(judge_a=a[rows], judge_b=b[rows], tolerance=tolerance)
+    options: dict[str, Any] = {"items": items, "bootstrap": bootstrap, "seed": seed, "ci": ci}
 
-    out = [estimate("flip_rate", flips, items=items, bootstrap=bootstrap, seed=seed, ci=ci)]
+    def flips(w: np.ndarray) -> tuple[float, int]:
+        return flip_rate(judge_a=a, judge_b=b, tolerance=tolerance, weights=w)
+
+    def kappa_estimate(name: str, x: np.ndarray, y: np.ndarray) -> Estimate:
+        return estimate(name, PairCounts(x, y), value=kappa(judge_a=x, judge_b=y), **options)
+
+    out = [estimate("flip_rate", flips, **options)]
     if is_whole(a) and is_whole(b):
-        out.append(estimate("kappa", _kappa_on(a, b), items=items, bootstrap=bootstrap,
-                            seed=seed, ci=ci))
+        out.append(kappa_estimate("kappa", a, b))
     if human is None:
         return out
     h = np.asarray(human, dtype=float)
     if h.shape != a.shape:
         raise ValueError("human must have one value per unit")
     if is_whole(h):
-        for name, x in (("kappa_a_human", a), ("kappa_b_human", b)):
-            if is_whole(x):
-                out.append(estimate(name, _kappa_on(x, h), items=items, bootstrap=bootstrap,
-                                    seed=seed, ci=ci))
+        out += [kappa_estimate(name, x, h) for name, x in
+                (("kappa_a_human", a), ("kappa_b_human", b)) if is_whole(x)]
     if human_categorical:
         for key in ("negative", "positive", "accuracy_a", "accuracy_b"):
             name = f"{key}_flips" if key in ("negative", "positive") else key
-            out.append(estimate(name, _flips_on(h, a, b, tolerance, key), items=items,
-                                bootstrap=bootstrap, seed=seed, ci=ci))
+            out.append(estimate(name, _flips_on(h, a, b, tolerance, key), **options))
     return out
-
-
-def _kappa_on(x: np.ndarray, y: np.ndarray) -> Statistic:
-    return lambda rows: kappa(judge_a=x[rows], judge_b=y[rows])
 
 
 def _flips_on(h: np.ndarray, a: np.ndarray, b: np.ndarray, tolerance: float, key: str
               ) -> Statistic:
-    def statistic(rows: np.ndarray) -> tuple[float, int]:
-        found, n = human_flips(human=h[rows], judge_a=a[rows], judge_b=b[rows],
-                               tolerance=tolerance)
+    def statistic(w: np.ndarray) -> tuple[float, int]:
+        found, n = human_flips(human=h, judge_a=a, judge_b=b, tolerance=tolerance, weights=w)
         return found[key], n
 
     return statistic
@@ -304,8 +345,9 @@ def compare_distributions(*, p: Sequence[Mapping[str, float]],
     kl, js = divergences(p=p, q=q, epsilon=epsilon)
 
     def mean(values: np.ndarray) -> Statistic:
-        def statistic(rows: np.ndarray) -> tuple[float, int]:
-            return (float(values[rows].mean()) if rows.size else math.nan, int(rows.size))
+        def statistic(w: np.ndarray) -> tuple[float, int]:
+            total = float(w.sum())
+            return (float(w @ values) / total if total else math.nan, int((w > 0).sum()))
 
         return statistic
 

@@ -24,6 +24,7 @@ from scripted_judge import ScriptedJudge
 
 from judgebench.services.compare_judges import compare_judges
 from meta_eval.judge_comparison import (
+    PairCounts,
     VerdictError,
     aligned,
     compare_distributions,
@@ -171,13 +172,18 @@ def test_item_bootstrap_resamples_whole_items() -> None:
     rng = np.random.default_rng(7)
     items = [f"i{k}" for k in rng.integers(0, 12, 90)]
     values = with_gaps(rng, rng.random(90))
+    present = np.isfinite(values)
+
+    def weighted_mean(weights):
+        w = weights[present]
+        return float(w @ values[present] / w.sum()) if w.sum() else math.nan
 
     def mean(rows):
         x = values[rows]
         x = x[np.isfinite(x)]
         return float(x.mean()) if x.size else math.nan
 
-    low, high = item_bootstrap(mean, items=items, resamples=400, seed=3, ci=0.9)
+    low, high = item_bootstrap(weighted_mean, items=items, resamples=400, seed=3, ci=0.9)
     # the same draws by hand: item labels sorted, each drawn item brings all its rows
     labels = sorted(set(items))
     draws = np.random.default_rng(3)
@@ -187,13 +193,42 @@ def test_item_bootstrap_resamples_whole_items() -> None:
         rows = [r for k in drawn for r, item in enumerate(items) if item == labels[k]]
         by_hand.append(mean(np.array(rows)))
     expected = np.quantile(np.array(by_hand), [0.05, 0.95])
-    assert (low, high) == pytest.approx(tuple(expected), abs=1e-15)
+    assert (low, high) == pytest.approx(tuple(expected), rel=1e-12)
     assert low <= mean(np.arange(90)) <= high
-    assert item_bootstrap(mean, items=items, resamples=0) == (None, None)
+    assert item_bootstrap(weighted_mean, items=items, resamples=0) == (None, None)
     again = compare_labels(judge_a=values, judge_b=values[::-1].copy(), items=items,
-                          bootstrap=50, seed=1)
+                           bootstrap=50, seed=1)
     assert again == compare_labels(judge_a=values, judge_b=values[::-1].copy(), items=items,
-                                  bootstrap=50, seed=1)  # seeded: the same intervals
+                                   bootstrap=50, seed=1)  # seeded: the same intervals
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bootstrap_statistics_on_weights_equal_repeated_rows(seed) -> None:
+    """What the bootstrap computes from draw counts is the statistic of the rows repeated:
+    flips by loops, kappa by scikit-learn with sample_weight and by cohen_kappa on the
+    repeated rows."""
+    rng = np.random.default_rng(300 + seed)
+    n = int(rng.integers(5, 200))
+    a = with_gaps(rng, rng.integers(1, 4, n))
+    b = with_gaps(rng, np.where(rng.random(n) < 0.5, np.nan_to_num(a), rng.integers(1, 4, n)))
+    h = with_gaps(rng, rng.integers(1, 4, n))
+    weights = rng.integers(0, 4, n).astype(float)
+    rows = np.repeat(np.arange(n), weights.astype(int))
+    assert flip_rate(judge_a=a, judge_b=b, weights=weights)[0] == pytest.approx(
+        flip_rate(judge_a=a[rows], judge_b=b[rows])[0], rel=1e-12, nan_ok=True)
+    found = human_flips(human=h, judge_a=a, judge_b=b, weights=weights)[0]
+    plain = human_flips(human=h[rows], judge_a=a[rows], judge_b=b[rows])[0]
+    assert found == pytest.approx(plain, rel=1e-12, nan_ok=True)
+    counted = PairCounts(a, b)
+    assert counted(np.ones(n))[0] == pytest.approx(kappa(judge_a=a, judge_b=b)[0], abs=1e-12)
+    repeated = kappa(judge_a=a[rows], judge_b=b[rows])[0]
+    assert counted(weights)[0] == pytest.approx(repeated, abs=1e-12, nan_ok=True)
+    both = np.isfinite(a) & np.isfinite(b) & (weights > 0)
+    if len(set(a[both]) | set(b[both])) > 1:
+        assert counted(weights)[0] == pytest.approx(cohen_kappa_score(
+            a[both], b[both], sample_weight=weights[both]), abs=1e-12)
+    only_one = PairCounts(np.array([2.0, 2.0]), np.array([2.0, 2.0]))
+    assert math.isnan(only_one(np.ones(2))[0])
 
 
 def test_compare_distributions_means_and_intervals() -> None:
