@@ -399,3 +399,48 @@ def test_geval_distributions_from_the_store(tmp_path) -> None:
     plain = run_cli("compare-judges", str(tmp_path / "scores.csv"), "--a", specs[0], "--b",
                     specs[1], "--tolerance", "0.5", "--json", "--bootstrap", "0")
     assert "mean_kl" not in {r["statistic"] for r in json.loads(plain.stdout)}
+
+
+def test_geval_sampling_distributions_are_empirical(tmp_path) -> None:
+    data = write_jsonl(tmp_path / "gens.jsonl", summeval_records(8))
+    with FaultServer(reply="{score}") as server:
+        specs = [f"judge.geval:backend=openai_compat,model={m},api_base={server.url},"
+                 "api_key_env=JB_PAIR_KEY,criterion=fluency,steps=1. Rate fluency.,"
+                 "logprobs=false,n=6" for m in ("judge-one", "judge-two")]
+        rubric = (f"judge.rubric:backend=openai_compat,model=judge-one,api_base={server.url},"
+                  "api_key_env=JB_PAIR_KEY,protocol=text")
+        proc = run_cli("score", str(data), *[a for s in specs for a in ("-m", s)], "-o",
+                       str(tmp_path / "scores.csv"), "--store", str(tmp_path / "runs.db"),
+                       cwd=tmp_path, env=KEY_ENV)
+        assert proc.returncode == 0, proc.stderr
+        server.post("/_reply", {"reply": "Feedback: ok. [RESULT] {score}"})
+        proc = run_cli("score", str(data), "-m", rubric, "-m", specs[0], "-o",
+                       str(tmp_path / "mixed.csv"), "--store", str(tmp_path / "runs.db"),
+                       "--resume", cwd=tmp_path, env=KEY_ENV)
+        assert proc.returncode == 0, proc.stderr
+    result = compare_judges(tmp_path / "scores.csv", a=specs[0], b=specs[1],
+                            store=tmp_path / "runs.db", tolerance=0.5, bootstrap=0)
+    found = {e.statistic: e for e in result.estimates}
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "runs.db")
+    meta = json.loads((tmp_path / "scores.csv.meta.json").read_text())["columns"]
+    samples = [{(i, s): json.loads(e)["samples"] for i, s, e in db.execute(
+        "SELECT item, system, extra FROM scores WHERE signature = ?",
+        (meta[spec]["signature"],))} for spec in specs]
+    kl = []
+    for key, drawn in samples[0].items():
+        other = samples[1][key]
+        support = sorted({*drawn, *other})
+        x = np.array([drawn.count(v) / len(drawn) for v in support])
+        y = np.array([other.count(v) / len(other) for v in support])
+        xs, ys = (x + 1e-12) / (1 + len(x) * 1e-12), (y + 1e-12) / (1 + len(y) * 1e-12)
+        kl.append(float(rel_entr(xs, ys).sum()))
+    assert found["mean_kl"].n == 8
+    assert found["mean_kl"].value == pytest.approx(float(np.mean(kl)), rel=1e-9)
+    assert result.distributions["matched"] == 8
+    # a rubric judge stores no distribution: no KL/JS, and a note says so
+    mixed = compare_judges(tmp_path / "mixed.csv", a=rubric, b=specs[0],
+                           store=tmp_path / "runs.db", bootstrap=0)
+    assert "mean_kl" not in {e.statistic for e in mixed.estimates}
+    assert any("no matched score distributions" in note for note in mixed.notes)
