@@ -23,6 +23,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "meta-eval": ("judgebench.commands.meta_eval", "Correlate metrics with human judgments."),
     "aggregate": ("judgebench.commands.aggregate", "Rank systems with social-choice rules."),
     "audit": ("judgebench.commands.audit", "Audit metrics: sentinels, probes, report card."),
+    "compare-judges": ("judgebench.commands.compare_judges",
+                       "Compare two judges: flips, kappa, flips against people, KL/JS."),
     "plugins": ("judgebench.commands.plugins", "List installed plugins and their hooks."),
     "metrics": ("judgebench.commands.metrics", "List every registered metric."),
 }

@@ -17,11 +17,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
 from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
+from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
 from judgebench.spec import MetricSpec
@@ -62,12 +64,13 @@ class RunResult:
     reused: int = 0
     rows: int = 0
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pairwise: bool = False  # the table is the pairwise one (judgebench.pairwise_table)
 
     def summary(self) -> dict[str, Any]:
         """Column -> metric, signature, direction, level and status counts, and every corpus
         score: the `.meta.json` sidecar, where meta-eval, audit and aggregate find a
         column's direction and its system scores."""
-        return {
+        summary = {
             "columns": {
                 p.column: {
                     "metric": p.metric.info.name,
@@ -83,6 +86,7 @@ class RunResult:
             "computed": self.computed,
             "reused": self.reused,
         }
+        return describe(summary) if self.pairwise else summary
 
 
 @dataclass
@@ -122,15 +126,18 @@ class Survey:
     lacking: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     has_cr: bool = False
     keys_digest: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
+    pairs: PairSurvey = field(default_factory=PairSurvey)
 
     def add(self, sample: Sample) -> None:
         self.rows += 1
+        self.pairs.add(sample)
         self.human_names.update(dict.fromkeys(sample.human))
         for name in Sample.model_fields:
             if _missing(sample, name):
                 count, item, system = self.lacking.get(name, (0, sample.item, sample.system))
                 self.lacking[name] = (count + 1, item, system)
-        self.has_cr = self.has_cr or "\r" in sample.item or "\r" in sample.system
+        self.has_cr = (self.has_cr or "\r" in sample.item or "\r" in sample.system
+                       or self.pairs.has_cr)
         self.keys_digest.update(_key_bytes(sample))
 
     def check_requirements(self, prepared: Sequence[PreparedMetric]) -> None:
@@ -237,10 +244,13 @@ def run(
     settings = settings or RunSettings()
     if settings.dry_run:
         raise ValueError("run() scores; estimate a dry run with run_stream(estimate_from=...)")
-    result = run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
+    surveyed = survey(samples)
+    result = run_stream(lambda: samples, surveyed, specs, store=store, resume=resume,
                         progress=progress, settings=settings, host=host,
                         chunk_rows=max(1, len(samples)), estimate_from=samples)
-    table = build_table(samples, result.metrics, store)
+    table = (build_pairwise_table(samples, result.metrics, store,
+                                  has_category=surveyed.pairs.has_category)
+             if result.pairwise else build_table(samples, result.metrics, store))
     return TableResult(**{f.name: getattr(result, f.name) for f in fields(result)}, table=table)
 
 
@@ -280,10 +290,14 @@ def run_stream(
     from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
     host = host or get_host()
+    pairwise = check_shape(surveyed.pairs, [(s.column, host.metric(s.name).info) for s in specs])
     prepared = prepare_metrics(specs, host)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
-    result = RunResult(metrics=prepared, rows=surveyed.rows)
+    result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise)
+    table_of: Callable[..., pd.DataFrame] = (
+        partial(build_pairwise_table, has_category=surveyed.pairs.has_category) if pairwise
+        else build_table)
     scheduler: Scheduler | None = None
     try:
         with running(settings):
@@ -325,9 +339,9 @@ def run_stream(
                     if corpus:
                         _collect_corpus(corpus, by_system, planned.samples, planned.keys, stored)
                     if sink is not None:
-                        sink.write(build_table(planned.samples, prepared, store,
-                                               hashes=planned.hashes,
-                                               human_names=surveyed.human_names, stored=stored))
+                        sink.write(table_of(planned.samples, prepared, store,
+                                            hashes=planned.hashes,
+                                            human_names=surveyed.human_names, stored=stored))
 
                 # One chunk ahead: the next chunk is read and its worker batches sent before
                 # this one is finished, so workers do not wait while the parent commits,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +212,30 @@ def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
     return corpus_from_records(records, where=str(path))
 
 
+PAIR_SYSTEM = re.compile(r".+ vs .+", re.DOTALL)
+
+
+def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
+                    frame: pd.DataFrame | None = None) -> None:
+    """A pairwise table is not a wide one: an InputError when the sidecar says the table is
+    pairwise, or when every `system` of `frame` reads "X vs Y" (the store's name of a pair,
+    which the wide table of an older pairwise run held)."""
+    advice = ("a pairwise table has one row per compared pair (item, system_a, system_b, "
+              "and per judge the verdict columns SPEC, SPEC.ab, SPEC.ba); read it with "
+              "`judgebench meta-eval PAIRS --pairwise` or `judgebench compare-judges`, not "
+              "as a wide scores table (one row per item and system)")
+    if (sidecar or {}).get("table") == "pairwise":
+        raise InputError(f"the sidecar says this is a pairwise table: {advice}",
+                         path=str(path))
+    if frame is None or "system" not in frame.columns:
+        return
+    systems = [str(s) for s in frame["system"].dropna().unique()]
+    if systems and all(PAIR_SYSTEM.fullmatch(s) for s in systems):
+        raise InputError(f"every system looks like a pair ({systems[0]!r}): score the pairs "
+                         f"again (`judgebench score` writes the pairwise table); {advice}",
+                         path=str(path), field="system")
+
+
 def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "system"),
                       corpus_path: Path | None = None, lower: Iterable[str] = (),
                       higher: Iterable[str] = (), host: PluginHost | None = None,
@@ -218,9 +243,11 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
     """Read a scores table with its sidecar and corpus scores (see the module docstring)."""
     from judgebench.io import read_table
 
-    if frame is None:
-        frame = read_table(path, key=key)
     sidecar = read_sidecar(path)
+    if frame is None:
+        refuse_pairwise(path, sidecar=sidecar)
+        frame = read_table(path, key=key)
+    refuse_pairwise(path, sidecar=sidecar, frame=frame)
     corpus = corpus_from_records((sidecar or {}).get("corpus") or [],
                                  where=f"{path}.meta.json")
     if corpus_path is not None:

@@ -1,0 +1,59 @@
+"""`judgebench compare-judges`: two judge columns of one table, side by side.
+
+The work is `judgebench.services.compare_judges` (statistics in
+`meta_eval.judge_comparison`); this module parses the options, calls it and prints the
+result: a JSON array with --json, otherwise one line per statistic.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from judgebench import destinations
+from judgebench.display import safe
+
+
+@click.command("compare-judges")
+@click.argument("table", type=click.Path(path_type=Path))
+@click.option("--a", "judge_a", required=True, metavar="COL",
+              help="The first judge's column (the reference side of a flip).")
+@click.option("--b", "judge_b", required=True, metavar="COL", help="The second judge's column.")
+@click.option("--human", metavar="COL",
+              help="Human label column: negative/positive flips, accuracy, kappa.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path),
+              help="The store the table was scored into: KL/JS between the judges' score "
+                   "distributions (G-Eval).")
+@click.option("--tolerance", type=float, default=0.0, show_default=True,
+              help="Scores (wide tables) that differ by at most this much agree.")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Item resamples for each confidence interval (0: none).")
+@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.95, show_default=True, help="Confidence level of the interval.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array to stdout.")
+def command(table: Path, judge_a: str, judge_b: str, human: str | None,
+            store_path: Path | None, tolerance: float, bootstrap: int, ci: float, seed: int,
+            as_json: bool) -> None:
+    """Compare two judges (columns of a pairwise or wide scores TABLE): flips, kappa, flips
+    towards or away from people, and the divergence of their score distributions."""
+    from judgebench.services.compare_judges import compare_judges
+
+    destinations.check([destinations.read("TABLE", table),
+                        *([destinations.read("--store", store_path)]
+                          if store_path is not None else [])])
+    result = compare_judges(table, a=judge_a, b=judge_b, human=human, store=store_path,
+                            tolerance=tolerance, bootstrap=bootstrap, seed=seed, ci=ci)
+    for note in result.notes:
+        click.echo(f"compare-judges: {safe(note)}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(f"{result.shape} table {safe(str(table))}: A = {safe(judge_a)}, "
+               f"B = {safe(judge_b)}" + (f", human = {safe(human)}" if human else ""))
+    for e in result.estimates:
+        interval = ("" if e.ci_low is None or e.ci_high is None
+                    else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")
+        click.echo(f"  {e.statistic:<16} {e.value:.4f}{interval}  (n={e.n})")

@@ -1,0 +1,99 @@
+"""A scripted pairwise judge on a real loopback OpenAI-compatible HTTP server.
+
+The server reads the two responses between the pairwise template's `<response_a>` and
+`<response_b>` tags and answers by a script written into the responses themselves:
+- `q=N` is a response's quality; the higher quality wins (`[[A]]` or `[[B]]` for its place);
+- equal quality: a *biased* judge picks the response shown first (so the verdict flips with
+  the order and the combined verdict is a tie); a judge whose system prompt says `STRICT`
+  answers `[[C]]` (a tie) instead;
+- `GARBLE` in the response shown first: an answer with no verdict (a parse error).
+Every answered request is counted, so a test can see what was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_RESPONSE = re.compile(r"<response_([ab])>\n(.*?)\n</response_\1>", re.DOTALL)
+_QUALITY = re.compile(r"q=(\d+)")
+
+
+def verdict_for(system: str, user: str) -> str:
+    shown = dict(_RESPONSE.findall(user))
+    first, second = shown.get("a", ""), shown.get("b", "")
+    if "GARBLE" in first:
+        return "Both have merits and I cannot decide between them."
+    qa, qb = _quality(first), _quality(second)
+    tie = "C" if "STRICT" in system else "A"
+    letter = tie if qa == qb else "A" if qa > qb else "B"
+    return f"Compared them carefully. [[{letter}]]"
+
+
+def _quality(text: str) -> int:
+    found = _QUALITY.search(text)
+    return int(found.group(1)) if found else 0
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        messages = body["messages"]
+        system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        user = "\n".join(m["content"] for m in messages if m["role"] == "user")
+        reply = verdict_for(system, user)
+        time.sleep(self.server.latency)
+        with self.server.lock:
+            self.server.calls += 1
+        answer = {
+            "id": "chatcmpl-scripted", "object": "chat.completion", "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": reply}}],
+            "usage": {"prompt_tokens": len(user) // 4 + 1, "completion_tokens": 8,
+                      "total_tokens": len(user) // 4 + 9},
+        }
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class ScriptedJudge:
+    """`with ScriptedJudge() as judge:` serves on 127.0.0.1; `judge.url` is the api_base."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+
+    def __enter__(self) -> ScriptedJudge:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server.latency = self.latency  # type: ignore[attr-defined]
+        self.server.daemon_threads = True
+        self.server.lock = threading.Lock()  # type: ignore[attr-defined]
+        self.server.calls = 0  # type: ignore[attr-defined]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    @property
+    def calls(self) -> int:
+        return int(self.server.calls)  # type: ignore[attr-defined]
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
