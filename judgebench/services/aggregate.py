@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError
 from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
+from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -349,8 +350,8 @@ def rule_specs(specs: Sequence[str], registry: Mapping[str, Rule], data_kind: st
 def build_rule(spec: str, registry: Mapping[str, Rule], data_kind: str) -> Rule:
     name, options = parse_rule_spec(spec)
     if name not in registry:
-        raise InputError(f"unknown rule '{name}'; registered rules: "
-                         f"{', '.join(sorted(registry)) or 'none'}", field="--rule")
+        raise InputError(f"unknown rule '{name}'{did_you_mean(name, registry)} (registered "
+                         f"rules: {', '.join(sorted(registry)) or 'none'})", field="--rule")
     rule = registry[name]
     if data_kind not in rule.inputs:
         usable = sorted(n for n, r in registry.items() if data_kind in r.inputs)
@@ -422,7 +423,9 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
     try:
         return readers[kind](request, frame)
     except agg.TableError as exc:
-        raise InputError(str(exc), path=str(path), **_location(path, exc.row),
+        misspelt = exc.field is not None and exc.field not in frame.columns
+        hint = did_you_mean(exc.field, frame.columns) if exc.field and misspelt else ""
+        raise InputError(f"{exc}{hint}", path=str(path), **_location(path, exc.row),
                          field=exc.field) from None
 
 

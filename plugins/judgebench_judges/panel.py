@@ -51,6 +51,8 @@ class JudgePanel(Metric[PanelOptions]):
         name="judge.panel", version="1", kind="judge", requires=(), deterministic=False,
         description="Several judges (e.g. models) combined by mean or majority; each member's "
                     "verdict kept.",
+        citation="Verga et al. (2024). Replacing Judges with Juries: Evaluating LLM "
+                 "Generations with a Panel of Diverse Models. arXiv:2404.18796.",
     )
     Options = PanelOptions
     batch_size: ClassVar[int] = 512
