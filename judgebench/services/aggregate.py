@@ -125,18 +125,28 @@ class AggregateResult:
     def to_dict(self) -> list[dict[str, Any]]:
         return [o.to_dict() for o in self.outcomes]
 
+    def system_rows(self) -> list[dict[str, Any]]:
+        """One dict per (rule, system) of the rules that ranked, best first: rule, system,
+        rank, score (None for a rule without scores), winner; with a bootstrap also the
+        rank interval (rank_low, rank_high) and p_win."""
+        rows = []
+        for o in self.ok:
+            assert o.result is not None
+            scores = o.result.to_dict()["scores"] or {}
+            ranks = o.result.ranks
+            boot = o.bootstrap.to_dict()["systems"] if o.bootstrap is not None else {}
+            rows += [{"rule": o.spec, "system": s, "rank": ranks[s], "score": scores.get(s),
+                      "winner": s in o.result.winners,
+                      **{k: boot[s][k] for k in ("rank_low", "rank_high", "p_win") if s in boot}}
+                     for s in o.result.ranking]
+        return rows
+
     def to_frame(self) -> pd.DataFrame:
         """One row per (rule, system) of the rules that ranked: rank, score, winner."""
         import pandas as pd
 
-        rows = []
-        for o in self.ok:
-            assert o.result is not None
-            scores = o.result.scores or {}
-            ranks = o.result.ranks
-            rows += [{"rule": o.spec, "system": s, "rank": ranks[s], "score": scores.get(s),
-                      "winner": s in o.result.winners} for s in o.result.ranking]
-        return pd.DataFrame(rows, columns=["rule", "system", "rank", "score", "winner"])
+        return pd.DataFrame(self.system_rows(),
+                            columns=["rule", "system", "rank", "score", "winner"])
 
 
 @dataclass(frozen=True)
