@@ -33,22 +33,84 @@ class MetricSpec:
 
 def parse_spec(text: str) -> MetricSpec:
     """Parse `lexical.rouge2:multi_ref=mean,stemmer=false` (values stay strings; the metric's
-    Options model converts them)."""
-    name, _, rest = text.strip().partition(":")
-    if not name:
-        raise InputError(f"metric spec '{text}' has no metric name")
-    options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise InputError(
-                f"metric spec '{text}': option '{part}' is not key=value "
-                "(write NAME:key=value[,key=value...])"
-            )
-        if key.strip() in options:
-            raise InputError(f"metric spec '{text}': option '{key.strip()}' is given twice")
-        options[key.strip()] = value.strip()
-    return MetricSpec(name=name, options=options, column=text.strip())
+    Options model converts them). A value that holds a comma goes in single or double quotes
+    (`judge.rubric:definition="short, clear",model=x`), with `\\"` (or `\\'`) for the quote
+    and `\\\\` for a backslash inside; a quote inside an unquoted value is a plain character.
+    A bad spec is an InputError that shows where in it the problem is."""
+    spec = text.strip()
+    name, colon, _ = spec.partition(":")
+    if not name.strip():
+        raise SpecError(spec, 0, "has no metric name")
+    options = parse_options(spec, len(name) + len(colon)) if colon else {}
+    return MetricSpec(name=name.strip(), options=options, column=spec)
+
+
+class SpecError(InputError):
+    """A spec that does not parse, with the position of the problem marked under it."""
+
+    def __init__(self, spec: str, position: int, problem: str) -> None:
+        super().__init__(
+            f"metric spec '{spec}' {problem} (at position {position + 1}):\n"
+            f"  {spec}\n  {' ' * position}^\n"
+            "Write NAME:key=value[,key=value...]; quote a value that holds a comma: "
+            "key=\"a, b\". Long or complex options read better from a TOML file: --config.")
+
+
+def parse_options(spec: str, start: int) -> dict[str, str]:
+    """The `key=value` options of `spec` from position `start` on (see `parse_spec`)."""
+    options: dict[str, str] = {}
+    at, end = start, len(spec)
+    while at < end:
+        if spec[at] in _SPACE_OR_COMMA:
+            at += 1
+            continue
+        equals = _until(spec, at, "=,")
+        key = spec[at:equals].strip()
+        if equals == end or spec[equals] == ",":
+            raise SpecError(spec, at, f"has option '{spec[at:equals].strip()}' that is not "
+                            "key=value")
+        if not key:
+            raise SpecError(spec, at, "has an option with no name before '='")
+        if key in options:
+            raise SpecError(spec, at, f"gives option '{key}' twice")
+        options[key], at = _value(spec, equals + 1)
+    return options
+
+
+_SPACE_OR_COMMA = frozenset(" \t,")
+_QUOTES = "\"'"
+
+
+def _until(spec: str, at: int, stops: str) -> int:
+    """The position of the first of `stops` from `at` on (the end if none)."""
+    while at < len(spec) and spec[at] not in stops:
+        at += 1
+    return at
+
+
+def _value(spec: str, at: int) -> tuple[str, int]:
+    """The value starting at `at` and the position after it (at its comma or the end)."""
+    while at < len(spec) and spec[at] in " \t":
+        at += 1
+    if at == len(spec) or spec[at] not in _QUOTES:
+        comma = _until(spec, at, ",")
+        return spec[at:comma].strip(), comma
+    quote, opened, chars = spec[at], at, []
+    at += 1
+    while at < len(spec) and spec[at] != quote:
+        if spec[at] == "\\" and at + 1 < len(spec) and spec[at + 1] in (quote, "\\"):
+            at += 1
+        chars.append(spec[at])
+        at += 1
+    if at == len(spec):
+        raise SpecError(spec, opened, f"has an unbalanced quote: this {quote} is never closed")
+    after = at + 1
+    while after < len(spec) and spec[after] in " \t":
+        after += 1
+    if after < len(spec) and spec[after] != ",":
+        raise SpecError(spec, after, "has text after a closing quote: put the whole value "
+                        "inside the quotes")
+    return "".join(chars), after
 
 
 def load_config(path: str | Path) -> list[MetricSpec]:

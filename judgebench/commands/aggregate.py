@@ -159,8 +159,8 @@ def command(
     elif output_format == "text":
         _print_text(result)
     else:
-        table = results_table(result.system_rows(), output_format, TABLE_COLUMNS)
-        click.echo(safe(render_table(table, output_format)))
+        rows = results_table(result.system_rows(), output_format, TABLE_COLUMNS)
+        click.echo(safe(render_table(rows, output_format)))
     if result.failed:
         raise JudgebenchError(f"rule(s) failed: {', '.join(o.spec for o in result.failed)} "
                               "(reasons above)")

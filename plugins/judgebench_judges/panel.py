@@ -32,7 +32,7 @@ class PanelOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     judge: str = "judge.rubric"
-    models: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list, examples=["MODEL_A;MODEL_B"])
     backends: list[str] = Field(default_factory=list)
     members: list[str] = Field(default_factory=list)
     combine: Literal["mean", "majority"] = "mean"
