@@ -14,7 +14,7 @@ from collections.abc import Iterable
 #: How similar (difflib's ratio, 0..1) a known name must be to be suggested.
 CUTOFF = 0.6
 #: Names this much less similar than the closest one are not worth showing beside it.
-MARGIN = 0.1
+MARGIN = 0.05
 
 
 def close_matches(word: str, known: Iterable[object], n: int = 3) -> list[str]:
