@@ -31,54 +31,64 @@ class MetricSpec:
             object.__setattr__(self, "column", self.name)
 
 
-def parse_spec(text: str) -> MetricSpec:
+def parse_spec(text: str, *, what: str = "metric spec") -> MetricSpec:
     """Parse `lexical.rouge2:multi_ref=mean,stemmer=false` (values stay strings; the metric's
     Options model converts them). A value that holds a comma goes in single or double quotes
-    (`judge.rubric:definition="short, clear",model=x`), with `\\"` (or `\\'`) for the quote
-    and `\\\\` for a backslash inside; a quote inside an unquoted value is a plain character.
-    A bad spec is an InputError that shows where in it the problem is."""
+    (`judge.rubric:definition="short, clear",model=x`); inside them `\\"` (or `\\'`) is the
+    quote and `\\\\` a backslash; any other backslash, and a quote inside an unquoted value, is
+    a plain character. A bad spec is a SpecError that shows where in it the problem is (`what`
+    names the kind of spec: an aggregation rule's is read the same way)."""
     spec = text.strip()
     name, colon, _ = spec.partition(":")
-    if not name.strip():
-        raise SpecError(spec, 0, "has no metric name")
-    options = parse_options(spec, len(name) + len(colon)) if colon else {}
+    try:
+        if not name.strip():
+            raise _Problem(0, "has no name")
+        options = _options(spec, len(name) + len(colon)) if colon else {}
+    except _Problem as problem:
+        raise SpecError(spec, problem.position, problem.text, what) from None
     return MetricSpec(name=name.strip(), options=options, column=spec)
 
 
 class SpecError(InputError):
     """A spec that does not parse, with the position of the problem marked under it."""
 
-    def __init__(self, spec: str, position: int, problem: str) -> None:
+    def __init__(self, spec: str, position: int, problem: str, what: str = "metric spec"
+                 ) -> None:
         super().__init__(
-            f"metric spec '{spec}' {problem} (at position {position + 1}):\n"
+            f"{what} '{spec}' {problem} (at position {position + 1}):\n"
             f"  {spec}\n  {' ' * position}^\n"
             "Write NAME:key=value[,key=value...]; quote a value that holds a comma: "
             "key=\"a, b\". Long or complex options read better from a TOML file: --config.")
 
 
-def parse_options(spec: str, start: int) -> dict[str, str]:
-    """The `key=value` options of `spec` from position `start` on (see `parse_spec`)."""
+class _Problem(Exception):
+    """What is wrong at `position` (0-based) of the spec being read."""
+
+    def __init__(self, position: int, text: str) -> None:
+        super().__init__(text)
+        self.position, self.text = position, text
+
+
+_BLANK = " \t"
+
+
+def _options(spec: str, at: int) -> dict[str, str]:
+    """The `key=value` options of `spec` from position `at` on."""
     options: dict[str, str] = {}
-    at, end = start, len(spec)
-    while at < end:
-        if spec[at] in _SPACE_OR_COMMA:
+    while at < len(spec):
+        if spec[at] in _BLANK + ",":
             at += 1
             continue
         equals = _until(spec, at, "=,")
         key = spec[at:equals].strip()
-        if equals == end or spec[equals] == ",":
-            raise SpecError(spec, at, f"has option '{spec[at:equals].strip()}' that is not "
-                            "key=value")
+        if equals == len(spec) or spec[equals] == ",":
+            raise _Problem(at, f"has option '{key}' that is not key=value")
         if not key:
-            raise SpecError(spec, at, "has an option with no name before '='")
+            raise _Problem(at, "has an option with no name before '='")
         if key in options:
-            raise SpecError(spec, at, f"gives option '{key}' twice")
+            raise _Problem(at, f"gives option '{key}' twice")
         options[key], at = _value(spec, equals + 1)
     return options
-
-
-_SPACE_OR_COMMA = frozenset(" \t,")
-_QUOTES = "\"'"
 
 
 def _until(spec: str, at: int, stops: str) -> int:
@@ -90,9 +100,9 @@ def _until(spec: str, at: int, stops: str) -> int:
 
 def _value(spec: str, at: int) -> tuple[str, int]:
     """The value starting at `at` and the position after it (at its comma or the end)."""
-    while at < len(spec) and spec[at] in " \t":
+    while at < len(spec) and spec[at] in _BLANK:
         at += 1
-    if at == len(spec) or spec[at] not in _QUOTES:
+    if at == len(spec) or spec[at] not in "\"'":
         comma = _until(spec, at, ",")
         return spec[at:comma].strip(), comma
     quote, opened, chars = spec[at], at, []
@@ -103,13 +113,13 @@ def _value(spec: str, at: int) -> tuple[str, int]:
         chars.append(spec[at])
         at += 1
     if at == len(spec):
-        raise SpecError(spec, opened, f"has an unbalanced quote: this {quote} is never closed")
+        raise _Problem(opened, f"has an unbalanced quote: this {quote} is never closed")
     after = at + 1
-    while after < len(spec) and spec[after] in " \t":
+    while after < len(spec) and spec[after] in _BLANK:
         after += 1
     if after < len(spec) and spec[after] != ",":
-        raise SpecError(spec, after, "has text after a closing quote: put the whole value "
-                        "inside the quotes")
+        raise _Problem(after, "has text after a closing quote: put the whole value inside "
+                              "the quotes")
     return "".join(chars), after
 
 

@@ -3,6 +3,7 @@ spec exactly as written; a bad spec names the spec and the position and points t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -71,7 +72,7 @@ def test_quoted_values(spec: str, options: dict[str, str]) -> None:
     ('a.b:x="a"b', "text after a closing quote", 10),
     ("a.b:x=1,x=2", "gives option 'x' twice", 9),
     ("a.b:=1", "no name before '='", 5),
-    (":x=1", "no metric name", 1),
+    (":x=1", "has no name", 1),
 ])
 def test_bad_spec_names_spec_and_position(spec: str, problem: str, position: int) -> None:
     with pytest.raises(InputError) as raised:
@@ -112,3 +113,17 @@ def test_bad_spec_on_the_command_line_is_exit_2_before_any_work(tmp_path: Path) 
     assert "unbalanced quote" in proc.stderr and "position 25" in proc.stderr
     assert "--config" in proc.stderr
     assert not out.exists()
+
+
+def test_rule_specs_are_read_the_same_way(tmp_path: Path) -> None:
+    board = tmp_path / "board.csv"
+    board.write_text("system,t1,t2,t3\nA,3,1,2\nB,1,3,3\nC,2,2,1\n", encoding="utf-8")
+    quoted = 'minimax:variant="winning_votes"'
+    proc = run_cli("aggregate", str(board), "-r", quoted, "-r", "minimax:variant=margins",
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    assert [r["rule"] for r in results] == [quoted, "minimax:variant=margins"]
+    proc = run_cli("aggregate", str(board), "-r", "minimax:variant='margins")
+    assert proc.returncode == 2
+    assert "rule spec 'minimax:variant='margins' has an unbalanced quote" in proc.stderr

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError
 from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
+from judgebench.spec import parse_spec
 from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -329,19 +330,10 @@ def _parse_value(text: str) -> Any:
 
 
 def parse_rule_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """`NAME:key=value,...` -> (NAME, options); values become bool, int or float if they
-    read as one."""
-    name, _, rest = text.strip().partition(":")
-    if not name:
-        raise InputError(f"rule spec '{text}' has no rule name", field="--rule")
-    options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise InputError(f"rule spec '{text}': option '{part}' is not key=value",
-                             field="--rule")
-        options[key.strip()] = _parse_value(value.strip())
-    return name, options
+    """`NAME:key=value,...` -> (NAME, options), read as a metric spec is (quoted values
+    included, judgebench.spec); values become bool, int or float if they read as one."""
+    spec = parse_spec(text, what="rule spec")
+    return spec.name, {key: _parse_value(value) for key, value in spec.options.items()}
 
 
 def rule_specs(specs: Sequence[str], registry: Mapping[str, Rule], data_kind: str
