@@ -136,3 +136,41 @@ def test_the_list_still_lists_every_metric() -> None:
     rows = json.loads(proc.stdout)
     assert {r["name"] for r in rows} >= set(BUILTIN_METRICS)
     assert all("citation" in r for r in rows)
+
+
+FACTORY_PLUGIN = '''
+from judgebench.hookspecs import hookimpl
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo
+
+INFO = MetricInfo(name="factory.const", kind="reference", description="always 1")
+
+
+class Const(Metric):
+    info = INFO
+
+    def score(self, samples):
+        return [1.0] * len(samples)
+
+
+def make(**options):
+    return Const(**options)
+
+
+@hookimpl
+def register_metrics(register):
+    register(make, info=INFO)
+'''
+
+
+def test_a_factory_metric_without_citation_still_has_a_card(tmp_path: Path) -> None:
+    plugin = tmp_path / "factory_plugin.py"
+    plugin.write_text(FACTORY_PLUGIN, encoding="utf-8")
+    proc = run_cli("-p", str(plugin), "metrics", "factory.const", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["options"] is None and data["citation"] == ""
+    assert data["example"] == "judgebench score generations.jsonl -m factory.const -o scores.csv"
+    text = run_cli("-p", str(plugin), "metrics", "factory.const").stdout
+    assert "not declared (registered as a factory function)" in text
+    assert "(none given)" in text

@@ -182,7 +182,7 @@ def _print_rules(rules: list[RuleInfo], output_format: str) -> None:
     if output_format != "text":
         table = results_table([r.to_dict() for r in rules], output_format,
                               ("name", "inputs", "description", "missing", "options"))
-        click.echo(render_table(table, output_format))
+        click.echo(safe(render_table(table, output_format)))
         return
     for rule in rules:
         options = f" [options: {', '.join(rule.options)}]" if rule.options else ""
