@@ -55,7 +55,10 @@ def results_table(records: Sequence[Mapping[str, Any]], fmt: str, shown: Sequenc
                   ) -> Table:
     """The table a command prints its result objects as: for csv every field of `records`,
     the `shown` ones first (nothing --json has is lost); for the other formats only the
-    `shown` fields some record has (a table for a paper or a pull request)."""
+    `shown` fields some record has (a table for a paper or a pull request). No records: the
+    `shown` header alone."""
+    if not records:
+        return Table(list(shown), [])
     if fmt == "csv":
         return Table.from_records(records, first=shown)
     return Table.from_records(records, [c for c in shown if any(c in r for r in records)])

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
-from judgebench.tables import Table, latex_escape, markdown_escape, render
+from judgebench.tables import Table, latex_escape, markdown_escape, render, results_table
 
 #: A column (and a system) named with every character LaTeX or Markdown treat specially.
 SPECIAL = "a_b%c&d#e$f{g}h~i^j\\k|l"
@@ -216,3 +216,13 @@ def test_renderer_formats_numbers_for_people_and_keeps_them_for_machines() -> No
                                                     "p": 0.5}
     assert markdown_escape("a|b\nc") == "a\\|b<br>c"
     assert latex_escape("\\&") == r"\textbackslash{}\&"
+
+
+def test_a_table_with_no_rows_keeps_its_header() -> None:
+    # e.g. aggregate --format csv when every rule failed on the data
+    for fmt in ("csv", "markdown", "latex", "text"):
+        empty = results_table([], fmt, ["rule", "system"])
+        assert empty.columns == ["rule", "system"] and empty.rows == []
+    assert render(results_table([], "csv", ["rule", "system"]), "csv") == "rule,system"
+    empty = render(Table(["rule", "system"], []), "markdown")
+    assert empty.splitlines() == ["| rule | system |", "|---|---|"]
