@@ -144,3 +144,10 @@ def test_no_suggestion_when_nothing_is_close(generations: Path, tmp_path: Path) 
                    str(tmp_path / "out.csv"))
     assert proc.returncode == 2
     assert "did you mean" not in proc.stderr and "registered metrics:" in proc.stderr
+
+
+def test_unknown_statistic(scores: Path) -> None:
+    proc = run_cli("meta-eval", str(scores), "--human", "human.quality", "--statistic",
+                   "kendal")
+    assert proc.returncode == 2
+    assert "unknown statistic 'kendal'" in proc.stderr and "did you mean 'kendall'?" in proc.stderr
