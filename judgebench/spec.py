@@ -1,5 +1,7 @@
 """Metric specs: `NAME` or `NAME:key=value[,key=value...]` on the command line, or a TOML file.
 
+A value that holds a comma is quoted, `key="a, b"` or `key='a, b'` (see `parse_spec`).
+
 The scores-table column of a metric is its spec exactly as written, so two configurations of
 one metric sit side by side. In a TOML file each table under `[metrics]` is one metric; its
 key is the column:
