@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import ErrorDetails
 
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Signature, Status
@@ -71,14 +70,15 @@ class Metric(Generic[OptionsT]):
         try:
             self.options = self.Options(**options)
         except ValidationError as exc:
-            problems = "; ".join(self._problem(e) for e in exc.errors())
+            problems = "; ".join(self._problem(e["loc"], e["type"], e["msg"])
+                                 for e in exc.errors())
             raise InputError(f"metric {self.info.name}: {problems}") from None
 
-    def _problem(self, error: ErrorDetails) -> str:
+    def _problem(self, loc: Sequence[object], kind: str, message: str) -> str:
         """One option's validation error; a misspelt option name gets the closest ones."""
-        name = ".".join(map(str, error["loc"])) or "?"
-        if error["type"] != "extra_forbidden":
-            return f"option '{name}': {error['msg']}"
+        name = ".".join(map(str, loc)) or "?"
+        if kind != "extra_forbidden":
+            return f"option '{name}': {message}"
         return (f"unknown option '{name}'{did_you_mean(name, self.Options.model_fields)} "
                 f"(options: {', '.join(sorted(self.Options.model_fields)) or 'none'})")
 

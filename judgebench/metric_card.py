@@ -9,15 +9,14 @@ keys are listed in CARD_FIELDS and OPTION_FIELDS and stay stable.
 
 from __future__ import annotations
 
+import json
 import shlex
 import types
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
-import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_core import to_jsonable_python
 
 from judgebench.registry import MetricEntry
 
@@ -93,17 +92,16 @@ def metric_card(entry: MetricEntry) -> MetricCard:
 
 
 def option_card(name: str, field: FieldInfo) -> OptionCard:
+    # pydantic keeps Field(ge=..., lt=...) as annotated-types constraints with these attributes
     bounds: dict[str, float | None] = {"ge": None, "le": None, "gt": None, "lt": None}
     for constraint in field.metadata:
-        if isinstance(constraint, annotated_types.Interval | annotated_types.Ge
-                      | annotated_types.Le | annotated_types.Gt | annotated_types.Lt):
-            for key in bounds:
-                value = getattr(constraint, key, None)
-                if value is not None:
-                    bounds[key] = float(value)
+        for key in bounds:
+            value = getattr(constraint, key, None)
+            if isinstance(value, int | float):
+                bounds[key] = float(value)
     required = field.is_required()
-    default = None if required else to_jsonable_python(
-        field.get_default(call_default_factory=True), fallback=repr)
+    default = None if required else json.loads(
+        json.dumps(field.get_default(call_default_factory=True), default=repr))
     return OptionCard(name=name, type=type_name(field.annotation), required=required,
                       default=default, choices=_choices(field.annotation),
                       minimum=bounds["ge"], maximum=bounds["le"],
