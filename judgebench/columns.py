@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from judgebench.errors import InputError
+from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,8 +22,8 @@ def numeric_columns(frame: pd.DataFrame, columns: Iterable[str], path: str) -> N
 
     for column in columns:
         if column not in frame.columns:
-            raise InputError(f"no such column; columns are {list(frame.columns)}", path=path,
-                             field=column)
+            raise InputError(f"no such column{did_you_mean(column, frame.columns)} (columns: "
+                             f"{', '.join(map(str, frame.columns))})", path=path, field=column)
         values = frame[column]
         if pd.api.types.is_bool_dtype(values):
             raise InputError("column holds booleans, not scores", path=path, field=column)

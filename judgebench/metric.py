@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Signature, Status
+from judgebench.suggest import did_you_mean
 
 
 class NoOptions(BaseModel):
@@ -69,10 +70,17 @@ class Metric(Generic[OptionsT]):
         try:
             self.options = self.Options(**options)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"option '{'.'.join(map(str, e['loc'])) or '?'}': {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(self._problem(e["loc"], e["type"], e["msg"])
+                                 for e in exc.errors())
             raise InputError(f"metric {self.info.name}: {problems}") from None
+
+    def _problem(self, loc: Sequence[object], kind: str, message: str) -> str:
+        """One option's validation error; a misspelt option name gets the closest ones."""
+        name = ".".join(map(str, loc)) or "?"
+        if kind != "extra_forbidden":
+            return f"option '{name}': {message}"
+        return (f"unknown option '{name}'{did_you_mean(name, self.Options.model_fields)} "
+                f"(options: {', '.join(sorted(self.Options.model_fields)) or 'none'})")
 
     # -- what decides the numbers -------------------------------------------------------
     def signature_fields(self) -> dict[str, str]:

@@ -87,6 +87,8 @@ class MetricInfo(BaseModel):
     has_corpus: bool = False
     deterministic: bool = True
     description: str = ""
+    #: The paper (or software) to cite for this metric, as one readable reference.
+    citation: str = ""
 
     @field_validator("requires")
     @classmethod

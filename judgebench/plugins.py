@@ -39,6 +39,7 @@ from judgebench.registry import (
     Register,
     SentinelRegister,
 )
+from judgebench.suggest import did_you_mean
 
 ENTRY_POINT_GROUP = "judgebench"
 ALLOWLIST_ENV = "JUDGEBENCH_LOAD_PLUGINS"
@@ -80,7 +81,8 @@ class PluginHost:
         found = self.metrics() | self.sentinels()
         if name not in found:
             known = ", ".join(sorted(found)) or "none"
-            raise InputError(f"unknown metric '{name}'; registered metrics: {known}")
+            raise InputError(f"unknown metric '{name}'{did_you_mean(name, found)} "
+                             f"(registered metrics: {known})")
         return found[name]
 
     def _collect(self, hook_name: str,
@@ -193,12 +195,24 @@ def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(
-            f"plugin '{exc.plugin_name if hasattr(exc, 'plugin_name') else exc.plugin}' "
-            f"implements a hook judgebench does not define: {exc}"
-        ) from None
+        raise PluginError(_unknown_hook(pm, exc)) from None
     _check_registrations(host)
     return host
+
+
+def _unknown_hook(pm: pluggy.PluginManager, exc: pluggy.PluginValidationError) -> str:
+    """What `check_pending` refused, with the hook the plugin most likely meant."""
+    plugin = pm.get_name(exc.plugin) or exc.plugin
+    callers = {name: caller for name, caller in vars(pm.hook).items()
+               if isinstance(caller, pluggy.HookCaller)}
+    specs = sorted(name for name, caller in callers.items() if caller.has_spec())
+    misspelt = [name for name, caller in callers.items() if not caller.has_spec()
+                and any(impl.plugin is exc.plugin for impl in caller.get_hookimpls())]
+    if not misspelt:
+        return f"plugin '{plugin}' implements a hook judgebench does not define: {exc}"
+    return "; ".join(f"plugin '{plugin}' implements hook '{name}', which judgebench does not "
+                     f"define{did_you_mean(name, specs)} (hooks: {', '.join(specs)})"
+                     for name in misspelt)
 
 
 def _register(pm: pluggy.PluginManager, module: ModuleType, name: str) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from judgebench.errors import InputError
+from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,7 +117,8 @@ class ScoresTable:
                                                                 self.higher)):
             unknown = sorted(set(names) - known)
             if unknown:
-                raise InputError(f"{unknown[0]!r} is not a metric column here; metric columns "
+                raise InputError(f"{unknown[0]!r} is not a metric column here"
+                                 f"{did_you_mean(unknown[0], known)}; metric columns "
                                  f"are {sorted(known)}", path=str(self.path), field=flag)
 
     def system_scores(self, column: str, systems: Sequence[str]) -> list[float] | None:

@@ -1,5 +1,7 @@
 """Metric specs: `NAME` or `NAME:key=value[,key=value...]` on the command line, or a TOML file.
 
+A value that holds a comma is quoted, `key="a, b"` or `key='a, b'` (see `parse_spec`).
+
 The scores-table column of a metric is its spec exactly as written, so two configurations of
 one metric sit side by side. In a TOML file each table under `[metrics]` is one metric; its
 key is the column:
@@ -31,24 +33,96 @@ class MetricSpec:
             object.__setattr__(self, "column", self.name)
 
 
-def parse_spec(text: str) -> MetricSpec:
+def parse_spec(text: str, *, what: str = "metric spec") -> MetricSpec:
     """Parse `lexical.rouge2:multi_ref=mean,stemmer=false` (values stay strings; the metric's
-    Options model converts them)."""
-    name, _, rest = text.strip().partition(":")
-    if not name:
-        raise InputError(f"metric spec '{text}' has no metric name")
-    options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise InputError(
-                f"metric spec '{text}': option '{part}' is not key=value "
-                "(write NAME:key=value[,key=value...])"
-            )
-        if key.strip() in options:
-            raise InputError(f"metric spec '{text}': option '{key.strip()}' is given twice")
-        options[key.strip()] = value.strip()
-    return MetricSpec(name=name, options=options, column=text.strip())
+    Options model converts them). A value that holds a comma goes in single or double quotes
+    (`judge.rubric:definition="short, clear",model=x`); inside them `\\"` (or `\\'`) is the
+    quote and `\\\\` a backslash; any other backslash, and a quote inside an unquoted value, is
+    a plain character. A bad spec is a SpecError that shows where in it the problem is (`what`
+    names the kind of spec: an aggregation rule's is read the same way)."""
+    spec = text.strip()
+    name, colon, _ = spec.partition(":")
+    try:
+        if not name.strip():
+            raise _Problem(0, "has no name")
+        options = _options(spec, len(name) + len(colon)) if colon else {}
+    except _Problem as problem:
+        raise SpecError(spec, problem.position, problem.text, what) from None
+    return MetricSpec(name=name.strip(), options=options, column=spec)
+
+
+class SpecError(InputError):
+    """A spec that does not parse, with the position of the problem marked under it."""
+
+    def __init__(self, spec: str, position: int, problem: str, what: str = "metric spec"
+                 ) -> None:
+        super().__init__(
+            f"{what} '{spec}' {problem} (at position {position + 1}):\n"
+            f"  {spec}\n  {' ' * position}^\n"
+            "Write NAME:key=value[,key=value...]; quote a value that holds a comma: "
+            "key=\"a, b\". Long or complex options read better from a TOML file: --config.")
+
+
+class _Problem(Exception):
+    """What is wrong at `position` (0-based) of the spec being read."""
+
+    def __init__(self, position: int, text: str) -> None:
+        super().__init__(text)
+        self.position, self.text = position, text
+
+
+_BLANK = " \t"
+
+
+def _options(spec: str, at: int) -> dict[str, str]:
+    """The `key=value` options of `spec` from position `at` on."""
+    options: dict[str, str] = {}
+    while at < len(spec):
+        if spec[at] in _BLANK + ",":
+            at += 1
+            continue
+        equals = _until(spec, at, "=,")
+        key = spec[at:equals].strip()
+        if equals == len(spec) or spec[equals] == ",":
+            raise _Problem(at, f"has option '{key}' that is not key=value")
+        if not key:
+            raise _Problem(at, "has an option with no name before '='")
+        if key in options:
+            raise _Problem(at, f"gives option '{key}' twice")
+        options[key], at = _value(spec, equals + 1)
+    return options
+
+
+def _until(spec: str, at: int, stops: str) -> int:
+    """The position of the first of `stops` from `at` on (the end if none)."""
+    while at < len(spec) and spec[at] not in stops:
+        at += 1
+    return at
+
+
+def _value(spec: str, at: int) -> tuple[str, int]:
+    """The value starting at `at` and the position after it (at its comma or the end)."""
+    while at < len(spec) and spec[at] in _BLANK:
+        at += 1
+    if at == len(spec) or spec[at] not in "\"'":
+        comma = _until(spec, at, ",")
+        return spec[at:comma].strip(), comma
+    quote, opened, chars = spec[at], at, []
+    at += 1
+    while at < len(spec) and spec[at] != quote:
+        if spec[at] == "\\" and at + 1 < len(spec) and spec[at + 1] in (quote, "\\"):
+            at += 1
+        chars.append(spec[at])
+        at += 1
+    if at == len(spec):
+        raise _Problem(opened, f"has an unbalanced quote: this {quote} is never closed")
+    after = at + 1
+    while after < len(spec) and spec[after] in _BLANK:
+        after += 1
+    if after < len(spec) and spec[after] != ",":
+        raise _Problem(after, "has text after a closing quote: put the whole value inside "
+                              "the quotes")
+    return "".join(chars), after
 
 
 def load_config(path: str | Path) -> list[MetricSpec]:

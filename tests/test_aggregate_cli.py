@@ -142,7 +142,7 @@ def test_text_output_is_side_by_side(tennessee: Path) -> None:
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["rank", "borda", "plurality"]
-    assert lines[1].split() == ["1", "Nashville", "Memphis"]
+    assert lines[1].split() == ["1", "Nashville", "194", "Memphis", "42"]  # system, score
     assert "Kendall tau-b" in result.stdout and "Bootstrap" in result.stdout
     assert "make Knoxville win" in result.stdout
 

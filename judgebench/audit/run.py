@@ -24,6 +24,7 @@ from judgebench.errors import InputError
 from judgebench.models import Sample
 from judgebench.scores_table import ScoresTable, load_scores_table
 from judgebench.spec import MetricSpec
+from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,8 +230,8 @@ def probe_specs(texts: Sequence[str], columns: Sequence[str], host: PluginHost
                 warnings.append(f"probes: column {text} is not a registered metric spec; "
                                 "not probed")
                 continue
-            raise InputError(f"unknown metric '{spec.name}'; registered: "
-                             f"{', '.join(sorted(known))}", field="--probe")
+            raise InputError(f"unknown metric '{spec.name}'{did_you_mean(spec.name, known)} "
+                             f"(registered: {', '.join(sorted(known))})", field="--probe")
         if entry.info.level != "segment":
             warnings.append(f"probes: {text} has no segment-level score; not probed")
             continue

@@ -26,6 +26,7 @@ from judgebench.metric import outcome_of
 from judgebench.models import Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 from judgebench.spec import MetricSpec, parse_spec
+from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,8 +65,9 @@ def parse_sentinels(texts: Sequence[str], host: PluginHost) -> list[MetricSpec]:
     specs = [parse_spec(t) for t in texts]
     for spec in specs:
         if spec.name not in known:
-            raise InputError(f"unknown sentinel '{spec.name}'; registered: "
-                             f"{', '.join(sorted(known)) or 'none'}", field="--sentinel")
+            raise InputError(f"unknown sentinel '{spec.name}'{did_you_mean(spec.name, known)} "
+                             f"(registered: {', '.join(sorted(known)) or 'none'})",
+                             field="--sentinel")
     return specs
 
 

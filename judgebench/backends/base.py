@@ -72,6 +72,7 @@ from typing import Any, ClassVar, Literal
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.redact import redact
+from judgebench.suggest import did_you_mean
 
 Role = Literal["system", "user", "assistant"]
 
@@ -433,7 +434,8 @@ def _registered(name: str) -> Any:
     backends = get_host().backends()
     if name not in backends:
         known = ", ".join(sorted(backends)) or "none"
-        raise InputError(f"unknown backend '{name}'; registered backends: {known}")
+        raise InputError(f"unknown backend '{name}'{did_you_mean(name, backends)} "
+                         f"(registered backends: {known})")
     return backends[name].obj
 
 

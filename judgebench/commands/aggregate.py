@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench.commands.options import direction_options
+from judgebench.commands.output_format import format_options
 from judgebench.display import SafeWriter, safe
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.tables import render as render_table
+from judgebench.tables import results_table
 
 if TYPE_CHECKING:
     from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
@@ -107,9 +110,9 @@ def _human_ranking(text: str) -> list[list[str]]:
               help="Find non-negative voter weights that make SYSTEM win (rules mean, borda, "
                    "dowdall, plurality, condorcet): a linear programme.")
 @click.option("--list-rules", is_flag=True, help="List the registered rules and exit.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON array, one object per rule: rule, ranking, scores, winners, "
-                   "ties, and agreement / human / bootstrap / make_win where asked.")
+@format_options("Print a JSON array, one object per rule: rule, ranking, scores, winners, "
+                "ties, and agreement / human / bootstrap / make_win where asked; csv, "
+                "markdown and latex print one row per (rule, system).")
 def command(
     table: Path | None,
     rule_specs: tuple[str, ...],
@@ -130,7 +133,7 @@ def command(
     top_k: int,
     make_win: str | None,
     list_rules: bool,
-    as_json: bool,
+    output_format: str,
 ) -> None:
     """Rank the systems in TABLE with one or more social-choice or rating rules.
 
@@ -141,7 +144,7 @@ def command(
     from judgebench.services.aggregate import list_rules as registered_rules
 
     if list_rules:
-        _print_rules(registered_rules(), as_json)
+        _print_rules(registered_rules(), output_format)
         return
     if table is None:
         raise click.UsageError("missing argument TABLE (or give --list-rules)")
@@ -151,10 +154,13 @@ def command(
         missing=missing, pair_weight=pair_weight, human=human_column,
         human_ranking=_human_ranking(human_ranking) if human_ranking is not None else None,
         bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win, log=_log)
-    if as_json:
+    if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
-    else:
+    elif output_format == "text":
         _print_text(result)
+    else:
+        rows = results_table(result.system_rows(), output_format, TABLE_COLUMNS)
+        click.echo(safe(render_table(rows, output_format)))
     if result.failed:
         raise JudgebenchError(f"rule(s) failed: {', '.join(o.spec for o in result.failed)} "
                               "(reasons above)")
@@ -165,9 +171,18 @@ def _log(message: str) -> None:
 
 
 # -- output ----------------------------------------------------------------------------------
-def _print_rules(rules: list[RuleInfo], as_json: bool) -> None:
-    if as_json:
+#: What a csv, markdown or latex table of the result holds: AggregateResult.system_rows.
+TABLE_COLUMNS = ("rule", "rank", "system", "score", "winner", "rank_low", "rank_high", "p_win")
+
+
+def _print_rules(rules: list[RuleInfo], output_format: str) -> None:
+    if output_format == "json":
         click.echo(json.dumps([r.to_dict() for r in rules], indent=2))
+        return
+    if output_format != "text":
+        table = results_table([r.to_dict() for r in rules], output_format,
+                              ("name", "inputs", "description", "missing", "options"))
+        click.echo(safe(render_table(table, output_format)))
         return
     for rule in rules:
         options = f" [options: {', '.join(rule.options)}]" if rule.options else ""
@@ -209,12 +224,24 @@ Ranked = list[tuple["RuleOutcome", "RuleResult"]]
 
 
 def _cells(ranked: RuleResult) -> list[str]:
-    """A ranking's column: each system, tied ones marked with their shared rank."""
+    """A ranking's column: each system with the rule's score for it (a rule without scores,
+    such as kemeny, ranks only), tied ones marked with their shared rank."""
     ties = ranked.ties
     tied = {s: i for i, tier in enumerate(ties) for s in tier}
     rank_of = {s: position for position, s in enumerate(ranked.ranking, start=1)}
-    return [f"{s} (={min(rank_of[t] for t in ties[tied[s]])})" if s in tied else s
-            for s in ranked.ranking]
+    scores = ranked.to_dict()["scores"]
+    cells = []
+    for s in ranked.ranking:
+        cell = s if scores is None else f"{s} {_score(scores.get(s))}"
+        cells.append(f"{cell} (={min(rank_of[t] for t in ties[tied[s]])})" if s in tied
+                     else cell)
+    return cells
+
+
+def _score(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
 
 
 def _rankings(good: Ranked, width: int) -> list[str]:

@@ -1,8 +1,9 @@
 """`judgebench meta-eval`: correlate metric columns of a scores table with human columns.
 
 The work is `judgebench.services.meta_eval` (statistics in meta_eval); this module parses the
-options, calls it and prints the results: a JSON array with --json, otherwise a readable table per
-human column and statistic, metrics sorted best first.
+options, calls it and prints the results: a readable table per human column and statistic,
+metrics sorted best first; a JSON array with --json (--format json); one csv, markdown or latex
+table with --format (judgebench.tables).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench.commands.options import direction_options
+from judgebench.commands.output_format import format_options
 from judgebench.display import safe
+from judgebench.tables import render as render_table
+from judgebench.tables import results_table
 from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
@@ -70,7 +74,7 @@ def _log(message: str) -> None:
 @click.option("--permutations", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Permutations per system pair inside SPA.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of results.")
+@format_options("Print a JSON array of result objects.")
 @click.option("--pairwise", is_flag=True,
               help="SCORES is a pairwise table (item, system_a, system_b, human.* "
                    "preferences, <judge>, <judge>.ab, <judge>.ba verdicts): judge accuracy "
@@ -88,7 +92,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
             corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
             compare: bool, method: str, resamples: int, alpha: float,
-            raters: tuple[str, ...], permutations: int, seed: int, as_json: bool,
+            raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
             pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
@@ -98,9 +102,11 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                                    "--human columns (not --rater)")
         from judgebench.commands.meta_eval_pairwise import run_pairwise
 
+        if output_format not in ("text", "json"):
+            raise click.UsageError("--pairwise prints text or json (--format text|json)")
         run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
-                     resamples=resamples, alpha=alpha, as_json=as_json, log=_log)
+                     resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log)
         return
     if judges or by:
         raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
@@ -112,10 +118,18 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        system_score=system_score, exclude_systems=excluded, compare=compare,
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
                        permutations=permutations, seed=seed, log=_log)
-    if as_json:
+    if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
-    else:
+    elif output_format == "text":
         click.echo(safe(render(result)))
+    else:
+        table = results_table(result.to_dict(), output_format, TABLE_COLUMNS)
+        click.echo(safe(render_table(table, output_format)))
+
+
+#: The fields of a result a markdown or latex table shows (csv has them first, then the rest).
+TABLE_COLUMNS = ("metric", "human", "statistic", "level", "grouping", "value", "ci_low",
+                 "ci_high", "p_value", "n", "cluster")
 
 
 CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different; "

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError
 from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
+from judgebench.spec import parse_spec
+from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,18 +126,28 @@ class AggregateResult:
     def to_dict(self) -> list[dict[str, Any]]:
         return [o.to_dict() for o in self.outcomes]
 
+    def system_rows(self) -> list[dict[str, Any]]:
+        """One dict per (rule, system) of the rules that ranked, best first: rule, system,
+        rank, score (None for a rule without scores), winner; with a bootstrap also the
+        rank interval (rank_low, rank_high) and p_win."""
+        rows = []
+        for o in self.ok:
+            assert o.result is not None
+            scores = o.result.to_dict()["scores"] or {}
+            ranks = o.result.ranks
+            boot = o.bootstrap.to_dict()["systems"] if o.bootstrap is not None else {}
+            rows += [{"rule": o.spec, "system": s, "rank": ranks[s], "score": scores.get(s),
+                      "winner": s in o.result.winners,
+                      **{k: boot[s][k] for k in ("rank_low", "rank_high", "p_win") if s in boot}}
+                     for s in o.result.ranking]
+        return rows
+
     def to_frame(self) -> pd.DataFrame:
         """One row per (rule, system) of the rules that ranked: rank, score, winner."""
         import pandas as pd
 
-        rows = []
-        for o in self.ok:
-            assert o.result is not None
-            scores = o.result.scores or {}
-            ranks = o.result.ranks
-            rows += [{"rule": o.spec, "system": s, "rank": ranks[s], "score": scores.get(s),
-                      "winner": s in o.result.winners} for s in o.result.ranking]
-        return pd.DataFrame(rows, columns=["rule", "system", "rank", "score", "winner"])
+        return pd.DataFrame(self.system_rows(),
+                            columns=["rule", "system", "rank", "score", "winner"])
 
 
 @dataclass(frozen=True)
@@ -318,19 +330,10 @@ def _parse_value(text: str) -> Any:
 
 
 def parse_rule_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """`NAME:key=value,...` -> (NAME, options); values become bool, int or float if they
-    read as one."""
-    name, _, rest = text.strip().partition(":")
-    if not name:
-        raise InputError(f"rule spec '{text}' has no rule name", field="--rule")
-    options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise InputError(f"rule spec '{text}': option '{part}' is not key=value",
-                             field="--rule")
-        options[key.strip()] = _parse_value(value.strip())
-    return name, options
+    """`NAME:key=value,...` -> (NAME, options), read as a metric spec is (quoted values
+    included, judgebench.spec); values become bool, int or float if they read as one."""
+    spec = parse_spec(text, what="rule spec")
+    return spec.name, {key: _parse_value(value) for key, value in spec.options.items()}
 
 
 def rule_specs(specs: Sequence[str], registry: Mapping[str, Rule], data_kind: str
@@ -349,8 +352,8 @@ def rule_specs(specs: Sequence[str], registry: Mapping[str, Rule], data_kind: st
 def build_rule(spec: str, registry: Mapping[str, Rule], data_kind: str) -> Rule:
     name, options = parse_rule_spec(spec)
     if name not in registry:
-        raise InputError(f"unknown rule '{name}'; registered rules: "
-                         f"{', '.join(sorted(registry)) or 'none'}", field="--rule")
+        raise InputError(f"unknown rule '{name}'{did_you_mean(name, registry)} (registered "
+                         f"rules: {', '.join(sorted(registry)) or 'none'})", field="--rule")
     rule = registry[name]
     if data_kind not in rule.inputs:
         usable = sorted(n for n, r in registry.items() if data_kind in r.inputs)
@@ -422,7 +425,9 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
     try:
         return readers[kind](request, frame)
     except agg.TableError as exc:
-        raise InputError(str(exc), path=str(path), **_location(path, exc.row),
+        misspelt = exc.field is not None and exc.field not in frame.columns
+        hint = did_you_mean(exc.field, frame.columns) if exc.field and misspelt else ""
+        raise InputError(f"{exc}{hint}", path=str(path), **_location(path, exc.row),
                          field=exc.field) from None
 
 

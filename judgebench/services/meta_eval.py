@@ -19,6 +19,7 @@ from judgebench.errors import InputError
 from judgebench.io import LineNumbers
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from judgebench.services.pairwise import refuse_pairwise
+from judgebench.suggest import did_you_mean
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
 if TYPE_CHECKING:
@@ -201,12 +202,14 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
 def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,
                    raters: Sequence[str]) -> None:
     from meta_eval.levels import check_options
+    from meta_eval.statistics import STATISTICS
 
     for name in statistics:
         try:
             check_options(name, level, grouping)
         except ValueError as exc:
-            raise InputError(str(exc), field="--statistic") from None
+            hint = "" if name in STATISTICS else did_you_mean(name, STATISTICS)
+            raise InputError(f"{exc}{hint}", field="--statistic") from None
     if epsilon < 0:
         raise InputError("must be >= 0", field="--epsilon")
     if raters and len(raters) < 2:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
+from judgebench_audit.sentinels import SENTINEL_CITATION
 
 
 class RegressorOptions(BaseModel):
@@ -198,6 +199,7 @@ def _info(name: str, field: str, what: str) -> MetricInfo:
         name=name, version="1", kind="sentinel", requires=(field,),
         description=f"Ridge regression on TF-IDF of the {what} only, trained on the human "
                     "scores with K-fold cross-fitting over items.",
+        citation=SENTINEL_CITATION,
     )
 
 

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 
+SENTINEL_CITATION = ("Perrella, Proietti, Scirè, Barba and Navigli (2024). Guardians of the "
+                     "Machine Translation Meta-Evaluation: Sentinel Metrics Fall In! ACL.")
+
 
 def unit_normal(*key: object) -> float:
     """A standard normal draw determined only by `key` (not by call order or process)."""
@@ -43,6 +46,7 @@ class RandomSentinel(Sentinel[RandomOptions]):
     info = MetricInfo(
         name="sentinel.random", version="1", kind="sentinel", requires=(),
         description="Seeded random score per system plus per-item noise: blind to content.",
+        citation=SENTINEL_CITATION,
     )
     Options = RandomOptions
 
@@ -72,6 +76,7 @@ class ConstantSentinel(Sentinel[ConstantOptions]):
     info = MetricInfo(
         name="sentinel.constant", version="1", kind="sentinel", requires=(),
         description="The same score for every output (a metric that only predicts ties).",
+        citation=SENTINEL_CITATION,
     )
     Options = ConstantOptions
 
@@ -90,6 +95,7 @@ class LengthSentinel(Sentinel[LengthOptions]):
     info = MetricInfo(
         name="sentinel.length", version="1", kind="sentinel", requires=("output",),
         description="Output length (words or chars): rewards whatever length people prefer.",
+        citation=SENTINEL_CITATION,
     )
     Options = LengthOptions
 

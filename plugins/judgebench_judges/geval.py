@@ -62,6 +62,8 @@ class GEvalJudge(JudgeMetric[GEvalOptions]):
         value_range=(1, 5), deterministic=False,
         description="G-Eval: criterion + evaluation steps, form-filling prompt, score = "
                     "probability-weighted mean of the score tokens (or mean of n samples).",
+        citation="Liu, Iter, Xu, Wang, Xu and Zhu (2023). G-Eval: NLG Evaluation using GPT-4 "
+                 "with Better Human Alignment. EMNLP.",
     )
     Options = GEvalOptions
     template_name = "geval"

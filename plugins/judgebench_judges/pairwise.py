@@ -52,6 +52,9 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
         description="A vs B (MT-Bench/LLMBar style), both orders by default; 1 = a wins, "
                     "0 = b wins, 0.5 = tie or the orders disagree; per-order verdicts and flips "
                     "kept in extra.",
+        citation="Zheng et al. (2023). Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena. "
+                 "NeurIPS Datasets and Benchmarks. Zeng et al. (2024). Evaluating Large "
+                 "Language Models at Evaluating Instruction Following (LLMBar). ICLR.",
     )
     Options = PairwiseOptions
     template_name = "pairwise"

@@ -32,7 +32,7 @@ class PanelOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     judge: str = "judge.rubric"
-    models: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list, examples=["MODEL_A;MODEL_B"])
     backends: list[str] = Field(default_factory=list)
     members: list[str] = Field(default_factory=list)
     combine: Literal["mean", "majority"] = "mean"
@@ -51,6 +51,8 @@ class JudgePanel(Metric[PanelOptions]):
         name="judge.panel", version="1", kind="judge", requires=(), deterministic=False,
         description="Several judges (e.g. models) combined by mean or majority; each member's "
                     "verdict kept.",
+        citation="Verga et al. (2024). Replacing Judges with Juries: Evaluating LLM "
+                 "Generations with a Panel of Diverse Models. arXiv:2404.18796.",
     )
     Options = PanelOptions
     batch_size: ClassVar[int] = 512

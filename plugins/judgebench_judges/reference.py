@@ -44,6 +44,8 @@ class ReferenceJudge(JudgeMetric[ReferenceOptions]):
         name="judge.reference", version="1", kind="judge", requires=("output", "reference"),
         value_range=(0, 5), deterministic=False,
         description="Correctness against a reference answer: binary (1/0) or graded (min..max).",
+        citation="Zheng et al. (2023). Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena. "
+                 "NeurIPS Datasets and Benchmarks (reference-guided grading).",
     )
     Options = ReferenceOptions
     template_name = "reference"

@@ -54,6 +54,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         value_range=(1, 5), deterministic=False,
         description="Prometheus-style direct assessment: feedback then an integer score "
                     "against a rubric (criterion preset or your own, optional reference).",
+        citation="Kim et al. (2024). Prometheus: Inducing Fine-grained Evaluation Capability "
+                 "in Language Models. ICLR.",
     )
     Options = RubricOptions
     template_name = "rubric"

@@ -135,6 +135,9 @@ class Bleu(SacrebleuMetric[BleuOptions]):
         name="lexical.bleu", kind="reference", requires=("output", "reference"),
         value_range=(0.0, 100.0), has_corpus=True,
         description="sacrebleu BLEU (sentence: effective order; corpus: corpus BLEU)",
+        citation="Papineni, Roukos, Ward and Zhu (2002). BLEU: a Method for Automatic "
+                 "Evaluation of Machine Translation. ACL. Post (2018). A Call for Clarity in "
+                 "Reporting BLEU Scores. WMT.",
     )
     Options = BleuOptions
 
@@ -150,6 +153,8 @@ class Chrf(SacrebleuMetric[ChrfOptions]):
     info = MetricInfo(
         name="lexical.chrf", kind="reference", requires=("output", "reference"),
         value_range=(0.0, 100.0), has_corpus=True, description="sacrebleu chrF",
+        citation="Popović (2015). chrF: character n-gram F-score for automatic MT evaluation. "
+                 "WMT. Post (2018). A Call for Clarity in Reporting BLEU Scores. WMT.",
     )
     Options = ChrfOptions
 
@@ -163,8 +168,10 @@ class Chrf(SacrebleuMetric[ChrfOptions]):
 
 
 class ChrfPlusPlus(Chrf):
-    info = Chrf.info.model_copy(update={"name": "lexical.chrf++",
-                                        "description": "sacrebleu chrF++ (word bigrams too)"})
+    info = Chrf.info.model_copy(update={
+        "name": "lexical.chrf++", "description": "sacrebleu chrF++ (word bigrams too)",
+        "citation": "Popović (2017). chrF++: words helping character n-grams. WMT. Post "
+                    "(2018). A Call for Clarity in Reporting BLEU Scores. WMT."})
     Options = ChrfPlusPlusOptions
 
 
@@ -173,6 +180,9 @@ class Ter(SacrebleuMetric[TerOptions]):
         name="lexical.ter", kind="reference", requires=("output", "reference"),
         higher_is_better=False, value_range=(0.0, None), has_corpus=True,
         description="sacrebleu TER (edits per reference word, x100)",
+        citation="Snover, Dorr, Schwartz, Micciulla and Makhoul (2006). A Study of Translation "
+                 "Edit Rate with Targeted Human Annotation. AMTA. Post (2018). A Call for "
+                 "Clarity in Reporting BLEU Scores. WMT.",
     )
     Options = TerOptions
 
@@ -253,10 +263,17 @@ class Rouge(Metric[RougeOptionsT]):
         return values
 
 
+ROUGE_CITATION = ("Lin (2004). ROUGE: A Package for Automatic Evaluation of Summaries. Text "
+                  "Summarization Branches Out (ACL workshop); computed with Google's "
+                  "rouge-score package.")
+SQUAD_CITATION = ("Rajpurkar, Zhang, Lopyrev and Liang (2016). SQuAD: 100,000+ Questions for "
+                  "Machine Comprehension of Text. EMNLP.")
+
+
 def _rouge_info(rouge_type: str, description: str) -> MetricInfo:
     return MetricInfo(name=f"lexical.{rouge_type}", kind="reference",
                       requires=("output", "reference"), value_range=(0.0, 1.0),
-                      description=description)
+                      description=description, citation=ROUGE_CITATION)
 
 
 class Rouge1(Rouge[RougeOptions]):
@@ -333,7 +350,8 @@ class _AnswerMetric(Metric[AnswerOptions]):
 class ExactMatch(_AnswerMetric):
     info = MetricInfo(name="lexical.exact_match", kind="reference",
                       requires=("output", "reference"), value_range=(0.0, 1.0),
-                      description="1 if the normalised output equals a normalised reference")
+                      description="1 if the normalised output equals a normalised reference",
+                      citation=SQUAD_CITATION)
 
     def _compare(self, prediction: str, reference: str) -> float:
         return float(prediction == reference)
@@ -342,20 +360,27 @@ class ExactMatch(_AnswerMetric):
 class TokenF1(_AnswerMetric):
     info = MetricInfo(name="lexical.token_f1", kind="reference",
                       requires=("output", "reference"), value_range=(0.0, 1.0),
-                      description="SQuAD token F1, best over references")
+                      description="SQuAD token F1, best over references",
+                      citation=SQUAD_CITATION)
 
     def _compare(self, prediction: str, reference: str) -> float:
         return token_f1(prediction, reference)
 
 
 # -- length ---------------------------------------------------------------------------------
+LENGTH_CITATION = ("No paper: a count. Why it matters (length drives judges and people): "
+                   "Dubois, Galambosi, Liang and Hashimoto (2024). Length-Controlled "
+                   "AlpacaEval: A Simple Way to Debias Automatic Evaluators. arXiv:2404.04475.")
+
+
 class LengthOptions(_Options):
     unit: Literal["words", "chars"] = "words"
 
 
 class Length(Metric[LengthOptions]):
     info = MetricInfo(name="lexical.length", kind="reference", requires=("output",),
-                      value_range=(0.0, None), description="output length in words or characters")
+                      value_range=(0.0, None), description="output length in words or characters",
+                      citation=LENGTH_CITATION)
     Options = LengthOptions
     batch_size: ClassVar[int] = 4096
 

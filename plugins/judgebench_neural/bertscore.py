@@ -154,6 +154,8 @@ class BertScore(EncoderMetric[BertScoreOptions]):
         description="BERTScore (Zhang et al. 2020): greedy cosine matching of contextual token "
                     "embeddings; options model, layer, idf/idf_from, rescale/baseline, "
                     "part=f1|precision|recall.",
+        citation="Zhang, Kishore, Wu, Weinberger and Artzi (2020). BERTScore: Evaluating Text "
+                 "Generation with BERT. ICLR.",
     )
     Options = BertScoreOptions
     batch_size = 512  # samples per call: a larger pool of texts sorts into tighter batches

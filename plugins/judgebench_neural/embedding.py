@@ -34,6 +34,8 @@ class EmbeddingCosine(EncoderMetric[EmbeddingCosineOptions]):
         value_range=(-1.0, 1.0),
         description="Cosine similarity of pooled sentence embeddings of the output and the "
                     "reference (multi_ref=max|mean) or, with against=input, the input.",
+        citation="Reimers and Gurevych (2019). Sentence-BERT: Sentence Embeddings using "
+                 "Siamese BERT-Networks. EMNLP.",
     )
     Options = EmbeddingCosineOptions
     batch_size = 256

@@ -45,6 +45,8 @@ class Classifier(ModelMetric[ClassifierOptions]):
         description="Any local sequence-classification or reward model (model=DIR): the logit "
                     "or probability of `label` (the single logit when num_labels=1) for the "
                     "output, or for the pair (input|reference, output) with pair=...",
+        citation="Cite the model you load. Loading: Wolf et al. (2020). Transformers: "
+                 "State-of-the-Art Natural Language Processing. EMNLP (System Demonstrations).",
     )
     Options = ClassifierOptions
     batch_size = 64
@@ -173,6 +175,8 @@ class Comet(ModelMetric[CometOptions]):
         description="COMET (Rei et al. 2020) from a local checkpoint (model=/path/model.ckpt) "
                     "through unbabel-comet: src=input, mt=output, ref=each reference "
                     "(multi_ref=max|mean); reference-free checkpoints need no reference.",
+        citation="Rei, Stewart, Farinha and Lavie (2020). COMET: A Neural Framework for MT "
+                 "Evaluation. EMNLP.",
     )
     Options = CometOptions
     model_label = "COMET checkpoint"

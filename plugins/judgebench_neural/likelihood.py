@@ -70,6 +70,9 @@ class Likelihood(Metric[LikelihoodOptions]):
         description="BARTScore/GPTScore-style mean token log-probability of the output given "
                     "the input (given=input), a reference (given=reference) or nothing, under "
                     "a causal LM through any backend with prompt logprobs.",
+        citation="Yuan, Neubig and Liu (2021). BARTScore: Evaluating Generated Text as Text "
+                 "Generation. NeurIPS. Fu, Ng, Jiang and Liu (2024). GPTScore: Evaluate as You "
+                 "Desire. NAACL.",
     )
     Options = LikelihoodOptions
     batch_size = 32

@@ -169,6 +169,9 @@ class Mauve(EncoderMetric[MauveOptions]):
         description="MAUVE (Pillutla et al. 2021) of a system's outputs against the distinct "
                     "references (or inputs) of its items, on encoder embeddings; star=true "
                     "gives the smoothed MAUVE*. One number per system.",
+        citation="Pillutla, Swayamdipta, Zellers, Thickstun, Welleck, Choi and Harchaoui "
+                 "(2021). MAUVE: Measuring the Gap Between Neural Text and Human Text using "
+                 "Divergence Frontiers. NeurIPS.",
     )
     Options = MauveOptions
 

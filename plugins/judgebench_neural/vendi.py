@@ -58,6 +58,8 @@ class Vendi(EncoderMetric[VendiOptions]):
         description="Vendi score (Friedman & Dieng 2023) of a system's outputs under the cosine "
                     "kernel of sentence embeddings: the effective number of distinct outputs. "
                     "Option q (order; 1 = Shannon).",
+        citation="Friedman and Dieng (2023). The Vendi Score: A Diversity Evaluation Metric "
+                 "for Machine Learning. TMLR.",
     )
     Options = VendiOptions
 

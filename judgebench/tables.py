@@ -1,0 +1,207 @@
+"""One table, five ways to print it: text, json, csv, markdown, latex.
+
+A `Table` is plain data: column names and rows of cells (str, int, float, bool, None, or a
+list/dict, which is written as JSON text in a cell). `render(table, fmt)` is the only place a
+command turns rows into one of those formats (`meta-eval`, `aggregate` and `metrics NAME` all
+use it), so escaping is decided once:
+
+- text: aligned columns for the terminal; None as "-".
+- json: an array of one object per row, values as they are (None as null).
+- csv: the `csv` module (RFC 4180 quoting); None as an empty cell, floats at full precision
+  (`repr`), booleans as true/false, so reading it back gives the numbers --json gives.
+- markdown: a GitHub-flavoured pipe table; `\\`, `|`, `*`, backticks, `<` and `>` are escaped
+  and a newline becomes `<br>`; number columns are right-aligned.
+- latex: a booktabs `tabular` (needs `\\usepackage{booktabs}`); the ten special characters
+  `\\ & % $ # _ { } ~ ^` (and `<`, `>`, `|`, which the default font encoding garbles) are
+  escaped; number columns are right-aligned.
+
+Text, markdown and latex show floats with `digits` decimals; csv and json keep every digit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+FORMATS = ("text", "json", "csv", "markdown", "latex")
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: list[str]
+    rows: list[list[Any]]
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping[str, Any]],
+                     columns: Sequence[str] | None = None, *, first: Sequence[str] = ()
+                     ) -> Table:
+        """A table of `records` (dicts). Columns: `columns` if given (a key a record lacks is
+        None), else `first` (those any record has) then every other key in order of first
+        appearance."""
+        records = list(records)
+        if columns is None:
+            seen = dict.fromkeys(key for record in records for key in record)
+            columns = [*(c for c in first if c in seen), *(c for c in seen if c not in first)]
+        return cls(list(columns), [[record.get(c) for c in columns] for record in records])
+
+
+def results_table(records: Sequence[Mapping[str, Any]], fmt: str, shown: Sequence[str]
+                  ) -> Table:
+    """The table a command prints its result objects as: for csv every field of `records`,
+    the `shown` ones first (nothing --json has is lost); for the other formats only the
+    `shown` fields some record has (a table for a paper or a pull request). No records: the
+    `shown` header alone."""
+    if not records:
+        return Table(list(shown), [])
+    if fmt == "csv":
+        return Table.from_records(records, first=shown)
+    return Table.from_records(records, [c for c in shown if any(c in r for r in records)])
+
+
+def render(table: Table, fmt: str, *, digits: int = 4) -> str:
+    """`table` as text, json, csv, markdown or latex (see the module docstring)."""
+    if fmt == "json":
+        return json.dumps([dict(zip(table.columns, row, strict=True)) for row in table.rows],
+                          indent=2, allow_nan=False, default=str)
+    if fmt == "csv":
+        return _csv(table)
+    renderers = {"text": _text, "markdown": _markdown, "latex": _latex}
+    if fmt not in renderers:
+        raise ValueError(f"unknown table format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return renderers[fmt](table, digits)
+
+
+# -- cells ----------------------------------------------------------------------------------
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _numeric(table: Table) -> list[bool]:
+    """Per column: every non-empty cell is a number."""
+    columns = [[row[i] for row in table.rows] for i in range(len(table.columns))]
+    return [any(v is not None for v in cells) and all(v is None or _is_number(v) for v in cells)
+            for cells in columns]
+
+
+def _whole(table: Table) -> list[bool]:
+    """Per column: every number in it is a whole number (ranks, counts, Borda points), so it
+    is shown without decimals."""
+    return [all(float(row[i]).is_integer() for row in table.rows
+                if _is_number(row[i]) and math.isfinite(row[i]))
+            for i in range(len(table.columns))]
+
+
+def _shown_cells(table: Table, digits: int, empty: str) -> list[list[str]]:
+    whole = _whole(table)
+    return [[_shown(v, digits, empty, whole[i]) for i, v in enumerate(row)]
+            for row in table.rows]
+
+
+def _shown(value: Any, digits: int, empty: str, whole: bool = False) -> str:
+    """A cell as people read it: floats rounded to `digits` decimals (a tiny one, such as a
+    p-value of 1e-29, in scientific notation), None as `empty`."""
+    if value is None:
+        return empty
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if whole:
+            return f"{value:.0f}"
+        if value and abs(value) < 0.5 * 10.0 ** -digits:
+            return f"{value:.{max(digits - 2, 1)}e}"
+        return f"{value:.{digits}f}"
+    if isinstance(value, list | tuple):
+        return ", ".join(_shown(v, digits, empty) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _exact(value: Any) -> str:
+    """A cell as a machine reads it back: every digit, true/false, JSON for lists."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+# -- formats --------------------------------------------------------------------------------
+def _text(table: Table, digits: int) -> str:
+    cells = _shown_cells(table, digits, "-")
+    numeric = _numeric(table)
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(table.columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w)
+                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
+
+    return "\n".join([line(table.columns), *(line(row) for row in cells)])
+
+
+def _csv(table: Table) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(table.columns)
+    writer.writerows([_exact(v) for v in row] for row in table.rows)
+    return out.getvalue().rstrip("\n")
+
+
+_MARKDOWN = re.compile(r"[\\|*`<>]")
+
+
+def markdown_escape(text: str) -> str:
+    """`text` for one cell of a Markdown pipe table."""
+    escaped = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
+    return escaped.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
+
+
+def _markdown(table: Table, digits: int) -> str:
+    numeric = _numeric(table)
+    header = "| " + " | ".join(markdown_escape(c) for c in table.columns) + " |"
+    rule = "|" + "|".join("---:" if n else "---" for n in numeric) + "|"
+    rows = ["| " + " | ".join(markdown_escape(v) for v in row) + " |"
+            for row in _shown_cells(table, digits, "")]
+    return "\n".join([header, rule, *rows])
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+          "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+          "|": r"\textbar{}", "\n": " ", "\r": " "}
+_LATEX_SPECIAL = re.compile("|".join(re.escape(c) for c in _LATEX))
+
+
+def latex_escape(text: str) -> str:
+    """`text` as LaTeX source that prints it literally (one pass, so nothing is escaped
+    twice)."""
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX[m.group()], text)
+
+
+def _latex(table: Table, digits: int) -> str:
+    numeric = _numeric(table)
+
+    def line(values: Iterable[str]) -> str:
+        return " & ".join(latex_escape(v) for v in values) + r" \\"
+
+    return "\n".join([
+        r"\begin{tabular}{" + "".join("r" if n else "l" for n in numeric) + "}",
+        r"\toprule",
+        line(table.columns),
+        r"\midrule",
+        *(line(row) for row in _shown_cells(table, digits, "--")),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ])
