@@ -177,4 +177,5 @@ def test_html_verdict_is_first_visible_and_tells_partial_from_total(
     assert rows == ["verdict-pass", "verdict-partial", "verdict-fail",
                     "verdict-fail", "verdict-fail", "verdict-fail"]
     # The verdict is above the fold: it starts within the first screen.
-    assert js("document.querySelector('#verdict').getBoundingClientRect().top") < 200
+    top = js("document.querySelector('#verdict').getBoundingClientRect().top")
+    assert isinstance(top, int | float) and top < 200
