@@ -54,7 +54,8 @@ def test_gate_fails_the_job_with_a_line_per_failing_metric(scored: dict[str, Pat
     # Relevance passes at system level (token F1 beats every sentinel); coherence does not.
     assert fail_lines(proc.stderr) == [COHERENCE_FAILS]
     assert "--fail-on: 1 failure(s); exit 4" in proc.stderr
-    assert proc.stdout.startswith("# Audit of scores.csv")  # the card is still printed
+    assert proc.stdout.startswith("# Audit of scores.csv")  # the card is still printed,
+    assert f"- {COHERENCE_FAILS}" in proc.stdout  # with the findings in its verdict block
     data = json.loads(report.read_text())  # and the report still written
     assert data["fail_on"] == ["gate"]
     assert data["failures"] == [{

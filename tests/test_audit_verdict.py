@@ -126,6 +126,40 @@ def test_where_names_the_grouping_and_the_statistic_when_there_are_several() -> 
     assert where("segment", "item", "kendall") == "segment level, grouped by item (kendall)"
 
 
+def _block(statistic: str, gate: list[dict], rows: list[dict]) -> dict:
+    return {"human": "human.x", "statistic": statistic, "level": "segment",
+            "grouping": "item", "gate": gate, "rows": rows, "notes": []}
+
+
+def test_no_defined_sentinel_and_several_statistics_in_words() -> None:
+    """Hand-made blocks for what SummEval does not show: no sentinel with a defined
+    statistic (nothing to beat), a metric whose statistic is undefined, two statistics."""
+    rows = [{"metric": "m", "kind": "metric"}, {"metric": "u", "kind": "metric"}]
+    undefined = {"metric": "u", "passed": False, "cluster": None, "sentinel": None,
+                 "sentinel_cluster": None, "reason": "the statistic is undefined for this "
+                                                     "metric"}
+    data = {"humans": ["human.x"],
+            "settings": {"statistics": ["pearson", "kendall"],
+                         "levels": [{"level": "segment", "grouping": "item"}]},
+            "blocks": [
+                _block("pearson", [{"metric": "m", "passed": True, "cluster": 1,
+                                    "sentinel": None, "sentinel_cluster": None,
+                                    "reason": "no sentinel has a defined statistic here"},
+                                   undefined], rows),
+                _block("kendall", [{**undefined, "metric": "m"}, undefined], rows)]}
+    [v] = verdicts(data)
+    pearson, kendall = v.settings
+    assert pearson.where == "segment level, grouped by item (pearson)"
+    assert (pearson.state, kendall.state, v.state) == ("partial", "fail", "partial")
+    assert pearson.reason == ("m has a defined statistic at segment level, grouped by item "
+                              "(pearson); u does not")
+    assert kendall.reason == ("kendall is undefined for every metric at segment level, "
+                              "grouped by item (kendall)")
+    assert v.summary.endswith("— m passes at segment level, grouped by item (pearson); the "
+                              "statistic is undefined for every metric at segment level, "
+                              "grouped by item (kendall).")
+
+
 @pytest.fixture
 def browser(tmp_path: Path):
     _need_chromium()

@@ -107,7 +107,7 @@ def verdicts(data: dict[str, Any]) -> list[CriterionVerdict]:
         settings = [_setting(blocks[key], human, len(statistics) > 1)
                     for key in order if key in blocks]
         metrics = _metrics(settings)
-        gated = [s for s in settings if s.sentinel is not None or s.passed or s.failed]
+        gated = [s for s in settings if s.passed or s.failed]
         state = state_of(sum(1 for s in gated if s.passed), len(gated))
         out.append(CriterionVerdict(human, state, _summary(state, gated, metrics),
                                     settings, metrics))
@@ -143,7 +143,7 @@ def _setting(block: dict[str, Any], human: str, name_statistic: bool) -> Setting
         reason = (f"{_names(passed)} {_verb(passed, beat)} at {at}; "
                   f"{_names([f.metric for f in failed])} {_verb(failed, 'do')} not")
     elif sentinel is None:
-        reason = f"the {block['statistic']} is undefined for every metric at {at}"
+        reason = f"{block['statistic']} is undefined for every metric at {at}"
     else:
         reason = f"nothing beats {sentinel} at {at} for {human}: {follows(sentinel)}"
     return SettingVerdict(block["statistic"], block["level"], block["grouping"], at, state,
@@ -166,7 +166,7 @@ def _summary(state: State, settings: Sequence[SettingVerdict],
              metrics: Sequence[MetricVerdict]) -> str:
     if not settings:
         return "no metric is gated in any setting."
-    head = {"pass": "a metric passes the gate in every setting",
+    head = {"pass": "some metric passes the gate in every setting",
             "partial": "metrics pass the gate in some settings, not in others",
             "fail": "no metric passes the gate in any setting"}[state]
     by_places: dict[tuple[str, ...], list[str]] = {}
