@@ -15,7 +15,7 @@ from test_audit_report import Browser, _need_chromium
 from judgebench.audit.verdict import verdicts, where
 
 ROWS = 400  # 25 SummEval documents x 16 systems
-METRICS = ("lexical.rouge1", "lexical.chrf", "lexical.bleu")
+METRICS = ("lexical.token_f1", "lexical.chrf", "lexical.bleu")
 CAND = ("people's scores follow what the output alone shows (fluency, style, a system's "
         "habits), not how it relates to the input or reference")
 # System level, and segment level grouped by item and by system.
@@ -57,10 +57,10 @@ def test_a_metric_passes_for_relevance_and_nothing_beats_the_sentinel_for_cohere
                                                          "human.coherence"))
     system = {v["human"]: next(s for s in v["settings"] if s["level"] == "system")
               for v in (relevance, coherence)}
-    # Relevance: ROUGE-1 beats every sentinel at system level (chrF and BLEU are corpus
+    # Relevance: token F1 beats every sentinel at system level (chrF and BLEU are corpus
     # metrics there: not gated, and said so).
     assert system["human.relevance"]["state"] == "pass"
-    assert system["human.relevance"]["passed"] == ["lexical.rouge1"]
+    assert system["human.relevance"]["passed"] == ["lexical.token_f1"]
     assert system["human.relevance"]["ungated"] == ["lexical.chrf", "lexical.bleu"]
     assert system["human.relevance"]["reason"] == (
         "every gated metric beats sentinel.length, the best sentinel, at system level")
@@ -70,7 +70,7 @@ def test_a_metric_passes_for_relevance_and_nothing_beats_the_sentinel_for_cohere
     assert system["human.coherence"]["reason"] == (
         f"nothing beats sentinel.cand at system level for human.coherence: {CAND}")
     assert system["human.coherence"]["failed"] == [{
-        "metric": "lexical.rouge1",
+        "metric": "lexical.token_f1",
         "reason": "cluster 1: not significantly better than sentinel.cand (cluster 1)"}]
 
 
@@ -83,10 +83,10 @@ def test_partial_pass_and_total_failure_in_words(audited: dict[str, Path]) -> No
     assert [s["state"] for s in relevance["settings"]] == ["pass", "partial", "fail"]
     assert relevance["state"] == "partial" and coherence["state"] == "fail"
     item = relevance["settings"][1]
-    assert item["reason"] == ("lexical.rouge1, lexical.chrf beat sentinel.length at segment "
+    assert item["reason"] == ("lexical.token_f1, lexical.chrf beat sentinel.length at segment "
                               "level, grouped by item; lexical.bleu does not")
     assert relevance["summary"] == (
-        "metrics pass the gate in some settings, not in others — lexical.rouge1 passes at "
+        "metrics pass the gate in some settings, not in others — lexical.token_f1 passes at "
         "system level and at segment level, grouped by item; lexical.chrf passes at segment "
         "level, grouped by item; nothing beats sentinel.length at segment level, grouped by "
         "system: people's scores follow output length here.")
@@ -95,7 +95,7 @@ def test_partial_pass_and_total_failure_in_words(audited: dict[str, Path]) -> No
         f"level and at segment level, grouped by item: {CAND}; nothing beats sentinel.length "
         "at segment level, grouped by system: people's scores follow output length here.")
     states = {m["metric"]: m["state"] for m in relevance["metrics"]}
-    assert states == {"lexical.rouge1": "partial", "lexical.chrf": "partial",
+    assert states == {"lexical.token_f1": "partial", "lexical.chrf": "partial",
                       "lexical.bleu": "fail"}
 
 
@@ -114,7 +114,7 @@ def test_markdown_opens_with_the_verdict(audited: dict[str, Path]) -> None:
     assert lines[2].startswith("**human.relevance: PARTIAL PASS.** metrics pass the gate")
     assert text.index("## Verdict") < text.index("Scores `") < text.index("## Gate")
     assert "**human.coherence: FAIL.** no metric passes the gate in any setting" in text
-    assert (f"| system level | fail | none | lexical.rouge1 (cluster 1: not significantly "
+    assert (f"| system level | fail | none | lexical.token_f1 (cluster 1: not significantly "
             f"better than sentinel.cand (cluster 1)) | nothing beats sentinel.cand at system "
             f"level for human.coherence: {CAND} (not gated: lexical.chrf, lexical.bleu) |"
             in text)
