@@ -63,6 +63,17 @@ class Audit:
             raise AssertionError(f"{metric} does not pass the gate for {human}: "
                                  + " ".join(reasons))
 
+    def assert_no_failures(self) -> None:
+        """Fail the test if a `fail_on` check given to the fixture found something; the
+        message is the FAIL lines `judgebench audit --fail-on` prints."""
+        __tracebackhide__ = True
+        if not self.data["fail_on"]:
+            raise ValueError("no check was asked for: give the fixture fail_on=[...], e.g. "
+                             "fail_on=['gate', 'parse-rate>0.05']")
+        if self.report.failures:
+            raise AssertionError("\n".join(f"FAIL {f['metric']}: {f['message']}"
+                                           for f in self.report.failures))
+
     def _why_not(self, metric: str, human: str, level: str, grouping: str | None,
                  statistic: str | None) -> list[str]:
         if level not in ("system", "segment"):

@@ -99,6 +99,23 @@ def test_wrong_names_are_usage_errors_that_say_what_was_audited(
         audit.assert_passes("lexical.bleu", human="human.relevance")
 
 
+def test_fail_on_checks_from_the_fixture(scored: tuple[Path, Path, Audit]) -> None:
+    samples, scores, audit = scored
+    with pytest.raises(ValueError, match="no check was asked for"):
+        audit.assert_no_failures()
+    checked = Auditor()(scores, humans=["human.relevance", "human.coherence"],
+                        samples=samples, levels=["system"], resamples=100,
+                        fail_on=["gate", "parse-rate>0.05"])
+    with pytest.raises(AssertionError) as failed:
+        checked.assert_no_failures()
+    assert str(failed.value) == (
+        "FAIL lexical.token_f1: does not beat sentinel.cand at system level for "
+        "human.coherence (cluster 1: not significantly better than sentinel.cand (cluster 1))")
+    passing = Auditor()(scores, human="human.relevance", samples=samples, levels=["system"],
+                        resamples=100, fail_on=["gate", "parse-rate>0.05"])
+    passing.assert_no_failures()
+
+
 def test_pyproject_declares_the_pytest11_entry_point() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {PLUGIN: PLUGIN}

@@ -110,13 +110,14 @@ def read_previous(path: Path) -> Clusters:
                          field="--previous")
     out: Clusters = {}
     for number, row in enumerate(rows, start=1):
-        key = tuple(row.get(k) for k in ("human", "statistic", "level", "grouping", "metric"))
-        if not all(isinstance(k, str) for k in key):
+        names = [row.get(k) for k in ("human", "statistic", "level", "grouping", "metric")]
+        if not all(isinstance(name, str) for name in names):
             raise InputError("a result has no human, statistic, level, grouping or metric",
                              path=str(path), row=number, field="--previous")
+        human, statistic, level, grouping, metric = (str(name) for name in names)
         cluster = row.get("cluster")
         if row.get("kind", "metric") == "metric" and isinstance(cluster, int):
-            out[key] = cluster  # type: ignore[index]  # five strings, checked above
+            out[(human, statistic, level, grouping, metric)] = cluster
     return out
 
 
