@@ -9,6 +9,8 @@ bias       judge-bias probes of a pairwise judge (position, verbosity, self-pref
            prompt sensitivity, injection, test-retest)
 run        the pipeline: table (+ generations) -> sentinels -> blocks -> Report; probes
 report     the report card as data; JSON and the flat `--json` results
+verdict    the answer a report opens with: per human column, who passes the gate where, and why
+checks     `--fail-on`: gate, parse-rate>X and cluster-drop findings for CI
 markdown, html, svg
            renderers: Markdown, and one self-contained HTML page with inline SVG plots
 """

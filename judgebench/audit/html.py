@@ -21,6 +21,7 @@ from judgebench.audit.markdown import (
     setting_label,
 )
 from judgebench.audit.report import Report
+from judgebench.audit.verdict import STATE_WORDS, of_report
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
        "base-uri 'none'; form-action 'none'")
@@ -45,6 +46,13 @@ font-size:.88rem}
 .warn{background:#ffebe9;border-left:4px solid #c0392b;padding:4px 10px;margin:4px 0;
 font-size:.88rem}
 nav a{margin-right:14px}
+.verdict-pass{border-left:5px solid #1e8449;background:#e9f7ef}
+.verdict-partial{border-left:5px solid #d4a72c;background:#fff8c5}
+.verdict-fail{border-left:5px solid #c0392b;background:#ffebe9}
+div.criterion{padding:6px 12px;margin:8px 0}div.criterion h3{margin:.2em 0}
+div.criterion table{background:#fff}.state{text-transform:uppercase;font-size:.85rem}
+ul.reasons{margin:0;padding-left:1.1em}.reason{color:#57606a;font-size:.82rem}
+span.metric-state{display:inline-block;padding:0 6px;margin:2px 4px 2px 0;font-size:.85rem}
 svg{background:#fff;overflow:visible}
 svg .t{font-size:12px;font-weight:600;fill:#1f2328}
 svg .lab{font-size:11px;fill:#1f2328}svg .lab.s{font-style:italic;fill:#57606a}
@@ -83,7 +91,9 @@ def _statuses(counts: dict[str, int] | None) -> str:
 
 def render_html(report: Report | dict[str, Any]) -> str:
     data = report.to_dict() if isinstance(report, Report) else report
-    parts = [_header(data), _gate(data), _comparison(data), _agreement(data),
+    # The title, then the answer: the verdict is the page's first content.
+    parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
+             _gate(data), _comparison(data), _agreement(data),
              _scatter(data), _cards(data), _probes(data), _bias(data), _warnings(data)]
     title = escape(data["title"])
     return (
@@ -112,8 +122,7 @@ def _header(data: dict[str, Any]) -> str:
         nav.append('<a href="#bias">Judge bias</a>')
     if data["warnings"]:
         nav.append('<a href="#warnings">Warnings</a>')
-    return (f"<h1>{escape(data['title'])}</h1>"
-            f"<p>Scores <code>{escape(inputs['scores'])}</code> ({inputs['rows']} rows: "
+    return (f"<p>Scores <code>{escape(inputs['scores'])}</code> ({inputs['rows']} rows: "
             f"{inputs['items']} items × {inputs['systems']} systems){samples}.</p>"
             f'<p class="muted">Statistics: {escape(", ".join(settings["statistics"]))}; '
             f"settings: {escape(levels)}; {settings['ci']:.0%} bootstrap CI over items "
@@ -121,6 +130,41 @@ def _header(data: dict[str, Any]) -> str:
             f"at α = {settings['alpha']}; seed {settings['seed']}. judgebench "
             f"{escape(data['judgebench'])}, {escape(data['created'])}.</p>"
             f"<nav>{''.join(nav)}</nav>")
+
+
+def _verdict(data: dict[str, Any]) -> str:
+    """The answer first: per human criterion, which metrics pass the gate where, and why
+    not elsewhere (judgebench.audit.verdict); the --fail-on failures after it."""
+    parts = ['<section id="verdict"><h2>Verdict</h2>']
+    for v in of_report(data):
+        rows, classes = [], []
+        for st in v["settings"]:
+            failed = "".join(f'<li>{escape(f["metric"])} <span class="reason">'
+                             f'{escape(f["reason"])}</span></li>' for f in st["failed"])
+            rows.append([escape(st["where"]), escape(STATE_WORDS[st["state"]]),
+                         escape(", ".join(st["passed"])) or "none",
+                         f'<ul class="reasons">{failed}</ul>' if failed else "none",
+                         escape(st["reason"])
+                         + (f' <span class="reason">(not gated: '
+                            f'{escape(", ".join(st["ungated"]))})</span>'
+                            if st["ungated"] else "")])
+            classes.append(f"verdict-{st['state']}")
+        metrics = "".join(f'<span class="metric-state verdict-{m["state"]}">'
+                          f'{escape(m["metric"])}: {escape(STATE_WORDS[m["state"]])}</span>'
+                          for m in v["metrics"])
+        parts.append(f'<div class="criterion verdict-{v["state"]}">'
+                     f'<h3>{escape(v["human"])}: <span class="state">'
+                     f'{escape(STATE_WORDS[v["state"]])}</span></h3>'
+                     f'<p class="summary">{escape(v["summary"])}</p>'
+                     + _table(["setting", "verdict", "passes the gate",
+                               "does not beat the sentinel (why)", "reason"], rows, classes)
+                     + (f"<p>{metrics}</p>" if metrics else "") + "</div>")
+    if data.get("failures"):
+        parts.append('<div class="warn"><strong>--fail-on: '
+                     f'{len(data["failures"])} failure(s)</strong><ul class="reasons">'
+                     + "".join(f'<li>FAIL {escape(f["metric"])}: {escape(f["message"])}</li>'
+                               for f in data["failures"]) + "</ul></div>")
+    return "".join(parts) + "</section>"
 
 
 def _gate(data: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from judgebench.audit.report import Report
+from judgebench.audit.verdict import STATE_WORDS, of_report
 from judgebench.display import safe
 
 GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
@@ -72,7 +73,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     """The card as Markdown. Every name, path and note from the user's data goes through
     `text` (or `code`), so none of it is read as HTML or Markdown syntax."""
     data = report.to_dict() if isinstance(report, Report) else report
-    out: list[str] = [f"# {text(data['title'])}", ""]
+    out: list[str] = [f"# {text(data['title'])}", "", *verdict_lines(data)]
     inputs, settings = data["inputs"], data["settings"]
     out.append(f"Scores {code(inputs['scores'])} ({inputs['rows']} rows: {inputs['items']} "
                f"items x {inputs['systems']} systems)"
@@ -154,6 +155,34 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     if data["warnings"]:
         out += ["## Warnings", "", *(f"- {text(w)}" for w in data["warnings"]), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def verdict_lines(data: dict[str, Any]) -> list[str]:
+    """The answer first (judgebench.audit.verdict): per human criterion, its state in words,
+    the summary, and per setting who passes, who does not beat the sentinel and why; then
+    the --fail-on failures."""
+    out = ["## Verdict", ""]
+    for v in of_report(data):
+        out += [f"**{text(v['human'])}: {STATE_WORDS[v['state']].upper()}.** "
+                f"{text(v['summary'])}", ""]
+        out += table(["setting", "verdict", "passes the gate",
+                      "does not beat the sentinel (why)", "reason"],
+                     [[text(st["where"]), STATE_WORDS[st["state"]],
+                       text(", ".join(st["passed"])) or "none",
+                       "; ".join(f"{text(f['metric'])} ({text(f['reason'])})"
+                                 for f in st["failed"]) or "none",
+                       text(st["reason"]) + (f" (not gated: {text(', '.join(st['ungated']))})"
+                                             if st["ungated"] else "")]
+                      for st in v["settings"]])
+        if v["metrics"]:
+            out += ["", "Per metric: " + "; ".join(
+                f"{text(m['metric'])} {STATE_WORDS[m['state']]}" for m in v["metrics"]) + "."]
+        out.append("")
+    if data.get("failures"):
+        out += [f"**--fail-on: {len(data['failures'])} failure(s).**", "",
+                *(f"- FAIL {text(f['metric'])}: {text(f['message'])}"
+                  for f in data["failures"]), ""]
+    return out
 
 
 _MARKS: dict[bool | None, str] = {True: "✓", False: "✗", None: "·"}

@@ -3,7 +3,9 @@
 `Report.to_dict()` is the JSON report (for machines); `Report.results()` is the flat list of
 result objects that `judgebench audit --json` prints (DESIGN.md: a JSON array on stdout),
 each with a `type`: "correlation" (one metric or sentinel in one block), "probe" (one
-metamorphic probe of one metric) or "bias" (one judge-bias probe of one judge).
+metamorphic probe of one metric), "bias" (one judge-bias probe of one judge) or "failure"
+(one finding of a `--fail-on` check). The JSON report opens with the `verdict`
+(judgebench.audit.verdict) and the `--fail-on` failures.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ class Report:
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The --fail-on checks asked for, and each failure they found (judgebench.audit.checks).
+    fail_on: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -85,12 +90,16 @@ class Report:
                 rows.append({k: _clean(v) for k, v in out.items()})
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
+        rows += [{"type": "failure", **f} for f in self.failures]
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        from judgebench.audit.verdict import verdicts
+
+        data = {
             "format": "judgebench-audit", "format_version": FORMAT_VERSION,
             "title": self.title, "created": self.created, "judgebench": self.version,
+            "fail_on": self.fail_on, "failures": _clean_tree(self.failures),
             "inputs": self.inputs, "settings": self.settings, "humans": self.humans,
             "metrics": [c.to_dict() for c in self.metrics],
             "sentinels": self.sentinels,
@@ -100,6 +109,8 @@ class Report:
             "probes": _clean_tree(self.probes), "bias": _clean_tree(self.bias),
             "warnings": self.warnings,
         }
+        head = {k: data[k] for k in ("format", "format_version", "title")}
+        return head | {"verdict": [v.to_dict() for v in verdicts(data)]} | data
 
 
 def _where(block: Block) -> str:

@@ -25,6 +25,10 @@ from meta_eval.statistics import help_text as statistic_help
 if TYPE_CHECKING:
     from judgebench.audit.report import Report
 
+#: The exit status when the audit finished and a --fail-on check failed (DESIGN.md's table:
+#: 0 ok, 1 other failure, 2 bad input, 3 finished with failed scores).
+CHECKS_FAILED = 4
+
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
                   ".json": "json"}
 
@@ -107,6 +111,15 @@ def report_format(path: Path) -> str:
 @click.option("--report", "reports", multiple=True, type=click.Path(path_type=Path),
               metavar="PATH", help="Write the report card: .html (self-contained, with "
                                    "plots), .md or .json; repeatable.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="CHECK",
+              help="Exit 4 (after writing the reports) when a check fails: `gate` (a metric "
+                   "fails the sentinel gate somewhere), `parse-rate>0.05` (a metric's share "
+                   "of scores that are not ok: missing in SCORES, or not ok in its "
+                   ".meta.json or --store), `cluster-drop` (a metric in a worse cluster than "
+                   "in --previous). Repeatable; each failure is a FAIL line on stderr.")
+@click.option("--previous", "previous_path", type=click.Path(path_type=Path),
+              metavar="OLD.json", help="An earlier audit's JSON report (or --json output), "
+                                       "for --fail-on cluster-drop.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
@@ -119,7 +132,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             pairs_path: Path | None, bias_pairs: int, bias_probes: tuple[str, ...],
             paraphrases: tuple[str, ...], judge_family: str | None,
             system_families: tuple[str, ...], reports: tuple[Path, ...],
-            as_json: bool) -> None:
+            fail_on: tuple[str, ...], previous_path: Path | None, as_json: bool) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.audit.blocks import Options
@@ -128,7 +141,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     destinations.check([
         destinations.read("SCORES", scores, sidecar=True),
         *(destinations.read(option, path) for option, path in
-          (("--samples", samples_path), ("--pairs", pairs_path), ("--store", store_path))
+          (("--samples", samples_path), ("--pairs", pairs_path), ("--store", store_path),
+           ("--previous", previous_path))
           if path is not None),
         *(destinations.report("--report", path, report_format) for path in reports),
     ])
@@ -141,7 +155,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                    options=options, probes=probes, probe_items=probe_items, judges=judges,
                    pairs=pairs_path, bias_pairs=bias_pairs, bias_probes=bias_probes,
                    paraphrases=paraphrases, judge_family=judge_family,
-                   system_families=_families(system_families), log=_log)
+                   system_families=_families(system_families), fail_on=fail_on,
+                   previous=previous_path, log=_log)
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")
@@ -151,6 +166,11 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
         from judgebench.audit.markdown import render_markdown
 
         sys.stdout.write(safe(render_markdown(report)))
+    if report.failures:
+        for failure in report.failures:
+            click.echo(safe(f"FAIL {failure['metric']}: {failure['message']}"), err=True)
+        _log(f"--fail-on: {len(report.failures)} failure(s); exit {CHECKS_FAILED}")
+        raise click.exceptions.Exit(CHECKS_FAILED)
 
 
 def write_report(report: Report, path: Path, fmt: str) -> None:

@@ -18,6 +18,7 @@ from judgebench.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.audit.checks import Check, Clusters
     from judgebench.audit.report import Report
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
@@ -50,13 +51,17 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
           judges: Sequence[str] = (), pairs: str | Path | None = None, bias_pairs: int = 24,
           bias_probes: Sequence[str] = (), paraphrases: Sequence[str] = (),
           judge_family: str | None = None, system_families: dict[str, str] | None = None,
+          fail_on: Sequence[str] = (), previous: str | Path | None = None,
           host: PluginHost | None = None, log: Log | None = None) -> Report:
     """Audit the metric columns of the scores table `scores` against `humans`, as
     `judgebench audit` does: sentinels (`sentinels`: specs; default every registered one),
     agreement, clusters and the gate per (statistic, level, grouping); metamorphic `probes`
     on metric specs (needs `samples`); bias probes on pairwise `judges` (on `pairs`, or
-    pairs drawn from `samples`). `options` sets the bootstrap, test and seed. Bad input
-    raises `InputError` before any scoring."""
+    pairs drawn from `samples`). `options` sets the bootstrap, test and seed. `fail_on`:
+    the checks (judgebench.audit.checks: gate, parse-rate>X, cluster-drop against the audit
+    JSON `previous`) whose findings go to `report.failures`. Bad input raises `InputError`
+    before any scoring."""
+    from judgebench.audit.checks import parse_checks, read_previous
     from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.audit.sentinels import parse_sentinels
     from judgebench.io import read_samples, read_table
@@ -71,6 +76,12 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     judge_specs = [parse_spec(j) for j in judges]
     paraphrase_specs = [parse_spec(p) for p in paraphrases]
     _check_judges(judge_specs, paraphrase_specs, host)
+    checks = parse_checks(fail_on)
+    wants_previous = any(c.kind == "cluster-drop" for c in checks)
+    if wants_previous != (previous is not None):
+        raise InputError("--fail-on cluster-drop compares with --previous OLD.json: give both"
+                         " or neither", field="--previous" if previous else "--fail-on")
+    clusters = read_previous(Path(previous)) if previous is not None else None
     samples_path = Path(samples) if samples is not None else None
     pairs_path = Path(pairs) if pairs is not None else None
     if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
@@ -101,7 +112,22 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                  progress=log)
         report.inputs["pairs"] = (str(pairs_path) if pairs_path
                                   else f"{len(chosen)} drawn from --samples")
+    if checks:
+        _run_checks(report, checks, clusters, frame, store)
     return report
+
+
+def _run_checks(report: Report, checks: Sequence[Check], previous: Clusters | None,
+                frame: pd.DataFrame, store: str | Path | None) -> None:
+    from judgebench.audit.checks import failures, store_shares
+
+    shares = None
+    if store is not None and any(c.kind == "parse-rate" for c in checks):
+        keys = set(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))
+        shares = store_shares(Path(store), report.metrics, keys)
+    report.fail_on = [c.expression for c in checks]
+    report.failures = [f.to_dict() for f in failures(report, checks, previous=previous,
+                                                     store_shares=shares)]
 
 
 def _check_options(options: Options, statistics: Sequence[str]) -> None:
