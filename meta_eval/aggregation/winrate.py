@@ -35,6 +35,7 @@ from all its models; here the per-system fit is unpenalised by default (`penalty
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -43,8 +44,6 @@ from scipy.special import expit
 from meta_eval.aggregation.base import RuleResult, scored_result
 from meta_eval.aggregation.tables import LENGTH_COLUMNS, TableError
 
-#: a fitted logit beyond this means probabilities of 0 or 1: the MLE does not exist
-SEPARATION_LOGIT = 25.0
 
 
 # -- the statistics of one system's oriented preferences ---------------------------------------
@@ -183,34 +182,78 @@ class LogisticFit:
     message: str
 
 
-def _nll(beta: np.ndarray, x: np.ndarray, y: np.ndarray, penalty: float
+def _nll(beta: np.ndarray, x: Any, y: np.ndarray, penalty: np.ndarray
          ) -> tuple[float, np.ndarray]:
     eta = x @ beta
-    value = float(np.logaddexp(0.0, eta).sum() - y @ eta + 0.5 * penalty * beta @ beta)
+    value = float(np.logaddexp(0.0, eta).sum() - y @ eta + 0.5 * (penalty * beta) @ beta)
     grad = x.T @ (expit(eta) - y) + penalty * beta
-    return value, grad
+    return value, np.asarray(grad)
 
 
-def _hess(beta: np.ndarray, x: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
+def _hessp(beta: np.ndarray, v: np.ndarray, x: Any, y: np.ndarray, penalty: np.ndarray
+           ) -> np.ndarray:
     p = expit(x @ beta)
-    return (x * (p * (1.0 - p))[:, None]).T @ x + penalty * np.eye(len(beta))
+    return np.asarray(x.T @ ((p * (1.0 - p)) * (x @ v))) + penalty * v
 
 
-def fit_soft_logistic(*, design: np.ndarray, target: np.ndarray, penalty: float = 0.0
+def fit_soft_logistic(*, design: Any, target: np.ndarray, penalty: float = 0.0
                       ) -> LogisticFit:
     """Maximise sum_i [y_i log s(x_i b) + (1 - y_i) log(1 - s(x_i b))] - penalty/2 |b|^2
-    for targets y in [0, 1] (no intercept unless `design` has one), by trust-region Newton
-    steps on the exact gradient and Hessian. `separated`: some fitted logit exceeds
-    SEPARATION_LOGIT in size, i.e. the unpenalised MLE does not exist."""
-    x = np.asarray(design, dtype=float)
+    for targets y in [0, 1] (no intercept unless `design` has one; a dense array or a
+    scipy sparse matrix), by Newton-CG on the exact gradient and Hessian-vector products,
+    columns rescaled to unit size first (the penalty is on the original coefficients).
+    `separated`: unpenalised, the maximum-likelihood estimate does not exist
+    (`separation`)."""
+    from scipy import sparse
+
     y = np.asarray(target, dtype=float)
-    res = minimize(_nll, np.zeros(x.shape[1]), args=(x, y, float(penalty)), jac=True,
-                   hess=_hess, method="trust-exact", options={"gtol": 1e-10, "maxiter": 500})
-    eta = x @ res.x
+    if sparse.issparse(design):
+        x = sparse.csr_matrix(design, dtype=float)
+        size = np.sqrt(np.asarray(x.multiply(x).mean(axis=0)).ravel())
+    else:
+        x = np.asarray(design, dtype=float)
+        size = np.sqrt((x * x).mean(axis=0))
+    size = np.where(size > 0, size, 1.0)
+    scaled = x @ sparse.diags(1.0 / size) if sparse.issparse(x) else x / size
+    # beta = gamma / size: the penalty on beta is penalty / size^2 on gamma
+    weights = float(penalty) / size**2
+    res = minimize(_nll, np.zeros(x.shape[1]), args=(scaled, y, weights), jac=True,
+                   hessp=_hessp, method="Newton-CG",
+                   options={"xtol": 1e-12, "maxiter": 1000})
+    beta = res.x / size
+    eta = x @ beta
     gnorm = float(np.abs(res.jac).max()) if len(res.x) else 0.0
-    converged = bool(res.success) or gnorm <= 1e-7 * max(1.0, len(y))
-    separated = bool(len(eta) and np.abs(eta).max() > SEPARATION_LOGIT)
-    return LogisticFit(res.x, converged, separated, "" if converged else str(res.message))
+    converged = bool(res.success) or gnorm <= 1e-8 * max(1.0, len(y))
+    del eta
+    separated = float(penalty) == 0.0 and separation(design=x, target=y)
+    return LogisticFit(beta, converged, separated, "" if converged else str(res.message))
+
+
+def separation(*, design: Any, target: np.ndarray) -> bool:
+    """Whether the soft-target log-likelihood keeps increasing to infinity along some
+    direction d (so no finite maximum): X d >= 0 where y = 1, X d <= 0 where y = 0, X d = 0
+    where 0 < y < 1, and X d != 0 somewhere. Decided exactly by a linear programme
+    (maximise sum_{y=1} x d - sum_{y=0} x d over |d| <= 1; positive: separation), as for
+    0/1 labels (Albert & Anderson 1984; Konis 2007)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    x = design.toarray() if sparse.issparse(design) else np.asarray(design, dtype=float)
+    y = np.asarray(target, dtype=float)
+    one, zero = y == 1.0, y == 0.0
+    middle = ~(one | zero)
+    if not (one.any() or zero.any()):
+        return False
+    size = np.abs(x).max(axis=0)
+    x = x / np.where(size > 0, size, 1.0)
+    objective = -(x[one].sum(axis=0) - x[zero].sum(axis=0))
+    upper = np.vstack([-x[one], x[zero]])
+    res = linprog(objective, A_ub=upper if len(upper) else None,
+                  b_ub=np.zeros(len(upper)) if len(upper) else None,
+                  A_eq=x[middle] if middle.any() else None,
+                  b_eq=np.zeros(int(middle.sum())) if middle.any() else None,
+                  bounds=[(-1.0, 1.0)] * x.shape[1], method="highs")
+    return bool(res.status == 0 and -res.fun > 1e-9 * max(1, len(y)))
 
 
 # -- lc-win-rate -----------------------------------------------------------------------------
@@ -229,21 +272,29 @@ def instruction_difficulty(data: object, baseline: int, systems: list[int], *,
     """gamma per item group: the item coefficients of the joint fit logit p = theta_s +
     phi_s tanh(delta_s / sd_s) + gamma_x over the systems' comparisons with the baseline,
     L2 penalty `penalty` on every coefficient (identifies theta and gamma together)."""
+    from scipy import sparse
+
     n_groups = data.n_units  # type: ignore[attr-defined]
-    blocks, targets = [], []
-    k = len(systems)
+    rows, cols, values, targets = [], [], [], []
+    k, start = len(systems), 0
     for j, s in enumerate(systems):
         o = oriented(data, s, opponent=baseline)
+        m = len(o.preferences)
         feature = _length_feature(o.length_delta)
-        x = np.zeros((len(o.preferences), 2 * k + n_groups))
-        x[:, j] = 1.0
+        here = np.arange(start, start + m)
+        rows += [here, here]
+        cols += [np.full(m, j), 2 * k + o.groups]
+        values += [np.ones(m), np.ones(m)]
         if feature is not None:
-            x[:, k + j] = feature
-        x[np.arange(len(o.groups)), 2 * k + o.groups] = 1.0
-        blocks.append(x)
+            rows.append(here)
+            cols.append(np.full(m, k + j))
+            values.append(feature)
         targets.append(o.preferences)
-    fit = fit_soft_logistic(design=np.vstack(blocks), target=np.concatenate(targets),
-                            penalty=penalty)
+        start += m
+    design = sparse.csr_matrix((np.concatenate(values),
+                                (np.concatenate(rows), np.concatenate(cols))),
+                               shape=(start, 2 * k + n_groups))
+    fit = fit_soft_logistic(design=design, target=np.concatenate(targets), penalty=penalty)
     if not fit.converged:
         raise RuntimeError(f"the instruction-difficulty fit did not converge: {fit.message}")
     return np.asarray(fit.coef[2 * k:])
@@ -304,10 +355,9 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
         fit = fit_soft_logistic(design=np.column_stack(columns), target=o.preferences,
                                 penalty=float(penalty))
         logit = fit.coef[0] + (fit.coef[2] * gamma[o.groups] if gamma is not None else 0.0)
-        if (not fit.converged or fit.separated
-                or np.abs(logit).max(initial=0.0) > SEPARATION_LOGIT):
-            why = "did not converge" if not fit.converged else "separation: fitted "\
-                  "probabilities reach 0 or 1 (e.g. a system that never wins)"
+        if not fit.converged or fit.separated:
+            why = ("separation: no finite maximum-likelihood estimate (e.g. a system "
+                   "that never wins)" if fit.separated else "did not converge")
             undefined.append(f"{name} (the fit {why}; lc-win-rate:penalty=L fits with an L2 "
                              "penalty)")
             continue
