@@ -70,7 +70,7 @@ class RuleResult:
         scores = None
         if self.scores is not None:
             scores = {s: (None if not np.isfinite(v) else float(v)) for s, v in self.scores.items()}
-        out = {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "ranking": self.ranking,
             "scores": scores,

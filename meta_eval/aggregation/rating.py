@@ -235,10 +235,12 @@ def elo(data: object, k: float = 4.0, permutations: int = 100, seed: int = 0,
     """Elo ratings averaged over seeded random orders of the comparisons. bootstrap=N:
     percentile intervals (`level`) over N resamples of the compared pairs (seeded by
     `seed`), in extra ci_low / ci_high."""
-    options = dict(k=k, permutations=permutations, seed=seed, initial=initial, scale=scale)
-    result = _elo(data, **options)
-    return with_intervals(result, data, lambda sample: _elo(sample, **options),
-                          n=int(bootstrap), seed=int(seed), level=float(level))
+    def fit(sample: object) -> RuleResult:
+        return _elo(sample, k=k, permutations=permutations, seed=seed, initial=initial,
+                    scale=scale)
+
+    return with_intervals(fit(data), data, fit, n=int(bootstrap), seed=int(seed),
+                          level=float(level))
 
 
 def _elo(data: object, k: float, permutations: int, seed: int, initial: float,

@@ -45,7 +45,6 @@ from meta_eval.aggregation.base import RuleResult, scored_result
 from meta_eval.aggregation.tables import LENGTH_COLUMNS, TableError
 
 
-
 # -- the statistics of one system's oriented preferences ---------------------------------------
 def win_rate(*, preferences: np.ndarray) -> float:
     """100 * mean P(system is better); NaN when there is no comparison."""
@@ -207,24 +206,21 @@ def fit_soft_logistic(*, design: Any, target: np.ndarray, penalty: float = 0.0
     from scipy import sparse
 
     y = np.asarray(target, dtype=float)
-    if sparse.issparse(design):
-        x = sparse.csr_matrix(design, dtype=float)
-        size = np.sqrt(np.asarray(x.multiply(x).mean(axis=0)).ravel())
-    else:
-        x = np.asarray(design, dtype=float)
-        size = np.sqrt((x * x).mean(axis=0))
+    is_sparse = sparse.issparse(design)
+    x: Any = (sparse.csr_matrix(design).astype(float) if is_sparse
+              else np.asarray(design, dtype=float))
+    squares = x.multiply(x) if is_sparse else x * x
+    size = np.sqrt(np.asarray(squares.mean(axis=0)).ravel())
     size = np.where(size > 0, size, 1.0)
-    scaled = x @ sparse.diags(1.0 / size) if sparse.issparse(x) else x / size
+    scaled = x @ sparse.diags(1.0 / size) if is_sparse else x / size
     # beta = gamma / size: the penalty on beta is penalty / size^2 on gamma
     weights = float(penalty) / size**2
     res = minimize(_nll, np.zeros(x.shape[1]), args=(scaled, y, weights), jac=True,
                    hessp=_hessp, method="Newton-CG",
                    options={"xtol": 1e-12, "maxiter": 1000})
     beta = res.x / size
-    eta = x @ beta
     gnorm = float(np.abs(res.jac).max()) if len(res.x) else 0.0
     converged = bool(res.success) or gnorm <= 1e-8 * max(1.0, len(y))
-    del eta
     separated = float(penalty) == 0.0 and separation(design=x, target=y)
     return LogisticFit(beta, converged, separated, "" if converged else str(res.message))
 
@@ -235,10 +231,9 @@ def separation(*, design: Any, target: np.ndarray) -> bool:
     where 0 < y < 1, and X d != 0 somewhere. Decided exactly by a linear programme
     (maximise sum_{y=1} x d - sum_{y=0} x d over |d| <= 1; positive: separation), as for
     0/1 labels (Albert & Anderson 1984; Konis 2007)."""
-    from scipy import sparse
     from scipy.optimize import linprog
 
-    x = design.toarray() if sparse.issparse(design) else np.asarray(design, dtype=float)
+    x = np.asarray(design.toarray() if hasattr(design, "toarray") else design, dtype=float)
     y = np.asarray(target, dtype=float)
     one, zero = y == 1.0, y == 0.0
     middle = ~(one | zero)
@@ -253,7 +248,8 @@ def separation(*, design: Any, target: np.ndarray) -> bool:
                   A_eq=x[middle] if middle.any() else None,
                   b_eq=np.zeros(int(middle.sum())) if middle.any() else None,
                   bounds=[(-1.0, 1.0)] * x.shape[1], method="highs")
-    return bool(res.status == 0 and -res.fun > 1e-9 * max(1, len(y)))
+    return bool(res.status == 0 and res.fun is not None
+                and -float(res.fun) > 1e-9 * max(1, len(y)))
 
 
 # -- lc-win-rate -----------------------------------------------------------------------------
