@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 from scipy import stats
+from scipy.special import expit
 
 from meta_eval.aggregation import RULES
 from meta_eval.aggregation.tables import comparisons_from_pairwise
@@ -173,6 +174,7 @@ def test_lc_win_rate_one_system_matches_sklearn() -> None:
     assert result.scores["jina-chat"] > result.extra["win_rate"]["jina-chat"]
 
 
+@pytest.mark.slow  # scikit-learn on 3,220 x 809 takes ~5 s
 def test_lc_win_rate_with_instruction_difficulty_matches_sklearn() -> None:
     frames = [pd.read_csv(DATA / f"{m}.csv") for m in ("jina-chat", "alpaca-7b")]
     comps = comparisons_from_pairwise(pd.concat(frames, ignore_index=True))
@@ -209,6 +211,56 @@ def test_lc_win_rate_with_instruction_difficulty_matches_sklearn() -> None:
         assert result.scores[name] == pytest.approx(100 * predicted.mean(), rel=1e-4)
         assert result.extra["standard_error"][name] == pytest.approx(
             100 * stats.sem(predicted), rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lc_win_rate_on_random_data_matches_sklearn(tmp_path: Path, seed: int) -> None:
+    """Ties, soft and hard verdicts, either side; two systems sharing the items (so the
+    instruction term is on), and lengths scaled by 1e6 change nothing (tanh of a ratio)."""
+    frame = random_table(np.random.default_rng(seed), n_items=80, systems=("m1", "m2"))
+    frame = frame[(frame["system_a"] != "solo") & (frame["system_b"] != "solo")
+                  & ~((frame["system_a"] == "m1") & (frame["system_b"] == "m2"))]
+    path, big = tmp_path / "pairs.csv", tmp_path / "big.csv"
+    frame.to_csv(path, index=False)
+    scaled = frame.copy()
+    scaled[["length_a", "length_b"]] = scaled[["length_a", "length_b"]] * 1e6
+    scaled.to_csv(big, index=False)
+    spec = "lc-win-rate:baseline=base"
+    out = aggregate_json(path, "-r", spec)[spec]
+    assert out["scores"] == pytest.approx(aggregate_json(big, "-r", spec)[spec]["scores"],
+                                          rel=1e-6)  # the fits' own tolerance
+    # by hand: orient every row to the system, one-hot items, stage 1 then stage 2
+    items = sorted(frame["item"].astype(str).unique())
+    item_index = {x: i for i, x in enumerate(items)}
+    per_system = {}
+    for s in ("m1", "m2"):
+        rows = []
+        for _, row in frame.iterrows():
+            v = row["judge"]
+            p = {"a": 1.0, "b": 0.0, "tie": 0.5}[v.lower()] if isinstance(v, str) else float(v)
+            if row["system_a"] == s:
+                rows.append((p, row["length_a"] - row["length_b"], item_index[str(row["item"])]))
+            elif row["system_b"] == s:
+                rows.append((1 - p, row["length_b"] - row["length_a"],
+                             item_index[str(row["item"])]))
+        y, delta, item = (np.array(c) for c in zip(*rows, strict=True))
+        per_system[s] = (y, np.tanh(delta / np.std(delta, ddof=1)), item.astype(int))
+    x = np.zeros((0, 4 + len(items)))
+    for j, (y, feature, item) in enumerate(per_system.values()):
+        block = np.zeros((len(y), 4 + len(items)))
+        block[:, j], block[:, 2 + j] = 1.0, feature
+        block[np.arange(len(y)), 4 + item] = 1.0
+        x = np.vstack([x, block])
+    gamma = sklearn_soft_fit(x, np.concatenate([v[0] for v in per_system.values()]),
+                             c=1.0)[4:]
+    for s, (y, feature, item) in per_system.items():
+        coef = sklearn_soft_fit(np.column_stack([np.ones(len(y)), feature, gamma[item]]), y,
+                                c=None)
+        predicted = expit(coef[0] + coef[2] * gamma[item])
+        assert out["scores"][s] == pytest.approx(100 * predicted.mean(), rel=1e-4), s
+        assert out["extra"]["standard_error"][s] == pytest.approx(100 * stats.sem(predicted),
+                                                                  rel=1e-3), s
+        assert out["extra"]["n_total"][s] == len(y)
 
 
 def test_soft_logistic_matches_sklearn_on_random_data() -> None:
