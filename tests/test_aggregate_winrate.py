@@ -347,3 +347,13 @@ def test_text_output_shows_the_figures(tmp_path: Path) -> None:
     line = next(x for x in proc.stdout.splitlines() if x.strip().startswith("jina-chat  "))
     assert line.split() == ["jina-chat", "7.7861", "0.8398", "7.5155", "59", "3", "743", "805"]
     assert "standard_error" in proc.stdout and "discrete_win_rate" in proc.stdout
+
+
+def test_the_command_bootstrap_leaves_the_unranked_baseline_out_of_tau(tmp_path: Path) -> None:
+    frames = [pd.read_csv(DATA / f"{m}.csv") for m in ("jina-chat", "alpaca-7b")]
+    path = tmp_path / "two.csv"
+    pd.concat(frames).to_csv(path, index=False)
+    spec = f"win-rate:baseline={BASELINE}"
+    out = aggregate_json(path, "-r", spec, "--bootstrap", "20")[spec]
+    assert out["bootstrap"]["mean_tau"] == 1.0  # jina-chat beats alpaca-7b in every resample
+    assert out["bootstrap"]["systems"]["jina-chat"]["p_win"] == 1.0
