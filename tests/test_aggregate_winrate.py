@@ -312,6 +312,12 @@ def test_lc_win_rate_undefined_cases_are_nan_with_a_reason(tmp_path: Path) -> No
         ("item,system_a,system_b,winner\n1,A,B,a\n", "lc-win-rate", "give the baseline"),
         ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,3,\n",
          "lc-win-rate:baseline=A", "line 2, field 'length_b'"),
+        ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,3,4\n",
+         "lc-win-rate:baseline=A,penalty=-1", "field 'penalty'"),
+        ("item,system_a,system_b,winner\n1,A,B,a\n", "bradley-terry:bootstrap=1",
+         "field 'bootstrap': rule 'bradley-terry:bootstrap=1': bootstrap must be 0"),
+        ("item,system_a,system_b,winner\n1,A,B,a\n", "elo:bootstrap=5,level=1.5",
+         "field 'level'"),
     ],
 )
 def test_bad_input_exits_2_naming_file_row_and_column(tmp_path: Path, content: str, spec: str,

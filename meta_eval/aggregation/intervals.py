@@ -53,6 +53,18 @@ def score_intervals(data: Any, score: Callable[[Any], RuleResult], *, n: int, se
     return {"ci_low": low, "ci_high": high}
 
 
+def check_bootstrap(data: Any, bootstrap: int = 0, level: float = 0.95, **_: Any) -> None:
+    """TableError for a bootstrap option that cannot give an interval (the host reports it
+    as bad input before any rule runs)."""
+    from meta_eval.aggregation.tables import TableError
+
+    if int(bootstrap) == 1 or int(bootstrap) < 0:
+        raise TableError(f"bootstrap must be 0 (none) or >= 2 resamples, got {bootstrap}",
+                         field="bootstrap")
+    if not 0 < float(level) < 1:
+        raise TableError(f"level must be between 0 and 1, got {level}", field="level")
+
+
 def with_intervals(result: RuleResult, data: Any, score: Callable[[Any], RuleResult], *,
                    n: int, seed: int, level: float) -> RuleResult:
     """`result` with bootstrap intervals of its scores in `extra` and a note, when n > 0."""

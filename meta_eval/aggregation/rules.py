@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from meta_eval.aggregation.base import PAIRWISE, PROFILE, FunctionRule
+from meta_eval.aggregation.intervals import check_bootstrap
 from meta_eval.aggregation.kemeny import kemeny
 from meta_eval.aggregation.majority import baldwin, condorcet, copeland, minimax, schulze
 from meta_eval.aggregation.positional import (
@@ -66,11 +67,13 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
     FunctionRule("bradley-terry", bradley_terry,
                  "Bradley-Terry maximum likelihood, Davidson ties, soft verdicts as fractional "
                  "wins; score = log-strength; bootstrap=N: CIs over resampled pairs",
-                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
+                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH,
+                 validate=check_bootstrap),
     FunctionRule("elo", elo,
                  "Elo ratings averaged over seeded random orders of the comparisons; "
                  "bootstrap=N: CIs over resampled pairs",
-                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
+                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH,
+                 validate=check_bootstrap),
     FunctionRule("win-rate", win_rates,
                  "win rate in percent against baseline=NAME (ties 0.5, soft verdicts as "
                  "they are; no baseline: all opponents pooled), with standard error, discrete "

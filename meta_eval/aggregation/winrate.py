@@ -377,8 +377,13 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
 
 
 def check_lengths(data: object, baseline: str | None = None, **options: object) -> None:
-    """TableError when lc-win-rate cannot run: no baseline, or no output lengths."""
+    """TableError when lc-win-rate cannot run: no baseline, no output lengths, a negative
+    penalty."""
     check_baseline(data, baseline, required=True)
+    for name in ("penalty", "difficulty_penalty"):
+        value = options.get(name, 0.0)
+        if not (isinstance(value, int | float) and float(value) >= 0):
+            raise TableError(f"{name} must be a number >= 0, got {value!r}", field=name)
     if data.lengths is None:  # type: ignore[attr-defined]
         raise TableError("lc-win-rate needs the outputs' lengths: no column 'length_a' and "
                          "'length_b' (numbers) or 'output_a' and 'output_b' (texts)",
