@@ -34,7 +34,7 @@ from all its models; here the per-system fit is unpenalised by default (`penalty
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -167,8 +167,6 @@ def win_rates(data: object, baseline: str | None = None) -> RuleResult:
 
 
 def _with_extra(result: RuleResult, extra: dict[str, dict[str, float | int]]) -> RuleResult:
-    from dataclasses import replace
-
     return replace(result, extra=extra)
 
 
