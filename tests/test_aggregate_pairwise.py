@@ -224,6 +224,20 @@ def test_bootstrap_needs_two_resamples() -> None:
 
 def test_output_texts_give_lengths_in_characters() -> None:
     frame = pd.DataFrame({"system_a": ["A", "B"], "system_b": ["B", "A"], "winner": ["a", 0.2],
-                          "output_a": ["héllo", ""], "output_b": ["hi", "abc"]})
+                          "output_a": ["héllo", ""], "output_b": ["hi", None]})
     comps = comparisons_from_pairwise(frame)
-    assert comps.lengths.tolist() == [[5.0, 2.0], [0.0, 3.0]]
+    assert comps.lengths[0].tolist() == [5.0, 2.0]
+    assert comps.lengths[1, 0] == 0.0 and np.isnan(comps.lengths[1, 1])  # None: missing
+
+
+def test_a_missing_length_stops_only_the_rule_that_needs_it(tmp_path: Path) -> None:
+    """The table `score` writes: text verdicts (numbers as decimal text), Int64 lengths with
+    an empty cell where an output was missing."""
+    path = tmp_path / "pairs.csv"
+    path.write_text(f"item,system_a,system_b,length_a,length_b,{JUDGE},{JUDGE}.ab,{JUDGE}.ba\n"
+                    "1,X,Y,10,20,a,a,a\n2,X,Y,,30,0.25,b,\n3,Y,X,5,6,tie,a,b\n",
+                    encoding="utf-8")
+    out, _ = run_json(path, "-r", "win-rate:baseline=Y", "-r", "bradley-terry")
+    assert out["win-rate:baseline=Y"]["scores"]["X"] == pytest.approx(100 * (1 + 0.25 + 0.5) / 3)
+    proc = run_cli("aggregate", str(path), "-r", "lc-win-rate:baseline=Y")
+    assert proc.returncode == 2 and "field 'length_a'" in proc.stderr

@@ -311,7 +311,12 @@ def test_lc_win_rate_undefined_cases_are_nan_with_a_reason(tmp_path: Path) -> No
          "lengths"),
         ("item,system_a,system_b,winner\n1,A,B,a\n", "lc-win-rate", "give the baseline"),
         ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,3,\n",
-         "lc-win-rate:baseline=A", "line 2, field 'length_b'"),
+         "lc-win-rate:baseline=A", "field 'length_b': rule 'lc-win-rate:baseline=A': "
+         "lc-win-rate needs every output's length: 1 comparison(s)"),
+        ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,3,-2\n",
+         "win-rate", "line 2, field 'length_b': an output length must be a non-negative"),
+        ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,3,many\n",
+         "win-rate", "line 2, field 'length_b': not a number"),
         ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,3,4\n",
          "lc-win-rate:baseline=A,penalty=-1", "field 'penalty'"),
         ("item,system_a,system_b,winner\n1,A,B,a\n", "bradley-terry:bootstrap=1",

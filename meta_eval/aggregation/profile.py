@@ -240,7 +240,8 @@ class Comparisons:
 
     weights (default 1) and groups (default: one group per comparison) may be omitted;
     once constructed every field is set, groups renumbered 0, 1, ... `lengths` (optional):
-    an (m, 2) array of the lengths of a's and b's outputs, None when the table has none.
+    an (m, 2) array of the lengths of a's and b's outputs (NaN: missing), None when the
+    table has none.
     """
 
     systems: tuple[str, ...]
@@ -286,8 +287,10 @@ class Comparisons:
         _, groups = np.unique(groups, return_inverse=True)
         if lengths is not None:
             lengths = np.asarray(lengths, dtype=float)
-            if lengths.shape != (m, 2) or not np.isfinite(lengths).all() or (lengths < 0).any():
-                raise ValueError("lengths must be finite, non-negative, two per comparison")
+            if (lengths.shape != (m, 2) or np.isinf(lengths).any()
+                    or (lengths < 0).any()):
+                raise ValueError("lengths must be non-negative (NaN: missing), two per "
+                                 "comparison")
         object.__setattr__(self, "lengths", lengths)
         object.__setattr__(self, "systems", tuple(systems))
         object.__setattr__(self, "a", a)

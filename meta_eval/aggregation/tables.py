@@ -274,21 +274,22 @@ def verdict_probabilities(frame: pd.DataFrame, column: str, first: Sequence[str]
 
 def output_lengths(frame: pd.DataFrame) -> np.ndarray | None:
     """(rows, 2) lengths of A's and B's outputs: the numbers in length_a and length_b, else
-    the number of characters of output_a and output_b (an empty text: 0); None when the
-    table has neither pair of columns."""
+    the number of characters of output_a and output_b; None when the table has neither
+    pair of columns. An empty cell is a missing length (NaN: only the rules that need
+    lengths refuse it); text, a negative number or inf is a TableError at its row."""
     cols = set(frame.columns)
     if set(LENGTH_COLUMNS) <= cols:
         values = np.column_stack([numeric_column(frame, c) for c in LENGTH_COLUMNS])
-        bad = np.isnan(values) | (values < 0)
-        if bad.any():
-            row, k = (int(x) for x in np.argwhere(bad)[0])
+        negative = values < 0
+        if negative.any():
+            row, k = (int(x) for x in np.argwhere(negative)[0])
             raise TableError("an output length must be a non-negative number, got "
                              f"{frame[LENGTH_COLUMNS[k]].iloc[row]!r}", row=row,
                              field=LENGTH_COLUMNS[k])
         return values
     if set(OUTPUT_COLUMNS) <= cols:
         return np.column_stack([
-            frame[c].map(lambda v: 0 if v is None or (isinstance(v, float) and np.isnan(v))
+            frame[c].map(lambda v: np.nan if v is None or (isinstance(v, float) and np.isnan(v))
                          else len(str(v))).to_numpy(dtype=float)
             for c in OUTPUT_COLUMNS])
     return None

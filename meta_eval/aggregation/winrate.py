@@ -382,7 +382,16 @@ def check_lengths(data: object, baseline: str | None = None, **options: object) 
         value = options.get(name, 0.0)
         if not (isinstance(value, int | float) and float(value) >= 0):
             raise TableError(f"{name} must be a number >= 0, got {value!r}", field=name)
-    if data.lengths is None:  # type: ignore[attr-defined]
+    lengths = data.lengths  # type: ignore[attr-defined]
+    if lengths is None:
         raise TableError("lc-win-rate needs the outputs' lengths: no column 'length_a' and "
                          "'length_b' (numbers) or 'output_a' and 'output_b' (texts)",
                          field=LENGTH_COLUMNS[0])
+    index = _system_index(data, str(baseline))
+    used = (data.a == index) | (data.b == index)  # type: ignore[attr-defined]
+    missing = np.isnan(lengths[used]).any(axis=1)
+    if missing.any():
+        column = LENGTH_COLUMNS[int(np.isnan(lengths[used][missing][0, 1]))]
+        raise TableError(f"lc-win-rate needs every output's length: {int(missing.sum())} "
+                         "comparison(s) with the baseline have an empty length cell",
+                         field=column)
