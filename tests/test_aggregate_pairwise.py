@@ -241,3 +241,24 @@ def test_a_missing_length_stops_only_the_rule_that_needs_it(tmp_path: Path) -> N
     assert out["win-rate:baseline=Y"]["scores"]["X"] == pytest.approx(100 * (1 + 0.25 + 0.5) / 3)
     proc = run_cli("aggregate", str(path), "-r", "lc-win-rate:baseline=Y")
     assert proc.returncode == 2 and "field 'length_a'" in proc.stderr
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_parquet_and_jsonl_with_pandas_missing_values(tmp_path: Path, suffix: str) -> None:
+    """String verdict columns and Int64 lengths holding pd.NA, as `score` writes them."""
+    frame = pd.DataFrame({
+        "item": ["1", "2", "3", "4"], "system_a": ["X", "X", "Y", "X"],
+        "system_b": ["Y", "Y", "X", "Y"],
+        "length_a": pd.array([1, None, 3, 7], dtype="Int64"),
+        "length_b": pd.array([4, 2, 3, 1], dtype="Int64"),
+        JUDGE: pd.array(["a", None, "0.3", "tie"], dtype="string")})
+    path = tmp_path / f"pairs{suffix}"
+    if suffix == ".parquet":
+        frame.to_parquet(path)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+    out, log = run_json(path, "-r", "win-rate:baseline=Y")
+    assert "1 row(s) without a verdict left out" in log
+    assert out["win-rate:baseline=Y"]["scores"]["X"] == pytest.approx(100 * (1 + 0.7 + 0.5) / 3)
+    lc = run_json(path, "-r", "lc-win-rate:baseline=Y,instruction=false")[0]
+    assert lc["lc-win-rate:baseline=Y,instruction=false"]["extra"]["n_total"]["X"] == 3

@@ -72,7 +72,7 @@ def numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise TableError(f"not a number: {raw.iloc[row]!r}", row=row, field=column)
-    out = values.to_numpy(dtype=float)
+    out = values.to_numpy(dtype=float, na_value=np.nan)  # Int64 columns hold pd.NA
     if np.isinf(out).any():
         row = int(np.flatnonzero(np.isinf(out))[0])
         raise TableError(f"value {out[row]!r} is not finite: a score must be a finite number "
@@ -231,7 +231,7 @@ def winner_column(columns: Iterable[str], winner: str | None = None) -> str:
 
 def _probability(value: object, a: str, b: str) -> float | str:
     """One verdict as P(A is better), NaN when missing, or the text that is not a verdict."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return float("nan")
     if isinstance(value, bool | np.bool_):
         return repr(value)
@@ -289,7 +289,8 @@ def output_lengths(frame: pd.DataFrame) -> np.ndarray | None:
         return values
     if set(OUTPUT_COLUMNS) <= cols:
         return np.column_stack([
-            frame[c].map(lambda v: np.nan if v is None or (isinstance(v, float) and np.isnan(v))
+            frame[c].map(lambda v: np.nan if v is None or v is pd.NA
+                         or (isinstance(v, float) and np.isnan(v))
                          else len(str(v))).to_numpy(dtype=float)
             for c in OUTPUT_COLUMNS])
     return None
