@@ -30,10 +30,11 @@ KIND_HELP = (
     "What TABLE holds (default: auto). leaderboard: one row per system (column 'system' or "
     "the first text column), one numeric column per task/metric; each column is a voter. "
     "scores: one row per (item, system) (columns item, system); each item is a voter ranking "
-    "the systems on the --metric column. pairwise: columns system_a, system_b, winner "
-    "(a|b|tie or the winner's name), optional item and --pair-weight column. auto picks "
-    "pairwise if system_a, system_b and winner exist, scores if item and system exist, "
-    "else leaderboard."
+    "the systems on the --metric column. pairwise: columns system_a, system_b and a verdict "
+    "column (winner, or a judge's column: a|b|tie, the winner's name, or P(A is better) in "
+    "[0, 1]; see --winner), optional item, length_a/length_b and --pair-weight column. auto "
+    "picks pairwise if system_a and system_b exist, scores if item and system exist, else "
+    "leaderboard."
 )
 
 
@@ -93,6 +94,10 @@ def _human_ranking(text: str) -> list[list[str]]:
               help="Missing scores: keep (each rule's own policy, see --list-rules), drop "
                    "systems with any missing score, or drop voters (columns / items) with any.")
 @click.option("--pair-weight", metavar="COL", help="Pairwise table: a weight column.")
+@click.option("--winner", metavar="COL",
+              help="Pairwise table: the verdict column to rank by (a judge's combined column, "
+                   "its .ab or .ba column, or a human.* column). Default: 'winner', else the "
+                   "only judge's column.")
 @click.option("--human", "human_column", metavar="COL",
               help="Human system scores to compare each rule's ranking with: a leaderboard "
                    "column (then not a voter) or a scores-table column (mean per system).")
@@ -125,6 +130,7 @@ def command(
     higher: tuple[str, ...],
     missing: str,
     pair_weight: str | None,
+    winner: str | None,
     human_column: str | None,
     human_ranking: str | None,
     n_boot: int,
@@ -151,7 +157,7 @@ def command(
     result = aggregate(
         table, rules=rule_specs, kind=kind, system_column=system_column, columns=columns,
         metric=metric, weights=_parse_weights(weight_pairs), lower=lower, higher=higher,
-        missing=missing, pair_weight=pair_weight, human=human_column,
+        missing=missing, pair_weight=pair_weight, winner=winner, human=human_column,
         human_ranking=_human_ranking(human_ranking) if human_ranking is not None else None,
         bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win, log=_log)
     if output_format == "json":
@@ -211,7 +217,7 @@ def _print_text(result: AggregateResult) -> None:
     out = SafeWriter(sys.stdout)  # system and column names come from the user's table
     good = [(o, o.result) for o in result.ok if o.result is not None]
     width = max((len(o.spec) for o in result.outcomes), default=0)
-    sections = [_rankings(good, width),
+    sections = [_rankings(good, width), _extras(good),
                 [f"{o.spec}: failed: {o.reason}" for o in result.failed],
                 _agreement(good), _against_people(good, result.human_source),
                 _bootstraps(good), _make_win(good, result.make_win)]
@@ -256,6 +262,31 @@ def _rankings(good: Ranked, width: int) -> list[str]:
     if notes:
         lines += ["notes:", *[f"  {spec:<{width}}  {note}" for spec, note in notes]]
     return lines
+
+
+def _extras(good: Ranked) -> list[str]:
+    """Per rule with per-system figures (win rates' standard errors, rating intervals): one
+    table, a row per ranked system."""
+    lines: list[str] = []
+    for o, r in good:
+        if not r.extra:
+            continue
+        keys = list(r.extra)
+        scores = r.scores or {}
+        rows = [[system, _number(scores.get(system)),
+                 *[_number(r.extra[key].get(system)) for key in keys]]
+                for system in r.ranking if system in scores]
+        lines += [f"\n{o.spec}:", _table(["  system", "score", *keys],
+                                         [["  " + row[0], *row[1:]] for row in rows])]
+    return lines
+
+
+def _number(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1e4 else f"{value:.6g}"
+    return str(value)
 
 
 def _agreement(good: Ranked) -> list[str]:

@@ -194,7 +194,8 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
               system_column: str | None = None, columns: Sequence[str] = (),
               metric: str | None = None, weights: Mapping[str, float] | None = None,
               lower: Sequence[str] = (), higher: Sequence[str] = (), missing: str = "keep",
-              pair_weight: str | None = None, human: str | None = None,
+              pair_weight: str | None = None, winner: str | None = None,
+              human: str | None = None,
               human_ranking: Sequence[Sequence[str]] | None = None, bootstrap: int = 0,
               seed: int = 0, level: float = 0.95, top_k: int = 3,
               make_win: str | None = None, host: PluginHost | None = None,
@@ -203,8 +204,10 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     "all" = every rule that accepts the data; default: DEFAULT_RULES), as `judgebench
     aggregate` does. `human` (a column) or `human_ranking` (tiers, best first) gives human
     system scores to compare each ranking with; `bootstrap` resamples the voters; `make_win`
-    names a system to find winning voter weights for. A rule that fails has status "error"
-    and its reason; bad input raises `InputError`."""
+    names a system to find winning voter weights for; `winner` names a pairwise table's
+    verdict column (default: `winner`, else the one judge's column). A rule that fails has
+    status "error" and its reason; bad input (a rule's baseline not in the table, a column a
+    rule needs) raises `InputError` before any rule runs."""
     from meta_eval import aggregation as agg
 
     log = log or (lambda _message: None)
@@ -213,11 +216,13 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     loaded = load(path, kind=kind, system_column=system_column, columns=tuple(columns),
                   metric=metric, weights=dict(weights or {}), lower=tuple(lower),
                   higher=tuple(higher), missing=missing, pair_weight=pair_weight,
-                  human_column=human)
+                  winner=winner, human_column=human)
     human_scores = _human(loaded.human, human_ranking)
     log(loaded.note)
     specs = rule_specs(rules, registry, loaded.data.kind)
     built = [build_rule(spec, registry, loaded.data.kind) for spec in specs]
+    specs, built = _usable(specs, built, loaded.data, path,
+                           explicit={s for s in rules if s.strip() != "all"}, log=log)
     outcomes = [_rank(spec, rule, loaded.data, log) for spec, rule in zip(specs, built,
                                                                           strict=True)]
     ok = [o for o in outcomes if o.result is not None]
@@ -240,6 +245,28 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
             o.make_win = winning_weights(loaded.data, make_win, o.rule)
     return AggregateResult(outcomes, loaded.note, human_scores[0] if human_scores else None,
                            make_win)
+
+
+def _usable(specs: list[str], built: list[Rule], data: Any, path: Path, *,
+            explicit: set[str], log: Log) -> tuple[list[str], list[Rule]]:
+    """The rules whose input check passes (a baseline in the table, the columns they need).
+    A rule asked for by name that fails it is an InputError; one that came from "all" (or
+    the defaults) is left out, with a message."""
+    from meta_eval import aggregation as agg
+
+    keep_specs, keep_rules = [], []
+    for spec, rule in zip(specs, built, strict=True):
+        try:
+            rule.check_input(data)
+        except (agg.TableError, ValueError) as exc:
+            if spec in explicit:
+                raise InputError(f"rule '{spec}': {exc}", path=str(path),
+                                 field=getattr(exc, "field", None) or "--rule") from None
+            log(f"rule '{spec}' left out: {exc}")
+            continue
+        keep_specs.append(spec)
+        keep_rules.append(rule)
+    return keep_specs, keep_rules
 
 
 def _human(from_table: tuple[str, dict[str, float]] | None,
@@ -397,6 +424,7 @@ class _Request:
     higher: tuple[str, ...]
     missing: str
     pair_weight: str | None
+    winner: str | None
     human_column: str | None
 
     def misuse(self, option: str, value: Any, allowed: str) -> None:
@@ -409,7 +437,7 @@ class _Request:
 def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str, ...],
          metric: str | None, weights: dict[str, float], lower: tuple[str, ...],
          higher: tuple[str, ...], missing: str, pair_weight: str | None,
-         human_column: str | None) -> Loaded:
+         winner: str | None, human_column: str | None) -> Loaded:
     """Read `path` as a leaderboard, scores or pairwise table (`kind` auto: by its
     columns) into the data the rules rank."""
     from judgebench.io import read_table
@@ -420,7 +448,7 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
     if kind == "auto":
         kind = "leaderboard" if corpus_table else agg.detect_kind(frame.columns)
     request = _Request(path, kind, corpus_table, system_column, columns, metric, weights,
-                       lower, higher, missing, pair_weight, human_column)
+                       lower, higher, missing, pair_weight, winner, human_column)
     readers = {"leaderboard": _leaderboard, "scores": _scores, "pairwise": _pairwise}
     try:
         return readers[kind](request, frame)
@@ -455,11 +483,13 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
 
     r.misuse("--metric", r.metric, "scores")
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
+    r.misuse("--winner", r.winner, "pairwise")
     if r.corpus_table:
         r.misuse("--system-column", r.system_column, "leaderboard (not corpus)")
         frame, system = _corpus_leaderboard(r.path), "system"
     else:
         system = leaderboard_system_column(frame, r.system_column)
+        agg.tables.refuse_pairs_in_wide(frame, system=system)
         frame = read_table(r.path, key=[system])
     voters = [str(c) for c in (r.columns or frame.columns) if c not in (system, r.human_column)]
     lower = _lower_columns(r.path, frame, voters, r.lower, r.higher)
@@ -487,6 +517,8 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     r.misuse("--column", r.columns, "leaderboard")
     r.misuse("--system-column", r.system_column, "leaderboard")
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
+    r.misuse("--winner", r.winner, "pairwise")
+    agg.tables.refuse_pairs_in_wide(frame)
     frame = read_table(r.path)
     metric = r.metric or _only_metric(frame, r.path, r.human_column)
     lower = _lower_columns(r.path, frame, [metric], r.lower, r.higher)
@@ -508,9 +540,16 @@ def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
         r.misuse(option, value, "leaderboard or scores")
     if r.missing != "keep":
         r.misuse("--missing", r.missing, "leaderboard or scores")
-    data = agg.comparisons_from_pairwise(frame, weight=r.pair_weight)
+    column = agg.tables.winner_column(frame.columns, r.winner)
+    data = agg.comparisons_from_pairwise(frame, winner=column, weight=r.pair_weight)
+    dropped = agg.tables.pairwise_dropped(frame, column)
+    soft = int(((data.outcome > 0) & (data.outcome < 1) & (data.outcome != 0.5)).sum())
     return Loaded(data, None, f"read {r.path} as a pairwise table: {data.n_systems} systems, "
-                              f"{len(data.a)} comparisons in {data.n_units} groups")
+                              f"{len(data.a)} comparisons in {data.n_units} groups, verdicts "
+                              f"from '{column}'"
+                              + (f" ({soft} soft preferences)" if soft else "")
+                              + (f"; {dropped} row(s) without a verdict left out"
+                                 if dropped else ""))
 
 
 def _corpus_leaderboard(path: Path) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from meta_eval.aggregation.base import (
     data_kind,
 )
 from meta_eval.aggregation.bootstrap import BootstrapResult, SystemUncertainty, bootstrap
+from meta_eval.aggregation.intervals import score_intervals
 from meta_eval.aggregation.kemeny import (
     agreement,
     kemeny,
@@ -66,6 +67,15 @@ from meta_eval.aggregation.tables import (
 )
 from meta_eval.aggregation.weights import SUPPORTED as WEIGHTS_RULES
 from meta_eval.aggregation.weights import WinningWeights, weights_to_win
+from meta_eval.aggregation.winrate import (
+    discrete_win_rate,
+    fit_soft_logistic,
+    lc_win_rates,
+    outcome_counts,
+    standard_error,
+    win_rate,
+    win_rates,
+)
 
 __all__ = [
     "BUILTIN_RULES",
@@ -101,11 +111,13 @@ __all__ = [
     "copeland",
     "data_kind",
     "detect_kind",
+    "discrete_win_rate",
     "dowdall",
     "drop_incomplete",
     "elo",
     "elo_ratings",
     "fit_bradley_terry",
+    "fit_soft_logistic",
     "geometric_mean",
     "human_system_scores",
     "kemeny",
@@ -113,9 +125,11 @@ __all__ = [
     "kemeny_local_search",
     "kemeny_milp",
     "kendall_tau_b",
+    "lc_win_rates",
     "mean",
     "median",
     "minimax",
+    "outcome_counts",
     "pairwise_accuracy",
     "plurality",
     "profile_from_leaderboard",
@@ -123,10 +137,14 @@ __all__ = [
     "ranking_scores",
     "rule_agreement",
     "schulze",
+    "score_intervals",
     "score_vector",
+    "standard_error",
     "tie_points",
     "tier_scores",
     "voter_points",
     "weighted_median",
     "weights_to_win",
+    "win_rate",
+    "win_rates",
 ]

@@ -35,6 +35,8 @@ class RuleResult:
     scores: the rule's score per system (higher is better), or None when it has none.
     winners: the rule's winners; empty when it has none (e.g. a Condorcet cycle).
     exact: False when the ranking comes from an approximation (stated in `note`).
+    extra: further per-system figures of the rule, each a mapping system -> value (e.g.
+    win-rate's standard_error, a rating's bootstrap ci_low/ci_high), or None.
     """
 
     rule: str
@@ -43,6 +45,7 @@ class RuleResult:
     winners: tuple[str, ...] = ()
     exact: bool = True
     note: str = ""
+    extra: Mapping[str, Mapping[str, Any]] | None = None
 
     @property
     def ranking(self) -> list[str]:
@@ -67,7 +70,7 @@ class RuleResult:
         scores = None
         if self.scores is not None:
             scores = {s: (None if not np.isfinite(v) else float(v)) for s, v in self.scores.items()}
-        return {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "ranking": self.ranking,
             "scores": scores,
@@ -76,6 +79,21 @@ class RuleResult:
             "exact": self.exact,
             "note": self.note,
         }
+        if self.extra is not None:
+            out["extra"] = {key: {s: _plain(v) for s, v in by_system.items()}
+                            for key, by_system in self.extra.items()}
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready number: NaN and infinities become None, numpy scalars Python ones."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    return value
 
 
 @runtime_checkable
@@ -109,6 +127,12 @@ class Rule:
 
     def rank(self, data: Any) -> RuleResult:
         raise NotImplementedError
+
+    def check_input(self, data: Any) -> None:
+        """Raise ValueError when `data` cannot be ranked with these options (a baseline that
+        is not in it, a column the rule needs): called before any rule runs, so the host
+        can report bad input as such."""
+        return None
 
     def option_names(self) -> list[str]:
         return []
@@ -147,7 +171,7 @@ class FunctionRule(Rule):
     `missing` states how the rule treats a voter that did not score every system.
     `choices` lists the allowed values of options that take one of a few.
     `with_options(**kw)` returns the rule with options set (names validated against `fn`,
-    values against `choices`).
+    values against `choices`). `validate(data, **options)`, if given, is `check_input`.
     """
 
     # field(): required, not the defaults inherited from Rule
@@ -159,6 +183,11 @@ class FunctionRule(Rule):
     options: Mapping[str, Any] = field(default_factory=dict)
     choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     supports_make_win: bool = False
+    validate: Callable[..., None] | None = None
+
+    def check_input(self, data: Any) -> None:
+        if self.validate is not None and data_kind(data) in self.inputs:
+            self.validate(data, **self.options)
 
     def rank(self, data: Any) -> RuleResult:
         kind = data_kind(data)

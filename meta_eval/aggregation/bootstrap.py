@@ -9,7 +9,8 @@ the probabilities sum to the share of resamples that have a winner). Per rule:
 - top-1 stability: share of resamples whose winner set equals the full-data winner set;
 - top-k stability: mean Jaccard overlap between the resample's and the full data's top-k
   sets (the systems of competition rank <= k);
-- mean Kendall tau-b between the resample's ranking and the full-data ranking.
+- mean Kendall tau-b between the resample's ranking and the full-data ranking, over the
+  systems both rank (win-rate leaves its baseline out).
 
 A resample on which a rule fails (e.g. a system left with no comparisons) is counted in
 `n_failed` and left out of that rule's figures.
@@ -126,7 +127,9 @@ def bootstrap(
             top = _top_k(result, k)
             union = top | full_topk[r]
             topk[r] += len(top & full_topk[r]) / len(union) if union else 1.0
-            taus[r, b] = kendall_tau_b(x=tier_scores(result, systems), y=full_vectors[r])
+            vector = tier_scores(result, systems)
+            both = ~(np.isnan(vector) | np.isnan(full_vectors[r]))  # a rule may leave one out
+            taus[r, b] = kendall_tau_b(x=vector[both], y=full_vectors[r][both])
     alpha = (1.0 - level) / 2.0
     out = []
     for r in range(n_rules):

@@ -6,7 +6,11 @@ of weight w casts w votes (Vote'n'Rank, Rofin et al. 2023). `higher_is_better[v]
 each voter; rules see `oriented` scores, where higher is always better.
 
 Comparisons: one row per judged pair (a, b) with outcome 1 (a wins), 0.5 (tie) or 0 (b
-wins), a weight, and a group (the item it came from) that the bootstrap resamples.
+wins), or a soft preference in between (P(a is better)), a weight, a group (the item it came
+from) that the bootstrap resamples, and optionally the two outputs' lengths.
+
+A soft outcome P (not 0, 0.5 or 1) counts as fractional wins: weight P for a over b and 1 - P
+for b over a; exactly 0.5 is a tie, as a "tie" verdict is.
 
 Both give `counts`: `strict[i, j]`, the voting weight that strictly prefers i to j, and
 `ties[i, j]`, the weight that judged i and j equal. Majority rules and Bradley-Terry need
@@ -235,7 +239,9 @@ class Comparisons:
     """Pairwise judgements. See the module docstring.
 
     weights (default 1) and groups (default: one group per comparison) may be omitted;
-    once constructed every field is set, groups renumbered 0, 1, ...
+    once constructed every field is set, groups renumbered 0, 1, ... `lengths` (optional):
+    an (m, 2) array of the lengths of a's and b's outputs (NaN: missing), None when the
+    table has none.
     """
 
     systems: tuple[str, ...]
@@ -244,6 +250,7 @@ class Comparisons:
     outcome: np.ndarray
     weights: np.ndarray
     groups: np.ndarray
+    lengths: np.ndarray | None
 
     kind: ClassVar[str] = PAIRWISE
 
@@ -255,6 +262,7 @@ class Comparisons:
         outcome: npt.ArrayLike,
         weights: npt.ArrayLike | None = None,
         groups: npt.ArrayLike | None = None,
+        lengths: npt.ArrayLike | None = None,
     ) -> None:
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
@@ -267,8 +275,9 @@ class Comparisons:
             raise ValueError("a and b must index systems")
         if (a == b).any():
             raise ValueError("a system cannot be compared with itself")
-        if not np.isin(outcome, (0.0, 0.5, 1.0)).all():
-            raise ValueError("outcome must be 1 (a wins), 0.5 (tie) or 0 (b wins)")
+        if not ((outcome >= 0.0) & (outcome <= 1.0)).all():
+            raise ValueError("outcome must be in [0, 1]: 1 (a wins), 0.5 (tie), 0 (b wins) "
+                             "or P(a is better)")
         weights = np.ones(m) if weights is None else np.asarray(weights, float)
         if weights.shape != (m,) or not np.isfinite(weights).all() or (weights < 0).any():
             raise ValueError("weights must be finite, non-negative, one per comparison")
@@ -276,6 +285,13 @@ class Comparisons:
         if groups.shape != (m,):
             raise ValueError("groups must have one value per comparison")
         _, groups = np.unique(groups, return_inverse=True)
+        if lengths is not None:
+            lengths = np.asarray(lengths, dtype=float)
+            if (lengths.shape != (m, 2) or np.isinf(lengths).any()
+                    or (lengths < 0).any()):
+                raise ValueError("lengths must be non-negative (NaN: missing), two per "
+                                 "comparison")
+        object.__setattr__(self, "lengths", lengths)
         object.__setattr__(self, "systems", tuple(systems))
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "b", b)
@@ -308,6 +324,10 @@ class Comparisons:
         np.add.at(strict, (self.a[win_a], self.b[win_a]), self.weights[win_a])
         np.add.at(strict, (self.b[win_b], self.a[win_b]), self.weights[win_b])
         np.add.at(ties, (self.a[tie], self.b[tie]), self.weights[tie])
+        soft = ~(win_a | win_b | tie)
+        p, w = self.outcome[soft], self.weights[soft]
+        np.add.at(strict, (self.a[soft], self.b[soft]), w * p)
+        np.add.at(strict, (self.b[soft], self.a[soft]), w * (1.0 - p))
         ties = ties + ties.T
         return PairwiseCounts(self.systems, strict, ties)
 
@@ -334,6 +354,7 @@ class Comparisons:
             outcome=self.outcome[index],
             weights=self.weights[index],
             groups=new_groups,
+            lengths=None if self.lengths is None else self.lengths[index],
         )
 
     def comparisons(self) -> Comparisons:

@@ -22,6 +22,11 @@ which depend on the order of the games. Here the result is order-independent: co
 are put in a canonical order, then ratings are averaged over `permutations` random orders
 drawn from a seeded generator (the average over permutations, as in Boubdir et al. 2023).
 A comparison of weight w counts with K * w / mean(w).
+
+Soft verdicts (a pairwise table's P(A is better)) count as fractional wins in
+Bradley-Terry (P to A, 1 - P to B) and as the game score s = P in Elo. Both take
+`bootstrap=N` (with `seed`, `level`): percentile intervals of the scores over N resamples of
+the compared pairs (`meta_eval.aggregation.intervals`), in the result's extra.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from scipy.optimize import minimize
 from scipy.sparse.csgraph import connected_components
 
 from meta_eval.aggregation.base import RuleResult, scored_result
+from meta_eval.aggregation.intervals import with_intervals
 from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 
 FALLBACK_PRIOR = 0.01
@@ -139,8 +145,17 @@ def mle_exists(wins: np.ndarray, ties: np.ndarray) -> bool:
     return k == 1
 
 
-def bradley_terry(data: object, prior: float = 0.0) -> RuleResult:
-    """Bradley-Terry (Davidson ties) maximum-likelihood strengths; score = log-strength."""
+def bradley_terry(data: object, prior: float = 0.0, bootstrap: int = 0, seed: int = 0,
+                  level: float = 0.95) -> RuleResult:
+    """Bradley-Terry (Davidson ties) maximum-likelihood strengths; score = log-strength.
+    bootstrap=N: percentile intervals (`level`) over N seeded resamples of the compared
+    pairs, in extra ci_low / ci_high."""
+    result = _bradley_terry(data, prior)
+    return with_intervals(result, data, lambda sample: _bradley_terry(sample, prior),
+                          n=int(bootstrap), seed=int(seed), level=float(level))
+
+
+def _bradley_terry(data: object, prior: float) -> RuleResult:
     counts = _counts(data)
     present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
@@ -215,8 +230,21 @@ def elo_ratings(
 
 
 def elo(data: object, k: float = 4.0, permutations: int = 100, seed: int = 0,
-        initial: float = 1000.0, scale: float = 400.0) -> RuleResult:
-    """Elo ratings averaged over seeded random orders of the comparisons."""
+        initial: float = 1000.0, scale: float = 400.0, bootstrap: int = 0,
+        level: float = 0.95) -> RuleResult:
+    """Elo ratings averaged over seeded random orders of the comparisons. bootstrap=N:
+    percentile intervals (`level`) over N resamples of the compared pairs (seeded by
+    `seed`), in extra ci_low / ci_high."""
+    def fit(sample: object) -> RuleResult:
+        return _elo(sample, k=k, permutations=permutations, seed=seed, initial=initial,
+                    scale=scale)
+
+    return with_intervals(fit(data), data, fit, n=int(bootstrap), seed=int(seed),
+                          level=float(level))
+
+
+def _elo(data: object, k: float, permutations: int, seed: int, initial: float,
+         scale: float) -> RuleResult:
     comps = data.comparisons()  # type: ignore[attr-defined]
     present = data.present  # type: ignore[attr-defined]
     ratings = elo_ratings(comps.n_systems, comps.a, comps.b, comps.outcome, comps.weights,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from meta_eval.aggregation.base import PAIRWISE, PROFILE, FunctionRule
+from meta_eval.aggregation.intervals import check_bootstrap
 from meta_eval.aggregation.kemeny import kemeny
 from meta_eval.aggregation.majority import baldwin, condorcet, copeland, minimax, schulze
 from meta_eval.aggregation.positional import (
@@ -15,6 +16,7 @@ from meta_eval.aggregation.positional import (
     plurality,
 )
 from meta_eval.aggregation.rating import bradley_terry, elo
+from meta_eval.aggregation.winrate import check_baseline, check_lengths, lc_win_rates, win_rates
 
 _AVERAGE = "a system is averaged over the voters that scored it"
 _BALLOT = "a voter ranks only the systems it scored; the others get no points from it"
@@ -22,6 +24,9 @@ _PAIRS = ("a voter counts in a pairwise contest only if it scored both systems; 
           "nobody compared is a tie; a system with no data is ranked last")
 BOTH = frozenset({PROFILE, PAIRWISE})
 ONLY_PROFILE = frozenset({PROFILE})
+ONLY_PAIRWISE = frozenset({PAIRWISE})
+_VERDICTS = ("each comparison counts from the system's side (P(A better) if it is A, 1 - P "
+             "if B); rows without a verdict are left out; a system with none is ranked last")
 _TIE_CHOICES = {"ties": TIES}
 
 BUILTIN_RULES: tuple[FunctionRule, ...] = (
@@ -60,11 +65,26 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
                  "up to max_exact (64) systems, else Borda start + local search (reported "
                  "approximate)", _PAIRS, BOTH),
     FunctionRule("bradley-terry", bradley_terry,
-                 "Bradley-Terry maximum likelihood, Davidson ties; score = log-strength",
-                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
+                 "Bradley-Terry maximum likelihood, Davidson ties, soft verdicts as fractional "
+                 "wins; score = log-strength; bootstrap=N: CIs over resampled pairs",
+                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH,
+                 validate=check_bootstrap),
     FunctionRule("elo", elo,
-                 "Elo ratings averaged over seeded random orders of the comparisons",
-                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH),
+                 "Elo ratings averaged over seeded random orders of the comparisons; "
+                 "bootstrap=N: CIs over resampled pairs",
+                 "each voter's ballot becomes the comparisons of the pairs it scored", BOTH,
+                 validate=check_bootstrap),
+    FunctionRule("win-rate", win_rates,
+                 "win rate in percent against baseline=NAME (ties 0.5, soft verdicts as "
+                 "they are; no baseline: all opponents pooled), with standard error, discrete "
+                 "win rate and counts (AlpacaEval)", _VERDICTS, ONLY_PAIRWISE,
+                 validate=check_baseline),
+    FunctionRule("lc-win-rate", lc_win_rates,
+                 "length-controlled win rate against baseline=NAME (Dubois et al. 2024): "
+                 "logistic fit with a tanh length term [+ instruction difficulty], predicted "
+                 "at equal length; needs length_a/length_b or output_a/output_b",
+                 _VERDICTS, ONLY_PAIRWISE, choices={"instruction": ("auto", True, False)},
+                 validate=check_lengths),
 )
 
 RULES: dict[str, FunctionRule] = {rule.name: rule for rule in BUILTIN_RULES}

@@ -6,8 +6,13 @@ Three shapes:
   voter. Empty cells are missing scores.
 - scores: one row per (item, system) with metric columns; each item is a voter ranking the
   systems on one metric column.
-- pairwise: one row per judgement: system_a, system_b, winner (a | b | tie, or the winning
-  system's name) and optionally item (the bootstrap resamples items) and a weight column.
+- pairwise: one row per judgement: system_a, system_b and a verdict column, optionally item
+  (the bootstrap resamples items), category, a weight column, human preference columns
+  `human.<name>`, the outputs' lengths (length_a, length_b, or the texts output_a, output_b)
+  and per judge `<spec>` (its combined verdict), `<spec>.ab` and `<spec>.ba` (each order).
+  A verdict is a | b | tie (any case; also draw), the winning system's name, or a number in
+  [0, 1] = P(A is better). The verdict column is `winner` if present, else the one judge's
+  combined column, else the one named (`winner=`).
 
 Bad input raises TableError naming the row (0-based position in the frame) and the field.
 """
@@ -23,8 +28,15 @@ from meta_eval.aggregation.profile import Comparisons, Profile
 
 LEADERBOARD, SCORES, PAIRWISE_TABLE = "leaderboard", "scores", "pairwise"
 KINDS = (LEADERBOARD, SCORES, PAIRWISE_TABLE)
-PAIRWISE_COLUMNS = ("system_a", "system_b", "winner")
+PAIRWISE_COLUMNS = ("system_a", "system_b")
 SCORES_COLUMNS = ("item", "system")
+WINNER = "winner"
+LENGTH_COLUMNS = ("length_a", "length_b")
+OUTPUT_COLUMNS = ("output_a", "output_b")
+#: columns of a pairwise table that are never a judge's verdict
+PAIRWISE_KEYS = frozenset({"item", "system_a", "system_b", "category", "input", "question",
+                           "reference", "weight", *LENGTH_COLUMNS, *OUTPUT_COLUMNS})
+ORDER_SUFFIXES = (".ab", ".ba")
 
 
 class TableError(ValueError):
@@ -37,8 +49,8 @@ class TableError(ValueError):
 
 
 def detect_kind(columns: Iterable[str]) -> str:
-    """pairwise if it has system_a, system_b and winner; scores if item and system;
-    otherwise a leaderboard."""
+    """pairwise if it has system_a and system_b; scores if item and system; otherwise a
+    leaderboard."""
     cols = set(columns)
     if set(PAIRWISE_COLUMNS) <= cols:
         return PAIRWISE_TABLE
@@ -60,7 +72,7 @@ def numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise TableError(f"not a number: {raw.iloc[row]!r}", row=row, field=column)
-    out = values.to_numpy(dtype=float)
+    out = values.to_numpy(dtype=float, na_value=np.nan)  # Int64 columns hold pd.NA
     if np.isinf(out).any():
         row = int(np.flatnonzero(np.isinf(out))[0])
         raise TableError(f"value {out[row]!r} is not finite: a score must be a finite number "
@@ -185,38 +197,128 @@ def profile_from_scores(
     )
 
 
+def verdict_columns(columns: Iterable[str]) -> list[str]:
+    """The judges' combined verdict columns of a pairwise table: every column that is not a
+    key (item, system_a, system_b, category, lengths, outputs, ...), a human column
+    (`human.*`), or one order's verdict (`<spec>.ab`, `<spec>.ba`)."""
+    return [str(c) for c in columns
+            if str(c) not in PAIRWISE_KEYS and not str(c).startswith("human.")
+            and not str(c).endswith(ORDER_SUFFIXES)]
+
+
+def winner_column(columns: Iterable[str], winner: str | None = None) -> str:
+    """The verdict column: `winner` if named (any column: a combined verdict, a `.ab`/`.ba`
+    column, a human column), else the column `winner`, else the one judge's combined verdict
+    column. Several judges and no choice: a TableError listing them."""
+    cols = [str(c) for c in columns]
+    if winner is not None:
+        if winner not in cols:
+            raise TableError(f"no column '{winner}'; columns are {cols}", field=winner)
+        return winner
+    if WINNER in cols:
+        return WINNER
+    judges = verdict_columns(cols)
+    if len(judges) == 1:
+        return judges[0]
+    if not judges:
+        humans = [c for c in cols if c.startswith("human.")]
+        raise TableError("no verdict column: a pairwise table needs 'winner' or a judge's "
+                         "column" + (f"; to rank by people give --winner one of {humans}"
+                                     if humans else ""), field=WINNER)
+    raise TableError(f"{len(judges)} judges' verdict columns {judges}: name the one to rank "
+                     "by (--winner COL)", field=WINNER)
+
+
+def _probability(value: object, a: str, b: str) -> float | str:
+    """One verdict as P(A is better), NaN when missing, or the text that is not a verdict."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return float("nan")
+    if isinstance(value, bool | np.bool_):
+        return repr(value)
+    if isinstance(value, int | float | np.integer | np.floating):
+        return float(value)
+    text = str(value).strip()
+    low = text.lower()
+    if not text:
+        return float("nan")
+    if low in ("a", "b", "tie", "draw"):
+        return {"a": 1.0, "b": 0.0}.get(low, 0.5)
+    if text == a:
+        return 1.0
+    if text == b:
+        return 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def verdict_probabilities(frame: pd.DataFrame, column: str, first: Sequence[str],
+                          second: Sequence[str]) -> np.ndarray:
+    """A verdict column as P(A is better) per row: a -> 1, b -> 0, tie/draw -> 0.5, the name
+    of system_a -> 1 or system_b -> 0, a number in [0, 1] as it is; missing (empty) -> NaN.
+    Anything else (text, a number outside [0, 1], inf) is a TableError at its row."""
+    out = np.empty(len(frame))
+    for row, (value, a, b) in enumerate(zip(frame[column], first, second, strict=True)):
+        p = _probability(value, a, b)
+        if isinstance(p, str):
+            raise TableError(f"a verdict is a, b, tie (or the name of system_a or system_b) "
+                             f"or a number in [0, 1] = P(A is better); got {p!r}",
+                             row=row, field=column)
+        if not np.isnan(p) and not 0.0 <= p <= 1.0:
+            raise TableError(f"a numeric verdict is P(A is better) and must be in [0, 1]; "
+                             f"got {p!r}", row=row, field=column)
+        out[row] = p
+    return out
+
+
+def output_lengths(frame: pd.DataFrame) -> np.ndarray | None:
+    """(rows, 2) lengths of A's and B's outputs: the numbers in length_a and length_b, else
+    the number of characters of output_a and output_b; None when the table has neither
+    pair of columns. An empty cell is a missing length (NaN: only the rules that need
+    lengths refuse it); text, a negative number or inf is a TableError at its row."""
+    cols = set(frame.columns)
+    if set(LENGTH_COLUMNS) <= cols:
+        values = np.column_stack([numeric_column(frame, c) for c in LENGTH_COLUMNS])
+        negative = values < 0
+        if negative.any():
+            row, k = (int(x) for x in np.argwhere(negative)[0])
+            raise TableError("an output length must be a non-negative number, got "
+                             f"{frame[LENGTH_COLUMNS[k]].iloc[row]!r}", row=row,
+                             field=LENGTH_COLUMNS[k])
+        return values
+    if set(OUTPUT_COLUMNS) <= cols:
+        return np.column_stack([
+            frame[c].map(lambda v: np.nan if v is None or v is pd.NA
+                         or (isinstance(v, float) and np.isnan(v))
+                         else len(str(v))).to_numpy(dtype=float)
+            for c in OUTPUT_COLUMNS])
+    return None
+
+
 def comparisons_from_pairwise(
     frame: pd.DataFrame,
     *,
     system_a: str = "system_a",
     system_b: str = "system_b",
-    winner: str = "winner",
+    winner: str | None = None,
     item: str | None = "item",
     weight: str | None = None,
 ) -> Comparisons:
-    """Comparisons from a pairwise table; `item` (if the column exists) groups them for the
-    bootstrap. winner: a | b | tie (also draw), or the name of system_a or system_b."""
+    """Comparisons from a pairwise table (see the module docstring; `winner` as in
+    `winner_column`); `item` (if the column exists) groups them for the bootstrap. Rows with
+    no verdict (an empty cell: the judge failed) are left out; `pairwise_dropped` counts
+    them. Lengths come from `output_lengths`."""
+    column = winner_column(frame.columns, winner)
     first = _key_column(frame, system_a)
     second = _key_column(frame, system_b)
-    verdicts = _key_column(frame, winner)
     system_index: dict[str, int] = {}
-    for a, b in zip(first, second, strict=True):
-        system_index.setdefault(a, len(system_index))
-        system_index.setdefault(b, len(system_index))
-    outcome = np.empty(len(first))
-    for row, (a, b, v) in enumerate(zip(first, second, verdicts, strict=True)):
+    for row, (a, b) in enumerate(zip(first, second, strict=True)):
         if a == b:
             raise TableError(f"system '{a}' is compared with itself", row=row, field=system_b)
-        low = v.lower()
-        if low in ("a", "tie", "draw", "b"):
-            outcome[row] = {"a": 1.0, "b": 0.0}.get(low, 0.5)
-        elif v == a:
-            outcome[row] = 1.0
-        elif v == b:
-            outcome[row] = 0.0
-        else:
-            raise TableError(f"winner must be a, b or tie (or the name of system_a or "
-                             f"system_b), got {v!r}", row=row, field=winner)
+        system_index.setdefault(a, len(system_index))
+        system_index.setdefault(b, len(system_index))
+    outcome = verdict_probabilities(frame, column, first, second)
     groups = None
     if item is not None and item in frame.columns:
         groups = np.unique(np.array(_key_column(frame, item)), return_inverse=True)[1]
@@ -229,14 +331,39 @@ def comparisons_from_pairwise(
         if bad.any():
             raise TableError("weight must be a non-negative number",
                              row=int(np.flatnonzero(bad)[0]), field=weight)
+    lengths = output_lengths(frame)
+    keep = ~np.isnan(outcome)
     return Comparisons(
         systems=tuple(system_index),
-        a=np.array([system_index[x] for x in first]),
-        b=np.array([system_index[x] for x in second]),
-        outcome=outcome,
-        weights=w,
-        groups=groups,
+        a=np.array([system_index[x] for x in first], dtype=np.int64)[keep],
+        b=np.array([system_index[x] for x in second], dtype=np.int64)[keep],
+        outcome=outcome[keep],
+        weights=None if w is None else w[keep],
+        groups=None if groups is None else groups[keep],
+        lengths=None if lengths is None else lengths[keep],
     )
+
+
+def pairwise_dropped(frame: pd.DataFrame, winner: str | None = None) -> int:
+    """How many rows `comparisons_from_pairwise` leaves out for want of a verdict."""
+    column = winner_column(frame.columns, winner)
+    values = frame[column]
+    return int((values.isna() | (values.astype(str).str.strip() == "")).sum())
+
+
+def refuse_pairs_in_wide(frame: pd.DataFrame, *, system: str = "system") -> None:
+    """A wide table whose every `system` reads "X vs Y" holds pairwise verdicts in the wrong
+    shape: a TableError saying to use system_a and system_b."""
+    if system not in frame.columns or not len(frame):
+        return
+    names = frame[system].astype(str).str.strip()
+    pairs = names.str.fullmatch(r".+\s+vs\.?\s+.+", case=False)
+    if bool(pairs.all()):
+        raise TableError(
+            f"the systems look like pairs ({names.iloc[0]!r}): this is a pairwise judge's "
+            "output in the wide shape. Give one row per compared pair with columns system_a, "
+            "system_b and the verdict (a, b, tie or P(A is better)); `judgebench score` "
+            "writes that shape for pairwise judges", row=0, field=system)
 
 
 def human_system_scores(frame: pd.DataFrame, *, column: str, system: str = "system"
