@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,9 +213,6 @@ def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
     return corpus_from_records(records, where=str(path))
 
 
-PAIR_SYSTEM = re.compile(r".+ vs .+", re.DOTALL)
-
-
 def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
                     frame: pd.DataFrame | None = None) -> None:
     """A pairwise table is not a wide one: an InputError when the sidecar says the table is
@@ -229,10 +225,17 @@ def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
     if (sidecar or {}).get("table") == "pairwise":
         raise InputError(f"the sidecar says this is a pairwise table: {advice}",
                          path=str(path))
-    if frame is None or "system" not in frame.columns:
+    if frame is None:
         return
+    if "system" not in frame.columns and {"system_a", "system_b"} <= set(frame.columns):
+        raise InputError(f"this table has system_a and system_b, not system: {advice}",
+                         path=str(path), field="system")
+    if "system" not in frame.columns:
+        return
+    from meta_eval.pairwise import names_pairs
+
     systems = [str(s) for s in frame["system"].dropna().unique()]
-    if systems and all(PAIR_SYSTEM.fullmatch(s) for s in systems):
+    if names_pairs(systems):
         raise InputError(f"every system looks like a pair ({systems[0]!r}): score the pairs "
                          f"again (`judgebench score` writes the pairwise table); {advice}",
                          path=str(path), field="system")

@@ -47,6 +47,7 @@ otherwise (credits averaged over two orders, half credit) the signs are flipped 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,15 @@ if TYPE_CHECKING:
 
 WORDS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 TIE_POLICIES = ("drop", "half", "class")
+#: How a pair is named where one system name stands for it ("M0 vs M1", the store's key).
+PAIR_NAME = re.compile(r".+\s+vs\.?\s+.+", re.IGNORECASE | re.DOTALL)
+
+
+def names_pairs(names: Sequence[Any]) -> bool:
+    """Whether every one of `names` (at least one) reads "X vs Y": system names that stand
+    for compared pairs, a pairwise table in the wide shape."""
+    present = [str(n).strip() for n in names if n is not None and n == n]
+    return bool(present) and all(PAIR_NAME.fullmatch(n) for n in present)
 
 
 class LabelError(ValueError):

@@ -18,7 +18,6 @@ from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.io import LineNumbers
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
-from judgebench.services.pairwise import refuse_pairwise
 from judgebench.suggest import did_you_mean
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -233,7 +232,6 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
              higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
              excluded: Sequence[str], log: Log) -> _Columns:
     table = _load(scores, corpus_path, lower, higher)
-    refuse_pairwise(table.frame, table.path)
     where = str(table.path)
     frame = table.frame
     numeric_columns(frame, [*humans, *raters], where)

@@ -8,7 +8,6 @@ item, system_a, system_b, optional category, human.* preferences and per judge `
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,22 +25,8 @@ if TYPE_CHECKING:
 Log = Callable[[str], None]
 PAIR_KEY = ("item", "system_a", "system_b")
 ORDERS = (".ab", ".ba")
-VERSUS = re.compile(r".+\svs\.?\s.+")
 NOT_JUDGES = frozenset({*PAIR_KEY, "system", "category", "input", "output_a", "output_b",
                         "reference", "source", "context", "metadata"})
-
-
-def refuse_pairwise(frame: pd.DataFrame, path: str | Path) -> None:
-    """For the numeric (wide) readers: a table of pairs gets an error saying --pairwise."""
-    pairwise = {"system_a", "system_b"} <= set(frame.columns)
-    if "system" in frame.columns and not pairwise:
-        systems = frame["system"].dropna().astype(str)
-        pairwise = bool(len(systems)) and bool(systems.map(VERSUS.fullmatch).notna().all())
-    if pairwise:
-        raise InputError("this looks like a pairwise table (one row per compared pair: "
-                         "system_a/system_b or systems named 'X vs Y'); use "
-                         "`judgebench meta-eval PAIRS --pairwise`", path=str(path),
-                         field="system")
 
 
 def read_pairs(path: str | Path) -> pd.DataFrame:
@@ -198,4 +183,4 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
 
 
 __all__ = ["CEILING", "PairwiseMetaEvalResult", "PairwiseRow", "pairwise_meta_eval",
-           "read_pairs", "refuse_pairwise"]
+           "read_pairs"]

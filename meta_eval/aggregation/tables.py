@@ -356,9 +356,10 @@ def refuse_pairs_in_wide(frame: pd.DataFrame, *, system: str = "system") -> None
     shape: a TableError saying to use system_a and system_b."""
     if system not in frame.columns or not len(frame):
         return
+    from meta_eval.pairwise import names_pairs
+
     names = frame[system].astype(str).str.strip()
-    pairs = names.str.fullmatch(r".+\s+vs\.?\s+.+", case=False)
-    if bool(pairs.all()):
+    if names_pairs(list(names)):
         raise TableError(
             f"the systems look like pairs ({names.iloc[0]!r}): this is a pairwise judge's "
             "output in the wide shape. Give one row per compared pair with columns system_a, "
