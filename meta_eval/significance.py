@@ -42,7 +42,12 @@ williams (Williams 1959; Steiger 1980; recommended for MT by Graham and Baldwin 
     with n - 3 degrees of freedom, one-sided. Only for ungrouped pearson (segment level
     without grouping, or system level).
 
-significance_clusters: sort metrics by the statistic; walk down the list and open a new
+Direction: every test is of H1: goodness(A) > goodness(B) (`Statistic.goodness`: the value,
+or -value for a lower-is-better error such as mae, or -|value| for bias), and Comparison.delta
+is that difference of goodness; agreement and error statistics (`on_scale`) swap raw scores,
+not z-scores, since they compare values with the human scale.
+
+significance_clusters: sort metrics by the statistic, best first (by goodness); walk down the list and open a new
 cluster whenever a metric is significantly worse (p <= alpha) than any member of the current
 cluster (mt-metrics-eval `AssignRanks`, as WMT tables report ranks). Tests are run lazily,
 only those the walk needs.
@@ -146,12 +151,13 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
     human, a, b = _common(*(np.asarray(x, dtype=float) for x in (human, metric_a, metric_b)))
     if spec.swaps == "pairs":
         return _pair_test(spec, human, a, b, level, grouping, epsilon, resamples, seed)
-    za, zb = _zscore(a), _zscore(b)
+    # Agreement and error statistics compare raw values with the human scale.
+    za, zb = (a, b) if spec.on_scale else (_zscore(a), _zscore(b))
     common: _Options = {"level": level, "grouping": grouping, "epsilon": epsilon,
                         "permutations": permutations, "seed": seed}
     value_a = evaluate(statistic, human=human, metric=a, **common).value
     value_b = evaluate(statistic, human=human, metric=b, **common).value
-    observed = value_a - value_b
+    observed = spec.goodness(value_a) - spec.goodness(value_b)
     n_units = int(np.isfinite(human).sum())
     if not np.isfinite(observed):
         return Comparison(statistic, "permutation", value_a, value_b, observed, float("nan"),
@@ -182,7 +188,7 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
         else:
             ra = _batch(statistic, human=human, metric=np.where(swap, zb, za), **common)
             rb = _batch(statistic, human=human, metric=np.where(swap, za, zb), **common)
-        hits += int((ra - rb >= observed - tol).sum())
+        hits += int((spec.goodness(ra) - spec.goodness(rb) >= observed - tol).sum())
         done += k
         if early_stop and done >= next_look and done < resamples:
             next_look += block
@@ -512,7 +518,9 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                                  **{k: v for k, v in options.items()
                                     if k in ("epsilon", "permutations")}).value
                   for name in names}
-    order = sorted(names, key=lambda n: (not np.isfinite(values[n]), -np.nan_to_num(values[n])))
+    spec = check_options(statistic, level, grouping)
+    order = sorted(names, key=lambda n: (not np.isfinite(values[n]),
+                                         -spec.goodness(np.nan_to_num(values[n]))))
     p_values: dict[tuple[str, str], float] = {}
     tests: dict[tuple[str, str], Comparison] = {}
     ranked: list[RankedMetric] = []
@@ -539,4 +547,4 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                 start = i
                 break
         ranked.append(RankedMetric(name, values[name], cluster))
-    return Ranking(ranked, p_values, alpha, method, tests)
+    return Ranking(ranked, p_values, alpha, method, tests, statistic=statistic)

@@ -48,7 +48,8 @@ def gate(ranking: Ranking, *, metrics: Sequence[str], sentinels: Sequence[str]
     """The gate result of each metric in `metrics` under `ranking`."""
     placed = {m.metric: m for m in ranking.metrics}
     defined = [placed[s] for s in sentinels if s in placed and math.isfinite(placed[s].value)]
-    best = min(defined, key=lambda m: (m.cluster, -m.value), default=None)
+    goodness = statistics.get(ranking.statistic or "pearson").goodness
+    best = min(defined, key=lambda m: (m.cluster, -goodness(m.value)), default=None)
     out = []
     for name in metrics:
         entry = placed[name]

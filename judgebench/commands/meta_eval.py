@@ -15,6 +15,7 @@ import click
 
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
+from meta_eval.statistics import get
 from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         click.echo(safe(render(result)))
 
 
+BETTER = {"higher": "", "lower": " (lower is better)", "zero": " (best at 0)"}
 CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different; "
                 "cluster k+1 is significantly worse than a member of cluster k.")
 
@@ -117,7 +119,7 @@ def render(result: MetaEvalResult) -> str:
 
 
 def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
-    title = f"{human or 'raters'} · {statistic} · {first.task.level}"
+    title = f"{human or 'raters'} · {statistic}{BETTER[get(statistic).better]} · {first.task.level}"
     if first.task.level == "segment":
         title += f", grouping {first.task.grouping}"
     return title
@@ -134,7 +136,7 @@ def _ceiling_line(row: CeilingRow, width: int) -> str:
 def _metric_line(row: MetricRow, width: int) -> str:
     o = row.outcome
     parts = [f"  {row.metric:<{width}}", _value(row.value)]
-    if not row.info.higher_is_better:
+    if not row.info.higher_is_better and not get(row.task.statistic).on_scale:
         parts.append("(lower is better: negated)")
     if o.given:
         parts.append("[corpus score]")
