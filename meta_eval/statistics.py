@@ -147,7 +147,7 @@ _TABLE = (
     Statistic("rmse", "rmse", "none", ALL_LEVELS, "root mean squared error (lower is better)",
               "Willmott and Matsuura 2005", better="lower", on_scale=True),
     Statistic("bias", "bias", "none", ALL_LEVELS, "mean judge - human (positive: more "
-              "lenient; best at 0)", "mean signed error", better="zero", on_scale=True),
+              "lenient, best at 0)", "mean signed error", better="zero", on_scale=True),
     Statistic("brier", "brier", "none", ("segment",), "Brier score of probabilities against "
               "0/1 labels (lower is better)", "Brier 1950", better="lower", on_scale=True,
               probabilities=True),
