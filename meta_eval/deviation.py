@@ -7,7 +7,8 @@ with no unit. With d_u = m_u - h_u over the n units of a group:
 mae   MAE = (1/n) sum |d_u|                 lower is better (0: the metric reproduces people)
 rmse  RMSE = sqrt((1/n) sum d_u^2)          lower is better; weighs large errors more
 bias  bias = (1/n) sum d_u = mean m - mean h   positive: the metric (judge) is more lenient
-                                               than people; best at 0
+                                               than people; best at 0 (the sum is exact:
+                                               math.fsum, since it cancels)
 
 These are the usual regression errors (e.g. Willmott and Matsuura 2005, "Advantages of the
 mean absolute error (MAE) over the root mean square error (RMSE)"; scikit-learn's
@@ -51,9 +52,25 @@ def mae_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
 
 
 def bias_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Per-group mean of metric - human over the last axis (positive: more lenient)."""
-    d, ok, e = _differences(human, metric)
-    return np.ldexp(_mean(d, ok.sum(axis=-1)), e[..., 0])
+    """Per-group mean of metric - human over the last axis (positive: more lenient).
+
+    The sum is exact before its one rounding (`math.fsum` of both sides' scaled values), so
+    a small bias of huge, cancelling scores is right to the last digit."""
+    import math
+
+    h, m = np.broadcast_arrays(np.asarray(human, dtype=float), np.asarray(metric, dtype=float))
+    ok = np.isfinite(h) & np.isfinite(m)
+    h, m = np.where(ok, h, 0.0), np.where(ok, m, 0.0)
+    e = power_of_two_scale(np.maximum(np.abs(h), np.abs(m)))
+    hs, ms = np.ldexp(h, -e), np.ldexp(m, -e)
+    n = ok.sum(axis=-1)
+    size = h.shape[-1]
+    rows_h, rows_m = hs.reshape(-1, size), ms.reshape(-1, size)
+    total = np.array([math.fsum(np.concatenate([rm, -rh])) for rh, rm in zip(rows_h, rows_m,
+                                                                           strict=True)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, total.reshape(n.shape) / np.maximum(n, 1), np.nan)
+    return np.ldexp(mean, e[..., 0])
 
 
 def rmse_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
