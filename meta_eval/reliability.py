@@ -26,6 +26,9 @@ reliability_curve(*, human, metric, bins, binning) -> Reliability: per non-empty
              edges, count, mean p and mean y, for the reliability diagram.
 
 A probability outside [0, 1] or a label other than 0/1 is a ValueError.
+
+preference_labels(values): pairwise human preferences a / b / tie as labels 1 / 0 / NaN, so
+             a soft pairwise judge (P(A is better)) is calibrated like any other.
 """
 
 from __future__ import annotations
@@ -191,3 +194,24 @@ def reliability_curve(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS
     ece = float(ece_groups(human=h[None], metric=m[None], bins=bins, binning=binning)[0])
     brier = float(brier_groups(human=h[None], metric=m[None])[0])
     return Reliability(binning, bins, low, high, count, mean_p, freq, ece, brier, int(h.size))
+
+
+def preference_labels(values: object) -> np.ndarray:
+    """Pairwise human preferences as labels for calibrating P(A is better): "a" -> 1,
+    "b" -> 0, a tie or a missing value -> NaN (dropped: a binary label has no tie), a number
+    in [0, 1] -> itself (1 and 0 are "a" and "b"). ValueError for anything else."""
+    out = []
+    for v in np.ravel(np.asarray(values, dtype=object)):
+        if isinstance(v, str):
+            key = v.strip().lower()
+            if key not in ("a", "b", "tie", ""):
+                raise ValueError(f"unknown preference {v!r}; use a, b or tie")
+            out.append({"a": 1.0, "b": 0.0}.get(key, np.nan))
+        elif v is None or (isinstance(v, float) and np.isnan(v)):
+            out.append(np.nan)
+        else:
+            x = float(v)
+            if not 0 <= x <= 1:
+                raise ValueError(f"a preference must be in [0, 1], got {v!r}")
+            out.append(x)
+    return np.array(out, dtype=float)
