@@ -57,6 +57,8 @@ class Report:
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: confusion tables and reliability curves (judgebench.audit.agreement.scale_section)
+    scales: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -99,6 +101,7 @@ class Report:
             "scatter": _clean_tree(self.scatter),
             "probes": _clean_tree(self.probes), "bias": _clean_tree(self.bias),
             "warnings": self.warnings,
+            "scales": _clean_tree(self.scales),
         }
 
 
