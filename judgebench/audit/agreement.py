@@ -134,7 +134,8 @@ def section_html(entries: Sequence[dict[str, Any]]) -> str:
                      f"</thead><tbody>{body}</tbody></table></div>")
     diagrams = [reliability_svg(e) for e in entries if e["type"] == "reliability"]
     if diagrams:
-        parts.append(f'<h3>Reliability</h3><div class="grid">{"".join(diagrams)}</div>')
+        parts.append('<h3>Reliability</h3><div class="grid" id="reliability-diagrams">'
+                     f'{"".join(diagrams)}</div>')
     return "".join(parts)
 
 
