@@ -395,10 +395,8 @@ def confusion_table(*, human: np.ndarray, metric: np.ndarray) -> Confusion:
     ok = np.isfinite(h)
     h, m = h[ok], m[ok]
     seen = np.unique(np.concatenate([h, m]))
-    if seen.size and seen[-1] - seen[0] <= 100:
-        labels = np.arange(seen[0], seen[-1] + 1.0)
-    else:
-        labels = seen
+    few = seen.size and seen[-1] - seen[0] <= 100
+    labels = np.arange(seen[0], seen[-1] + 1.0) if few else seen
     k = labels.size
     counts = np.zeros((k, k), dtype=np.int64)
     np.add.at(counts, (np.searchsorted(labels, m), np.searchsorted(labels, h)), 1)

@@ -47,10 +47,10 @@ or -value for a lower-is-better error such as mae, or -|value| for bias), and Co
 is that difference of goodness; agreement and error statistics (`on_scale`) swap raw scores,
 not z-scores, since they compare values with the human scale.
 
-significance_clusters: sort metrics by the statistic, best first (by goodness); walk down the list and open a new
-cluster whenever a metric is significantly worse (p <= alpha) than any member of the current
-cluster (mt-metrics-eval `AssignRanks`, as WMT tables report ranks). Tests are run lazily,
-only those the walk needs.
+significance_clusters: sort metrics by the statistic, best first (by goodness); walk down
+the list and open a new cluster whenever a metric is significantly worse (p <= alpha) than
+any member of the current cluster (mt-metrics-eval `AssignRanks`, as WMT tables report
+ranks). Tests are run lazily, only those the walk needs.
 """
 
 from __future__ import annotations

@@ -38,6 +38,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Value = TypeVar("Value", float, "np.ndarray")
 
 EPSILON_MODES = ("none", "given", "zero", "calibrated")
 SWAP_MODES = ("units", "pairs")
@@ -88,7 +94,7 @@ class Statistic:
         """The epsilon the kernel gets, given the caller's (or the calibrated) one."""
         return float(epsilon) if self.epsilon in ("given", "calibrated") else 0.0
 
-    def goodness(self, value: float) -> float:
+    def goodness(self, value: Value) -> Value:
         """`value` oriented so that higher is better (see the module docstring)."""
         if self.better == "lower":
             return -value

@@ -99,7 +99,7 @@ def test_confusion_table_in_markdown(kappa_audit: dict, table: dict) -> None:
     first = int(((frame["judge"] == 1) & (half_up(frame["human.x"]) == 1)).sum())
     row_one = next(line for line in section.splitlines() if line.startswith("| 1 |"))
     assert row_one.split("|")[2].strip() == str(first)
-    assert f"| total | " in section and f"| {len(frame)} |" in section
+    assert "| total | " in section and f"| {len(frame)} |" in section
 
 
 def test_reliability_in_json_and_markdown(calibration_audit: dict, table: dict) -> None:

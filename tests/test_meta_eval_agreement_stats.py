@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error, mean_squared_error
 
 import meta_eval
-from conftest import run_cli
 from meta_eval import evaluate, significance_clusters
 from meta_eval.agreement import alpha_groups, categories, confusion_table, krippendorff_alpha
 from meta_eval.task import Task

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
-from conftest import run_cli
 from meta_eval import evaluate, significance_clusters
 from meta_eval.reliability import (
     bin_index,

@@ -98,8 +98,8 @@ def reliability_svg(entry: dict[str, Any], *, width: int = 260, height: int = 26
         radius = 2.5 + 5.5 * (count / biggest) ** 0.5
         points.append(f"{x(p):.1f},{y(f):.1f}")
         body.append(f'<circle cx="{x(p):.1f}" cy="{y(f):.1f}" r="{radius:.1f}" class="sys">'
-                    f"<title>bin {_bin(entry['binning'], low, high)}: {count} units, mean p {p:.3f}, "
-                    f"observed {f:.3f}</title></circle>")
+                    f"<title>bin {_bin(entry['binning'], low, high)}: {count} units, "
+                    f"mean p {p:.3f}, observed {f:.3f}</title></circle>")
     if len(points) > 1:
         body.insert(4, f'<polyline points="{" ".join(points)}" fill="none" stroke="#1f6feb" '
                        'stroke-width="1.2"/>')

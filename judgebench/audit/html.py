@@ -87,7 +87,8 @@ def _statuses(counts: dict[str, int] | None) -> str:
 def render_html(report: Report | dict[str, Any]) -> str:
     data = report.to_dict() if isinstance(report, Report) else report
     parts = [_header(data), _gate(data), _comparison(data), _agreement(data),
-             section_html(data.get("scales", [])), _scatter(data), _cards(data), _probes(data), _bias(data), _warnings(data)]
+             section_html(data.get("scales", [])), _scatter(data), _cards(data),
+             _probes(data), _bias(data), _warnings(data)]
     title = escape(data["title"])
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
