@@ -161,3 +161,18 @@ def test_sections_render_in_chromium(kappa_audit: dict, calibration_audit: dict,
     assert box[0] > 200 and box[1] > 200 and box[2] == 10  # ten non-empty equal-width bins
     shot = browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
     assert len(shot["data"]) > 10_000
+
+
+def test_errors_take_a_lower_is_better_column_as_it_is(table: dict, tmp_path: Path) -> None:
+    frame = table["frame"]
+    proc = run_cli("audit", str(table["path"]), "--human", "human.x", "--metric", "judge",
+                   "--lower-is-better", "judge", "--statistic", "mae", "--statistic",
+                   "pearson", "--level", "segment", "--grouping", "none", "--bootstrap", "0",
+                   "--resamples", "50", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["statistic"]: r for r in json.loads(proc.stdout)
+            if r.get("metric") == "judge" and r["type"] == "correlation"}
+    assert rows["mae"]["value"] == pytest.approx(
+        float(np.mean(np.abs(frame["judge"] - frame["human.x"]))), rel=1e-12)
+    assert rows["pearson"]["value"] == pytest.approx(
+        -float(np.corrcoef(frame["judge"], frame["human.x"])[0, 1]), rel=1e-9)

@@ -174,8 +174,10 @@ def _views(data: dict[str, Any]) -> Iterator[tuple[str, str, list[dict[str, Any]
 def _comparison(data: dict[str, Any]) -> str:
     parts = ['<h2 id="comparison">Sentinel comparison</h2>'
              '<p class="muted">Each bar: the metric\'s statistic minus that of the sentinel '
-             "it had to beat (the best-placed one); green: passed the gate, red: failed. A "
-             "positive bar can still fail when the difference is not significant.</p>"]
+             "it had to beat (the best-placed one), the other way round where lower is "
+             "better (mae, brier, ece; for bias: closeness to 0); green: passed the gate, "
+             "red: failed. A positive bar can still fail when the difference is not "
+             "significant.</p>"]
     charts: list[str] = []
     for human, statistic, blocks in _views(data):
         labels = [setting_label(b["level"], b["grouping"]) for b in blocks]

@@ -162,13 +162,15 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
             raise InputError(str(exc), path=str(scores_path)) from None
         matrices = {n: mats[n] for n in names}
         given = table_info.oriented_system_scores(columns, mats.systems)
-        raw = matrices  # on the human scale: the metric values as they are, not negated
+        raw, raw_given = matrices, given  # on-scale statistics: the values, not negated
         if on_scale:
             raw_table = frame[[*KEY, human, *columns]].copy()
             for r in runs:
                 raw_table[r.column] = r.values[human]
             raw_mats = meta_eval.score_matrices(raw_table, [human, *names])
             raw = {n: raw_mats[n] for n in names}
+            raw_given = {c: np.asarray(table_info.system_scores(c, raw_mats.systems),
+                                       dtype=float) for c in given}
             scale_entries += scale_section(matrices={human: raw_mats[human], **raw},
                                            human=human, metrics=columns,
                                            statistics=statistics)
@@ -183,7 +185,8 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                     columns=_block_columns(statistic, raw if statistic in on_scale
                                            else matrices, sentinel_names, warnings),
                     sentinels=sentinel_names, statistic=statistic, level=level,
-                    grouping=grouping, options=options, given=given))
+                    grouping=grouping, options=options,
+                    given=raw_given if statistic in on_scale else given))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
     for card in cards:
