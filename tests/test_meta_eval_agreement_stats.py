@@ -419,3 +419,19 @@ def test_summeval_qwk_and_mae_on_a_common_scale(tmp_path):
     assert close(by["mae"]["value"], float(np.mean(mae)))
     assert by["qwk"]["n"] + by["qwk"].get("skipped", 0) == 100
     assert 0.0 < by["qwk"]["value"] < 1.0 and 0.0 < by["mae"]["value"] < 2.0
+
+
+def test_cli_text_shows_the_confusion_table(tmp_path):
+    human = np.array([[1.0, 2.0, 3.667], [3.5, 2.4, 1.2]])
+    judge = np.array([[1.0, 3.0, 4.0], [4.0, 2.0, 1.0]])
+    path = write_table(tmp_path / "s.csv", human, {"judge": judge})
+    proc = run_cli("meta-eval", str(path), "--human", "human.x", "--statistic", "kappa")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    start = lines.index(next(x for x in lines if x.startswith("  confusion of judge")))
+    assert lines[start + 1].split() == ["1", "2", "3", "4"]
+    # judge 1: human 1 (twice: 1.0 and 1.2); judge 2: human 2 (2.4); judge 3: human 2 (2.0);
+    # judge 4: human 4 (3.667 and 3.5, both rounded up)
+    assert [r.split() for r in lines[start + 2:start + 6]] == [
+        ["1", "2", "0", "0", "0"], ["2", "0", "1", "0", "0"], ["3", "0", "1", "0", "0"],
+        ["4", "0", "0", "0", "2"]]

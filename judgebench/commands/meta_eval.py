@@ -113,6 +113,9 @@ def render(result: MetaEvalResult) -> str:
         width = max(len(row.metric) for row in rows)
         lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
                   else _metric_line(row, width) for row in rows]
+        for row in rows:
+            if not isinstance(row, CeilingRow) and row.confusion is not None:
+                lines += _confusion_lines(row.metric, row.confusion)
     if result.compare:
         lines += ["", CLUSTER_NOTE]
     return "\n".join(lines).lstrip("\n")
@@ -123,6 +126,19 @@ def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
     if first.task.level == "segment":
         title += f", grouping {first.task.grouping}"
     return title
+
+
+def _confusion_lines(metric: str, table: dict) -> list[str]:
+    """The judge x human table of a categorical statistic (up to 12 categories)."""
+    labels = table["human_labels"]
+    if len(labels) > 12:
+        return [f"  confusion of {metric}: {len(labels)} categories, see --json"]
+    cell = max(4, *(len(str(v)) + 1 for v in (*labels, table["n"])))
+    lines = [f"  confusion of {metric} (rows: its scores; columns: human, rounded half up)",
+             "    " + " " * cell + "".join(f"{v!s:>{cell}}" for v in labels)]
+    lines += ["    " + f"{label!s:>{cell}}" + "".join(f"{c:>{cell}}" for c in counts)
+              for label, counts in zip(table["metric_labels"], table["counts"], strict=True)]
+    return lines
 
 
 def _value(value: float | None) -> str:
