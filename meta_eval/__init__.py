@@ -53,6 +53,14 @@ Agreement (`agreement`, `pairwise`)
     krippendorff_alpha(*, ratings, level="nominal" | "ordinal" | "interval") -> Result
     human_ceiling(statistic, *, raters, metric=None, level, grouping) -> Ceiling
         Leave-one-rater-out agreement, and the metric as a fraction of it.
+    Judge against people on the human scale (also `--statistic` entries: kappa,
+    kappa-linear, qwk, krippendorff[-ordinal|-nominal], mae, rmse, bias, brier, ece,
+    ece-mass; `Statistic.better` says which way is better):
+    categories(x) -> x rounded half up to integers (the kappa family's one rounding rule)
+    confusion_table(*, human, metric) -> Confusion (judge x human category counts)
+    brier_score(*, human, metric), expected_calibration_error(*, human, metric, bins=10,
+        binning="width" | "mass") -> Result; reliability_curve(...) -> Reliability
+        (`reliability`: probabilities in [0, 1] against 0/1 labels)
     pairwise_agreement(*, human, verdict_ab, verdict_ba) -> PairwiseAgreement
         Judge accuracy per presentation order, in both orders, positional consistency,
         tie rates.
@@ -73,7 +81,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from meta_eval.agreement import Ceiling, cohen_kappa, human_ceiling, krippendorff_alpha
+    from meta_eval.agreement import (
+        Ceiling,
+        categories,
+        cohen_kappa,
+        confusion_table,
+        human_ceiling,
+        krippendorff_alpha,
+    )
     from meta_eval.calibration import Calibration, calibrate_epsilon, calibrate_groups
     from meta_eval.correlation import group_values
     from meta_eval.levels import GROUPINGS, LEVELS, bootstrap_values, evaluate
@@ -85,6 +100,7 @@ if TYPE_CHECKING:
         preferences,
     )
     from meta_eval.pairwise_eval import PairwiseEvaluation, Verdicts, evaluate_pairwise
+    from meta_eval.reliability import brier_score, expected_calibration_error, reliability_curve
     from meta_eval.results import Comparison, RankedMetric, Ranking, Result
     from meta_eval.significance import (
         compare,
@@ -116,12 +132,16 @@ __all__ = [
     "Statistic",
     "Verdicts",
     "bootstrap_values",
+    "brier_score",
     "calibrate_epsilon",
     "calibrate_groups",
+    "categories",
     "cohen_kappa",
     "compare",
+    "confusion_table",
     "evaluate",
     "evaluate_pairwise",
+    "expected_calibration_error",
     "group_values",
     "human_ceiling",
     "krippendorff_alpha",
@@ -131,6 +151,7 @@ __all__ = [
     "pairwise_agreement",
     "permutation_test",
     "preferences",
+    "reliability_curve",
     "score_matrices",
     "significance_clusters",
     "snap",
@@ -165,7 +186,12 @@ _WHERE = {
     "bootstrap_values": ("meta_eval.levels", "bootstrap_values"),
     "calibrate_epsilon": ("meta_eval.calibration", "calibrate_epsilon"),
     "calibrate_groups": ("meta_eval.calibration", "calibrate_groups"),
+    "brier_score": ("meta_eval.reliability", "brier_score"),
+    "categories": ("meta_eval.agreement", "categories"),
     "cohen_kappa": ("meta_eval.agreement", "cohen_kappa"),
+    "confusion_table": ("meta_eval.agreement", "confusion_table"),
+    "expected_calibration_error": ("meta_eval.reliability", "expected_calibration_error"),
+    "reliability_curve": ("meta_eval.reliability", "reliability_curve"),
     "compare": ("meta_eval.significance", "compare"),
     "evaluate": ("meta_eval.levels", "evaluate"),
     "group_values": ("meta_eval.correlation", "group_values"),

@@ -19,6 +19,32 @@ krippendorff_alpha (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliabili
     (sum_{g=c..k} n_g - (n_c + n_k)/2)^2. Missing ratings are NaN; units with one rating
     are not pairable and do not count.
 
+Judge against people, per group (the `--statistic` kernels; padded (..., G, U) arrays, NaN
+missing, a unit missing either side dropped, fewer than 2 units undefined):
+
+    kappa, kappa-linear, qwk: Cohen's kappa of the two sides as categories (`categories`:
+        rounded half up to integers). The categories are the integers, so the weights are
+        score differences |c - d| / (k - 1) and (c - d)^2 / (k - 1)^2 over the scale's k
+        integers from the lowest to the highest value seen (an empty category in between
+        changes neither sum, and (k - 1) cancels): scikit-learn's cohen_kappa_score with
+        labels=range(lo, hi + 1), and the ASAP (Kaggle essay scoring) quadratic weighted
+        kappa, Williamson et al. 2012. qwk = 1 - mean (h - m)^2 / (var h + var m +
+        (mean h - mean m)^2) (population moments).
+    krippendorff-interval, -ordinal, -nominal: Krippendorff's alpha with the judge and the
+        human column as two coders of each (item, system) unit (n = 2N values over N
+        units): interval alpha = 1 - (n - 1) sum_u (h_u - m_u)^2 / (n sum_v (x_v - x_bar)^2)
+        over the n pooled values x_v; ordinal alpha is interval alpha on the pooled average
+        ranks (Krippendorff's ordinal distance between c and k is the difference of their
+        mid-ranks, sum_{g<c} n_g + n_c/2); nominal alpha = 1 - 2(n - 1) #{h_u != m_u} /
+        (n^2 - sum_c n_c^2). Ordinal and nominal use categories; interval the values.
+
+categories(x): the rounding rule, in one place: floor(x) + [x - floor(x) >= 1/2], half up
+    (toward +inf), with halves computed in float within 1e-9 counted as halves: 3.5 -> 4,
+    3.667 -> 4, 3.333 -> 3, 2.5 -> 3, -2.5 -> -2 (not Python's round-half-even). Integers are
+    unchanged; NaN stays NaN.
+
+confusion_table(*, human, metric): counts of (metric category, human category).
+
 human_ceiling: with several raters of one criterion, each rater's scores are correlated
     with the mean of the others under the same statistic, level and grouping, and these
     leave-one-rater-out values are averaged; a metric is scored against the same
@@ -29,9 +55,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from meta_eval.correlation import power_of_two_scale
 from meta_eval.levels import evaluate
 from meta_eval.results import Result
 
@@ -180,3 +208,197 @@ def human_ceiling(statistic: str, *, raters: Sequence[np.ndarray],
         metric_value = float(np.nanmean(metric_values))
         fraction = metric_value / value if np.isfinite(value) and value != 0 else None
     return Ceiling(statistic, value, per_rater, metric_value, fraction)
+
+
+# -- judge against people, per group (kernels of meta_eval.statistics) ---------------------
+KAPPAS = {"kappa": None, "kappa-linear": "linear", "qwk": "quadratic"}
+ALPHAS = {"krippendorff": "interval", "krippendorff-ordinal": "ordinal",
+          "krippendorff-nominal": "nominal"}
+CATEGORICAL = (*KAPPAS, "krippendorff-ordinal", "krippendorff-nominal")
+HALF_TOL = 1e-9  # a fraction within this of 1/2 rounds up (means of raters in float)
+_CELLS = 1 << 22  # (rows x categories) cells per chunk
+
+
+def categories(x: np.ndarray) -> np.ndarray:
+    """`x` rounded half up to integers (see the module docstring); NaN stays NaN."""
+    x = np.asarray(x, dtype=float)
+    low = np.floor(x)
+    with np.errstate(invalid="ignore"):
+        return low + (x - low >= 0.5 - HALF_TOL)
+
+
+def _pair_masked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    h, m = np.broadcast_arrays(np.asarray(human, dtype=float), np.asarray(metric, dtype=float))
+    ok = np.isfinite(h) & np.isfinite(m)
+    return np.where(ok, h, np.nan), np.where(ok, m, np.nan)
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(-1, x.shape[-1]) if x.shape[-1] else x.reshape(-1, 0)
+
+
+def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None = None
+                 ) -> np.ndarray:
+    """Per-group Cohen's kappa of the two sides' categories (see the module docstring)."""
+    if weights not in KAPPA_WEIGHTS:
+        raise ValueError(f"unknown weights {weights!r}; use None, 'linear' or 'quadratic'")
+    h, m = _pair_masked(categories(human), categories(metric))
+    lead = h.shape[:-1]
+    rows_h, rows_m = _rows(h), _rows(m)
+    ok = np.isfinite(rows_h)
+    n = ok.sum(axis=-1)
+    out = np.full(rows_h.shape[0], np.nan)
+    present = np.concatenate([rows_h[ok], rows_m[ok]])
+    if present.size == 0:
+        return out.reshape(lead)
+    cats = np.unique(present)
+    # Score differences in units of a power of two above the largest |category| (exact).
+    e = int(np.frexp(np.max(np.abs(cats)))[1])
+    scaled = np.ldexp(cats, -e)
+    step = max(1, _CELLS // cats.size)
+    for start in range(0, rows_h.shape[0], step):
+        sl = slice(start, start + step)
+        out[sl] = _kappa_rows(rows_h[sl], rows_m[sl], ok[sl], n[sl], cats, scaled, weights)
+    return out.reshape(lead)
+
+
+def _kappa_rows(h: np.ndarray, m: np.ndarray, ok: np.ndarray, n: np.ndarray,
+                cats: np.ndarray, scaled: np.ndarray, weights: str | None) -> np.ndarray:
+    rows, k = h.shape[0], cats.size
+    ih = np.searchsorted(cats, np.where(ok, h, cats[0]))
+    im = np.searchsorted(cats, np.where(ok, m, cats[0]))
+    row = np.broadcast_to(np.arange(rows)[:, None], h.shape)
+    count = np.maximum(n, 1)[:, None].astype(float)
+    p_h = np.bincount((row * k + ih)[ok], minlength=rows * k).reshape(rows, k) / count
+    p_m = np.bincount((row * k + im)[ok], minlength=rows * k).reshape(rows, k) / count
+    if weights is None:
+        observed = np.where(ok, ih != im, False).sum(axis=-1) / count[:, 0]
+        expected = 1.0 - (p_h * p_m).sum(axis=-1)
+    else:
+        dh, dm = scaled[ih], scaled[im]
+        gap = np.where(ok, np.abs(dh - dm), 0.0)
+        if weights == "linear":
+            observed = gap.sum(axis=-1) / count[:, 0]
+            # E|X - Y| for independent X ~ p_h, Y ~ p_m, from cumulative sums over p_m.
+            below = np.cumsum(p_m, axis=-1)
+            below_v = np.cumsum(p_m * scaled, axis=-1)
+            total_v = below_v[:, -1:]
+            per_c = scaled * below - below_v + (total_v - below_v) - scaled * (1.0 - below)
+            expected = (p_h * per_c).sum(axis=-1)
+        else:
+            observed = (gap * gap).sum(axis=-1) / count[:, 0]
+            mean_h = (p_h * scaled).sum(axis=-1, keepdims=True)
+            mean_m = (p_m * scaled).sum(axis=-1, keepdims=True)
+            var_h = (p_h * (scaled - mean_h) ** 2).sum(axis=-1)
+            var_m = (p_m * (scaled - mean_m) ** 2).sum(axis=-1)
+            expected = var_h + var_m + (mean_h - mean_m)[:, 0] ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = 1.0 - observed / expected
+    return np.where((n >= 2) & (expected > 0), value, np.nan)
+
+
+def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interval"
+                 ) -> np.ndarray:
+    """Per-group Krippendorff's alpha with human and metric as two coders of each unit
+    (see the module docstring); ordinal and nominal on `categories`."""
+    import scipy.stats
+
+    if level not in ALPHA_LEVELS:
+        raise ValueError(f"unknown level {level!r}; use one of {ALPHA_LEVELS}")
+    if level != "interval":
+        human, metric = categories(human), categories(metric)
+    h, m = _pair_masked(human, metric)
+    ok = np.isfinite(h)
+    units = ok.sum(axis=-1)
+    n = 2.0 * units
+    if level == "nominal":
+        disagree = (ok & (h != m)).sum(axis=-1)
+        pooled = np.concatenate([h, m], axis=-1)
+        same = _same_pairs(pooled)
+        expected = n * n - same
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = 1.0 - 2.0 * (n - 1.0) * disagree / expected
+        return np.where((units >= 2) & (expected > 0), value, np.nan)
+    if level == "ordinal":
+        pooled = np.concatenate([h, m], axis=-1)
+        if pooled.shape[-1]:
+            ranks = scipy.stats.rankdata(pooled, axis=-1, nan_policy="omit")
+        else:
+            ranks = pooled
+        size = h.shape[-1]
+        h, m = ranks[..., :size], ranks[..., size:]
+    h0, m0 = np.where(ok, h, 0.0), np.where(ok, m, 0.0)
+    e = power_of_two_scale(np.maximum(np.abs(h0), np.abs(m0)))
+    h0, m0 = np.ldexp(h0, -e), np.ldexp(m0, -e)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (h0.sum(axis=-1) + m0.sum(axis=-1)) / np.maximum(n, 1)
+        spread = (np.where(ok, (h0 - mean[..., None]) ** 2 + (m0 - mean[..., None]) ** 2, 0.0)
+                  .sum(axis=-1))
+        d2 = (np.where(ok, h0 - m0, 0.0) ** 2).sum(axis=-1)
+        value = 1.0 - (n - 1.0) * d2 / (n * spread)
+    return np.where((units >= 2) & (spread > 0), value, np.nan)
+
+
+def _same_pairs(x: np.ndarray) -> np.ndarray:
+    """sum over values c of n_c^2 per row of the last axis (NaN ignored): each value counts
+    the length of its run of equal values in the sorted row."""
+    s = np.sort(x, axis=-1)  # NaN last
+    size = s.shape[-1]
+    if size == 0:
+        return np.zeros(s.shape[:-1])
+    ok = np.isfinite(s)
+    index = np.broadcast_to(np.arange(size), s.shape)
+    starts = np.ones(s.shape, dtype=bool)
+    starts[..., 1:] = s[..., 1:] != s[..., :-1]
+    ends = np.ones(s.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    first = np.maximum.accumulate(np.where(starts, index, 0), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, index, size), -1), axis=-1), -1)
+    return np.where(ok, last - first + 1, 0).sum(axis=-1).astype(float)
+
+
+def agreement_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Per-group values of a kappa or Krippendorff kernel (names in KAPPAS and ALPHAS)."""
+    if statistic in KAPPAS:
+        return kappa_groups(human=human, metric=metric, weights=KAPPAS[statistic])
+    if statistic in ALPHAS:
+        return alpha_groups(human=human, metric=metric, level=ALPHAS[statistic])
+    raise ValueError(f"unknown agreement kernel {statistic!r}; use one of "
+                     f"{(*KAPPAS, *ALPHAS)}")
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Counts of (metric category, human category): `counts[i][j]` units with metric
+    category `metric_labels[i]` and human category `human_labels[j]`."""
+
+    metric_labels: list[float]
+    human_labels: list[float]
+    counts: list[list[int]]
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric_labels": [_label(v) for v in self.metric_labels],
+                "human_labels": [_label(v) for v in self.human_labels],
+                "counts": self.counts, "n": self.n, "rounding": "half up"}
+
+
+def _label(v: float) -> float | int:
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
+
+
+def confusion_table(*, human: np.ndarray, metric: np.ndarray) -> Confusion:
+    """The judge x human table of `categories` over the units where both are present; each
+    side's labels are every integer from the lowest to the highest category on either side
+    (at most 101 of them; beyond that, only the categories seen)."""
+    h, m = _pair_masked(categories(np.ravel(human)), categories(np.ravel(metric)))
+    ok = np.isfinite(h)
+    h, m = h[ok], m[ok]
+    seen = np.unique(np.concatenate([h, m]))
+    few = seen.size and seen[-1] - seen[0] <= 100
+    labels = np.arange(seen[0], seen[-1] + 1.0) if few else seen
+    k = labels.size
+    counts = np.zeros((k, k), dtype=np.int64)
+    np.add.at(counts, (np.searchsorted(labels, m), np.searchsorted(labels, h)), 1)
+    return Confusion([float(v) for v in labels], [float(v) for v in labels],
+                     counts.tolist(), int(h.size))

@@ -205,13 +205,30 @@ def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "ken
 
 def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
                  epsilon: float = 0.0) -> np.ndarray:
-    """Per-group values of a correlation kernel (see the module docstring)."""
+    """Per-group values of a kernel: a correlation (see the module docstring), or an
+    agreement, error or calibration kernel (`meta_eval.agreement`, `deviation`,
+    `reliability`)."""
     if statistic == "pearson":
         return pearson_groups(human=human, metric=metric)
     if statistic == "spearman":
         return spearman_groups(human=human, metric=metric)
     if statistic in KENDALL_FAMILY:
         return kendall_groups(human=human, metric=metric, variant=statistic, epsilon=epsilon)
+    return _on_scale_groups(statistic, human=human, metric=metric)
+
+
+def _on_scale_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Agreement, error and calibration kernels (their modules import this one)."""
+    from meta_eval.agreement import ALPHAS, KAPPAS, agreement_groups
+    from meta_eval.deviation import ERRORS, error_groups
+    from meta_eval.reliability import CALIBRATION, calibration_groups
+
+    if statistic in KAPPAS or statistic in ALPHAS:
+        return agreement_groups(statistic, human=human, metric=metric)
+    if statistic in ERRORS:
+        return error_groups(statistic, human=human, metric=metric)
+    if statistic in CALIBRATION:
+        return calibration_groups(statistic, human=human, metric=metric)
     raise ValueError(f"unknown correlation {statistic!r}; use one of {CORRELATIONS}")
 
 

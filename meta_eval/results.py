@@ -47,7 +47,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A paired test of H1: statistic(metric_a) > statistic(metric_b) on the same units.
+    """A paired test of H1: metric_a is better than metric_b on the same units (`delta` is
+    the difference of `Statistic.goodness`: value_a - value_b where higher is better).
 
     `p_value` is one-sided. `resamples` is how many permutations were drawn (fewer than asked
     when early stopping decided the test; 0 for closed-form tests such as Williams').
@@ -80,7 +81,8 @@ class RankedMetric:
 
 @dataclass(frozen=True)
 class Ranking:
-    """Metrics sorted by the statistic, with their clusters and every test that was run.
+    """Metrics sorted by the statistic, best first, with their clusters and every test that
+    was run.
 
     `p_values[(a, b)]` is the one-sided p-value for "a is better than b"; `tests[(a, b)]` is
     that whole test (its Comparison, e.g. whether early stopping decided it).
@@ -91,6 +93,7 @@ class Ranking:
     alpha: float
     method: str
     tests: dict[tuple[str, str], Comparison] = field(default_factory=dict)
+    statistic: str | None = None  # the statistic ranked by (its direction orders `metrics`)
 
     def cluster_of(self, metric: str) -> int:
         return next(m.cluster for m in self.metrics if m.metric == metric)

@@ -42,10 +42,15 @@ williams (Williams 1959; Steiger 1980; recommended for MT by Graham and Baldwin 
     with n - 3 degrees of freedom, one-sided. Only for ungrouped pearson (segment level
     without grouping, or system level).
 
-significance_clusters: sort metrics by the statistic; walk down the list and open a new
-cluster whenever a metric is significantly worse (p <= alpha) than any member of the current
-cluster (mt-metrics-eval `AssignRanks`, as WMT tables report ranks). Tests are run lazily,
-only those the walk needs.
+Direction: every test is of H1: goodness(A) > goodness(B) (`Statistic.goodness`: the value,
+or -value for a lower-is-better error such as mae, or -|value| for bias), and Comparison.delta
+is that difference of goodness; agreement and error statistics (`on_scale`) swap raw scores,
+not z-scores, since they compare values with the human scale.
+
+significance_clusters: sort metrics by the statistic, best first (by goodness); walk down
+the list and open a new cluster whenever a metric is significantly worse (p <= alpha) than
+any member of the current cluster (mt-metrics-eval `AssignRanks`, as WMT tables report
+ranks). Tests are run lazily, only those the walk needs.
 """
 
 from __future__ import annotations
@@ -146,12 +151,13 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
     human, a, b = _common(*(np.asarray(x, dtype=float) for x in (human, metric_a, metric_b)))
     if spec.swaps == "pairs":
         return _pair_test(spec, human, a, b, level, grouping, epsilon, resamples, seed)
-    za, zb = _zscore(a), _zscore(b)
+    # Agreement and error statistics compare raw values with the human scale.
+    za, zb = (a, b) if spec.on_scale else (_zscore(a), _zscore(b))
     common: _Options = {"level": level, "grouping": grouping, "epsilon": epsilon,
                         "permutations": permutations, "seed": seed}
     value_a = evaluate(statistic, human=human, metric=a, **common).value
     value_b = evaluate(statistic, human=human, metric=b, **common).value
-    observed = value_a - value_b
+    observed = spec.goodness(value_a) - spec.goodness(value_b)
     n_units = int(np.isfinite(human).sum())
     if not np.isfinite(observed):
         return Comparison(statistic, "permutation", value_a, value_b, observed, float("nan"),
@@ -182,7 +188,7 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
         else:
             ra = _batch(statistic, human=human, metric=np.where(swap, zb, za), **common)
             rb = _batch(statistic, human=human, metric=np.where(swap, za, zb), **common)
-        hits += int((ra - rb >= observed - tol).sum())
+        hits += int((spec.goodness(ra) - spec.goodness(rb) >= observed - tol).sum())
         done += k
         if early_stop and done >= next_look and done < resamples:
             next_look += block
@@ -521,18 +527,24 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                        method=method, **({"seed": test_seed, "alpha": alpha} | options
                                          if method == "permutation" else {}))
 
+    spec = check_options(statistic, level, grouping)
     return assign_clusters({name: values[name] for name in names}, test, alpha=alpha,
-                           method=method, progress=progress)
+                           method=method, progress=progress, goodness=spec.goodness,
+                           statistic=statistic)
 
 
 def assign_clusters(values: Mapping[str, float], test: Callable[[str, str], Comparison], *,
                     alpha: float = 0.05, method: str = "permutation",
-                    progress: Callable[[str, str], None] | None = None) -> Ranking:
-    """The WMT cluster walk over `values` ({name: statistic}, higher is better): sorted best
-    first, a new cluster opens when `test(better, name)` (H1: better > name) gives
-    p <= alpha for a member of the current cluster. Undefined values are ranked last."""
+                    progress: Callable[[str, str], None] | None = None,
+                    goodness: Callable[[float], float] = float,
+                    statistic: str | None = None) -> Ranking:
+    """The WMT cluster walk over `values` ({name: statistic}; `goodness` of a value is
+    higher for a better one, the value itself by default): sorted best first, a new cluster
+    opens when `test(better, name)` (H1: better is better than name) gives p <= alpha for a
+    member of the current cluster. Undefined values are ranked last."""
     names = list(values)
-    order = sorted(names, key=lambda n: (not np.isfinite(values[n]), -np.nan_to_num(values[n])))
+    order = sorted(names, key=lambda n: (not np.isfinite(values[n]),
+                                         -goodness(float(np.nan_to_num(values[n])))))
     p_values: dict[tuple[str, str], float] = {}
     tests: dict[tuple[str, str], Comparison] = {}
     ranked: list[RankedMetric] = []
@@ -554,4 +566,4 @@ def assign_clusters(values: Mapping[str, float], test: Callable[[str, str], Comp
                 start = i
                 break
         ranked.append(RankedMetric(name, values[name], cluster))
-    return Ranking(ranked, p_values, alpha, method, tests)
+    return Ranking(ranked, p_values, alpha, method, tests, statistic=statistic)

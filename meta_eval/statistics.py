@@ -14,6 +14,18 @@ Tie thresholds (`epsilon`):
     calibrated  chosen on the data as the epsilon maximising acc-23 (tie calibration,
                 Deutsch et al. 2023); resamples keep the full data's epsilon.
 
+Direction (`better`): "higher" (correlations, kappa, alpha), "lower" (mae, rmse, brier, ece:
+errors) or "zero" (bias: signed, best at 0). `goodness(value)` is value, -value or -|value|,
+higher always better; clusters, the permutation test (H1: goodness(A) > goodness(B)), "best
+first" and the audit gate rank by it, so a lower-MAE metric comes first.
+
+On the human scale (`on_scale`): agreement, error and calibration statistics compare the
+metric's values with the human scores themselves (a 1-5 judge with 1-5 ratings), so nothing
+is z-scored (the permutation test swaps raw scores) or negated (a lower-is-better column keeps
+its values). `categorical`: the values are rounded half up to integer categories
+(`meta_eval.agreement.categories`); `probabilities`: the metric is a probability in [0, 1]
+and the human column a 0/1 label (`meta_eval.reliability`).
+
 Permutation swaps (`swaps`):
     units  every (item, system) unit swaps its two metrics' (z-scored) scores (PERM-BOTH,
            Deutsch et al. 2021);
@@ -26,11 +38,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Value = TypeVar("Value", float, "np.ndarray")
 
 EPSILON_MODES = ("none", "given", "zero", "calibrated")
 SWAP_MODES = ("units", "pairs")
 ALL_LEVELS = ("system", "segment")
-PAIR_KERNELS = ("acc-23", "kendall-23")  # kernels whose value is a count of right pairs
+PAIR_KERNELS = ("acc-23", "kendall-23")
+DIRECTIONS = ("higher", "lower", "zero")  # kernels whose value is a count of right pairs
 
 
 @dataclass(frozen=True)
@@ -38,7 +57,7 @@ class Statistic:
     """One statistic: how it is computed, tested and described."""
 
     name: str
-    kernel: str  # meta_eval.correlation kernel name, or "spa"
+    kernel: str  # meta_eval.correlation.group_values kernel name, or "spa"
     epsilon: str  # one of EPSILON_MODES
     levels: tuple[str, ...]
     description: str  # one line, for CLI help
@@ -47,10 +66,18 @@ class Statistic:
     swaps: str = "units"  # one of SWAP_MODES
     credits_ties: bool = False  # a metric tie can count as right (defined for a constant)
     needs_segments: bool = False  # computed from segment scores, not from system scores
+    better: str = "higher"  # one of DIRECTIONS
+    on_scale: bool = False  # compares values on the human scale: never z-scored or negated
+    categorical: bool = False  # values rounded half up to integer categories
+    probabilities: bool = False  # metric in [0, 1], human labels 0/1
 
     def __post_init__(self) -> None:
         if self.epsilon not in EPSILON_MODES:
             raise ValueError(f"{self.name}: epsilon must be one of {EPSILON_MODES}")
+        if self.better not in DIRECTIONS:
+            raise ValueError(f"{self.name}: better must be one of {DIRECTIONS}")
+        if (self.categorical or self.probabilities) and not self.on_scale:
+            raise ValueError(f"{self.name}: categories and probabilities are on the human scale")
         if self.swaps not in SWAP_MODES:
             raise ValueError(f"{self.name}: swaps must be one of {SWAP_MODES}")
         if not self.levels or any(level not in ALL_LEVELS for level in self.levels):
@@ -66,6 +93,14 @@ class Statistic:
     def tie_threshold(self, epsilon: float) -> float:
         """The epsilon the kernel gets, given the caller's (or the calibrated) one."""
         return float(epsilon) if self.epsilon in ("given", "calibrated") else 0.0
+
+    def goodness(self, value: Value) -> Value:
+        """`value` oriented so that higher is better (see the module docstring)."""
+        if self.better == "lower":
+            return -value
+        if self.better == "zero":
+            return -abs(value)
+        return value
 
     def reports_epsilon(self) -> bool:
         """Whether a Result carries the epsilon (given or calibrated)."""
@@ -97,6 +132,37 @@ _TABLE = (
     Statistic("spa", "spa", "none", ("system",),
               "soft pairwise accuracy over per-pair permutation p-values",
               "Thompson et al. 2024", needs_segments=True),
+    *(Statistic(name, name, "none", ("segment",), description, paper, on_scale=True,
+                categorical=True)
+      for name, description, paper in (
+          ("kappa", "Cohen's kappa of rounded (half up) integer scores", "Cohen 1960"),
+          ("kappa-linear", "linearly weighted kappa of rounded integer scores", "Cohen 1968"),
+          ("qwk", "quadratic weighted kappa of rounded integer scores (essay scoring)",
+           "Cohen 1968; Williamson et al. 2012"))),
+    Statistic("krippendorff", "krippendorff", "none", ("segment",),
+              "Krippendorff's alpha, interval, judge and human as two coders",
+              "Krippendorff 2011", on_scale=True),
+    Statistic("krippendorff-ordinal", "krippendorff-ordinal", "none", ("segment",),
+              "Krippendorff's alpha, ordinal, of rounded integer scores", "Krippendorff 2011",
+              on_scale=True, categorical=True),
+    Statistic("krippendorff-nominal", "krippendorff-nominal", "none", ("segment",),
+              "Krippendorff's alpha, nominal, of rounded integer scores", "Krippendorff 2011",
+              on_scale=True, categorical=True),
+    Statistic("mae", "mae", "none", ALL_LEVELS, "mean absolute error |judge - human| "
+              "(lower is better)", "Willmott and Matsuura 2005", better="lower", on_scale=True),
+    Statistic("rmse", "rmse", "none", ALL_LEVELS, "root mean squared error (lower is better)",
+              "Willmott and Matsuura 2005", better="lower", on_scale=True),
+    Statistic("bias", "bias", "none", ALL_LEVELS, "mean judge - human (positive: more "
+              "lenient, best at 0)", "mean signed error", better="zero", on_scale=True),
+    Statistic("brier", "brier", "none", ("segment",), "Brier score of probabilities against "
+              "0/1 labels (lower is better)", "Brier 1950", better="lower", on_scale=True,
+              probabilities=True),
+    Statistic("ece", "ece", "none", ("segment",), "expected calibration error, 10 equal-width "
+              "bins (lower is better)", "Naeini et al. 2015; Guo et al. 2017",
+              better="lower", on_scale=True, probabilities=True),
+    Statistic("ece-mass", "ece-mass", "none", ("segment",), "expected calibration error, 10 "
+              "equal-mass bins (lower is better)", "Nixon et al. 2019", better="lower",
+              on_scale=True, probabilities=True),
 )
 
 #: name -> Statistic, in CLI order. Iterating gives the names (as the old tuple did).

@@ -31,6 +31,7 @@ from meta_eval.corpus import evaluate_given
 from meta_eval.levels import evaluate
 from meta_eval.results import Ranking, Result
 from meta_eval.significance import significance_clusters
+from meta_eval.statistics import get
 from meta_eval.table import ScoreMatrices, score_matrices
 
 if TYPE_CHECKING:
@@ -193,9 +194,11 @@ class TaskResult:
         return self.metrics[metric]
 
     def best_first(self) -> list[MetricOutcome]:
-        """The metrics by value, best first, undefined ones last (stable for ties)."""
+        """The metrics best first (by the statistic's direction: the lowest MAE first),
+        undefined ones last (stable for ties)."""
+        goodness = get(self.task.statistic).goodness
         return sorted(self.metrics.values(),
-                      key=lambda o: (o.value is None, -(o.value or 0.0)))
+                      key=lambda o: (o.value is None, -goodness(o.value or 0.0)))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per metric (best first) with the task's setting and what was computed."""

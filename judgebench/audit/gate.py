@@ -48,7 +48,8 @@ def gate(ranking: Ranking, *, metrics: Sequence[str], sentinels: Sequence[str]
     """The gate result of each metric in `metrics` under `ranking`."""
     placed = {m.metric: m for m in ranking.metrics}
     defined = [placed[s] for s in sentinels if s in placed and math.isfinite(placed[s].value)]
-    best = min(defined, key=lambda m: (m.cluster, -m.value), default=None)
+    goodness = statistics.get(ranking.statistic or "pearson").goodness
+    best = min(defined, key=lambda m: (m.cluster, -goodness(m.value)), default=None)
     out = []
     for name in metrics:
         entry = placed[name]
@@ -121,6 +122,9 @@ def explain(sentinel: str, *, level: str, grouping: str, statistic: str,
         return ("a random score per system is not significantly worse than some metrics: "
                 "the data (items, systems) are too few to separate them, or those metrics "
                 "carry no signal at this level.")
+    if base == "sentinel.constant" and statistics.get(statistic).on_scale:
+        return (f"a constant score ranks with the metrics under {statistic}: on the human "
+                "scale, always giving one score is as close to people as these metrics are.")
     if base == "sentinel.constant":
         return (f"a constant (all ties) ranks with the metrics under {statistic}: many "
                 "pairs are human ties and this statistic credits predicting ties; "

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from judgebench.audit import svg
+from judgebench.audit.agreement import section_html
 from judgebench.audit.markdown import (
     GATE_RULE,
     fmt,
@@ -22,6 +23,7 @@ from judgebench.audit.markdown import (
 )
 from judgebench.audit.report import Report
 from judgebench.audit.verdict import STATE_WORDS, of_report
+from meta_eval import statistics
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
        "base-uri 'none'; form-action 'none'")
@@ -60,6 +62,7 @@ svg .tick{font-size:10px;fill:#57606a}svg .mark{font-size:13px;font-weight:700}
 svg .grid{stroke:#eaeef2}svg .zero{stroke:#8c959f}
 svg .frame{fill:none;stroke:#d0d7de}svg .seg{fill:#b8bec5;opacity:.6}
 svg .sys{fill:#1f6feb;stroke:#fff;stroke-width:.8}
+table.confusion td.num{min-width:2.2em}
 """
 
 
@@ -94,7 +97,8 @@ def render_html(report: Report | dict[str, Any]) -> str:
     # The title, then the answer: the verdict is the page's first content.
     parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
              _gate(data), _comparison(data), _agreement(data),
-             _scatter(data), _cards(data), _probes(data), _bias(data), _warnings(data)]
+             section_html(data.get("scales", [])), _scatter(data), _cards(data), _probes(data),
+             _bias(data), _warnings(data)]
     title = escape(data["title"])
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -184,10 +188,13 @@ def _gate(data: dict[str, Any]) -> str:
 
 
 def margins(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per metric: per setting label, its statistic minus the gate's sentinel's."""
+    """Per metric: per setting label, its statistic minus the gate's sentinel's, oriented
+    so that positive is better (for mae, the sentinel's minus the metric's)."""
     out: dict[str, dict[str, Any]] = {}
     for b in blocks:
-        values = {r["metric"]: r["value"] for r in b["rows"]}
+        goodness = statistics.get(b["statistic"]).goodness
+        values = {r["metric"]: None if r["value"] is None else goodness(r["value"])
+                  for r in b["rows"]}
         label = setting_label(b["level"], b["grouping"])
         for g in b["gate"]:
             mine, theirs = values.get(g["metric"]), values.get(g["sentinel"])
@@ -211,8 +218,10 @@ def _views(data: dict[str, Any]) -> Iterator[tuple[str, str, list[dict[str, Any]
 def _comparison(data: dict[str, Any]) -> str:
     parts = ['<h2 id="comparison">Sentinel comparison</h2>'
              '<p class="muted">Each bar: the metric\'s statistic minus that of the sentinel '
-             "it had to beat (the best-placed one); green: passed the gate, red: failed. A "
-             "positive bar can still fail when the difference is not significant.</p>"]
+             "it had to beat (the best-placed one), the other way round where lower is "
+             "better (mae, brier, ece; for bias: closeness to 0); green: passed the gate, "
+             "red: failed. A positive bar can still fail when the difference is not "
+             "significant.</p>"]
     charts: list[str] = []
     for human, statistic, blocks in _views(data):
         labels = [setting_label(b["level"], b["grouping"]) for b in blocks]

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from judgebench.audit.agreement import section_markdown
 from judgebench.audit.report import Report
 from judgebench.audit.verdict import STATE_WORDS, of_report
 from judgebench.display import safe
@@ -137,6 +138,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 out += ["", *(f"- {text(n)}" for n in notes)]
             out.append("")
 
+    out += section_markdown(data.get("scales", []), text=text, table=table)
     if data["probes"]:
         out += ["## Metamorphic probes", "",
                 "Share of changed outputs whose score moved the right way (expected move in "

@@ -62,6 +62,8 @@ class Report:
     #: The --fail-on checks asked for, and each failure they found (judgebench.audit.checks).
     fail_on: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    #: confusion tables and reliability curves (judgebench.audit.agreement.scale_section)
+    scales: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -108,6 +110,7 @@ class Report:
             "scatter": _clean_tree(self.scatter),
             "probes": _clean_tree(self.probes), "bias": _clean_tree(self.bias),
             "warnings": self.warnings,
+            "scales": _clean_tree(self.scales),
         }
         head = {k: data[k] for k in ("format", "format_version", "title")}
         return head | {"verdict": [v.to_dict() for v in verdicts(data)]} | data

@@ -2,7 +2,9 @@
 
 Metric columns whose metric is lower-is-better (from the table's `.meta.json` sidecar, or
 named by the user) are negated before anything is computed, so that every statistic,
-cluster and plot reads "higher is better"; the card says so.
+cluster and plot reads "higher is better"; the card says so. Agreement, error and calibration
+statistics (`on_scale`: kappa, mae, brier, ...) take the values as they are, and add the
+"Agreement, error and calibration" section (judgebench.audit.agreement).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import meta_eval
+from judgebench.audit.agreement import scale_section
 from judgebench.audit.blocks import Block, Options, evaluate_block
 from judgebench.audit.report import MetricCard, Report
 from judgebench.audit.sentinels import SentinelRun, compute_sentinels
 from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.models import Sample
+from judgebench.scales import check_scales
 from judgebench.scores_table import ScoresTable, load_scores_table
 from judgebench.spec import MetricSpec
 from judgebench.suggest import did_you_mean
@@ -134,7 +138,11 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     with_corpus = [c.column for c in cards if table_info.corpus.get(c.column)]
     if with_corpus and any(level == "system" for level, _ in settings):
         log(f"system level: corpus scores for {', '.join(with_corpus)}")
+    check_scales(frame, statistics=statistics, humans=humans, metrics=columns,
+                 path=str(scores_path))
     oriented = table_info.oriented(frame, columns)
+    on_scale = [s for s in statistics if meta_eval.statistics.get(s).on_scale]
+    scale_entries: list[dict[str, Any]] = []
 
     log(f"{len(frame)} rows; sentinels: {', '.join(s.column for s in sentinel_specs)}")
     runs = compute_sentinels(frame, humans=humans, samples=samples, specs=sentinel_specs,
@@ -155,6 +163,18 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
             raise InputError(str(exc), path=str(scores_path)) from None
         matrices = {n: mats[n] for n in names}
         given = table_info.oriented_system_scores(columns, mats.systems)
+        raw, raw_given = matrices, given  # on-scale statistics: the values, not negated
+        if on_scale:
+            raw_table = frame[[*KEY, human, *columns]].copy()
+            for r in runs:
+                raw_table[r.column] = r.values[human]
+            raw_mats = meta_eval.score_matrices(raw_table, [human, *names])
+            raw = {n: raw_mats[n] for n in names}
+            raw_given = {c: np.asarray(table_info.system_scores(c, raw_mats.systems),
+                                       dtype=float) for c in given}
+            scale_entries += scale_section(matrices={human: raw_mats[human], **raw},
+                                           human=human, metrics=columns,
+                                           statistics=statistics)
         scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed,
                                       given=given)
         for statistic in statistics:
@@ -162,9 +182,12 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                 label = "system" if level == "system" else f"segment/{grouping}"
                 began = time.perf_counter()
                 blocks.append(evaluate_block(
-                    human=mats[human], human_name=human, columns=matrices,
+                    human=mats[human], human_name=human,
+                    columns=_block_columns(statistic, raw if statistic in on_scale
+                                           else matrices, sentinel_names, warnings),
                     sentinels=sentinel_names, statistic=statistic, level=level,
-                    grouping=grouping, options=options, given=given))
+                    grouping=grouping, options=options,
+                    given=raw_given if statistic in on_scale else given))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
     for card in cards:
@@ -185,7 +208,25 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                   "alpha": options.alpha, "test": options.method,
                   "resamples": options.resamples, "epsilon": options.epsilon},
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
-        blocks=blocks, scatter=scatter, warnings=warnings)
+        blocks=blocks, scatter=scatter, warnings=warnings, scales=scale_entries)
+
+
+def _block_columns(statistic: str, columns: dict[str, np.ndarray],
+                   sentinels: Sequence[str], warnings: list[str]) -> dict[str, np.ndarray]:
+    """The columns of one block: for brier/ece, a sentinel that is not a probability (a
+    noise or length score) cannot be scored and is left out, with a warning."""
+    if not meta_eval.statistics.get(statistic).probabilities:
+        return columns
+    out = {}
+    for name, matrix in columns.items():
+        values = matrix[np.isfinite(matrix)]
+        if name in sentinels and values.size and ((values < 0) | (values > 1)).any():
+            note = f"{name} is not a probability in [0, 1]: left out of the {statistic} blocks"
+            if note not in warnings:
+                warnings.append(note)
+            continue
+        out[name] = matrix
+    return out
 
 
 def _sentinel_warnings(runs: Sequence[SentinelRun], humans: Sequence[str]) -> list[str]:

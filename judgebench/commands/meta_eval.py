@@ -19,6 +19,7 @@ from judgebench.commands.output_format import format_options
 from judgebench.display import safe
 from judgebench.tables import render as render_table
 from judgebench.tables import results_table
+from meta_eval.statistics import get
 from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ TABLE_COLUMNS = ("metric", "human", "statistic", "level", "grouping", "value", "
                  "ci_high", "p_value", "n", "cluster")
 
 
+BETTER = {"higher": "", "lower": " (lower is better)", "zero": " (best at 0)"}
 CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different; "
                 "cluster k+1 is significantly worse than a member of cluster k.")
 
@@ -151,16 +153,32 @@ def render(result: MetaEvalResult) -> str:
         width = max(len(row.metric) for row in rows)
         lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
                   else _metric_line(row, width) for row in rows]
+        for row in rows:
+            if not isinstance(row, CeilingRow) and row.confusion is not None:
+                lines += _confusion_lines(row.metric, row.confusion)
     if result.compare:
         lines += ["", CLUSTER_NOTE]
     return "\n".join(lines).lstrip("\n")
 
 
 def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
-    title = f"{human or 'raters'} · {statistic} · {first.task.level}"
+    title = f"{human or 'raters'} · {statistic}{BETTER[get(statistic).better]} · {first.task.level}"
     if first.task.level == "segment":
         title += f", grouping {first.task.grouping}"
     return title
+
+
+def _confusion_lines(metric: str, table: dict) -> list[str]:
+    """The judge x human table of a categorical statistic (up to 12 categories)."""
+    labels = table["human_labels"]
+    if len(labels) > 12:
+        return [f"  confusion of {metric}: {len(labels)} categories, see --json"]
+    cell = max(4, *(len(str(v)) + 1 for v in (*labels, table["n"])))
+    lines = [f"  confusion of {metric} (rows: its scores; columns: human, rounded half up)",
+             "    " + " " * cell + "".join(f"{v!s:>{cell}}" for v in labels)]
+    lines += ["    " + f"{label!s:>{cell}}" + "".join(f"{c:>{cell}}" for c in counts)
+              for label, counts in zip(table["metric_labels"], table["counts"], strict=True)]
+    return lines
 
 
 def _value(value: float | None) -> str:
@@ -174,7 +192,7 @@ def _ceiling_line(row: CeilingRow, width: int) -> str:
 def _metric_line(row: MetricRow, width: int) -> str:
     o = row.outcome
     parts = [f"  {row.metric:<{width}}", _value(row.value)]
-    if not row.info.higher_is_better:
+    if not row.info.higher_is_better and not get(row.task.statistic).on_scale:
         parts.append("(lower is better: negated)")
     if o.given:
         parts.append("[corpus score]")

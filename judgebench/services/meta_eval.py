@@ -14,15 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.io import LineNumbers
+from judgebench.scales import check_scales
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from judgebench.suggest import did_you_mean
+from meta_eval.statistics import get
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
     from meta_eval.agreement import Ceiling
@@ -44,6 +47,9 @@ class MetricRow:
     outcome: MetricOutcome
     info: ColumnInfo
     task: Task
+    #: categorical statistics: the judge x human table of categories over every unit
+    #: (`meta_eval.agreement.confusion_table`), whatever the grouping
+    confusion: dict[str, Any] | None = None
 
     @property
     def metric(self) -> str:
@@ -74,6 +80,11 @@ class MetricRow:
                     "note": o.error, **self.info.describe(), "system_score": "corpus"}
         out: dict[str, Any] = {"metric": o.metric, "human": self.human, **o.result.to_dict(),
                                **self.info.describe()}
+        spec = get(task.statistic)
+        if spec.on_scale:  # compared on the human scale: the values as they are
+            out |= {"flipped": False, "better": spec.better}
+        if self.confusion is not None:
+            out["confusion"] = self.confusion
         if o.system_score is not None:
             out["system_score"] = o.system_score
         if self.ci_note:
@@ -182,10 +193,17 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
-    matrices = me.score_matrices(cols.table.oriented(cols.frame, in_table),
-                                 [*dict.fromkeys([*humans, *raters, *in_table])])
+    check_scales(cols.frame, statistics=statistics, humans=[*humans, *raters],
+                 metrics=in_table, path=str(cols.table.path))
+    names = [*dict.fromkeys([*humans, *raters, *in_table])]
+    matrices = me.score_matrices(cols.table.oriented(cols.frame, in_table), names)
     given = (cols.table.oriented_system_scores(cols.metrics, matrices.systems)
              if use_corpus else {})
+    on_scale = [s for s in statistics if get(s).on_scale]
+    # Agreement and error statistics compare values on the human scale: never negated.
+    raw = me.score_matrices(cols.frame, names) if on_scale else matrices
+    raw_given = {c: np.asarray(cols.table.system_scores(c, raw.systems), dtype=float)
+                 for c in given}
     _log_setting(cols, given, matrices, humans, statistics, level, grouping, log)
     compare = compare and len(cols.metrics) > 1
     _check_compare(compare, given, method, statistics)
@@ -193,7 +211,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                           epsilon=epsilon, bootstrap=bootstrap, ci=ci, seed=seed,
                           permutations=permutations, compare=compare, method=method,
                           resamples=resamples, alpha=alpha, raters=tuple(raters)),
-                     matrices.columns, cols, given, log)
+                     *((raw.columns, cols, raw_given) if statistic in on_scale
+                       else (matrices.columns, cols, given)), log)
               for human in humans for statistic in statistics]
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems))
 
@@ -304,8 +323,17 @@ def _block(task: Task, matrices: dict[str, np.ndarray], cols: _Columns,
         result = task.run(matrices, cols.metrics, given=given, progress=progress)
     except ComparisonError as exc:
         raise InputError(str(exc), field="--compare") from None
-    rows: list[Row] = [MetricRow(task.human, o, cols.infos[o.metric], task)
+    categorical = get(task.statistic).categorical
+    rows: list[Row] = [MetricRow(task.human, o, cols.infos[o.metric], task,
+                                 _confusion(matrices, task.human, o.metric)
+                                 if categorical and o.metric in matrices else None)
                        for o in result.best_first()]
     if result.ceiling is not None:
         rows.append(CeilingRow(task, result.ceiling))
     return MetaEvalBlock(task, result, rows)
+
+
+def _confusion(matrices: dict[str, np.ndarray], human: str, metric: str) -> dict[str, Any]:
+    from meta_eval.agreement import confusion_table
+
+    return confusion_table(human=matrices[human], metric=matrices[metric]).to_dict()
