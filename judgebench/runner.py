@@ -26,7 +26,15 @@ from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
 from judgebench.spec import MetricSpec
-from judgebench.store import FINAL_STATUSES, RunAbout, RunEnd, RunOutcome, SampleKey, Store
+from judgebench.store import (
+    FAILED_STATUSES,
+    FINAL_STATUSES,
+    RunAbout,
+    RunEnd,
+    RunOutcome,
+    SampleKey,
+    Store,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,8 +62,6 @@ class PreparedMetric:
         return self.metric.info.level == "corpus" or self.metric.info.has_corpus
 
 
-#: Statuses of a score that failed: a run with any of them exits 3 (unless --allow-failures).
-FAILED_STATUSES = (Status.ERROR, Status.PARSE_ERROR, Status.REFUSED)
 #: Distinct failure reasons kept per column; the rest are counted under one "other reasons".
 MAX_REASONS = 100
 OTHER_REASONS = "(other reasons)"

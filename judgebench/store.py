@@ -35,6 +35,8 @@ from judgebench.redact import redact
 APPLICATION_ID = 0x4A425354
 #: ``PRAGMA user_version``: the schema version this code writes.
 SCHEMA_VERSION = 2
+#: The store `score`, `runs` and `logs` use without --store.
+DEFAULT_STORE = "judgebench.db"
 #: Seconds to wait for another process's write lock (overridable per Store or by this env var).
 TIMEOUT_ENV = "JUDGEBENCH_STORE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
@@ -167,6 +169,8 @@ MIGRATION_V2: tuple[str, ...] = (
 
 #: Statuses that a rerun would reproduce; `error` (a crash, a timeout) is always retried.
 FINAL_STATUSES = (Status.OK, Status.PARSE_ERROR, Status.REFUSED, Status.SKIPPED)
+#: Statuses of a score that failed: a run with any of them exits 3 (unless --allow-failures).
+FAILED_STATUSES = (Status.ERROR, Status.PARSE_ERROR, Status.REFUSED)
 
 #: (item, system, sample content hash): what a table row asks the store for.
 SampleKey = tuple[str, str, str]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -20,11 +21,11 @@ from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
+from judgebench.store import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from judgebench.pool import TimeEstimate
 
-DEFAULT_STORE = "judgebench.db"
 #: The exit status of a run that finished with failed scores (DESIGN.md: CLI).
 EXIT_FAILED_SCORES = 3
 #: Reasons shown per metric at the end of a run with failures (`score --json` has them all).
@@ -143,8 +144,6 @@ def command(
 
 def _command_line() -> str:
     """The command line as the user gave it (`judgebench.cli.main` keeps its arguments)."""
-    import shlex
-
     root = click.get_current_context().find_root()
     argv = root.obj.get("argv") if isinstance(root.obj, dict) else None
     return shlex.join(["judgebench", *(argv if argv is not None else sys.argv[1:])])
@@ -189,8 +188,8 @@ def _echo_failures(result: RunResult, store_path: Path) -> None:
             rest = sum(r["count"] for r in reasons[TOP_REASONS:])
             print(f"    {rest} more, {len(reasons) - TOP_REASONS} other reasons", file=err)
     run = f" {result.run_id}" if result.run_id is not None else ""
-    print(f"see them all: judgebench logs{run} --store {store_path} --status error "
-          "(or parse_error, refused)", file=err)
+    print(f"see each one: judgebench logs{run} --store {shlex.quote(str(store_path))} --failed",
+          file=err)
 
 
 def _echo_time(estimate: TimeEstimate) -> None:
