@@ -257,6 +257,48 @@ def test_a_killed_run_shows_as_killed(tmp_path: Path) -> None:
     assert stored == ("running",), "the store keeps what it knew; `runs` sees the pid is gone"
 
 
+# A metric that ends the process in its second batch, as a plugin calling sys.exit would.
+EXITING_PLUGIN = '''
+import sys
+from judgebench.hookspecs import hookimpl
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo
+
+DONE = [0]
+
+
+class Quit(Metric):
+    info = MetricInfo(name="quit.len", kind="reference", requires=("output",))
+    batch_size = 2
+    parallel_safe = False
+
+    def score(self, samples):
+        if DONE[0] >= 2:
+            sys.exit("the plugin gave up")
+        DONE[0] += len(samples)
+        return [float(len(s.output)) for s in samples]
+
+
+@hookimpl
+def register_metrics(register):
+    register(Quit)
+'''
+
+
+def test_a_run_that_errors_says_error_and_why(tmp_path: Path) -> None:
+    plugin = tmp_path / "quit.py"
+    plugin.write_text(EXITING_PLUGIN, encoding="utf-8")
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(6))
+    store = tmp_path / "runs.db"
+    proc = run_cli("-p", str(plugin), "score", str(data), "-m", "quit.len", "--store",
+                   str(store), "-o", str(tmp_path / "out.csv"), "--workers", "1")
+    assert proc.returncode == 1 and "the plugin gave up" in proc.stderr
+    (run,) = json.loads(run_cli("runs", "--store", str(store), "--json").stdout)
+    assert run["outcome"] == "error" and run["ended"] is not None
+    assert run["error"] == "SystemExit: the plugin gave up"
+    assert run["computed"] == 2 and not (tmp_path / "out.csv").exists()
+
+
 def test_runs_and_logs_read_a_store_of_main_1710a54(tmp_path: Path) -> None:
     import shutil
 

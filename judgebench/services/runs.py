@@ -228,7 +228,8 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
         about = _run_row(found)
         columns = {sig: column for column, sig in (about.metrics or {}).items()}
         signatures = _signatures(conn, about, metric, columns)
-        where, params = ["run_id = ?"], [about.id]
+        where: list[str] = ["run_id = ?"]
+        params: list[int | str] = [about.id]
         if signatures is not None:
             where.append(f"signature IN ({','.join('?' * len(signatures))})")
             params += signatures
