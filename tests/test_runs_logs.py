@@ -92,6 +92,7 @@ def test_runs_shows_each_run_on_one_line_and_as_json(judged: dict, tmp_path: Pat
     assert run["wall_s"] > 0 and run["command"].startswith("judgebench score ")
     assert run["cache"] == str(tmp_path / "cache.sqlite")
 
+    assert not list(tmp_path.glob("runs.db-*")), "runs leaves no -wal/-shm files behind"
     again = run_cli("score", str(judged["data"]), "-m", "lexical.length", "--store",
                     str(store), "--resume", "-o", str(tmp_path / "b.csv"))
     assert again.returncode == 0, again.stderr

@@ -152,14 +152,20 @@ class LogsResult:
 
 @contextlib.contextmanager
 def _reading(path: str | Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the store at `path`, after it is checked (and migrated, if
-    it is of an older schema) as `Store` does."""
-    store = Store(path, readonly=True)
-    if store.kind != "current":
+    """A connection that only reads the store at `path`, after it is checked (and, if it is
+    of an older schema, migrated in place) as `Store` does. A store this user may write is
+    opened as `score` opens it, so closing it leaves no -wal/-shm files behind; another is
+    opened read-only and must be of this schema."""
+    path = Path(path)
+    writable = (path.is_file() and path.stat().st_size > 0 and os.access(path, os.W_OK)
+                and os.access(path.parent, os.W_OK))
+    store = Store(path, readonly=not writable)
+    if store.kind not in ("current", "empty") and not writable:
         store.close()
-        Store(path).close()  # upgrades it in place, in one transaction
-        store = Store(path, readonly=True)
+        raise InputError("store of an older schema that this user cannot upgrade in place "
+                         "(not writable): copy it somewhere writable", path=str(path))
     try:
+        store.conn.execute("PRAGMA query_only = ON")
         yield store.conn
     finally:
         store.close()
