@@ -17,7 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
@@ -333,7 +333,7 @@ def run_stream(
     result = RunResult(metrics=prepared, rows=surveyed.rows)
     scheduler: Scheduler | None = None
     try:
-        with running(settings):
+        with running(settings), contextlib.ExitStack() as recording:
             if settings.dry_run:
                 timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
                                        rows=len(estimate_from or []), workers=workers, host=host)
@@ -351,33 +351,31 @@ def run_stream(
             segment = [p for p in prepared if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
             result.selection = about.selection if about is not None else None
-            with _recorded(store, about, prepared, result, settings):
-                scheduler = Scheduler(workers, prepared, host, surveyed.rows, on_estimate)
-                by_system: dict[str, SystemCorpus] = {}
-                keys_digest = hashlib.blake2b(digest_size=16)
-                rows = 0
-                with _progress(surveyed.rows * len(segment), "scoring", progress) as bar:
-                    for chunk in _chunks(read(), chunk_rows or CHUNK_ROWS):
-                        rows += len(chunk)
-                        hashes = [sample_hash(s) for s in chunk]
-                        keys = [(s.item, s.system, h)
-                                for s, h in zip(chunk, hashes, strict=True)]
-                        for sample in chunk:
-                            keys_digest.update(_key_bytes(sample))
-                        stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar,
-                                                          result, scheduler)
-                                  for p in segment}
-                        if corpus:
-                            _collect_corpus(corpus, by_system, chunk, keys, stored)
-                        if sink is not None:
-                            sink.write(build_table(chunk, prepared, store, hashes=hashes,
-                                                   human_names=surveyed.human_names,
-                                                   stored=stored))
-                if rows != surveyed.rows or keys_digest.digest() != surveyed.keys_digest.digest():
-                    raise InputError("the input changed while it was being scored: run again on "
-                                     "a file that no other program is writing")
-                for p in corpus:
-                    _run_corpus(p, by_system, store, resume, result)
+            recording.enter_context(_recorded(store, about, prepared, result, settings))
+            scheduler = Scheduler(workers, prepared, host, surveyed.rows, on_estimate)
+            by_system: dict[str, SystemCorpus] = {}
+            keys_digest = hashlib.blake2b(digest_size=16)
+            rows = 0
+            with _progress(surveyed.rows * len(segment), "scoring", progress) as bar:
+                for chunk in _chunks(read(), chunk_rows or CHUNK_ROWS):
+                    rows += len(chunk)
+                    hashes = [sample_hash(s) for s in chunk]
+                    keys = [(s.item, s.system, h) for s, h in zip(chunk, hashes, strict=True)]
+                    for sample in chunk:
+                        keys_digest.update(_key_bytes(sample))
+                    stored = {p.column: _run_segments(p, chunk, keys, store, resume, bar, result,
+                                                      scheduler)
+                              for p in segment}
+                    if corpus:
+                        _collect_corpus(corpus, by_system, chunk, keys, stored)
+                    if sink is not None:
+                        sink.write(build_table(chunk, prepared, store, hashes=hashes,
+                                               human_names=surveyed.human_names, stored=stored))
+            if rows != surveyed.rows or keys_digest.digest() != surveyed.keys_digest.digest():
+                raise InputError("the input changed while it was being scored: run again on a "
+                                 "file that no other program is writing")
+            for p in corpus:
+                _run_corpus(p, by_system, store, resume, result)
     finally:
         if scheduler is not None:
             scheduler.close()
@@ -391,9 +389,8 @@ def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedM
               result: RunResult, settings: RunSettings) -> Iterator[None]:
     """The scoring inside is one run in the store's `runs` table, ended with what it did and
     how it ended (an error recording the end does not hide the run's own error)."""
-    about = about or RunAbout()
-    about.metrics = {p.column: p.signature for p in prepared}
-    store.begin_run(about)
+    store.begin_run(replace(about or RunAbout(),
+                            metrics={p.column: p.signature for p in prepared}))
     outcome: RunOutcome = "ok"
     error: str | None = None
     try:

@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,7 +150,7 @@ def _command_line() -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Any:
+def _sigterm_interrupts() -> Iterator[None]:
     """SIGTERM stops the run as Ctrl-C does: committed batches kept, the run recorded as
     interrupted."""
     import signal
@@ -175,7 +175,7 @@ def _echo_failures(result: RunResult, store_path: Path) -> None:
     if not result.failed:
         return
     err = SafeWriter(sys.stderr)
-    print(f"{result.failed} scores failed:", file=err)
+    print(f"{result.failed} score{'' if result.failed == 1 else 's'} failed:", file=err)
     for p in result.metrics:
         reasons = result.reasons(p.column)
         if not reasons:
