@@ -129,6 +129,18 @@ def test_logs_shows_the_judge_prompt_answer_and_verdict(judged: dict) -> None:
     assert any(records[2]["output"] in m["content"] for m in call["messages"])
 
 
+def test_a_panel_score_shows_every_members_call(server: FaultServer, tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(1))
+    spec = (f"judge.panel:judge=judge.rubric,models=alpha;beta,backend=openai_compat,"
+            f"api_base={server.url},protocol=text")
+    proc = run_cli("score", str(data), "-m", spec, "--store", str(tmp_path / "runs.db"),
+                   "--cache", str(tmp_path / "cache.sqlite"))
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = _logs(tmp_path / "runs.db")
+    assert [c["found"] for c in entry["calls"]] == [True, True]
+    assert all(c["answer"].startswith("Feedback: Clear and faithful.") for c in entry["calls"])
+
+
 def test_logs_filters_and_limits(judged: dict) -> None:
     store, records = judged["store"], judged["records"]
     assert {e["status"] for e in _logs(store, "--failed")} == {"error", "refused"}
