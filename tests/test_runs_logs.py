@@ -372,3 +372,29 @@ def test_the_scoring_quick_start_ends_with_runs_and_logs() -> None:
     block = text[text.index("## Scoring"):].split("```bash\n", 1)[1].split("```", 1)[0]
     last = [line.split("#")[0].strip() for line in block.strip().splitlines()[-2:]]
     assert last[0].startswith("judgebench runs") and last[1].startswith("judgebench logs")
+
+
+def test_datasette_opens_the_store_as_it_is_and_runs_the_canned_query(judged: dict) -> None:
+    datasette_app = pytest.importorskip("datasette.app", reason="the dev extra is not installed")
+    import asyncio
+
+    canned = json.loads(re.search(r"```json\n(.*?)```", _readme_section(), flags=re.S).group(1))
+    store = judged["store"]
+    assert store.stem == "runs", "the README's metadata names the database `runs`"
+
+    async def get(ds, path: str) -> list[dict]:
+        response = await ds.client.get(path)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    async def browse() -> tuple[list[dict], list[dict], list[dict]]:
+        ds = datasette_app.Datasette([str(store)], metadata=canned)
+        return (await get(ds, "/runs/failures.json?_shape=array"),
+                await get(ds, "/runs/runs.json?_shape=array"),
+                await get(ds, "/runs/scores.json?_shape=array&status=error"))
+
+    failures, runs, errors = asyncio.run(browse())
+    assert [(r["metric"], r["status"], r["reason"], r["n"]) for r in failures] == [
+        ("judge.rubric", "error", REASON_500, 1), ("judge.rubric", "refused", REASON_REFUSED, 1)]
+    assert [(r["id"], r["outcome"], r["failed"]) for r in runs] == [(1, "ok", 2)]
+    assert [r["reason"] for r in errors] == [REASON_500]
