@@ -3,7 +3,8 @@
 Built-in commands live one per module in judgebench/commands/ and are imported only when
 invoked, so `judgebench --help` stays fast. Plugins add commands through `register_commands`;
 the commands of HOSTLESS_COMMANDS start without loading any plugin.
-Exit codes: 0 success, 2 bad usage or input, 1 any other failure.
+Exit codes: 0 success, 2 bad usage or input, 3 a run with failed scores (`score`),
+1 any other failure.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                        "Compare two judges: flips, kappa, flips against people, KL/JS."),
     "plugins": ("judgebench.commands.plugins", "List installed plugins and their hooks."),
     "metrics": ("judgebench.commands.metrics", "List every registered metric."),
+    "runs": ("judgebench.commands.runs", "List the recent runs in a store."),
+    "logs": ("judgebench.commands.logs", "Show a run's scores: status, reason, judge prompt "
+             "and answer."),
 }
 
 
@@ -100,7 +104,7 @@ def _plugins_and_command(argv: list[str]) -> tuple[list[str], str | None]:
 # Built-in commands that start without the plugin host (unless -p names a plugin): no plugin
 # command is registered for them, and the command builds the host itself where it needs one
 # (meta-eval: for a column whose direction neither a flag nor the sidecar gives).
-HOSTLESS_COMMANDS = frozenset({"meta-eval"})
+HOSTLESS_COMMANDS = frozenset({"meta-eval", "runs", "logs"})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(exc.exit_code)
         host.call_register_commands(cli)
-    cli.main(args=args, prog_name="judgebench")
+    # The arguments as given, for the command line a run records (`judgebench runs`).
+    cli.main(args=args, prog_name="judgebench", obj={"argv": list(args)})
 
 
 if __name__ == "__main__":

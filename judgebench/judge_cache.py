@@ -4,9 +4,10 @@ The key is `Request.content_hash(backend.identity())`: SHA-256 over the backend 
 id and revision, and every field of the request (messages or prompt, decoding parameters,
 logprob settings, JSON schema, sample index), serialised as canonical JSON. Only answers are
 stored (successes, and refusals, which are final and paid for); a failure is never cached, so
-a rerun tries it again. Each response is
-committed as soon as it arrives, so a killed run keeps every call it finished, and a rerun of
-a finished run makes no model call. Identical requests in flight at the same time (within one
+a rerun tries it again. Each response is committed as soon as it arrives, so a killed run keeps
+every call it finished, and a rerun of a finished run makes no model call. A failed call's
+request and error go to a `failures` table, never read as an answer, so `judgebench logs` can
+show what a failed score asked. Identical requests in flight at the same time (within one
 batch or across concurrent batches on one event loop) are sent once.
 
 The database is SQLite in WAL mode (standard library). It holds requests and responses, never
@@ -45,6 +46,14 @@ CREATE TABLE IF NOT EXISTS responses (
     cost_usd REAL,
     latency_s REAL,
     created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    error TEXT NOT NULL,
+    created_at REAL NOT NULL
 )
 """
 
@@ -82,7 +91,7 @@ class JudgeCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        self._db.executescript(_SCHEMA)
         self._db.commit()
 
     def get(self, key: str) -> Response | None:
@@ -116,6 +125,20 @@ class JudgeCache:
             )
             self._db.commit()
         return True
+
+    def note_failure(self, key: str, identity: dict[str, str], request: Request,
+                     response: Response) -> None:
+        """Keep a failed call's request and error, so `judgebench logs` can show the prompt
+        of a score that failed. Never read as an answer: the call is made again next time."""
+        if response.error is None or response.error.kind == "dry_run":
+            return
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO failures VALUES (?,?,?,?,?,?)",
+                (key, identity.get("backend", ""), identity.get("model", ""),
+                 redact(json.dumps(request.to_dict(), ensure_ascii=False, sort_keys=True)),
+                 redact(str(response.error)), time.time()))
+            self._db.commit()
 
     def __len__(self) -> int:
         with self._lock:
@@ -191,8 +214,9 @@ class CachedBackend(Backend):
                 async for position, answer in self.inner.aiter_generate(sent):
                     key = order[position]
                     response = answer.redacted()
-                    if self.cache is not None:
-                        self.cache.put(key, identity, sent[position], response)
+                    if self.cache is not None and not self.cache.put(
+                            key, identity, sent[position], response):
+                        self.cache.note_failure(key, identity, sent[position], response)
                     future = inflight.pop(key, None)
                     if future is not None and not future.done():
                         future.set_result(response)

@@ -151,9 +151,31 @@ def _entry_points() -> Iterator[importlib.metadata.EntryPoint]:
             yield ep
 
 
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".py") or Path(spec).is_file()
+
+
+def local_name(spec: str) -> str:
+    """The name a local plugin is registered (and signed) under: a file by its resolved
+    path, so `-p my.py`, `-p ./my.py` and its absolute path are one plugin; a module by its
+    dotted name."""
+    return str(Path(spec).resolve()) if _is_file(spec) else spec
+
+
+def source_hash(module: ModuleType) -> str | None:
+    """``sha256:<16 hex>`` of a local plugin's source file, so that editing it changes the
+    signatures of its metrics (and `--resume` scores them again); None without a file."""
+    import hashlib
+
+    file = getattr(module, "__file__", None)
+    if not file or not Path(file).is_file():
+        return None
+    return f"sha256:{hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16]}"
+
+
 def _import_local(spec: str) -> ModuleType:
     path = Path(spec)
-    if spec.endswith(".py") or path.is_file():
+    if _is_file(spec):
         if not path.is_file():
             raise InputError(f"plugin file not found: {spec}")
         module_name = f"judgebench_local_{path.stem}"
@@ -190,8 +212,11 @@ def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
             raise
         except Exception as exc:
             raise PluginError(f"plugin '{spec}' failed to load: {_describe(exc)}") from exc
-        _register(pm, module, spec)
-        host.versions[spec] = getattr(module, "__version__", "local")
+        name = local_name(spec)
+        _register(pm, module, name)
+        host.versions[name] = " ".join(
+            part for part in (getattr(module, "__version__", "local"), source_hash(module))
+            if part)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:

@@ -10,13 +10,14 @@ built from the store, so a resumed run and a fresh one produce the same table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,7 +28,15 @@ from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_sh
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, running
 from judgebench.spec import MetricSpec
-from judgebench.store import FINAL_STATUSES, SampleKey, Store
+from judgebench.store import (
+    FAILED_STATUSES,
+    FINAL_STATUSES,
+    RunAbout,
+    RunEnd,
+    RunOutcome,
+    SampleKey,
+    Store,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +64,11 @@ class PreparedMetric:
         return self.metric.info.level == "corpus" or self.metric.info.has_corpus
 
 
+#: Distinct failure reasons kept per column; the rest are counted under one "other reasons".
+MAX_REASONS = 100
+OTHER_REASONS = "(other reasons)"
+
+
 @dataclass
 class RunResult:
     metrics: list[PreparedMetric]
@@ -65,6 +79,32 @@ class RunResult:
     rows: int = 0
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
     pairwise: bool = False  # the table is the pairwise one (judgebench.pairwise_table)
+    #: Per column, the failed scores of the table by (status, reason), corpus scores included.
+    failures: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
+    #: The `runs` row of this run in the store (None for a dry run).
+    run_id: int | None = None
+    #: The rows chosen from the input (`--limit`/`--sample`), None for all of them.
+    selection: dict[str, Any] | None = None
+
+    def count_failures(self, column: str, scores: Iterable[Score | CorpusScore]) -> None:
+        found = self.failures.setdefault(column, Counter())
+        for score in scores:
+            if score.status in FAILED_STATUSES:
+                key = (str(score.status), score.reason or "")
+                if key not in found and len(found) >= MAX_REASONS:
+                    key = (str(score.status), OTHER_REASONS)
+                found[key] += 1
+
+    @property
+    def failed(self) -> int:
+        """How many scores failed (`FAILED_STATUSES`), over every column."""
+        return sum(sum(found.values()) for found in self.failures.values())
+
+    def reasons(self, column: str) -> list[dict[str, Any]]:
+        """The column's failures, most frequent first: status, reason, count."""
+        found = self.failures.get(column, Counter())
+        return [{"status": status, "reason": reason, "count": n}
+                for (status, reason), n in sorted(found.items(), key=lambda e: (-e[1], e[0]))]
 
     def summary(self) -> dict[str, Any]:
         """Column -> metric, signature, direction, level and status counts, and every corpus
@@ -85,6 +125,8 @@ class RunResult:
             "corpus": [c.model_dump(mode="json") for c in self.corpus],
             "computed": self.computed,
             "reused": self.reused,
+            "rows": self.rows,
+            "selection": self.selection,
         }
         return describe(summary) if self.pairwise else summary
 
@@ -269,6 +311,7 @@ def run_stream(
     estimate_from: Sequence[Sample] | None = None,
     workers: int = 1,
     on_estimate: Callable[[TimeEstimate], None] | None = None,
+    about: RunAbout | None = None,
 ) -> RunResult:
     """Score the samples that each call of `read` yields anew, `chunk_rows` at a time, so
     memory is bounded by the chunk, not the input; `surveyed` is `survey` of the same
@@ -285,7 +328,11 @@ def run_stream(
     `workers` > 1 scores parallel-safe metrics in that many processes (`judgebench.pool`),
     with the same results; `on_estimate` gets each column's time estimate when it is long
     (`pool.SHOW_ESTIMATE_SECONDS`), before its work starts. A dry run's estimates include
-    `estimated_s`, the seconds that column would take (None when it is not timed)."""
+    `estimated_s`, the seconds that column would take (None when it is not timed).
+
+    Once the checks before any work have passed, the run is recorded in the store's `runs`
+    table (`about`: its command line and input), and how it ended when it ends: ok, error,
+    interrupted (Ctrl-C, SIGTERM) or budget_stop."""
     from judgebench.plugins import get_host
     from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
@@ -300,7 +347,7 @@ def run_stream(
         else build_table)
     scheduler: Scheduler | None = None
     try:
-        with running(settings):
+        with running(settings), contextlib.ExitStack() as recording:
             if settings.dry_run:
                 timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
                                        rows=len(estimate_from or []), workers=workers, host=host)
@@ -317,6 +364,8 @@ def run_stream(
             settings.budget.preflight((p.column, p.metric) for p in prepared)
             segment = [p for p in prepared if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
+            result.selection = about.selection if about is not None else None
+            recording.enter_context(_recorded(store, about, prepared, result, settings))
             scheduler = Scheduler(workers, prepared, host, surveyed.rows, on_estimate)
             by_system: dict[str, SystemCorpus] = {}
             keys_digest = hashlib.blake2b(digest_size=16)
@@ -366,6 +415,41 @@ def run_stream(
         for p in prepared:
             p.metric.close()
     return result
+
+
+@contextlib.contextmanager
+def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedMetric],
+              result: RunResult, settings: RunSettings) -> Iterator[None]:
+    """The scoring inside is one run in the store's `runs` table, ended with what it did and
+    how it ended (an error recording the end does not hide the run's own error)."""
+    store.begin_run(replace(about or RunAbout(),
+                            metrics={p.column: p.signature for p in prepared}))
+    outcome: RunOutcome = "ok"
+    error: str | None = None
+    try:
+        yield
+    except BudgetExceeded as exc:
+        outcome, error = "budget_stop", str(exc)
+        raise
+    except KeyboardInterrupt:
+        outcome, error = "interrupted", "interrupted (Ctrl-C or SIGTERM)"
+        raise
+    except BaseException as exc:
+        outcome, error = "error", _describe(exc)
+        raise
+    finally:
+        budget = settings.budget
+        end = RunEnd(
+            outcome=outcome, error=error,
+            statuses={column: dict(counts) for column, counts in result.statuses.items()},
+            rows=result.rows, computed=result.computed, reused=result.reused,
+            failed=result.failed,
+            cost_usd=None if budget.unknown_cost_calls else round(budget.spent_usd, 6))
+        try:
+            result.run_id = store.end_run(end)
+        except JudgebenchError:
+            if outcome == "ok":
+                raise
 
 
 def _chunks(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
@@ -451,6 +535,7 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
     stored = store.lookup(p.signature, keys)
     result.statuses.setdefault(p.column, Counter()).update(
         str(score.status) for score in stored.values())
+    result.count_failures(p.column, stored.values())
     return stored
 
 
@@ -552,6 +637,7 @@ def _run_corpus(
                                 signature=p.signature, n=entry.n)
             store.put_corpus([(found, items_hash)])
         result.corpus.append(found.model_copy(update={"metric": p.column}))
+        result.count_failures(p.column, [found])
 
 
 def _corpus_outcome(metric: Metric, samples: list[Sample] | SummedStatistics) -> Outcome:

@@ -22,15 +22,21 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import CorpusScore, Score, Status
+from judgebench.redact import redact
 
 #: ``PRAGMA application_id`` of a judgebench store: the bytes "JBST".
 APPLICATION_ID = 0x4A425354
 #: ``PRAGMA user_version``: the schema version this code writes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The store `score`, `runs` and `logs` use without --store.
+DEFAULT_STORE = "judgebench.db"
 #: Seconds to wait for another process's write lock (overridable per Store or by this env var).
 TIMEOUT_ENV = "JUDGEBENCH_STORE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
@@ -42,6 +48,8 @@ _SCORE_COLUMNS = (
     "reason", "raw", "rationale", "extra", "tokens_in", "tokens_out", "cost_usd", "latency_s",
     "elapsed_s", "created_at",
 )
+#: Columns added by version 2: the judge-cache keys of a score's requests (a JSON list).
+_SCORE_COLUMNS_V2 = ("request_keys",)
 _CORPUS_COLUMNS = (
     "signature", "system", "items_hash", "metric", "value", "status", "reason", "n", "created_at",
 )
@@ -49,9 +57,27 @@ _CORPUS_COLUMNS = (
 SCHEMA = (
     """CREATE TABLE runs (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    started_at  REAL NOT NULL,
+    started     TEXT NOT NULL,
+    ended       TEXT,
     pid         INTEGER NOT NULL,
-    version     TEXT NOT NULL
+    version     TEXT NOT NULL,
+    command     TEXT,
+    input_path  TEXT,
+    input_hash  TEXT,
+    selection   TEXT,
+    metrics     TEXT,
+    statuses    TEXT,
+    rows        INTEGER,
+    computed    INTEGER,
+    reused      INTEGER,
+    failed      INTEGER,
+    tokens_in   INTEGER,
+    tokens_out  INTEGER,
+    cost_usd    REAL,
+    wall_s      REAL,
+    outcome     TEXT,
+    error       TEXT,
+    cache       TEXT
 )""",
     """CREATE TABLE scores (
     signature   TEXT NOT NULL,
@@ -73,6 +99,7 @@ SCHEMA = (
     elapsed_s   REAL,
     created_at  REAL NOT NULL,
     run_id      INTEGER REFERENCES runs(id),
+    request_keys TEXT,
     PRIMARY KEY (signature, item, system, sample_index, sample_hash)
 )""",
     """CREATE TABLE corpus_scores (
@@ -90,8 +117,21 @@ SCHEMA = (
 )""",
 )
 
+#: Columns of `runs` in this schema version (what `judgebench runs` shows; README: "Runs,
+#: logs and the store").
+RUN_COLUMNS = (
+    "id", "started", "ended", "pid", "version", "command", "input_path", "input_hash",
+    "selection", "metrics", "statuses", "rows", "computed", "reused", "failed", "tokens_in",
+    "tokens_out", "cost_usd", "wall_s", "outcome", "error", "cache",
+)
 #: Columns of each table in this schema version.
 _TABLES = {
+    "runs": RUN_COLUMNS,
+    "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2),
+    "corpus_scores": (*_CORPUS_COLUMNS, "run_id"),
+}
+#: Version 1 (judgebench 0.1.0, main at 1710a54): a bare `runs` table, no request keys.
+_TABLES_V1 = {
     "runs": ("id", "started_at", "pid", "version"),
     "scores": (*_SCORE_COLUMNS, "run_id"),
     "corpus_scores": (*_CORPUS_COLUMNS, "run_id"),
@@ -113,11 +153,69 @@ LEGACY_MIGRATION: tuple[str, ...] = (
     "ALTER TABLE corpus_scores ADD COLUMN run_id INTEGER REFERENCES runs(id)",
 )
 
+#: UTC ISO 8601 with milliseconds, as SQLite's strftime('%Y-%m-%dT%H:%M:%fZ') writes it.
+_ISO_SQL = "%Y-%m-%dT%H:%M:%fZ"
+#: Version 1 -> 2, run inside the opening transaction: `runs` gets what a run was (command,
+#: input, metrics, counts, cost, how it ended; its old rows keep id, pid and version, and their
+#: start time as ISO text), `scores` gets `request_keys`. No score row changes.
+MIGRATION_V2: tuple[str, ...] = (
+    SCHEMA[0].replace("CREATE TABLE runs", "CREATE TABLE runs_v2", 1),
+    "INSERT INTO runs_v2 (id, started, pid, version) SELECT id,"
+    f" strftime('{_ISO_SQL}', started_at, 'unixepoch'), pid, version FROM runs",
+    "DROP TABLE runs",
+    "ALTER TABLE runs_v2 RENAME TO runs",
+    "ALTER TABLE scores ADD COLUMN request_keys TEXT",
+)
+
 #: Statuses that a rerun would reproduce; `error` (a crash, a timeout) is always retried.
 FINAL_STATUSES = (Status.OK, Status.PARSE_ERROR, Status.REFUSED, Status.SKIPPED)
+#: Statuses of a score that failed: a run with any of them exits 3 (unless --allow-failures).
+FAILED_STATUSES = (Status.ERROR, Status.PARSE_ERROR, Status.REFUSED)
 
 #: (item, system, sample content hash): what a table row asks the store for.
 SampleKey = tuple[str, str, str]
+
+
+#: How a run ended; `running` until it does (a run killed with SIGKILL keeps it). Failed scores
+#: are counted apart (`failed`): a run can end `ok` with failed scores.
+RunOutcome = Literal["running", "ok", "interrupted", "budget_stop", "error"]
+#: The key of `Score.extra` where a judge lists its requests' judge-cache keys; the store keeps
+#: them in the `request_keys` column instead.
+REQUEST_KEYS = "request_keys"
+
+
+def iso_utc(timestamp: float) -> str:
+    """`timestamp` as UTC ISO 8601 with milliseconds (the `runs` table's time format)."""
+    text = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return f"{text[:-3]}Z"
+
+
+@dataclass
+class RunAbout:
+    """What a scoring run is, known when it starts: its command line, input (path and content
+    hash), the rows chosen from it (`--limit`/`--sample`), its judge cache; and, set by the
+    runner, each column's signature."""
+
+    command: str | None = None
+    input_path: str | None = None
+    input_hash: str | None = None
+    selection: dict[str, Any] | None = None
+    cache: str | None = None
+    metrics: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunEnd:
+    """How a run ended and what it did (the rest of its `runs` row)."""
+
+    outcome: RunOutcome
+    error: str | None = None
+    statuses: dict[str, dict[str, int]] = field(default_factory=dict)
+    rows: int = 0
+    computed: int = 0
+    reused: int = 0
+    failed: int = 0
+    cost_usd: float | None = None
 
 
 class StoreBusy(JudgebenchError):
@@ -156,6 +254,10 @@ class Store:
         self.readonly = readonly
         self.timeout = _timeout(timeout)
         self.run_id: int | None = None
+        self.kind = ""
+        self._about = RunAbout()
+        self._started = time.time()
+        self._tokens: list[int | None] = [None, None]
         on_disk = self.path != ":memory:"
         if on_disk:
             self._check_file()
@@ -172,7 +274,7 @@ class Store:
         try:
             if readonly:
                 with self._guard():
-                    kind = self._inspect(self.conn)
+                    kind = self.kind = self._inspect(self.conn)
                 if kind == "empty":
                     raise InputError("empty file, not a judgebench store", path=self.path)
             else:
@@ -236,7 +338,8 @@ class Store:
             probe.close()
 
     def _inspect(self, conn: sqlite3.Connection) -> str:
-        """'current', 'legacy' (to migrate) or 'empty' (to create); anything else is refused."""
+        """'current', 'v1' or 'legacy' (to migrate) or 'empty' (to create); anything else is
+        refused."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         objects = conn.execute(
@@ -244,6 +347,8 @@ class Store:
         tables = {name: self._columns(conn, name) for kind, name in objects if kind == "table"}
         others = sorted(name for kind, name in objects if kind != "table")
         if app_id == APPLICATION_ID:
+            if version == 1 and tables == _TABLES_V1 and not others:
+                return "v1"
             if version > SCHEMA_VERSION:
                 raise InputError(
                     f"store of schema version {version}, written by a newer judgebench (this "
@@ -272,9 +377,11 @@ class Store:
         return tuple(row[1] for row in conn.execute(f'PRAGMA table_info("{quoted}")'))
 
     def _prepare(self, kind: str) -> None:
+        self.kind = kind
         if kind == "current":
             return
-        statements = SCHEMA if kind == "empty" else LEGACY_MIGRATION
+        # The legacy migration builds this version's tables directly.
+        statements = {"empty": SCHEMA, "legacy": LEGACY_MIGRATION, "v1": MIGRATION_V2}[kind]
         for statement in statements:
             self.conn.execute(statement)
         self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -343,16 +450,49 @@ class Store:
         self.close()
 
     # -- runs -----------------------------------------------------------------------------
+    def begin_run(self, about: RunAbout) -> None:
+        """Start recording a run: its `runs` row is written with the first score (or by
+        `end_run`), so a run that fails before it scores leaves no row."""
+        self._about = about
+        self._started = time.time()
+        self._tokens = [None, None]
+        self.run_id = None
+
     def _run(self) -> int:
         """This Store's run id, recorded with its first write (inside that transaction)."""
         if self.run_id is None:
             from judgebench import __version__
 
+            a = self._about
             cursor = self.conn.execute(
-                "INSERT INTO runs (started_at, pid, version) VALUES (?, ?, ?)",
-                (time.time(), os.getpid(), __version__))
+                "INSERT INTO runs (started, pid, version, command, input_path, input_hash,"
+                " selection, metrics, cache, outcome) VALUES (?,?,?,?,?,?,?,?,?,'running')",
+                (iso_utc(self._started), os.getpid(), __version__, redact(a.command),
+                 redact(a.input_path), a.input_hash,
+                 None if a.selection is None else json.dumps(a.selection),
+                 json.dumps(a.metrics), redact(a.cache)))
             self.run_id = int(cursor.lastrowid or 0)
         return self.run_id
+
+    def end_run(self, end: RunEnd) -> int:
+        """Record how the run began with `begin_run` ended; its id."""
+        now = time.time()
+        with self._guard(), self._transaction():
+            run_id = self._run()
+            self.conn.execute(
+                "UPDATE runs SET ended = ?, statuses = ?, rows = ?, computed = ?, reused = ?,"
+                " failed = ?, tokens_in = ?, tokens_out = ?, cost_usd = ?, wall_s = ?,"
+                " outcome = ?, error = ? WHERE id = ?",
+                (iso_utc(now), json.dumps(end.statuses), end.rows, end.computed, end.reused,
+                 end.failed, self._tokens[0], self._tokens[1], end.cost_usd,
+                 round(now - self._started, 3), end.outcome, redact(end.error), run_id))
+        return run_id
+
+    def _count_tokens(self, scores: Sequence[Score]) -> None:
+        for index, name in enumerate(("tokens_in", "tokens_out")):
+            values = [v for s in scores if (v := getattr(s, name)) is not None]
+            if values:
+                self._tokens[index] = (self._tokens[index] or 0) + sum(values)
 
     # -- segment scores -----------------------------------------------------------------
     def lookup(self, signature: str, keys: Iterable[SampleKey]) -> dict[SampleKey, Score]:
@@ -400,19 +540,22 @@ class Store:
         now = time.time()
         with self._guard(), self._transaction():
             run_id = self._run()
-            rows = [
-                (
+            rows = []
+            for s, digest in zip(scores, hashes, strict=True):
+                extra = {k: v for k, v in s.extra.items() if k != REQUEST_KEYS}
+                keys = s.extra.get(REQUEST_KEYS)
+                rows.append((
                     s.signature, s.item, s.system, s.sample_index, digest, s.metric, s.value,
                     str(s.status), s.reason, s.raw, s.rationale,
-                    json.dumps(s.extra) if s.extra else None,
+                    json.dumps(extra) if extra else None,
                     s.tokens_in, s.tokens_out, s.cost_usd, s.latency_s, elapsed_s, now, run_id,
-                )
-                for s, digest in zip(scores, hashes, strict=True)
-            ]
+                    json.dumps(keys) if keys else None,
+                ))
             self.conn.executemany(
-                f"INSERT OR REPLACE INTO scores ({_SCORE_LIST}, run_id)"
-                f" VALUES ({','.join('?' * (len(_SCORE_COLUMNS) + 1))})", rows
+                f"INSERT OR REPLACE INTO scores ({_SCORE_LIST}, run_id, request_keys)"
+                f" VALUES ({','.join('?' * (len(_SCORE_COLUMNS) + 2))})", rows
             )
+        self._count_tokens(scores)
 
     def scores(self, signature: str) -> list[Score]:
         """Every stored score of `signature`, of any sample content (see `lookup`)."""

@@ -293,7 +293,7 @@ def test_cli_run_keeps_the_key_out_of_store_cache_logs_and_output(tmp_path) -> N
                "LITELLM_LOG": "DEBUG"}
         proc = run_cli("score", str(data), "-m", spec, "-o", str(tmp_path / "out.csv"),
                        "--store", str(tmp_path / "runs.db"), cwd=tmp_path, env=env)
-        assert proc.returncode == 0, proc.stderr
+        assert proc.returncode == 3, proc.stderr  # finished, with a failed score
         assert len(srv.served()) == 2
     store = sqlite3.connect(tmp_path / "runs.db")
     statuses = sorted(row[0] for row in store.execute("SELECT status FROM scores"))

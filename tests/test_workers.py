@@ -74,7 +74,9 @@ def _items_renamed(records: list[dict]) -> list[dict]:
 
 
 def _score(tmp: Path, data: Path, plugin: Path, workers: int, *metrics: str,
-           env: dict[str, str] | None = None, resume: bool = False) -> tuple[str, Path]:
+           env: dict[str, str] | None = None, resume: bool = False,
+           failing: bool = False) -> tuple[str, Path]:
+    """Score into `tmp`; a run with failed scores (`failing`) must exit 3, any other 0."""
     tmp.mkdir(exist_ok=True)
     marks = tmp / "marks"
     marks.mkdir(exist_ok=True)
@@ -82,7 +84,8 @@ def _score(tmp: Path, data: Path, plugin: Path, workers: int, *metrics: str,
             "-o", str(tmp / "scores.csv"), "--corpus", str(tmp / "corpus.csv"),
             "--store", str(tmp / "store.db"), "--workers", str(workers), "--no-progress"]
     proc = run_cli(*args, *(["--resume"] if resume else []),
-                   env={"MARKS": str(marks), **(env or {})}, check=True)
+                   env={"MARKS": str(marks), **(env or {})})
+    assert proc.returncode == (3 if failing else 0), proc.stderr
     return proc.stderr, marks
 
 
@@ -143,8 +146,8 @@ def test_a_metric_raising_in_a_worker_fails_those_samples_with_the_reason(
         tmp_path: Path, plugin: Path, always_pool: None) -> None:
     data = write_jsonl(tmp_path / "gen.jsonl", _items_renamed(summeval_records(320)))
     env = {"RAISE_ON": "3"}
-    _score(tmp_path / "one", data, plugin, 1, "local.cpw", env=env)
-    _, marks = _score(tmp_path / "two", data, plugin, 2, "local.cpw", env=env)
+    _score(tmp_path / "one", data, plugin, 1, "local.cpw", env=env, failing=True)
+    _, marks = _score(tmp_path / "two", data, plugin, 2, "local.cpw", env=env, failing=True)
     assert len(_scoring_pids(marks)) >= 2  # scored in workers
     rows = _store_rows(tmp_path / "two" / "store.db")
     assert rows == _store_rows(tmp_path / "one" / "store.db")
@@ -165,7 +168,8 @@ def test_a_worker_that_dies_fails_only_its_samples(tmp_path: Path, plugin: Path,
     records = summeval_records(48)  # 3 batches: the first in process (timed), 2 in workers
     data = write_jsonl(tmp_path / "gen.jsonl", records)
     victim = f"{records[40]['item']}/{records[40]['system']}"
-    stderr, _ = _score(tmp_path / "run", data, plugin, 2, "local.cpw", env={"DIE_ON": victim})
+    stderr, _ = _score(tmp_path / "run", data, plugin, 2, "local.cpw", env={"DIE_ON": victim},
+                       failing=True)
     with sqlite3.connect(tmp_path / "run" / "store.db") as conn:
         rows = conn.execute("SELECT system, status, reason FROM scores").fetchall()
     assert len(rows) == 48

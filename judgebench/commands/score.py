@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,17 @@ from judgebench.display import SafeWriter
 from judgebench.errors import InputError
 from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
-from judgebench.services.score import estimate_file, score_file, summary_rows
+from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
+from judgebench.store import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from judgebench.pool import TimeEstimate
 
-DEFAULT_STORE = "judgebench.db"
+#: The exit status of a run that finished with failed scores (DESIGN.md: CLI).
+EXIT_FAILED_SCORES = 3
+#: Reasons shown per metric at the end of a run with failures (`score --json` has them all).
+TOP_REASONS = 3
 
 
 @click.command("score")
@@ -61,6 +66,15 @@ DEFAULT_STORE = "judgebench.db"
               show_default="the number of cores",
               help="Processes for local metrics (lexical, sentinels); judges and model "
                    "metrics keep their own concurrency. The results are those of 1.")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit 0 even if some scores failed (error, parse_error, refused); without "
+                   "it such a run exits 3.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N",
+              help="Score only the first N rows (to try a metric or judge).")
+@click.option("--sample", "sample_rows", type=click.IntRange(min=1), metavar="N",
+              help="Score N rows drawn at random (with --seed; the same seed draws the same "
+                   "rows of the same file).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 def command(
     input_path: Path,
     metric_specs: tuple[str, ...],
@@ -77,6 +91,10 @@ def command(
     progress: bool | None,
     csv_safe: bool,
     workers: int,
+    allow_failures: bool,
+    limit: int | None,
+    sample_rows: int | None,
+    seed: int,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics."""
     specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
@@ -86,6 +104,7 @@ def command(
         raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
+    rows = Rows(limit=limit, sample=sample_rows, seed=seed)
     destinations.check([
         destinations.read("INPUT", input_path),
         *([destinations.read("--config", config)] if config is not None else []),
@@ -100,22 +119,77 @@ def command(
                            cache_path=cache_path)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
-        _echo_estimates(estimate_file(input_path, specs, store=store_path, settings=settings,
-                                      resume=resume, progress=show, workers=workers,
-                                      on_estimate=_echo_time), as_json)
+        _echo_estimates(estimate_file(input_path, specs, settings=settings, resume=resume,
+                                      progress=show, workers=workers, on_estimate=_echo_time,
+                                      rows=rows), as_json)
         return
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_sigterm_interrupts())
         table_path = output or Path(stack.enter_context(tempfile.TemporaryDirectory())) / (
             "scores.csv")
         result = score_file(input_path, specs, output=table_path, store=store_path,
                             settings=settings, resume=resume, corpus=corpus_path,
                             sidecar=output is not None, csv_safe=csv_safe, progress=show,
-                            workers=workers, on_estimate=_echo_time)
+                            workers=workers, on_estimate=_echo_time, rows=rows,
+                            command=_command_line())
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
+    _echo_failures(result, store_path)
     if as_json:
         click.echo(json.dumps(summary_rows(result), indent=2))
+    if result.failed and not allow_failures:
+        click.get_current_context().exit(EXIT_FAILED_SCORES)
+
+
+def _command_line() -> str:
+    """The command line as the user gave it (`judgebench.cli.main` keeps its arguments)."""
+    root = click.get_current_context().find_root()
+    argv = root.obj.get("argv") if isinstance(root.obj, dict) else None
+    return shlex.join(["judgebench", *(argv if argv is not None else sys.argv[1:])])
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops the run as Ctrl-C does: committed batches kept, the run recorded as
+    interrupted."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _echo_failures(result: RunResult, store_path: Path) -> None:
+    """Per metric with failed scores, its most frequent reasons, and where to read them all."""
+    if not result.failed:
+        return
+    err = SafeWriter(sys.stderr)
+    print(f"{result.failed} score{'' if result.failed == 1 else 's'} failed:", file=err)
+    for p in result.metrics:
+        reasons = result.reasons(p.column)
+        if not reasons:
+            continue
+        print(f"  {p.column}:", file=err)
+        for reason in reasons[:TOP_REASONS]:
+            print(f"    {reason['count']} {reason['status']}: {reason['reason'] or '(no reason)'}",
+                  file=err)
+        if len(reasons) > TOP_REASONS:
+            rest = sum(r["count"] for r in reasons[TOP_REASONS:])
+            print(f"    {rest} more, {len(reasons) - TOP_REASONS} other reasons", file=err)
+    run = f" {result.run_id}" if result.run_id is not None else ""
+    print(f"see each one: judgebench logs{run} --store {shlex.quote(str(store_path))} --failed",
+          file=err)
 
 
 def _echo_time(estimate: TimeEstimate) -> None:

@@ -98,11 +98,70 @@ def estimate(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, store: S
                       workers=workers, on_estimate=on_estimate)
 
 
+@dataclass(frozen=True)
+class Rows:
+    """Which rows of the input to score: the first `limit`, or `sample` rows drawn at random
+    with `seed` (the same seed on the same file draws the same rows), or all of them."""
+
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.sample is not None:
+            raise InputError("--limit and --sample choose rows two ways: give one of them")
+        for name in ("limit", "sample"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise InputError(f"--{name} must be at least 1, got {value}")
+
+    def of(self, source: Iterable[Sample]) -> tuple[Iterable[Sample], dict[str, Any] | None]:
+        """The chosen rows of `source` (read anew at each iteration, in input order) and
+        what to record of the choice (None: every row). `sample` reads `source` once more
+        first, to count its rows, and keeps only the chosen row numbers."""
+        if self.limit is not None:
+            return ChosenRows(source, limit=self.limit), {"limit": self.limit}
+        if self.sample is not None:
+            import random
+
+            total = sum(1 for _ in source)
+            numbers = frozenset(random.Random(self.seed).sample(range(total),
+                                                                min(self.sample, total)))
+            return ChosenRows(source, numbers=numbers), {
+                "sample": self.sample, "seed": self.seed, "of_rows": total}
+        return source, None
+
+
+@dataclass(frozen=True)
+class ChosenRows:
+    """The rows of `source` numbered (from 0) in `numbers`, or its first `limit` rows; each
+    iteration reads `source` anew."""
+
+    source: Iterable[Sample]
+    numbers: frozenset[int] | None = None
+    limit: int | None = None
+
+    def __iter__(self) -> Iterator[Sample]:
+        for number, sample in enumerate(self.source):
+            if self.limit is not None and number >= self.limit:
+                return
+            if self.numbers is None or number in self.numbers:
+                yield sample
+
+
+def file_hash(path: Path) -> str:
+    """The input's content hash for the `runs` table: ``sha256:<hex>`` of its bytes."""
+    import hashlib
+
+    with path.open("rb") as handle:
+        return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
+
+
 def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, store: Path,
                settings: RunSettings, resume: bool = False, corpus: Path | None = None,
                sidecar: bool = True, csv_safe: bool = False, progress: bool = False,
-               workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None
-               ) -> RunResult:
+               workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None,
+               rows: Rows | None = None, command: str | None = None) -> RunResult:
     """Score the generations in `input_path` into the table `output`, as `judgebench score`.
 
     Every row is read and checked first (`runner.survey`), before the store is opened or any
@@ -113,11 +172,13 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
     again if the run fails before its first score. Before any of it, the paths are checked
     (`judgebench.destinations`): none may be another, and each must be writable as what it
     is. `workers` > 1 scores local metrics in that many processes, with the same results
-    (`judgebench.pool`); `on_estimate` hears of each long column (`runner.run_stream`)."""
+    (`judgebench.pool`); `on_estimate` hears of each long column (`runner.run_stream`).
+    `rows` chooses the rows to score (`Rows`: the table holds exactly those, the sidecar
+    says which); `command` is the command line the store's `runs` row records (scrubbed)."""
     from judgebench import destinations
     from judgebench.io import SampleFile, TableWriter, atomic_path, file_format, write_text
     from judgebench.runner import run_stream, survey
-    from judgebench.store import Store
+    from judgebench.store import RunAbout, Store
 
     destinations.check([
         destinations.read("INPUT", input_path),
@@ -126,14 +187,17 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
         *([destinations.table("--corpus", corpus)] if corpus is not None else []),
     ])
 
-    source = SampleFile(input_path)
+    source, selection = (rows or Rows()).of(SampleFile(input_path))
     surveyed = survey(source)
+    about = RunAbout(command=command, input_path=str(input_path),
+                     input_hash=file_hash(input_path), selection=selection,
+                     cache=str(_judge_cache(settings)))
     with (_removed_if_scoreless(store), Store(store) as db, atomic_path(output) as table_path,
           TableWriter(table_path, fmt=file_format(output), csv_safe=csv_safe,
                       has_cr=surveyed.has_cr) as writer):
         result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
                             progress=progress, settings=settings, sink=writer,
-                            workers=workers, on_estimate=on_estimate)
+                            workers=workers, on_estimate=on_estimate, about=about)
     if sidecar:
         write_text(json.dumps(result.summary(), indent=2), f"{output}.meta.json")
     if corpus is not None:
@@ -141,18 +205,29 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
     return result
 
 
-def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, store: Path,
-                  settings: RunSettings, resume: bool = False, progress: bool = False,
-                  workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None
-                  ) -> RunResult:
-    """`judgebench score --dry-run`: `estimate` over the samples of `input_path`."""
-    from judgebench.io import read_samples
+def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, settings: RunSettings,
+                  resume: bool = False, progress: bool = False, workers: int = 1,
+                  on_estimate: Callable[[TimeEstimate], None] | None = None,
+                  rows: Rows | None = None) -> RunResult:
+    """`judgebench score --dry-run`: `estimate` over the (chosen) samples of `input_path`.
+    A dry run stores nothing, so it opens no store: no store file is created."""
+    from judgebench.io import SampleFile
     from judgebench.store import Store
 
-    samples = read_samples(input_path)
-    with _removed_if_scoreless(store), Store(store) as db:
+    source, _ = (rows or Rows()).of(SampleFile(input_path))
+    samples = list(source)
+    with Store(":memory:") as db:
         return estimate(samples, specs, store=db, settings=settings, resume=resume,
                         progress=progress, workers=workers, on_estimate=on_estimate)
+
+
+def _judge_cache(settings: RunSettings) -> Path:
+    """The judge cache this run's judges use (recorded in its `runs` row for `logs`)."""
+    from judgebench.judge_cache import default_cache_path
+    from judgebench.runtime import running
+
+    with running(settings):
+        return default_cache_path().absolute()
 
 
 def write_corpus(result: RunResult, path: Path, *, csv_safe: bool = False) -> None:
@@ -205,7 +280,10 @@ def summary_rows(result: RunResult) -> list[dict[str, Any]]:
     rows = []
     for column, info in summary["columns"].items():
         corpus = {c.system: c.value for c in result.corpus if c.metric == column}
-        rows.append({"column": column, **info, "corpus": corpus or None})
+        reasons = result.reasons(column)
+        rows.append({"column": column, **info, "corpus": corpus or None,
+                     "failed": sum(r["count"] for r in reasons), "failures": reasons,
+                     "run_id": result.run_id})
     return rows
 
 

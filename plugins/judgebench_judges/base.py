@@ -21,6 +21,7 @@ Protocols (option ``protocol``, recorded in the signature):
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, TypeVar
@@ -41,6 +42,7 @@ from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import Metric
 from judgebench.models import Outcome, Sample, Status
 from judgebench.redact import redact
+from judgebench.store import REQUEST_KEYS
 from judgebench_judges import parsing
 from judgebench_judges.templates import Template, load_template
 
@@ -95,6 +97,10 @@ class JudgeOptions(BaseModel):
 
 
 JudgeOptionsT = TypeVar("JudgeOptionsT", bound=JudgeOptions)
+
+#: The judge-cache keys of the requests made for the sample being judged (in this task).
+_request_keys: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "judge_request_keys", default=None)
 
 
 class JudgeMetric(Metric[JudgeOptionsT]):
@@ -231,6 +237,9 @@ class JudgeMetric(Metric[JudgeOptionsT]):
         return follow, raw
 
     async def ask(self, request: Request) -> Response:
+        keys = _request_keys.get()
+        if keys is not None:  # the sample's score links to its cached requests (`logs`)
+            keys.append(request.content_hash(self._dispatcher.backend.identity()))
         return await self._dispatcher.submit(request)
 
     @staticmethod
@@ -274,12 +283,24 @@ class JudgeMetric(Metric[JudgeOptionsT]):
         """Work done once per batch before the samples (e.g. G-Eval's generated steps)."""
 
     async def _judge_safely(self, sample: Sample) -> Outcome:
+        """The sample's Outcome, with the judge-cache keys of its requests in
+        ``extra[REQUEST_KEYS]`` (a judge inside another, as in a panel, adds to its list)."""
+        keys: list[str] = []
+        outer = _request_keys.get()
+        token = _request_keys.set(keys)
         try:
-            return await self.judge(sample)
+            outcome = await self.judge(sample)
         except parsing.ParseError as exc:  # a judge that forgot to catch its own parse error
-            return Outcome.failed(Status.PARSE_ERROR, str(exc))
+            outcome = Outcome.failed(Status.PARSE_ERROR, str(exc))
         except MissingField as exc:
-            return Outcome.failed(Status.ERROR, str(exc))
+            outcome = Outcome.failed(Status.ERROR, str(exc))
+        finally:
+            _request_keys.reset(token)
+            if outer is not None:
+                outer.extend(keys)
+        if not keys:
+            return outcome
+        return outcome.model_copy(update={"extra": {**outcome.extra, REQUEST_KEYS: keys}})
 
     # -- estimates ------------------------------------------------------------------------------
     def estimate(self, samples: Sequence[Sample]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from judgebench.backends import run_sync
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.store import REQUEST_KEYS
 from judgebench_judges.base import JudgeMetric
 
 
@@ -135,7 +136,10 @@ class JudgePanel(Metric[PanelOptions]):
             "latency_s": _sum([o.latency_s for o in outcomes]),
         }
         values = [o.value for o in outcomes if o.status == Status.OK and o.value is not None]
-        extra = {"members": members, "answered": len(values)}
+        extra: dict[str, Any] = {"members": members, "answered": len(values)}
+        keys = [key for o in outcomes for key in o.extra.get(REQUEST_KEYS, [])]
+        if keys:  # the panel's score links to every member's requests (`judgebench logs`)
+            extra[REQUEST_KEYS] = keys
         if len(values) < self.options.quorum:
             reasons = "; ".join(f"{m['status']}: {m['reason']}" for m in members
                                 if m["status"] != "ok")

@@ -1,0 +1,346 @@
+"""The runs and logs services: what a store says about its runs (`judgebench runs`) and about
+each score a run wrote (`judgebench logs`), a judge's prompt and answer included.
+
+Both read the store read-only; a store of an older schema is first migrated in place (as
+`score` would). A judge's prompt and answer come from the judge cache the run used (its `runs`
+row names it; `cache=` reads another): a score row lists the cache keys of its requests
+(`scores.request_keys`), answers are in the cache's `responses`, failed calls in `failures`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgebench.errors import InputError
+from judgebench.models import Status
+from judgebench.store import RUN_COLUMNS, Store
+
+#: The fields of one `runs --json` object, in order (README: "Runs, logs and the store").
+RUN_FIELDS = (
+    "id", "started", "ended", "wall_s", "outcome", "error", "command", "input_path",
+    "input_hash", "selection", "metrics", "statuses", "rows", "computed", "reused", "ok",
+    "failed", "tokens_in", "tokens_out", "cost_usd", "version", "pid", "cache",
+)
+#: The fields of one `logs --json` object, in order (README: "Runs, logs and the store").
+LOG_FIELDS = (
+    "run_id", "level", "column", "metric", "signature", "item", "system", "status", "reason",
+    "value", "raw", "rationale", "extra", "tokens_in", "tokens_out", "cost_usd", "latency_s",
+    "calls",
+)
+#: The fields of one entry of a log's `calls`: one judge request and what came of it.
+CALL_FIELDS = ("key", "found", "messages", "prompt", "answer", "error", "tokens_in",
+               "tokens_out", "cost_usd", "latency_s")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One row of the `runs` table, with `ok` (ok scores over every column) added and a
+    `running` run whose process is gone on this machine shown as `killed`."""
+
+    id: int
+    started: str
+    ended: str | None
+    wall_s: float | None
+    outcome: str | None
+    error: str | None
+    command: str | None
+    input_path: str | None
+    input_hash: str | None
+    selection: dict[str, Any] | None
+    metrics: dict[str, str] | None
+    statuses: dict[str, dict[str, int]] | None
+    rows: int | None
+    computed: int | None
+    reused: int | None
+    ok: int | None
+    failed: int | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    version: str
+    pid: int
+    cache: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {name: data[name] for name in RUN_FIELDS}
+
+
+@dataclass(frozen=True)
+class RunsResult:
+    """The recent runs of a store, newest first."""
+
+    store: str
+    runs: list[RunRow]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [run.to_dict() for run in self.runs]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One judge request of a score: its cache key, the prompt (chat `messages` or a
+    completion `prompt`) and the answer or the error, as the judge cache holds them (`found`
+    is False when it holds nothing under the key: another cache, or caching off)."""
+
+    key: str
+    found: bool = False
+    messages: list[dict[str, str]] | None = None
+    prompt: str | None = None
+    answer: str | None = None
+    error: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {name: data[name] for name in CALL_FIELDS}
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One score a run wrote: a segment score (`item` set) or a corpus score (`level`
+    corpus, per system). `column` is the table column of its signature in that run."""
+
+    run_id: int | None
+    level: str
+    column: str | None
+    metric: str
+    signature: str
+    item: str | None
+    system: str
+    status: str
+    reason: str | None
+    value: float | None
+    raw: str | None = None
+    rationale: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    calls: list[Call] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in LOG_FIELDS}
+        data["calls"] = [call.to_dict() for call in self.calls]
+        return data
+
+
+@dataclass(frozen=True)
+class LogsResult:
+    """The scores of one run that match the filters: `entries` (at most the limit asked
+    for) of `matched`."""
+
+    store: str
+    run: RunRow
+    entries: list[LogEntry]
+    matched: int
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [entry.to_dict() for entry in self.entries]
+
+
+@contextlib.contextmanager
+def _reading(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """A connection that only reads the store at `path`, after it is checked (and, if it is
+    of an older schema, migrated in place) as `Store` does. A store this user may write is
+    opened as `score` opens it, so closing it leaves no -wal/-shm files behind; another is
+    opened read-only and must be of this schema."""
+    path = Path(path)
+    writable = (path.is_file() and path.stat().st_size > 0 and os.access(path, os.W_OK)
+                and os.access(path.parent, os.W_OK))
+    store = Store(path, readonly=not writable)
+    if store.kind not in ("current", "empty") and not writable:
+        store.close()
+        raise InputError("store of an older schema that this user cannot upgrade in place "
+                         "(not writable): copy it somewhere writable", path=str(path))
+    try:
+        store.conn.execute("PRAGMA query_only = ON")
+        yield store.conn
+    finally:
+        store.close()
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
+
+
+def _run_row(row: sqlite3.Row) -> RunRow:
+    data = {name: row[name] for name in RUN_COLUMNS}
+    for name in ("selection", "metrics", "statuses"):
+        data[name] = _json(data[name])
+    if data["outcome"] == "running" and data["pid"] != os.getpid() and not _alive(data["pid"]):
+        data["outcome"] = "killed"
+    statuses = data["statuses"]
+    data["ok"] = (None if statuses is None
+                  else sum(counts.get(str(Status.OK), 0) for counts in statuses.values()))
+    return RunRow(**data)
+
+
+def runs(store: str | Path, *, limit: int = 20) -> RunsResult:
+    """The `limit` most recent runs of `store` (0: all), newest first."""
+    with _reading(store) as conn:
+        conn.row_factory = sqlite3.Row
+        query = "SELECT * FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
+        rows = conn.execute(query, (limit,) if limit else ()).fetchall()
+    return RunsResult(store=str(store), runs=[_run_row(r) for r in rows])
+
+
+def logs(store: str | Path, run: int | None = None, *, metric: str | None = None,
+         statuses: Sequence[str] = (), item: str | None = None, system: str | None = None,
+         limit: int = 50, cache: str | Path | None = None) -> LogsResult:
+    """The scores run `run` (default: the latest) wrote to `store`, in the order it wrote
+    them, segment scores then corpus scores; at most `limit` (0: all).
+
+    `metric` matches a column as written on the command line, a metric name or a signature;
+    `statuses` keeps those statuses; `item`/`system` keep one item or system (corpus scores
+    have no item). Judge calls are read from `cache` (default: the run's judge cache)."""
+    for status in statuses:
+        if status not in {str(s) for s in Status}:
+            known = ", ".join(str(s) for s in Status)
+            raise InputError(f"unknown status '{status}' (statuses: {known})",
+                             field="--status")
+    with _reading(store) as conn:
+        conn.row_factory = sqlite3.Row
+        found = conn.execute(
+            "SELECT * FROM runs WHERE id = " + ("?" if run is not None else "(SELECT MAX(id)"
+                                                " FROM runs)"),
+            (run,) if run is not None else ()).fetchone()
+        if found is None:
+            have = conn.execute("SELECT MIN(id), MAX(id) FROM runs").fetchone()
+            raise InputError("no runs in this store yet" if have[0] is None else
+                             f"no run {run} (runs {have[0]} to {have[1]}: see `judgebench "
+                             f"runs --store {store}`)", path=str(store))
+        about = _run_row(found)
+        columns = {sig: column for column, sig in (about.metrics or {}).items()}
+        signatures = _signatures(conn, about, metric, columns)
+        where: list[str] = ["run_id = ?"]
+        params: list[int | str] = [about.id]
+        if signatures is not None:
+            where.append(f"signature IN ({','.join('?' * len(signatures))})")
+            params += signatures
+        if statuses:
+            where.append(f"status IN ({','.join('?' * len(statuses))})")
+            params += list(statuses)
+        if system is not None:
+            where.append("system = ?")
+            params.append(system)
+        segment_where = [*where, *(["item = ?"] if item is not None else [])]
+        segment_params = [*params, *([item] if item is not None else [])]
+        matched = conn.execute(f"SELECT COUNT(*) FROM scores WHERE {' AND '.join(segment_where)}",
+                               segment_params).fetchone()[0]
+        corpus_matched = 0 if item is not None else conn.execute(
+            f"SELECT COUNT(*) FROM corpus_scores WHERE {' AND '.join(where)}", params
+        ).fetchone()[0]
+        bound = " LIMIT ?" if limit else ""
+        rows = conn.execute(
+            "SELECT item, system, metric, signature, status, reason, value, raw, rationale,"
+            " extra, tokens_in, tokens_out, cost_usd, latency_s, request_keys FROM scores"
+            f" WHERE {' AND '.join(segment_where)} ORDER BY rowid{bound}",
+            [*segment_params, *([limit] if limit else [])]).fetchall()
+        entries = [_segment_entry(about.id, r, columns) for r in rows]
+        room = limit - len(entries) if limit else 0
+        if corpus_matched and (not limit or room > 0):
+            corpus_rows = conn.execute(
+                "SELECT system, metric, signature, status, reason, value FROM corpus_scores"
+                f" WHERE {' AND '.join(where)} ORDER BY rowid" + bound,
+                [*params, *([room] if limit else [])]).fetchall()
+            entries += [LogEntry(run_id=about.id, level="corpus",
+                                 column=columns.get(r["signature"]), metric=r["metric"],
+                                 signature=r["signature"], item=None, system=r["system"],
+                                 status=r["status"], reason=r["reason"], value=r["value"])
+                        for r in corpus_rows]
+    cache_path = cache if cache is not None else about.cache
+    if cache_path is not None and any(e.calls for e in entries):
+        entries = _with_calls(entries, Path(cache_path))
+    return LogsResult(store=str(store), run=about, entries=entries,
+                      matched=matched + corpus_matched)
+
+
+def _signatures(conn: sqlite3.Connection, about: RunRow, metric: str | None,
+                columns: dict[str, str]) -> list[str] | None:
+    """The signatures `--metric` names in this run (None: no filter)."""
+    if metric is None:
+        return None
+    written = [r[0] for r in conn.execute(
+        "SELECT DISTINCT signature FROM scores WHERE run_id = ? UNION SELECT DISTINCT"
+        " signature FROM corpus_scores WHERE run_id = ?", (about.id, about.id))]
+    chosen = sorted({sig for sig in [*written, *columns]
+                     if metric in (sig, columns.get(sig), sig.split("@", 1)[0])})
+    if not chosen:
+        names = sorted({*(about.metrics or {}),
+                        *(sig.split("@", 1)[0] for sig in [*written, *columns])})
+        raise InputError(f"run {about.id} has no metric '{metric}' (it has: "
+                         f"{', '.join(names) or 'none'})", field="--metric")
+    return chosen
+
+
+def _segment_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str]) -> LogEntry:
+    return LogEntry(
+        run_id=run_id, level="segment", column=columns.get(r["signature"]), metric=r["metric"],
+        signature=r["signature"], item=r["item"], system=r["system"], status=r["status"],
+        reason=r["reason"], value=r["value"], raw=r["raw"], rationale=r["rationale"],
+        extra=_json(r["extra"]) or {}, tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
+        cost_usd=r["cost_usd"], latency_s=r["latency_s"],
+        calls=[Call(key=key) for key in _json(r["request_keys"]) or []])
+
+
+def _with_calls(entries: list[LogEntry], cache: Path) -> list[LogEntry]:
+    """`entries` with each call filled from the judge cache at `cache` (left as not found
+    when there is no such cache)."""
+    if not cache.is_file():
+        return entries
+    uri = f"{cache.absolute().as_uri()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error:
+        return entries
+    with contextlib.closing(conn):
+        tables = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        filled = []
+        for entry in entries:
+            calls = [_call(conn, call.key, "failures" in tables) for call in entry.calls]
+            filled.append(LogEntry(**{**{f: getattr(entry, f) for f in LOG_FIELDS},
+                                      "calls": calls}))
+    return filled
+
+
+def _call(conn: sqlite3.Connection, key: str, has_failures: bool) -> Call:
+    row = conn.execute("SELECT request, response, tokens_in, tokens_out, cost_usd, latency_s"
+                       " FROM responses WHERE key = ?", (key,)).fetchone()
+    if row is not None:
+        request, response = json.loads(row[0]), json.loads(row[1])
+        failure = response.get("error")
+        return Call(key=key, found=True, messages=request.get("messages") or None,
+                    prompt=request.get("prompt"), answer=response.get("text"),
+                    error=None if not failure else f"{failure['kind']}: {failure['message']}",
+                    tokens_in=row[2], tokens_out=row[3], cost_usd=row[4], latency_s=row[5])
+    if has_failures:
+        failed = conn.execute("SELECT request, error FROM failures WHERE key = ?",
+                              (key,)).fetchone()
+        if failed is not None:
+            request = json.loads(failed[0])
+            return Call(key=key, found=True, messages=request.get("messages") or None,
+                        prompt=request.get("prompt"), error=failed[1])
+    return Call(key=key)
