@@ -713,8 +713,11 @@ def read_table(
         key = list(key)
         missing = [k for k in key if k not in frame.columns]
         if missing:
-            raise InputError(f"required column(s) missing; columns are {list(frame.columns)}",
-                             path=str(path), field=",".join(missing))
+            pairs = "system" in missing and {"system_a", "system_b"} <= set(frame.columns)
+            hint = ("; with system_a and system_b this is a pairwise table: read it with "
+                    "--pairwise (meta-eval, audit) or compare-judges") if pairs else ""
+            raise InputError(f"required column(s) missing; columns are {list(frame.columns)}"
+                             f"{hint}", path=str(path), field=",".join(missing))
         for k in key:
             empty = frame[k].isna()
             if empty.any():

@@ -388,23 +388,48 @@ def test_audit_cli_bias_probes_on_a_pairwise_file(judge_plugin: Path, tmp_path: 
     rows = [{**p.model_dump(exclude_none=True), "human": {"pref": lab}}
             for p, lab in zip(plist, labels, strict=True)]
     pair_file = write_jsonl(tmp_path / "pairs.jsonl", rows)
-    # The scores table of a pairwise data set: the judge's verdict per pair and the label.
-    table = pd.DataFrame([{"item": p.item, "system": p.system, "human.pref": lab,
-                           "judge": 1.0 if (lab or 0) > 0 else 0.0}
-                          for p, lab in zip(plist, labels, strict=True)])
+    # The pairwise table of this data set: people's preference, and a judge right in the
+    # first order and wrong in the second for every fourth pair.
+    verdict = ["a" if (lab or 0) > 0 else "b" if (lab or 0) < 0 else "tie" for lab in labels]
+    flipped = {"a": "b", "b": "a", "tie": "a"}
+    table = pd.DataFrame([{"item": p.item, "system_a": p.system_a, "system_b": p.system_b,
+                           "human.pref": v, "judge.ab": v,
+                           "judge.ba": flipped[v] if k % 4 == 0 else v}
+                          for k, (p, v) in enumerate(zip(plist, verdict, strict=True))])
     scores = tmp_path / "pairs_scores.csv"
     table.to_csv(scores, index=False)
-    proc = run_cli("-p", str(judge_plugin), "audit", str(scores), "--human", "human.pref",
-                   "--level", "segment", "--grouping", "none", "--bootstrap", "0",
-                   "--resamples", "100", "--judge", "test.judge", "--pairs", str(pair_file),
-                   "--bias-probe", "position", "--json")
+    report = tmp_path / "report.html"
+    proc = run_cli("-p", str(judge_plugin), "audit", str(scores), "--pairwise", "--human",
+                   "human.pref", "--bootstrap", "200", "--resamples", "100", "--judge",
+                   "test.judge", "--pairs", str(pair_file), "--bias-probe", "position",
+                   "--report", str(report), "--report", str(tmp_path / "report.md"), "--json")
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
     bias = {r["measure"]: r for r in results if r["type"] == "bias"}
     assert set(bias) == {"flip_rate", "first_position_wins", "accuracy_both_orders"}
     assert bias["accuracy_both_orders"]["value"] > 0.6
-    correlations = [r for r in results if r["type"] == "correlation"]
-    assert {r["metric"] for r in correlations if r["kind"] == "metric"} == {"judge"}
+    stats = {r["statistic"]: r for r in results if r["type"] == "pairwise"}
+    decided = [k for k, v in enumerate(verdict) if v != "tie"]
+    wrong_ba = sum(1 for k in decided if k % 4 == 0)
+    assert stats["accuracy-ab"]["value"] == 1.0
+    assert stats["accuracy-ba"]["value"] == pytest.approx(1 - wrong_ba / len(decided))
+    assert stats["consistency"]["value"] == pytest.approx(
+        1 - sum(1 for k in range(len(verdict)) if k % 4 == 0) / len(verdict))
+    assert stats["accuracy"]["ci_low"] <= stats["accuracy"]["value"] <= stats["accuracy"]["ci_high"]
+    assert not [r for r in results if r["type"] == "correlation"]
+    page = report.read_text()
+    assert page.index('id="verdict"') < page.index('id="pairwise"') < page.index('id="bias"')
+    assert "judge agrees best with human.pref: accuracy" in page
+    markdown = (tmp_path / "report.md").read_text()
+    assert markdown.index("## Verdict") < markdown.index("## Pairwise judges")
+    # A pairwise table is not audited as a wide one, and the wide audit's options are refused.
+    proc = run_cli("audit", str(scores), "--human", "human.pref")
+    assert proc.returncode == 2 and "system_a and system_b" in proc.stderr
+    proc = run_cli("audit", str(scores), "--pairwise", "--human", "human.pref", "--metric", "m")
+    assert proc.returncode == 2 and "--metric" in proc.stderr
+    proc = run_cli("-p", str(judge_plugin), "audit", str(scores), "--pairwise", "--human",
+                   "human.pref", "--judge", "test.judge")
+    assert proc.returncode == 2 and "--pairs" in proc.stderr
 
 
 def test_probe_usage_errors(tmp_path: Path) -> None:

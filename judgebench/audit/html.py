@@ -21,9 +21,11 @@ from judgebench.audit.markdown import (
     probe_matrix,
     setting_label,
 )
+from judgebench.audit.pairwise import grids
 from judgebench.audit.report import Report
 from judgebench.audit.verdict import STATE_WORDS, of_report
 from meta_eval import statistics
+from meta_eval.pairwise_eval import STATISTICS
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
        "base-uri 'none'; form-action 'none'")
@@ -51,6 +53,7 @@ nav a{margin-right:14px}
 .verdict-pass{border-left:5px solid #1e8449;background:#e9f7ef}
 .verdict-partial{border-left:5px solid #d4a72c;background:#fff8c5}
 .verdict-fail{border-left:5px solid #c0392b;background:#ffebe9}
+.verdict-info{border-left:5px solid #1f6feb;background:#ddf4ff}
 div.criterion{padding:6px 12px;margin:8px 0}div.criterion h3{margin:.2em 0}
 div.criterion table{background:#fff}.state{text-transform:uppercase;font-size:.85rem}
 ul.reasons{margin:0;padding-left:1.1em}.reason{color:#57606a;font-size:.82rem}
@@ -95,10 +98,14 @@ def _statuses(counts: dict[str, int] | None) -> str:
 def render_html(report: Report | dict[str, Any]) -> str:
     data = report.to_dict() if isinstance(report, Report) else report
     # The title, then the answer: the verdict is the page's first content.
-    parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
-             _gate(data), _comparison(data), _agreement(data),
-             section_html(data.get("scales", [])), _scatter(data), _cards(data), _probes(data),
-             _bias(data), _warnings(data)]
+    if data["inputs"].get("table") == "pairwise":
+        parts = [f"<h1>{escape(data['title'])}</h1>", _pairwise(data), _bias(data),
+                 _warnings(data)]
+    else:
+        parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
+                 _gate(data), _comparison(data), _agreement(data),
+                 section_html(data.get("scales", [])), _scatter(data), _cards(data),
+                 _probes(data), _bias(data), _warnings(data)]
     title = escape(data["title"])
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -365,6 +372,30 @@ def _probes(data: dict[str, Any]) -> str:
             "least the item's best system). Hover a cell for n and the mean change.</p>"
             + _table([escape(h) for h in header], body)
             + f'<p class="muted">Scored pairs per probe: {escape(counts)}.</p>')
+
+
+def _pairwise(data: dict[str, Any]) -> str:
+    """An audit of pairwise judges: the summary per human column first, then every
+    statistic per judge (and category)."""
+    inputs, settings = data["inputs"], data["settings"]
+    summary = "".join(f'<div class="criterion verdict-info"><h3>{escape(s["human"])}</h3>'
+                      f'<p>{escape(s["text"])}</p></div>'
+                      for s in data.get("pairwise_summary", []))
+    parts = ['<section id="verdict"><h2>Verdict</h2>', summary,
+             f'<p class="muted">{inputs["rows"]} pairs over {inputs["items"]} items; human '
+             f'ties: {escape(settings["human_ties"])}; {settings["ci"]:.0%} bootstrap CI over '
+             f'items ({settings["bootstrap"]} resamples); c&lt;n&gt;: significance cluster '
+             f'of accuracy (paired test on per-pair credit at alpha {settings["alpha"]}).'
+             "</p></section>", '<h2 id="pairwise">Pairwise judges</h2>']
+    for grid in grids(data["pairwise"], data["humans"]):
+        title = escape(grid.human) + (f" · {escape(str(settings['by']))} = "
+                                      f"{escape(str(grid.category))}"
+                                      if grid.category is not None else "")
+        parts.append(f"<h3>{title}</h3>")
+        parts.append(_table(["judge", *STATISTICS],
+                            [[escape(j), *(escape(c) for c in cells)]
+                             for j, cells in zip(grid.judges, grid.cells, strict=True)]))
+    return "".join(parts)
 
 
 def _bias(data: dict[str, Any]) -> str:

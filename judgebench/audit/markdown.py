@@ -74,6 +74,8 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     """The card as Markdown. Every name, path and note from the user's data goes through
     `text` (or `code`), so none of it is read as HTML or Markdown syntax."""
     data = report.to_dict() if isinstance(report, Report) else report
+    if data["inputs"].get("table") == "pairwise":
+        return pairwise_markdown(data)
     out: list[str] = [f"# {text(data['title'])}", "", *verdict_lines(data)]
     inputs, settings = data["inputs"], data["settings"]
     out.append(f"Scores {code(inputs['scores'])} ({inputs['rows']} rows: {inputs['items']} "
@@ -147,6 +149,12 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
         header, probe_rows, counts = probe_matrix(data["probes"])
         out += table([text(h) for h in header], [[text(v) for v in row] for row in probe_rows])
         out += ["", f"Scored pairs per probe: {text(counts)}.", ""]
+    out += _bias_and_warnings(data)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _bias_and_warnings(data: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     if data["bias"]:
         out += ["## Judge bias", ""]
         out += table(["judge", "probe", "measure", "value", "n", "note"],
@@ -156,6 +164,31 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
         out.append("")
     if data["warnings"]:
         out += ["## Warnings", "", *(f"- {text(w)}" for w in data["warnings"]), ""]
+    return out
+
+
+def pairwise_markdown(data: dict[str, Any]) -> str:
+    """An audit of pairwise judges: the summary per human column, every statistic per judge
+    (and category), the bias probes."""
+    from judgebench.audit.pairwise import grids
+    from meta_eval.pairwise_eval import STATISTICS
+
+    inputs, settings = data["inputs"], data["settings"]
+    out = [f"# {text(data['title'])}", "", "## Verdict", ""]
+    out += [f"- **{text(s['human'])}**: {text(s['text'])}" for s in data["pairwise_summary"]]
+    out += ["", f"{inputs['rows']} pairs over {inputs['items']} items; human ties: "
+                f"{text(settings['human_ties'])}; {settings['ci']:.0%} bootstrap CI over items "
+                f"({settings['bootstrap']} resamples); c<n>: significance cluster of accuracy "
+                f"(alpha {settings['alpha']}).", "", "## Pairwise judges", ""]
+    for grid in grids(data["pairwise"], data["humans"]):
+        title = text(grid.human) + (f" · {text(settings['by'])} = {text(grid.category)}"
+                                    if grid.category is not None else "")
+        out += [f"### {title}", ""]
+        out += table(["judge", *STATISTICS], [[text(j), *(text(c) for c in cells)]
+                                               for j, cells in zip(grid.judges, grid.cells,
+                                                                   strict=True)])
+        out.append("")
+    out += _bias_and_warnings(data)
     return "\n".join(out).rstrip() + "\n"
 
 

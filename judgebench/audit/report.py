@@ -2,7 +2,8 @@
 
 `Report.to_dict()` is the JSON report (for machines); `Report.results()` is the flat list of
 result objects that `judgebench audit --json` prints (DESIGN.md: a JSON array on stdout),
-each with a `type`: "correlation" (one metric or sentinel in one block), "probe" (one
+each with a `type`: "correlation" (one metric or sentinel in one block), "pairwise" (one
+statistic of one pairwise judge, `audit --pairwise`), "probe" (one
 metamorphic probe of one metric), "bias" (one judge-bias probe of one judge) or "failure"
 (one finding of a `--fail-on` check). The JSON report opens with the `verdict`
 (judgebench.audit.verdict) and the `--fail-on` failures.
@@ -64,6 +65,8 @@ class Report:
     failures: list[dict[str, Any]] = field(default_factory=list)
     #: confusion tables and reliability curves (judgebench.audit.agreement.scale_section)
     scales: list[dict[str, Any]] = field(default_factory=list)
+    #: The pairwise judges' statistics (`audit --pairwise`): meta-eval --pairwise's rows.
+    pairwise: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -90,6 +93,7 @@ class Report:
                 out["gate_reason"] = None if verdict is None else verdict.reason
                 out["signature"] = signatures.get(row.column)
                 rows.append({k: _clean(v) for k, v in out.items()})
+        rows += [{"type": "pairwise", **p} for p in _clean_tree(self.pairwise)]
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
         rows += [{"type": "failure", **f} for f in self.failures]
@@ -112,6 +116,12 @@ class Report:
             "warnings": self.warnings,
             "scales": _clean_tree(self.scales),
         }
+        if self.pairwise:
+            from judgebench.audit.pairwise import summaries
+
+            data["pairwise"] = _clean_tree(self.pairwise)
+            data["pairwise_summary"] = [s.to_dict() for s in summaries(data["pairwise"],
+                                                                        self.humans)]
         head = {k: data[k] for k in ("format", "format_version", "title")}
         return head | {"verdict": [v.to_dict() for v in verdicts(data)]} | data
 

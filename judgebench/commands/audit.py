@@ -120,6 +120,16 @@ def report_format(path: Path) -> str:
 @click.option("--previous", "previous_path", type=click.Path(path_type=Path),
               metavar="OLD.json", help="An earlier audit's JSON report (or --json output), "
                                        "for --fail-on cluster-drop.")
+@click.option("--pairwise", is_flag=True,
+              help="SCORES is a pairwise table (item, system_a, system_b, human.* "
+                   "preferences, <judge>, <judge>.ab, <judge>.ba verdicts): the report shows "
+                   "each judge's accuracy per order, consistency, tie rate and kappas "
+                   "(meta-eval --pairwise), with the bias probes of --judge on --pairs.")
+@click.option("--by", metavar="COL", help="--pairwise: every statistic per value of COL "
+              "(e.g. category) and macro-averaged.")
+@click.option("--human-ties", type=click.Choice(("drop", "half", "class")), default="drop",
+              show_default=True, help="--pairwise: pairs people called a tie (see meta-eval "
+              "--pairwise).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
@@ -132,7 +142,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             pairs_path: Path | None, bias_pairs: int, bias_probes: tuple[str, ...],
             paraphrases: tuple[str, ...], judge_family: str | None,
             system_families: tuple[str, ...], reports: tuple[Path, ...],
-            fail_on: tuple[str, ...], previous_path: Path | None, as_json: bool) -> None:
+            fail_on: tuple[str, ...], previous_path: Path | None, pairwise: bool,
+            by: str | None, human_ties: str, as_json: bool) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.audit.blocks import Options
@@ -156,7 +167,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                    pairs=pairs_path, bias_pairs=bias_pairs, bias_probes=bias_probes,
                    paraphrases=paraphrases, judge_family=judge_family,
                    system_families=_families(system_families), fail_on=fail_on,
-                   previous=previous_path, log=_log)
+                   previous=previous_path, pairwise=pairwise, by=by, human_ties=human_ties,
+                   log=_log)
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")

@@ -52,6 +52,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
           bias_probes: Sequence[str] = (), paraphrases: Sequence[str] = (),
           judge_family: str | None = None, system_families: dict[str, str] | None = None,
           fail_on: Sequence[str] = (), previous: str | Path | None = None,
+          pairwise: bool = False, by: str | None = None, human_ties: str = "drop",
           host: PluginHost | None = None, log: Log | None = None) -> Report:
     """Audit the metric columns of the scores table `scores` against `humans`, as
     `judgebench audit` does: sentinels (`sentinels`: specs; default every registered one),
@@ -59,8 +60,10 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     on metric specs (needs `samples`); bias probes on pairwise `judges` (on `pairs`, or
     pairs drawn from `samples`). `options` sets the bootstrap, test and seed. `fail_on`:
     the checks (judgebench.audit.checks: gate, parse-rate>X, cluster-drop against the audit
-    JSON `previous`) whose findings go to `report.failures`. Bad input raises `InputError`
-    before any scoring."""
+    JSON `previous`) whose findings go to `report.failures`. With `pairwise`, `scores` is a
+    pairwise table: its judges' statistics against `humans` (per `by` category, ties as
+    `human_ties`; judgebench.audit.pairwise) replace sentinels and gate. Bad input raises
+    `InputError` before any scoring."""
     from judgebench.audit.checks import parse_checks, read_previous
     from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.audit.sentinels import parse_sentinels
@@ -84,6 +87,20 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     clusters = read_previous(Path(previous)) if previous is not None else None
     samples_path = Path(samples) if samples is not None else None
     pairs_path = Path(pairs) if pairs is not None else None
+    if pairwise:
+        return _pairwise_audit(Path(scores), humans=humans, by=by, human_ties=human_ties,
+                               options=options, judges=judge_specs, pairs=pairs_path,
+                               bias_pairs=bias_pairs, bias_probes=bias_probes,
+                               paraphrases=paraphrase_specs, judge_family=judge_family,
+                               system_families=system_families, host=host, log=log,
+                               refused={"--metric": metrics, "--sentinel": sentinels,
+                                        "--probe": probes, "--fail-on": fail_on,
+                                        "--statistic": () if statistics == ("pearson",)
+                                        else statistics, "--level": levels,
+                                        "--grouping": groupings, "--samples":
+                                        (samples,) if samples is not None else ()})
+    if by is not None:
+        raise InputError("--by needs --pairwise (a table of compared pairs)", field="--by")
     if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
         raise InputError("probes need the generations: give --samples", field="--samples")
     scores_path = Path(scores)
@@ -114,6 +131,37 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                   else f"{len(chosen)} drawn from --samples")
     if checks:
         _run_checks(report, checks, clusters, frame, store)
+    return report
+
+
+def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, human_ties: str,
+                    options: Options, judges: Sequence[MetricSpec], pairs: Path | None,
+                    bias_pairs: int, bias_probes: Sequence[str],
+                    paraphrases: Sequence[MetricSpec], judge_family: str | None,
+                    system_families: dict[str, str] | None, host: PluginHost,
+                    log: Log | None, refused: dict[str, Sequence[Any]]) -> Report:
+    """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
+    `judges` on `pairs`."""
+    from judgebench import __version__
+    from judgebench.audit.pairwise import pairwise_report
+    from judgebench.audit.run import judge_bias
+
+    given = [option for option, values in refused.items() if values]
+    if given:
+        raise InputError(f"{', '.join(given)} audit(s) a wide scores table, not a pairwise "
+                         "one: leave it out with --pairwise", field=given[0])
+    if judges and pairs is None:
+        raise InputError("--pairwise: the bias probes of --judge need --pairs (generations "
+                         "with output_a/output_b)", field="--pairs")
+    report = pairwise_report(scores, humans=humans, by=by, human_ties=human_ties,
+                             options=options, version=__version__, log=log)
+    if judges and pairs is not None:
+        chosen, labels = _pairs_from_file(pairs, humans[0], bias_pairs, options.seed)
+        report.bias = judge_bias(judges=judges, pairs=chosen, human=labels, host=host,
+                                 paraphrases=paraphrases, judge_family=judge_family,
+                                 families=system_families, probes=bias_probes or None,
+                                 progress=log)
+        report.inputs["pairs"] = str(pairs)
     return report
 
 

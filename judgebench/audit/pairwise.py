@@ -1,0 +1,161 @@
+"""The audit of pairwise judges: `judgebench audit PAIRS --pairwise`.
+
+PAIRS is a pairwise table (DESIGN.md: one row per compared pair, `human.*` preferences and
+per judge `<spec>`, `<spec>.ab`, `<spec>.ba` verdicts). The report carries every statistic of
+`meta-eval --pairwise` (accuracy per order, both-correct, consistency, tie rate, the kappas;
+item-bootstrap CIs; per category and macro-averaged with `--by`; significance clusters of the
+judges' accuracy) and a summary per human column that opens the report, next to the
+judge-bias probes. There are no sentinels and no gate: a pairwise judge is compared with
+people and with the other judges.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from judgebench.audit.blocks import Options
+from judgebench.audit.report import Report
+from meta_eval.pairwise_eval import CEILING, HUMAN_FREE, STATISTICS
+
+#: The statistics a summary names, in this order.
+SUMMARY = ("accuracy", "both-correct", "consistency")
+
+
+def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human_ties: str,
+                    options: Options, version: str,
+                    log: Callable[[str], None] | None = None) -> Report:
+    """The report of the judges of the pairwise table `pairs` against `humans`."""
+    from judgebench.services.pairwise import pairwise_meta_eval
+
+    result = pairwise_meta_eval(pairs, humans=humans, by=by, human_ties=human_ties,
+                                bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
+                                compare=True, resamples=options.resamples,
+                                alpha=options.alpha, log=log)
+    return Report(
+        title=f"Audit of {pairs.name}",
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        version=version,
+        inputs={"scores": str(pairs), "table": "pairwise", "samples": None, "store": None,
+                "rows": result.pairs, "items": result.items, "judges": result.judges},
+        settings={"statistics": [], "levels": [], "by": by, "human_ties": human_ties,
+                  "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
+                  "alpha": options.alpha, "resamples": options.resamples},
+        humans=list(result.humans), metrics=[], sentinels=[], blocks=[],
+        pairwise=result.to_dict())
+
+
+@dataclass(frozen=True)
+class JudgeLine:
+    judge: str
+    values: dict[str, tuple[float | None, float | None, float | None]]  # value, ci_low, ci_high
+    cluster: int | None
+
+
+@dataclass(frozen=True)
+class PairwiseSummary:
+    """What the report opens with for one human column: its judges, most accurate first."""
+
+    human: str
+    judges: list[JudgeLine]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summaries(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[PairwiseSummary]:
+    """Per human column, each judge's accuracy, both-correct and consistency (overall, or the
+    macro average over categories), best accuracy first, and a sentence saying it."""
+    overall = [r for r in rows if r.get("category") in (None, "(macro)")]
+    out = []
+    for human in humans:
+        judges: dict[str, JudgeLine] = {}
+        for row in overall:
+            if row["metric"] == CEILING or row["human"] not in (human, None):
+                continue
+            if row["statistic"] not in SUMMARY:
+                continue
+            line = judges.setdefault(row["metric"], JudgeLine(row["metric"], {}, None))
+            line.values[row["statistic"]] = (row.get("value"), row.get("ci_low"),
+                                             row.get("ci_high"))
+            if row["statistic"] == "accuracy" and row.get("cluster") is not None:
+                judges[row["metric"]] = JudgeLine(line.judge, line.values, row["cluster"])
+        ranked = sorted(judges.values(), key=lambda j: -_value(j, "accuracy"))
+        out.append(PairwiseSummary(human, ranked, _sentence(human, ranked)))
+    return out
+
+
+def _value(line: JudgeLine, statistic: str) -> float:
+    value = line.values.get(statistic, (None, None, None))[0]
+    return float("-inf") if value is None else value
+
+
+def percent(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    if value is None:
+        return "n/a"
+    interval = f" [{100 * low:.1f}, {100 * high:.1f}]" if low is not None and high is not None \
+        else ""
+    return f"{100 * value:.1f}%{interval}"
+
+
+def _sentence(human: str, ranked: Sequence[JudgeLine]) -> str:
+    if not ranked:
+        return f"no judge has a verdict to compare with {human}"
+    best = ranked[0]
+    accuracy = percent(*best.values.get("accuracy", (None, None, None)))
+    consistency = percent(*best.values.get("consistency", (None, None, None)))
+    tied = [j.judge for j in ranked[1:] if best.cluster is not None and j.cluster == best.cluster]
+    text = (f"{best.judge} agrees best with {human}: accuracy {accuracy}, the same verdict in "
+            f"both orders on {consistency} of pairs")
+    if tied:
+        text += f"; not significantly better than {', '.join(tied)}"
+    elif best.cluster is not None and len(ranked) > 1:
+        text += "; significantly better than every other judge"
+    return text
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One table of the report: a row per judge, a column per statistic, for one human
+    column and category (None: all pairs)."""
+
+    human: str
+    category: str | None
+    judges: list[str]
+    cells: list[list[str]]  # per judge, per statistic: "value [ci_low, ci_high] c<cluster>"
+
+
+def grids(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[Grid]:
+    """The report's tables of `rows` (meta-eval --pairwise's result objects)."""
+    judges = list(dict.fromkeys(r["metric"] for r in rows if r["metric"] != CEILING))
+    if any(r["metric"] == CEILING for r in rows):
+        judges.append(CEILING)
+    categories = list(dict.fromkeys(r.get("category") for r in rows))
+    found = {(r["metric"], r["statistic"], r.get("category"), r["human"]): r for r in rows}
+    out = []
+    for human in humans:
+        for category in categories:
+            cells = []
+            for judge in judges:
+                line = []
+                for statistic in STATISTICS:
+                    want = None if statistic in HUMAN_FREE and judge != CEILING else human
+                    row = found.get((judge, statistic, category, want))
+                    line.append("" if row is None else cell(row))
+                cells.append(line)
+            out.append(Grid(human, category, judges, cells))
+    return out
+
+
+def cell(row: dict[str, Any]) -> str:
+    value = row.get("value")
+    text = "n/a" if value is None else f"{value:.3f}"
+    if row.get("ci_low") is not None and row.get("ci_high") is not None:
+        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    if row.get("cluster") is not None:
+        text += f" c{row['cluster']}"
+    return text
