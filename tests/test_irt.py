@@ -111,7 +111,7 @@ def test_rasch_equal_raw_scores_give_equal_abilities_and_order_by_raw_score():
 
 
 def test_rasch_recovers_difficulties():
-    y, theta, _, b = simulate(200, 300, seed=2, rasch=True)
+    y, _, _, b = simulate(200, 300, seed=2, rasch=True)
     fit = irt.fit_items(responses=y, model="rasch")
     k = fit.informative
     assert np.corrcoef(fit.difficulty[k], b[k])[0, 1] > 0.98
