@@ -25,6 +25,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("judgebench.commands.audit", "Audit metrics: sentinels, probes, report card."),
     "plugins": ("judgebench.commands.plugins", "List installed plugins and their hooks."),
     "metrics": ("judgebench.commands.metrics", "List every registered metric."),
+    "items": ("judgebench.commands.items", "Item response theory: abilities, items, subsets."),
+    "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
 }
 
 

@@ -362,12 +362,17 @@ class Selection:
 
 
 def select_items(*, responses: np.ndarray, fit: ItemFit, abilities: Abilities, size: int,
-                 seed: int = 0, draws: int = 20, eps: float = 1e-3) -> Selection:
+                 seed: int = 0, draws: int = 20, eps: float = 1e-3,
+                 exclude: np.ndarray | None = None) -> Selection:
     """Greedy D-optimal subset of `size` informative items (see the module), with Kendall
     tau-b between the subset's ranking and the full ranking, and the same for random subsets
-    of informative items (the baseline a selection must beat)."""
+    of the same candidates (the baseline a selection must beat). Items where `exclude` is
+    True (e.g. flagged ones) are never chosen."""
     y = _check_responses(responses)
-    candidates = np.flatnonzero(fit.informative)
+    allowed = fit.informative if exclude is None else fit.informative & ~np.asarray(exclude)
+    candidates = np.flatnonzero(allowed)
+    if candidates.size == 0:
+        raise ValueError("no candidate item to select from")
     if size < 1:
         raise ValueError("subset size must be at least 1")
     size = min(size, candidates.size)
