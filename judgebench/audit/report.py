@@ -57,6 +57,8 @@ class Report:
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Learned combinations: is each a significant improvement (judgebench.audit.combination)
+    combinations: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -85,6 +87,7 @@ class Report:
                 rows.append({k: _clean(v) for k, v in out.items()})
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
+        rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,6 +101,7 @@ class Report:
             "blocks": [_clean_tree(b.to_dict()) for b in self.blocks],
             "scatter": _clean_tree(self.scatter),
             "probes": _clean_tree(self.probes), "bias": _clean_tree(self.bias),
+            "combinations": _clean_tree(self.combinations),
             "warnings": self.warnings,
         }
 
