@@ -210,6 +210,77 @@ def test_audit_verdict_logic_on_a_synthetic_table(tmp_path):
     assert v["cluster"] < v["best_component_cluster"]
 
 
+def test_a_combination_that_adds_nothing_is_not_a_significant_improvement(tmp_path):
+    """human = m1 + noise: m1 + m3 is at best m1 again (out of fold, a little worse). The
+    HTML card says so."""
+    rng = np.random.default_rng(3)
+    rows = [{"item": f"i{i}", "system": f"s{j}", "m1": (m1 := rng.normal()),
+             "m3": rng.normal(), "h": m1 + 0.5 * rng.normal()}
+            for i in range(40) for j in range(6)]
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "c.csv"
+    made, _ = combine(str(path), "--human", "h", "--metric", "m1", "--metric", "m3",
+                      "-o", str(out))
+    html = tmp_path / "audit.html"
+    proc = run_cli("audit", str(out), "--human", "h", "--level", "segment", "--grouping",
+                   "none", "--statistic", "pearson", "--bootstrap", "0", "--resamples",
+                   "200", "--report", str(html), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (v,) = [r for r in json.loads(proc.stdout) if r["type"] == "combination"]
+    assert v["metric"] == made[0]["column"] and v["best_component"] == "m1"
+    assert v["cluster"] >= v["best_component_cluster"]
+    assert v["improvement"] is False and v["verdict"] == "not a significant improvement"
+    assert "its best component m1" in v["reason"]
+    page = html.read_text()
+    assert "Learned combinations" in page and "not a significant improvement" in page
+
+
+def _block(rows: dict[str, tuple[float, int | None]], passed: bool):
+    from judgebench.audit.blocks import Block, Row
+    from judgebench.audit.gate import GateResult
+    from meta_eval import Result
+
+    made = [Row(name, "sentinel" if name.startswith("sentinel") else "metric",
+                Result(statistic="pearson", value=value, n=10), cluster)
+            for name, (value, cluster) in rows.items()]
+    gate = [GateResult("combo", passed, rows["combo"][1], "sentinel.random", 3,
+                       "the gate's reason")]
+    return Block("h", "pearson", "segment", "none", made, gate)
+
+
+def test_verdict_rules_one_by_one():
+    from judgebench.audit.combination import combination_verdicts
+
+    combos = {"combo": {"inputs": ["a", "b", "c"], "human": "h"}}
+    cases = [
+        # beats sentinels and its best component (a) is a cluster below: improvement
+        ({"combo": (0.9, 1), "a": (0.5, 2), "b": (0.4, 2), "c": (0.1, 3),
+          "sentinel.random": (0.0, 3)}, True, True, "a"),
+        # best component in the same cluster
+        ({"combo": (0.9, 1), "a": (0.85, 1), "b": (0.4, 2), "c": (0.1, 3),
+          "sentinel.random": (0.0, 3)}, True, False, "a"),
+        # significantly better than its components but fails the gate
+        ({"combo": (0.9, 1), "a": (0.5, 2), "b": (0.4, 2), "c": (0.1, 3),
+          "sentinel.random": (0.95, 1)}, False, False, "a"),
+    ]
+    for rows, passed, improvement, best in cases:
+        (v,) = combination_verdicts([_block(rows, passed)], combos)
+        assert v["improvement"] is improvement and v["best_component"] == best
+        assert v["verdict"] == ("significant improvement" if improvement
+                                else "not a significant improvement")
+        if not passed:
+            assert "does not beat the sentinels" in v["reason"]
+    # c not ranked (a corpus score: no cluster) is named, not compared
+    rows = {"combo": (0.9, 1), "a": (0.5, 2), "b": (0.4, 2), "c": (0.99, None),
+            "sentinel.random": (0.0, 3)}
+    (v,) = combination_verdicts([_block(rows, True)], combos)
+    assert v["not_compared"] == ["c"] and v["best_component"] == "a" and v["improvement"]
+    # only the blocks of the human column the combination was fitted to
+    assert combination_verdicts([_block(rows, True)], {"combo": {"inputs": ["a"],
+                                                                 "human": "other"}}) == []
+
+
 @pytest.fixture(scope="module")
 def summeval_scores(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("summeval")
