@@ -123,15 +123,24 @@ def agreement_responses(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """y_ij = 1 where, within item i, the metric orders system j against the other systems as
     people do in at least half of j's pairs (pairs people rate equal, or with a missing score,
     do not count; a metric tie counts as a disagreement); NaN where j has no such pair."""
-    h = np.asarray(human, dtype=float)[:, :, None] - np.asarray(human, dtype=float)[:, None, :]
-    m = np.asarray(metric, dtype=float)[:, :, None] - np.asarray(metric, dtype=float)[:, None, :]
-    usable = np.isfinite(h) & np.isfinite(m) & (h != 0)
-    agree = (np.sign(h) == np.sign(m)) & usable
-    pairs = usable.sum(axis=2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = agree.sum(axis=2) / pairs
-    out = (share >= 0.5).astype(float)
-    out[pairs == 0] = np.nan
+    human = np.asarray(human, dtype=float)
+    metric = np.asarray(metric, dtype=float)
+    if human.shape != metric.shape or human.ndim != 2:
+        raise ValueError("human and metric must be (items, systems) matrices of one shape")
+    out = np.empty(human.shape)
+    step = max(1, 2_000_000 // max(1, human.shape[1] ** 2))  # items per chunk: bounded memory
+    for start in range(0, human.shape[0], step):
+        hh, mm = human[start:start + step], metric[start:start + step]
+        h = hh[:, :, None] - hh[:, None, :]
+        m = mm[:, :, None] - mm[:, None, :]
+        usable = np.isfinite(h) & np.isfinite(m) & (h != 0)
+        agree = (np.sign(h) == np.sign(m)) & usable
+        pairs = usable.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = agree.sum(axis=2) / pairs
+        chunk = (share >= 0.5).astype(float)
+        chunk[pairs == 0] = np.nan
+        out[start:start + step] = chunk
     return out
 
 

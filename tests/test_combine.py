@@ -118,6 +118,27 @@ def test_a_lower_is_better_input_is_oriented_first(tmp_path):
         a_rows[0]["weights"]["standardised"]["m1"])
     np.testing.assert_allclose(column_of(tmp_path / "a.csv", a_rows[0]),
                                column_of(tmp_path / "b.csv", b_rows[0]))
+    # the flag is kept in OUT's sidecar: a reader of OUT needs no flag again
+    meta = json.loads((tmp_path / "b.csv.meta.json").read_text())
+    assert meta["columns"]["m4"]["higher_is_better"] is False
+
+
+def test_a_constant_component_and_too_few_labels(tmp_path):
+    path = synthetic(tmp_path / "s.csv", items=20)
+    frame = pd.read_csv(path)
+    frame["flat"] = 1.0
+    frame.to_csv(path, index=False)
+    rows, _ = combine(str(path), "--human", "h", "--metric", "m1", "--metric", "flat",
+                      "-o", str(tmp_path / "c.csv"))
+    for setting in rows[1:]:
+        assert setting["components"]["flat"] is None  # undefined, not 0
+        assert setting["best_component"] == "m1" and setting["combined"] is not None
+    frame["h"] = np.nan
+    frame.loc[:1, "h"] = 1.0
+    frame.to_csv(path, index=False)
+    proc = run_cli("combine", str(path), "--human", "h", "--metric", "m1", "-o",
+                   str(tmp_path / "d.csv"))
+    assert proc.returncode == 2 and "fewer than 3 rows" in proc.stderr
 
 
 def test_isotonic_is_monotone_in_the_ridge_score_within_each_fold(tmp_path):

@@ -231,3 +231,23 @@ def test_binary_responses_and_agreement():
     assert np.array_equal(agree[0], [1, 1, 1])
     # item 1: (0,1) human tie: no pair; (0,2) wrong, (1,2) wrong
     assert np.array_equal(agree[1], [0, 0, 0])
+
+
+def test_agreement_in_chunks_equals_a_loop():
+    rng = np.random.default_rng(1)
+    human = rng.integers(1, 4, (700, 60)).astype(float)
+    metric = rng.normal(size=(700, 60))
+    metric[::7, ::5] = np.nan
+    got = irt.agreement_responses(human=human, metric=metric)
+    for i in (0, 1, 350, 699):
+        for j in range(0, 60, 13):
+            agree = pairs = 0
+            for k in range(60):
+                dh, dm = human[i, j] - human[i, k], metric[i, j] - metric[i, k]
+                if k == j or dh == 0 or not np.isfinite(dm):
+                    continue
+                pairs += 1
+                agree += np.sign(dh) == np.sign(dm)
+            expected = np.nan if pairs == 0 else float(agree / pairs >= 0.5)
+            assert np.array_equal(got[i, j], expected, equal_nan=True)
+

@@ -168,13 +168,14 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
     result_frame = frame.copy()
     result_frame[column] = prediction
     directions = {m: table.info(m).higher_is_better for m in metrics}
+    flagged = {m: directions[m] for m in metrics if table.info(m).direction_from == "flag"}
     result = CombineResult(column=column, model=model, inputs=metrics, human=human,
                            folds=folds, seed=seed, out=str(out), rows=len(frame),
                            scored=int(np.isfinite(prediction).sum()), trained_rows=trained,
                            weights=weights, directions=directions)
     result.settings = _correlations(oriented.assign(**{column: prediction}), human, column,
                                     metrics, statistic)
-    _write(result_frame, table.sidecar, result, Path(out))
+    _write(result_frame, table.sidecar, result, Path(out), flagged)
     return result
 
 
@@ -290,13 +291,17 @@ def _correlations(frame: pd.DataFrame, human: str, column: str, metrics: Sequenc
 
 
 def _write(frame: pd.DataFrame, sidecar: dict[str, Any] | None, result: CombineResult,
-           out: Path) -> None:
+           out: Path, flagged: dict[str, bool]) -> None:
+    """The table and its sidecar: the input's sidecar, the directions given by flags (so a
+    reader of OUT needs no flag again), and the combined column."""
     import json
 
     from judgebench.io import write_table, write_text
 
     meta: dict[str, Any] = dict(sidecar or {})
     columns = dict(meta.get("columns") or {})
+    for name, higher in flagged.items():
+        columns[name] = {**(columns.get(name) or {}), "higher_is_better": higher}
     columns[result.column] = {
         "metric": f"combine.{result.model}", "signature": result.column,
         "higher_is_better": True, "level": "segment", "has_corpus": False,
