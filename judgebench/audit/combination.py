@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from judgebench.audit.blocks import Block
@@ -32,6 +33,23 @@ def combination_of(described: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(entry, dict) and isinstance(entry.get("inputs"), list):
         return entry
     return None
+
+
+def combinations_in(scores: Path, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Column -> its `combination` entry, for the audited `columns` that the sidecar of the
+    scores table `scores` describes as combinations."""
+    from judgebench.scores_table import read_sidecar
+
+    described = (read_sidecar(scores) or {}).get("columns")
+    if not isinstance(described, dict):
+        return {}
+    out = {}
+    for column in columns:
+        entry = described.get(column)
+        combo = combination_of(entry) if isinstance(entry, dict) else None
+        if combo is not None:
+            out[column] = combo
+    return out
 
 
 def combination_verdicts(blocks: Sequence[Block], combinations: Mapping[str, Mapping[str, Any]]

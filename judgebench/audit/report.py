@@ -54,11 +54,11 @@ class Report:
     blocks: list[Block]
     #: human -> column -> {"systems", "human", "metric"} system means, and a segment sample.
     scatter: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Learned combinations: is each a significant improvement (judgebench.audit.combination)
+    combinations: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Learned combinations: is each a significant improvement (judgebench.audit.combination)
-    combinations: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -85,9 +85,9 @@ class Report:
                 out["gate_reason"] = None if verdict is None else verdict.reason
                 out["signature"] = signatures.get(row.column)
                 rows.append({k: _clean(v) for k, v in out.items()})
+        rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
-        rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         return rows
 
     def to_dict(self) -> dict[str, Any]:

@@ -169,10 +169,6 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     for card in cards:
         if not card.higher_is_better:
             warnings.append(f"{card.column} is lower-is-better: negated for the audit")
-    from judgebench.audit.combination import combination_of, combination_verdicts
-
-    combinations = {c: combo for c in columns
-                    if (combo := combination_of(table_info.described(c))) is not None}
     return Report(
         title=f"Audit of {Path(scores_path).name}",
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -188,8 +184,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                   "alpha": options.alpha, "test": options.method,
                   "resamples": options.resamples, "epsilon": options.epsilon},
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
-        blocks=blocks, scatter=scatter, warnings=warnings,
-        combinations=combination_verdicts(blocks, combinations))
+        blocks=blocks, scatter=scatter, warnings=warnings)
 
 
 def _sentinel_warnings(runs: Sequence[SentinelRun], humans: Sequence[str]) -> list[str]:
