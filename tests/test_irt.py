@@ -110,6 +110,27 @@ def test_rasch_equal_raw_scores_give_equal_abilities_and_order_by_raw_score():
     assert p.sum() == pytest.approx(raw[j], abs=1e-8)
 
 
+def test_ml_abilities_match_a_hand_solved_likelihood_equation():
+    """Known Rasch difficulties (-1, 0, 1): the ML ability of raw score r solves
+    sum_i 1/(1 + exp(-(theta - b_i))) = r (brentq here), SE = 1/sqrt(sum p q); with two
+    items of difficulty 0 and one right answer, theta = 0 and SE = 1/sqrt(0.5) exactly."""
+    from scipy.optimize import brentq
+
+    b = np.array([-1.0, 0.0, 1.0])
+    y = np.array([[1, 1, 0], [0, 1, 1], [0, 0, 1]], dtype=float)  # raw scores 1, 2, 2
+    est = irt.estimate_abilities(responses=y, discrimination=np.ones(3), difficulty=b)
+    for j, raw in enumerate(y.sum(axis=0)):
+        theta = brentq(lambda t, raw=raw: (1 / (1 + np.exp(-(t - b)))).sum() - raw, -10, 10,
+                       xtol=1e-14)
+        p = 1 / (1 + np.exp(-(theta - b)))
+        assert est.ability[j] == pytest.approx(theta, abs=1e-9)
+        assert est.se[j] == pytest.approx(1 / np.sqrt((p * (1 - p)).sum()), rel=1e-9)
+    two = irt.estimate_abilities(responses=np.array([[1.0], [0.0]]),
+                                 discrimination=np.ones(2), difficulty=np.zeros(2))
+    assert two.ability[0] == pytest.approx(0.0, abs=1e-12)
+    assert two.se[0] == pytest.approx(1 / np.sqrt(0.5), rel=1e-12)
+
+
 def test_rasch_recovers_difficulties():
     y, _, _, b = simulate(200, 300, seed=2, rasch=True)
     fit = irt.fit_items(responses=y, model="rasch")
