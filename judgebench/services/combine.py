@@ -26,8 +26,9 @@ more fit on all labelled rows: for reading only; the column holds the out-of-fol
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,9 +191,25 @@ def _model(model: str, x: np.ndarray, *, alpha: float, seed: int, gp_max_rows: i
                                                               replace=False))
             train, y = train[keep], y[keep]
         estimator = _estimator(model, alpha=alpha, seed=seed, columns=x.shape[1])
-        return np.asarray(estimator.fit(x[train], y).predict(x[test]), dtype=float)
+        with _quiet_bounds():
+            estimator.fit(x[train], y)
+        return np.asarray(estimator.predict(x[test]), dtype=float)
 
     return fit_predict
+
+
+@contextlib.contextmanager
+def _quiet_bounds() -> Iterator[None]:
+    """Silence sklearn's warning that a GP length scale reached its upper bound: that is
+    the fit saying a metric is irrelevant, which its relevance (1 / length scale, ~0)
+    reports."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
 
 
 def _estimator(model: str, *, alpha: float, seed: int, columns: int) -> Any:
@@ -246,7 +263,9 @@ def _full_fit(model: str, x: np.ndarray, y: np.ndarray, metrics: Sequence[str], 
     if model == "gp" and len(y) > gp_max_rows:
         keep = np.sort(np.random.default_rng(seed).choice(len(y), gp_max_rows, replace=False))
         x, y = x[keep], y[keep]
-    estimator = _estimator(model, alpha=alpha, seed=seed, columns=x.shape[1]).fit(x, y)
+    estimator = _estimator(model, alpha=alpha, seed=seed, columns=x.shape[1])
+    with _quiet_bounds():
+        estimator.fit(x, y)
     if model == "gp":
         gp = estimator[-1]
         params = gp.kernel_.get_params()
