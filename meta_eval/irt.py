@@ -208,7 +208,7 @@ def _log_prior(slope: np.ndarray, intercept: np.ndarray, *, common: bool) -> flo
 
 
 def fit_items(*, responses: np.ndarray, model: str = "2pl", points: int = 41,
-              max_iter: int = 2000, tol: float = 1e-6) -> ItemFit:
+              max_iter: int = 5000, tol: float = 1e-8) -> ItemFit:
     """Item parameters by MML-EM (Bock & Aitkin 1981) with the priors of the module.
 
     `responses`: (items, systems) of 0/1/NaN. `model`: "2pl" (Birnbaum 1968) or "rasch"
