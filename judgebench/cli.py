@@ -31,6 +31,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("judgebench.commands.runs", "List the recent runs in a store."),
     "logs": ("judgebench.commands.logs", "Show a run's scores: status, reason, judge prompt "
              "and answer."),
+    "items": ("judgebench.commands.items", "Item response theory: abilities, items, subsets."),
+    "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
 }
 
 

@@ -105,7 +105,7 @@ def render_html(report: Report | dict[str, Any]) -> str:
         parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
                  _gate(data), _comparison(data), _agreement(data),
                  section_html(data.get("scales", [])), _scatter(data), _cards(data),
-                 _probes(data), _bias(data), _warnings(data)]
+                 _probes(data), _bias(data), _combinations(data), _warnings(data)]
     title = escape(data["title"])
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -405,6 +405,27 @@ def _bias(data: dict[str, Any]) -> str:
              str(b["n"]), escape(b.get("note", ""))] for b in data["bias"]]
     return ('<h2 id="bias">Judge bias</h2>'
             + _table(["judge", "probe", "measure", "value", "n", "note"], rows))
+
+
+def _combinations(data: dict[str, Any]) -> str:
+    found = data.get("combinations") or []
+    if not found:
+        return ""
+    rows = [[escape(c["metric"]), escape(c["human"]),
+             escape(f"{c['statistic']} · {c['level']}/{c['grouping']}"),
+             escape(f"{_num(c.get('value'))} (cluster {c.get('cluster')})"),
+             escape(f"{c.get('best_component') or '-'} {_num(c.get('best_component_value'))}"
+                    f" (cluster {c.get('best_component_cluster')})"),
+             escape(c["verdict"]), escape(c["reason"])] for c in found]
+    return ('<h2 id="combinations">Learned combinations</h2><p>A combination improves on its '
+            "metrics only if it beats every sentinel and its best component lands in a worse "
+            "significance cluster.</p>"
+            + _table(["combination", "human", "setting", "value", "best component", "verdict",
+                      "reason"], rows))
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _warnings(data: dict[str, Any]) -> str:

@@ -162,6 +162,20 @@ def _bias_and_warnings(data: dict[str, Any]) -> list[str]:
                        fmt(b.get("value")), b["n"], text(b.get("note", ""))]
                       for b in data["bias"]])
         out.append("")
+    if data.get("combinations"):
+        out += ["## Learned combinations", "",
+                "A combination improves on its metrics only if it beats every sentinel and "
+                "its best component lands in a worse significance cluster.", ""]
+        out += table(["combination", "human", "setting", "value", "best component",
+                      "verdict", "reason"],
+                     [[text(c["metric"]), text(c["human"]),
+                       text(f"{c['statistic']} · {setting_label(c['level'], c['grouping'])}"),
+                       f"{fmt(c.get('value'))} c{c.get('cluster')}",
+                       (f"{text(c['best_component'])} {fmt(c.get('best_component_value'))} "
+                        f"c{c.get('best_component_cluster')}") if c.get("best_component")
+                       else "-", text(c["verdict"]), text(c["reason"])]
+                      for c in data["combinations"]])
+        out.append("")
     if data["warnings"]:
         out += ["## Warnings", "", *(f"- {text(w)}" for w in data["warnings"]), ""]
     return out

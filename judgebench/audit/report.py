@@ -57,6 +57,8 @@ class Report:
     blocks: list[Block]
     #: human -> column -> {"systems", "human", "metric"} system means, and a segment sample.
     scatter: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Learned combinations: is each a significant improvement (judgebench.audit.combination)
+    combinations: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -94,6 +96,7 @@ class Report:
                 out["signature"] = signatures.get(row.column)
                 rows.append({k: _clean(v) for k, v in out.items()})
         rows += [{"type": "pairwise", **p} for p in _clean_tree(self.pairwise)]
+        rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
         rows += [{"type": "failure", **f} for f in self.failures]
@@ -113,6 +116,7 @@ class Report:
             "blocks": [_clean_tree(b.to_dict()) for b in self.blocks],
             "scatter": _clean_tree(self.scatter),
             "probes": _clean_tree(self.probes), "bias": _clean_tree(self.bias),
+            "combinations": _clean_tree(self.combinations),
             "warnings": self.warnings,
             "scales": _clean_tree(self.scales),
         }

@@ -115,6 +115,10 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                        statistics=statistics, sentinel_specs=sentinel_specs, options=options,
                        host=host, store_path=Path(store) if store is not None else None,
                        lower=lower, higher=higher, progress=log)
+    from judgebench.audit.combination import combination_verdicts, combinations_in
+
+    report.combinations = combination_verdicts(
+        report.blocks, combinations_in(scores_path, [c.column for c in report.metrics]))
     if probes:
         specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
         report.warnings += warnings

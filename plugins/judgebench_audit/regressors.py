@@ -2,10 +2,11 @@
 reference (Perrella et al. 2024, "Guardians of the Machine Translation Meta-Evaluation:
 Sentinel Metrics Fall In!", SENTINEL-CAND/-SRC/-REF), fitted on the user's human scores.
 
-Cross-fitting over items: items are shuffled (seeded) and dealt into K folds; the scores of
-fold k come from a model trained on the other K-1 folds only, so an item's score never comes
-from a model that saw that item (not its human score, nor its text as a training row). With
-K >= the number of items this is leave-one-item-out.
+Cross-fitting over items (meta_eval.combination, shared with `judgebench combine`): items are
+shuffled (seeded) and dealt into K folds; the scores of fold k come from a model trained on the
+other K-1 folds only, so an item's score never comes from a model that saw that item (not its
+human score, nor its text as a training row). With K >= the number of items this is
+leave-one-item-out.
 
 Features: TF-IDF of word 1-2-grams (sublinear tf, fitted on the training folds' texts, each
 distinct text counted once) with ridge regression (scikit-learn), or, with
@@ -28,6 +29,7 @@ from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 from judgebench_audit.sentinels import SENTINEL_CITATION
+from meta_eval.combination import cross_fit, item_folds
 
 
 class RegressorOptions(BaseModel):
@@ -39,37 +41,6 @@ class RegressorOptions(BaseModel):
     max_features: int = Field(default=50_000, ge=1)
     #: Sentence encoder for features=embedding (a local directory or the bundled MiniLM).
     model: str = "all-MiniLM-L6-v2"
-
-
-def item_folds(items: Sequence[str], folds: int, seed: int) -> np.ndarray:
-    """Fold number per position; every sample of one item lands in the same fold."""
-    unique = sorted(set(items))
-    k = min(folds, len(unique))
-    order = np.random.default_rng(seed).permutation(len(unique))
-    fold_of = {unique[j]: position % k for position, j in enumerate(order)}
-    return np.array([fold_of[i] for i in items], dtype=int)
-
-
-def cross_fit(fit_predict: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-              target: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
-    """Out-of-fold predictions.
-
-    `fit_predict(train_index, train_target, test_index)` fits on the rows `train_index` and
-    predicts `test_index`. Rows with a NaN target are never trained on but are predicted.
-    Returns the predictions (NaN for a fold with fewer than 2 training rows) and the number
-    of training rows per fold.
-    """
-    prediction = np.full(target.shape, np.nan)
-    trained: dict[int, int] = {}
-    labelled = np.isfinite(target)
-    for fold in np.unique(folds):
-        test = np.flatnonzero(folds == fold)
-        train = np.flatnonzero((folds != fold) & labelled)
-        trained[int(fold)] = int(train.size)
-        if train.size < 2:
-            continue
-        prediction[test] = fit_predict(train, target[train], test)
-    return prediction, trained
 
 
 class TextSentinel(Sentinel[RegressorOptions]):

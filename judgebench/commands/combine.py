@@ -1,0 +1,107 @@
+"""`judgebench combine`: a learned, cross-fitted combination of metric columns.
+
+The work is `judgebench.services.combine`; this module parses the options, calls it and
+prints what it did: the new column (a signature naming inputs, model, folds and seed), and
+the out-of-fold correlation of the combination next to each component's and the best one's.
+`--json` prints a JSON array: one `combination` object, then one `correlation` per setting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from judgebench.commands.options import direction_options
+from judgebench.display import safe
+
+if TYPE_CHECKING:
+    from judgebench.services.combine import CombineResult
+
+
+def _log(message: str) -> None:
+    click.echo(f"combine: {safe(message)}", err=True)
+
+
+@click.command("combine")
+@click.argument("scores", type=click.Path(path_type=Path))
+@click.option("--human", required=True, metavar="COL", help="The human column to fit.")
+@click.option("--metric", "metrics", multiple=True, required=True, metavar="COL",
+              help="A metric column to combine; repeatable.")
+@click.option("--model", type=click.Choice(("ridge", "isotonic", "gp")), default="ridge",
+              show_default=True,
+              help="ridge; isotonic = ridge then an increasing isotonic map; gp = Gaussian "
+                   "process regression (ARD RBF + white noise kernel).")
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Folds over items for cross-fitting.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--alpha", type=float, default=1.0, show_default=True,
+              help="Ridge penalty (ridge, isotonic).")
+@click.option("--gp-max-rows", type=click.IntRange(min=10), default=600, show_default=True,
+              help="gp: at most this many training rows per fit (a seeded sample).")
+@click.option("--statistic", default="kendall", show_default=True,
+              help="Statistic of the out-of-fold report.")
+@direction_options
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
+              help="The table with the combined column (CSV, JSONL or Parquet), and its "
+                   ".meta.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of results.")
+def command(scores: Path, human: str, metrics: tuple[str, ...], model: str, folds: int,
+            seed: int, alpha: float, gp_max_rows: int, statistic: str,
+            lower: tuple[str, ...], higher: tuple[str, ...], out: Path,
+            as_json: bool) -> None:
+    """Fit a combination of metric columns of SCORES to a human column, out of fold."""
+    from judgebench.services.combine import combine
+
+    _check_statistic(statistic)
+    result = combine(scores, human=human, metrics=metrics, out=out, model=model, folds=folds,
+                     seed=seed, alpha=alpha, gp_max_rows=gp_max_rows, statistic=statistic,
+                     lower=lower, higher=higher, log=_log)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        click.echo(safe(render(result)))
+
+
+def _check_statistic(statistic: str) -> None:
+    from judgebench.errors import InputError
+    from meta_eval.levels import check_options
+
+    try:
+        for level, grouping in (("segment", "none"), ("segment", "item"), ("system", "none")):
+            check_options(statistic, level, grouping)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--statistic") from None
+
+
+def _num(value: float | None) -> str:
+    return "   n/a" if value is None else f"{value:7.4f}"
+
+
+def render(result: CombineResult) -> str:
+    lines = [f"column: {result.column}",
+             f"wrote {result.out} ({result.scored} of {result.rows} rows scored out of fold; "
+             f"{result.folds} folds over items)", "",
+             f"out-of-fold {result.settings[0].statistic if result.settings else ''} "
+             "against " + result.human]
+    width = max(len(m) for m in [*result.inputs, "combination"])
+    for setting in result.settings:
+        label = ("system" if setting.level == "system"
+                 else f"segment, grouping {setting.grouping}")
+        best = setting.best
+        lines.append(f"  {label}:")
+        lines.append(f"    {'combination':<{width}}  {_num(setting.combined)}")
+        for name, value in setting.components.items():
+            mark = "  (best component)" if best and best[0] == name else ""
+            lines.append(f"    {name:<{width}}  {_num(value)}{mark}")
+    weights = result.weights
+    if "per_unit" in weights:
+        lines += ["", "weights (full-data fit, standardised metrics; for reading only):"]
+        lines += [f"  {m}: {w:+.4f}" for m, w in weights["standardised"].items()]
+    elif "relevance" in weights:
+        lines += ["", f"kernel: {weights['fitted_kernel']}",
+                  "relevance (1 / length scale, full-data fit):"]
+        lines += [f"  {m}: {w:.4f}" for m, w in weights["relevance"].items()]
+    return "\n".join(lines)
