@@ -104,9 +104,11 @@ class PairSurvey:
         self._seen.add(digest)
 
 
-def check_shape(pairs: PairSurvey, metrics: Sequence[tuple[str, MetricInfo]]) -> bool:
+def check_shape(pairs: PairSurvey, metrics: Sequence[tuple[str, MetricInfo]], *,
+                keyed_by_pair: bool = True) -> bool:
     """Whether the run writes a pairwise table; an InputError, before any work, when the
-    samples or the metrics mix the two shapes, or a pairwise row cannot key the table."""
+    samples or the metrics mix the two shapes, or a pairwise row cannot key the table (with
+    `keyed_by_pair`, a repeated (item, system_a, system_b) too)."""
     pairwise = [column for column, info in metrics if is_pairwise_metric(info)]
     pointwise = [column for column, info in metrics if is_pointwise_metric(info)]
     if pairwise and pointwise:
@@ -134,7 +136,7 @@ def check_shape(pairs: PairSurvey, metrics: Sequence[tuple[str, MetricInfo]]) ->
             f"a pairwise row needs system_a and system_b (they key the pairwise table); "
             f"first without: item={pairs.unnamed[0]!r}, system={pairs.unnamed[1]!r}",
             field="system_a")
-    if pairs.repeated is not None:
+    if keyed_by_pair and pairs.repeated is not None:
         item, a, b = pairs.repeated
         raise InputError(f"pair (item={item!r}, system_a={a!r}, system_b={b!r}) given twice",
                          field="system_a")

@@ -337,7 +337,10 @@ def run_stream(
     from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
     host = host or get_host()
-    pairwise = check_shape(surveyed.pairs, [(s.column, host.metric(s.name).info) for s in specs])
+    # A pairwise table written out is keyed by (item, system_a, system_b); scores in memory
+    # (the audit's probes, which score one pair several ways) are keyed by (item, system).
+    pairwise = check_shape(surveyed.pairs, [(s.column, host.metric(s.name).info) for s in specs],
+                           keyed_by_pair=sink is not None)
     prepared = prepare_metrics(specs, host)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()

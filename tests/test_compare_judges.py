@@ -253,7 +253,7 @@ def score_pairs(tmp_path: Path) -> tuple[Path, str, str]:
     with ScriptedJudge() as server:
         biased, careful = judge_spec(server.url), judge_spec(server.url, template=str(strict))
         data = write_jsonl(tmp_path / "pairs.jsonl", pair_records())
-        proc = run_cli("score", str(data), "-m", biased, "-m", careful, "-o",
+        proc = run_cli("score", str(data), "--allow-failures", "-m", biased, "-m", careful, "-o",
                        str(tmp_path / "pairs.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
@@ -321,7 +321,7 @@ def test_two_rubric_judges_on_a_wide_table(tmp_path) -> None:
     with FaultServer(reply="Feedback: fine. [RESULT] {score}") as server:
         specs = [f"judge.rubric:backend=openai_compat,model={m},api_base={server.url},"
                  "api_key_env=JB_PAIR_KEY,protocol=text" for m in ("judge-one", "judge-two")]
-        proc = run_cli("score", str(data), "-m", specs[0], "-m", specs[1], "-o",
+        proc = run_cli("score", str(data), "--allow-failures", "-m", specs[0], "-m", specs[1], "-o",
                        str(tmp_path / "scores.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
@@ -360,7 +360,7 @@ def test_geval_distributions_from_the_store(tmp_path) -> None:
         specs = [f"judge.geval:backend=openai_compat,model={m},api_base={server.url},"
                  "api_key_env=JB_PAIR_KEY,criterion=fluency,steps=1. Rate fluency."
                  for m in ("judge-one", "judge-two")]
-        proc = run_cli("score", str(data), "-m", specs[0], "-m", specs[1], "-o",
+        proc = run_cli("score", str(data), "--allow-failures", "-m", specs[0], "-m", specs[1], "-o",
                        str(tmp_path / "scores.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
@@ -409,12 +409,12 @@ def test_geval_sampling_distributions_are_empirical(tmp_path) -> None:
                  "logprobs=false,n=6" for m in ("judge-one", "judge-two")]
         rubric = (f"judge.rubric:backend=openai_compat,model=judge-one,api_base={server.url},"
                   "api_key_env=JB_PAIR_KEY,protocol=text")
-        proc = run_cli("score", str(data), *[a for s in specs for a in ("-m", s)], "-o",
+        proc = run_cli("score", str(data), "--allow-failures", *[a for s in specs for a in ("-m", s)], "-o",
                        str(tmp_path / "scores.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
         server.post("/_reply", {"reply": "Feedback: ok. [RESULT] {score}"})
-        proc = run_cli("score", str(data), "-m", rubric, "-m", specs[0], "-o",
+        proc = run_cli("score", str(data), "--allow-failures", "-m", rubric, "-m", specs[0], "-o",
                        str(tmp_path / "mixed.csv"), "--store", str(tmp_path / "runs.db"),
                        "--resume", cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr

@@ -69,7 +69,7 @@ def isolated(monkeypatch, tmp_path):
 
 def score(tmp_path: Path, spec: str, out: str, *extra: str, data: Path | None = None):
     data = data or write_jsonl(tmp_path / "pairs.jsonl", pair_records())
-    return run_cli("score", str(data), "-m", spec, "-o", str(tmp_path / out), "--store",
+    return run_cli("score", str(data), "--allow-failures", "-m", spec, "-o", str(tmp_path / out), "--store",
                    str(tmp_path / "runs.db"), *extra, cwd=tmp_path, env=KEY_ENV)
 
 
@@ -88,6 +88,10 @@ def test_the_script_is_what_the_expectations_say() -> None:
 def test_every_column_of_the_pairwise_table(tmp_path) -> None:
     with ScriptedJudge() as server:
         spec = judge_spec(server.url)
+        failing = run_cli("score", str(write_jsonl(tmp_path / "pairs.jsonl", pair_records())),
+                          "-m", spec, "-o", str(tmp_path / "strict.csv"), cwd=tmp_path,
+                          env=KEY_ENV)
+        assert failing.returncode == 3 and "parse_error" in failing.stderr  # the GARBLE pairs
         proc = score(tmp_path, spec, "pairs.csv")
         assert proc.returncode == 0, proc.stderr
         assert server.calls == 2 * len(PAIRS)
@@ -179,7 +183,7 @@ def test_two_templates_are_two_judges_side_by_side(tmp_path) -> None:
     with ScriptedJudge() as server:
         biased, careful = judge_spec(server.url), judge_spec(server.url, template=str(strict))
         data = write_jsonl(tmp_path / "pairs.jsonl", pair_records())
-        proc = run_cli("score", str(data), "-m", biased, "-m", careful, "-o",
+        proc = run_cli("score", str(data), "--allow-failures", "-m", biased, "-m", careful, "-o",
                        str(tmp_path / "two.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
@@ -208,7 +212,7 @@ def test_shapes_that_cannot_mix_are_refused_before_any_call(tmp_path, case) -> N
             records.append({**records[0], "system": "M0 vs M1 (again)"})
         data = write_jsonl(tmp_path / "bad.jsonl", records)
         args = [a for spec in specs for a in ("-m", spec)]
-        proc = run_cli("score", str(data), *args, "-o", str(tmp_path / "out.csv"), "--store",
+        proc = run_cli("score", str(data), "--allow-failures", *args, "-o", str(tmp_path / "out.csv"), "--store",
                        str(tmp_path / "runs.db"), cwd=tmp_path, env=KEY_ENV)
         assert server.calls == 0
     assert proc.returncode == 2, proc.stderr
