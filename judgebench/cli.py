@@ -27,7 +27,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "compare-judges": ("judgebench.commands.compare_judges",
                        "Compare two judges: flips, kappa, flips against people, KL/JS."),
     "plugins": ("judgebench.commands.plugins", "List installed plugins and their hooks."),
-    "metrics": ("judgebench.commands.metrics", "List every registered metric."),
+    "metrics": ("judgebench.commands.metrics", "List every registered metric, or show one "
+                "metric's card."),
     "runs": ("judgebench.commands.runs", "List the recent runs in a store."),
     "logs": ("judgebench.commands.logs", "Show a run's scores: status, reason, judge prompt "
              "and answer."),
