@@ -406,3 +406,56 @@ def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
         return r
     return PairwiseResult(r.judge, r.human, r.statistic, r.category, r.result,
                           r.ceiling_fraction, rankings[r.human].cluster_of(r.judge))
+
+
+#: Calibration of a judge whose verdicts are probabilities (soft: some value is not 0, 0.5
+#: or 1), against people's preferences as labels (meta_eval.reliability).
+CALIBRATION = ("brier", "ece")
+
+
+def is_soft(values: np.ndarray | None) -> bool:
+    """Whether `values` (P(A better), NaN missing) hold a probability that is not a verdict."""
+    if values is None:
+        return False
+    present = values[np.isfinite(values)]
+    return bool(np.isin(present, (0.0, 0.5, 1.0), invert=True).any())
+
+
+def calibration(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np.ndarray],
+                items: np.ndarray, bootstrap: int = 0, ci: float = 0.95, seed: int = 0
+                ) -> list[PairwiseResult]:
+    """Brier score and ECE (10 equal-width bins) of each soft judge's combined verdict (or
+    its A-first verdict) as P(A is better), against each human column's preference as the
+    label: a -> 1, b -> 0, a human tie dropped (a binary label has none), a human probability
+    kept as a soft label. Item-bootstrap CIs (items drawn with replacement, seeded) with
+    `bootstrap` > 0. Judges without a soft verdict get none."""
+    from meta_eval.reliability import brier_score, expected_calibration_error
+
+    out: list[PairwiseResult] = []
+    item_ids, item_of = np.unique(np.asarray(items).astype(str), return_inverse=True)
+    rows_of = [np.flatnonzero(item_of == k) for k in range(len(item_ids))]
+    for judge, verdicts in judges.items():
+        p = verdicts.combined if verdicts.combined is not None else verdicts.ab
+        if not is_soft(p):
+            continue
+        assert p is not None
+        for human, h in humans.items():
+            label = np.where(h == 0.5, np.nan, h)
+            kernels = {"brier": lambda lab, q: brier_score(human=lab, metric=q),
+                       "ece": lambda lab, q: expected_calibration_error(human=lab, metric=q)}
+            for statistic, kernel in kernels.items():
+                point = kernel(label, p)
+                samples = None
+                if bootstrap > 0 and point.n:
+                    rng = np.random.default_rng(seed)
+                    samples = np.empty(bootstrap)
+                    for b in range(bootstrap):
+                        drawn = np.concatenate([rows_of[k] for k in
+                                                rng.integers(0, len(rows_of), len(rows_of))])
+                        samples[b] = kernel(label[drawn], p[drawn]).value
+                low, high = _ci(samples, ci)
+                result = Result(statistic, point.value, n=point.n, skipped=point.skipped,
+                                level="pair", ci_low=low, ci_high=high,
+                                extra={"better": "lower", **point.extra})
+                out.append(PairwiseResult(judge, human, statistic, None, result))
+    return out

@@ -25,7 +25,6 @@ from judgebench.audit.pairwise import grids
 from judgebench.audit.report import Report
 from judgebench.audit.verdict import STATE_WORDS, of_report
 from meta_eval import statistics
-from meta_eval.pairwise_eval import STATISTICS
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
        "base-uri 'none'; form-action 'none'")
@@ -392,7 +391,7 @@ def _pairwise(data: dict[str, Any]) -> str:
                                       f"{escape(str(grid.category))}"
                                       if grid.category is not None else "")
         parts.append(f"<h3>{title}</h3>")
-        parts.append(_table(["judge", *STATISTICS],
+        parts.append(_table(["judge", *grid.statistics],
                             [[escape(j), *(escape(c) for c in cells)]
                              for j, cells in zip(grid.judges, grid.cells, strict=True)]))
     return "".join(parts)

@@ -185,7 +185,6 @@ def pairwise_markdown(data: dict[str, Any]) -> str:
     """An audit of pairwise judges: the summary per human column, every statistic per judge
     (and category), the bias probes."""
     from judgebench.audit.pairwise import grids
-    from meta_eval.pairwise_eval import STATISTICS
 
     inputs, settings = data["inputs"], data["settings"]
     out = [f"# {text(data['title'])}", "", "## Verdict", ""]
@@ -198,7 +197,7 @@ def pairwise_markdown(data: dict[str, Any]) -> str:
         title = text(grid.human) + (f" · {text(settings['by'])} = {text(grid.category)}"
                                     if grid.category is not None else "")
         out += [f"### {title}", ""]
-        out += table(["judge", *STATISTICS], [[text(j), *(text(c) for c in cells)]
+        out += table(["judge", *grid.statistics], [[text(j), *(text(c) for c in cells)]
                                                for j, cells in zip(grid.judges, grid.cells,
                                                                    strict=True)])
         out.append("")

@@ -19,7 +19,7 @@ from typing import Any
 
 from judgebench.audit.blocks import Options
 from judgebench.audit.report import Report
-from meta_eval.pairwise_eval import CEILING, HUMAN_FREE, STATISTICS
+from meta_eval.pairwise_eval import CALIBRATION, CEILING, HUMAN_FREE, STATISTICS
 
 #: The statistics a summary names, in this order.
 SUMMARY = ("accuracy", "both-correct", "consistency")
@@ -126,6 +126,7 @@ class Grid:
     human: str
     category: str | None
     judges: list[str]
+    statistics: list[str]
     cells: list[list[str]]  # per judge, per statistic: "value [ci_low, ci_high] c<cluster>"
 
 
@@ -135,6 +136,8 @@ def grids(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[Grid]:
     if any(r["metric"] == CEILING for r in rows):
         judges.append(CEILING)
     categories = list(dict.fromkeys(r.get("category") for r in rows))
+    statistics = [*STATISTICS, *(c for c in CALIBRATION if any(r["statistic"] == c
+                                                                for r in rows))]
     found = {(r["metric"], r["statistic"], r.get("category"), r["human"]): r for r in rows}
     out = []
     for human in humans:
@@ -142,12 +145,12 @@ def grids(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[Grid]:
             cells = []
             for judge in judges:
                 line = []
-                for statistic in STATISTICS:
+                for statistic in statistics:
                     want = None if statistic in HUMAN_FREE and judge != CEILING else human
                     row = found.get((judge, statistic, category, want))
                     line.append("" if row is None else cell(row))
                 cells.append(line)
-            out.append(Grid(human, category, judges, cells))
+            out.append(Grid(human, category, judges, statistics, cells))
     return out
 
 

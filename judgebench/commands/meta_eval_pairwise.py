@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench.display import safe
-from meta_eval.pairwise_eval import HUMAN_FREE, STATISTICS
+from meta_eval.pairwise_eval import CALIBRATION, HUMAN_FREE, STATISTICS
 
 if TYPE_CHECKING:
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
@@ -49,6 +49,7 @@ def render(result: PairwiseMetaEvalResult) -> str:
     from judgebench.services.pairwise import CEILING
 
     rows = result.rows
+    shown = [*STATISTICS, *(c for c in CALIBRATION if any(r.result.statistic == c for r in rows))]
     categories = list(dict.fromkeys(r.result.category for r in rows))
     ties = rows[0].ties if rows else "drop"
     lines: list[str] = []
@@ -63,9 +64,9 @@ def render(result: PairwiseMetaEvalResult) -> str:
                              and (r.result.human == want or judge == CEILING)), None)
 
             names = [*result.judges, *([CEILING] if len(result.humans) > 1 else [])]
-            table = [["judge", *STATISTICS]]
+            table = [["judge", *shown]]
             for judge in names:
-                table.append([judge, *(_cell(find(judge, s)) for s in STATISTICS)])
+                table.append([judge, *(_cell(find(judge, s)) for s in shown)])
                 accuracy = find(judge, "accuracy")
                 if accuracy is not None and accuracy.result.cluster is not None:
                     table[-1][0] += f" (cluster {accuracy.result.cluster})"

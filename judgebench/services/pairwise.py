@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from judgebench.columns import _where
 from judgebench.errors import InputError
 from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
-from meta_eval.pairwise_eval import CEILING, PairwiseResult, Verdicts, evaluate_pairwise
+from meta_eval.pairwise_eval import (
+    CEILING,
+    PairwiseResult,
+    Verdicts,
+    calibration,
+    evaluate_pairwise,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,7 +183,9 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                                    categories=categories, ties=human_ties,
                                    bootstrap=bootstrap, ci=ci, seed=seed,
                                    compare=compare, resamples=resamples, alpha=alpha)
-    rows = [PairwiseRow(r, human_ties, by, alpha) for r in evaluation.results]
+    soft = calibration(judges=verdicts, humans=human_p, items=items, bootstrap=bootstrap,
+                       ci=ci, seed=seed)
+    rows = [PairwiseRow(r, human_ties, by, alpha) for r in [*evaluation.results, *soft]]
     return PairwiseMetaEvalResult(rows, names, list(human_p), len(frame),
                                   len(set(items)), compare and len(names) > 1)
 
