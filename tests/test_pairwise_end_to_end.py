@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, run_cli, write_jsonl
 from scripted_judge import ScriptedJudge
-from test_score_pairwise import KEY_ENV, judge_spec
+from test_score_pairwise import KEY_ENV, isolated, judge_spec  # noqa: F401 (a fixture)
 
 # Quality per (system, item number): the scripted judge prefers the higher q=; on equal q the
 # plain template picks the output shown first, the STRICT one says tie. People agree with q.
@@ -35,13 +35,6 @@ def _records() -> list[dict]:
                 "metadata": {"category": "even" if n % 2 == 0 else "odd"},
                 "human": {"pref": 1.0 if qa > qb else 0.0 if qa < qb else 0.5}})
     return records
-
-
-@pytest.fixture(autouse=True)
-def isolated(monkeypatch, tmp_path):
-    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    for k, v in KEY_ENV.items():
-        monkeypatch.setenv(k, v)
 
 
 def _json(proc) -> list[dict]:

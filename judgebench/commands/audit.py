@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench import destinations
-from judgebench.commands.options import direction_options
+from judgebench.commands.options import direction_options, pairwise_options
 from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.services.audit import GROUPINGS, LEVELS
@@ -125,11 +125,7 @@ def report_format(path: Path) -> str:
                    "preferences, <judge>, <judge>.ab, <judge>.ba verdicts): the report shows "
                    "each judge's accuracy per order, consistency, tie rate and kappas "
                    "(meta-eval --pairwise), with the bias probes of --judge on --pairs.")
-@click.option("--by", metavar="COL", help="--pairwise: every statistic per value of COL "
-              "(e.g. category) and macro-averaged.")
-@click.option("--human-ties", type=click.Choice(("drop", "half", "class")), default="drop",
-              show_default=True, help="--pairwise: pairs people called a tie (see meta-eval "
-              "--pairwise).")
+@pairwise_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench.commands.options import direction_options
+from judgebench.commands.options import direction_options, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
 from judgebench.tables import render as render_table
@@ -83,11 +83,7 @@ def _log(message: str) -> None:
 @click.option("--judge", "judges", multiple=True, metavar="SPEC",
               help="--pairwise: judge (columns SPEC, SPEC.ab, SPEC.ba); repeatable. Default: "
                    "every .ab/.ba pair and every other column holding verdicts only.")
-@click.option("--by", metavar="COL", help="--pairwise: every statistic per value of COL "
-              "(e.g. category) and macro-averaged.")
-@click.option("--human-ties", type=click.Choice(("drop", "half", "class")), default="drop",
-              show_default=True, help="--pairwise: pairs people called a tie: drop = left "
-              "out of accuracy; half = a tie on one side earns 0.5; class = a third class.")
+@pairwise_options
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],

@@ -23,3 +23,16 @@ def direction_options(command: F) -> F:
         help="A metric column where lower is better (negated, so that higher always means "
              "better); repeatable. Known without it from the table's .meta.json or the "
              "registered metric the column names (lexical.ter).")(command)
+
+
+def pairwise_options(command: F) -> F:
+    """`--by COL` and `--human-ties drop|half|class` (parameters `by`, `human_ties`): how a
+    pairwise table's judges are read against people (`meta-eval --pairwise`, `audit
+    --pairwise`; meta_eval.pairwise)."""
+    command = click.option(
+        "--human-ties", type=click.Choice(("drop", "half", "class")), default="drop",
+        show_default=True, help="--pairwise: pairs people called a tie: drop = left out of "
+        "accuracy; half = a tie on one side earns 0.5; class = a third class.")(command)
+    return click.option(
+        "--by", metavar="COL", help="--pairwise: every statistic per value of COL (e.g. "
+        "category) and macro-averaged.")(command)
