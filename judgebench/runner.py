@@ -3,9 +3,10 @@
 Order of work: a first read of every sample (`survey`: validation, duplicates, which fields
 are missing where, the human columns), then build every metric from its spec and check every
 required field (nothing runs if one is missing), then, chunk by chunk over a second read, per
-metric score the samples the store does not already hold (resume), committing each batch, and
-write that chunk's rows of the wide table; last, corpus-level scores per system. The table is
-built from the store, so a resumed run and a fresh one produce the same table.
+metric score the samples the store does not already hold (resume), committing each batch (each
+sample, for a metric that streams its results: `Metric.score_stream`), and write that chunk's
+rows of the wide table; last, corpus-level scores per system. The table is built from the
+store, so a resumed run and a fresh one produce the same table.
 """
 
 from __future__ import annotations
@@ -521,6 +522,9 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
             result.computed += len(batch)
             bar.update(len(batch))
             continue
+        if p.metric.streams:
+            _score_streamed(p, chunk, store, bar, result)
+            continue
         began = time.perf_counter()
         try:
             outcomes = score_batch(p.metric, batch)
@@ -537,6 +541,48 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
         str(score.status) for score in stored.values())
     result.count_failures(p.column, stored.values())
     return stored
+
+
+def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], store: Store,
+                    bar: Any, result: RunResult) -> None:
+    """Score one batch of a metric that yields its results as they finish
+    (`Metric.score_stream`), committing each sample as it comes (one small transaction: see
+    the README's "Streaming" for its cost), so a killed run loses only the samples in
+    flight. If the stream raises, the samples it did not yield are scored one by one, as
+    `score_batch` does; a budget stop keeps what finished."""
+    batch = [s for s, _ in chunk]
+    began = time.perf_counter()
+    done: set[int] = set()
+
+    def commit(index: int, outcome: Outcome) -> None:
+        sample, digest = chunk[index]
+        elapsed = (time.perf_counter() - began) / (len(done) + 1)  # per sample, so far
+        store.put([_stamp(outcome, sample, p)], [digest], elapsed)
+        done.add(index)
+        result.computed += 1
+        bar.update(1)
+
+    try:
+        try:
+            for index, r in p.metric.score_stream(batch):
+                if not 0 <= index < len(batch) or index in done:
+                    raise JudgebenchError(f"metric {p.metric.info.name} streamed index {index} "
+                                          f"for a batch of {len(batch)} (out of range or twice)")
+                commit(index, outcome_of(r))
+            if len(done) < len(batch):
+                raise JudgebenchError(f"metric {p.metric.info.name} streamed no result for "
+                                      f"{len(batch) - len(done)} of {len(batch)} samples")
+        except (BudgetExceeded, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            for index in [i for i in range(len(batch)) if i not in done]:
+                (outcome,) = ([Outcome.failed(Status.ERROR, _describe(exc))] if len(batch) == 1
+                              else score_batch(p.metric, [batch[index]]))
+                commit(index, outcome)
+    except BudgetExceeded:
+        _keep_finished_before_budget_stop(
+            p, [c for i, c in enumerate(chunk) if i not in done], store, result)
+        raise
 
 
 def _keep_finished_before_budget_stop(
