@@ -90,13 +90,13 @@ def test_the_progress_bar_moves_per_sample_and_streaming_changes_no_result(
     spec = spec_for(server.url)
     bars: list[Recorder] = []
     monkeypatch.setattr(runner, "_progress", lambda *a: bars.append(Recorder()) or bars[-1])
+    monkeypatch.setattr(JudgeMetric, "batch_size", 10)  # three batches, each its own loop
     streamed = score(data, spec, tmp_path / "a.db", tmp_path / "a.sqlite")
-    assert JudgeMetric.batch_size >= len(data)  # one batch: the bar moved inside it
-    assert bars[-1].updates == [1] * len(data)
+    assert bars[-1].updates == [1] * len(data)  # the bar moved inside every batch
 
     monkeypatch.setattr(JudgeMetric, "streams", property(lambda self: False))
     whole = score(data, spec, tmp_path / "b.db", tmp_path / "b.sqlite")
-    assert bars[-1].updates == [len(data)]  # the batch path: one jump at the end
+    assert bars[-1].updates == [10, 10, 4]  # the batch path: one jump per batch
 
     assert streamed.table.equals(whole.table)
     assert streamed.table["item"].tolist() == [s.item for s in data]  # input order
