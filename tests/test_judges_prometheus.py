@@ -10,6 +10,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -39,7 +40,7 @@ def build(name: str, **options: object):
                                          api_base="http://127.0.0.1:9/v1", **options)
 
 
-def sample(**fields: object) -> Sample:
+def sample(**fields: Any) -> Sample:
     return Sample(**{"item": "d1", "system": "s", "input": INSTRUCTION, **fields})
 
 

@@ -63,10 +63,12 @@ def test_bleu_force_changes_no_score_and_no_signature() -> None:
     # One batch at once gives what one sentence at a time gives (sacrebleu's sentence_score).
     from sacrebleu.metrics import BLEU
 
+    outputs = [str(s.output) for s in samples]
     sentence = BLEU(effective_order=True)
-    assert [float(v) for v in plain.score(samples[:20])] == [
-        sentence.sentence_score(s.output, s.references).score for s in samples[:20]]
-    corpus = BLEU().corpus_score([s.output for s in samples],
+    assert list(plain.score(samples[:20])) == [
+        sentence.sentence_score(output, s.references).score
+        for output, s in zip(outputs[:20], samples[:20], strict=True)]
+    corpus = BLEU().corpus_score(outputs,
                                  [[s.references[i] for s in samples] for i in range(11)])
     assert plain.corpus_from_statistics(
         [sum(col) for col in zip(*plain.statistics(samples), strict=True)]) == corpus.score
