@@ -200,3 +200,34 @@ def test_sigkill_mid_batch_keeps_every_finished_request_and_resume_pays_none_aga
         assert f"reused {stored}" in resumed.stderr
         with sqlite3.connect(store) as conn:
             assert conn.execute("SELECT COUNT(*) FROM scores WHERE status='ok'").fetchone()[0] == n
+
+
+def test_a_caller_that_stops_early_cancels_the_judges_event_loop() -> None:
+    import asyncio
+    import threading
+
+    from judgebench_judges.base import iterate_in_thread
+
+    cancelled = threading.Event()
+
+    async def forever():
+        try:
+            yield 1
+            await asyncio.sleep(3600)
+            yield 2
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    stream = iterate_in_thread(forever)
+    assert next(stream) == 1
+    began = time.monotonic()
+    stream.close()  # e.g. the runner's commit failed
+    assert cancelled.wait(5) and time.monotonic() - began < 5
+
+    async def broken():
+        yield 1
+        raise ConnectionError("gone")
+
+    with pytest.raises(ConnectionError, match="gone"):
+        list(iterate_in_thread(broken))

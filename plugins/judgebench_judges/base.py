@@ -377,9 +377,12 @@ def iterate_in_thread(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
     raised here; a caller that stops early cancels it."""
     items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
     running: dict[str, Any] = {}
+    stopped = threading.Event()  # the caller stopped before the loop started: do nothing
 
     async def pump() -> None:
         running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        if stopped.is_set():
+            return
         try:
             async for item in make():
                 items.put(("item", item))
@@ -405,6 +408,7 @@ def iterate_in_thread(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
                 raise value
             return
     finally:
+        stopped.set()
         if not ended and "loop" in running:
             with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
                 running["loop"].call_soon_threadsafe(running["task"].cancel)
