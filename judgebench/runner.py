@@ -563,26 +563,46 @@ def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], stor
         bar.update(1)
 
     try:
-        try:
-            for index, r in p.metric.score_stream(batch):
-                if not 0 <= index < len(batch) or index in done:
-                    raise JudgebenchError(f"metric {p.metric.info.name} streamed index {index} "
-                                          f"for a batch of {len(batch)} (out of range or twice)")
-                commit(index, outcome_of(r))
-            if len(done) < len(batch):
-                raise JudgebenchError(f"metric {p.metric.info.name} streamed no result for "
-                                      f"{len(batch) - len(done)} of {len(batch)} samples")
-        except (BudgetExceeded, KeyboardInterrupt):
-            raise
-        except Exception as exc:
+        failure = _commit_stream(p.metric, batch, done, commit)
+        if failure is not None:  # the rest one by one, as `score_batch` does
             for index in [i for i in range(len(batch)) if i not in done]:
-                (outcome,) = ([Outcome.failed(Status.ERROR, _describe(exc))] if len(batch) == 1
-                              else score_batch(p.metric, [batch[index]]))
+                (outcome,) = ([Outcome.failed(Status.ERROR, _describe(failure))]
+                              if len(batch) == 1 else score_batch(p.metric, [batch[index]]))
                 commit(index, outcome)
     except BudgetExceeded:
         _keep_finished_before_budget_stop(
             p, [c for i, c in enumerate(chunk) if i not in done], store, result)
         raise
+
+
+def _commit_stream(metric: Metric, batch: Sequence[Sample], done: set[int],
+                   commit: Callable[[int, Outcome], None]) -> Exception | None:
+    """Commit each result `metric.score_stream(batch)` yields; return what made the stream
+    fail (it raised, or yielded a bad or no index for some samples), None if it did not. An
+    error committing (the store) is raised, not taken for the metric's."""
+    stream = metric.score_stream(batch)
+    try:
+        while True:
+            try:
+                index, r = next(stream)
+            except StopIteration:
+                break
+            except (BudgetExceeded, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                return exc
+            if not 0 <= index < len(batch) or index in done:
+                return JudgebenchError(f"metric {metric.info.name} streamed index {index} "
+                                       f"for a batch of {len(batch)} (out of range or twice)")
+            commit(index, outcome_of(r))
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # a stream left early stops its calls
+    if len(done) < len(batch):
+        return JudgebenchError(f"metric {metric.info.name} streamed no result for "
+                               f"{len(batch) - len(done)} of {len(batch)} samples")
+    return None
 
 
 def _keep_finished_before_budget_stop(
