@@ -84,8 +84,14 @@ def _module_exists(module_name: str) -> bool:
     "-p", "--plugin", "plugins", multiple=True, metavar="MODULE",
     help="Load a local plugin: a module path or a .py file (repeatable).",
 )
-def cli(plugins: tuple[str, ...]) -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Let third-party libraries print their warnings and progress bars "
+                   "(transformers, huggingface_hub, sacrebleu, ...); without it, only errors.")
+def cli(plugins: tuple[str, ...], verbose: bool) -> None:
     """Score generated text with pluggable metrics and audit them against people."""
+    from judgebench.verbosity import set_third_party_output
+
+    set_third_party_output(verbose)
 
 
 def _plugins_and_command(argv: list[str]) -> tuple[list[str], str | None]:

@@ -10,6 +10,12 @@ one, `corpus_score(samples)` (one number over one system's samples). A result is
 an Outcome when it needs a status other than ok, a reason, raw judge text, tokens or cost;
 `outcome_of` is the one rule that turns a result into an Outcome, for the runner and the audit.
 
+A metric whose results finish one by one (an LLM judge: hundreds of requests in flight)
+overrides `score_stream(samples)`: it yields `(index into samples, result)` as each sample
+finishes, in completion order, and the runner commits each to the store as it comes, so the
+progress bar moves per sample and a run killed mid-batch loses only the samples in flight.
+The default yields `score`'s results in input order once the whole batch is done.
+
 A segment-level metric whose corpus score comes from summed per-sample sufficient statistics
 (sacrebleu's BLEU, chrF and TER) implements `statistics(samples)` (a short list of numbers per
 sample) and `corpus_from_statistics(total)`, and returns each sample's statistics with its
@@ -23,12 +29,12 @@ the read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from judgebench.errors import InputError
+from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import MetricInfo, Outcome, Sample, Signature, Status
 from judgebench.suggest import did_you_mean
 
@@ -99,6 +105,23 @@ class Metric(Generic[OptionsT]):
     def score(self, samples: Sequence[Sample]) -> Sequence[float | Outcome | None]:
         """One result per sample, in order. Raise to mark the whole batch as failed."""
         raise NotImplementedError(f"{self.info.name} has no segment-level score")
+
+    def score_stream(self, samples: Sequence[Sample]
+                     ) -> Iterator[tuple[int, float | Outcome | None]]:
+        """`(index into samples, result)` as each sample finishes, each index once, in any
+        order. Raise to stop: the results yielded before are kept and the runner scores the
+        samples not yet yielded one by one (a BudgetExceeded stops the run, see the runner).
+        The default: `score` of the whole batch, then its results in input order."""
+        results = list(self.score(samples))
+        if len(results) != len(samples):
+            raise JudgebenchError(f"metric {self.info.name} returned {len(results)} results "
+                                  f"for {len(samples)} samples")
+        yield from enumerate(results)
+
+    @property
+    def streams(self) -> bool:
+        """Whether this metric yields its results as they finish (`score_stream` overridden)."""
+        return type(self).score_stream is not Metric.score_stream
 
     def corpus_score(self, samples: Sequence[Sample]) -> float | Outcome:
         """One number over the samples of one system (e.g. corpus BLEU). A metric whose info

@@ -3,9 +3,10 @@
 Order of work: a first read of every sample (`survey`: validation, duplicates, which fields
 are missing where, the human columns), then build every metric from its spec and check every
 required field (nothing runs if one is missing), then, chunk by chunk over a second read, per
-metric score the samples the store does not already hold (resume), committing each batch, and
-write that chunk's rows of the wide table; last, corpus-level scores per system. The table is
-built from the store, so a resumed run and a fresh one produce the same table.
+metric score the samples the store does not already hold (resume), committing each batch (each
+sample, for a metric that streams its results: `Metric.score_stream`), and write that chunk's
+rows of the wide table; last, corpus-level scores per system. The table is built from the
+store, so a resumed run and a fresh one produce the same table.
 """
 
 from __future__ import annotations
@@ -524,6 +525,9 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
             result.computed += len(batch)
             bar.update(len(batch))
             continue
+        if p.metric.streams:
+            _score_streamed(p, chunk, store, bar, result)
+            continue
         began = time.perf_counter()
         try:
             outcomes = score_batch(p.metric, batch)
@@ -540,6 +544,68 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
         str(score.status) for score in stored.values())
     result.count_failures(p.column, stored.values())
     return stored
+
+
+def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], store: Store,
+                    bar: Any, result: RunResult) -> None:
+    """Score one batch of a metric that yields its results as they finish
+    (`Metric.score_stream`), committing each sample as it comes (one small transaction: see
+    the README's "Streaming" for its cost), so a killed run loses only the samples in
+    flight. If the stream raises, the samples it did not yield are scored one by one, as
+    `score_batch` does; a budget stop keeps what finished."""
+    batch = [s for s, _ in chunk]
+    began = time.perf_counter()
+    done: set[int] = set()
+
+    def commit(index: int, outcome: Outcome) -> None:
+        sample, digest = chunk[index]
+        elapsed = (time.perf_counter() - began) / (len(done) + 1)  # per sample, so far
+        store.put([_stamp(outcome, sample, p)], [digest], elapsed)
+        done.add(index)
+        result.computed += 1
+        bar.update(1)
+
+    try:
+        failure = _commit_stream(p.metric, batch, done, commit)
+        if failure is not None:  # the rest one by one, as `score_batch` does
+            for index in [i for i in range(len(batch)) if i not in done]:
+                (outcome,) = ([Outcome.failed(Status.ERROR, _describe(failure))]
+                              if len(batch) == 1 else score_batch(p.metric, [batch[index]]))
+                commit(index, outcome)
+    except BudgetExceeded:
+        _keep_finished_before_budget_stop(
+            p, [c for i, c in enumerate(chunk) if i not in done], store, result)
+        raise
+
+
+def _commit_stream(metric: Metric, batch: Sequence[Sample], done: set[int],
+                   commit: Callable[[int, Outcome], None]) -> Exception | None:
+    """Commit each result `metric.score_stream(batch)` yields; return what made the stream
+    fail (it raised, or yielded a bad or no index for some samples), None if it did not. An
+    error committing (the store) is raised, not taken for the metric's."""
+    stream = metric.score_stream(batch)
+    try:
+        while True:
+            try:
+                index, r = next(stream)
+            except StopIteration:
+                break
+            except (BudgetExceeded, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                return exc
+            if not 0 <= index < len(batch) or index in done:
+                return JudgebenchError(f"metric {metric.info.name} streamed index {index} "
+                                       f"for a batch of {len(batch)} (out of range or twice)")
+            commit(index, outcome_of(r))
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # a stream left early stops its calls
+    if len(done) < len(batch):
+        return JudgebenchError(f"metric {metric.info.name} streamed no result for "
+                               f"{len(batch) - len(done)} of {len(batch)} samples")
+    return None
 
 
 def _keep_finished_before_budget_stop(

@@ -7,7 +7,8 @@ The server reads the two responses between the pairwise template's `<response_a>
   the order and the combined verdict is a tie); a judge whose system prompt says `STRICT`
   answers `[[C]]` (a tie) instead;
 - `GARBLE` in the response shown first: an answer with no verdict (a parse error).
-Every answered request is counted, so a test can see what was sent.
+Every answered request is counted, and its messages kept (`prompts`), so a test can see what
+was sent. `ScriptedJudge(reply=f)` answers with `f(system, user)` instead (another script).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -51,10 +53,11 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body["messages"]
         system = "\n".join(m["content"] for m in messages if m["role"] == "system")
         user = "\n".join(m["content"] for m in messages if m["role"] == "user")
-        reply = verdict_for(system, user)
+        reply = self.server.reply(system, user)
         time.sleep(self.server.latency)
         with self.server.lock:
             self.server.calls += 1
+            self.server.prompts.append(messages)
         answer = {
             "id": "chatcmpl-scripted", "object": "chat.completion", "model": body.get("model"),
             "choices": [{"index": 0, "finish_reason": "stop",
@@ -73,8 +76,10 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedJudge:
     """`with ScriptedJudge() as judge:` serves on 127.0.0.1; `judge.url` is the api_base."""
 
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(self, latency: float = 0.0,
+                 reply: Callable[[str, str], str] = verdict_for) -> None:
         self.latency = latency
+        self.reply = reply
 
     def __enter__(self) -> ScriptedJudge:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -82,6 +87,8 @@ class ScriptedJudge:
         self.server.daemon_threads = True
         self.server.lock = threading.Lock()  # type: ignore[attr-defined]
         self.server.calls = 0  # type: ignore[attr-defined]
+        self.server.prompts = []  # type: ignore[attr-defined]
+        self.server.reply = self.reply  # type: ignore[attr-defined]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         return self
@@ -93,6 +100,11 @@ class ScriptedJudge:
     @property
     def calls(self) -> int:
         return int(self.server.calls)  # type: ignore[attr-defined]
+
+    @property
+    def prompts(self) -> list[list[dict[str, str]]]:
+        """The messages of every answered request, in the order they were answered."""
+        return list(self.server.prompts)  # type: ignore[attr-defined]
 
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()

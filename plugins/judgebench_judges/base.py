@@ -4,7 +4,9 @@
 A judge subclass implements ``async judge(sample) -> Outcome`` using ``await self.ask(...)``
 (one request, answered through the cache, batched with every other request made in the same
 event-loop tick) and ``planned_requests(sample)`` for `estimate`. `score(samples)` runs all
-samples of a batch concurrently in one event loop and returns one Outcome per sample.
+samples of a batch concurrently in one event loop and returns one Outcome per sample;
+`score_stream(samples)` runs them the same way and yields each sample's Outcome as it
+finishes (the event loop runs in a thread, so calls go on while the runner commits).
 
 Protocols (option ``protocol``, recorded in the signature):
 
@@ -21,9 +23,12 @@ Protocols (option ``protocol``, recorded in the signature):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import math
-from collections.abc import Sequence
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -265,19 +270,44 @@ class JudgeMetric(Metric[JudgeOptionsT]):
     def score(self, samples: Sequence[Sample]) -> list[Outcome]:
         return run_sync(self.ascore(samples))
 
+    def score_stream(self, samples: Sequence[Sample]) -> Iterator[tuple[int, Outcome]]:
+        return iterate_in_thread(lambda: self.astream(samples))
+
     async def ascore(self, samples: Sequence[Sample]) -> list[Outcome]:
+        results: list[Outcome | None] = [None] * len(samples)
+        async for index, outcome in self.astream(samples):
+            results[index] = outcome
+        return results  # type: ignore[return-value]  # astream yields every index or raises
+
+    async def astream(self, samples: Sequence[Sample]) -> AsyncIterator[tuple[int, Outcome]]:
+        """Every sample judged concurrently; `(index, Outcome)` as each finishes. A sample
+        that raised (a budget stop first) is raised once every other sample has finished,
+        so what finished is yielded and its calls are in the cache: a resumed run does not
+        repeat them."""
         self._dispatcher = Dispatcher(self.use_cache())
         await self.prepare()
-        results = await asyncio.gather(*(self._judge_safely(s) for s in samples),
-                                       return_exceptions=True)
+
+        async def indexed(index: int, sample: Sample) -> tuple[int, Outcome | Exception]:
+            try:
+                return index, await self._judge_safely(sample)
+            except Exception as exc:
+                return index, exc
+
+        # Tasks made in input order, so requests go out in input order (as_completed alone
+        # would start them in a set's order).
+        tasks = [asyncio.ensure_future(indexed(i, s)) for i, s in enumerate(samples)]
+        stop: Exception | None = None
+        for finished in asyncio.as_completed(tasks):
+            index, result = await finished
+            if isinstance(result, Exception):
+                if stop is None or (isinstance(result, runtime.BudgetExceeded)
+                                    and not isinstance(stop, runtime.BudgetExceeded)):
+                    stop = result
+                continue
+            yield index, redacted(result)
         await self._dispatcher.drain()
-        stop = next((r for r in results if isinstance(r, runtime.BudgetExceeded)), None)
         if stop is not None:
-            raise stop  # finished calls are in the cache; a resumed run does not repeat them
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
-        return [redacted(r) for r in results]  # type: ignore[arg-type]
+            raise stop
 
     async def prepare(self) -> None:
         """Work done once per batch before the samples (e.g. G-Eval's generated steps)."""
@@ -335,6 +365,54 @@ class JudgeMetric(Metric[JudgeOptionsT]):
             if self._backend.cache is not None:
                 self._backend.cache.close()
             self._backend = None
+
+
+_T = TypeVar("_T")
+
+
+def iterate_in_thread(make: Callable[[], AsyncIterator[_T]]) -> Iterator[_T]:
+    """The items of the async iterator `make()` as a plain iterator. Its event loop runs in a
+    thread of its own (with this context's run settings), so its calls go on while the caller
+    works on an item, and it works inside a running event loop too. An error it raises is
+    raised here; a caller that stops early cancels it."""
+    items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    running: dict[str, Any] = {}
+    stopped = threading.Event()  # the caller stopped before the loop started: do nothing
+
+    async def pump() -> None:
+        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        if stopped.is_set():
+            return
+        try:
+            async for item in make():
+                items.put(("item", item))
+        except BaseException as exc:
+            items.put(("error", exc))
+            if not isinstance(exc, Exception | asyncio.CancelledError):
+                raise
+        else:
+            items.put(("end", None))
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(asyncio.run, pump()), daemon=True)
+    thread.start()
+    ended = False
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "item":
+                yield value
+                continue
+            ended = True
+            if kind == "error":
+                raise value
+            return
+    finally:
+        stopped.set()
+        if not ended and "loop" in running:
+            with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
+                running["loop"].call_soon_threadsafe(running["task"].cancel)
+        thread.join(timeout=None if ended else 5.0)
 
 
 class MissingField(ValueError):

@@ -34,6 +34,9 @@ class BleuOptions(_Options):
     smooth_method: Literal["exp", "floor", "add-k", "none"] = "exp"
     smooth_value: float | None = None
     lowercase: bool = False
+    #: sacrebleu's `force`: no warning for output that looks tokenized (lines ending in " .").
+    #: It changes no score, so like sacrebleu's own signature ours leaves it out.
+    force: bool = False
 
 
 class ChrfOptions(_Options):
@@ -110,17 +113,20 @@ class SacrebleuMetric(Metric[SacrebleuOptionsT]):
         return metric._extract_corpus_statistics(
             [sample.output], [[r] for r in sample.references])
 
+    def _statistics(self, samples: Sequence[Sample]) -> list[list[Any]]:
+        """Each sample's statistics, one sentence at a time."""
+        return [self._sentence(sample)[0] for sample in samples]
+
     def score(self, samples: Sequence[Sample]) -> list[WithStatistics]:
         metric = self._sentence_metric
         results = []
-        for sample in samples:
-            stats = self._sentence(sample)
-            kept = list(stats[0])  # before the score: BLEU's add-k smoothing adds in place
-            results.append(WithStatistics(metric._aggregate_and_compute(stats).score, kept))
+        for stats in self._statistics(samples):
+            kept = list(stats)  # before the score: BLEU's add-k smoothing adds in place
+            results.append(WithStatistics(metric._aggregate_and_compute([stats]).score, kept))
         return results
 
     def statistics(self, samples: Sequence[Sample]) -> list[list[float]]:
-        return [list(self._sentence(sample)[0]) for sample in samples]
+        return [list(stats) for stats in self._statistics(samples)]
 
     def corpus_from_statistics(self, total: list[float]) -> float:
         return float(self._corpus_metric._compute_score_from_stats(list(total)).score)
@@ -146,7 +152,23 @@ class Bleu(SacrebleuMetric[BleuOptions]):
 
         o = self.options
         return BLEU(tokenize=o.tokenize, smooth_method=o.smooth_method,
-                    smooth_value=o.smooth_value, lowercase=o.lowercase, effective_order=sentence)
+                    smooth_value=o.smooth_value, lowercase=o.lowercase, effective_order=sentence,
+                    force=o.force)
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        fields.pop("force")
+        return fields
+
+    def _statistics(self, samples: Sequence[Sample]) -> list[list[Any]]:
+        """The whole batch in one sacrebleu call: the same statistics as one sentence at a
+        time, and sacrebleu's check for tokenized output (100 lines ending in " .") sees the
+        batch as in its `corpus_score` (`force` turns it off; `judgebench -v` shows it)."""
+        metric = self._sentence_metric
+        outputs = [s.output for s in samples]
+        streams = _reference_streams(samples)
+        metric._check_corpus_score_args(outputs, streams)
+        return list(metric._extract_corpus_statistics(outputs, streams))
 
 
 class Chrf(SacrebleuMetric[ChrfOptions]):

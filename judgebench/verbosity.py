@@ -1,0 +1,47 @@
+"""What third-party libraries may print on the terminal: by default only their errors;
+with `judgebench -v` their warnings and progress bars too (transformers' tokenizer warnings
+and weight-loading bars, huggingface_hub's download bars, sacrebleu's "tokenized period"
+warning, HTTP client chatter). judgebench's own progress bar and messages are not affected.
+
+The libraries read some of these settings when they are first imported, so they are set in
+the environment (before any heavy import: plugins import their model libraries only when a
+metric is used) and, for a library already imported, through its own switches.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+#: Loggers of libraries that metric and backend plugins use.
+THIRD_PARTY_LOGGERS = ("transformers", "huggingface_hub", "sentence_transformers", "datasets",
+                       "sacrebleu", "absl", "filelock", "urllib3", "httpx", "httpcore",
+                       "LiteLLM", "litellm", "vllm", "torch", "bert_score", "comet")
+
+#: Read by transformers and huggingface_hub when they are imported.
+QUIET_ENVIRONMENT = {"TRANSFORMERS_VERBOSITY": "error", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+                     "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+def set_third_party_output(verbose: bool) -> None:
+    """Quiet third-party libraries (errors only, no progress bars), or with `verbose` let
+    them print their warnings and bars. A variable of QUIET_ENVIRONMENT the user set (not
+    empty) is kept."""
+    level = logging.WARNING if verbose else logging.ERROR
+    for name in THIRD_PARTY_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    if not verbose:
+        for name, value in QUIET_ENVIRONMENT.items():
+            if not os.environ.get(name):
+                os.environ[name] = value
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity(level)
+        (transformers_logging.enable_progress_bar if verbose
+         else transformers_logging.disable_progress_bar)()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub import utils as hub_utils
+
+        (hub_utils.enable_progress_bars if verbose else hub_utils.disable_progress_bars)()
