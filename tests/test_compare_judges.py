@@ -409,9 +409,9 @@ def test_geval_sampling_distributions_are_empirical(tmp_path) -> None:
                  "logprobs=false,n=6" for m in ("judge-one", "judge-two")]
         rubric = (f"judge.rubric:backend=openai_compat,model=judge-one,api_base={server.url},"
                   "api_key_env=JB_PAIR_KEY,protocol=text")
-        proc = run_cli("score", str(data), "--allow-failures", *[a for s in specs for a in ("-m", s)], "-o",
-                       str(tmp_path / "scores.csv"), "--store", str(tmp_path / "runs.db"),
-                       cwd=tmp_path, env=KEY_ENV)
+        proc = run_cli("score", str(data), "--allow-failures",
+                       *[a for s in specs for a in ("-m", s)], "-o", str(tmp_path / "scores.csv"),
+                       "--store", str(tmp_path / "runs.db"), cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
         server.post("/_reply", {"reply": "Feedback: ok. [RESULT] {score}"})
         proc = run_cli("score", str(data), "--allow-failures", "-m", rubric, "-m", specs[0], "-o",

@@ -69,8 +69,8 @@ def isolated(monkeypatch, tmp_path):
 
 def score(tmp_path: Path, spec: str, out: str, *extra: str, data: Path | None = None):
     data = data or write_jsonl(tmp_path / "pairs.jsonl", pair_records())
-    return run_cli("score", str(data), "--allow-failures", "-m", spec, "-o", str(tmp_path / out), "--store",
-                   str(tmp_path / "runs.db"), *extra, cwd=tmp_path, env=KEY_ENV)
+    return run_cli("score", str(data), "--allow-failures", "-m", spec, "-o", str(tmp_path / out),
+                   "--store", str(tmp_path / "runs.db"), *extra, cwd=tmp_path, env=KEY_ENV)
 
 
 def test_the_script_is_what_the_expectations_say() -> None:
@@ -212,8 +212,9 @@ def test_shapes_that_cannot_mix_are_refused_before_any_call(tmp_path, case) -> N
             records.append({**records[0], "system": "M0 vs M1 (again)"})
         data = write_jsonl(tmp_path / "bad.jsonl", records)
         args = [a for spec in specs for a in ("-m", spec)]
-        proc = run_cli("score", str(data), "--allow-failures", *args, "-o", str(tmp_path / "out.csv"), "--store",
-                       str(tmp_path / "runs.db"), cwd=tmp_path, env=KEY_ENV)
+        proc = run_cli("score", str(data), "--allow-failures", *args, "-o",
+                       str(tmp_path / "out.csv"), "--store", str(tmp_path / "runs.db"),
+                       cwd=tmp_path, env=KEY_ENV)
         assert server.calls == 0
     assert proc.returncode == 2, proc.stderr
     expected = {"mixed metrics": "one run writes one table",
