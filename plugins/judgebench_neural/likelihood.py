@@ -24,8 +24,9 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from judgebench.backends.engine import EngineOptions, given_engine_options, unset_engine_fields
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
@@ -37,12 +38,13 @@ def _merged() -> Outcome:
                           "output; end the template with a space or a newline")
 
 
-class LikelihoodOptions(BaseModel):
+class LikelihoodOptions(EngineOptions):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     backend: str = "transformers"
     model: str | None = None
-    dtype: str | None = None
+    #: openai_compat / vllm_server: the server's base URL (e.g. http://127.0.0.1:8000/v1)
+    api_base: str | None = None
     batch_size: int = Field(default=8, ge=1)
     given: Literal["input", "reference", "none"] = "input"
     template: str = "{context}\n"
@@ -87,11 +89,11 @@ class Likelihood(Metric[LikelihoodOptions]):
         if self._backend is None:
             from judgebench.backends.base import get_backend
 
-            kwargs: dict[str, Any] = {}
+            kwargs: dict[str, Any] = given_engine_options(self.options)
             if self.options.model is not None:
                 kwargs["model"] = self.options.model
-            if self.options.dtype is not None:
-                kwargs["dtype"] = self.options.dtype
+            if self.options.api_base is not None:
+                kwargs["api_base"] = self.options.api_base
             if self.options.backend == "transformers":
                 kwargs["batch_size"] = self.options.batch_size
             try:
@@ -107,12 +109,15 @@ class Likelihood(Metric[LikelihoodOptions]):
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
-        fields.pop("batch_size", None)
+        for name in {"batch_size", "api_base"} | unset_engine_fields(self.options):
+            fields.pop(name, None)
         fields["template"] = json.dumps(self.options.template)
         identity = self.backend.identity()
         fields["model"] = identity.get("model", "none")
         fields["rev"] = identity.get("revision", "none")
         fields["dtype"] = identity.get("dtype", self.options.dtype or "default")
+        fields.update({k: v for k, v in identity.items()
+                       if k not in ("backend", "model", "revision", "dtype") and v})
         return fields
 
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
