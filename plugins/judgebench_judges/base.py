@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from judgebench import runtime
 from judgebench.backends import (
@@ -37,7 +37,7 @@ from judgebench.backends import (
     get_backend,
     run_sync,
 )
-from judgebench.backends.engine import ENGINE_OPTIONS, EngineOptions, unset_engine_fields
+from judgebench.backends.base import ENGINE_OPTIONS, EngineOptions, unset_engine_fields
 from judgebench.errors import InputError
 from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import Metric

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from judgebench.backends.engine import EngineOptions, given_engine_options, unset_engine_fields
+from judgebench.backends.base import EngineOptions, given_engine_options, unset_engine_fields
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
@@ -45,6 +45,8 @@ class LikelihoodOptions(EngineOptions):
     model: str | None = None
     #: openai_compat / vllm_server: the server's base URL (e.g. http://127.0.0.1:8000/v1)
     api_base: str | None = None
+    #: openai_compat: the environment variable holding the server's API key
+    api_key_env: str | None = None
     batch_size: int = Field(default=8, ge=1)
     given: Literal["input", "reference", "none"] = "input"
     template: str = "{context}\n"
@@ -92,8 +94,9 @@ class Likelihood(Metric[LikelihoodOptions]):
             kwargs: dict[str, Any] = given_engine_options(self.options)
             if self.options.model is not None:
                 kwargs["model"] = self.options.model
-            if self.options.api_base is not None:
-                kwargs["api_base"] = self.options.api_base
+            for remote in ("api_base", "api_key_env"):
+                if getattr(self.options, remote) is not None:
+                    kwargs[remote] = getattr(self.options, remote)
             if self.options.backend == "transformers":
                 kwargs["batch_size"] = self.options.batch_size
             try:
@@ -109,7 +112,7 @@ class Likelihood(Metric[LikelihoodOptions]):
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
-        for name in {"batch_size", "api_base"} | unset_engine_fields(self.options):
+        for name in {"batch_size", "api_base", "api_key_env"} | unset_engine_fields(self.options):
             fields.pop(name, None)
         fields["template"] = json.dumps(self.options.template)
         identity = self.backend.identity()

@@ -2,8 +2,8 @@
 
 from types import SimpleNamespace
 
-from vllm import sampling_params
-from vllm.sampling_params import SamplingParams
+from vllm import sampling_params as sampling_params
+from vllm.sampling_params import SamplingParams as SamplingParams
 
 __version__ = "0.11.0"
 
@@ -47,7 +47,7 @@ class LLM:
         self.calls.append({"method": "generate", "prompts": prompts, "params": params,
                            "lora_request": lora_request})
         outputs = []
-        for prompt, param in zip(prompts, params):
+        for prompt, param in zip(prompts, params, strict=False):
             ids = list(prompt["prompt_token_ids"])
             opts = param.kwargs
             token_ids = [ord(c) for c in REPLY]
@@ -80,7 +80,7 @@ class LLM:
                           lambda t: SimpleNamespace(embedding=[float(len(t)), 1.0]))
 
     def score(self, data_1, data_2, use_tqdm=True, lora_request=None):
-        self.calls.append({"method": "score", "inputs": list(zip(data_1, data_2)),
+        self.calls.append({"method": "score", "inputs": list(zip(data_1, data_2, strict=False)),
                            "lora_request": lora_request})
         return [SimpleNamespace(outputs=SimpleNamespace(score=len(a) / (len(a) + len(b))))
-                for a, b in zip(data_1, data_2)]
+                for a, b in zip(data_1, data_2, strict=False)]
