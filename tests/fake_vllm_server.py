@@ -9,8 +9,9 @@ exactly. It requires ``Authorization: Bearer $VLLM_API_KEY`` when that variable 
 ``--api-key``) is set, as vLLM does.
 
 Environment knobs (subprocess use): FAKE_VLLM_MODE = ok | never_healthy | crash;
-FAKE_VLLM_STARTUP_S (seconds before /health answers 200); FAKE_VLLM_LOG (a JSONL file: the
-argv at start, then every request body); FAKE_VLLM_REPLY (the chat answer).
+FAKE_VLLM_STARTUP_S (seconds before /health answers 200); FAKE_VLLM_LATENCY_S (seconds per
+chat answer); FAKE_VLLM_LOG (a JSONL file: the argv, pid and key at start, then every request
+body); FAKE_VLLM_REPLY (the chat answer); FAKE_VLLM_ROOT (the checkpoint /v1/models names).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class _Handler(BaseHTTPRequestHandler):
             healthy = (self.server.mode != "never_healthy"
                        and time.monotonic() >= self.server.ready_at)
             self._send(200 if healthy else 503, {})
+        elif self.path == "/version":
+            self._send(200, {"version": "0.11.0-fake"})
         elif self.path == "/v1/models":
             if self._authorised():
                 self._send(200, {"object": "list", "data": self.server.models})
@@ -84,6 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- generation ---------------------------------------------------------------------------
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(self.server.latency_s)
         continuing = body.get("continue_final_message", False)
         prompt = render_chat(body["messages"], add_generation_prompt=not continuing)
         reply = self.server.reply[: body.get("max_tokens") or None]
@@ -152,6 +156,7 @@ class FakeVLLMServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), _Handler)
         self.api_key, self.mode, self.reply = api_key, mode, reply
         self.ready_at = time.monotonic() + startup_s
+        self.latency_s = float(os.environ.get("FAKE_VLLM_LATENCY_S", "0"))
         self.models = [{"id": model, "object": "model", "root": root or model, "parent": None}]
         for module in lora_modules:
             name, _, path = module.partition("=")
@@ -190,8 +195,9 @@ def main(argv: list[str]) -> int:
     api_key = flag("--api-key") or os.environ.get("VLLM_API_KEY")
     if log:
         with open(log, "a", encoding="utf-8") as handle:
+            # a test-only log: the key is written so a test can look for it elsewhere
             handle.write(json.dumps({"argv": argv, "pid": os.getpid(),
-                                     "has_key": bool(api_key)}) + "\n")
+                                     "api_key": api_key}) + "\n")
     mode = os.environ.get("FAKE_VLLM_MODE", "ok")
     print(f"INFO fake vllm serving {model}", file=sys.stderr, flush=True)
     if mode == "crash":

@@ -1,0 +1,348 @@
+"""A managed ``vllm serve``: judgebench starts the server, judges through it, and stops it.
+
+``judge.rubric:backend=vllm_server,model=/models/qwen,tensor_parallel_size=2`` starts
+``vllm serve /models/qwen --host 127.0.0.1 --port <free port> --tensor-parallel-size 2`` with
+a random API key in the child's environment (``VLLM_API_KEY``: never on its command line, in
+the store, a log, the signature or an error), waits until it is healthy (``/health``, then
+``/v1/models``), and talks to it as `OpenAICompatBackend` does (chat, completions with
+prompt logprobs, /tokenize). The metrics of a run that name the same model and engine options
+share one server; it is stopped when the last of them closes (the end of a run, an error, or
+Ctrl-C: terminate, wait, kill), and at interpreter exit whatever is left. A server that exits
+or never becomes healthy is an error quoting the end of its output.
+
+The start command is ``command=...``, else ``$JUDGEBENCH_VLLM_SERVE``, else ``vllm serve``
+(so tests run the lifecycle on CPU with a small fake server). The identity (and so the
+signature) says ``vllm_server``, and records the checkpoint the server reports for the model
+(``served``) and its vLLM version (``GET /version``). The server starts when the signature
+is first asked for, so ``--dry-run`` starts it too (it makes no model call): its identity is
+known and its token counts are the server's own (``/tokenize``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import json
+import os
+import secrets
+import shlex
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from judgebench.backends.base import Request
+from judgebench.errors import InputError, JudgebenchError
+from judgebench.redact import redact
+from judgebench_backends.openai_compat import OpenAICompatBackend, OpenAICompatOptions
+
+DEFAULT_COMMAND = "vllm serve"
+#: vllm serve flags of the engine options (booleans are flags; None is left out).
+SERVE_FLAGS = {
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "pipeline_parallel_size": "--pipeline-parallel-size",
+    "data_parallel_size": "--data-parallel-size",
+    "max_model_len": "--max-model-len",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "quantization": "--quantization",
+    "dtype": "--dtype",
+    "enforce_eager": "--enforce-eager",
+    "max_num_seqs": "--max-num-seqs",
+    "enable_prefix_caching": "--enable-prefix-caching",
+    "seed": "--seed",
+    "revision": "--revision",
+}
+LORA_NAME = "adapter"
+
+
+def serve_arguments(model: str, engine: dict[str, Any], lora: str | None) -> list[str]:
+    """The ``vllm serve`` arguments after the command: the model, then one flag per option."""
+    args = [model]
+    for name, flag in SERVE_FLAGS.items():
+        value = engine.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            if name == "enable_prefix_caching":
+                args.append(flag if value else "--no-enable-prefix-caching")
+            elif value:
+                args.append(flag)
+        else:
+            args += [flag, str(value)]
+    if lora:
+        from judgebench_backends.vllm_backend import adapter_rank
+
+        args += ["--enable-lora", "--max-lora-rank", str(adapter_rank(lora)),
+                 "--lora-modules", f"{LORA_NAME}={Path(lora).expanduser().resolve()}"]
+    return args
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ManagedServer:
+    """One ``vllm serve`` child process: started, health-checked, stopped (see the module)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.api_key = "sk-jb-" + secrets.token_hex(24)  # the shape redact() scrubs anywhere
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.models: list[dict[str, Any]] = []
+        self.version: str | None = None
+        self._log_dir = Path(tempfile.mkdtemp(prefix="judgebench-vllm-"))
+        self._log = self._log_dir / "server.log"
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float) -> None:
+        self.port = free_port()
+        argv = [*self.argv, "--host", "127.0.0.1", "--port", str(self.port)]
+        env = {**os.environ, "VLLM_API_KEY": self.api_key}
+        with self._log.open("wb") as log:
+            try:
+                # its own session: a terminal's Ctrl-C reaches judgebench, which stops it
+                self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                                stderr=subprocess.STDOUT, env=env,
+                                                start_new_session=True)
+            except OSError as exc:
+                raise JudgebenchError(f"cannot start `{shlex.join(self.argv[:2])}` ({exc}); "
+                                      "install vllm, or set command=... or "
+                                      "$JUDGEBENCH_VLLM_SERVE") from None
+        try:
+            self._wait_healthy(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_healthy(self, timeout_s: float) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                raise JudgebenchError(f"`{self.describe()}` exited with status {code} before "
+                                      f"it was healthy; its last output:\n{self.tail()}")
+            if self._get("/health") is not None:
+                listing = self._get("/v1/models")
+                if isinstance(listing, dict) and listing.get("data"):
+                    self.models = [m for m in listing["data"] if isinstance(m, dict)]
+                    version = self._get("/version")
+                    if isinstance(version, dict) and version.get("version"):
+                        self.version = str(version["version"])
+                    return
+            time.sleep(0.2)
+        raise JudgebenchError(f"`{self.describe()}` was not healthy after {timeout_s:g}s "
+                              f"(GET /health, then /v1/models); its last output:\n{self.tail()}")
+
+    def _get(self, path: str) -> Any:
+        request = urllib.request.Request(self.root + path,
+                                         headers={"Authorization": f"Bearer {self.api_key}"})
+        try:
+            with urllib.request.urlopen(request, timeout=5.0) as reply:
+                body = reply.read()
+        except (OSError, urllib.error.URLError):
+            return None
+        try:
+            return json.loads(body) if body.strip() else {}
+        except ValueError:
+            return {}
+
+    def describe(self) -> str:
+        return shlex.join(self.argv)
+
+    def tail(self, chars: int = 2000) -> str:
+        try:
+            text = self._log.read_bytes()[-chars:].decode("utf-8", "replace")
+        except OSError:
+            return "(no output)"
+        return (redact(text.replace(self.api_key, "[REDACTED]")) or "").strip() or "(no output)"
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Terminate, wait up to `grace_s`, then kill; idempotent."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        shutil.rmtree(self._log_dir, ignore_errors=True)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class _Servers:
+    """The servers of this process, one per distinct command line, counted by the backends
+    holding each; the last to release one stops it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._servers: dict[tuple[str, ...], ManagedServer] = {}
+        self._holders: dict[tuple[str, ...], int] = {}
+        atexit.register(self.stop_all)
+
+    def acquire(self, argv: list[str], timeout_s: float) -> ManagedServer:
+        key = tuple(argv)
+        with self._lock:
+            server = self._servers.get(key)
+            if server is None:
+                server = ManagedServer(argv)
+                server.start(timeout_s)  # under the lock: a second metric waits, then shares
+                self._servers[key], self._holders[key] = server, 0
+            self._holders[key] += 1
+            return server
+
+    def release(self, argv: list[str]) -> None:
+        key = tuple(argv)
+        with self._lock:
+            if key not in self._holders:
+                return
+            self._holders[key] -= 1
+            if self._holders[key] > 0:
+                return
+            del self._holders[key]
+            server = self._servers.pop(key)
+        server.stop()
+
+    def stop_all(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+            self._holders.clear()
+        for server in servers:
+            server.stop()
+
+    def __len__(self) -> int:
+        return len(self._servers)
+
+
+servers = _Servers()
+
+
+@dataclasses.dataclass(kw_only=True)
+class VLLMServerOptions(OpenAICompatOptions):
+    """OpenAICompatOptions (a prefill is continued by default), and the engine options."""
+
+    prefill: bool = True
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    quantization: str | None = None
+    dtype: str | None = None
+    enforce_eager: bool | None = None
+    max_num_seqs: int | None = None
+    enable_prefix_caching: bool | None = None
+    seed: int | None = None
+    lora: str | None = None
+    command: str | None = None
+    startup_timeout_s: float = 900.0
+
+
+ENGINE_FIELDS = tuple(name for name in SERVE_FLAGS if name != "revision")
+#: OpenAICompatOptions does not take these: api_base (this backend makes its own) and more.
+_NOT_TAKEN = frozenset({"api_base", "api_key_env"})
+
+
+class VLLMServerBackend(OpenAICompatBackend):
+    name = "vllm_server"
+    Options = VLLMServerOptions
+    options: VLLMServerOptions
+
+    def __init__(self, model: str, revision: str | None = None, **options: Any) -> None:
+        given = sorted(set(options) & _NOT_TAKEN)
+        if given:
+            raise ValueError(f"the vllm_server backend starts its own server and key; it "
+                             f"does not take {', '.join(given)} (use backend=openai_compat "
+                             "for a server you started)")
+        super().__init__(model, revision, api_base="http://127.0.0.1:0/v1", **options)
+        o = self.options
+        if o.lora and not (Path(o.lora).expanduser() / "adapter_config.json").is_file():
+            raise InputError(f"lora={o.lora}: not a LoRA adapter directory (no "
+                             "adapter_config.json)", field="lora")
+        command = o.command or os.environ.get("JUDGEBENCH_VLLM_SERVE") or DEFAULT_COMMAND
+        engine = {name: getattr(o, name) for name in ENGINE_FIELDS}
+        engine["revision"] = revision
+        self.argv = [*shlex.split(command), *serve_arguments(self.model, engine, o.lora)]
+        self.server: ManagedServer | None = None
+        self._start_lock = threading.Lock()
+
+    @classmethod
+    def accepts(cls) -> Any:
+        from judgebench.backends.base import Accepts
+
+        taken = super().accepts()
+        return Accepts(names=frozenset((taken.names or frozenset()) - _NOT_TAKEN),
+                       required=taken.required)
+
+    # -- the server -----------------------------------------------------------------------
+    def ensure_started(self) -> ManagedServer:
+        with self._start_lock:
+            if self.server is None or not self.server.running:
+                if self.server is not None:  # it died: give it back, start another
+                    servers.release(self.argv)
+                self.server = servers.acquire(self.argv, self.options.startup_timeout_s)
+                self.base = self.server.root + "/v1"
+                self.api_base = self.base
+                self.url = self.base + "/chat/completions"
+                self._served_known = False
+            return self.server
+
+    def api_key(self) -> str | None:
+        return self.server.api_key if self.server is not None else None
+
+    async def open_client(self) -> Any:
+        import asyncio
+
+        await asyncio.to_thread(self.ensure_started)
+        return await super().open_client()
+
+    def body(self, request: Request) -> dict[str, Any]:
+        body = super().body(request)
+        if self.options.lora:
+            body["model"] = LORA_NAME  # the adapter, as --lora-modules names it
+        return body
+
+    def served_model(self) -> str | None:
+        server = self.ensure_started()
+        wanted = LORA_NAME if self.options.lora else self.model
+        for entry in server.models:
+            if entry.get("id") == wanted:
+                return str(entry.get("root") or entry["id"])
+        return None
+
+    def identity(self) -> dict[str, str]:
+        identity = super().identity()
+        if self.server is not None and self.server.version:
+            identity["vllm"] = self.server.version
+        if self.options.lora:
+            from judgebench_backends.vllm_backend import adapter_hash
+
+            identity["lora"] = adapter_hash(self.options.lora)
+        return identity
+
+    def count_tokens(self, request: Request) -> int:
+        self.ensure_started()
+        return super().count_tokens(request)
+
+    def close(self) -> None:
+        with self._start_lock:
+            if self.server is not None:
+                self.server = None
+                servers.release(self.argv)
