@@ -10,9 +10,11 @@ is benchmarks/gpu_vllm_check.py's job.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -173,3 +175,79 @@ def test_toml_engine_options_reach_the_engine(vllm, tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     (engine,) = vllm.ENGINES
     assert engine.kwargs["tensor_parallel_size"] == 4 and engine.kwargs["max_num_seqs"] == 16
+
+
+# -- pooling models for learned metrics ------------------------------------------------------
+def _model_dir(path: Path, num_labels: int) -> Path:
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({"num_labels": num_labels}))
+    (path / "model.safetensors").write_bytes(b"weights")  # its hash is the revision
+    return path
+
+
+def _records(n: int = 2) -> list[Sample]:
+    return [Sample(item=f"d{i}", system="s", output="x" * (3 + i), input="in" * (i + 1),
+                   reference="ref") for i in range(n)]
+
+
+def test_reward_model_reads_the_raw_score_on_a_pooling_engine(vllm, tmp_path) -> None:
+    model = _model_dir(tmp_path / "rm", num_labels=1)
+    reward = metric("learned.classifier", model=str(model), backend="vllm",
+                    max_model_len=1024)
+    assert reward.score(_records()) == [3.0, 4.0]  # the fake's reward: the text's length
+    (engine,) = vllm.ENGINES
+    assert engine.kwargs["runner"] == "pooling" and engine.kwargs["max_model_len"] == 1024
+    assert engine.calls[0]["method"] == "reward" and engine.calls[0]["inputs"] == ["xxx", "xxxx"]
+    fields = reward.signature().fields
+    assert fields["backend"] == "vllm" and fields["vllm"] == "0.11.0"
+    reward.close()
+
+
+def test_reward_probability_is_the_sigmoid_of_the_score(vllm, tmp_path) -> None:
+    model = _model_dir(tmp_path / "rm", num_labels=1)
+    reward = metric("learned.classifier", model=str(model), backend="vllm",
+                    transform="probability")
+    assert reward.score(_records(1)) == [pytest.approx(1 / (1 + math.exp(-3.0)))]
+    reward.close()
+
+
+def test_cross_encoder_pairs_use_the_score_runner(vllm, tmp_path) -> None:
+    model = _model_dir(tmp_path / "ce", num_labels=1)
+    cross = metric("learned.classifier", model=str(model), backend="vllm", pair="input",
+                   transform="probability")
+    assert cross.score(_records(1)) == [pytest.approx(2 / 5)]  # len(in) / (len + len(xxx))
+    (engine,) = vllm.ENGINES
+    assert engine.calls[0]["method"] == "score" and engine.calls[0]["inputs"] == [("in", "xxx")]
+    logit = metric("learned.classifier", model=str(model), backend="vllm", pair="input")
+    assert logit.score(_records(1)) == [pytest.approx(math.log(0.4 / 0.6))]
+    cross.close()
+    logit.close()
+
+
+def test_multi_label_classifier_reads_its_label_probability(vllm, tmp_path) -> None:
+    from judgebench.errors import InputError
+
+    model = _model_dir(tmp_path / "clf", num_labels=2)
+    clf = metric("learned.classifier", model=str(model), backend="vllm",
+                 transform="probability")
+    assert clf.score(_records(1)) == [0.75]  # label 1 of a binary classifier
+    as_logit = metric("learned.classifier", model=str(model), backend="vllm")
+    with pytest.raises(InputError, match="transform=probability"):
+        as_logit.score(_records(1))
+    clf.close()
+    as_logit.close()
+
+
+def test_embedding_cosine_on_a_pooling_engine(vllm, tmp_path) -> None:
+    model = _model_dir(tmp_path / "emb", num_labels=1)
+    cosine = metric("neural.embedding-cosine", model=str(model), backend="vllm")
+    (value,) = cosine.score([Sample(item="1", system="s", output="abc", reference="abcdef")])
+    u, v = np.array([3.0, 1.0]), np.array([6.0, 1.0])  # the fake's [len, 1] vectors
+    assert value == pytest.approx(float(u @ v / np.linalg.norm(u) / np.linalg.norm(v)))
+    assert vllm.ENGINES[0].calls[0]["method"] == "embed"
+    cosine.close()
+
+
+def test_transformers_learned_signatures_do_not_change(vllm) -> None:
+    fields = metric("neural.embedding-cosine").signature_fields()
+    assert "backend" not in fields and "tensor_parallel_size" not in fields

@@ -230,3 +230,29 @@ def test_api_base_is_refused_it_makes_its_own(log) -> None:
 
     with pytest.raises(InputError, match="starts its own server"):
         get_backend("vllm_server", model="/m", api_key_env="HOME")
+
+
+def test_learned_metrics_on_a_managed_pooling_server(log, tmp_path) -> None:
+    model = tmp_path / "rm"
+    model.mkdir()
+    (model / "config.json").write_text('{"num_labels": 1}')
+    (model / "model.safetensors").write_bytes(b"weights")
+    samples = [Sample(item="1", system="s", output="abcd", input="xy", reference="abcdef")]
+    host = get_host()
+    reward = host.metric("learned.classifier").factory(model=str(model), backend="vllm_server")
+    cross = host.metric("learned.classifier").factory(
+        model=str(model), backend="vllm_server", pair="input", transform="probability")
+    cosine = host.metric("neural.embedding-cosine").factory(model=str(model),
+                                                            backend="vllm_server")
+    assert reward.score(samples) == [4.0]  # the fake's /pooling: the text's length
+    assert cross.score(samples) == [pytest.approx(2 / 6)]  # its /score: len(a)/(len(a)+len(b))
+    (value,) = cosine.score(samples)
+    assert value == pytest.approx((4 * 6 + 1) / ((17 ** 0.5) * (37 ** 0.5)))
+    (start,) = starts(log)  # one server for the three metrics
+    assert start["argv"][start["argv"].index("--runner") + 1] == "pooling"
+    assert requests(log, "/pooling") and requests(log, "/score")
+    assert requests(log, "/v1/embeddings")
+    assert reward.signature().fields["backend"] == "vllm_server"
+    for m in (reward, cross, cosine):
+        m.close()
+    assert gone(start["pid"])

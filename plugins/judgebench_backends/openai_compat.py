@@ -23,7 +23,10 @@ What vLLM's server adds, used where the server has it (``vllm serve`` does; othe
   identity, and so the signature, records it as ``served`` (absent when the server does not
   answer);
 - ``POST {root}/tokenize`` gives exact prompt token counts for ``--dry-run`` and budgets
-  (``tokenize=false``, or a server without it: the ~4 characters a token estimate).
+  (``tokenize=false``, or a server without it: the ~4 characters a token estimate);
+- `pool` runs a pooling model (``vllm serve --runner pooling``) for learned metrics:
+  ``/classify`` (class probabilities), ``/pooling`` (a reward model's score), ``/score``
+  (a cross-encoder on text pairs) and ``/v1/embeddings``.
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ import dataclasses
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
 from judgebench.backends.base import Backend, Request, Response
 from judgebench.backends.remote import RemoteBackend, RemoteOptions, Retryable, http_failure
+from judgebench.errors import JudgebenchError
 from judgebench_backends.openai_format import (
     completion_logprobs,
     namespace,
@@ -51,6 +56,22 @@ class OpenAICompatOptions(RemoteOptions):
 
     prompt_logprobs: bool = True
     tokenize: bool = True
+
+
+#: pooling task -> (route, the field of each result holding its numbers)
+POOLING_ROUTES = {"classify": ("/classify", "probs"), "reward": ("/pooling", "data"),
+                  "embed": ("/embeddings", "embedding")}
+
+
+def flat_floats(value: Any) -> list[float]:
+    """Numbers from a (possibly nested) list, a scalar, or a tensor, flattened."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return [x for item in value for x in flat_floats(item)]
+    if value is None:
+        raise JudgebenchError("a pooling result has no value")
+    return [float(value)]
 
 
 def _in_event_loop() -> bool:
@@ -141,6 +162,32 @@ class OpenAICompatBackend(RemoteBackend):
         served = self.served_model()
         return {**super().identity(), **({"served": served} if served else {})}
 
+    def request_model(self) -> str:
+        """The model name requests carry (a managed server may serve an adapter's name)."""
+        return self.model
+
+    def pool(self, task: str, inputs: Sequence[Any]) -> list[list[float]]:
+        """One vector per input from the server's pooling endpoints (see the module): task
+        ``classify``, ``reward`` or ``embed`` on texts, ``score`` on (text, text) pairs."""
+        root = self.base[:-3] if self.base.endswith("/v1") else self.base
+        model = self.request_model()
+        if task == "score":
+            url, body = root + "/score", {"model": model, "text_1": [a for a, _ in inputs],
+                                          "text_2": [b for _, b in inputs]}
+        elif task in POOLING_ROUTES:
+            url = (self.base if task == "embed" else root) + POOLING_ROUTES[task][0]
+            body = {"model": model, "input": list(inputs)}
+        else:
+            raise ValueError(f"unknown pooling task {task!r}")
+        found = self._get_json(url, body)
+        data = found.get("data") if isinstance(found, dict) else None
+        if not isinstance(data, list) or len(data) != len(inputs):
+            raise JudgebenchError(f"{self.name}: POST {url} did not answer one result per "
+                                  f"input (is the model served with --runner pooling?)")
+        field = "score" if task == "score" else POOLING_ROUTES[task][1]
+        ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
+        return [flat_floats(entry.get(field)) for entry in ordered]
+
     def count_tokens(self, request: Request) -> int:
         """The server's own count (``POST /tokenize``) for estimates made outside the call
         loop (``--dry-run``, the budget preflight), else the base estimate: inside the loop
@@ -182,7 +229,7 @@ class OpenAICompatBackend(RemoteBackend):
     def body(self, request: Request) -> dict[str, Any]:
         """The JSON body of one chat (or completion) request."""
         body: dict[str, Any] = {
-            "model": self.model,
+            "model": self.request_model(),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "top_p": request.top_p,

@@ -173,7 +173,7 @@ def adapter_hash(path: str | Path) -> str:
         for file in sorted(p for p in root.rglob("*") if p.is_file()):
             digest.update(file.relative_to(root).as_posix().encode() + b"\0")
             with file.open("rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                while block := handle.read(1 << 20):
                     digest.update(block)
             digest.update(b"\0")
         _adapter_hashes[root] = digest.hexdigest()[:16]
@@ -259,6 +259,10 @@ def lora_request(path: str) -> Any:
     return LoRARequest(f"adapter-{adapter_hash(root)}", lora_id, str(root))
 
 
+#: LLM pooling method -> the field of its output holding the numbers
+POOLED_FIELD = {"classify": "probs", "reward": "data", "embed": "embedding"}
+
+
 class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(logprobs=True, max_top_logprobs=20, prompt_logprobs=True,
@@ -280,6 +284,7 @@ class VLLMBackend(Backend):
         enable_prefix_caching: bool = True,
         seed: int = 0,
         lora: str | None = None,
+        runner: str | None = None,
     ) -> None:
         if not model:
             raise ValueError("the vllm backend needs a model (a local path or a model id)")
@@ -295,7 +300,7 @@ class VLLMBackend(Backend):
             data_parallel_size=int(data_parallel_size), quantization=quantization,
             enforce_eager=bool(enforce_eager),
             max_num_seqs=int(max_num_seqs) if max_num_seqs else None,
-            enable_prefix_caching=bool(enable_prefix_caching), seed=int(seed),
+            enable_prefix_caching=bool(enable_prefix_caching), seed=int(seed), runner=runner,
         )
         self._llm: Any = None
         self._lock = threading.Lock()
@@ -348,6 +353,25 @@ class VLLMBackend(Backend):
             latency = time.perf_counter() - started
         return [parse_output(out, req, latency, self.model, tokenizer.decode)
                 for out, req in zip(outputs, requests, strict=True)]
+
+    def pool(self, task: str, inputs: Sequence[Any]) -> list[list[float]]:
+        """One vector per input from vLLM's pooling runners (engine started with
+        ``runner=pooling``): ``LLM.classify`` (class probabilities), ``LLM.reward`` (a reward
+        model's score), ``LLM.embed`` on texts; ``LLM.score`` on (text, text) pairs."""
+        from judgebench_backends.openai_compat import flat_floats
+
+        with self._lock:
+            llm = self.engine()
+            extra: dict[str, Any] = {"use_tqdm": False}
+            if self.lora:
+                extra["lora_request"] = lora_request(self.lora)
+            if task == "score":
+                outputs = llm.score([a for a, _ in inputs], [b for _, b in inputs], **extra)
+                return [flat_floats(out.outputs.score) for out in outputs]
+            if task not in POOLED_FIELD:
+                raise ValueError(f"unknown pooling task {task!r}")
+            outputs = getattr(llm, task)(list(inputs), **extra)
+        return [flat_floats(getattr(out.outputs, POOLED_FIELD[task])) for out in outputs]
 
     def close(self) -> None:
         if self._llm is not None:

@@ -56,6 +56,7 @@ SERVE_FLAGS = {
     "max_num_seqs": "--max-num-seqs",
     "enable_prefix_caching": "--enable-prefix-caching",
     "seed": "--seed",
+    "runner": "--runner",
     "revision": "--revision",
 }
 LORA_NAME = "adapter"
@@ -250,6 +251,8 @@ class VLLMServerOptions(OpenAICompatOptions):
     max_num_seqs: int | None = None
     enable_prefix_caching: bool | None = None
     seed: int | None = None
+    #: ``pooling`` for a reward model, classifier, cross-encoder or embedding model
+    runner: str | None = None
     lora: str | None = None
     command: str | None = None
     startup_timeout_s: float = 900.0
@@ -313,15 +316,16 @@ class VLLMServerBackend(OpenAICompatBackend):
         await asyncio.to_thread(self.ensure_started)
         return await super().open_client()
 
-    def body(self, request: Request) -> dict[str, Any]:
-        body = super().body(request)
-        if self.options.lora:
-            body["model"] = LORA_NAME  # the adapter, as --lora-modules names it
-        return body
+    def request_model(self) -> str:
+        return LORA_NAME if self.options.lora else self.model  # as --lora-modules names it
+
+    def pool(self, task: str, inputs: Any) -> list[list[float]]:
+        self.ensure_started()
+        return super().pool(task, inputs)
 
     def served_model(self) -> str | None:
         server = self.ensure_started()
-        wanted = LORA_NAME if self.options.lora else self.model
+        wanted = self.request_model()
         for entry in server.models:
             if entry.get("id") == wanted:
                 return str(entry.get("root") or entry["id"])
