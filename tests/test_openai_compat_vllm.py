@@ -80,10 +80,14 @@ def test_served_checkpoint_is_in_a_judges_signature_and_not_the_key(server) -> N
     assert outcomes[0].status == Status.OK, outcomes[0].reason
 
 
-def test_no_model_list_leaves_served_out(server) -> None:
+def test_no_model_list_leaves_served_out_and_is_asked_once(server) -> None:
     other = backend(server)
     other.base = "http://127.0.0.1:9/v1"  # nothing listens there
-    assert "served" not in other.identity()
+    asked = []
+    real = other._get_json
+    other._get_json = lambda url, body=None: asked.append(url) or real(url, body)
+    assert all("served" not in other.identity() for _ in range(3))
+    assert asked == ["http://127.0.0.1:9/v1/models"]  # not once per request
 
 
 def test_tokenize_gives_exact_counts_outside_the_call_loop(server) -> None:

@@ -137,7 +137,8 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_mid_run_stops_the_server(log, tmp_path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_mid_run_stops_the_server(log, tmp_path, stop) -> None:
     data = write_jsonl(tmp_path / "in.jsonl", summeval_records(2))
     run = subprocess.Popen(
         [sys.executable, "-m", "judgebench.cli", "score", str(data), "-m", spec(),
@@ -147,14 +148,14 @@ def test_ctrl_c_mid_run_stops_the_server(log, tmp_path) -> None:
         assert _wait_for(lambda: log.exists() and requests(log, "/v1/chat/completions"), 60), \
             "the run never reached the server"
         (start,) = starts(log)
-        run.send_signal(signal.SIGINT)
+        run.send_signal(stop)
         run.wait(30)
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
     assert run.returncode != 0
-    assert gone(start["pid"]), "Ctrl-C left the server running"
+    assert gone(start["pid"]), f"{stop.name} left the server running"
     assert start["api_key"].encode() not in run.stderr.read() + run.stdout.read()
 
 

@@ -148,14 +148,15 @@ class OpenAICompatBackend(RemoteBackend):
             return None
 
     def served_model(self) -> str | None:
-        """The checkpoint behind the model id (``root`` in ``GET /models``), once asked."""
+        """The checkpoint behind the model id (``root`` in ``GET /models``), asked once."""
         if not self._served_known:
             listing = self._get_json(self.base + "/models")
             entries = listing.get("data") if isinstance(listing, dict) else None
             for entry in entries or []:
                 if isinstance(entry, dict) and entry.get("id") == self.model:
                     self._served = str(entry.get("root") or entry["id"])
-            self._served_known = listing is not None
+            # asked once: an identity that changed mid-run would split its cache keys
+            self._served_known = True
         return self._served
 
     def identity(self) -> dict[str, str]:
