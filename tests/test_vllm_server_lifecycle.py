@@ -38,6 +38,7 @@ def log(monkeypatch, tmp_path) -> Path:
                                                             "serve"]))
     monkeypatch.setenv("FAKE_VLLM_LOG", str(path))
     monkeypatch.setenv("FAKE_VLLM_ROOT", ROOT)
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
     monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     yield path
     from judgebench_backends.vllm_server import servers
@@ -222,6 +223,7 @@ def test_likelihood_and_lora_through_the_managed_server(log, tmp_path) -> None:
     assert {r["body"]["model"] for r in requests(log, "/v1/completions")} == {"adapter"}
     fields = likelihood.signature().fields
     assert len(fields["lora"]) == 16 and fields["vllm"] == "0.11.0-fake"
+    assert fields["batch_invariant"] == "off" and fields["max_model_len"] == "512"
     likelihood.close()
     assert gone(start["pid"])
 

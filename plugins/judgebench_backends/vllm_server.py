@@ -37,7 +37,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import Request
+from judgebench.backends.base import Accepts, Request
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.redact import redact
 from judgebench_backends.openai_compat import OpenAICompatBackend, OpenAICompatOptions
@@ -287,9 +287,7 @@ class VLLMServerBackend(OpenAICompatBackend):
         self._start_lock = threading.Lock()
 
     @classmethod
-    def accepts(cls) -> Any:
-        from judgebench.backends.base import Accepts
-
+    def accepts(cls) -> Accepts:
         taken = super().accepts()
         return Accepts(names=frozenset((taken.names or frozenset()) - _NOT_TAKEN),
                        required=taken.required)
@@ -332,9 +330,13 @@ class VLLMServerBackend(OpenAICompatBackend):
         return None
 
     def identity(self) -> dict[str, str]:
+        from judgebench_backends.vllm_backend import batch_invariant
+
         identity = super().identity()
         if self.server is not None and self.server.version:
             identity["vllm"] = self.server.version
+        # the server inherits this process's environment, VLLM_BATCH_INVARIANT included
+        identity["batch_invariant"] = "on" if batch_invariant() else "off"
         if self.options.lora:
             from judgebench_backends.vllm_backend import adapter_hash
 
