@@ -79,7 +79,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         route = {"/v1/chat/completions": self.chat, "/v1/completions": self.completions,
                  "/tokenize": self.tokenize, "/classify": self.classify, "/score": self.score,
-                 "/v1/embeddings": self.embeddings, "/pooling": self.pooling}.get(self.path)
+                 "/v1/embeddings": self.embeddings, "/pooling": self.pooling,
+                 "/v1/load_lora_adapter": self.load_lora_adapter}.get(self.path)
+        if self.path == "/v1/load_lora_adapter" and not os.environ.get(
+                "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
+            route = None  # vLLM serves it only when runtime LoRA updating is allowed
         if route is None:
             self._send(404, {"error": f"no route {self.path}"})
             return
@@ -124,6 +128,12 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             text = body["prompt"]
         return {"count": len(text), "max_model_len": 4096, "tokens": [ord(c) for c in text]}
+
+    def load_lora_adapter(self, body: dict[str, Any]) -> str:
+        base = self.server.models[0]["id"]
+        self.server.models.append({"id": body["lora_name"], "object": "model",
+                                   "root": body["lora_path"], "parent": base})
+        return f"Success: LoRA adapter '{body['lora_name']}' added successfully."
 
     # -- pooling --------------------------------------------------------------------------------
     def classify(self, body: dict[str, Any]) -> dict[str, Any]:

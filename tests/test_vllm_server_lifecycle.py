@@ -218,10 +218,13 @@ def test_likelihood_and_lora_through_the_managed_server(log, tmp_path) -> None:
         assert value == pytest.approx(sum(map(char_logprob, scored)) / len(scored))
     (start,) = starts(log)
     argv = start["argv"]
-    assert "--enable-lora" in argv
-    assert argv[argv.index("--lora-modules") + 1] == f"adapter={adapter.resolve()}"
-    assert {r["body"]["model"] for r in requests(log, "/v1/completions")} == {"adapter"}
+    assert "--enable-lora" in argv and argv[argv.index("--max-lora-rank") + 1] == "64"
+    (loaded,) = [r["body"] for r in requests(log, "/v1/load_lora_adapter")]
+    assert loaded["lora_path"] == str(adapter.resolve())
+    assert {r["body"]["model"] for r in requests(log, "/v1/completions")} == {
+        loaded["lora_name"]}
     fields = likelihood.signature().fields
+    assert fields["served"] == str(adapter.resolve())  # /v1/models names the adapter
     assert len(fields["lora"]) == 16 and fields["vllm"] == "0.11.0-fake"
     assert fields["batch_invariant"] == "off" and fields["max_model_len"] == "512"
     likelihood.close()
@@ -258,4 +261,26 @@ def test_learned_metrics_on_a_managed_pooling_server(log, tmp_path) -> None:
     assert reward.signature().fields["backend"] == "vllm_server"
     for m in (reward, cross, cosine):
         m.close()
+    assert gone(start["pid"])
+
+
+def test_adapters_of_one_base_model_share_its_server(log, tmp_path) -> None:
+    paths = []
+    for name, rank in (("a", 8), ("b", 32)):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "adapter_config.json").write_text(f'{{"r": {rank}}}')
+        (path / "adapter_model.safetensors").write_bytes(name.encode())
+        paths.append(path)
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(2))
+    result = run_cli("score", str(data), "-m", spec(lora=str(paths[0])),
+                     "-m", spec(lora=str(paths[1])), "-o", str(tmp_path / "out.csv"),
+                     "--store", str(tmp_path / "runs.db"))
+    assert result.returncode == 0, result.stderr
+    (start,) = starts(log)  # one server, both adapters loaded into it
+    loaded = {r["body"]["lora_path"]: r["body"]["lora_name"]
+              for r in requests(log, "/v1/load_lora_adapter")}
+    assert set(loaded) == {str(p.resolve()) for p in paths}
+    models = {r["body"]["model"] for r in requests(log, "/v1/chat/completions")}
+    assert models == set(loaded.values()) and len(models) == 2
     assert gone(start["pid"])

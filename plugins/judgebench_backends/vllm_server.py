@@ -6,7 +6,7 @@ a random API key in the child's environment (``VLLM_API_KEY``: never on its comm
 the store, a log, the signature or an error), waits until it is healthy (``/health``, then
 ``/v1/models``), and talks to it as `OpenAICompatBackend` does (chat, completions with
 prompt logprobs, /tokenize). The metrics of a run that name the same model and engine options
-share one server; it is stopped when the last of them closes (the end of a run, an error, or
+share one server (LoRA adapters of that model too: each is loaded into it at run time); it is stopped when the last of them closes (the end of a run, an error, or
 Ctrl-C: terminate, wait, kill), and at interpreter exit whatever is left. A server that exits
 or never becomes healthy is an error quoting the end of its output.
 
@@ -59,7 +59,9 @@ SERVE_FLAGS = {
     "runner": "--runner",
     "revision": "--revision",
 }
-LORA_NAME = "adapter"
+#: The smallest ``--max-lora-rank`` a server starts with, so adapters of ranks up to it share
+#: one server (vLLM reserves memory for the largest rank).
+MIN_LORA_RANK = 64
 
 
 def serve_arguments(model: str, engine: dict[str, Any], lora: str | None) -> list[str]:
@@ -76,11 +78,11 @@ def serve_arguments(model: str, engine: dict[str, Any], lora: str | None) -> lis
                 args.append(flag)
         else:
             args += [flag, str(value)]
-    if lora:
+    if lora:  # adapters are loaded at run time (`ManagedServer.load_adapter`)
         from judgebench_backends.vllm_backend import adapter_rank
 
-        args += ["--enable-lora", "--max-lora-rank", str(adapter_rank(lora)),
-                 "--lora-modules", f"{LORA_NAME}={Path(lora).expanduser().resolve()}"]
+        args += ["--enable-lora", "--max-lora-rank",
+                 str(max(MIN_LORA_RANK, adapter_rank(lora)))]
     return args
 
 
@@ -100,6 +102,8 @@ class ManagedServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.models: list[dict[str, Any]] = []
         self.version: str | None = None
+        self._adapters: set[str] = set()
+        self._adapters_lock = threading.Lock()
         self._log_dir = Path(tempfile.mkdtemp(prefix="judgebench-vllm-"))
         self._log = self._log_dir / "server.log"
 
@@ -111,6 +115,8 @@ class ManagedServer:
         self.port = free_port()
         argv = [*self.argv, "--host", "127.0.0.1", "--port", str(self.port)]
         env = {**os.environ, "VLLM_API_KEY": self.api_key}
+        if "--enable-lora" in self.argv:  # serves /v1/load_lora_adapter
+            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
         with self._log.open("wb") as log:
             try:
                 # its own session: a terminal's Ctrl-C reaches judgebench, which stops it
@@ -146,6 +152,32 @@ class ManagedServer:
             time.sleep(0.2)
         raise JudgebenchError(f"`{self.describe()}` was not healthy after {timeout_s:g}s "
                               f"(GET /health, then /v1/models); its last output:\n{self.tail()}")
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Serve the LoRA adapter at `path` as model `name` (once per server), so the
+        metrics naming adapters of one base model share its server."""
+        with self._adapters_lock:
+            if name in self._adapters:
+                return
+            body = json.dumps({"lora_name": name, "lora_path": path}).encode()
+            request = urllib.request.Request(
+                self.root + "/v1/load_lora_adapter", data=body,
+                headers={"Authorization": f"Bearer {self.api_key}",
+                         "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=120.0) as reply:
+                    reply.read()
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:300].decode("utf-8", "replace")
+                raise JudgebenchError(f"the server could not load the LoRA adapter {path}: "
+                                      f"HTTP {exc.code}: {redact(detail)}") from None
+            except OSError as exc:
+                raise JudgebenchError(f"the server could not load the LoRA adapter {path}: "
+                                      f"{exc}") from None
+            self._adapters.add(name)
+            listing = self._get("/v1/models")
+            if isinstance(listing, dict) and listing.get("data"):
+                self.models = [m for m in listing["data"] if isinstance(m, dict)]
 
     def _get(self, path: str) -> Any:
         request = urllib.request.Request(self.root + path,
@@ -299,6 +331,9 @@ class VLLMServerBackend(OpenAICompatBackend):
                 if self.server is not None:  # it died: give it back, start another
                     servers.release(self.argv)
                 self.server = servers.acquire(self.argv, self.options.startup_timeout_s)
+                if self.options.lora:
+                    self.server.load_adapter(self.request_model(),
+                                             str(Path(self.options.lora).expanduser().resolve()))
                 self.base = self.server.root + "/v1"
                 self.api_base = self.base
                 self.url = self.base + "/chat/completions"
@@ -315,7 +350,11 @@ class VLLMServerBackend(OpenAICompatBackend):
         return await super().open_client()
 
     def request_model(self) -> str:
-        return LORA_NAME if self.options.lora else self.model  # as --lora-modules names it
+        if self.options.lora:  # the name its adapter is loaded under
+            from judgebench_backends.vllm_backend import adapter_hash
+
+            return f"adapter-{adapter_hash(self.options.lora)}"
+        return self.model
 
     def pool(self, task: str, inputs: Any) -> list[list[float]]:
         self.ensure_started()
