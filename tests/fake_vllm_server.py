@@ -8,7 +8,8 @@ log-probability of character c is ``char_logprob(c)``, so a test can compute a l
 exactly. It requires ``Authorization: Bearer $VLLM_API_KEY`` when that variable (or
 ``--api-key``) is set, as vLLM does.
 
-Environment knobs (subprocess use): FAKE_VLLM_MODE = ok | never_healthy | crash;
+Environment knobs (subprocess use): FAKE_VLLM_MODE = ok | never_healthy | crash |
+ignore_term (SIGTERM is ignored);
 FAKE_VLLM_STARTUP_S (seconds before /health answers 200); FAKE_VLLM_LATENCY_S (seconds per
 chat answer); FAKE_VLLM_LOG (a JSONL file: the argv, pid and key at start, then every request
 body); FAKE_VLLM_REPLY (the chat answer); FAKE_VLLM_ROOT (the checkpoint /v1/models names).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -210,6 +212,8 @@ def main(argv: list[str]) -> int:
                                      "api_key": api_key}) + "\n")
     mode = os.environ.get("FAKE_VLLM_MODE", "ok")
     print(f"INFO fake vllm serving {model}", file=sys.stderr, flush=True)
+    if mode == "ignore_term":  # a server stuck in shutdown: only SIGKILL ends it
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if mode == "crash":
         print("ERROR CUDA out of memory (fake): cannot load the model", file=sys.stderr)
         return 3

@@ -284,3 +284,17 @@ def test_adapters_of_one_base_model_share_its_server(log, tmp_path) -> None:
     models = {r["body"]["model"] for r in requests(log, "/v1/chat/completions")}
     assert models == set(loaded.values()) and len(models) == 2
     assert gone(start["pid"])
+
+
+def test_a_server_that_ignores_sigterm_is_killed(log, monkeypatch) -> None:
+    from judgebench_backends import vllm_server
+
+    monkeypatch.setenv("FAKE_VLLM_MODE", "ignore_term")
+    monkeypatch.setattr(vllm_server, "STOP_GRACE_S", 0.5)
+    backend = get_backend("vllm_server", model="/models/judge")
+    process = backend.ensure_started().process
+    assert process is not None
+    started = time.monotonic()
+    backend.close()
+    assert process.returncode == -signal.SIGKILL  # terminate, wait, then kill
+    assert time.monotonic() - started < 5

@@ -6,9 +6,10 @@ a random API key in the child's environment (``VLLM_API_KEY``: never on its comm
 the store, a log, the signature or an error), waits until it is healthy (``/health``, then
 ``/v1/models``), and talks to it as `OpenAICompatBackend` does (chat, completions with
 prompt logprobs, /tokenize). The metrics of a run that name the same model and engine options
-share one server (LoRA adapters of that model too: each is loaded into it at run time); it is stopped when the last of them closes (the end of a run, an error, or
-Ctrl-C: terminate, wait, kill), and at interpreter exit whatever is left. A server that exits
-or never becomes healthy is an error quoting the end of its output.
+share one server (LoRA adapters of that model too: each is loaded into it at run time); it
+is stopped when the last of them closes (the end of a run, an error, Ctrl-C or SIGTERM:
+terminate, wait `STOP_GRACE_S`, kill), and at interpreter exit whatever is left. A server
+that exits or never becomes healthy is an error quoting the end of its output.
 
 The start command is ``command=...``, else ``$JUDGEBENCH_VLLM_SERVE``, else ``vllm serve``
 (so tests run the lifecycle on CPU with a small fake server). The identity (and so the
@@ -62,6 +63,8 @@ SERVE_FLAGS = {
 #: The smallest ``--max-lora-rank`` a server starts with, so adapters of ranks up to it share
 #: one server (vLLM reserves memory for the largest rank).
 MIN_LORA_RANK = 64
+#: Seconds a server has to exit after SIGTERM before it is killed.
+STOP_GRACE_S = 10.0
 
 
 def serve_arguments(model: str, engine: dict[str, Any], lora: str | None) -> list[str]:
@@ -202,13 +205,13 @@ class ManagedServer:
             return "(no output)"
         return (redact(text.replace(self.api_key, "[REDACTED]")) or "").strip() or "(no output)"
 
-    def stop(self, grace_s: float = 10.0) -> None:
-        """Terminate, wait up to `grace_s`, then kill; idempotent."""
+    def stop(self) -> None:
+        """Terminate, wait up to `STOP_GRACE_S`, then kill; idempotent."""
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             process.terminate()
             try:
-                process.wait(grace_s)
+                process.wait(STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
