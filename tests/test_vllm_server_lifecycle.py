@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +35,10 @@ ROOT = "/ckpt/judge-7b-instruct"
 @pytest.fixture
 def log(monkeypatch, tmp_path) -> Path:
     path = tmp_path / "server.jsonl"
+    scratch = tmp_path / "tmp"  # where servers keep their output while they run
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setenv("JUDGEBENCH_VLLM_SERVE", shlex.join([sys.executable, str(FAKE_SERVER),
                                                             "serve"]))
     monkeypatch.setenv("FAKE_VLLM_LOG", str(path))
@@ -44,6 +49,7 @@ def log(monkeypatch, tmp_path) -> Path:
     from judgebench_backends.vllm_server import servers
 
     assert len(servers) == 0, "a server outlived the metrics that held it"
+    assert list(scratch.glob("judgebench-vllm-*")) == [], "a server's output was left behind"
 
 
 def starts(log: Path) -> list[dict]:

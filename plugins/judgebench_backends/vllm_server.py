@@ -107,14 +107,29 @@ class ManagedServer:
         self.version: str | None = None
         self._adapters: set[str] = set()
         self._adapters_lock = threading.Lock()
-        self._log_dir = Path(tempfile.mkdtemp(prefix="judgebench-vllm-"))
-        self._log = self._log_dir / "server.log"
+        self._log_dir: Path | None = None
 
     @property
     def root(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def _log(self) -> Path:
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="judgebench-vllm-"))
+        return self._log_dir / "server.log"
+
     def start(self, timeout_s: float) -> None:
+        """Start the server and wait until it is healthy; on any failure (or Ctrl-C) stop it
+        and leave nothing behind."""
+        try:
+            self._spawn()
+            self._wait_healthy(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _spawn(self) -> None:
         self.port = free_port()
         argv = [*self.argv, "--host", "127.0.0.1", "--port", str(self.port)]
         env = {**os.environ, "VLLM_API_KEY": self.api_key}
@@ -130,11 +145,6 @@ class ManagedServer:
                 raise JudgebenchError(f"cannot start `{shlex.join(self.argv[:2])}` ({exc}); "
                                       "install vllm, or set command=... or "
                                       "$JUDGEBENCH_VLLM_SERVE") from None
-        try:
-            self._wait_healthy(timeout_s)
-        except BaseException:
-            self.stop()
-            raise
 
     def _wait_healthy(self, timeout_s: float) -> None:
         assert self.process is not None
@@ -199,6 +209,8 @@ class ManagedServer:
         return shlex.join(self.argv)
 
     def tail(self, chars: int = 2000) -> str:
+        if self._log_dir is None:
+            return "(no output)"
         try:
             text = self._log.read_bytes()[-chars:].decode("utf-8", "replace")
         except OSError:
@@ -215,7 +227,9 @@ class ManagedServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        shutil.rmtree(self._log_dir, ignore_errors=True)
+        if self._log_dir is not None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
 
     @property
     def running(self) -> bool:
