@@ -70,6 +70,15 @@ def test_completion_with_token_logprobs_keeps_only_the_generated_text(server) ->
     assert len(answer.prompt_logprobs) == 2
 
 
+def test_completion_token_logprobs_without_echo(server) -> None:
+    (answer,) = backend(server).generate([Request(prompt="xy", max_tokens=3, logprobs=True)])
+    assert answer.text == "ok!" and answer.prompt_logprobs is None
+    assert [(t.token, t.logprob) for t in answer.logprobs] == [
+        (c, pytest.approx(char_logprob(c))) for c in "ok!"]
+    body = [r["body"] for r in server.requests if r["path"] == "/v1/completions"][-1]
+    assert "echo" not in body and body["logprobs"] == 1
+
+
 def test_served_checkpoint_is_in_a_judges_signature_and_not_the_key(server) -> None:
     judge = get_host().metric("judge.rubric").factory(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env="JB_VLLM_KEY",

@@ -83,11 +83,15 @@ def _in_event_loop() -> bool:
 
 
 def completion_response(response: Response, answer: Any, request: Request) -> Response:
-    """A completion answer with its echoed prompt split off: the first ``usage.prompt_tokens``
-    echoed tokens are the prompt's logprobs (the first None), the rest the generated ones."""
-    if not request.prompt_logprobs:
-        return response
+    """A completion answer with its token logprobs read, and its echoed prompt split off: the
+    first ``usage.prompt_tokens`` echoed tokens are the prompt's logprobs (the first None),
+    the rest the generated ones."""
     choice = answer.choices[0]
+    if not request.prompt_logprobs:  # completions put token logprobs in their own shape
+        if request.logprobs:
+            _, generated = completion_logprobs(choice, 0)
+            return dataclasses.replace(response, logprobs=generated)
+        return response
     usage = getattr(answer, "usage", None)
     count = getattr(usage, "prompt_tokens", None)
     if not isinstance(count, int):
