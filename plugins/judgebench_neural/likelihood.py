@@ -43,7 +43,7 @@ class LikelihoodOptions(EngineOptions):
 
     backend: str = "transformers"
     model: str | None = None
-    #: openai_compat / vllm_server: the server's base URL (e.g. http://127.0.0.1:8000/v1)
+    #: openai_compat: the base URL of a server you run (e.g. http://127.0.0.1:8000/v1)
     api_base: str | None = None
     #: openai_compat: the environment variable holding the server's API key
     api_key_env: str | None = None
