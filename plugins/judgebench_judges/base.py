@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench import runtime
 from judgebench.backends import (
@@ -66,7 +66,7 @@ BACKEND_OPTIONS = {"model": "model", "revision": "revision", "api_base": "api_ba
                    **{name: name for name in ENGINE_OPTIONS}}
 
 
-class JudgeOptions(EngineOptions):
+class _JudgeCoreOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     backend: str = "transformers"
@@ -96,6 +96,12 @@ class JudgeOptions(EngineOptions):
     batch: int = Field(1, ge=1)
     #: remote backends: whether the server returns token logprobs (default: the backend's).
     logprobs: bool | None = None
+
+
+class JudgeOptions(EngineOptions, _JudgeCoreOptions):
+    """A judge's options, then the engine options (listed in this order)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 JudgeOptionsT = TypeVar("JudgeOptionsT", bound=JudgeOptions)

@@ -22,7 +22,7 @@ def cosine_to_each(vector: np.ndarray, others: np.ndarray) -> np.ndarray:
     return (others @ vector) / np.where(norms == 0, np.nan, norms)
 
 
-class EmbeddingCosineOptions(ModelOptions, PoolingOptions):
+class EmbeddingCosineOptions(PoolingOptions, ModelOptions):
     dtype: Dtype = "auto"  # ModelOptions' (the engine option of the same name is a str)
     against: Literal["reference", "input"] = "reference"
     multi_ref: Literal["max", "mean"] = "max"

@@ -36,7 +36,7 @@ from judgebench_neural.pooling import (
 )
 
 
-class ClassifierOptions(ModelOptions, PoolingOptions):
+class ClassifierOptions(PoolingOptions, ModelOptions):
     dtype: Dtype = "auto"  # ModelOptions' (the engine option of the same name is a str)
     model: str  # no default: a local sequence-classification model directory
     pair: Literal["none", "input", "reference"] = "none"

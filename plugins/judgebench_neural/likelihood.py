@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judgebench.backends.base import EngineOptions, given_engine_options, unset_engine_fields
 from judgebench.errors import InputError
@@ -38,7 +38,7 @@ def _merged() -> Outcome:
                           "output; end the template with a space or a newline")
 
 
-class LikelihoodOptions(EngineOptions):
+class _LikelihoodCoreOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     backend: str = "transformers"
@@ -63,6 +63,12 @@ class LikelihoodOptions(EngineOptions):
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(f"template has a placeholder other than {{context}}: {exc}") from None
         return value
+
+
+class LikelihoodOptions(EngineOptions, _LikelihoodCoreOptions):
+    """neural.likelihood's options, then the engine options (listed in this order)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
 
 class Likelihood(Metric[LikelihoodOptions]):
