@@ -3,6 +3,7 @@
 - ``litellm`` (`litellm_backend`): any provider litellm knows, or an OpenAI-compatible server;
 - ``openai_compat`` (`openai_compat`): OpenAI-compatible chat servers over aiohttp;
 - ``vllm`` (`vllm_backend`): in-process GPU batching;
+- ``vllm_server`` (`vllm_server`): a ``vllm serve`` that judgebench starts and stops;
 - ``transformers`` (`transformers_backend`): the embedded CPU default.
 
 The first two are providers on the host's remote-call engine
@@ -27,6 +28,7 @@ BUILT_IN = {
     "litellm": "judgebench_backends.litellm_backend:LiteLLMBackend",
     "openai_compat": "judgebench_backends.openai_compat:OpenAICompatBackend",
     "vllm": "judgebench_backends.vllm_backend:VLLMBackend",
+    "vllm_server": "judgebench_backends.vllm_server:VLLMServerBackend",
     "transformers": "judgebench_backends.transformers_backend:TransformersBackend",
 }
 

@@ -10,35 +10,206 @@ the bottleneck (benchmarks/README.md, "judges"). There is no price table: the co
 ``input_cost_per_token``/``output_cost_per_token`` (or ``price_in``/``price_out``) when
 given, else unknown (None). The model name is sent as given (no provider prefix). Token
 logprobs are assumed available unless ``logprobs=false``. aiohttp is imported on first use.
+
+What vLLM's server adds, used where the server has it (``vllm serve`` does; others may not):
+
+- a completion request (``Request(prompt=...)``) is ``POST {api_base}/completions``; prompt
+  logprobs (a likelihood metric) are asked with ``echo`` and ``logprobs``, and the first
+  ``usage.prompt_tokens`` echoed tokens are the prompt's (``prompt_logprobs=false`` for a
+  server without them);
+- a chat ending in an assistant message is continued (``continue_final_message``) when
+  ``prefill=true``;
+- ``GET {api_base}/models`` names the checkpoint behind the model id (its ``root``): the
+  identity, and so the signature, records it as ``served`` (absent when the server does not
+  answer);
+- ``POST {root}/tokenize`` gives exact prompt token counts for ``--dry-run`` and budgets
+  (``tokenize=false``, or a server without it: the ~4 characters a token estimate);
+- `pool` runs a pooling model (``vllm serve --runner pooling``) for learned metrics:
+  ``/classify`` (class probabilities), ``/pooling`` (a reward model's score), ``/score``
+  (a cross-encoder on text pairs) and ``/v1/embeddings``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
-from judgebench.backends.base import Request, Response
-from judgebench.backends.remote import RemoteBackend, Retryable, http_failure
-from judgebench_backends.openai_format import namespace, optional_fields, parse_answer
+from judgebench.backends.base import Backend, Request, Response
+from judgebench.backends.remote import RemoteBackend, RemoteOptions, Retryable, http_failure
+from judgebench.errors import JudgebenchError
+from judgebench_backends.openai_format import (
+    completion_logprobs,
+    namespace,
+    optional_fields,
+    parse_answer,
+)
+
+
+@dataclasses.dataclass(kw_only=True)
+class OpenAICompatOptions(RemoteOptions):
+    """RemoteOptions, and whether the server does prompt logprobs (echo) and /tokenize."""
+
+    prompt_logprobs: bool = True
+    tokenize: bool = True
+
+
+#: pooling task -> (route, the field of each result holding its numbers)
+POOLING_ROUTES = {"classify": ("/classify", "probs"), "reward": ("/pooling", "data"),
+                  "embed": ("/embeddings", "embedding")}
+
+
+def flat_floats(value: Any) -> list[float]:
+    """Numbers from a (possibly nested) list, a scalar, or a tensor, flattened."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return [x for item in value for x in flat_floats(item)]
+    if value is None:
+        raise JudgebenchError("a pooling result has no value")
+    return [float(value)]
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def completion_response(response: Response, answer: Any, request: Request) -> Response:
+    """A completion answer with its token logprobs read, and its echoed prompt split off: the
+    first ``usage.prompt_tokens`` echoed tokens are the prompt's logprobs (the first None),
+    the rest the generated ones."""
+    choice = answer.choices[0]
+    if not request.prompt_logprobs:  # completions put token logprobs in their own shape
+        if request.logprobs:
+            _, generated = completion_logprobs(choice, 0)
+            return dataclasses.replace(response, logprobs=generated)
+        return response
+    usage = getattr(answer, "usage", None)
+    count = getattr(usage, "prompt_tokens", None)
+    if not isinstance(count, int):
+        raise Retryable("malformed", "a completion with echo has no usage.prompt_tokens")
+    prompt, generated = completion_logprobs(choice, count)
+    text = response.text
+    prompt_text = request.prompt or ""
+    if text.startswith(prompt_text):
+        text = text[len(prompt_text):]
+    if request.max_tokens == 0:  # scoring only: drop the token the server had to generate
+        return dataclasses.replace(response, text="", finish_reason="prompt_only",
+                                   logprobs=None, prompt_logprobs=prompt, tokens_out=0)
+    return dataclasses.replace(response, text=text, prompt_logprobs=prompt,
+                               logprobs=generated if request.logprobs else None)
 
 
 class OpenAICompatBackend(RemoteBackend):
     name = "openai_compat"
+    Options = OpenAICompatOptions
+    options: OpenAICompatOptions
 
     def __init__(self, model: str, revision: str | None = None, **options: Any) -> None:
         if not options.get("api_base"):
             raise ValueError("the openai_compat backend needs api_base, e.g. "
                              "http://127.0.0.1:8000/v1")
         super().__init__(model, revision, **options)
-        self.url = str(self.api_base).rstrip("/") + "/chat/completions"
+        self.base = str(self.api_base).rstrip("/")
+        self.url = self.base + "/chat/completions"
+        self.capabilities = dataclasses.replace(
+            self.capabilities, prompt_logprobs=self.options.prompt_logprobs)
+        self._served: str | None = None
+        self._served_known = False
+        self._can_tokenize = self.options.tokenize
 
     def default_logprobs(self) -> bool:
         return True
 
     def unsupported(self, request: Request) -> str | None:
-        if request.prompt is not None:
-            return "the openai_compat backend sends chat requests only"
-        return super().unsupported(request)
+        if request.prompt_logprobs and request.messages:
+            return "prompt logprobs are asked with a completion request (prompt=...)"
+        if request.prompt_logprobs and not self.capabilities.prompt_logprobs:
+            return super().unsupported(request)
+        return None
+
+    # -- what the server says about itself ---------------------------------------------------
+    def _get_json(self, url: str, body: dict[str, Any] | None = None) -> Any:
+        """One small synchronous call (model list, tokenizer): JSON, or None on any failure."""
+        headers = {"Content-Type": "application/json"}
+        key = self.api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        data = None if body is None else json.dumps(body).encode()
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers),
+                                        timeout=min(self.timeout_s, 10.0)) as reply:
+                return json.loads(reply.read())
+        except (OSError, ValueError, urllib.error.URLError):
+            return None
+
+    def served_model(self) -> str | None:
+        """The checkpoint behind the model id (``root`` in ``GET /models``), asked once."""
+        if not self._served_known:
+            listing = self._get_json(self.base + "/models")
+            entries = listing.get("data") if isinstance(listing, dict) else None
+            for entry in entries or []:
+                if isinstance(entry, dict) and entry.get("id") == self.model:
+                    self._served = str(entry.get("root") or entry["id"])
+            # asked once: an identity that changed mid-run would split its cache keys
+            self._served_known = True
+        return self._served
+
+    def identity(self) -> dict[str, str]:
+        served = self.served_model()
+        return {**super().identity(), **({"served": served} if served else {})}
+
+    def request_model(self) -> str:
+        """The model name requests carry (a managed server may serve an adapter's name)."""
+        return self.model
+
+    def pool(self, task: str, inputs: Sequence[Any]) -> list[list[float]]:
+        """One vector per input from the server's pooling endpoints (see the module): task
+        ``classify``, ``reward`` or ``embed`` on texts, ``score`` on (text, text) pairs."""
+        root = self.base[:-3] if self.base.endswith("/v1") else self.base
+        model = self.request_model()
+        if task == "score":
+            url, body = root + "/score", {"model": model, "text_1": [a for a, _ in inputs],
+                                          "text_2": [b for _, b in inputs]}
+        elif task in POOLING_ROUTES:
+            url = (self.base if task == "embed" else root) + POOLING_ROUTES[task][0]
+            body = {"model": model, "input": list(inputs)}
+        else:
+            raise ValueError(f"unknown pooling task {task!r}")
+        found = self._get_json(url, body)
+        data = found.get("data") if isinstance(found, dict) else None
+        if not isinstance(data, list) or len(data) != len(inputs):
+            raise JudgebenchError(f"{self.name}: POST {url} did not answer one result per "
+                                  f"input (is the model served with --runner pooling?)")
+        field = "score" if task == "score" else POOLING_ROUTES[task][1]
+        ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
+        return [flat_floats(entry.get(field)) for entry in ordered]
+
+    def count_tokens(self, request: Request) -> int:
+        """The server's own count (``POST /tokenize``) for estimates made outside the call
+        loop (``--dry-run``, the budget preflight), else the base estimate: inside the loop
+        a blocking round trip per call would cost more than the reservation it sizes."""
+        if self._can_tokenize and not _in_event_loop():
+            root = self.base[:-3] if self.base.endswith("/v1") else self.base
+            body: dict[str, Any] = {"model": self.model}
+            if request.prompt is not None:
+                body["prompt"] = request.prompt
+            else:
+                body.update(messages=[dict(m) for m in request.messages],
+                            **self.chat_template_fields(request))
+            found = self._get_json(root + "/tokenize", body)
+            if isinstance(found, dict) and isinstance(found.get("count"), int):
+                return int(found["count"])
+            self._can_tokenize = False  # no tokenizer endpoint: estimate from here on
+        return Backend.count_tokens(self, request)
 
     # -- the wire protocol ------------------------------------------------------------------
     async def open_client(self) -> Any:
@@ -51,16 +222,35 @@ class OpenAICompatBackend(RemoteBackend):
     async def close_client(self, client: Any) -> None:
         await client.close()
 
+    def chat_template_fields(self, request: Request) -> dict[str, Any]:
+        """vLLM's fields for a prefill: continue the final assistant message."""
+        if self.capabilities.prefill and request.messages[-1]["role"] == "assistant":
+            return {"add_generation_prompt": False, "continue_final_message": True}
+        return {}
+
+    def endpoint(self, request: Request) -> str:
+        return self.url if request.prompt is None else self.base + "/completions"
+
     def body(self, request: Request) -> dict[str, Any]:
-        """The JSON body of one chat request."""
+        """The JSON body of one chat (or completion) request."""
         body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in request.messages],
+            "model": self.request_model(),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
         body.update(optional_fields(request, json_schema=self.capabilities.json_schema))
+        if request.prompt is None:
+            body["messages"] = [dict(m) for m in request.messages]
+            body.update(self.chat_template_fields(request))
+            return body
+        body["prompt"] = request.prompt
+        body["max_tokens"] = max(1, request.max_tokens)  # a server generates at least one
+        body.pop("top_logprobs", None)
+        if request.logprobs or request.prompt_logprobs:  # completions: an int, not a flag
+            body["logprobs"] = max(1, min(request.top_logprobs, 20))
+        if request.prompt_logprobs:
+            body["echo"] = True
         return body
 
     async def send(self, client: Any, request: Request) -> Any:
@@ -71,7 +261,7 @@ class OpenAICompatBackend(RemoteBackend):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         try:
-            async with client.post(self.url, data=json.dumps(self.body(request)),
+            async with client.post(self.endpoint(request), data=json.dumps(self.body(request)),
                                    headers=headers) as reply:
                 content = await reply.read()
                 status, reply_headers = reply.status, reply.headers
@@ -90,7 +280,11 @@ class OpenAICompatBackend(RemoteBackend):
             raise Retryable("malformed", f"the body is not JSON: {exc}") from None
         if not isinstance(data, dict):
             raise Retryable("malformed", "the body is not a JSON object")
-        return namespace(data)
+        return request, namespace(data)
 
     def parse(self, raw: Any, latency_s: float) -> Response:
-        return parse_answer(self, raw, latency_s)
+        request, answer = raw
+        response = parse_answer(self, answer, latency_s)
+        if request.prompt is None or not response.ok:
+            return response
+        return completion_response(response, answer, request)

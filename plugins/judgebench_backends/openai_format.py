@@ -99,6 +99,30 @@ def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
     return tuple(parsed)
 
 
+def completion_logprobs(choice: Any, prompt_tokens: int
+                        ) -> tuple[tuple[TokenLogprob, ...], tuple[TokenLogprob, ...]]:
+    """A completion choice's ``logprobs`` (``tokens``, ``token_logprobs``, ``top_logprobs``)
+    split into the echoed prompt's first `prompt_tokens` tokens and the generated ones. The
+    first prompt token's logprob is None (nothing conditions it)."""
+    logprobs = getattr(choice, "logprobs", None)
+    tokens = getattr(logprobs, "tokens", None)
+    values = getattr(logprobs, "token_logprobs", None)
+    if not isinstance(tokens, list) or not isinstance(values, list) or (
+            len(tokens) != len(values) or len(tokens) < prompt_tokens):
+        raise Retryable("malformed", "a completion with echo has no logprobs for its prompt")
+    tops = getattr(logprobs, "top_logprobs", None) or [None] * len(tokens)
+    parsed = []
+    for index, (token, value, top) in enumerate(zip(tokens, values, tops, strict=False)):
+        alternatives = tuple((str(t), float(lp)) for t, lp in vars(top).items()) if (
+            top is not None and not isinstance(top, dict)) else tuple(
+            (str(t), float(lp)) for t, lp in (top or {}).items())
+        if value is None and index > 0:
+            raise Retryable("malformed", f"echoed token {index} has no logprob")
+        parsed.append(TokenLogprob(str(token), None if value is None else float(value),
+                                   alternatives))
+    return tuple(parsed[:prompt_tokens]), tuple(parsed[prompt_tokens:])
+
+
 def _logprob(value: Any) -> float:
     if value is None:
         raise Retryable("malformed", "a token logprob has no value")

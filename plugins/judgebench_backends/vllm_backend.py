@@ -6,6 +6,16 @@ to ``LLM.generate`` in one call, each request with its own sampling parameters: 
 top-p, seed, stop strings, token logprobs with top-k alternatives, prompt logprobs, and
 structured output from a JSON schema. vllm is imported only when the engine starts.
 
+Engine options (``tensor_parallel_size``, ``pipeline_parallel_size``, ``max_model_len``,
+``gpu_memory_utilization``, ``quantization``, ``dtype``, ``enforce_eager``, ``max_num_seqs``,
+``enable_prefix_caching``, ``seed``) come from the metric spec or TOML. Backends with the same
+engine arguments share one ``vllm.LLM`` in the process (`shared_engine`): the metrics of a
+run that name the same model load it once. ``lora=DIR`` serves a LoRA adapter on its base
+model's engine (started with ``enable_lora``), one ``LoRARequest`` per call, so several
+adapters of one base share an engine. The identity (and so the signature) records what
+changes numbers: the vLLM version, dtype, quantization, max_model_len, the adapter's content
+hash and whether vLLM's batch invariance (``VLLM_BATCH_INVARIANT=1``) was on.
+
 Everything up to the engine is plain data so it is tested without vllm (or a GPU):
 `sampling_params_dict` builds the parameters as a dict, `to_sampling_params` turns that dict
 into vllm objects at the last step, and `parse_output` reads a vLLM ``RequestOutput`` (or
@@ -15,13 +25,17 @@ engine on a GPU machine.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from judgebench.backends.base import Backend, Capabilities, Request, Response, TokenLogprob
-from judgebench.errors import JudgebenchError
+from judgebench.errors import InputError, JudgebenchError
 
 
 def sampling_params_dict(request: Request) -> dict[str, Any]:
@@ -128,6 +142,127 @@ def _import_vllm() -> Any:
     return vllm
 
 
+def vllm_version() -> str:
+    """The installed vLLM's version, read from its metadata (no import); "none" if absent."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def batch_invariant() -> bool:
+    """Whether vLLM's batch-invariant kernels are on (``VLLM_BATCH_INVARIANT=1``): then a
+    request's numbers do not depend on what else is in its batch."""
+    return os.environ.get("VLLM_BATCH_INVARIANT", "").strip().lower() in ("1", "true", "yes")
+
+
+_adapter_hashes: dict[Path, str] = {}
+
+
+def adapter_hash(path: str | Path) -> str:
+    """SHA-256 (16 hex digits) of a LoRA adapter directory: every file's relative path and
+    bytes, in sorted order. Cached per process (an adapter does not change mid-run)."""
+    root = Path(path).expanduser().resolve()
+    if root not in _adapter_hashes:
+        if not (root / "adapter_config.json").is_file():
+            raise InputError(f"lora={path}: not a LoRA adapter directory (no "
+                             "adapter_config.json)", field="lora")
+        digest = hashlib.sha256()
+        for file in sorted(p for p in root.rglob("*") if p.is_file()):
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+            with file.open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+            digest.update(b"\0")
+        _adapter_hashes[root] = digest.hexdigest()[:16]
+    return _adapter_hashes[root]
+
+
+#: vLLM's allowed ``max_lora_rank`` values; an adapter's rank is rounded up to one of them.
+LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def adapter_rank(path: str | Path) -> int:
+    config = json.loads((Path(path).expanduser() / "adapter_config.json").read_text())
+    rank = int(config.get("r", 8))
+    return next((r for r in LORA_RANKS if r >= rank), rank)
+
+
+def engine_args(model: str, revision: str | None, *, lora: str | None = None,
+                **options: Any) -> dict[str, Any]:
+    """The ``vllm.LLM`` keyword arguments, as plain data (options that are None left out).
+    With a LoRA adapter the engine is started with ``enable_lora`` and a ``max_lora_rank``
+    that fits it; the adapter itself is chosen per request."""
+    if (options.get("data_parallel_size") or 1) > 1:
+        raise InputError("data_parallel_size > 1 needs several engine processes, which "
+                         "vllm.LLM in one process does not start: use backend=vllm_server "
+                         "(vllm serve --data-parallel-size N)", field="data_parallel_size")
+    options.pop("data_parallel_size", None)
+    args = {"model": str(model), "revision": revision, **options}
+    if lora is not None:
+        args["enable_lora"] = True
+        args["max_lora_rank"] = adapter_rank(lora)
+    return {k: v for k, v in args.items() if v is not None}
+
+
+class _Engines:
+    """One ``vllm.LLM`` per distinct engine arguments in the process, counted by the backends
+    holding it and dropped (freeing the GPU) when the last one closes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engines: dict[str, Any] = {}
+        self._holders: dict[str, int] = {}
+
+    @staticmethod
+    def key(args: dict[str, Any]) -> str:
+        return json.dumps(args, sort_keys=True, default=str)
+
+    def acquire(self, args: dict[str, Any]) -> Any:
+        key = self.key(args)
+        with self._lock:
+            if key not in self._engines:
+                self._engines[key] = _import_vllm().LLM(**args)
+                self._holders[key] = 0
+            self._holders[key] += 1
+            return self._engines[key]
+
+    def release(self, args: dict[str, Any]) -> None:
+        key = self.key(args)
+        with self._lock:
+            if key not in self._holders:
+                return
+            self._holders[key] -= 1
+            if self._holders[key] <= 0:
+                del self._holders[key], self._engines[key]
+
+    def __len__(self) -> int:
+        return len(self._engines)
+
+
+shared_engine = _Engines()
+
+#: A LoRA adapter's integer id in this process (vLLM tells adapters apart by it).
+_lora_ids: dict[Path, int] = {}
+_lora_ids_lock = threading.Lock()
+
+
+def lora_request(path: str) -> Any:
+    """The ``vllm.lora.request.LoRARequest`` of the adapter at `path`."""
+    root = Path(path).expanduser().resolve()
+    with _lora_ids_lock:
+        lora_id = _lora_ids.setdefault(root, len(_lora_ids) + 1)
+    from vllm.lora.request import LoRARequest
+
+    return LoRARequest(f"adapter-{adapter_hash(root)}", lora_id, str(root))
+
+
+#: LLM pooling method -> the field of its output holding the numbers
+POOLED_FIELD = {"classify": "probs", "reward": "data", "embed": "embedding"}
+
+
 class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(logprobs=True, max_top_logprobs=20, prompt_logprobs=True,
@@ -141,34 +276,51 @@ class VLLMBackend(Backend):
         max_model_len: int | None = None,
         gpu_memory_utilization: float = 0.85,
         tensor_parallel_size: int = 1,
+        pipeline_parallel_size: int = 1,
+        data_parallel_size: int = 1,
+        quantization: str | None = None,
+        enforce_eager: bool = False,
+        max_num_seqs: int | None = None,
         enable_prefix_caching: bool = True,
         seed: int = 0,
+        lora: str | None = None,
+        runner: str | None = None,
     ) -> None:
         if not model:
             raise ValueError("the vllm backend needs a model (a local path or a model id)")
         super().__init__(str(model), revision)
-        self.engine_args: dict[str, Any] = {
-            "model": str(model),
-            "revision": revision,
-            "dtype": dtype,
-            "gpu_memory_utilization": float(gpu_memory_utilization),
-            "tensor_parallel_size": int(tensor_parallel_size),
-            "enable_prefix_caching": bool(enable_prefix_caching),
-            "seed": int(seed),
-        }
-        if max_model_len:
-            self.engine_args["max_model_len"] = int(max_model_len)
+        self.lora = str(lora) if lora else None
+        self.lora_hash = adapter_hash(self.lora) if self.lora else None
+        self.engine_args = engine_args(
+            str(model), revision, lora=self.lora, dtype=dtype,
+            max_model_len=int(max_model_len) if max_model_len else None,
+            gpu_memory_utilization=float(gpu_memory_utilization),
+            tensor_parallel_size=int(tensor_parallel_size),
+            pipeline_parallel_size=int(pipeline_parallel_size),
+            data_parallel_size=int(data_parallel_size), quantization=quantization,
+            enforce_eager=bool(enforce_eager),
+            max_num_seqs=int(max_num_seqs) if max_num_seqs else None,
+            enable_prefix_caching=bool(enable_prefix_caching), seed=int(seed), runner=runner,
+        )
         self._llm: Any = None
         self._lock = threading.Lock()
 
     def identity(self) -> dict[str, str]:
-        return {**super().identity(), "dtype": str(self.engine_args["dtype"])}
+        """What decides the numbers besides the request: see the module."""
+        args = self.engine_args
+        return {
+            **super().identity(),
+            "dtype": str(args["dtype"]),
+            "vllm": vllm_version(),
+            "quantization": str(args.get("quantization") or "none"),
+            "max_model_len": str(args.get("max_model_len") or "auto"),
+            "lora": self.lora_hash or "none",
+            "batch_invariant": "on" if batch_invariant() else "off",
+        }
 
     def engine(self) -> Any:
         if self._llm is None:
-            vllm = _import_vllm()
-
-            self._llm = vllm.LLM(**{k: v for k, v in self.engine_args.items() if v is not None})
+            self._llm = shared_engine.acquire(self.engine_args)
         return self._llm
 
     def prompt_ids(self, request: Request, tokenizer: Any) -> list[int]:
@@ -193,14 +345,38 @@ class VLLMBackend(Backend):
             tokenizer = llm.get_tokenizer()
             prompts = [{"prompt_token_ids": self.prompt_ids(r, tokenizer)} for r in requests]
             params = [to_sampling_params(sampling_params_dict(r), vllm) for r in requests]
+            extra: dict[str, Any] = {}
+            if self.lora:
+                extra["lora_request"] = lora_request(self.lora)
             started = time.perf_counter()
-            outputs = llm.generate(prompts, params, use_tqdm=False)
+            outputs = llm.generate(prompts, params, use_tqdm=False, **extra)
             latency = time.perf_counter() - started
         return [parse_output(out, req, latency, self.model, tokenizer.decode)
                 for out, req in zip(outputs, requests, strict=True)]
 
+    def pool(self, task: str, inputs: Sequence[Any]) -> list[list[float]]:
+        """One vector per input from vLLM's pooling runners (engine started with
+        ``runner=pooling``): ``LLM.classify`` (class probabilities), ``LLM.reward`` (a reward
+        model's score), ``LLM.embed`` on texts; ``LLM.score`` on (text, text) pairs."""
+        from judgebench_backends.openai_compat import flat_floats
+
+        with self._lock:
+            llm = self.engine()
+            extra: dict[str, Any] = {"use_tqdm": False}
+            if self.lora:
+                extra["lora_request"] = lora_request(self.lora)
+            if task == "score":
+                outputs = llm.score([a for a, _ in inputs], [b for _, b in inputs], **extra)
+                return [flat_floats(out.outputs.score) for out in outputs]
+            if task not in POOLED_FIELD:
+                raise ValueError(f"unknown pooling task {task!r}")
+            outputs = getattr(llm, task)(list(inputs), **extra)
+        return [flat_floats(getattr(out.outputs, POOLED_FIELD[task])) for out in outputs]
+
     def close(self) -> None:
-        self._llm = None
+        if self._llm is not None:
+            self._llm = None
+            shared_engine.release(self.engine_args)
 
     def batch(self, requests: Sequence[Request]) -> list[dict[str, Any]]:
         """The sampling parameters a batch would be sent with (for --dry-run and tests)."""

@@ -42,6 +42,7 @@ from judgebench.backends import (
     get_backend,
     run_sync,
 )
+from judgebench.backends.base import ENGINE_OPTIONS, EngineOptions, unset_engine_fields
 from judgebench.errors import InputError
 from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import Metric
@@ -66,10 +67,11 @@ BACKEND_OPTIONS = {"model": "model", "revision": "revision", "api_base": "api_ba
                    "timeout_s": "timeout_s", "max_attempts": "max_attempts", "rpm": "rpm",
                    "tpm": "tpm", "input_cost_per_token": "input_cost_per_token",
                    "output_cost_per_token": "output_cost_per_token", "price_in": "price_in",
-                   "price_out": "price_out", "logprobs": "logprobs", "batch": "batch_size"}
+                   "price_out": "price_out", "logprobs": "logprobs", "batch": "batch_size",
+                   **{name: name for name in ENGINE_OPTIONS}}
 
 
-class JudgeOptions(BaseModel):
+class _JudgeCoreOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     backend: str = "transformers"
@@ -99,6 +101,12 @@ class JudgeOptions(BaseModel):
     batch: int = Field(1, ge=1)
     #: remote backends: whether the server returns token logprobs (default: the backend's).
     logprobs: bool | None = None
+
+
+class JudgeOptions(EngineOptions, _JudgeCoreOptions):
+    """A judge's options, then the engine options (listed in this order)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 JudgeOptionsT = TypeVar("JudgeOptionsT", bound=JudgeOptions)
@@ -187,8 +195,8 @@ class JudgeMetric(Metric[JudgeOptionsT]):
 
     # -- signature ------------------------------------------------------------------------------
     def signature_fields(self) -> dict[str, str]:
-        fields = {k: v for k, v in super().signature_fields().items()
-                  if k not in RUNTIME_OPTIONS}
+        skip = RUNTIME_OPTIONS | unset_engine_fields(self.options)
+        fields = {k: v for k, v in super().signature_fields().items() if k not in skip}
         ident = self.backend.identity()
         fields.update({
             "model": ident.get("model", ""),
@@ -197,8 +205,10 @@ class JudgeMetric(Metric[JudgeOptionsT]):
             "parser": f"{self.parser_name}-{self.protocol}-{parsing.VERSION}",
             "protocol": self.protocol,
         })
-        if ident.get("dtype"):
-            fields["dtype"] = ident["dtype"]
+        # what else the backend says decides its numbers (dtype; for vllm its version,
+        # quantization, adapter hash, batch invariance; for a server the served checkpoint)
+        fields.update({k: v for k, v in ident.items()
+                       if k not in ("backend", "model", "revision") and v})
         return fields
 
     # -- requests -------------------------------------------------------------------------------

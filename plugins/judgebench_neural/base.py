@@ -18,12 +18,15 @@ from judgebench_neural.loading import DEFAULT_ENCODER, ModelRef, resolve_device,
 RUNTIME_OPTIONS = ("device", "batch_size")
 
 
+Dtype = Literal["auto", "float32", "float16", "bfloat16"]
+
+
 class ModelOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     model: str = DEFAULT_ENCODER
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    dtype: Dtype = "auto"
     batch_size: int = Field(default=128, ge=1)  # texts per forward pass, at most
 
 

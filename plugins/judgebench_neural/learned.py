@@ -23,12 +23,21 @@ from pydantic import Field
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import ModelMetric, ModelOptions, output_contexts
+from judgebench_neural.base import Dtype, ModelMetric, ModelOptions, output_contexts
 from judgebench_neural.encoder import _length_batches, _max_length
 from judgebench_neural.loading import ModelRef, offline, resolve_device, revision_of
+from judgebench_neural.pooling import (
+    PooledModel,
+    PoolingOptions,
+    classifier_task,
+    classifier_value,
+    pooling_signature,
+    uses_pooling,
+)
 
 
-class ClassifierOptions(ModelOptions):
+class ClassifierOptions(PoolingOptions, ModelOptions):
+    dtype: Dtype = "auto"  # ModelOptions' (the engine option of the same name is a str)
     model: str  # no default: a local sequence-classification model directory
     pair: Literal["none", "input", "reference"] = "none"
     label: int | None = Field(default=None, ge=0)
@@ -44,7 +53,8 @@ class Classifier(ModelMetric[ClassifierOptions]):
         name="learned.classifier", version="1", kind="learned", requires=("output",),
         description="Any local sequence-classification or reward model (model=DIR): the logit "
                     "or probability of `label` (the single logit when num_labels=1) for the "
-                    "output, or for the pair (input|reference, output) with pair=...",
+                    "output, or for the pair (input|reference, output) with pair=...; "
+                    "backend=vllm|vllm_server runs it on vLLM's pooling runner.",
         citation="Cite the model you load. Loading: Wolf et al. (2020). Transformers: "
                  "State-of-the-Art Natural Language Processing. EMNLP (System Demonstrations).",
     )
@@ -55,11 +65,19 @@ class Classifier(ModelMetric[ClassifierOptions]):
         super().__init__(**options)
         self._lock = threading.Lock()
         self._scores: dict[tuple[str | None, str], float] = {}
+        self._pooled = PooledModel(self.info.name)
+
+    def pooler(self) -> Any:
+        return self._pooled.get(self.options, str(self.model_ref.path))
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
         fields["label"] = str(self.label)
-        return fields
+        return pooling_signature(fields, self.options,
+                                 self.pooler() if uses_pooling(self.options) else None)
+
+    def close(self) -> None:
+        self._pooled.close()
 
     @cached_property
     def loaded(self) -> tuple[Any, Any, str]:
@@ -115,7 +133,8 @@ class Classifier(ModelMetric[ClassifierOptions]):
             pairs = [(c, output) for c in contexts]
             plans.append(pairs)
             jobs.extend(p for p in pairs if p not in self._scores)
-        self._run(list(dict.fromkeys(jobs)), label)
+        run = self._run_pooled if uses_pooling(self.options) else self._run
+        run(list(dict.fromkeys(jobs)), label)
         results: list[float | Outcome] = []
         for plan in plans:
             if isinstance(plan, Outcome):
@@ -147,6 +166,22 @@ class Classifier(ModelMetric[ClassifierOptions]):
                 values = _read_head(logits, label, self.options.transform).cpu().tolist()
                 for index, value in zip(batch, values, strict=True):
                     self._scores[pairs[index]] = float(value)
+
+
+    def _run_pooled(self, pairs: list[tuple[str | None, str]], label: int) -> None:
+        """`_run` on the pooling backend: see judgebench_neural.pooling for the tasks."""
+        if not pairs:
+            return
+        task = classifier_task(self.num_labels, self.options.pair != "none",
+                               self.options.transform)
+        inputs: list[Any] = [(a, b) if task == "score" else b for a, b in pairs]
+        with self._lock:
+            for start in range(0, len(inputs), self.options.batch_size):
+                chunk = inputs[start:start + self.options.batch_size]
+                vectors = self.pooler().pool(task, chunk)
+                for offset, vector in enumerate(vectors):
+                    self._scores[pairs[start + offset]] = classifier_value(
+                        task, vector, label, self.options.transform)
 
 
 def _read_head(logits: Any, label: int, transform: str) -> Any:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from judgebench.backends.base import EngineOptions, given_engine_options, unset_engine_fields
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
@@ -37,12 +38,15 @@ def _merged() -> Outcome:
                           "output; end the template with a space or a newline")
 
 
-class LikelihoodOptions(BaseModel):
+class _LikelihoodCoreOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     backend: str = "transformers"
     model: str | None = None
-    dtype: str | None = None
+    #: openai_compat: the base URL of a server you run (e.g. http://127.0.0.1:8000/v1)
+    api_base: str | None = None
+    #: openai_compat: the environment variable holding the server's API key
+    api_key_env: str | None = None
     batch_size: int = Field(default=8, ge=1)
     given: Literal["input", "reference", "none"] = "input"
     template: str = "{context}\n"
@@ -59,6 +63,12 @@ class LikelihoodOptions(BaseModel):
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(f"template has a placeholder other than {{context}}: {exc}") from None
         return value
+
+
+class LikelihoodOptions(EngineOptions, _LikelihoodCoreOptions):
+    """neural.likelihood's options, then the engine options (listed in this order)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
 
 class Likelihood(Metric[LikelihoodOptions]):
@@ -87,11 +97,12 @@ class Likelihood(Metric[LikelihoodOptions]):
         if self._backend is None:
             from judgebench.backends.base import get_backend
 
-            kwargs: dict[str, Any] = {}
+            kwargs: dict[str, Any] = given_engine_options(self.options)
             if self.options.model is not None:
                 kwargs["model"] = self.options.model
-            if self.options.dtype is not None:
-                kwargs["dtype"] = self.options.dtype
+            for remote in ("api_base", "api_key_env"):
+                if getattr(self.options, remote) is not None:
+                    kwargs[remote] = getattr(self.options, remote)
             if self.options.backend == "transformers":
                 kwargs["batch_size"] = self.options.batch_size
             try:
@@ -107,12 +118,15 @@ class Likelihood(Metric[LikelihoodOptions]):
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
-        fields.pop("batch_size", None)
+        for name in {"batch_size", "api_base", "api_key_env"} | unset_engine_fields(self.options):
+            fields.pop(name, None)
         fields["template"] = json.dumps(self.options.template)
         identity = self.backend.identity()
         fields["model"] = identity.get("model", "none")
         fields["rev"] = identity.get("revision", "none")
         fields["dtype"] = identity.get("dtype", self.options.dtype or "default")
+        fields.update({k: v for k, v in identity.items()
+                       if k not in ("backend", "model", "revision", "dtype") and v})
         return fields
 
     def score(self, samples: Sequence[Sample]) -> list[float | Outcome]:
