@@ -35,13 +35,12 @@ def set_third_party_output(verbose: bool) -> None:
         for name, value in QUIET_ENVIRONMENT.items():
             if not os.environ.get(name):
                 os.environ[name] = value
-    if "transformers" in sys.modules:
-        from transformers.utils import logging as transformers_logging
-
+    # Only libraries already imported are switched (the host imports no model library).
+    transformers_logging = sys.modules.get("transformers.utils.logging")
+    if transformers_logging is not None:
         transformers_logging.set_verbosity(level)
         (transformers_logging.enable_progress_bar if verbose
          else transformers_logging.disable_progress_bar)()
-    if "huggingface_hub" in sys.modules:
-        from huggingface_hub import utils as hub_utils
-
+    hub_utils = sys.modules.get("huggingface_hub.utils")
+    if hub_utils is not None:
         (hub_utils.enable_progress_bars if verbose else hub_utils.disable_progress_bars)()
