@@ -25,6 +25,7 @@ from judgebench.store import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from judgebench.pool import TimeEstimate
+    from judgebench.ray_engine import RayConfig
 
 #: The exit status of a run that finished with failed scores (DESIGN.md: CLI).
 EXIT_FAILED_SCORES = 3
@@ -66,6 +67,19 @@ TOP_REASONS = 3
               show_default="the number of cores",
               help="Processes for local metrics (lexical, sentinels); judges and model "
                    "metrics keep their own concurrency. The results are those of 1.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where batches are scored: here (--workers), or on Ray actors (pip install "
+                   "'judgebench[ray]'), on this machine or a cluster; the same results.")
+@click.option("--address", metavar="ADDRESS",
+              help="With --engine ray: the cluster (auto, ray://host:10001); default a local "
+                   "Ray instance sized to this machine.")
+@click.option("--replicas", type=click.IntRange(min=1), metavar="N",
+              help="With --engine ray: scoring actors (default: one per CPU of the cluster, or "
+                   "per --gpus-per-replica GPUs).")
+@click.option("--gpus-per-replica", type=click.FloatRange(min=0), default=0.0, metavar="G",
+              help="With --engine ray: GPUs each actor holds (a vLLM judge's engine).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="With --engine ray: Ray's own logs and progress bars too.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 even if some scores failed (error, parse_error, refused); without "
                    "it such a run exits 3.")
@@ -91,6 +105,11 @@ def command(
     progress: bool | None,
     csv_safe: bool,
     workers: int,
+    engine: str,
+    address: str | None,
+    replicas: int | None,
+    gpus_per_replica: float,
+    verbose: bool,
     allow_failures: bool,
     limit: int | None,
     sample_rows: int | None,
@@ -105,6 +124,7 @@ def command(
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
     rows = Rows(limit=limit, sample=sample_rows, seed=seed)
+    ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
     destinations.check([
         destinations.read("INPUT", input_path),
         *([destinations.read("--config", config)] if config is not None else []),
@@ -131,7 +151,7 @@ def command(
                             settings=settings, resume=resume, corpus=corpus_path,
                             sidecar=output is not None, csv_safe=csv_safe, progress=show,
                             workers=workers, on_estimate=_echo_time, rows=rows,
-                            command=_command_line())
+                            command=_command_line(), ray=ray)
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
@@ -140,6 +160,24 @@ def command(
         click.echo(json.dumps(summary_rows(result), indent=2))
     if result.failed and not allow_failures:
         click.get_current_context().exit(EXIT_FAILED_SCORES)
+
+
+def _ray_config(engine: str, address: str | None, replicas: int | None,
+                gpus_per_replica: float, verbose: bool) -> RayConfig | None:
+    """The Ray options as one RayConfig (None: --engine local, which takes none of them)."""
+    if engine != "ray":
+        given = [name for name, value in (("--address", address), ("--replicas", replicas),
+                                          ("--gpus-per-replica", gpus_per_replica or None))
+                 if value is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} go with --engine ray")
+        return None
+    from judgebench.ray_engine import RayConfig, ray_available
+
+    if not ray_available():
+        raise InputError("--engine ray needs Ray: pip install 'judgebench[ray]'")
+    return RayConfig(address=address, replicas=replicas, gpus_per_replica=gpus_per_replica,
+                     verbose=verbose)
 
 
 def _command_line() -> str:

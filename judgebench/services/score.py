@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from judgebench.models import CorpusScore, Sample
     from judgebench.pool import TimeEstimate
+    from judgebench.ray_engine import RayConfig
     from judgebench.runner import RunResult, TableResult
     from judgebench.runtime import RunSettings
     from judgebench.store import Store
@@ -161,7 +162,8 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
                settings: RunSettings, resume: bool = False, corpus: Path | None = None,
                sidecar: bool = True, csv_safe: bool = False, progress: bool = False,
                workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None,
-               rows: Rows | None = None, command: str | None = None) -> RunResult:
+               rows: Rows | None = None, command: str | None = None,
+               ray: RayConfig | None = None) -> RunResult:
     """Score the generations in `input_path` into the table `output`, as `judgebench score`.
 
     Every row is read and checked first (`runner.survey`), before the store is opened or any
@@ -174,7 +176,9 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
     is. `workers` > 1 scores local metrics in that many processes, with the same results
     (`judgebench.pool`); `on_estimate` hears of each long column (`runner.run_stream`).
     `rows` chooses the rows to score (`Rows`: the table holds exactly those, the sidecar
-    says which); `command` is the command line the store's `runs` row records (scrubbed)."""
+    says which); `command` is the command line the store's `runs` row records (scrubbed).
+    `ray` scores the batches on Ray actors instead (`judgebench.ray_engine`), with the same
+    results; this process stays the only writer of the store."""
     from judgebench import destinations
     from judgebench.io import SampleFile, TableWriter, atomic_path, file_format, write_text
     from judgebench.runner import run_stream, survey
@@ -189,6 +193,11 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
 
     source, selection = (rows or Rows()).of(SampleFile(input_path))
     surveyed = survey(source)
+    scheduler_factory = None
+    if ray is not None:
+        from judgebench.ray_engine import scheduler_factory as ray_scheduler
+
+        scheduler_factory = ray_scheduler(ray, settings)
     about = RunAbout(command=command, input_path=str(input_path),
                      input_hash=file_hash(input_path), selection=selection,
                      cache=str(_judge_cache(settings)))
@@ -197,7 +206,8 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
                       has_cr=surveyed.has_cr) as writer):
         result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
                             progress=progress, settings=settings, sink=writer,
-                            workers=workers, on_estimate=on_estimate, about=about)
+                            workers=workers, on_estimate=on_estimate, about=about,
+                            scheduler_factory=scheduler_factory)
     if sidecar:
         write_text(json.dumps(result.summary(), indent=2), f"{output}.meta.json")
     if corpus is not None:
