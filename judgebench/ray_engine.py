@@ -105,9 +105,6 @@ def connect(config: RayConfig) -> bool:
     else:
         options["address"] = config.address
     ray.init(**options)
-    import ray.data
-
-    ray.data.DataContext.get_current().enable_progress_bars = config.verbose
     return True
 
 
@@ -267,11 +264,16 @@ class ScoringActor:
 
         return {"judgebench": judgebench.__file__, "pid": os.getpid()}
 
-    def signature(self, column: str) -> str:
-        try:
-            return str(self._metric(column).signature())
-        except Exception as exc:
-            return f"error: {_describe(exc)}"
+    def signatures(self) -> dict[str, str]:
+        """Each column's signature as this actor builds it (every metric built now, once),
+        or why it cannot."""
+        found = {}
+        for column in self.specs:
+            try:
+                found[column] = str(self._metric(column).signature())
+            except Exception as exc:
+                found[column] = f"error: {_describe(exc)}"
+        return found
 
     def score(self, column: str, batch: list[Sample]) -> BatchResult:
         from judgebench.pool import timed_score
@@ -344,7 +346,7 @@ class RayScheduler:
             return None
         if not self.actors:
             self._start()
-        if not self._accepts(p):
+        if not self.accepted[p.column]:
             return None
         sent = [(self._next(), batch) for batch in batches]
         refs = [self.actors[a].score.remote(p.column, batch) for a, batch in sent]
@@ -385,7 +387,11 @@ class RayScheduler:
                                   settings, self._budget, self._limits)
         self.actors = [self._new_actor() for _ in range(self._replicas())]
         self._turn = itertools.cycle(range(len(self.actors)))
-        ray.get([a.where.remote() for a in self.actors])
+        # Every actor builds every metric now, before any batch (a model loads once per
+        # actor); a column an actor builds with another signature is scored in process.
+        built = ray.get([a.signatures.remote() for a in self.actors])
+        self.accepted = {column: all(b[column] == self.signatures[column] for b in built)
+                         for column in self.specs}
         self.startup_s = time.perf_counter() - began
 
     def _replicas(self) -> int:
@@ -400,15 +406,6 @@ class RayScheduler:
 
     def _next(self) -> int:
         return next(self._turn)
-
-    def _accepts(self, p: PreparedMetric) -> bool:
-        """Whether the actors build `p` with the driver's signature (else: in process)."""
-        import ray
-
-        if p.column not in self.accepted:
-            signature = ray.get(self.actors[0].signature.remote(p.column))
-            self.accepted[p.column] = signature == p.signature
-        return self.accepted[p.column]
 
     def _collected(self, column: str, sent: Sequence[tuple[int, list[Sample]]],
                    refs: Sequence[Any]) -> Iterator[tuple[list[Outcome], float | None]]:
