@@ -29,9 +29,12 @@ loses nothing committed.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
+import re
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from judgebench.display import SafeWriter
 from judgebench.models import Outcome, Sample, Status
 from judgebench.runtime import Budget, BudgetExceeded, RunSettings
 
@@ -108,12 +112,105 @@ def connect(config: RayConfig) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def session(config: RayConfig) -> Iterator[None]:
+    """Ray connected for the body (`connect`), shut down after it if it was started here."""
+    owned = connect(config)
+    try:
+        yield
+    finally:
+        if owned:
+            import ray
+
+            ray.shutdown()
+
+
 def forwarded_env(specs: Sequence[MetricSpec]) -> dict[str, str]:
     """The driver's variables the actors need: code path, caches, offline switches and the
     key variables the judges name (`api_key_env`; never logged, see `judgebench.redact`)."""
     keys = {str(s.options["api_key_env"]) for s in specs if s.options.get("api_key_env")}
     return {name: value for name, value in os.environ.items()
             if name in FORWARDED_NAMES or name in keys or name.startswith(FORWARDED_PREFIXES)}
+
+
+# -- reading from an object store -----------------------------------------------------------
+#: A URI with a scheme (s3://, gs://, abfs://, file://...): read through Ray Data.
+URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(text: str | os.PathLike[str]) -> bool:
+    return isinstance(text, str) and URI.match(text) is not None
+
+
+class UriSamples:
+    """A generations file at a URI, read with Ray Data's readers in blocks (`read_text` for
+    JSONL and CSV, so each line is parsed by judgebench's own readers, with the same rules and
+    messages, naming the URI and the line; `read_parquet` for Parquet, naming the row), each
+    iteration from the start, as `io.SampleFile` reads a local file. Ray must be connected
+    (`session`)."""
+
+    def __init__(self, uri: str) -> None:
+        from judgebench.io import file_format
+
+        self.uri = uri
+        self.format = file_format(uri)
+
+    def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        import ray.data
+
+        from judgebench.io import _csv_records, _jsonl_records
+
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True  # rows in the file's order
+        if not logging.getLogger("ray").isEnabledFor(logging.INFO):  # not -v: Ray Data quiet
+            context.enable_progress_bars = False
+            logging.getLogger("ray.data").setLevel(logging.ERROR)
+        blocks: Any = None
+        try:
+            if self.format == "parquet":
+                blocks = iter(ray.data.read_parquet(self.uri).iter_batches(
+                    batch_size=4096, batch_format="pyarrow"))
+                number = 0
+                for batch in blocks:
+                    for record in batch.to_pylist():
+                        number += 1
+                        yield number, record
+                return
+            blocks = iter(ray.data.read_text(self.uri, drop_empty_lines=False).iter_rows())
+            lines = (str(row["text"]).removeprefix("\ufeff") if n == 0 else str(row["text"])
+                     for n, row in enumerate(blocks))
+            where: Any = self.uri  # the readers only quote it in messages
+            yield from (_jsonl_records(lines, where) if self.format == "jsonl"
+                        else _csv_records(lines, where))
+        except (OSError, ray.exceptions.RayError) as exc:
+            from judgebench.errors import InputError
+
+            raise InputError(f"cannot read it through Ray Data: {_describe(exc)}",
+                             path=self.uri) from None
+        finally:
+            if hasattr(blocks, "close"):  # now, while Ray is still connected
+                blocks.close()
+
+    def _numbered(self) -> Iterator[tuple[int, Sample]]:
+        from judgebench.io import position_name, to_sample
+
+        where = position_name(self.uri)
+        for position, record in self._records():
+            yield position, to_sample(record, tabular=self.format != "jsonl", path=self.uri,
+                                      **{where: position})
+
+    def __iter__(self) -> Iterator[Sample]:
+        from judgebench.errors import InputError
+        from judgebench.io import position_name, unique_stream
+
+        empty = True
+        for _, sample in unique_stream(self._numbered(), path=self.uri,
+                                       where=position_name(self.uri), again=self._numbered):
+            empty = False
+            yield sample
+        if empty:
+            raise InputError("no samples: the file has a header or blank lines only",
+                             path=self.uri)
 
 
 # -- shared spending ------------------------------------------------------------------------
@@ -392,6 +489,11 @@ class RayScheduler:
         built = ray.get([a.signatures.remote() for a in self.actors])
         self.accepted = {column: all(b[column] == self.signatures[column] for b in built)
                          for column in self.specs}
+        for column, accepted in self.accepted.items():
+            if not accepted:
+                other = next(b[column] for b in built if b[column] != self.signatures[column])
+                print(f"warning: {column}: a Ray actor builds it as {other!r}, not as here; "
+                      "it is scored on the driver", file=SafeWriter(sys.stderr))
         self.startup_s = time.perf_counter() - began
 
     def _replicas(self) -> int:

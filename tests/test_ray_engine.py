@@ -83,7 +83,8 @@ def plugin(tmp_path: Path) -> Path:
     return path
 
 
-def score_args(tmp: Path, data: Path, *metrics: str, engine: str = "local") -> list[str]:
+def score_args(tmp: Path, data: Path | str, *metrics: str, engine: str = "local"
+               ) -> list[str]:
     tmp.mkdir(exist_ok=True)
     return ["score", str(data), *(a for m in metrics for a in ("-m", m)),
             "-o", str(tmp / "scores.csv"), "--corpus", str(tmp / "corpus.csv"),
@@ -398,3 +399,116 @@ def test_a_killed_driver_resumes_with_nothing_committed_recomputed(tmp_path: Pat
     assert (local / "scores.csv").read_bytes() == (run / "scores.csv").read_bytes()
     assert json.loads((local / "scores.csv.meta.json").read_text())["columns"] == json.loads(
         (run / "scores.csv.meta.json").read_text())["columns"]
+
+
+TAGGED_PLUGIN = '''
+import os
+from judgebench.hookspecs import hookimpl
+from judgebench.metric import Metric
+from judgebench.models import MetricInfo
+
+
+class Tagged(Metric):
+    """Its version comes from $TAG_OF_THIS_RUN, which the actors are not given."""
+
+    info = MetricInfo(name="local.tagged", kind="reference", requires=("output",),
+                      version=os.environ.get("TAG_OF_THIS_RUN", "none"))
+    batch_size = 4
+
+    def score(self, samples):
+        marks = os.environ.get("JUDGEBENCH_TEST_MARKS")
+        with open(os.path.join(marks, str(os.getpid())), "a") as f:
+            f.write(f"{len(samples)}\\n")
+        return [float(len(s.output)) for s in samples]
+
+
+@hookimpl
+def register_metrics(register):
+    register(Tagged)
+'''
+
+
+def test_a_column_actors_build_otherwise_is_scored_on_the_driver(tmp_path: Path,
+                                                                 local_ray: None) -> None:
+    plugin = tmp_path / "tagged_plugin.py"
+    plugin.write_text(TAGGED_PLUGIN, encoding="utf-8")
+    data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(8))
+    marks, env = marks_of(tmp_path / "run")
+    done = run_cli("-p", str(plugin), *score_args(tmp_path / "run", data, "local.tagged",
+                                                  engine="ray"),
+                   env={**env, "TAG_OF_THIS_RUN": "7"}, check=True)
+    assert "local.tagged: a Ray actor builds it as 'local.tagged@none" in done.stderr
+    assert "scored on the driver" in done.stderr
+    assert scoring_pids(marks) == {os.getpid(): 8}
+    assert "local.tagged@7" in (tmp_path / "run" / "scores.csv.meta.json").read_text()
+
+
+def test_the_gpu_check_explains_itself_without_vllm(tmp_path: Path) -> None:
+    script = REPO / "benchmarks" / "gpu_ray_check.py"
+    helped = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
+                            text=True, env={**os.environ, **ENV})
+    assert helped.returncode == 0 and "--model" in helped.stdout and "--rows" in helped.stdout
+    tried = subprocess.run([sys.executable, str(script), "--model", "x"], capture_output=True,
+                           text=True, env={**os.environ, **ENV})
+    assert tried.returncode == 2 and "vllm is not importable here" in tried.stdout
+
+
+def test_the_gpu_checks_backend_plugin_registers(tmp_path: Path) -> None:
+    """The -p plugin the GPU check gives every run loads here (vllm is imported only when
+    an engine starts)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import gpu_ray_check
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    plugin = tmp_path / "vllm_fraction_plugin.py"
+    plugin.write_text(gpu_ray_check.PLUGIN, encoding="utf-8")
+    from judgebench.backends import get_backend
+    from judgebench.plugins import get_host, reset_host
+
+    get_host((str(plugin),))
+    os.environ["JUDGEBENCH_GPU_FRACTION"] = "0.4"
+    try:
+        backend = get_backend("vllm_fraction", model="/models/judge")
+        assert backend.engine_args["gpu_memory_utilization"] == 0.4
+        assert backend.engine_args["max_model_len"] == 4096
+    finally:
+        del os.environ["JUDGEBENCH_GPU_FRACTION"]
+        reset_host()
+
+
+# -- inputs at a URI, read through Ray Data -------------------------------------------------
+def test_a_file_uri_read_through_ray_data_gives_the_local_table(tmp_path: Path,
+                                                                local_ray: None) -> None:
+    import pandas as pd
+
+    records = summeval_records(48)
+    data = write_jsonl(tmp_path / "gen.jsonl", records)
+    run_cli(*score_args(tmp_path / "local", data, *LEXICAL), check=True)
+    run_cli(*score_args(tmp_path / "uri", f"file://{data}", *LEXICAL, engine="ray"),
+            check=True)
+    same_outputs(tmp_path / "local", tmp_path / "uri")
+    parquet = tmp_path / "gen.parquet"
+    pd.DataFrame(records).to_parquet(parquet)
+    run_cli(*score_args(tmp_path / "pq-local", parquet, "lexical.length"), check=True)
+    run_cli(*score_args(tmp_path / "pq-uri", f"file://{parquet}", "lexical.length",
+                        engine="ray"), check=True)
+    same_outputs(tmp_path / "pq-local", tmp_path / "pq-uri")
+
+
+def test_a_bad_line_at_a_uri_is_named_as_in_a_local_file(tmp_path: Path,
+                                                         local_ray: None) -> None:
+    data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(3))
+    with data.open("a", encoding="utf-8") as handle:
+        handle.write('{"item": "x", "system": \n')
+    local = run_cli("score", str(data), "-m", "lexical.length", "--store",
+                    str(tmp_path / "a.db"))
+    uri = run_cli("score", f"file://{data}", "-m", "lexical.length", "--store",
+                  str(tmp_path / "b.db"), "--engine", "ray")
+    assert local.returncode == uri.returncode == 2
+    assert f"{data}, line 4: malformed JSON" in local.stderr
+    assert f"file://{data}, line 4: malformed JSON" in uri.stderr
+    assert not (tmp_path / "b.db").exists()  # checked before any work
+    plain = run_cli("score", f"file://{data}", "-m", "lexical.length", "--store",
+                    str(tmp_path / "c.db"))
+    assert plain.returncode == 2 and "add --engine ray" in plain.stderr

@@ -17,6 +17,7 @@ import click
 from judgebench import destinations
 from judgebench.display import SafeWriter
 from judgebench.errors import InputError
+from judgebench.ray_engine import is_uri
 from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
@@ -34,7 +35,8 @@ TOP_REASONS = 3
 
 
 @click.command("score")
-@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.argument("input_path", metavar="INPUT",
+                callback=lambda _c, _p, v: v if is_uri(v) else Path(v))
 @click.option("-m", "--metric", "metric_specs", multiple=True, metavar="SPEC",
               help="NAME or NAME:key=value[,key=value...]; repeatable. The spec is the column.")
 @click.option("--config", type=click.Path(path_type=Path),
@@ -90,7 +92,7 @@ TOP_REASONS = 3
                    "rows of the same file).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 def command(
-    input_path: Path,
+    input_path: Path | str,
     metric_specs: tuple[str, ...],
     config: Path | None,
     output: Path | None,
@@ -115,7 +117,10 @@ def command(
     sample_rows: int | None,
     seed: int,
 ) -> None:
-    """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics."""
+    """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
+
+    With --engine ray, INPUT may also be a URI (s3://..., gs://..., file://...), read through
+    Ray Data."""
     specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
     if config is not None:
         specs += load_config(config)
@@ -125,8 +130,10 @@ def command(
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
     rows = Rows(limit=limit, sample=sample_rows, seed=seed)
     ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
+    if is_uri(input_path) and dry_run:
+        raise InputError("--dry-run reads a local file: a URI is read by a real run")
     destinations.check([
-        destinations.read("INPUT", input_path),
+        *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
         *([destinations.read("--config", config)] if config is not None else []),
         *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
         destinations.database("--store", store_path),
@@ -139,7 +146,7 @@ def command(
                            cache_path=cache_path)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
-        _echo_estimates(estimate_file(input_path, specs, settings=settings, resume=resume,
+        _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
                                       progress=show, workers=workers, on_estimate=_echo_time,
                                       rows=rows), as_json)
         return
