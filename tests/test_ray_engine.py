@@ -127,6 +127,7 @@ def test_actors_run_this_checkouts_code(local_ray: None) -> None:
     assert where["pid"] != os.getpid()
 
 
+@pytest.mark.slow
 def test_a_ray_run_writes_what_a_local_run_writes(tmp_path: Path, plugin: Path,
                                                   local_ray: None) -> None:
     data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(96))
@@ -155,6 +156,7 @@ def test_a_ray_run_writes_what_a_local_run_writes(tmp_path: Path, plugin: Path,
     assert store_rows(tmp_path / "ray" / "store.db") == before
 
 
+@pytest.mark.slow
 def test_an_actor_that_dies_fails_only_its_sample(tmp_path: Path, plugin: Path,
                                                   local_ray: None) -> None:
     records = summeval_records(48)
@@ -478,6 +480,7 @@ def test_the_gpu_checks_backend_plugin_registers(tmp_path: Path) -> None:
 
 
 # -- inputs at a URI, read through Ray Data -------------------------------------------------
+@pytest.mark.slow
 def test_a_file_uri_read_through_ray_data_gives_the_local_table(tmp_path: Path,
                                                                 local_ray: None) -> None:
     import pandas as pd
