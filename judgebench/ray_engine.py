@@ -356,10 +356,15 @@ class ScoringActor:
         return self.metrics[column]
 
     def where(self) -> dict[str, Any]:
-        """Which code this actor runs, in which process (for checks and tests)."""
+        """Which code this actor runs, in which process, and whether its backends' limiters
+        and budget are the cluster's (for checks and tests)."""
         import judgebench
+        from judgebench.backends import remote
 
-        return {"judgebench": judgebench.__file__, "pid": os.getpid()}
+        limiter = remote.limiter_for("probe", "http://where", None, None)
+        return {"judgebench": judgebench.__file__, "pid": os.getpid(),
+                "shared_limiter": type(limiter).__name__,
+                "shared_budget": type(self.settings.budget).__name__}
 
     def signatures(self) -> dict[str, str]:
         """Each column's signature as this actor builds it (every metric built now, once),

@@ -119,12 +119,17 @@ def same_outputs(one: Path, two: Path) -> None:
     assert store_rows(one / "store.db") == store_rows(two / "store.db")
 
 
-def test_actors_run_this_checkouts_code(local_ray: None) -> None:
-    actor = ray.remote(ray_engine.ScoringActor).remote((), {}, {}, None, None)
+def test_actors_run_this_checkouts_code_with_the_clusters_limits(local_ray: None) -> None:
+    limits = ray.remote(num_cpus=0)(ray_engine.SharedLimitsState).remote()
+    actor = ray.remote(ray_engine.ScoringActor).remote((), {}, {}, None, limits)
     where = ray.get(actor.where.remote())
     ray.kill(actor)
+    ray.kill(limits)
     assert Path(where["judgebench"]).resolve().is_relative_to(REPO)
     assert where["pid"] != os.getpid()
+    # what a backend in the actor gets from remote.limiter_for, and sees as its budget
+    assert where["shared_limiter"] == "SharedRateLimiter"
+    assert where["shared_budget"] == "SharedBudget"
 
 
 @pytest.mark.slow
