@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.models import Outcome, Sample, Status
 
@@ -208,6 +208,23 @@ def _describe(exc: BaseException) -> str:
 
 
 # -- the parent side ------------------------------------------------------------------------
+class BatchScheduler(Protocol):
+    """Where the batches of a run are scored (`Scheduler`: here and in worker processes;
+    `judgebench.ray_engine.RayScheduler`: in Ray actors). `scored` gives each batch's outcomes
+    in order (None: score them in process); `close` stops what it started."""
+
+    def scored(self, p: PreparedMetric, rows: int, batches: Sequence[list[Sample]]
+               ) -> Iterator[tuple[list[Outcome], float | None]] | None: ...
+
+    def close(self) -> None: ...
+
+
+#: Makes a run's scheduler: (workers, prepared metrics, plugin host, rows, on_estimate).
+SchedulerFactory = Callable[
+    [int, "Sequence[PreparedMetric]", "PluginHost", int,
+     "Callable[[TimeEstimate], None] | None"], BatchScheduler]
+
+
 @dataclass(frozen=True)
 class _Sent:
     """Batches sent to one pool (the `Scheduler._pool`-th), by their index."""

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
-    from judgebench.pool import Scheduler, TimeEstimate
+    from judgebench.pool import BatchScheduler, SchedulerFactory, TimeEstimate
 
 
 @dataclass
@@ -313,6 +313,7 @@ def run_stream(
     workers: int = 1,
     on_estimate: Callable[[TimeEstimate], None] | None = None,
     about: RunAbout | None = None,
+    scheduler_factory: SchedulerFactory | None = None,
 ) -> RunResult:
     """Score the samples that each call of `read` yields anew, `chunk_rows` at a time, so
     memory is bounded by the chunk, not the input; `surveyed` is `survey` of the same
@@ -327,9 +328,11 @@ def run_stream(
     run needs `estimate_from`, the samples in memory.
 
     `workers` > 1 scores parallel-safe metrics in that many processes (`judgebench.pool`),
-    with the same results; `on_estimate` gets each column's time estimate when it is long
-    (`pool.SHOW_ESTIMATE_SECONDS`), before its work starts. A dry run's estimates include
-    `estimated_s`, the seconds that column would take (None when it is not timed).
+    with the same results (`scheduler_factory`, called as `pool.Scheduler` is, places the
+    batches elsewhere: `judgebench.ray_engine`); `on_estimate` gets each column's time
+    estimate when it is long (`pool.SHOW_ESTIMATE_SECONDS`), before its work starts. A dry
+    run's estimates include `estimated_s`, the seconds that column would take (None when it
+    is not timed).
 
     Once the checks before any work have passed, the run is recorded in the store's `runs`
     table (`about`: its command line and input), and how it ended when it ends: ok, error,
@@ -349,7 +352,7 @@ def run_stream(
     table_of: Callable[..., pd.DataFrame] = (
         partial(build_pairwise_table, has_category=surveyed.pairs.has_category) if pairwise
         else build_table)
-    scheduler: Scheduler | None = None
+    scheduler: BatchScheduler | None = None
     try:
         with running(settings), contextlib.ExitStack() as recording:
             if settings.dry_run:
@@ -370,7 +373,8 @@ def run_stream(
             corpus = [p for p in prepared if p.corpus_level]
             result.selection = about.selection if about is not None else None
             recording.enter_context(_recorded(store, about, prepared, result, settings))
-            scheduler = Scheduler(workers, prepared, host, surveyed.rows, on_estimate)
+            scheduler = (scheduler_factory or Scheduler)(workers, prepared, host, surveyed.rows,
+                                                         on_estimate)
             by_system: dict[str, SystemCorpus] = {}
             keys_digest = hashlib.blake2b(digest_size=16)
             rows = 0
@@ -493,7 +497,7 @@ def _plan_segments(
     resume: bool,
     bar: Any,
     result: RunResult,
-    scheduler: Scheduler | None = None,
+    scheduler: BatchScheduler | None = None,
 ) -> _PlannedSegments:
     """What the store lacks of these samples, in batches; batches for `scheduler`'s workers
     are sent now."""
@@ -519,7 +523,11 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
     for chunk in work.batches:
         batch = [s for s, _ in chunk]
         if work.from_workers is not None:
-            outcomes, elapsed = next(work.from_workers)
+            try:
+                outcomes, elapsed = next(work.from_workers)
+            except BudgetExceeded as exc:  # elsewhere: what finished there comes with it
+                _keep_finished_elsewhere(p, chunk, getattr(exc, "finished", None), store, result)
+                raise
             store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
                       [h for _, h in chunk], elapsed)
             result.computed += len(batch)
@@ -622,6 +630,21 @@ def _keep_finished_before_budget_stop(
             continue
         store.put([_stamp(outcome, sample, p)], [digest], time.perf_counter() - began)
         result.computed += 1
+
+
+def _keep_finished_elsewhere(
+    p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], finished: Sequence[Outcome | None]
+    | None, store: Store, result: RunResult
+) -> None:
+    """A batch stopped by the budget in a worker: store the outcomes it finished (None: not
+    finished); without them, those finished in process (`_keep_finished_before_budget_stop`)."""
+    if finished is None:
+        _keep_finished_before_budget_stop(p, chunk, store, result)
+        return
+    done = [(o, s, h) for o, (s, h) in zip(finished, chunk, strict=True) if o is not None]
+    if done:
+        store.put([_stamp(o, s, p) for o, s, _ in done], [h for _, _, h in done], None)
+        result.computed += len(done)
 
 
 @dataclass

@@ -46,7 +46,10 @@ class Budget:
     allow_unknown_cost: bool = False
     spent_usd: float = 0.0
     unknown_cost_calls: int = 0
+    #: The estimates of the calls in flight (`reserve`d, not yet `release`d).
+    reserved_usd: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _reserve_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         check_budget_usd(self.limit_usd)
@@ -92,6 +95,21 @@ class Budget:
                     f"budget of ${self.limit_usd:.4f} reached (spent ${self.spent_usd:.4f}); "
                     "finished scores are kept, rerun with --resume and a larger --budget-usd"
                 )
+
+    def reserve(self, estimate_usd: float | None, *, model: str = "") -> float:
+        """`check` a call estimated at `estimate_usd` (None: unknown price) beside every call
+        in flight, and hold its estimate until `release`; returns what to release."""
+        with self._reserve_lock:
+            self.check(None if estimate_usd is None else self.reserved_usd + estimate_usd,
+                       model=model)
+            held = estimate_usd or 0.0
+            self.reserved_usd += held
+            return held
+
+    def release(self, held_usd: float) -> None:
+        """A call `reserve`d is over (charged or failed)."""
+        with self._reserve_lock:
+            self.reserved_usd -= held_usd
 
     def charge(self, cost_usd: float | None) -> None:
         with self._lock:

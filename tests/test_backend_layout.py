@@ -99,9 +99,9 @@ def code_names(source: str) -> set[str]:
     return names
 
 
-ENGINE_NAMES = {"sleep", "uniform", "random", "Semaphore", "budget", "check", "charge",
+ENGINE_NAMES = {"sleep", "uniform", "random", "Semaphore", "budget", "reserve", "charge",
                 "RateLimiter", "limiter_for", "_limiter", "pause", "dry_run", "max_attempts",
-                "backoff_base_s", "backoff_max_s", "max_retry_after_s", "_reserved"}
+                "backoff_base_s", "backoff_max_s", "max_retry_after_s", "release"}
 
 
 def test_retry_rate_limit_and_budget_code_exists_once() -> None:

@@ -48,7 +48,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, final
 
@@ -148,37 +148,47 @@ class RateLimiter:
         if self.tpm:
             self._tokens = min(self.tpm, self._tokens + elapsed * self.tpm / 60.0)
 
+    def try_acquire(self, tokens: int) -> float:
+        """Take one request and `tokens` tokens if the buckets hold them (0.0), else the
+        seconds to wait before trying again."""
+        with self._lock:
+            now = time.monotonic()
+            self._refill(now)
+            wait = self._paused_until - now
+            need = min(float(tokens), float(self.tpm or 0))
+            if wait <= 0:
+                if self.rpm and self._requests < 1:
+                    wait = (1 - self._requests) * 60.0 / self.rpm
+                elif self.tpm and self._tokens < need:
+                    wait = (need - self._tokens) * 60.0 / self.tpm
+                else:
+                    if self.rpm:
+                        self._requests -= 1
+                    if self.tpm:
+                        self._tokens -= need
+                    return 0.0
+            return max(wait, 0.001)
+
     async def acquire(self, tokens: int) -> None:
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                self._refill(now)
-                wait = self._paused_until - now
-                need = min(float(tokens), float(self.tpm or 0))
-                if wait <= 0:
-                    if self.rpm and self._requests < 1:
-                        wait = (1 - self._requests) * 60.0 / self.rpm
-                    elif self.tpm and self._tokens < need:
-                        wait = (need - self._tokens) * 60.0 / self.tpm
-                    else:
-                        if self.rpm:
-                            self._requests -= 1
-                        if self.tpm:
-                            self._tokens -= need
-                        return
-            await asyncio.sleep(min(max(wait, 0.001), 60.0))
+        while (wait := self.try_acquire(tokens)) > 0:
+            await asyncio.sleep(min(wait, 60.0))
 
 
 _LIMITERS: dict[tuple[str, str], RateLimiter] = {}
 _LIMITERS_LOCK = threading.Lock()
+#: Where limiters come from when they are shared beyond this process (set by
+#: `judgebench.ray_engine` in its actors: one limiter per endpoint for the whole cluster).
+shared_limiters: Callable[[tuple[str, str], float | None, float | None], RateLimiter] | None = None
 
 
 def limiter_for(model: str, api_base: str | None, rpm: float | None,
                 tpm: float | None) -> RateLimiter:
     """The one RateLimiter of (model, endpoint) in this process (made with the first caller's
-    limits)."""
+    limits), or of the cluster when `shared_limiters` is set."""
     with _LIMITERS_LOCK:
         key = (model, api_base or "")
+        if shared_limiters is not None:
+            return shared_limiters(key, rpm, tpm)
         if key not in _LIMITERS:
             _LIMITERS[key] = RateLimiter(rpm, tpm)
         return _LIMITERS[key]
@@ -286,8 +296,6 @@ class RemoteBackend(Backend):
         self._semaphores: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
-        self._reserved = 0.0
-        self._reserve_lock = threading.Lock()
         self._price: tuple[float, float] | None = None
         self._price_known = False
 
@@ -435,16 +443,11 @@ class RemoteBackend(Backend):
             return Response.failed("unsupported", reason)
         estimate_in = self.count_tokens(request)
         priced = self.estimate_cost(estimate_in, request.max_tokens)
-        estimate = priced or 0.0
-        with self._reserve_lock:
-            settings.budget.check(None if priced is None else self._reserved + estimate,
-                                  model=f"{self.name}:{self.model}")
-            self._reserved += estimate
+        held = settings.budget.reserve(priced, model=f"{self.name}:{self.model}")
         try:
             return await self._attempts(client, request, estimate_in, settings)
         finally:
-            with self._reserve_lock:
-                self._reserved -= estimate
+            settings.budget.release(held)
 
     @final
     async def _attempts(self, client: Any, request: Request, estimate_in: int,

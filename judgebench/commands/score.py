@@ -17,6 +17,7 @@ import click
 from judgebench import destinations
 from judgebench.display import SafeWriter
 from judgebench.errors import InputError
+from judgebench.ray_engine import is_uri
 from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
@@ -25,6 +26,7 @@ from judgebench.store import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from judgebench.pool import TimeEstimate
+    from judgebench.ray_engine import RayConfig
 
 #: The exit status of a run that finished with failed scores (DESIGN.md: CLI).
 EXIT_FAILED_SCORES = 3
@@ -33,7 +35,8 @@ TOP_REASONS = 3
 
 
 @click.command("score")
-@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.argument("input_path", metavar="INPUT",
+                callback=lambda _c, _p, v: v if is_uri(v) else Path(v))
 @click.option("-m", "--metric", "metric_specs", multiple=True, metavar="SPEC",
               help="NAME or NAME:key=value[,key=value...]; repeatable. The spec is the column.")
 @click.option("--config", type=click.Path(path_type=Path),
@@ -66,6 +69,19 @@ TOP_REASONS = 3
               show_default="the number of cores",
               help="Processes for local metrics (lexical, sentinels); judges and model "
                    "metrics keep their own concurrency. The results are those of 1.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where batches are scored: here (--workers), or on Ray actors (pip install "
+                   "'judgebench[ray]'), on this machine or a cluster; the same results.")
+@click.option("--address", metavar="ADDRESS",
+              help="With --engine ray: the cluster (auto, ray://host:10001); default a local "
+                   "Ray instance sized to this machine.")
+@click.option("--replicas", type=click.IntRange(min=1), metavar="N",
+              help="With --engine ray: scoring actors (default: one per CPU of the cluster, or "
+                   "per --gpus-per-replica GPUs).")
+@click.option("--gpus-per-replica", type=click.FloatRange(min=0), default=0.0, metavar="G",
+              help="With --engine ray: GPUs each actor holds (a vLLM judge's engine).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="With --engine ray: Ray's own logs and progress bars too.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 even if some scores failed (error, parse_error, refused); without "
                    "it such a run exits 3.")
@@ -76,7 +92,7 @@ TOP_REASONS = 3
                    "rows of the same file).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 def command(
-    input_path: Path,
+    input_path: Path | str,
     metric_specs: tuple[str, ...],
     config: Path | None,
     output: Path | None,
@@ -91,12 +107,20 @@ def command(
     progress: bool | None,
     csv_safe: bool,
     workers: int,
+    engine: str,
+    address: str | None,
+    replicas: int | None,
+    gpus_per_replica: float,
+    verbose: bool,
     allow_failures: bool,
     limit: int | None,
     sample_rows: int | None,
     seed: int,
 ) -> None:
-    """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics."""
+    """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
+
+    With --engine ray, INPUT may also be a URI (s3://..., gs://..., file://...), read through
+    Ray Data."""
     specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
     if config is not None:
         specs += load_config(config)
@@ -105,8 +129,11 @@ def command(
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
     rows = Rows(limit=limit, sample=sample_rows, seed=seed)
+    ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
+    if is_uri(input_path) and dry_run:
+        raise InputError("--dry-run reads a local file: a URI is read by a real run")
     destinations.check([
-        destinations.read("INPUT", input_path),
+        *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
         *([destinations.read("--config", config)] if config is not None else []),
         *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
         destinations.database("--store", store_path),
@@ -119,7 +146,7 @@ def command(
                            cache_path=cache_path)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
-        _echo_estimates(estimate_file(input_path, specs, settings=settings, resume=resume,
+        _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
                                       progress=show, workers=workers, on_estimate=_echo_time,
                                       rows=rows), as_json)
         return
@@ -131,7 +158,7 @@ def command(
                             settings=settings, resume=resume, corpus=corpus_path,
                             sidecar=output is not None, csv_safe=csv_safe, progress=show,
                             workers=workers, on_estimate=_echo_time, rows=rows,
-                            command=_command_line())
+                            command=_command_line(), ray=ray)
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
@@ -140,6 +167,24 @@ def command(
         click.echo(json.dumps(summary_rows(result), indent=2))
     if result.failed and not allow_failures:
         click.get_current_context().exit(EXIT_FAILED_SCORES)
+
+
+def _ray_config(engine: str, address: str | None, replicas: int | None,
+                gpus_per_replica: float, verbose: bool) -> RayConfig | None:
+    """The Ray options as one RayConfig (None: --engine local, which takes none of them)."""
+    if engine != "ray":
+        given = [name for name, value in (("--address", address), ("--replicas", replicas),
+                                          ("--gpus-per-replica", gpus_per_replica or None))
+                 if value is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} go with --engine ray")
+        return None
+    from judgebench.ray_engine import RayConfig, ray_available
+
+    if not ray_available():
+        raise InputError("--engine ray needs Ray: pip install 'judgebench[ray]'")
+    return RayConfig(address=address, replicas=replicas, gpus_per_replica=gpus_per_replica,
+                     verbose=verbose)
 
 
 def _command_line() -> str:

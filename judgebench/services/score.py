@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.models import CorpusScore, Sample
-    from judgebench.pool import TimeEstimate
+    from judgebench.pool import SchedulerFactory, TimeEstimate
+    from judgebench.ray_engine import RayConfig
     from judgebench.runner import RunResult, TableResult
     from judgebench.runtime import RunSettings
     from judgebench.store import Store
@@ -157,11 +158,12 @@ def file_hash(path: Path) -> str:
         return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
 
 
-def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, store: Path,
+def score_file(input_path: Path | str, specs: Sequence[MetricSpec], *, output: Path, store: Path,
                settings: RunSettings, resume: bool = False, corpus: Path | None = None,
                sidecar: bool = True, csv_safe: bool = False, progress: bool = False,
                workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None,
-               rows: Rows | None = None, command: str | None = None) -> RunResult:
+               rows: Rows | None = None, command: str | None = None,
+               ray: RayConfig | None = None) -> RunResult:
     """Score the generations in `input_path` into the table `output`, as `judgebench score`.
 
     Every row is read and checked first (`runner.survey`), before the store is opened or any
@@ -174,30 +176,62 @@ def score_file(input_path: Path, specs: Sequence[MetricSpec], *, output: Path, s
     is. `workers` > 1 scores local metrics in that many processes, with the same results
     (`judgebench.pool`); `on_estimate` hears of each long column (`runner.run_stream`).
     `rows` chooses the rows to score (`Rows`: the table holds exactly those, the sidecar
-    says which); `command` is the command line the store's `runs` row records (scrubbed)."""
-    from judgebench import destinations
-    from judgebench.io import SampleFile, TableWriter, atomic_path, file_format, write_text
-    from judgebench.runner import run_stream, survey
-    from judgebench.store import RunAbout, Store
+    says which); `command` is the command line the store's `runs` row records (scrubbed).
+    `ray` scores the batches on Ray actors instead (`judgebench.ray_engine`), with the same
+    results; this process stays the only writer of the store; with it, `input_path` may be
+    a URI (s3://..., file://...), read through Ray Data (`ray_engine.UriSamples`)."""
+    from judgebench import destinations, ray_engine
+    from judgebench.io import SampleFile
 
+    uri = ray_engine.is_uri(input_path)
+    if uri and ray is None:
+        raise InputError(f"{input_path}: a URI is read through Ray Data: add --engine ray")
     destinations.check([
-        destinations.read("INPUT", input_path),
+        *([] if uri else [destinations.read("INPUT", Path(input_path))]),
         destinations.table("-o", output, sidecar=sidecar),
         destinations.database("--store", store),
         *([destinations.table("--corpus", corpus)] if corpus is not None else []),
     ])
 
-    source, selection = (rows or Rows()).of(SampleFile(input_path))
+    scheduler_factory = None
+    with contextlib.ExitStack() as connected:
+        if ray is not None:
+            scheduler_factory = ray_engine.scheduler_factory(ray, settings)
+            if uri:  # connected for the reads too (the scheduler then reuses it)
+                connected.enter_context(ray_engine.session(ray))
+        return _score_source(
+            ray_engine.UriSamples(str(input_path)) if uri else SampleFile(input_path),
+            str(input_path), None if uri else file_hash(Path(input_path)), specs,
+            output=output, store=store, settings=settings, resume=resume, corpus=corpus,
+            sidecar=sidecar, csv_safe=csv_safe, progress=progress, workers=workers,
+            on_estimate=on_estimate, rows=rows, command=command,
+            scheduler_factory=scheduler_factory)
+    raise AssertionError("unreachable")
+
+
+def _score_source(samples: Iterable[Sample], input_path: str, input_hash: str | None,
+                  specs: Sequence[MetricSpec], *, output: Path, store: Path,
+                  settings: RunSettings, resume: bool, corpus: Path | None, sidecar: bool,
+                  csv_safe: bool, progress: bool, workers: int,
+                  on_estimate: Callable[[TimeEstimate], None] | None, rows: Rows | None,
+                  command: str | None, scheduler_factory: SchedulerFactory | None
+                  ) -> RunResult:
+    """`score_file` once its paths are checked and its source is open."""
+    from judgebench.io import TableWriter, atomic_path, file_format, write_text
+    from judgebench.runner import run_stream, survey
+    from judgebench.store import RunAbout, Store
+
+    source, selection = (rows or Rows()).of(samples)
     surveyed = survey(source)
-    about = RunAbout(command=command, input_path=str(input_path),
-                     input_hash=file_hash(input_path), selection=selection,
-                     cache=str(_judge_cache(settings)))
+    about = RunAbout(command=command, input_path=input_path, input_hash=input_hash,
+                     selection=selection, cache=str(_judge_cache(settings)))
     with (_removed_if_scoreless(store), Store(store) as db, atomic_path(output) as table_path,
           TableWriter(table_path, fmt=file_format(output), csv_safe=csv_safe,
                       has_cr=surveyed.has_cr) as writer):
         result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
                             progress=progress, settings=settings, sink=writer,
-                            workers=workers, on_estimate=on_estimate, about=about)
+                            workers=workers, on_estimate=on_estimate, about=about,
+                            scheduler_factory=scheduler_factory)
     if sidecar:
         write_text(json.dumps(result.summary(), indent=2), f"{output}.meta.json")
     if corpus is not None:
