@@ -269,7 +269,8 @@ def test_a_worker_dying_with_the_next_chunk_sent_fails_only_its_sample(
     records = summeval_records(96)
     data = write_jsonl(tmp_path / "gen.jsonl", records)
     killed = f"{records[victim]['item']}/{records[victim]['system']}"
-    stderr, _ = _score(tmp_path / "run", data, plugin, 2, "local.cpw", env={"DIE_ON": killed})
+    stderr, _ = _score(tmp_path / "run", data, plugin, 2, "local.cpw", env={"DIE_ON": killed},
+                       failing=True)
     with sqlite3.connect(tmp_path / "run" / "store.db") as conn:
         rows = conn.execute("SELECT item, system, status, value FROM scores").fetchall()
     assert len(rows) == 96
