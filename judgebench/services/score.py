@@ -154,8 +154,13 @@ def file_hash(path: Path) -> str:
     """The input's content hash for the `runs` table: ``sha256:<hex>`` of its bytes."""
     import hashlib
 
-    with path.open("rb") as handle:
-        return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
+    try:
+        with path.open("rb") as handle:
+            return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
+    except FileNotFoundError:
+        raise InputError("file not found", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
 
 
 def score_file(input_path: Path | str, specs: Sequence[MetricSpec], *, output: Path, store: Path,
