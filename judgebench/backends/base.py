@@ -356,6 +356,12 @@ class Backend:
     def identity(self) -> dict[str, str]:
         return {"backend": self.name, "model": self.model, "revision": self.revision or "none"}
 
+    def enforcement(self, kind: ConstraintKind) -> Enforced | None:
+        """What this backend enforces for a constraint of `kind` (None: nothing, the answer
+        comes unconstrained); default: the kind itself where `capabilities` say so. A backend
+        that learns what its server takes (a fallback) reports what it now uses."""
+        return kind if self.capabilities.enforces(kind) else None
+
     # -- calls ----------------------------------------------------------------------------
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
         """One Response per request, in order; failures are Responses with `error` set."""

@@ -83,6 +83,7 @@ class ConstraintProcessor:
         import torch
 
         generated = input_ids[:, self.prompt_width:].tolist()
+        scores = scores.clone()  # generate keeps `scores` as the raw logits (output_logits)
         for row, found in enumerate(self.matchers):
             if found is None or self._finished[row]:
                 continue

@@ -31,6 +31,7 @@ import contextvars
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -467,8 +468,8 @@ class TransformersBackend(Backend):
                 continue
             result["constrained"] = constraint.kind
             if constraint.choices and first.logprobs and out.logits:
-                result["choice_logprobs"] = choice_logprobs(tokenizer, out.logits[0][row],
-                                                            constraint.choices)
+                result["choice_logprobs"] = choice_logprobs(
+                    tokenizer, [step[row] for step in out.logits], ids, constraint.choices)
         return results
 
     def close(self) -> None:
@@ -489,18 +490,27 @@ def _token_logprob(tokenizer: Any, logits: Any, token: int, k: int) -> TokenLogp
     return TokenLogprob(tokenizer.decode([token]), float(logp[token]), top)
 
 
-def choice_logprobs(tokenizer: Any, logits: Any, choices: tuple[str, ...]
-                    ) -> tuple[tuple[str, float], ...] | None:
-    """Each choice's log-probability as the first generated token (log-softmax of the raw
-    `logits`, before the constraint); None unless every choice is exactly one token."""
+def choice_logprobs(tokenizer: Any, step_logits: list[Any], generated: list[int],
+                    choices: tuple[str, ...]) -> tuple[tuple[str, float], ...] | None:
+    """Each choice's log-probability under the raw logits (before the constraint), when the
+    choices differ only in their last token (``"1".."5"``, or ``" 1".." 5"`` sharing a
+    leading space token) and the answer took that shared prefix: log p(prefix) plus the
+    last token's log-softmax at the position after it. None otherwise (e.g. "A"/"B"/"tie"
+    of unequal lengths)."""
     import torch
 
     ids = [tokenizer.encode(choice, add_special_tokens=False) for choice in choices]
-    if any(len(one) != 1 for one in ids):
+    at = len(ids[0]) - 1
+    prefix = ids[0][:at]
+    if any(len(one) != at + 1 or one[:at] != prefix for one in ids):
         return None
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return tuple((choice, float(logp[one[0]])) for choice, one in zip(choices, ids,
-                                                                      strict=True))
+    if generated[:at] != prefix or len(step_logits) <= at:
+        return None
+    shared = math.fsum(float(torch.log_softmax(step_logits[k].float(), dim=-1)[token])
+                       for k, token in enumerate(prefix))
+    logp = torch.log_softmax(step_logits[at].float(), dim=-1)
+    return tuple((choice, shared + float(logp[one[at]]))
+                 for choice, one in zip(choices, ids, strict=True))
 
 
 def _as_list(value: Any) -> list[int]:

@@ -16,6 +16,12 @@ Protocols (option ``protocol``, recorded in the signature):
   keep a free-text format; this keeps their score their own greedy output.
 - ``auto`` (default): json where the backend has structured output, else two_stage where it
   can prefill, else text.
+
+What the judge reads is stated to the backend as a `Constraint`: the JSON schema (json), the
+score's or verdict's choices on the second stage (two_stage). A backend that enforces it
+while decoding (`Backend.enforcement`) makes the answer parse by construction; the kind it
+enforces is in the signature (``constrained:``) and in each score's ``extra["constrained"]``
+(what the backend reported for that call).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgebench import runtime
 from judgebench.backends import (
     Backend,
+    Constraint,
     Request,
     Response,
     backend_accepts,
@@ -194,7 +201,29 @@ class JudgeMetric(Metric[JudgeOptionsT]):
         })
         if ident.get("dtype"):
             fields["dtype"] = ident["dtype"]
+        if self.constrained is not None:
+            fields["constrained"] = self.constrained
         return fields
+
+    # -- constraints ----------------------------------------------------------------------------
+    #: The constraint kind on the answer each protocol reads its score from.
+    protocol_constraint: ClassVar[dict[str, str]] = {"json": "json", "two_stage": "choice"}
+
+    @property
+    def constrained(self) -> str | None:
+        """What the backend enforces on the answer the score is read from (None: nothing;
+        the strict parser alone decides)."""
+        kind = self.protocol_constraint.get(self.protocol)
+        if kind is None:
+            return None
+        return self.backend.inner.enforcement(kind)  # type: ignore[arg-type]
+
+    @staticmethod
+    def choices_after(values: Sequence[str], prefix: str) -> tuple[str, ...]:
+        """The answers a model may write right after `prefix` (the marker it continues):
+        each value, with a leading space when the prefix does not end in whitespace."""
+        space = "" if not prefix or prefix[-1].isspace() else " "
+        return tuple(space + v for v in values)
 
     # -- requests -------------------------------------------------------------------------------
     def messages(self, values: dict[str, str]) -> tuple[dict[str, str], ...]:
@@ -217,22 +246,36 @@ class JudgeMetric(Metric[JudgeOptionsT]):
             return self.request(messages, max_tokens=self.options.feedback_tokens, stop=stop)
         return self.request(messages)
 
-    def planned_two_stage(self, first: Request, marker: str, max_tokens: int) -> list[Request]:
+    def follow_request(self, messages: tuple[dict[str, str], ...], max_tokens: int,
+                       choices: Sequence[str] = (), top_logprobs: int = 0) -> Request:
+        """The second-stage request: the answer constrained to `choices` (when given), with
+        the top `top_logprobs` alternatives per token when > 0."""
+        params: dict[str, Any] = {"max_tokens": max_tokens}
+        if choices:
+            params["constraint"] = Constraint(choices=tuple(choices))
+        if top_logprobs:
+            params.update(logprobs=True, top_logprobs=top_logprobs)
+        return self.request(messages, **params)
+
+    def planned_two_stage(self, first: Request, marker: str, max_tokens: int,
+                          choices: Sequence[str] = (), top_logprobs: int = 0) -> list[Request]:
         """`first`, and under two_stage the continuation after `marker` (feedback approximated
         by `feedback_tokens` filler tokens)."""
         if self.protocol != "two_stage":
             return [first]
         filler = " x" * self.options.feedback_tokens
-        return [first, self.request(self.extend(first.messages, filler + marker),
-                                    max_tokens=max_tokens)]
+        return [first, self.follow_request(self.extend(first.messages, filler + marker),
+                                           max_tokens, choices, top_logprobs)]
 
     async def second_stage(self, first: Request, answer: Response, marker: str,
-                           max_tokens: int) -> tuple[Response, str]:
+                           max_tokens: int, choices: Sequence[str] = (),
+                           top_logprobs: int = 0) -> tuple[Response, str]:
         """Two-stage protocol: the model's continuation of its feedback `answer` after
-        `marker`, and the raw text of the whole judgement."""
-        follow = await self.ask(self.request(
-            self.extend(first.messages, answer.text.rstrip() + marker), max_tokens=max_tokens
-        ))
+        `marker` (one of `choices`, where the backend enforces them), and the raw text of the
+        whole judgement."""
+        follow = await self.ask(self.follow_request(
+            self.extend(first.messages, answer.text.rstrip() + marker), max_tokens, choices,
+            top_logprobs))
         raw = f"{self.prefilled(first.messages)}{answer.text.rstrip()}{marker}{follow.text}"
         return follow, raw
 
@@ -445,7 +488,13 @@ def accounting(responses: Sequence[Response]) -> dict[str, Any]:
 
 
 def call_extra(responses: Sequence[Response]) -> dict[str, Any]:
-    return {"calls": len(responses), "cached": all(r.cached for r in responses)}
+    """Calls, whether all were cached, and what the backend enforced on the last answer
+    (the one the score is read from) when it enforced anything."""
+    extra: dict[str, Any] = {"calls": len(responses),
+                             "cached": all(r.cached for r in responses)}
+    if responses and responses[-1].constrained is not None:
+        extra["constrained"] = responses[-1].constrained
+    return extra
 
 
 def joined_raw(responses: Sequence[Response]) -> str:
