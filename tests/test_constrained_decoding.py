@@ -301,9 +301,13 @@ def test_litellm_mapping_follows_what_the_provider_takes() -> None:
     assert openai.enforced(json_request()) == "json"
     assert openai.enforcement("choice") is None
     assert "extra_body" not in openai.call_kwargs(Request.chat(("user", "x"), constraint=SCORES))
-    unknown = LiteLLMBackend(model="ollama/llama3")
-    assert "response_format" not in unknown.call_kwargs(json_request())
-    assert unknown.enforced(json_request()) is None
+    known_without = LiteLLMBackend(model="ollama/llama3")  # in litellm's table: no schema
+    assert "response_format" not in known_without.call_kwargs(json_request())
+    assert known_without.enforced(json_request()) is None
+    own_server = LiteLLMBackend(model="openai/my-judge", api_base="http://127.0.0.1:1/v1")
+    assert own_server.enforced(json_request()) == "json"  # unknown model: the option decides
+    off = LiteLLMBackend(model="openai/my-judge", json_schema=False)
+    assert "response_format" not in off.call_kwargs(json_request())
     vllm = LiteLLMBackend(model="hosted_vllm/judge", api_base="http://127.0.0.1:1/v1")
     assert vllm.call_kwargs(json_request())["response_format"]["type"] == "json_schema"
     assert vllm.call_kwargs(Request.chat(("user", "x"), constraint=SCORES))["extra_body"] == {

@@ -109,14 +109,23 @@ class LiteLLMBackend(RemoteBackend):
         return self.provider in LOGPROB_PROVIDERS
 
     def takes_response_schema(self) -> bool:
-        """Whether the provider enforces a JSON schema given as response_format."""
+        """Whether the provider enforces a JSON schema given as response_format: a vLLM
+        server does; a model in litellm's table as `litellm.supports_response_schema` says;
+        a model litellm does not know (e.g. ``openai/NAME`` on your own server) as the
+        ``json_schema`` option says (default true; ``json_schema=false`` where it rejects
+        it)."""
         if not self.options.json_schema:
             return False
         if self.provider in VLLM_PROVIDERS:
             return True
+        litellm = import_litellm()
         try:
-            return bool(import_litellm().supports_response_schema(model=self.model))
-        except Exception:  # a model litellm does not know
+            litellm.get_model_info(self.model)
+        except Exception:  # not in litellm's table
+            return True
+        try:
+            return bool(litellm.supports_response_schema(model=self.model))
+        except Exception:
             return False
 
     def enforcement(self, kind: ConstraintKind) -> Enforced | None:
