@@ -25,7 +25,7 @@ Requests
     parameters (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``); what to return
     (``logprobs`` for the generated tokens with the ``top_logprobs`` best alternatives at each
     position, ``prompt_logprobs`` for the log-probability of every prompt token); an optional
-    ``constraint`` on the answer (`judgebench.backends.constraints.Constraint`: one of a set
+    ``constraint`` on the answer (`judgebench.backends.base.Constraint`: one of a set
     of choices, a regex, or a JSON schema; ``json_schema=S`` is short for
     ``constraint=Constraint(json_schema=S)``); and ``sample_index``, which tells apart otherwise
     identical requests (several samples at temperature > 0) and is part of the cache key.
@@ -50,6 +50,18 @@ Responses
     A backend that cannot do what a request asks (e.g. prompt logprobs over an API) answers
     with ``Failure(kind="unsupported")``; check `Backend.capabilities` first.
 
+Constraints
+    What a judge needs to read is a `Constraint` on its Request: the whole answer is one of a
+    set of ``choices`` (a score "1".."5", a verdict "A"/"B"/"C"), matches a ``regex``
+    (the syntax Python's `re` and Rust's `regex` share: classes, alternation, bounded
+    repetition; no look-around or back-references), or is JSON under a ``json_schema``.
+    `Capabilities.constraints` lists the kinds a backend enforces while decoding and
+    `Backend.enforcement(kind)` what it enforces now (a server may have been found to take
+    less). A backend enforces what it can and says so in `Response.constrained` (the kind,
+    ``"json_object"`` where a server enforced only "some JSON object", or None); one that
+    cannot answers unconstrained and the judge's strict parser decides. A constraint is never
+    a reason to fail a call.
+
 Run settings
     Backends that spend money call ``runtime.current().budget.check(estimated_cost)`` before a
     call (None when the price is unknown: refused under a limit unless the run allows unknown
@@ -71,12 +83,12 @@ import hashlib
 import inspect
 import json
 import math
+import re
 import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from judgebench.backends.constraints import Constraint, ConstraintKind, Enforced
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.redact import redact
 from judgebench.suggest import did_you_mean
@@ -95,6 +107,73 @@ FailureKind = Literal[
     "dry_run",  # --dry-run: no call was made
     "error",  # anything else
 ]
+
+
+#: The kinds of `Constraint`: what a judge needs to read.
+ConstraintKind = Literal["choice", "regex", "json"]
+#: What a backend reports it enforced (`Response.constrained`).
+Enforced = Literal["choice", "regex", "json", "json_object"]
+KINDS: tuple[ConstraintKind, ...] = ("choice", "regex", "json")
+ENFORCED: tuple[Enforced, ...] = ("choice", "regex", "json", "json_object")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """Exactly one of `choices`, `regex` and `json_schema`."""
+
+    choices: tuple[str, ...] = ()
+    regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        given = sum((bool(self.choices), self.regex is not None, self.json_schema is not None))
+        if given != 1:
+            raise ValueError("a Constraint has exactly one of choices, regex and json_schema")
+        if self.choices:
+            if not isinstance(self.choices, tuple):
+                object.__setattr__(self, "choices", tuple(self.choices))
+            if any(not isinstance(c, str) or not c for c in self.choices):
+                raise ValueError(f"choices are non-empty strings, got {self.choices!r}")
+            if len(set(self.choices)) != len(self.choices):
+                raise ValueError(f"choices repeat: {self.choices!r}")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"constraint regex {self.regex!r}: {exc}") from None
+        if self.json_schema is not None and not isinstance(self.json_schema, dict):
+            raise ValueError("a constraint's json_schema is a JSON object (a dict)")
+
+    @classmethod
+    def choice(cls, *choices: str) -> Constraint:
+        return cls(choices=tuple(choices))
+
+    @property
+    def kind(self) -> ConstraintKind:
+        if self.choices:
+            return "choice"
+        return "regex" if self.regex is not None else "json"
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` satisfies the constraint (for JSON: parses to an object, or to
+        whatever type the schema's top level names; the schema's details are the parser's)."""
+        if self.choices:
+            return text in self.choices
+        if self.regex is not None:
+            return re.fullmatch(self.regex, text) is not None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        top = (self.json_schema or {}).get("type")
+        return top != "object" or isinstance(value, dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.choices:
+            return {"choices": list(self.choices)}
+        if self.regex is not None:
+            return {"regex": self.regex}
+        return {"json_schema": self.json_schema}
 
 
 @dataclass(frozen=True)
@@ -500,6 +579,8 @@ __all__ = [
     "Backend",
     "Capabilities",
     "Constraint",
+    "ConstraintKind",
+    "Enforced",
     "Failure",
     "FailureKind",
     "LazyBackend",

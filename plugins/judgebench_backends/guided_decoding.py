@@ -18,7 +18,7 @@ import json
 import threading
 from typing import Any
 
-from judgebench.backends.constraints import Constraint
+from judgebench.backends.base import Constraint
 
 LIBRARY = "llguidance"
 _TOKENIZERS: dict[int, Any] = {}

@@ -37,8 +37,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from judgebench.backends.base import Request, Response
-from judgebench.backends.constraints import ConstraintKind, Enforced
+from judgebench.backends.base import ConstraintKind, Enforced, Request, Response
 from judgebench.backends.remote import (
     Final,
     RemoteBackend,

@@ -11,7 +11,7 @@ the bottleneck (benchmarks/README.md, "judges"). There is no price table: the co
 given, else unknown (None). The model name is sent as given (no provider prefix). Token
 logprobs are assumed available unless ``logprobs=false``. aiohttp is imported on first use.
 
-Constraints (`judgebench.backends.constraints`): a JSON schema goes as ``response_format``
+Constraints (`judgebench.backends.base`): a JSON schema goes as ``response_format``
 ``json_schema``; a server that rejects it (HTTP 400/422 naming the response format) is asked
 again with ``json_object``, and one that rejects that too with the plain prompt. The step
 reached is remembered per server and model (`structured_mode`), reported on each Response
@@ -30,8 +30,13 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from judgebench.backends.base import Capabilities, Request, Response
-from judgebench.backends.constraints import ConstraintKind, Enforced
+from judgebench.backends.base import (
+    Capabilities,
+    ConstraintKind,
+    Enforced,
+    Request,
+    Response,
+)
 from judgebench.backends.remote import RemoteBackend, RemoteOptions, Retryable, http_failure
 from judgebench_backends.openai_format import (
     STRUCTURED_MODES,
@@ -234,7 +239,7 @@ def detect_server(api_base: str, key: str | None, timeout_s: float) -> str:
     if key:
         request.add_header("Authorization", f"Bearer {key}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as reply:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
             data = json.loads(reply.read())
     except (OSError, ValueError):
         return "openai"

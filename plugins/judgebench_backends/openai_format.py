@@ -7,8 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from judgebench.backends.base import Request, Response, TokenLogprob
-from judgebench.backends.constraints import Constraint
+from judgebench.backends.base import Constraint, Request, Response, TokenLogprob
 from judgebench.backends.remote import RemoteBackend, Retryable
 
 

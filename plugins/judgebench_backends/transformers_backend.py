@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.backends.base import (
+    KINDS,
     Backend,
     Capabilities,
     Failure,
@@ -50,7 +51,6 @@ from judgebench.backends.base import (
     Response,
     TokenLogprob,
 )
-from judgebench.backends.constraints import KINDS
 from judgebench_backends import guided_decoding
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"

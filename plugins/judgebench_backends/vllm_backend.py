@@ -20,8 +20,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from judgebench.backends.base import Backend, Capabilities, Request, Response, TokenLogprob
-from judgebench.backends.constraints import KINDS
+from judgebench.backends.base import (
+    KINDS,
+    Backend,
+    Capabilities,
+    Request,
+    Response,
+    TokenLogprob,
+)
 from judgebench.errors import JudgebenchError
 
 

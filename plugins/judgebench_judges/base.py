@@ -58,7 +58,7 @@ Protocol = Literal["auto", "json", "text", "two_stage"]
 #: Options that change how calls are made but not what they answer: kept out of signatures.
 RUNTIME_OPTIONS = {"api_key_env", "api_base", "concurrency", "timeout_s", "max_attempts", "rpm",
                    "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "price_in",
-                   "price_out", "template", "batch", "logprobs"}
+                   "price_out", "template", "batch", "logprobs", "server"}
 
 
 #: Judge options that configure the backend, by the name the backend takes each under. Each
@@ -68,7 +68,8 @@ BACKEND_OPTIONS = {"model": "model", "revision": "revision", "api_base": "api_ba
                    "timeout_s": "timeout_s", "max_attempts": "max_attempts", "rpm": "rpm",
                    "tpm": "tpm", "input_cost_per_token": "input_cost_per_token",
                    "output_cost_per_token": "output_cost_per_token", "price_in": "price_in",
-                   "price_out": "price_out", "logprobs": "logprobs", "batch": "batch_size"}
+                   "price_out": "price_out", "logprobs": "logprobs", "batch": "batch_size",
+                   "server": "server"}
 
 
 class JudgeOptions(BaseModel):
@@ -101,6 +102,9 @@ class JudgeOptions(BaseModel):
     batch: int = Field(1, ge=1)
     #: remote backends: whether the server returns token logprobs (default: the backend's).
     logprobs: bool | None = None
+    #: openai_compat: what the server is (auto | openai | vllm | vllm-guided), i.e. whether
+    #: it enforces choices and regexes; what it enforced is in the signature (constrained:).
+    server: str | None = None
 
 
 JudgeOptionsT = TypeVar("JudgeOptionsT", bound=JudgeOptions)
