@@ -30,6 +30,7 @@ from judgebench_backends.vllm_backend import (
 from judgebench_judges import parsing
 
 from judgebench.backends import Backend, Capabilities, Constraint, Request, Response, TokenLogprob
+from judgebench.backends.base import Enforced
 from judgebench.judge_cache import CachedBackend
 from judgebench.models import Sample, Status
 from judgebench.plugins import get_host
@@ -241,7 +242,7 @@ def test_openai_compat_other_bad_requests_do_not_drop_the_schema() -> None:
 
 
 def judge_with(backend: Backend, name: str = "judge.rubric", **options: Any) -> Any:
-    metric = get_host().metric(name).factory(cache=False, **options)
+    metric: Any = get_host().metric(name).factory(cache=False, **options)
     metric._backend = CachedBackend(backend, None)
     return metric
 
@@ -364,7 +365,7 @@ class Scripted(Backend):
 def rubric_answer(request: Request) -> Response:
     if request.constraint is None:
         return Response(text=" is on topic.")
-    enforced = "choice" if request.constraint.choices else None
+    enforced: Enforced | None = "choice" if request.constraint.choices else None
     logprobs = (("1", -3.0), ("2", -2.0), ("3", -0.5), ("4", -0.4), ("5", -4.0))
     return Response(text="4", constrained=enforced,
                     choice_logprobs=logprobs if request.logprobs else None)
@@ -378,7 +379,8 @@ def test_the_two_stage_judges_ask_for_their_choices() -> None:
     judge_with(backend).score([SAMPLE])
     assert backend.sent[1].constraint == Constraint.choice("1", "2", "3", "4", "5")
     backend.sent.clear()
-    pair = Sample(item="i", system_a="a", system_b="b", output_a="x", output_b="y", input="q")
+    pair = Sample(item="i", system="a|b", system_a="a", system_b="b", output_a="x",
+                  output_b="y", input="q")
     judge_with(backend, "judge.pairwise").score([pair])
     assert {r.constraint for r in backend.sent if r.constraint} == {Constraint.choice("A", "B",
                                                                                       "C")}
@@ -484,6 +486,7 @@ def test_transformers_choice_logprobs_are_exact_for_one_token_choices(small_mode
         assert answer.ok and answer.constrained == "choice"
         assert answer.choice_logprobs is not None
         found = dict(answer.choice_logprobs)
+        assert request.constraint is not None
         assert set(found) == set(request.constraint.choices)
         # greedy under the constraint = the most probable allowed choice
         assert answer.text == max(found, key=lambda c: found[c])

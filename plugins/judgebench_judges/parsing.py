@@ -203,9 +203,9 @@ def choice_distribution(choice_logprobs: tuple[tuple[str, float], ...] | None,
             raise ParseError("the answer is only whitespace")
         by_text = {c.strip(): c for c in choices}
         for text, logprob in position.top or ((position.token, position.logprob or 0.0),):
-            choice = by_text.get(text.strip())
-            if choice is not None:
-                found[choice] = found.get(choice, 0.0) + math.exp(logprob)
+            matched = by_text.get(text.strip())
+            if matched is not None:
+                found[matched] = found.get(matched, 0.0) + math.exp(logprob)
     mass = math.fsum(found.values())
     if mass <= 0.0:
         raise ParseError(f"no probability on any of the choices {list(choices)}")
