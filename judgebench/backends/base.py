@@ -114,7 +114,6 @@ ConstraintKind = Literal["choice", "regex", "json"]
 #: What a backend reports it enforced (`Response.constrained`).
 Enforced = Literal["choice", "regex", "json", "json_object"]
 KINDS: tuple[ConstraintKind, ...] = ("choice", "regex", "json")
-ENFORCED: tuple[Enforced, ...] = ("choice", "regex", "json", "json_object")
 
 
 @dataclass(frozen=True)

@@ -122,8 +122,8 @@ class OpenAICompatBackend(RemoteBackend):
             known = detect_server(base, self.api_key(), timeout_s=min(5.0, self.timeout_s))
             with _LOCK:
                 _SERVERS[base] = known
-            if known == "vllm":
-                self._mark_vllm()
+        if known == "vllm" and "choice" not in self.capabilities.constraints:
+            self._mark_vllm()
         return known
 
     def _mark_vllm(self) -> None:
