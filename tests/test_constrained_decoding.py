@@ -388,6 +388,9 @@ def test_the_two_stage_judges_ask_for_their_choices() -> None:
     graded = Sample(item="i", system="s", input="q", output="4", reference="four")
     judge_with(backend, "judge.reference", mode="graded").score([graded])
     assert backend.sent[1].constraint == Constraint.choice(" 1", " 2", " 3", " 4", " 5")
+    backend.sent.clear()
+    judge_with(backend, "judge.reference").score([graded])
+    assert backend.sent[1].constraint == Constraint.choice("CORRECT", "INCORRECT")
 
 
 def test_signatures_differ_constrained_or_not_and_both_work() -> None:

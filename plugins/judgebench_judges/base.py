@@ -225,8 +225,9 @@ class JudgeMetric(Metric[JudgeOptionsT]):
     @staticmethod
     def choices_after(values: Sequence[str], prefix: str) -> tuple[str, ...]:
         """The answers a model may write right after `prefix` (the marker it continues):
-        each value, with a leading space when the prefix does not end in whitespace."""
-        space = "" if not prefix or prefix[-1].isspace() else " "
+        each value, with a leading space unless the prefix ends in whitespace or an opening
+        bracket (``[RESULT]`` -> " 4", ``Verdict: [[`` -> "A")."""
+        space = "" if not prefix or prefix[-1].isspace() or prefix[-1] in "[({" else " "
         return tuple(space + v for v in values)
 
     # -- requests -------------------------------------------------------------------------------
