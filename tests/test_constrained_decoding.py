@@ -438,6 +438,22 @@ def test_rubric_scores_from_the_choices_probabilities(scoring, value) -> None:
     assert outcome.value == pytest.approx(value if value is not None else mean)
 
 
+def test_free_json_strings_are_bounded_to_fit_max_tokens() -> None:
+    from judgebench_backends.guided_decoding import bounded_strings
+
+    schema = {"type": "object", "required": ["feedback", "score", "verdict"],
+              "properties": {"feedback": {"type": "string"}, "score": {"type": "integer"},
+                             "verdict": {"type": "string", "enum": ["A", "B"]},
+                             "short": {"type": "string", "maxLength": 5}}}
+    bounded = bounded_strings(schema, 256)
+    limit = bounded["properties"]["feedback"]["maxLength"]
+    assert 100 < limit < 256 - len('{"feedback":"","score":0,"verdict":"A","short":""}') + 1
+    assert bounded["properties"]["verdict"] == schema["properties"]["verdict"]
+    assert bounded["properties"]["short"] == {"type": "string", "maxLength": 5}
+    assert "maxLength" not in schema["properties"]["feedback"]  # the request's own is kept
+    assert bounded_strings({"type": "array"}, 10) == {"type": "array"}
+
+
 # -- transformers: the real small model, really constrained --------------------------------------
 @pytest.fixture(scope="module")
 def small_model() -> Iterator[Backend]:
@@ -467,7 +483,13 @@ def test_transformers_choices_and_regexes_always_match(small_model) -> None:
                                      "properties": {"score": {"type": "integer", "minimum": 1,
                                                               "maximum": 5}},
                                      "required": ["score"]})))
+    feedback = {"type": "object", "additionalProperties": False, "required": ["why", "score"],
+                "properties": {"why": {"type": "string"}, "score": {"type": "integer"}}}
+    requests.append(Request.chat(("user", PROMPTS[2]), max_tokens=40,
+                                 constraint=Constraint(json_schema=feedback)))
     answers = small_model.generate(requests)
+    # a free string is bounded so that the object closes within max_tokens
+    assert set(json.loads(answers[-1].text)) == {"why", "score"}, answers[-1].text
     for request, answer in zip(requests, answers, strict=True):
         assert answer.ok, answer.error
         assert request.constraint is not None and request.constraint.matches(answer.text), (

@@ -44,6 +44,13 @@ def test_direct_judges_on_the_example_never_fail_to_parse(tmp_path, spec) -> Non
     assert "model:SmolLM2-135M-Instruct" in column["signature"]
 
 
+def test_the_json_protocol_on_the_local_model_closes_its_json(tmp_path) -> None:
+    spec = "judge.rubric:criterion=relevance,protocol=json"
+    found, column = statuses(tmp_path, EXAMPLE, spec, limit=2)
+    assert found == {"ok": 2}, found
+    assert "constrained:json" in column["signature"]
+
+
 def pairs_from_the_example(path: Path, n: int) -> Path:
     """`n` pairs: two systems' outputs for the same article, from the example."""
     rows = [json.loads(line) for line in EXAMPLE.read_text().splitlines() if line.strip()]

@@ -5,7 +5,8 @@ batch row (None for a row without a constraint) follows the tokens generated so 
 each step every token the constraint does not allow gets logit -inf (EOS is allowed only
 once the answer is complete). `grammar` turns a `Constraint` into an llguidance grammar:
 choices as a Lark alternation of string literals, a regex, or a JSON schema compiled without
-free whitespace (a small model otherwise pads JSON with newlines up to `max_tokens`).
+free whitespace (a small model otherwise pads JSON with newlines up to `max_tokens`) and
+with its free top-level strings bounded so that the object closes within `max_tokens`.
 
 llguidance is imported only here and only when a constrained request runs; it is the pinned
 optional dependency of the ``local`` extra. `available()` says whether it is installed.
@@ -29,8 +30,9 @@ def available() -> bool:
     return importlib.util.find_spec(LIBRARY) is not None
 
 
-def grammar(constraint: Constraint) -> str:
-    """The llguidance grammar of `constraint`."""
+def grammar(constraint: Constraint, max_tokens: int | None = None) -> str:
+    """The llguidance grammar of `constraint`; for a JSON schema with `max_tokens`, its free
+    strings bounded (`bounded_strings`) so that the object can close in time."""
     from llguidance import LLMatcher
 
     if constraint.choices:
@@ -38,8 +40,30 @@ def grammar(constraint: Constraint) -> str:
             "start: " + " | ".join(json.dumps(choice) for choice in constraint.choices))
     if constraint.regex is not None:
         return LLMatcher.grammar_from_regex(constraint.regex)
-    return LLMatcher.grammar_from_json_schema(
-        constraint.json_schema or {}, defaults={"whitespace_flexible": False})
+    schema = constraint.json_schema or {}
+    if max_tokens is not None:
+        schema = bounded_strings(schema, max_tokens)
+    return LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False})
+
+
+def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """`schema` with a ``maxLength`` on each top-level string property that has none, sharing
+    what `max_tokens` leaves after the object's keys and punctuation (a token is at least
+    one character of ASCII text). Without it a small model writes its feedback string until
+    `max_tokens` cuts the JSON off unclosed."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return schema
+    free = [name for name, spec in properties.items()
+            if isinstance(spec, dict) and spec.get("type") == "string" and "maxLength" not in spec
+            and "enum" not in spec]
+    if not free:
+        return schema
+    overhead = 2 + sum(len(name) + 4 for name in properties) + 4 * len(properties)
+    share = max(1, (max_tokens - overhead) // len(free))
+    bounded = {name: ({**spec, "maxLength": share} if name in free else spec)
+               for name, spec in properties.items()}
+    return {**schema, "properties": bounded}
 
 
 def ll_tokenizer(tokenizer: Any, eos_ids: list[int]) -> Any:
@@ -54,11 +78,14 @@ def ll_tokenizer(tokenizer: Any, eos_ids: list[int]) -> Any:
         return _TOKENIZERS[key][1]
 
 
-def matcher(tokenizer: Any, eos_ids: list[int], constraint: Constraint) -> Any:
-    """A fresh matcher for `constraint`; ValueError if llguidance rejects the grammar."""
+def matcher(tokenizer: Any, eos_ids: list[int], constraint: Constraint,
+            max_tokens: int | None = None) -> Any:
+    """A fresh matcher for `constraint` (see `grammar`); ValueError if llguidance rejects
+    the grammar."""
     from llguidance import LLMatcher
 
-    found = LLMatcher(ll_tokenizer(tokenizer, eos_ids), grammar(constraint), log_level=0)
+    found = LLMatcher(ll_tokenizer(tokenizer, eos_ids), grammar(constraint, max_tokens),
+                      log_level=0)
     if found.is_error():
         raise ValueError(f"the {constraint.kind} constraint cannot be compiled: "
                          f"{found.get_error()}")

@@ -370,7 +370,8 @@ class TransformersBackend(Backend):
         if request.constraint is None or not self.capabilities.constraints:
             return None
         _, tokenizer = self.load()
-        return guided_decoding.matcher(tokenizer, self.eos_ids(), request.constraint)
+        return guided_decoding.matcher(tokenizer, self.eos_ids(), request.constraint,
+                                       request.max_tokens)
 
     def _generate_chunk(self, requests: list[Request], prompts: list[list[int]]) -> list[dict]:
         import torch
