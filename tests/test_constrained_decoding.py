@@ -441,10 +441,11 @@ def test_rubric_scores_from_the_choices_probabilities(scoring, value) -> None:
 def test_free_json_strings_are_bounded_to_fit_max_tokens() -> None:
     from judgebench_backends.guided_decoding import bounded_strings
 
-    schema = {"type": "object", "required": ["feedback", "score", "verdict"],
-              "properties": {"feedback": {"type": "string"}, "score": {"type": "integer"},
-                             "verdict": {"type": "string", "enum": ["A", "B"]},
-                             "short": {"type": "string", "maxLength": 5}}}
+    schema: dict[str, Any] = {"type": "object", "required": ["feedback", "score", "verdict"],
+                              "properties": {"feedback": {"type": "string"},
+                                             "score": {"type": "integer"},
+                                             "verdict": {"type": "string", "enum": ["A", "B"]},
+                                             "short": {"type": "string", "maxLength": 5}}}
     bounded = bounded_strings(schema, 256)
     limit = bounded["properties"]["feedback"]["maxLength"]
     assert 100 < limit < 256 - len('{"feedback":"","score":0,"verdict":"A","short":""}') + 1
