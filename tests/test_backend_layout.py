@@ -120,8 +120,8 @@ def test_built_in_backends_declare_the_options_they_accept() -> None:
     litellm = backend_accepts("litellm")
     assert litellm.names == frozenset(remote | {"drop_params"})
     assert litellm.required == {"model"}
-    assert backend_accepts("openai_compat").names == frozenset(remote | {"prompt_logprobs",
-                                                                         "tokenize"})
+    assert backend_accepts("openai_compat").names == frozenset(
+        remote | {"prompt_logprobs", "tokenize", "server", "structured"})
     transformers = backend_accepts("transformers")
     assert "batch_size" in transformers and "concurrency" not in transformers
     assert transformers.required == frozenset()

@@ -25,7 +25,9 @@ Requests
     parameters (``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``); what to return
     (``logprobs`` for the generated tokens with the ``top_logprobs`` best alternatives at each
     position, ``prompt_logprobs`` for the log-probability of every prompt token); an optional
-    ``json_schema`` for structured output; and ``sample_index``, which tells apart otherwise
+    ``constraint`` on the answer (`judgebench.backends.base.Constraint`: one of a set
+    of choices, a regex, or a JSON schema; ``json_schema=S`` is short for
+    ``constraint=Constraint(json_schema=S)``); and ``sample_index``, which tells apart otherwise
     identical requests (several samples at temperature > 0) and is part of the cache key.
     ``max_tokens=0`` with ``prompt_logprobs=True`` scores a text without generating (this is
     how a likelihood metric asks for log p(text)).
@@ -39,10 +41,26 @@ Responses
     A Response carries ``text`` (and ``finish_reason``), ``logprobs`` (one `TokenLogprob` per
     generated token, each with its ``top`` alternatives, most likely first), ``prompt_logprobs``
     (one per prompt token; the first token's logprob is None since nothing conditions it),
+    ``constrained`` (which constraint the decoder enforced: ``"choice"``, ``"regex"``,
+    ``"json"``, ``"json_object"``, or None when the answer was not constrained), for a choice
+    constraint with ``logprobs`` where the backend can, ``choice_logprobs`` (each one-token
+    choice's log-probability at the first generated position, before the constraint),
     ``tokens_in``/``tokens_out``, ``cost_usd`` (None when the price is unknown, never 0 for
     unknown), ``latency_s``, ``model`` (the model that answered) and ``cached``.
     A backend that cannot do what a request asks (e.g. prompt logprobs over an API) answers
     with ``Failure(kind="unsupported")``; check `Backend.capabilities` first.
+
+Constraints
+    What a judge needs to read is a `Constraint` on its Request: the whole answer is one of a
+    set of ``choices`` (a score "1".."5", a verdict "A"/"B"/"C"), matches a ``regex``
+    (the syntax Python's `re` and Rust's `regex` share: classes, alternation, bounded
+    repetition; no look-around or back-references), or is JSON under a ``json_schema``.
+    `Capabilities.constraints` lists the kinds a backend enforces while decoding and
+    `Backend.enforcement(kind)` what it enforces now (a server may have been found to take
+    less). A backend enforces what it can and says so in `Response.constrained` (the kind,
+    ``"json_object"`` where a server enforced only "some JSON object", or None); one that
+    cannot answers unconstrained and the judge's strict parser decides. A constraint is never
+    a reason to fail a call.
 
 Run settings
     Backends that spend money call ``runtime.current().budget.check(estimated_cost)`` before a
@@ -65,6 +83,7 @@ import hashlib
 import inspect
 import json
 import math
+import re
 import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -92,6 +111,72 @@ FailureKind = Literal[
 ]
 
 
+#: The kinds of `Constraint`: what a judge needs to read.
+ConstraintKind = Literal["choice", "regex", "json"]
+#: What a backend reports it enforced (`Response.constrained`).
+Enforced = Literal["choice", "regex", "json", "json_object"]
+KINDS: tuple[ConstraintKind, ...] = ("choice", "regex", "json")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """Exactly one of `choices`, `regex` and `json_schema`."""
+
+    choices: tuple[str, ...] = ()
+    regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        given = sum((bool(self.choices), self.regex is not None, self.json_schema is not None))
+        if given != 1:
+            raise ValueError("a Constraint has exactly one of choices, regex and json_schema")
+        if self.choices:
+            if not isinstance(self.choices, tuple):
+                object.__setattr__(self, "choices", tuple(self.choices))
+            if any(not isinstance(c, str) or not c for c in self.choices):
+                raise ValueError(f"choices are non-empty strings, got {self.choices!r}")
+            if len(set(self.choices)) != len(self.choices):
+                raise ValueError(f"choices repeat: {self.choices!r}")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"constraint regex {self.regex!r}: {exc}") from None
+        if self.json_schema is not None and not isinstance(self.json_schema, dict):
+            raise ValueError("a constraint's json_schema is a JSON object (a dict)")
+
+    @classmethod
+    def choice(cls, *choices: str) -> Constraint:
+        return cls(choices=tuple(choices))
+
+    @property
+    def kind(self) -> ConstraintKind:
+        if self.choices:
+            return "choice"
+        return "regex" if self.regex is not None else "json"
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` satisfies the constraint (for JSON: parses to an object, or to
+        whatever type the schema's top level names; the schema's details are the parser's)."""
+        if self.choices:
+            return text in self.choices
+        if self.regex is not None:
+            return re.fullmatch(self.regex, text) is not None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        top = (self.json_schema or {}).get("type")
+        return top != "object" or isinstance(value, dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.choices:
+            return {"choices": list(self.choices)}
+        if self.regex is not None:
+            return {"regex": self.regex}
+        return {"json_schema": self.json_schema}
+
+
 @dataclass(frozen=True)
 class TokenLogprob:
     """One token with its log-probability and, where asked for, its best alternatives."""
@@ -117,8 +202,18 @@ class Request:
     prompt_logprobs: bool = False
     json_schema: dict[str, Any] | None = None
     sample_index: int = 0
+    constraint: Constraint | None = None
 
     def __post_init__(self) -> None:
+        if self.json_schema is not None and self.constraint is None:
+            object.__setattr__(self, "constraint", Constraint(json_schema=self.json_schema))
+        elif self.constraint is not None and self.constraint.json_schema is not None:
+            if self.json_schema not in (None, self.constraint.json_schema):
+                raise ValueError("json_schema and constraint name different schemas")
+            object.__setattr__(self, "json_schema", self.constraint.json_schema)
+        elif self.constraint is not None and self.json_schema is not None:
+            raise ValueError("a Request has one constraint: json_schema or a choice/regex "
+                             "constraint, not both")
         if bool(self.messages) == (self.prompt is not None):
             raise ValueError("a Request has either `messages` or `prompt`, not both or neither")
         for message in self.messages:
@@ -148,6 +243,11 @@ class Request:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["messages"] = [dict(m) for m in self.messages]
         data["stop"] = list(self.stop)
+        # A JSON constraint is `json_schema` (so requests made before constraints existed keep
+        # their hash); the others are written only when set.
+        constraint = data.pop("constraint")
+        if constraint is not None and constraint.kind != "json":
+            data["constraint"] = constraint.to_dict()
         return data
 
     def content_hash(self, identity: dict[str, str]) -> str:
@@ -183,6 +283,8 @@ class Response:
     model: str | None = None
     cached: bool = False
     error: Failure | None = None
+    constrained: Enforced | None = None
+    choice_logprobs: tuple[tuple[str, float], ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -220,6 +322,8 @@ class Response:
         data = dict(data)
         data["logprobs"] = tokens(data.get("logprobs"))
         data["prompt_logprobs"] = tokens(data.get("prompt_logprobs"))
+        if data.get("choice_logprobs") is not None:
+            data["choice_logprobs"] = tuple((c, lp) for c, lp in data["choice_logprobs"])
         if data.get("error") is not None:
             data["error"] = Failure(**data["error"])
         return cls(**data)
@@ -263,10 +367,17 @@ class Capabilities:
     max_top_logprobs: int = 0
     prompt_logprobs: bool = False
     json_schema: bool = False
+    #: The constraint kinds ("choice", "regex", "json") the backend enforces while decoding.
+    constraints: frozenset[str] = frozenset()
     #: A final assistant message is continued (a prefill) rather than answered.
     prefill: bool = False
     #: Calls that cost money (the budget applies) rather than local compute.
     paid: bool = False
+
+    def enforces(self, kind: ConstraintKind) -> bool:
+        """Whether a constraint of `kind` is enforced by decoding (``json_schema`` structured
+        output counts as enforcing JSON)."""
+        return kind in self.constraints or (kind == "json" and self.json_schema)
 
 
 @dataclass(frozen=True)
@@ -324,6 +435,12 @@ class Backend:
     # -- what decides the outputs ---------------------------------------------------------
     def identity(self) -> dict[str, str]:
         return {"backend": self.name, "model": self.model, "revision": self.revision or "none"}
+
+    def enforcement(self, kind: ConstraintKind) -> Enforced | None:
+        """What this backend enforces for a constraint of `kind` (None: nothing, the answer
+        comes unconstrained); default: the kind itself where `capabilities` say so. A backend
+        that learns what its server takes (a fallback) reports what it now uses."""
+        return kind if self.capabilities.enforces(kind) else None
 
     # -- calls ----------------------------------------------------------------------------
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
@@ -516,6 +633,9 @@ __all__ = [
     "Accepts",
     "Backend",
     "Capabilities",
+    "Constraint",
+    "ConstraintKind",
+    "Enforced",
     "EngineOptions",
     "Failure",
     "FailureKind",

@@ -18,6 +18,12 @@ Cost per call is ``tokens_in * input_cost_per_token + tokens_out * output_cost_p
 from the options when given (or ``price_in``/``price_out`` in USD per million tokens), else
 from litellm's bundled price table; a model with no known price costs None (unknown), never 0.
 
+Constraints: a JSON schema goes as ``response_format`` (strict ``json_schema``) where the
+provider takes one (`litellm.supports_response_schema`, or a vLLM server: ``hosted_vllm/``);
+choices and regexes are enforced only on a vLLM server (``hosted_vllm/``), through its
+``structured_outputs`` extra body field. Each Response says what was enforced
+(``constrained``); elsewhere the prompt alone asks for the form.
+
 litellm is imported on first use, with its remote price-map fetch disabled, and used without
 global side effects: retries, timeouts, ``drop_params`` and the key are passed per call. The
 one module attribute set is ``suppress_debug_info``, which only stops litellm printing a
@@ -28,10 +34,10 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from judgebench.backends.base import Request, Response
+from judgebench.backends.base import ConstraintKind, Enforced, Request, Response
 from judgebench.backends.remote import (
     Final,
     RemoteBackend,
@@ -41,8 +47,15 @@ from judgebench.backends.remote import (
     retry_after_seconds,
     scrub,
 )
-from judgebench_backends.openai_format import optional_fields, parse_answer
+from judgebench_backends.openai_format import (
+    optional_fields,
+    parse_answer,
+    vllm_structured_fields,
+)
 
+#: Providers that are a vLLM server: they take response_format json_schema and enforce
+#: choices and regexes through vLLM's extra body fields.
+VLLM_PROVIDERS = {"hosted_vllm", "vllm"}
 #: Providers whose chat API returns token logprobs (G-Eval uses them when present).
 LOGPROB_PROVIDERS = {"openai", "hosted_vllm", "azure", "together_ai", "fireworks_ai", "deepseek",
                      "vllm", "text-completion-openai", "openrouter", "groq"}
@@ -87,9 +100,37 @@ class LiteLLMBackend(RemoteBackend):
         assert isinstance(self.options, LiteLLMOptions)
         self.drop_params = self.options.drop_params
 
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
+
     def default_logprobs(self) -> bool:
-        provider = self.model.split("/", 1)[0] if "/" in self.model else "openai"
-        return provider in LOGPROB_PROVIDERS
+        return self.provider in LOGPROB_PROVIDERS
+
+    def takes_response_schema(self) -> bool:
+        """Whether the provider enforces a JSON schema given as response_format: a vLLM
+        server does; a model in litellm's table as `litellm.supports_response_schema` says;
+        a model litellm does not know (e.g. ``openai/NAME`` on your own server) as the
+        ``json_schema`` option says (default true; ``json_schema=false`` where it rejects
+        it)."""
+        if not self.options.json_schema:
+            return False
+        if self.provider in VLLM_PROVIDERS:
+            return True
+        litellm = import_litellm()
+        try:
+            litellm.get_model_info(self.model)
+        except Exception:  # not in litellm's table
+            return True
+        try:
+            return bool(litellm.supports_response_schema(model=self.model))
+        except Exception:
+            return False
+
+    def enforcement(self, kind: ConstraintKind) -> Enforced | None:
+        if kind == "json":
+            return "json" if self.takes_response_schema() else None
+        return kind if self.provider in VLLM_PROVIDERS else None
 
     def lookup_price(self) -> tuple[float, float] | None:
         given_in, given_out = self.options.price_override()
@@ -129,8 +170,17 @@ class LiteLLMBackend(RemoteBackend):
             kwargs["messages"] = [dict(m) for m in request.messages]
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        kwargs.update(optional_fields(request, json_schema=self.capabilities.json_schema))
+        constraint = request.constraint
+        enforced = None if constraint is None else self.enforcement(constraint.kind)
+        structured = "json_schema" if enforced == "json" else "none"
+        kwargs.update(optional_fields(request, structured=structured))
+        if constraint is not None and constraint.kind != "json" and enforced is not None:
+            kwargs["extra_body"] = vllm_structured_fields(constraint)
         return kwargs
+
+    def enforced(self, request: Request) -> Enforced | None:
+        """What a call with `request` asks the provider to enforce."""
+        return None if request.constraint is None else self.enforcement(request.constraint.kind)
 
     async def send(self, client: Any, request: Request) -> Any:
         kwargs = self.call_kwargs(request)
@@ -138,8 +188,8 @@ class LiteLLMBackend(RemoteBackend):
         if key:
             kwargs["api_key"] = key
         if request.prompt is not None:
-            return await client.atext_completion(**kwargs)
-        return await client.acompletion(**kwargs)
+            return await client.atext_completion(**kwargs), self.enforced(request)
+        return await client.acompletion(**kwargs), self.enforced(request)
 
     def classify(self, exc: BaseException) -> Retryable | Final:
         """A litellm/OpenAI exception: retryable or final, with its kind."""
@@ -169,5 +219,8 @@ class LiteLLMBackend(RemoteBackend):
         return http_failure(status, message, headers)
 
     def parse(self, raw: Any, latency_s: float) -> Response:
-        """A litellm ModelResponse/TextCompletionResponse -> Response."""
-        return parse_answer(self, raw, latency_s)
+        """A litellm ModelResponse/TextCompletionResponse (with what the call asked to be
+        enforced) -> Response."""
+        answer, enforced = raw
+        response = parse_answer(self, answer, latency_s)
+        return replace(response, constrained=enforced) if response.ok else response

@@ -27,6 +27,16 @@ What vLLM's server adds, used where the server has it (``vllm serve`` does; othe
 - `pool` runs a pooling model (``vllm serve --runner pooling``) for learned metrics:
   ``/classify`` (class probabilities), ``/pooling`` (a reward model's score), ``/score``
   (a cross-encoder on text pairs) and ``/v1/embeddings``.
+
+Constraints (`judgebench.backends.base`): a JSON schema goes as ``response_format``
+``json_schema``; a server that rejects it (HTTP 400/422 naming the response format) is asked
+again with ``json_object``, and one that rejects that too with the plain prompt. The step
+reached is remembered per server and model (`structured_mode`), reported on each Response
+(``constrained``: ``json``, ``json_object`` or None) and in the judge's signature
+(`enforcement`). Choices and regexes are enforced only by a vLLM server (``server=vllm``, or
+``server=auto`` and ``GET {api_base}/models`` says ``owned_by: vllm``), through its
+``structured_outputs`` extra body field (``server=vllm-guided``: the ``guided_choice`` /
+``guided_regex`` fields of vLLM before 0.10.2); elsewhere they are left to the prompt.
 """
 
 from __future__ import annotations
@@ -34,28 +44,60 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from judgebench.backends.base import Backend, Request, Response
+from judgebench.backends.base import (
+    Backend,
+    Capabilities,
+    ConstraintKind,
+    Enforced,
+    Request,
+    Response,
+)
 from judgebench.backends.remote import RemoteBackend, RemoteOptions, Retryable, http_failure
 from judgebench.errors import JudgebenchError
 from judgebench_backends.openai_format import (
+    STRUCTURED_MODES,
     completion_logprobs,
     namespace,
     optional_fields,
     parse_answer,
+    rejects_response_format,
+    vllm_structured_fields,
 )
+
+SERVERS = ("auto", "openai", "vllm", "vllm-guided")
+#: (api_base, model) -> the response_format step a server was found to take.
+_MODES: dict[tuple[str, str], str] = {}
+#: api_base -> what GET /models said the server is ("vllm" or "openai").
+_SERVERS: dict[str, str] = {}
+_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass(kw_only=True)
 class OpenAICompatOptions(RemoteOptions):
-    """RemoteOptions, and whether the server does prompt logprobs (echo) and /tokenize."""
+    """`RemoteOptions`; whether the server does prompt logprobs (echo) and /tokenize;
+    ``server`` (auto | openai | vllm | vllm-guided: what enforces choices and regexes) and
+    ``structured`` (the response_format to start from: json_schema | json_object | none)."""
 
     prompt_logprobs: bool = True
     tokenize: bool = True
+    server: str = "auto"
+    structured: str = "json_schema"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.server not in SERVERS:
+            raise ValueError(f"server must be one of {', '.join(SERVERS)}, got {self.server!r}")
+        if self.structured not in STRUCTURED_MODES:
+            raise ValueError(f"structured must be one of {', '.join(STRUCTURED_MODES)}, "
+                             f"got {self.structured!r}")
+        if not self.json_schema:
+            self.structured = "none"
 
 
 #: pooling task -> (route, the field of each result holding its numbers)
@@ -125,6 +167,12 @@ class OpenAICompatBackend(RemoteBackend):
         self._served: str | None = None
         self._served_known = False
         self._can_tokenize = self.options.tokenize
+        self.server_option = self.options.server
+        self._mode_key = (self.base, self.model)
+        with _LOCK:
+            _MODES.setdefault(self._mode_key, self.options.structured)
+        if self.server_option in ("vllm", "vllm-guided"):
+            self._mark_vllm()
 
     def default_logprobs(self) -> bool:
         return True
@@ -135,6 +183,54 @@ class OpenAICompatBackend(RemoteBackend):
         if request.prompt_logprobs and not self.capabilities.prompt_logprobs:
             return super().unsupported(request)
         return None
+
+    # -- constraints ------------------------------------------------------------------------
+    @property
+    def structured_mode(self) -> str:
+        """The response_format step this server takes: json_schema, json_object or none."""
+        with _LOCK:
+            return _MODES[self._mode_key]
+
+    def _downgrade(self, sent: str) -> str | None:
+        """The next step after `sent` was rejected (None: nothing left to drop)."""
+        following = STRUCTURED_MODES[STRUCTURED_MODES.index(sent) + 1:]
+        if not following:
+            return None
+        with _LOCK:
+            if STRUCTURED_MODES.index(_MODES[self._mode_key]) <= STRUCTURED_MODES.index(sent):
+                _MODES[self._mode_key] = following[0]
+            return _MODES[self._mode_key]
+
+    def server_kind(self) -> str:
+        """openai, vllm or vllm-guided: the option, else what ``GET /models`` said (looked
+        up once per server; a server that does not answer is taken for a plain one)."""
+        if self.server_option != "auto":
+            return self.server_option
+        base = str(self.api_base).rstrip("/")
+        with _LOCK:
+            known = _SERVERS.get(base)
+        if known is None:
+            known = server_of(self._get_json(base + "/models"))
+            with _LOCK:
+                _SERVERS[base] = known
+        if known == "vllm" and "choice" not in self.capabilities.constraints:
+            self._mark_vllm()
+        return known
+
+    def _mark_vllm(self) -> None:
+        caps = self.capabilities
+        self.capabilities = Capabilities(
+            logprobs=caps.logprobs, max_top_logprobs=caps.max_top_logprobs,
+            prompt_logprobs=caps.prompt_logprobs, json_schema=caps.json_schema,
+            constraints=caps.constraints | {"choice", "regex"}, prefill=caps.prefill,
+            paid=caps.paid)
+
+    def enforcement(self, kind: ConstraintKind) -> Enforced | None:
+        if kind == "json":
+            mode = self.structured_mode
+            return "json" if mode == "json_schema" else (
+                "json_object" if mode == "json_object" else None)
+        return kind if self.server_kind() != "openai" else None
 
     # -- what the server says about itself ---------------------------------------------------
     def _get_json(self, url: str, body: dict[str, Any] | None = None) -> Any:
@@ -215,6 +311,8 @@ class OpenAICompatBackend(RemoteBackend):
     async def open_client(self) -> Any:
         import aiohttp
 
+        if self.server_option == "auto":
+            await asyncio.to_thread(self.server_kind)
         connector = aiohttp.TCPConnector(limit=self.concurrency)
         return aiohttp.ClientSession(connector=connector,
                                      timeout=aiohttp.ClientTimeout(total=self.timeout_s))
@@ -231,19 +329,32 @@ class OpenAICompatBackend(RemoteBackend):
     def endpoint(self, request: Request) -> str:
         return self.url if request.prompt is None else self.base + "/completions"
 
-    def body(self, request: Request) -> dict[str, Any]:
-        """The JSON body of one chat (or completion) request."""
+    def body(self, request: Request, structured: str | None = None
+             ) -> tuple[dict[str, Any], Enforced | None]:
+        """The JSON body of one chat (or completion) request with the response_format step
+        `structured` (default: the server's current one), and what it asks the server to
+        enforce."""
         body: dict[str, Any] = {
             "model": self.request_model(),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
-        body.update(optional_fields(request, json_schema=self.capabilities.json_schema))
+        mode = structured or self.structured_mode
+        body.update(optional_fields(request, structured=mode))
+        enforced: Enforced | None = None
+        constraint = request.constraint
+        if constraint is not None and constraint.kind == "json" and "response_format" in body:
+            enforced = "json" if mode == "json_schema" else "json_object"
+        elif constraint is not None and constraint.kind != "json":
+            server = self.server_kind()
+            if server != "openai":
+                body.update(vllm_structured_fields(constraint, legacy=server == "vllm-guided"))
+                enforced = constraint.kind
         if request.prompt is None:
             body["messages"] = [dict(m) for m in request.messages]
             body.update(self.chat_template_fields(request))
-            return body
+            return body, enforced
         body["prompt"] = request.prompt
         body["max_tokens"] = max(1, request.max_tokens)  # a server generates at least one
         body.pop("top_logprobs", None)
@@ -251,9 +362,32 @@ class OpenAICompatBackend(RemoteBackend):
             body["logprobs"] = max(1, min(request.top_logprobs, 20))
         if request.prompt_logprobs:
             body["echo"] = True
-        return body
+        return body, enforced
 
     async def send(self, client: Any, request: Request) -> Any:
+        mode = self.structured_mode
+        while True:
+            body, enforced = self.body(request, mode)
+            status, content, reply_headers = await self._post(client, self.endpoint(request),
+                                                              body)
+            if status < 400:
+                break
+            message = f"HTTP {status}: {content[:300].decode('utf-8', 'replace')}"
+            rejected = "response_format" in body and rejects_response_format(status, content)
+            following = self._downgrade(mode) if rejected else None
+            if following is None:
+                raise http_failure(status, message, reply_headers)
+            mode = following
+        try:
+            data = json.loads(content)
+        except ValueError as exc:
+            raise Retryable("malformed", f"the body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise Retryable("malformed", "the body is not a JSON object")
+        return request, namespace(data), enforced
+
+    async def _post(self, client: Any, url: str, body: dict[str, Any]
+                    ) -> tuple[int, bytes, Any]:
         import aiohttp
 
         headers = {"Content-Type": "application/json"}
@@ -261,30 +395,28 @@ class OpenAICompatBackend(RemoteBackend):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         try:
-            async with client.post(self.endpoint(request), data=json.dumps(self.body(request)),
-                                   headers=headers) as reply:
-                content = await reply.read()
-                status, reply_headers = reply.status, reply.headers
+            async with client.post(url, data=json.dumps(body), headers=headers) as reply:
+                return reply.status, await reply.read(), reply.headers
         except TimeoutError:
             raise Retryable("timeout", f"no answer within {self.timeout_s:g}s") from None
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
             raise Retryable("malformed", f"{type(exc).__name__}: {exc}") from None
         except aiohttp.ClientError as exc:
             raise Retryable("connection", f"{type(exc).__name__}: {exc}") from None
-        if status >= 400:
-            message = f"HTTP {status}: {content[:300].decode('utf-8', 'replace')}"
-            raise http_failure(status, message, reply_headers)
-        try:
-            data = json.loads(content)
-        except ValueError as exc:
-            raise Retryable("malformed", f"the body is not JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise Retryable("malformed", "the body is not a JSON object")
-        return request, namespace(data)
 
     def parse(self, raw: Any, latency_s: float) -> Response:
-        request, answer = raw
+        request, answer, enforced = raw
         response = parse_answer(self, answer, latency_s)
-        if request.prompt is None or not response.ok:
+        if not response.ok:
             return response
+        if request.prompt is None:
+            return dataclasses.replace(response, constrained=enforced)
         return completion_response(response, answer, request)
+
+
+def server_of(listing: Any) -> str:
+    """``vllm`` when a ``GET /models`` listing has a model ``owned_by`` vllm, else ``openai``
+    (also for no listing: a server that does not answer it)."""
+    models = listing.get("data") if isinstance(listing, dict) else None
+    owners = {m.get("owned_by") for m in models or [] if isinstance(m, dict)}
+    return "vllm" if "vllm" in owners else "openai"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from judgebench.backends.base import Request, Response, TokenLogprob
+from judgebench.backends.base import Constraint, Request, Response, TokenLogprob
 from judgebench.backends.remote import RemoteBackend, Retryable
 
 
@@ -20,10 +20,16 @@ def namespace(value: Any) -> Any:
     return value
 
 
-def optional_fields(request: Request, *, json_schema: bool) -> dict[str, Any]:
+#: The response_format steps for a JSON constraint, most enforcing first: the schema itself,
+#: "some JSON object", nothing (the prompt alone asks for JSON).
+STRUCTURED_MODES = ("json_schema", "json_object", "none")
+
+
+def optional_fields(request: Request, *, structured: str = "json_schema") -> dict[str, Any]:
     """The OpenAI request fields a request sets only when asked: ``seed``, ``stop``,
-    ``logprobs``/``top_logprobs`` (at most 20, the API's limit) and, where the backend has
-    structured output, ``response_format`` with the request's JSON schema (strict)."""
+    ``logprobs``/``top_logprobs`` (at most 20, the API's limit) and, for a JSON constraint,
+    ``response_format`` at the step `structured` (`STRUCTURED_MODES`: the request's JSON
+    schema, strict; or ``json_object``; or none)."""
     fields: dict[str, Any] = {}
     if request.seed is not None:
         fields["seed"] = request.seed
@@ -33,12 +39,39 @@ def optional_fields(request: Request, *, json_schema: bool) -> dict[str, Any]:
         fields["logprobs"] = True
         if request.top_logprobs:
             fields["top_logprobs"] = min(request.top_logprobs, 20)
-    if request.json_schema is not None and json_schema:
+    schema = request.json_schema
+    if schema is not None and structured == "json_schema":
         fields["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": "judgement", "schema": request.json_schema, "strict": True},
+            "json_schema": {"name": "judgement", "schema": schema, "strict": True},
         }
+    elif schema is not None and structured == "json_object":
+        fields["response_format"] = {"type": "json_object"}
     return fields
+
+
+def vllm_structured_fields(constraint: Constraint, *, legacy: bool = False) -> dict[str, Any]:
+    """The extra body fields with which a vLLM OpenAI-compatible server enforces a choice or
+    regex constraint: ``structured_outputs`` (vLLM >= 0.10.2), or with `legacy` the
+    ``guided_choice``/``guided_regex`` fields of earlier versions."""
+    if constraint.choices:
+        return ({"guided_choice": list(constraint.choices)} if legacy
+                else {"structured_outputs": {"choice": list(constraint.choices)}})
+    if constraint.regex is not None:
+        return ({"guided_regex": constraint.regex} if legacy
+                else {"structured_outputs": {"regex": constraint.regex}})
+    return ({"guided_json": constraint.json_schema} if legacy
+            else {"structured_outputs": {"json": constraint.json_schema}})
+
+
+def rejects_response_format(status: int, body: bytes) -> bool:
+    """Whether an error answer says the server does not take the response_format sent (a 400
+    or 422 naming it), as opposed to any other bad request."""
+    if status not in (400, 422):
+        return False
+    text = body[:2000].decode("utf-8", "replace").lower()
+    return any(word in text for word in ("response_format", "json_schema", "json_object",
+                                         "response format", "structured output"))
 
 
 def parse_answer(backend: RemoteBackend, raw: Any, latency_s: float) -> Response:

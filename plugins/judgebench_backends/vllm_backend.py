@@ -34,7 +34,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import Backend, Capabilities, Request, Response, TokenLogprob
+from judgebench.backends.base import (
+    KINDS,
+    Backend,
+    Capabilities,
+    Request,
+    Response,
+    TokenLogprob,
+)
 from judgebench.errors import InputError, JudgebenchError
 
 
@@ -52,9 +59,24 @@ def sampling_params_dict(request: Request) -> dict[str, Any]:
         "prompt_logprobs": 1 if request.prompt_logprobs else None,
         "skip_special_tokens": True,
     }
-    if request.json_schema is not None:
-        params["structured_outputs"] = {"json": request.json_schema}
+    structured = structured_outputs(request)
+    if structured is not None:
+        params["structured_outputs"] = structured
     return params
+
+
+def structured_outputs(request: Request) -> dict[str, Any] | None:
+    """The request's constraint as vLLM structured-output fields (``choice``, ``regex`` or
+    ``json``: the keyword arguments of ``StructuredOutputsParams``, and of the
+    ``GuidedDecodingParams`` of vLLM before 0.10.2); None without a constraint."""
+    constraint = request.constraint
+    if constraint is None:
+        return None
+    if constraint.choices:
+        return {"choice": list(constraint.choices)}
+    if constraint.regex is not None:
+        return {"regex": constraint.regex}
+    return {"json": constraint.json_schema}
 
 
 def to_sampling_params(params: dict[str, Any], vllm: Any) -> Any:
@@ -120,6 +142,7 @@ def parse_output(output: Any, request: Request, latency_s: float, model: str,
                         latency_s=latency_s, model=model)
     return Response(
         text=completion.text,
+        constrained=None if request.constraint is None else request.constraint.kind,
         finish_reason=completion.finish_reason,
         logprobs=logprobs,
         prompt_logprobs=prompt_logprobs,
@@ -266,7 +289,7 @@ POOLED_FIELD = {"classify": "probs", "reward": "data", "embed": "embedding"}
 class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(logprobs=True, max_top_logprobs=20, prompt_logprobs=True,
-                                json_schema=True, prefill=True)
+                                json_schema=True, prefill=True, constraints=frozenset(KINDS))
 
     def __init__(
         self,

@@ -18,6 +18,12 @@ Protocols (option ``protocol``, recorded in the signature):
   keep a free-text format; this keeps their score their own greedy output.
 - ``auto`` (default): json where the backend has structured output, else two_stage where it
   can prefill, else text.
+
+What the judge reads is stated to the backend as a `Constraint`: the JSON schema (json), the
+score's or verdict's choices on the second stage (two_stage). A backend that enforces it
+while decoding (`Backend.enforcement`) makes the answer parse by construction; the kind it
+enforces is in the signature (``constrained:``) and in each score's ``extra["constrained"]``
+(what the backend reported for that call).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgebench import runtime
 from judgebench.backends import (
     Backend,
+    Constraint,
     Request,
     Response,
     backend_accepts,
@@ -57,7 +64,7 @@ Protocol = Literal["auto", "json", "text", "two_stage"]
 #: Options that change how calls are made but not what they answer: kept out of signatures.
 RUNTIME_OPTIONS = {"api_key_env", "api_base", "concurrency", "timeout_s", "max_attempts", "rpm",
                    "tpm", "cache", "input_cost_per_token", "output_cost_per_token", "price_in",
-                   "price_out", "template", "batch", "logprobs"}
+                   "price_out", "template", "batch", "logprobs", "server"}
 
 
 #: Judge options that configure the backend, by the name the backend takes each under. Each
@@ -68,7 +75,7 @@ BACKEND_OPTIONS = {"model": "model", "revision": "revision", "api_base": "api_ba
                    "tpm": "tpm", "input_cost_per_token": "input_cost_per_token",
                    "output_cost_per_token": "output_cost_per_token", "price_in": "price_in",
                    "price_out": "price_out", "logprobs": "logprobs", "batch": "batch_size",
-                   **{name: name for name in ENGINE_OPTIONS}}
+                   "server": "server", **{name: name for name in ENGINE_OPTIONS}}
 
 
 class _JudgeCoreOptions(BaseModel):
@@ -101,6 +108,9 @@ class _JudgeCoreOptions(BaseModel):
     batch: int = Field(1, ge=1)
     #: remote backends: whether the server returns token logprobs (default: the backend's).
     logprobs: bool | None = None
+    #: openai_compat: what the server is (auto | openai | vllm | vllm-guided), i.e. whether
+    #: it enforces choices and regexes; what it enforced is in the signature (constrained:).
+    server: str | None = None
 
 
 class JudgeOptions(EngineOptions, _JudgeCoreOptions):
@@ -209,7 +219,30 @@ class JudgeMetric(Metric[JudgeOptionsT]):
         # quantization, adapter hash, batch invariance; for a server the served checkpoint)
         fields.update({k: v for k, v in ident.items()
                        if k not in ("backend", "model", "revision") and v})
+        if self.constrained is not None:
+            fields["constrained"] = self.constrained
         return fields
+
+    # -- constraints ----------------------------------------------------------------------------
+    #: The constraint kind on the answer each protocol reads its score from.
+    protocol_constraint: ClassVar[dict[str, str]] = {"json": "json", "two_stage": "choice"}
+
+    @property
+    def constrained(self) -> str | None:
+        """What the backend enforces on the answer the score is read from (None: nothing;
+        the strict parser alone decides)."""
+        kind = self.protocol_constraint.get(self.protocol)
+        if kind is None:
+            return None
+        return self.backend.inner.enforcement(kind)  # type: ignore[arg-type]
+
+    @staticmethod
+    def choices_after(values: Sequence[str], prefix: str) -> tuple[str, ...]:
+        """The answers a model may write right after `prefix` (the marker it continues):
+        each value, with a leading space unless the prefix ends in whitespace or an opening
+        bracket (``[RESULT]`` -> " 4", ``Verdict: [[`` -> "A")."""
+        space = "" if not prefix or prefix[-1].isspace() or prefix[-1] in "[({" else " "
+        return tuple(space + v for v in values)
 
     # -- requests -------------------------------------------------------------------------------
     def messages(self, values: dict[str, str]) -> tuple[dict[str, str], ...]:
@@ -232,22 +265,36 @@ class JudgeMetric(Metric[JudgeOptionsT]):
             return self.request(messages, max_tokens=self.options.feedback_tokens, stop=stop)
         return self.request(messages)
 
-    def planned_two_stage(self, first: Request, marker: str, max_tokens: int) -> list[Request]:
+    def follow_request(self, messages: tuple[dict[str, str], ...], max_tokens: int,
+                       choices: Sequence[str] = (), top_logprobs: int = 0) -> Request:
+        """The second-stage request: the answer constrained to `choices` (when given), with
+        the top `top_logprobs` alternatives per token when > 0."""
+        params: dict[str, Any] = {"max_tokens": max_tokens}
+        if choices:
+            params["constraint"] = Constraint(choices=tuple(choices))
+        if top_logprobs:
+            params.update(logprobs=True, top_logprobs=top_logprobs)
+        return self.request(messages, **params)
+
+    def planned_two_stage(self, first: Request, marker: str, max_tokens: int,
+                          choices: Sequence[str] = (), top_logprobs: int = 0) -> list[Request]:
         """`first`, and under two_stage the continuation after `marker` (feedback approximated
         by `feedback_tokens` filler tokens)."""
         if self.protocol != "two_stage":
             return [first]
         filler = " x" * self.options.feedback_tokens
-        return [first, self.request(self.extend(first.messages, filler + marker),
-                                    max_tokens=max_tokens)]
+        return [first, self.follow_request(self.extend(first.messages, filler + marker),
+                                           max_tokens, choices, top_logprobs)]
 
     async def second_stage(self, first: Request, answer: Response, marker: str,
-                           max_tokens: int) -> tuple[Response, str]:
+                           max_tokens: int, choices: Sequence[str] = (),
+                           top_logprobs: int = 0) -> tuple[Response, str]:
         """Two-stage protocol: the model's continuation of its feedback `answer` after
-        `marker`, and the raw text of the whole judgement."""
-        follow = await self.ask(self.request(
-            self.extend(first.messages, answer.text.rstrip() + marker), max_tokens=max_tokens
-        ))
+        `marker` (one of `choices`, where the backend enforces them), and the raw text of the
+        whole judgement."""
+        follow = await self.ask(self.follow_request(
+            self.extend(first.messages, answer.text.rstrip() + marker), max_tokens, choices,
+            top_logprobs))
         raw = f"{self.prefilled(first.messages)}{answer.text.rstrip()}{marker}{follow.text}"
         return follow, raw
 
@@ -533,7 +580,13 @@ def accounting(responses: Sequence[Response]) -> dict[str, Any]:
 
 
 def call_extra(responses: Sequence[Response]) -> dict[str, Any]:
-    return {"calls": len(responses), "cached": all(r.cached for r in responses)}
+    """Calls, whether all were cached, and what the backend enforced on the last answer
+    (the one the score is read from) when it enforced anything."""
+    extra: dict[str, Any] = {"calls": len(responses),
+                             "cached": all(r.cached for r in responses)}
+    if responses and responses[-1].constrained is not None:
+        extra["constrained"] = responses[-1].constrained
+    return extra
 
 
 def joined_raw(responses: Sequence[Response]) -> str:

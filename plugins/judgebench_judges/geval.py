@@ -10,6 +10,12 @@ the probability-weighted mean over the score tokens at the score position, read 
 top logprobs (``mode=logprobs``). Where the backend has no logprobs, the score is the mean of
 ``n`` sampled answers at ``sample_temperature`` (``mode=sampling``; G-Eval's own estimate
 with n=20 on GPT-4). The mode used is in the signature.
+
+The answer is constrained to the scores (``min..max``, after a space where the prefill ends
+without one) where the backend enforces choices. In logprobs mode, where the backend gives
+every score's log-probability (`Response.choice_logprobs`, the transformers backend), the
+distribution is over all the scores, renormalised (``extra["probs_from"] == "choices"``),
+not only those among the top alternatives (``"top"``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from judgebench.backends import Request
+from judgebench.backends import Constraint, Request, Response
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_judges import parsing
@@ -169,13 +175,24 @@ class GEvalJudge(JudgeMetric[GEvalOptions]):
             "max": str(o.max),
         })
 
+    @property
+    def constrained(self) -> str | None:
+        return self.backend.inner.enforcement("choice")
+
+    def score_choices(self, messages: tuple[dict[str, str], ...]) -> tuple[str, ...]:
+        o = self.options
+        return self.choices_after([str(s) for s in range(o.min, o.max + 1)],
+                                  self.prefilled(messages))
+
     def form_requests(self, sample: Sample, steps: str) -> list[Request]:
         o = self.options
         messages = self.form(sample, steps)
+        constraint = Constraint(choices=self.score_choices(messages))
         if self.mode == "logprobs":
             top = min(o.top_logprobs, self.backend.capabilities.max_top_logprobs or o.top_logprobs)
-            return [self.request(messages, logprobs=True, top_logprobs=top)]
-        base = self.request(messages, temperature=o.sample_temperature)
+            return [self.request(messages, logprobs=True, top_logprobs=top,
+                                 constraint=constraint)]
+        base = self.request(messages, temperature=o.sample_temperature, constraint=constraint)
         return [base.with_sample(i, seed=(o.seed or 0) + i) for i in range(o.n)]
 
     def planned_requests(self, sample: Sample) -> list[Request]:
@@ -185,6 +202,20 @@ class GEvalJudge(JudgeMetric[GEvalOptions]):
         if self._steps is None:
             planned.insert(0, self.steps_request())
         return planned
+
+    def all_scores(self, response: Response, request: Request) -> parsing.ScoreDistribution:
+        """G-Eval's distribution from every score's log-probability (renormalised over the
+        scores), under `min_mass` like the top-alternatives reading."""
+        assert request.constraint is not None
+        found = parsing.choice_distribution(response.choice_logprobs, None,
+                                            request.constraint.choices)
+        if found.mass < self.options.min_mass:
+            raise parsing.ParseError(f"score tokens hold {found.mass:.3f} of the probability "
+                                     f"at the score position, under "
+                                     f"min_mass={self.options.min_mass}")
+        probs = {int(c.strip()): p for c, p in found.probs.items()}
+        return parsing.ScoreDistribution(mean=math.fsum(s * p for s, p in probs.items()),
+                                         probs=probs, mass=found.mass)
 
     async def judge(self, sample: Sample) -> Outcome:
         if self._steps is None:
@@ -199,10 +230,18 @@ class GEvalJudge(JudgeMetric[GEvalOptions]):
             if (failed := failure_outcome(responses, **extra)) is not None:
                 return failed
             try:
-                dist = parsing.score_distribution(response.logprobs, o.min, o.max, o.min_mass)
+                if response.choice_logprobs:
+                    dist = self.all_scores(response, requests[0])
+                    extra["probs_from"] = "choices"
+                else:
+                    dist = parsing.score_distribution(response.logprobs, o.min, o.max,
+                                                      o.min_mass)
+                    extra["probs_from"] = "top"
             except parsing.ParseError as exc:
                 return Outcome.failed(Status.PARSE_ERROR, str(exc), raw=response.text,
                                       extra=extra, **accounting(responses))
+            if response.constrained is not None:
+                extra["constrained"] = response.constrained
             extra.update({"probs": {str(k): v for k, v in dist.probs.items()},
                           "score_mass": dist.mass})
             return Outcome(value=dist.mean, raw=response.text, extra=extra,

@@ -32,6 +32,8 @@ VALUE = {"a": 1.0, "b": 0.0, "tie": 0.5}
 #: Two-stage protocol: appended to the model's explanation; its continuation must start with
 #: the verdict letter.
 MARKER = "\nVerdict: [["
+#: What the continuation after MARKER may be (enforced where the backend can); C is a tie.
+CHOICES = ("A", "B", "C")
 SCHEMA = {
     "type": "object",
     "properties": {"explanation": {"type": "string"},
@@ -91,7 +93,7 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
         planned = []
         for _, first, second in self.orders(sample):
             planned.extend(self.planned_two_stage(self.order_request(sample, first, second),
-                                                  MARKER, max_tokens=3))
+                                                  MARKER, max_tokens=3, choices=CHOICES))
         return planned
 
     async def one_order(self, sample: Sample, first: str, second: str
@@ -109,7 +111,8 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
                     answer.text, None
             if self.protocol == "text":
                 return responses, parsing.verdict(answer.text), answer.text, None
-            follow, raw = await self.second_stage(req, answer, MARKER, max_tokens=3)
+            follow, raw = await self.second_stage(req, answer, MARKER, max_tokens=3,
+                                                  choices=CHOICES)
             responses.append(follow)
             if follow.error is not None:
                 return responses, None, raw, None

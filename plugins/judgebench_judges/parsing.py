@@ -14,6 +14,10 @@ Formats (each parser's version is in the judges' signatures as `parser:`):
 - G-Eval (Liu et al. 2023) score distribution: at the first generated position that is not
   whitespace, the top-k alternatives that are integers in [lo, hi];
   ``score = sum_s s * p(s) / sum_s p(s)``.
+- A choice distribution (`choice_distribution`): the probabilities of the allowed choices
+  only, renormalised, from the backend's log-probability of every choice
+  (`Response.choice_logprobs`) where it gives them, else from the top alternatives at the
+  first non-whitespace position.
 """
 
 from __future__ import annotations
@@ -160,3 +164,50 @@ def score_distribution(tokens: tuple[TokenLogprob, ...] | None, lo: int, hi: int
     normalised = {s: p / mass for s, p in sorted(probs.items())}
     mean = math.fsum(s * p for s, p in normalised.items())
     return ScoreDistribution(mean=mean, probs=normalised, mass=mass, position=position)
+
+
+@dataclass(frozen=True)
+class ChoiceDistribution:
+    """P(choice) renormalised over the allowed choices (choice order); `mass`: the
+    probability the model put on them before renormalising; `source`: ``choices`` (every
+    choice's log-probability, from the backend) or ``top`` (the top alternatives)."""
+
+    probs: dict[str, float]
+    mass: float
+    source: str
+
+    def argmax(self) -> str:
+        """The most probable choice (the first of equals, in choice order)."""
+        return max(self.probs, key=lambda c: self.probs[c])
+
+    def expectation(self, value: dict[str, float]) -> float:
+        return math.fsum(value[c] * p for c, p in self.probs.items())
+
+
+def choice_distribution(choice_logprobs: tuple[tuple[str, float], ...] | None,
+                        tokens: tuple[TokenLogprob, ...] | None,
+                        choices: tuple[str, ...]) -> ChoiceDistribution:
+    """The model's probabilities of `choices` only, renormalised (see the module)."""
+    found: dict[str, float] = {}
+    if choice_logprobs:
+        source = "choices"
+        for choice, logprob in choice_logprobs:
+            if choice in choices:
+                found[choice] = found.get(choice, 0.0) + math.exp(logprob)
+    else:
+        source = "top"
+        if not tokens:
+            raise ParseError("the backend returned no token logprobs")
+        position = next((t for t in tokens if t.token.strip()), None)
+        if position is None:
+            raise ParseError("the answer is only whitespace")
+        by_text = {c.strip(): c for c in choices}
+        for text, logprob in position.top or ((position.token, position.logprob or 0.0),):
+            matched = by_text.get(text.strip())
+            if matched is not None:
+                found[matched] = found.get(matched, 0.0) + math.exp(logprob)
+    mass = math.fsum(found.values())
+    if mass <= 0.0:
+        raise ParseError(f"no probability on any of the choices {list(choices)}")
+    probs = {c: found.get(c, 0.0) / mass for c in choices}
+    return ChoiceDistribution(probs=probs, mass=mass, source=source)

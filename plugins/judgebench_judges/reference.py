@@ -61,6 +61,14 @@ class ReferenceJudge(JudgeMetric[ReferenceOptions]):
     def marker(self) -> str:
         return "\nVerdict: [[" if self.options.mode == "binary" else " [RESULT]"
 
+    @property
+    def answer_choices(self) -> tuple[str, ...]:
+        """What the two-stage continuation after the marker may be."""
+        o = self.options
+        values = (["CORRECT", "INCORRECT"] if o.mode == "binary"
+                  else [str(s) for s in range(o.min, o.max + 1)])
+        return self.choices_after(values, self.marker)
+
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
         fields["parser"] = f"reference-{self.options.mode}-{self.protocol}-{parsing.VERSION}"
@@ -101,7 +109,8 @@ class ReferenceJudge(JudgeMetric[ReferenceOptions]):
         return self.protocol_request(messages, self.schema)
 
     def planned_requests(self, sample: Sample) -> list[Request]:
-        return self.planned_two_stage(self.first_request(sample), self.marker, max_tokens=4)
+        return self.planned_two_stage(self.first_request(sample), self.marker, max_tokens=4,
+                                      choices=self.answer_choices)
 
     async def judge(self, sample: Sample) -> Outcome:
         o = self.options
@@ -125,7 +134,8 @@ class ReferenceJudge(JudgeMetric[ReferenceOptions]):
                     value = float(score)
             else:
                 rationale = answer.text.strip()
-                follow, raw = await self.second_stage(first, answer, self.marker, max_tokens=4)
+                follow, raw = await self.second_stage(first, answer, self.marker, max_tokens=4,
+                                                      choices=self.answer_choices)
                 responses.append(follow)
                 if (failed := failure_outcome(responses, **call_extra(responses))) is not None:
                     return failed

@@ -1,14 +1,21 @@
 """judge.rubric: direct assessment against a rubric, in the style of Prometheus
 (Kim et al. 2024, "Prometheus 2"): instruction, response, optional reference answer and a
-rubric with one description per score; the judge writes feedback, then an integer score."""
+rubric with one description per score; the judge writes feedback, then an integer score.
+
+Under the two-stage protocol the score is the model's continuation after ``[RESULT] ``,
+constrained to the scores ``min..max`` where the backend enforces choices. Where the backend
+also returns logprobs, ``scoring=auto`` reads the score from the probabilities of the allowed
+scores only, renormalised (``scoring=argmax``: the most probable score, an integer;
+``scoring=expectation``: their probability-weighted mean); ``scoring=text`` parses the text.
+The scoring used is in the signature, the probabilities in ``extra["probs"]``."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from judgebench.backends import Request
+from judgebench.backends import Request, Response
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
@@ -36,6 +43,7 @@ class RubricOptions(JudgeOptions):
     max: int = 5
     use_reference: bool = True
     max_tokens: int = Field(256, ge=1)
+    scoring: Literal["auto", "text", "argmax", "expectation"] = "auto"
 
 
 def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
@@ -78,6 +86,32 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             raise InputError(f"metric {self.info.name}: {exc}") from None
         self.schema = score_schema(o.min, o.max, "feedback")
 
+    @property
+    def scoring(self) -> str:
+        """How the score is read: from the text, or from the choices' probabilities
+        (`argmax`/`expectation`; two-stage only, where the backend returns logprobs)."""
+        chosen = self.options.scoring
+        if self.protocol != "two_stage":
+            return "text"
+        if chosen == "auto":
+            return "argmax" if self.backend.capabilities.logprobs else "text"
+        return chosen
+
+    @property
+    def score_choices(self) -> tuple[str, ...]:
+        o = self.options
+        return self.choices_after([str(s) for s in range(o.min, o.max + 1)], MARKER)
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        fields["scoring"] = self.scoring
+        return fields
+
+    def follow_logprobs(self) -> int:
+        if self.scoring == "text":
+            return 0
+        return min(20, self.backend.capabilities.max_top_logprobs or 20)
+
     def format_instruction(self) -> str:
         o = self.options
         if self.protocol == "json":
@@ -110,7 +144,9 @@ class RubricJudge(JudgeMetric[RubricOptions]):
                                      stop=("\n\n", "[RESULT]"))
 
     def planned_requests(self, sample: Sample) -> list[Request]:
-        return self.planned_two_stage(self.first_request(sample), MARKER, max_tokens=3)
+        return self.planned_two_stage(self.first_request(sample), MARKER, max_tokens=3,
+                                      choices=self.score_choices,
+                                      top_logprobs=self.follow_logprobs())
 
     async def judge(self, sample: Sample) -> Outcome:
         o = self.options
@@ -131,11 +167,30 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             else:
                 feedback = (self.prefilled(first.messages) + answer.text).strip()
                 feedback = feedback.removeprefix("Feedback:").strip()
-                second, raw = await self.second_stage(first, answer, MARKER, max_tokens=3)
+                second, raw = await self.second_stage(
+                    first, answer, MARKER, max_tokens=3, choices=self.score_choices,
+                    top_logprobs=self.follow_logprobs())
                 responses.append(second)
                 if (failed := failure_outcome(responses, **call_extra(responses))) is not None:
                     return failed
+                if self.scoring != "text":
+                    return self.from_probabilities(responses, second, raw, feedback)
                 score = parsing.leading_score(second.text, o.min, o.max)
         except parsing.ParseError as exc:
             return parse_failure(responses, exc)
         return judged(responses, float(score), raw, feedback)
+
+    def from_probabilities(self, responses: list[Response], answer: Response, raw: str,
+                           feedback: str) -> Outcome:
+        """The score from the allowed scores' renormalised probabilities (argmax or
+        expectation), the probabilities kept in ``extra``."""
+        choices = self.score_choices
+        dist = parsing.choice_distribution(answer.choice_logprobs, answer.logprobs, choices)
+        numbers = {c: float(c.strip()) for c in choices}
+        value = (numbers[dist.argmax()] if self.scoring == "argmax"
+                 else dist.expectation(numbers))
+        outcome = judged(responses, value, raw, feedback)
+        extra = {**outcome.extra, "scoring": self.scoring, "choice_mass": dist.mass,
+                 "probs": {c.strip(): p for c, p in dist.probs.items()},
+                 "probs_from": dist.source}
+        return outcome.model_copy(update={"extra": extra})
