@@ -30,6 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_workers import generate  # SummEval repeated under new item ids
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
 METRICS = ("lexical.rouge1", "lexical.bleu", "lexical.chrf")
@@ -86,15 +89,6 @@ trip = (time.perf_counter() - t) / 20
 ray.shutdown()
 print(json.dumps({"startup_s": startup, "round_trip_256_s": trip}))
 '''
-
-
-def generate(path: Path, rows: int) -> None:
-    source = DATA.read_text(encoding="utf-8").splitlines()
-    with path.open("w", encoding="utf-8") as handle:
-        for n in range(rows):
-            record = json.loads(source[n % len(source)])
-            record["item"] = f"{record['item']}#{n // len(source)}"
-            handle.write(json.dumps(record) + "\n")
 
 
 def environment() -> dict[str, str]:
