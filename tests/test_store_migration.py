@@ -82,18 +82,21 @@ def test_every_old_row_is_kept_unchanged_by_the_migration(old_store: Path) -> No
 
 
 def test_resume_on_the_old_store_recomputes_nothing(old_store: Path, tmp_path: Path) -> None:
+    # The lexical metrics' signatures are those of 1710a54; the judge's changed since (its
+    # signature gained engine options, `scoring:` and `constrained:`), so resuming it would
+    # rightly rescore: its old rows are kept (the migration test) but not reused.
     before = _rows(old_store, "scores", V1_SCORE_COLUMNS)
-    args = ["score", str(EXAMPLE), *[a for spec in SPECS for a in ("-m", spec)],
+    args = ["score", str(EXAMPLE), *[a for spec in SPECS[:2] for a in ("-m", spec)],
             "-o", str(tmp_path / "scores.csv"), "--store", str(old_store), "--resume",
             "--workers", "1", "--cache", str(tmp_path / "cache.sqlite")]
     proc = run_cli(*args, "--allow-failures")
     assert proc.returncode == 0, proc.stderr
-    assert "computed 0, reused 192" in proc.stderr
+    assert "computed 0, reused 128" in proc.stderr
     assert _rows(old_store, "scores", V1_SCORE_COLUMNS) == before
     conn = sqlite3.connect(old_store)
     run = conn.execute("SELECT id, computed, reused, failed, outcome FROM runs ORDER BY id DESC"
                        ).fetchone()
-    assert run == (2, 0, 192, 64, "ok")
+    assert run == (2, 0, 128, 0, "ok")
     # the table is the old store's values
     bleu = dict(((i, s), v) for i, s, v in conn.execute(
         "SELECT item, system, value FROM scores WHERE metric = 'lexical.bleu'"))
@@ -102,7 +105,6 @@ def test_resume_on_the_old_store_recomputes_nothing(old_store: Path, tmp_path: P
     table = pd.read_csv(tmp_path / "scores.csv", dtype={"item": str, "system": str})
     assert [bleu[(i, s)] for i, s in zip(table["item"], table["system"], strict=True)] \
         == pytest.approx(table["lexical.bleu"].tolist())
-    assert table[SPECS[2]].isna().all(), "parse errors stay empty cells"
     conn.close()
 
 
