@@ -14,6 +14,7 @@ import importlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import traceback
@@ -185,3 +186,27 @@ def _restore_logging(saved: dict[str, _LoggerState]) -> None:
         if name not in saved and isinstance(known, logging.Logger):
             known.handlers.clear()
 
+
+
+# -- Ctrl-C stays Ctrl-C ------------------------------------------------------------------------
+#: Tests after which this process's SIGINT handler was not Python's default: a child process
+#: started later (tests that send SIGINT to a real `judgebench score`) would inherit an ignored
+#: SIGINT and never stop. The handler is put back, and the tests are named at the end.
+CHANGED_SIGINT: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _sigint_is_restored(request: pytest.FixtureRequest) -> Iterator[None]:
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        CHANGED_SIGINT.append(f"before {request.node.nodeid} (an import or collection)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        CHANGED_SIGINT.append(request.node.nodeid)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if CHANGED_SIGINT:
+        terminalreporter.write_line(
+            f"SIGINT handler changed (and put back) by: {', '.join(CHANGED_SIGINT)}")
