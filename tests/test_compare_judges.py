@@ -18,7 +18,7 @@ from scipy.special import rel_entr
 from sklearn.metrics import cohen_kappa_score
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, run_cli, summeval_records, write_jsonl
+from conftest import run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 from scripted_judge import ScriptedJudge
 
@@ -244,12 +244,9 @@ def test_compare_distributions_means_and_intervals() -> None:
 # -- end to end --------------------------------------------------------------------------
 
 def score_pairs(tmp_path: Path) -> tuple[Path, str, str]:
-    from test_score_pairwise import judge_spec, pair_records
+    from test_score_pairwise import judge_spec, pair_records, strict_template
 
-    strict = tmp_path / "strict.txt"
-    builtin = REPO / "plugins" / "judgebench_judges" / "templates" / "pairwise.txt"
-    strict.write_text(builtin.read_text().replace("You are an impartial judge.",
-                                                  "You are a STRICT impartial judge."))
+    strict = strict_template(tmp_path)
     with ScriptedJudge() as server:
         biased, careful = judge_spec(server.url), judge_spec(server.url, template=str(strict))
         data = write_jsonl(tmp_path / "pairs.jsonl", pair_records())

@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, run_cli, write_jsonl
+from conftest import run_cli, write_jsonl
 from scripted_judge import ScriptedJudge
-from test_score_pairwise import KEY_ENV, isolated, judge_spec  # noqa: F401 (a fixture)
+from test_score_pairwise import (  # noqa: F401 (isolated: a fixture)
+    KEY_ENV,
+    isolated,
+    judge_spec,
+    strict_template,
+)
 
 # Quality per (system, item number): the scripted judge prefers the higher q=; on equal q the
 # plain template picks the output shown first, the STRICT one says tie. People agree with q.
@@ -46,15 +51,11 @@ def test_score_then_meta_eval_aggregate_compare_and_audit(tmp_path: Path) -> Non
     records = _records()
     ties = [r for r in records if r["human"]["pref"] == 0.5]
     assert 0 < len(ties) < len(records)
-    strict_template = tmp_path / "strict.txt"
-    builtin = REPO / "plugins" / "judgebench_judges" / "templates" / "pairwise.txt"
-    strict_template.write_text(builtin.read_text().replace(
-        "You are an impartial judge.", "You are a STRICT impartial judge."))
     data = write_jsonl(tmp_path / "pairs.jsonl", records)
     table = tmp_path / "pairs.csv"
     with ScriptedJudge() as server:
         plain = judge_spec(server.url)
-        strict = judge_spec(server.url, template=str(strict_template))
+        strict = judge_spec(server.url, template=str(strict_template(tmp_path)))
         proc = run_cli("score", str(data), "-m", plain, "-m", strict, "-o", str(table),
                        "--store", str(tmp_path / "runs.db"), cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr

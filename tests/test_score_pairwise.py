@@ -46,6 +46,16 @@ PAIRS = [
 ]
 
 
+def strict_template(tmp_path: Path) -> Path:
+    """The built-in pairwise template with a STRICT system prompt: the scripted judge then
+    says tie on equal quality (the plain one names the output shown first)."""
+    strict = tmp_path / "strict.txt"
+    builtin = REPO / "plugins" / "judgebench_judges" / "templates" / "pairwise.txt"
+    strict.write_text(builtin.read_text().replace("You are an impartial judge.",
+                                                  "You are a STRICT impartial judge."))
+    return strict
+
+
 def pair_records() -> list[dict]:
     records = []
     for n, (item, a, b, *_) in enumerate(PAIRS):
@@ -176,10 +186,7 @@ def test_one_order_leaves_ba_empty(tmp_path) -> None:
 
 
 def test_two_templates_are_two_judges_side_by_side(tmp_path) -> None:
-    strict = tmp_path / "strict.txt"
-    builtin = (REPO / "plugins" / "judgebench_judges" / "templates" / "pairwise.txt")
-    strict.write_text(builtin.read_text().replace("You are an impartial judge.",
-                                                  "You are a STRICT impartial judge."))
+    strict = strict_template(tmp_path)
     with ScriptedJudge() as server:
         biased, careful = judge_spec(server.url), judge_spec(server.url, template=str(strict))
         data = write_jsonl(tmp_path / "pairs.jsonl", pair_records())
