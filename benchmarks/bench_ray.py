@@ -34,7 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_workers import generate  # SummEval repeated under new item ids
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
+sys.path.insert(0, str(REPO / "data"))
+import vendored  # noqa: E402  (the repository's data folder)
+
+DATA = vendored.unpacked("summeval")
 METRICS = ("lexical.rouge1", "lexical.bleu", "lexical.chrf")
 
 WRAPPER = r'''

@@ -18,7 +18,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
+sys.path.insert(0, str(REPO / "data"))
+import vendored  # noqa: E402  (the repository's data folder)
+
+DATA = vendored.unpacked("summeval")
 
 PLAIN_LOOP = r'''
 import json, sys

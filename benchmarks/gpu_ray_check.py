@@ -33,7 +33,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
+sys.path.insert(0, str(ROOT / "data"))
+import vendored  # noqa: E402  (the repository's data folder)
+
+DATA = vendored.unpacked("summeval")
 
 PLUGIN = '''
 import os

@@ -26,13 +26,16 @@ import pytest
 from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
-SUMMEVAL = REPO.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
+sys.path.insert(0, str(REPO / "data"))
+import vendored  # noqa: E402  (the repository's data folder, not a package)
+
+SUMMEVAL = vendored.unpacked("summeval")  # the vendored SummEval file (data/summeval/SOURCE.md)
 EXAMPLE = REPO / "examples" / "summeval-sample.jsonl"
 LOCAL_PLUGIN_PREFIX = "judgebench_local_"  # what `-p file.py` names its module
 
 
 def summeval_records(limit: int | None = None) -> list[dict]:
-    path = SUMMEVAL if SUMMEVAL.exists() else EXAMPLE
+    path = SUMMEVAL
     records = []
     with path.open(encoding="utf-8") as handle:
         for line in handle:

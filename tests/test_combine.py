@@ -314,7 +314,6 @@ def summeval_scores(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SUMMEVAL.exists(), reason="needs the SummEval data")
 def test_summeval_combination_is_reported_next_to_its_best_component_and_audited(
         summeval_scores, tmp_path):
     out = tmp_path / "combined.csv"

@@ -149,7 +149,6 @@ def test_bad_cells_name_file_line_and_column(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SUMMEVAL.exists(), reason="needs the SummEval data")
 def test_items_on_summeval_rouge2(tmp_path):
     gens = write_jsonl(tmp_path / "gens.jsonl", summeval_records(16 * 40))
     scores = tmp_path / "scores.csv"

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_cli
+from conftest import SUMMEVAL, run_cli
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error, mean_squared_error
 
 import meta_eval
@@ -27,7 +27,6 @@ from meta_eval.agreement import alpha_groups, categories, confusion_table, kripp
 from meta_eval.task import Task
 
 WEIGHTS = {"kappa": None, "kappa-linear": "linear", "qwk": "quadratic"}
-SUMMEVAL = Path("/tmp/shared/data/summeval/summeval.jsonl")
 
 
 def sk_kappa(h: np.ndarray, m: np.ndarray, weights: str | None) -> float:
