@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SUMMEVAL, run_cli, summeval_records, write_jsonl
+from conftest import run_cli, summeval_records, write_jsonl
 from scipy.stats import kendalltau
 
 
