@@ -50,7 +50,9 @@ not z-scores, since they compare values with the human scale.
 significance_clusters: sort metrics by the statistic, best first (by goodness); walk down
 the list and open a new cluster whenever a metric is significantly worse (p <= alpha) than
 any member of the current cluster (mt-metrics-eval `AssignRanks`, as WMT tables report
-ranks). Tests are run lazily, only those the walk needs.
+ranks). Tests are run lazily, only those the walk needs; `every_pair=True` then runs the
+others too, so that `Ranking.tests` holds every (better, worse) pair of the sorted list (the
+upper triangle of mt-metrics-eval's `ComputeSigMatrix`), each test seeded as in the walk.
 """
 
 from __future__ import annotations
@@ -503,13 +505,14 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
                           alpha: float = 0.05, seed: int = 0,
                           values: Mapping[str, float] | None = None,
                           progress: Callable[[str, str], None] | None = None,
-                          **options) -> Ranking:
+                          every_pair: bool = False, **options) -> Ranking:
     """Rank `metrics` ({name: (items, systems) matrix}) into significance clusters.
 
     `values` (optional) are the statistics already computed per metric; `options` go to
     the test (resamples, seed, epsilon, block, early_stop, permutations); a permutation
     test also gets `alpha`, so that its early stopping decides p <= alpha. Metrics whose
-    statistic is undefined are ranked last, in a cluster of their own.
+    statistic is undefined are ranked last, in a cluster of their own. `every_pair`: test
+    every better-ranked metric against every worse-ranked one, not only the walk's tests.
     """
     names = list(metrics)
     if values is None:
@@ -530,18 +533,20 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
     spec = check_options(statistic, level, grouping)
     return assign_clusters({name: values[name] for name in names}, test, alpha=alpha,
                            method=method, progress=progress, goodness=spec.goodness,
-                           statistic=statistic)
+                           statistic=statistic, every_pair=every_pair)
 
 
 def assign_clusters(values: Mapping[str, float], test: Callable[[str, str], Comparison], *,
                     alpha: float = 0.05, method: str = "permutation",
                     progress: Callable[[str, str], None] | None = None,
                     goodness: Callable[[float], float] = float,
-                    statistic: str | None = None) -> Ranking:
+                    statistic: str | None = None, every_pair: bool = False) -> Ranking:
     """The WMT cluster walk over `values` ({name: statistic}; `goodness` of a value is
     higher for a better one, the value itself by default): sorted best first, a new cluster
     opens when `test(better, name)` (H1: better is better than name) gives p <= alpha for a
-    member of the current cluster. Undefined values are ranked last."""
+    member of the current cluster. Undefined values are ranked last. `every_pair`: after
+    the walk, also run `test(better, worse)` for every other pair of defined values with
+    `better` ranked above `worse` (the clusters do not change)."""
     names = list(values)
     order = sorted(names, key=lambda n: (not np.isfinite(values[n]),
                                          -goodness(float(np.nan_to_num(values[n])))))
@@ -566,4 +571,13 @@ def assign_clusters(values: Mapping[str, float], test: Callable[[str, str], Comp
                 start = i
                 break
         ranked.append(RankedMetric(name, values[name], cluster))
+    if every_pair:
+        defined = [n for n in order if np.isfinite(values[n])]
+        for i, better in enumerate(defined):
+            for worse in defined[i + 1:]:
+                if (better, worse) not in tests:
+                    if progress is not None:
+                        progress(better, worse)
+                    tests[(better, worse)] = test(better, worse)
+                    p_values[(better, worse)] = tests[(better, worse)].p_value
     return Ranking(ranked, p_values, alpha, method, tests, statistic=statistic)

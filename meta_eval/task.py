@@ -48,7 +48,8 @@ class ComparisonError(ValueError):
 class Task:
     """One setting: `statistic` of each metric against the `human` column at `level` /
     `grouping`; `compare` adds significance clusters (test `method`, `resamples`
-    permutations, level `alpha`); `raters` (two or more columns) adds the human ceiling."""
+    permutations, level `alpha`; `every_pair` runs every pairwise test, not only those the
+    cluster walk needs); `raters` (two or more columns) adds the human ceiling."""
 
     human: str
     statistic: str = "pearson"
@@ -64,6 +65,8 @@ class Task:
     resamples: int = 1000
     alpha: float = 0.05
     raters: tuple[str, ...] = ()
+    #: with `compare`: test every pair of metrics, not only the pairs the cluster walk needs
+    every_pair: bool = False
 
     def run(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, np.ndarray],
             metrics: Sequence[str], *, given: Mapping[str, np.ndarray] | None = None,
@@ -126,7 +129,7 @@ class Task:
                 self.statistic, human=human, metrics=tested, level=self.level,
                 grouping=self.grouping, method=self.method, alpha=self.alpha, seed=self.seed,
                 values={n: outcomes[n].result.value for n in tested}, progress=progress,
-                **options)
+                every_pair=self.every_pair, **options)
         except ValueError as exc:
             raise ComparisonError(str(exc)) from None
         for ranked in ranking.metrics:

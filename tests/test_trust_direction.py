@@ -165,11 +165,14 @@ def test_corpus_file_gives_system_scores_to_a_table_without_sidecar(scored: dict
 
 
 @pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute
-def test_compare_at_system_level_with_corpus_scores_is_refused(scored: dict) -> None:
-    result = invoke("meta-eval", str(scored["table"]), "--human", HUMAN, "--level", "system",
-                    "--compare")
-    assert result.exit_code == 2
-    assert "--system-score mean" in result.stderr
+def test_compare_at_system_level_leaves_corpus_scores_out(scored: dict) -> None:
+    out = json_of("meta-eval", str(scored["table"]), "--human", HUMAN, "--level", "system",
+                  "--compare", "--resamples", "100")
+    corpus = [r for r in out if r["system_score"] == "corpus"]
+    means = [r for r in out if r["system_score"] == "mean"]
+    assert corpus and all("cluster" not in r and r["compare_note"].startswith("not compared")
+                          for r in corpus)
+    assert means and all(r["cluster"] >= 1 for r in means)
 
 
 @pytest.mark.slow  # the `scored` fixture: TER over 64 SummEval rows, about a minute

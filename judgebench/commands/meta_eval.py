@@ -69,6 +69,9 @@ def _log(message: str) -> None:
               help="Permutation resamples per comparison (early stopping may use fewer).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True, help="Significance level for --compare.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Text output with --compare: every pairwise test's p-value too (--json "
+                   "always has them).")
 @click.option("--rater", "raters", multiple=True, metavar="COL",
               help="Individual rater columns (two or more) for the leave-one-rater-out "
                    "human ceiling; each metric is also reported as a fraction of it.")
@@ -88,7 +91,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
             corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
-            compare: bool, method: str, resamples: int, alpha: float,
+            compare: bool, method: str, resamples: int, alpha: float, verbose: bool,
             raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
             pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
@@ -118,7 +121,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
-        click.echo(safe(render(result)))
+        root = click.get_current_context().find_root().params  # `judgebench -v meta-eval`
+        click.echo(safe(render(result, verbose=verbose or bool(root.get("verbose")))))
     else:
         table = results_table(result.to_dict(), output_format, TABLE_COLUMNS)
         click.echo(safe(render_table(table, output_format)))
@@ -134,9 +138,9 @@ CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different
                 "cluster k+1 is significantly worse than a member of cluster k.")
 
 
-def render(result: MetaEvalResult) -> str:
+def render(result: MetaEvalResult, *, verbose: bool = False) -> str:
     """The readable table: one block per human column and statistic (the ceilings of one
-    statistic together), metrics best first."""
+    statistic together), metrics best first; `verbose` adds each block's pairwise tests."""
     from judgebench.services.meta_eval import CeilingRow
 
     blocks: dict[tuple[str, str], list[MetricRow | CeilingRow]] = {}
@@ -152,6 +156,8 @@ def render(result: MetaEvalResult) -> str:
         for row in rows:
             if not isinstance(row, CeilingRow) and row.confusion is not None:
                 lines += _confusion_lines(row.metric, row.confusion)
+        if verbose:
+            lines += _test_lines([r for r in rows if not isinstance(r, CeilingRow)])
     if result.compare:
         lines += ["", CLUSTER_NOTE]
     return "\n".join(lines).lstrip("\n")
@@ -162,6 +168,22 @@ def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
     if first.task.level == "segment":
         title += f", grouping {first.task.grouping}"
     return title
+
+
+def _test_lines(rows: list[MetricRow]) -> list[str]:
+    """Every pairwise test of a compared block: `a > b  p=...` (one-sided, H1: a is better)."""
+    tests = [(row.metric, t) for row in rows for t in row.comparisons]
+    if not tests:
+        return []
+    width = max(len(f"{a} > {t.against}") for a, t in tests)
+    lines = [f"  p-values ({rows[0].task.method}, one-sided, H1: the first is better):"]
+    for a, t in tests:
+        c = t.test
+        how = f"{c.resamples} resamples" if c.resamples else "closed form"
+        early = ", stopped early" if c.p_value_early else ""
+        lines.append(f"    {f'{a} > {t.against}':<{width}}  p={c.p_value:.4g}  "
+                     f"delta={c.delta:.4f}  ({how}{early})")
+    return lines
 
 
 def _confusion_lines(metric: str, table: dict) -> list[str]:
@@ -192,6 +214,8 @@ def _metric_line(row: MetricRow, width: int) -> str:
         parts.append("(lower is better: negated)")
     if o.given:
         parts.append("[corpus score]")
+        if row.task.compare:
+            parts.append("not compared")
     if o.error:
         parts.append(o.error)
     if row.ci is not None:

@@ -29,14 +29,30 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from meta_eval.agreement import Ceiling
+    from meta_eval.results import Comparison
 
 Log = Callable[[str], None]
 CEILING = "(human ceiling)"
 CI_NOTE = "no item bootstrap for a corpus score (it would need the corpus score of every resample)"
+COMPARE_NOTE = ("not compared: its system score is a corpus score, and the significance test "
+                "resamples segment scores")
 
 
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """One paired test of H1: the row's metric is better than `against` (one-sided p)."""
+
+    against: str
+    test: Comparison
+
+    def to_dict(self) -> dict[str, Any]:
+        t = self.test.to_dict()
+        return {"against": self.against, "p_value": t["p_value"], "delta": t["delta"],
+                "n": t["n"], "resamples": t["resamples"], "p_value_early": t["p_value_early"]}
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,8 @@ class MetricRow:
     #: categorical statistics: the judge x human table of categories over every unit
     #: (`meta_eval.agreement.confusion_table`), whatever the grouping
     confusion: dict[str, Any] | None = None
+    #: with --compare: the tests of "this metric is better than X" for every X ranked below
+    comparisons: tuple[PairTest, ...] = ()
 
     @property
     def metric(self) -> str:
@@ -72,12 +90,17 @@ class MetricRow:
     def ci_note(self) -> str | None:
         return CI_NOTE if self.outcome.given and self.task.bootstrap else None
 
+    @property
+    def compare_note(self) -> str | None:
+        return COMPARE_NOTE if self.outcome.given and self.task.compare else None
+
     def to_dict(self) -> dict[str, Any]:
         o, task = self.outcome, self.task
         if o.error is not None:
             return {"metric": o.metric, "human": self.human, "statistic": task.statistic,
                     "value": None, "n": 0, "level": task.level, "grouping": task.grouping,
-                    "note": o.error, **self.info.describe(), "system_score": "corpus"}
+                    "note": o.error, **self.info.describe(), "system_score": "corpus",
+                    **({"compare_note": COMPARE_NOTE} if task.compare else {})}
         out: dict[str, Any] = {"metric": o.metric, "human": self.human, **o.result.to_dict(),
                                **self.info.describe()}
         spec = get(task.statistic)
@@ -90,7 +113,10 @@ class MetricRow:
         if self.ci_note:
             out["ci_note"] = self.ci_note
         if o.cluster is not None:
-            out |= {"cluster": o.cluster, "cluster_test": task.method, "alpha": task.alpha}
+            out |= {"cluster": o.cluster, "cluster_test": task.method, "alpha": task.alpha,
+                    "comparisons": [c.to_dict() for c in self.comparisons]}
+        if self.compare_note:
+            out["compare_note"] = self.compare_note
         if task.raters and not o.given:
             out["ceiling_fraction"] = o.ceiling_fraction
         return out
@@ -206,11 +232,12 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                  for c in given}
     _log_setting(cols, given, matrices, humans, statistics, level, grouping, log)
     compare = compare and len(cols.metrics) > 1
-    _check_compare(compare, given, method, statistics)
+    _check_compare(compare, method, statistics)
     blocks = [_block(Task(human=human, statistic=statistic, level=level, grouping=grouping,
                           epsilon=epsilon, bootstrap=bootstrap, ci=ci, seed=seed,
                           permutations=permutations, compare=compare, method=method,
-                          resamples=resamples, alpha=alpha, raters=tuple(raters)),
+                          resamples=resamples, alpha=alpha, raters=tuple(raters),
+                          every_pair=True),
                      *((raw.columns, cols, raw_given) if statistic in on_scale
                        else (matrices.columns, cols, given)), log)
               for human in humans for statistic in statistics]
@@ -300,15 +327,9 @@ def _log_setting(cols: _Columns, given: dict[str, np.ndarray], matrices: Any,
         f"{len(statistics)} statistic(s), level {level}, grouping {grouping}")
 
 
-def _check_compare(compare: bool, given: dict[str, np.ndarray], method: str,
-                   statistics: Sequence[str]) -> None:
+def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> None:
     if not compare:
         return
-    if given:
-        raise InputError(f"--compare at system level permutes segment scores, and "
-                         f"{', '.join(given)} are scored per system (corpus scores): use "
-                         "--system-score mean to compare system means of segment scores",
-                         field="--compare")
     if method == "williams" and set(statistics) != {"pearson"}:
         raise InputError("Williams' test compares Pearson correlations; use "
                          "--test permutation", field="--test")
@@ -326,11 +347,21 @@ def _block(task: Task, matrices: dict[str, np.ndarray], cols: _Columns,
     categorical = get(task.statistic).categorical
     rows: list[Row] = [MetricRow(task.human, o, cols.infos[o.metric], task,
                                  _confusion(matrices, task.human, o.metric)
-                                 if categorical and o.metric in matrices else None)
+                                 if categorical and o.metric in matrices else None,
+                                 _pair_tests(result, o.metric))
                        for o in result.best_first()]
     if result.ceiling is not None:
         rows.append(CeilingRow(task, result.ceiling))
     return MetaEvalBlock(task, result, rows)
+
+
+def _pair_tests(result: TaskResult, metric: str) -> tuple[PairTest, ...]:
+    """The tests of `metric` against each metric ranked below it, in rank order."""
+    if result.ranking is None:
+        return ()
+    tests = result.ranking.tests
+    return tuple(PairTest(m.metric, tests[(metric, m.metric)]) for m in result.ranking.metrics
+                 if (metric, m.metric) in tests)
 
 
 def _confusion(matrices: dict[str, np.ndarray], human: str, metric: str) -> dict[str, Any]:
