@@ -192,8 +192,15 @@ def _check_options(options: Options, statistics: Sequence[str]) -> None:
 
 def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec],
                   host: PluginHost) -> None:
-    for spec in (*judges, *paraphrases):
-        host.metric(spec.name)  # an unknown name is an input error now, not after the work
+    from judgebench.pairwise_table import is_pointwise_metric
+
+    for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
+        for spec in specs:
+            # an unknown name or a pointwise judge is an input error now, not after the work
+            if is_pointwise_metric(host.metric(spec.name).info):
+                raise InputError(f"{spec.column} scores one output; the bias probes need a "
+                                 "pairwise judge (one that compares output_a and output_b, "
+                                 "e.g. judge.pairwise)", field=option)
     stray = [p.column for p in paraphrases if p.name not in {j.name for j in judges}]
     if stray:
         raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
