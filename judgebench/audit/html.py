@@ -23,7 +23,7 @@ from judgebench.audit.markdown import (
 )
 from judgebench.audit.pairwise import grids
 from judgebench.audit.report import Report
-from judgebench.audit.verdict import STATE_WORDS, of_report
+from judgebench.audit.verdict import STATE_WORDS, heading, of_report
 from meta_eval import statistics
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -164,7 +164,7 @@ def _verdict(data: dict[str, Any]) -> str:
                           for m in v["metrics"])
         parts.append(f'<div class="criterion verdict-{v["state"]}">'
                      f'<h3>{escape(v["human"])}: <span class="state">'
-                     f'{escape(STATE_WORDS[v["state"]])}</span></h3>'
+                     f'{escape(heading(v))}</span></h3>'
                      f'<p class="summary">{escape(v["summary"])}</p>'
                      + _table(["setting", "verdict", "passes the gate",
                                "does not beat the sentinel (why)", "reason"], rows, classes)

@@ -9,7 +9,7 @@ from typing import Any
 
 from judgebench.audit.agreement import section_markdown
 from judgebench.audit.report import Report
-from judgebench.audit.verdict import STATE_WORDS, of_report
+from judgebench.audit.verdict import STATE_WORDS, heading, of_report
 from judgebench.display import safe
 
 GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
@@ -211,7 +211,7 @@ def verdict_lines(data: dict[str, Any]) -> list[str]:
     the --fail-on failures."""
     out = ["## Verdict", ""]
     for v in of_report(data):
-        out += [f"**{text(v['human'])}: {STATE_WORDS[v['state']].upper()}.** "
+        out += [f"**{text(v['human'])}: {text(heading(v).upper())}.** "
                 f"{text(v['summary'])}", ""]
         out += table(["setting", "verdict", "passes the gate",
                       "does not beat the sentinel (why)", "reason"],

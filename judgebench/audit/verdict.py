@@ -72,6 +72,11 @@ class CriterionVerdict:
     summary: str
     settings: list[SettingVerdict] = field(default_factory=list)
     metrics: list[MetricVerdict] = field(default_factory=list)
+    #: The sentinels that gave no score for this criterion (a text sentinel without
+    #: --samples), and what the verdict is then against: "blind sentinels only" when no
+    #: generations were given, else "<the sentinels that ran> only"; None when all ran.
+    sentinels_not_run: list[str] = field(default_factory=list)
+    against: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,9 +114,41 @@ def verdicts(data: dict[str, Any]) -> list[CriterionVerdict]:
         metrics = _metrics(settings)
         gated = [s for s in settings if s.passed or s.failed]
         state = state_of(sum(1 for s in gated if s.passed), len(gated))
-        out.append(CriterionVerdict(human, state, _summary(state, gated, metrics),
-                                    settings, metrics))
+        summary = _summary(state, gated, metrics)
+        not_run, against, caveat = not_run_caveat(data, human)
+        out.append(CriterionVerdict(human, state, f"{summary} {caveat}" if caveat else summary,
+                                    settings, metrics, not_run, against))
     return out
+
+
+def heading(verdict: dict[str, Any]) -> str:
+    """A verdict's state in words (a verdict as data), qualified when some sentinels did not
+    run: "pass against blind sentinels only"."""
+    words = STATE_WORDS[verdict["state"]]
+    against = verdict.get("against")
+    return f"{words} against {against}" if against else words
+
+
+def not_run_caveat(data: dict[str, Any], human: str) -> tuple[list[str], str | None, str]:
+    """The sentinels with no ok score for `human`, what the verdict is against then, and the
+    sentence that says so (a sentinel that did not run is no bar a metric had to clear)."""
+    sentinels = data.get("sentinels") or []
+    not_run = [s["column"] for s in sentinels
+               if not (s.get("statuses") or {}).get(human, {}).get("ok")]
+    if not not_run:
+        return [], None, ""
+    ran = [s["column"] for s in sentinels if s["column"] not in not_run]
+    no_text = (data.get("inputs") or {}).get("samples") is None
+    against = ("blind sentinels only" if no_text and ran else
+               f"{_join(ran)} only" if ran else "no sentinel")
+    reasons = dict.fromkeys(reason for s in sentinels if s["column"] in not_run
+                            for reason in ((s.get("reasons") or {}).get(human) or {}).values())
+    why = (" (they read the text: give the generations with --samples)" if no_text
+           else f" ({'; '.join(reasons)})" if reasons else "")
+    them = "it" if len(not_run) == 1 else "them"
+    caveat = (f"Against {against}: {_join(not_run)} did not run{why}, so no metric had to "
+              f"beat {them}.")
+    return not_run, against, caveat
 
 
 def of_report(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -115,6 +115,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                        statistics=statistics, sentinel_specs=sentinel_specs, options=options,
                        host=host, store_path=Path(store) if store is not None else None,
                        lower=lower, higher=higher, progress=log)
+    _warn_not_run(report, humans, log)
     from judgebench.audit.combination import combination_verdicts, combinations_in
 
     report.combinations = combination_verdicts(
@@ -136,6 +137,17 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     if checks:
         _run_checks(report, checks, clusters, frame, store)
     return report
+
+
+def _warn_not_run(report: Report, humans: Sequence[str], log: Log | None) -> None:
+    """On stderr: a verdict that is against some sentinels only, and why."""
+    from judgebench.audit.verdict import not_run_caveat
+
+    data = {"sentinels": report.sentinels, "inputs": report.inputs}
+    for human in humans:
+        _, against, caveat = not_run_caveat(data, human)
+        if against is not None and log is not None:
+            log(f"warning: {human}: {caveat}")
 
 
 def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, human_ties: str,
