@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 
 WORDS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 TIE_POLICIES = ("drop", "half", "class")
+#: The default tie policy of every reader of human pairwise labels (LLMBar and RewardBench
+#: have no ties in their gold labels; MT-Bench's "without tie" setup drops them too).
+DEFAULT_TIES = "drop"
 #: How a pair is named where one system name stands for it ("M0 vs M1", the store's key).
 PAIR_NAME = re.compile(r".+\s+vs\.?\s+.+", re.IGNORECASE | re.DOTALL)
 

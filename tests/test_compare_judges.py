@@ -260,9 +260,10 @@ def score_pairs(tmp_path: Path) -> tuple[Path, str, str]:
 def test_compare_two_pairwise_judges_from_a_scored_table(tmp_path) -> None:
     table, biased, careful = score_pairs(tmp_path)
     # by the script: A-first verdicts biased [a, b, a, -, -], strict [a, b, tie, -, -];
-    # people [a, b, tie, b, -]
+    # people [a, b, tie, b, -]; with --human-ties class people's tie is a label to match
     proc = run_cli("compare-judges", str(table), "--a", f"{biased}.ab", "--b",
-                   f"{careful}.ab", "--human", "human.pref", "--bootstrap", "200", "--json")
+                   f"{careful}.ab", "--human", "human.pref", "--human-ties", "class",
+                   "--bootstrap", "200", "--json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     found = {r["statistic"]: r for r in rows}

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench import destinations
+from judgebench.commands.options import HUMAN_TIES_DEFAULT
 from judgebench.display import safe
 
 
@@ -23,6 +24,10 @@ from judgebench.display import safe
 @click.option("--b", "judge_b", required=True, metavar="COL", help="The second judge's column.")
 @click.option("--human", metavar="COL",
               help="Human label column: negative/positive flips, accuracy, kappa.")
+@click.option("--human-ties", type=click.Choice(("drop", "class")), default=None,
+              help=f"Pairwise tables: pairs people called a tie: drop = left out of the "
+                   f"statistics against people; class = tie is a third label a judge must "
+                   f"match. [default: {HUMAN_TIES_DEFAULT}, as meta-eval --pairwise]")
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="The store the table was scored into: KL/JS between the judges' score "
                    "distributions (G-Eval).")
@@ -35,8 +40,8 @@ from judgebench.display import safe
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array to stdout.")
 def command(table: Path, judge_a: str, judge_b: str, human: str | None,
-            store_path: Path | None, tolerance: float, bootstrap: int, ci: float, seed: int,
-            as_json: bool) -> None:
+            human_ties: str | None, store_path: Path | None, tolerance: float, bootstrap: int,
+            ci: float, seed: int, as_json: bool) -> None:
     """Compare two judges (columns of a pairwise or wide scores TABLE): flips, kappa, flips
     towards or away from people, and the divergence of their score distributions."""
     from judgebench.services.compare_judges import compare_judges
@@ -45,14 +50,16 @@ def command(table: Path, judge_a: str, judge_b: str, human: str | None,
                         *([destinations.read("--store", store_path)]
                           if store_path is not None else [])])
     result = compare_judges(table, a=judge_a, b=judge_b, human=human, store=store_path,
-                            tolerance=tolerance, bootstrap=bootstrap, seed=seed, ci=ci)
+                            tolerance=tolerance, bootstrap=bootstrap, seed=seed, ci=ci,
+                            human_ties=human_ties)
     for note in result.notes:
         click.echo(f"compare-judges: {safe(note)}", err=True)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     click.echo(f"{result.shape} table {safe(str(table))}: A = {safe(judge_a)}, "
-               f"B = {safe(judge_b)}" + (f", human = {safe(human)}" if human else ""))
+               f"B = {safe(judge_b)}" + (f", human = {safe(human)}" if human else "")
+               + (f", human ties {result.human_ties}" if result.human_ties else ""))
     for e in result.estimates:
         interval = ("" if e.ci_low is None or e.ci_high is None
                     else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")

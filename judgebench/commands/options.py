@@ -7,6 +7,8 @@ from typing import TypeVar
 
 import click
 
+from meta_eval.pairwise import DEFAULT_TIES as HUMAN_TIES_DEFAULT
+
 F = TypeVar("F", bound=Callable[..., object])
 
 
@@ -30,7 +32,8 @@ def pairwise_options(command: F) -> F:
     pairwise table's judges are read against people (`meta-eval --pairwise`, `audit
     --pairwise`; meta_eval.pairwise)."""
     command = click.option(
-        "--human-ties", type=click.Choice(("drop", "half", "class")), default="drop",
+        "--human-ties", type=click.Choice(("drop", "half", "class")),
+        default=HUMAN_TIES_DEFAULT,
         show_default=True, help="--pairwise: pairs people called a tie: drop = left out of "
         "accuracy; half = a tie on one side earns 0.5; class = a third class.")(command)
     return click.option(

@@ -57,11 +57,14 @@ class ComparisonResult:
     units: int
     distributions: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: pairwise table with a human column: "drop" (human ties left out) or "class"
+    human_ties: str | None = None
 
     def to_dict(self) -> list[dict[str, Any]]:
         """One object per statistic (what `--json` prints)."""
         common = {"table": self.shape, "judge_a": self.judge_a, "judge_b": self.judge_b,
-                  "human": self.human, "tolerance": self.tolerance}
+                  "human": self.human, "tolerance": self.tolerance,
+                  "human_ties": self.human_ties}
         rows = [{**common, **e.to_dict()} for e in self.estimates]
         for row in rows:
             if row["statistic"] in ("mean_kl", "mean_js"):
@@ -77,10 +80,14 @@ class ComparisonResult:
 def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: str | None = None,
                    store: str | Path | None = None, tolerance: float = 0.0,
                    bootstrap: int = 1000, seed: int = 0, ci: float = 0.95,
-                   epsilon: float = DEFAULT_EPSILON) -> ComparisonResult:
+                   epsilon: float = DEFAULT_EPSILON,
+                   human_ties: str | None = None) -> ComparisonResult:
     """Compare judge columns `a` and `b` of `table` (see the module docstring). `tolerance`:
     scores that differ by at most this much agree (wide tables; verdicts agree only when
-    equal). `bootstrap` item resamples (seeded) give each statistic's `ci` interval."""
+    equal). `bootstrap` item resamples (seeded) give each statistic's `ci` interval.
+    `human_ties` (pairwise tables): "drop" (the default, as `meta-eval --pairwise`) leaves
+    the pairs people called a tie out of the statistics against people; "class" keeps tie
+    as a third label."""
     import numpy as np
 
     from judgebench.scores_table import refuse_pairwise
@@ -110,6 +117,12 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     items = frame["item"].astype(str).tolist()
     notes: list[str] = []
     h = codes[human] if human else None
+    ties = _human_ties(human_ties, shape, human)
+    if h is not None and ties == "drop":
+        tied = h == 0
+        h = np.where(tied, np.nan, h)
+        notes.append(f"{int(tied.sum())} pair(s) that people called a tie are left out of the "
+                     "statistics against people (--human-ties drop; class keeps them)")
     categorical = True
     if h is not None and shape == "wide":
         categorical = _categorical(h, codes[a], codes[b])
@@ -137,7 +150,21 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
                             tolerance=tolerance, estimates=estimates, units=n_units,
-                            distributions=distributions, notes=notes)
+                            distributions=distributions, notes=notes, human_ties=ties)
+
+
+def _human_ties(human_ties: str | None, shape: Shape, human: str | None) -> str | None:
+    """The tie policy in force: pairwise tables with a human column only."""
+    from meta_eval.pairwise import DEFAULT_TIES
+
+    if human_ties is not None and human_ties not in ("drop", "class"):
+        raise InputError(f"{human_ties!r} is not drop or class", field="--human-ties")
+    if shape == "wide" or human is None:
+        if human_ties is not None:
+            raise InputError("is for a pairwise table with --human (a/b/tie preferences)",
+                             field="--human-ties")
+        return None
+    return human_ties or DEFAULT_TIES
 
 
 def _read(table: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
