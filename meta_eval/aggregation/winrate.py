@@ -327,7 +327,7 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
     keys = ("standard_error", "win_rate", "length_coefficient", "n_total")
     extra: dict[str, dict[str, float | int]] = {key: {} for key in keys}
     scores = np.full(len(ranked), np.nan)
-    undefined: list[str] = []
+    undefined: dict[str, list[str]] = {}  # reason -> systems
     for k, i in enumerate(ranked):
         o = oriented(data, i, opponent=base)
         name = systems[i]
@@ -337,14 +337,14 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
         extra["length_coefficient"][name] = float("nan")
         feature = _length_feature(o.length_delta)
         if feature is None:
-            undefined.append(f"{name} (no spread in length differences)")
+            undefined.setdefault("no spread in length differences", []).append(name)
             continue
         columns = [np.ones(len(feature)), feature]
         if gamma is not None:
             columns.append(gamma[o.groups])
         if len(feature) <= len(columns):
-            undefined.append(f"{name} ({len(feature)} comparisons for {len(columns)} "
-                             "coefficients)")
+            undefined.setdefault(f"{len(feature)} comparisons for {len(columns)} "
+                                 "coefficients", []).append(name)
             continue
         fit = fit_soft_logistic(design=np.column_stack(columns), target=o.preferences,
                                 penalty=float(penalty))
@@ -352,8 +352,8 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
         if not fit.converged or fit.separated:
             why = ("separation: no finite maximum-likelihood estimate (e.g. a system "
                    "that never wins)" if fit.separated else "did not converge")
-            undefined.append(f"{name} (the fit {why}; lc-win-rate:penalty=L fits with an L2 "
-                             "penalty)")
+            undefined.setdefault(f"the fit {why}; lc-win-rate:penalty=L fits with an L2 "
+                                 "penalty", []).append(name)
             continue
         predicted = expit(np.broadcast_to(logit, o.preferences.shape))
         scores[k] = 100.0 * predicted.mean()
@@ -367,11 +367,17 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
                 "; no instruction term, so its standard error is undefined")]
     if float(penalty) > 0:
         notes.append(f"L2 penalty {float(penalty):g}")
-    if undefined:
-        notes.append("undefined for " + ", ".join(undefined))
+    if undefined:  # each reason once, with the systems it holds for
+        notes.append("undefined for " + "; ".join(f"{_names(names)} ({why})"
+                                                  for why, names in undefined.items()))
     result = scored_result("lc-win-rate", [systems[i] for i in ranked], scores,
                            note="; ".join(notes))
     return _with_extra(result, extra)
+
+
+def _names(names: list[str]) -> str:
+    """a, b and c."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def check_lengths(data: object, baseline: str | None = None, **options: object) -> None:
