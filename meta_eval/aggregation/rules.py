@@ -77,13 +77,16 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
     FunctionRule("win-rate", win_rates,
                  "win rate in percent against baseline=NAME (ties 0.5, soft verdicts as "
                  "they are; no baseline: all opponents pooled), with standard error, discrete "
-                 "win rate and counts (AlpacaEval)", _VERDICTS, ONLY_PAIRWISE,
-                 validate=check_baseline),
+                 "win rate and counts (AlpacaEval); baseline_row=true: the baseline's own "
+                 "row too (50, as AlpacaEval's leaderboard)", _VERDICTS, ONLY_PAIRWISE,
+                 choices={"baseline_row": (True, False)}, validate=check_baseline),
     FunctionRule("lc-win-rate", lc_win_rates,
                  "length-controlled win rate against baseline=NAME (Dubois et al. 2024): "
                  "logistic fit with a tanh length term [+ instruction difficulty], predicted "
-                 "at equal length; needs length_a/length_b or output_a/output_b",
-                 _VERDICTS, ONLY_PAIRWISE, choices={"instruction": ("auto", True, False)},
+                 "at equal length; needs length_a/length_b or output_a/output_b; "
+                 "baseline_row=true: the baseline's own row too (50)",
+                 _VERDICTS, ONLY_PAIRWISE, choices={"instruction": ("auto", True, False),
+                                                    "baseline_row": (True, False)},
                  validate=check_lengths),
 )
 

@@ -117,9 +117,10 @@ def _system_index(data: object, baseline: str | None) -> int | None:
 
 
 def check_baseline(data: object, baseline: str | None = None, *, required: bool = False,
-                   **_: object) -> None:
-    """TableError when the baseline is needed but not given, is not a system of the data,
-    or no comparison involves it; or when the comparisons carry weights (not supported)."""
+                   baseline_row: object = False, **_: object) -> None:
+    """TableError when the baseline is needed (or `baseline_row` asks for its row) but not
+    given, is not a system of the data, or no comparison involves it; or when the
+    comparisons carry weights (not supported)."""
     weights = data.weights  # type: ignore[attr-defined]
     if len(weights) and not np.all(weights == 1.0):
         raise TableError("win rates take unweighted comparisons: drop --pair-weight",
@@ -127,6 +128,9 @@ def check_baseline(data: object, baseline: str | None = None, *, required: bool 
     if baseline is None:
         if required:
             raise TableError("give the baseline: lc-win-rate:baseline=NAME", field="baseline")
+        if baseline_row:
+            raise TableError("baseline_row=true is the baseline's own row: give "
+                             "baseline=NAME", field="baseline_row")
         return
     index = _system_index(data, str(baseline))
     if not ((data.a == index) | (data.b == index)).any():  # type: ignore[attr-defined]
@@ -135,10 +139,12 @@ def check_baseline(data: object, baseline: str | None = None, *, required: bool 
 
 
 # -- win-rate --------------------------------------------------------------------------------
-def win_rates(data: object, baseline: str | None = None) -> RuleResult:
+def win_rates(data: object, baseline: str | None = None,
+              baseline_row: bool = False) -> RuleResult:
     """Win rate of each system against `baseline` (every opponent pooled when None), with
-    standard error, discrete win rate and counts in `extra`; the baseline is not ranked."""
-    check_baseline(data, baseline)
+    standard error, discrete win rate and counts in `extra`; the baseline is not ranked,
+    unless `baseline_row`: then it is, with its win rate against itself (`baseline_row_of`)."""
+    check_baseline(data, baseline, baseline_row=baseline_row)
     systems = list(data.systems)  # type: ignore[attr-defined]
     base = _system_index(data, None if baseline is None else str(baseline))
     ranked = [i for i in range(len(systems)) if i != base]
@@ -157,13 +163,30 @@ def win_rates(data: object, baseline: str | None = None) -> RuleResult:
             extra[key][systems[i]] = value
         if total == 1:
             single.append(systems[i])
-    against = (f"against baseline '{baseline}' (not ranked)" if baseline is not None
+    own = "its own row: 50, against itself" if baseline_row else "not ranked"
+    against = (f"against baseline '{baseline}' ({own})" if baseline is not None
                else "against every opponent, all of a system's comparisons pooled")
     notes = [f"win rate in percent {against}; ties count 0.5"]
     if single:
         notes.append(f"one comparison only for {single}: standard error undefined")
+    if baseline_row and base is not None:
+        n = baseline_row_of(data, base)
+        names.append(systems[base])
+        scores = np.append(scores, 50.0)
+        for key, value in zip(keys, (0.0, 50.0, 0, n, 0, n), strict=True):
+            extra[key][systems[base]] = value
     result = scored_result("win-rate", names, scores, note="; ".join(notes))
     return _with_extra(result, extra)
+
+
+def baseline_row_of(data: object, baseline: int) -> int:
+    """The number of self-comparisons of the baseline's own row: one per item it was
+    compared on. AlpacaEval's leaderboard gives the reference model the row of its outputs
+    judged against themselves: every comparison a draw (identical outputs), so win rate =
+    discrete win rate = LC win rate = 50, standard error 0, n_draws = n_total = the items."""
+    a, b = data.a, data.b  # type: ignore[attr-defined]
+    groups = data.groups[(a == baseline) | (b == baseline)]  # type: ignore[attr-defined]
+    return len(np.unique(groups))
 
 
 def _with_extra(result: RuleResult, extra: dict[str, dict[str, float | int]]) -> RuleResult:
@@ -306,9 +329,11 @@ def _shares_items(data: object, baseline: int, systems: list[int]) -> bool:
 
 
 def lc_win_rates(data: object, baseline: str | None = None, instruction: object = "auto",
-                 penalty: float = 0.0, difficulty_penalty: float = 1.0) -> RuleResult:
+                 penalty: float = 0.0, difficulty_penalty: float = 1.0,
+                 baseline_row: bool = False) -> RuleResult:
     """Length-controlled win rate against `baseline` (see the module docstring); extra:
-    standard_error, win_rate (raw), length_coefficient, n_total."""
+    standard_error, win_rate (raw), length_coefficient, n_total. `baseline_row`: the
+    baseline ranked too, at 50 (`baseline_row_of`; no standard error, as AlpacaEval)."""
     check_lengths(data, baseline)
     systems = list(data.systems)  # type: ignore[attr-defined]
     base = _system_index(data, str(baseline))
@@ -360,8 +385,9 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
         extra["length_coefficient"][name] = float(fit.coef[1])
         if gamma is not None:
             extra["standard_error"][name] = standard_error(preferences=predicted)
-    notes = [f"length-controlled win rate in percent against baseline '{baseline}' (not "
-             "ranked): logit p = theta + phi tanh(delta len / sd)"
+    own = "its own row: 50, against itself" if baseline_row else "not ranked"
+    notes = [f"length-controlled win rate in percent against baseline '{baseline}' ({own}): "
+             "logit p = theta + phi tanh(delta len / sd)"
              + (" + psi gamma_item (instruction difficulty from a joint fit, L2 penalty "
                 f"{float(difficulty_penalty):g})" if gamma is not None else
                 "; no instruction term, so its standard error is undefined")]
@@ -370,8 +396,14 @@ def lc_win_rates(data: object, baseline: str | None = None, instruction: object 
     if undefined:  # each reason once, with the systems it holds for
         notes.append("undefined for " + "; ".join(f"{_names(names)} ({why})"
                                                   for why, names in undefined.items()))
-    result = scored_result("lc-win-rate", [systems[i] for i in ranked], scores,
-                           note="; ".join(notes))
+    names = [systems[i] for i in ranked]
+    if baseline_row:
+        n = baseline_row_of(data, base)
+        names.append(systems[base])
+        scores = np.append(scores, 50.0)
+        for key, value in zip(keys, (float("nan"), 50.0, float("nan"), n), strict=True):
+            extra[key][systems[base]] = value
+    result = scored_result("lc-win-rate", names, scores, note="; ".join(notes))
     return _with_extra(result, extra)
 
 
