@@ -14,12 +14,22 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from judgebench.api import (aggregate, audit, combine, compare_judges, items, logs,
-                                meta_eval, meta_eval_pairwise, runs, score)
+    from judgebench.api import (
+        aggregate,
+        audit,
+        combine,
+        compare_judges,
+        items,
+        logs,
+        meta_eval,
+        meta_eval_pairwise,
+        runs,
+        score,
+    )
 
-API = ("aggregate", "audit", "combine", "compare_judges", "items", "logs", "meta_eval",
-       "meta_eval_pairwise", "runs", "score")
-__all__ = ["__version__", *API]
+__all__ = ["__version__", "aggregate", "audit", "combine", "compare_judges", "items", "logs",
+           "meta_eval", "meta_eval_pairwise", "runs", "score"]
+API = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> Any:

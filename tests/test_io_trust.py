@@ -223,7 +223,8 @@ def test_a_dataframe_read_from_parquet_keeps_list_references(tmp_path: Path) -> 
     from_frame = judgebench.score(frame, metrics=["lexical.rouge2"]).to_pandas()
     for other in (path, records):
         pd.testing.assert_frame_equal(
-            from_frame, judgebench.score(other, metrics=["lexical.rouge2"]).to_pandas(), check_exact=True)
+            from_frame, judgebench.score(other, metrics=["lexical.rouge2"]).to_pandas(),
+            check_exact=True)
 
 
 def test_dicts_read_like_jsonl_lines(tmp_path: Path) -> None:

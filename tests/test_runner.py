@@ -172,7 +172,8 @@ def test_errors_are_retried_on_resume_but_refusals_are_kept(
 
 def test_api_score_returns_the_wide_table_with_humans_and_corpus() -> None:
     records = summeval_records(32)
-    table = judgebench.score(records, metrics=["lexical.bleu", "lexical.rouge1:multi_ref=mean"]).to_pandas()
+    table = judgebench.score(records, metrics=["lexical.bleu",
+                                               "lexical.rouge1:multi_ref=mean"]).to_pandas()
     assert list(table.columns) == [
         "item", "system", "lexical.bleu", "lexical.rouge1:multi_ref=mean", "human.coherence",
         "human.consistency", "human.fluency", "human.relevance"]
