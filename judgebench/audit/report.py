@@ -6,7 +6,7 @@ each with a `type`: "correlation" (one metric or sentinel in one block), "pairwi
 statistic of one pairwise judge, `audit --pairwise`), "probe" (one
 metamorphic probe of one metric), "bias" (one judge-bias probe of one judge) or "failure"
 (one finding of a `--fail-on` check). The JSON report opens with the `verdict`
-(judgebench.auditing.verdict) and the `--fail-on` failures.
+(judgebench.audit.verdict) and the `--fail-on` failures.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from judgebench.auditing.blocks import Block
+from judgebench.audit.blocks import Block
 from judgebench.results import Result
 
 FORMAT_VERSION = 1
@@ -58,15 +58,15 @@ class Report(Result):
     blocks: list[Block]
     #: human -> column -> {"systems", "human", "metric"} system means, and a segment sample.
     scatter: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    #: Learned combinations: is each a significant improvement (judgebench.auditing.combination)
+    #: Learned combinations: is each a significant improvement (judgebench.audit.combination)
     combinations: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: The --fail-on checks asked for, and each failure they found (judgebench.auditing.checks).
+    #: The --fail-on checks asked for, and each failure they found (judgebench.audit.checks).
     fail_on: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
-    #: confusion tables and reliability curves (judgebench.auditing.agreement.scale_section)
+    #: confusion tables and reliability curves (judgebench.audit.agreement.scale_section)
     scales: list[dict[str, Any]] = field(default_factory=list)
     #: The pairwise judges' statistics (`audit --pairwise`): meta-eval --pairwise's rows.
     pairwise: list[dict[str, Any]] = field(default_factory=list)
@@ -104,7 +104,7 @@ class Report(Result):
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        from judgebench.auditing.verdict import verdicts
+        from judgebench.audit.verdict import verdicts
 
         data = {
             "format": "judgebench-audit", "format_version": FORMAT_VERSION,
@@ -122,7 +122,7 @@ class Report(Result):
             "scales": _clean_tree(self.scales),
         }
         if self.pairwise:
-            from judgebench.auditing.pairwise import summaries
+            from judgebench.audit.pairwise import summaries
 
             data["pairwise"] = _clean_tree(self.pairwise)
             data["pairwise_summary"] = [s.to_dict() for s in summaries(data["pairwise"],
