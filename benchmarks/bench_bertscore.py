@@ -46,7 +46,7 @@ if impl == "judgebench":
     samples = [Sample(**{k: r[k] for k in ("item", "system", "output", "reference")})
                for r in rows]
     ready = time.perf_counter()
-    table = judgebench.score(samples, ["neural.bertscore"])
+    table = judgebench.score(samples, ["neural.bertscore"]).to_pandas()
     f1 = table["neural.bertscore"].to_numpy()
 else:
     import bert_score

@@ -1,9 +1,10 @@
 """judgebench: score generated text with pluggable metrics and audit them against people.
 
-Importing this package is cheap: pandas, the plugins and any model library load on first use.
-The Python API (`judgebench.services`): `score` (returns the wide table as a DataFrame),
-`meta_eval`, `aggregate` and `audit_scores` (the audit service; `judgebench.audit` is the
-audit subpackage).
+The Python API is `judgebench.api`, re-exported here: one function per command (`score`,
+`meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `items`,
+`compare_judges`, `runs`, `logs`), each returning a result with `to_pandas()` and
+`to_json()`. Importing this package is cheap: the API, pandas, the plugins and any model
+library load on first use.
 """
 
 from __future__ import annotations
@@ -13,23 +14,27 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from judgebench.api import score
-    from judgebench.services.aggregate import aggregate
-    from judgebench.services.audit import audit as audit_scores
-    from judgebench.services.meta_eval import meta_eval
+    from judgebench.api import (
+        aggregate,
+        audit,
+        combine,
+        compare_judges,
+        items,
+        logs,
+        meta_eval,
+        meta_eval_pairwise,
+        runs,
+        score,
+    )
 
-__all__ = ["__version__", "aggregate", "audit_scores", "meta_eval", "score"]
-
-_LAZY = {"score": ("judgebench.api", "score"),
-         "meta_eval": ("judgebench.services.meta_eval", "meta_eval"),
-         "aggregate": ("judgebench.services.aggregate", "aggregate"),
-         "audit_scores": ("judgebench.services.audit", "audit")}
+__all__ = ["__version__", "aggregate", "audit", "combine", "compare_judges", "items", "logs",
+           "meta_eval", "meta_eval_pairwise", "runs", "score"]
+API = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    if name in API:
+        from judgebench import api
 
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        return getattr(api, name)
     raise AttributeError(f"module 'judgebench' has no attribute {name!r}")

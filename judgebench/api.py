@@ -1,42 +1,139 @@
-"""The Python API: `judgebench.score(data, metrics=[...])` does what `judgebench score` does.
+"""The Python API: one function per command, giving the command's numbers.
 
-The services behind every command are in `judgebench.services` (score, meta_eval, aggregate,
-audit); this module keeps the DataFrame-returning `score` of earlier versions.
+    import judgebench
+
+    scores = judgebench.score("examples/summeval-sample.jsonl", ["lexical.chrf"])
+    result = judgebench.meta_eval(scores, humans=["human.relevance"], level="system",
+                                  statistics=["kendall"])
+    result.to_pandas()      # the rows `judgebench meta-eval` prints
+    result.to_json()        # what `judgebench meta-eval --json` prints
+
+Every function that reads a table takes a path, a DataFrame, or the result of `score`
+(whose corpus scores and column directions travel with it, as the `.meta.json` sidecar
+travels beside a file). Every result has `to_dict()`, `to_json()` and `to_pandas()`
+(`judgebench.results.Result`); a function's keyword options are the command's options, spelt
+as in the service it calls (`judgebench.services.*`), and bad input raises
+`judgebench.errors.InputError` naming the file (or `<DataFrame>`), the row and the field.
+Functions keep no state between calls: calling one twice gives the same result twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+import functools
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar
+
+import judgebench.services.aggregate as _aggregate
+import judgebench.services.audit as _audit
+import judgebench.services.combine as _combine
+import judgebench.services.compare_judges as _compare_judges
+import judgebench.services.items as _items
+import judgebench.services.meta_eval as _meta_eval
+import judgebench.services.pairwise as _pairwise
+import judgebench.services.runs as _runs
+import judgebench.services.score as _score
+from judgebench.errors import InputError
+from judgebench.scores_table import SIDECAR_ATTR
+from judgebench.services.score import ScoreResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from judgebench.models import Sample
-    from judgebench.spec import MetricSpec
+__all__ = ["aggregate", "audit", "combine", "compare_judges", "items", "logs", "meta_eval",
+           "meta_eval_pairwise", "runs", "score"]
+
+#: What the table-reading functions accept.
+Table: TypeAlias = "str | Path | pd.DataFrame | ScoreResult"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: The name a DataFrame goes by in error messages.
+IN_MEMORY = "<DataFrame>"
 
 
-def score(
-    data: str | Path | Iterable[Sample | dict[str, Any]] | pd.DataFrame,
-    metrics: Sequence[str | MetricSpec],
-    *,
-    store: str | Path | None = None,
-    resume: bool = False,
-    progress: bool = False,
-) -> pd.DataFrame:
-    """Score `data` (a file path, Samples, dicts or a DataFrame) with metric specs such as
-    ``"lexical.rouge2:multi_ref=mean"``.
+def _frame_or_path(table: Any) -> Any:
+    """A path stays a path, a DataFrame a DataFrame; a `ScoreResult` becomes its table (with
+    its sidecar in attrs)."""
+    return table.to_frame() if isinstance(table, ScoreResult) else table
 
-    A DataFrame is read as the CLI reads a CSV or Parquet file (extra columns into `metadata`,
-    `human.x` columns into `human`, NaN/None/pd.NA as missing, list cells as lists) and dicts
-    as JSONL lines; an error names `row N` (1-based) and the field.
 
-    Returns the wide table (item, system, one column per spec, `human.*`). Corpus-level scores
-    are in ``table.attrs["corpus"]`` and each column's signature in
-    ``table.attrs["signatures"]``. Without `store`, scores are kept in memory only.
-    (`judgebench.services.score` returns the typed `ScoreResult`.)
-    """
-    from judgebench.services.score import score as run_score
+@contextmanager
+def _as_path(table: Any) -> Iterator[Any]:
+    """`table` as a file for a service that reads files only: a DataFrame (or a
+    `ScoreResult`) is written to a temporary CSV, with its sidecar beside it, for the time of
+    the call; an input error about that file names `<DataFrame>` and the frame's row."""
+    import pandas as pd
 
-    return run_score(data, metrics, store=store, resume=resume, progress=progress).to_frame()
+    table = _frame_or_path(table)
+    if not isinstance(table, pd.DataFrame):
+        yield table
+        return
+    with tempfile.TemporaryDirectory(prefix="judgebench-") as folder:
+        path = Path(folder) / "DataFrame.csv"
+        table.to_csv(path, index=False)
+        sidecar = table.attrs.get(SIDECAR_ATTR)
+        if sidecar is not None:
+            Path(f"{path}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+        try:
+            yield path
+        except InputError as exc:
+            if exc.path is None or not str(exc.path).startswith(str(path)):
+                raise
+            row = exc.row if exc.line is None else exc.line - 1  # line 1 is the CSV header
+            raise InputError(str(exc.detail).replace(str(path), IN_MEMORY), path=IN_MEMORY,
+                             row=row, field=exc.field) from None
+
+
+def _reads_file(service: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Table, P], R]:
+    """`service`, taking a DataFrame or a `ScoreResult` where it takes a file's path."""
+
+    @functools.wraps(service)
+    def call(table: Table, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with _as_path(table) as path:
+            result = service(path, *args, **kwargs)
+        if path is not table:
+            _name_the_frame(result, str(path))
+        return result
+
+    return call
+
+
+def _name_the_frame(result: Any, path: str) -> None:
+    """Where `result` names the temporary file a frame was read from, name `<DataFrame>`."""
+    if not dataclasses.is_dataclass(result):
+        return
+    for field in dataclasses.fields(result):
+        value = getattr(result, field.name)
+        if isinstance(value, str | Path) and str(value) == path:
+            object.__setattr__(result, field.name, IN_MEMORY)  # frozen results too
+        elif isinstance(value, dict):
+            value.update({k: IN_MEMORY for k, v in value.items()
+                          if isinstance(v, str | Path) and str(v) == path})
+
+
+def _reads_frame(service: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Table, P], R]:
+    """`service`, which reads paths and DataFrames, taking a `ScoreResult` too."""
+
+    @functools.wraps(service)
+    def call(table: Table, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return service(_frame_or_path(table), *args, **kwargs)
+
+    return call
+
+
+score = _score.score
+meta_eval = _reads_frame(_meta_eval.meta_eval)
+meta_eval_pairwise = _reads_frame(_pairwise.pairwise_meta_eval)
+compare_judges = _reads_frame(_compare_judges.compare_judges)
+audit = _reads_file(_audit.audit)
+aggregate = _reads_file(_aggregate.aggregate)
+combine = _reads_file(_combine.combine)
+items = _reads_file(_items.items)
+runs = _runs.runs
+logs = _runs.logs

@@ -151,6 +151,10 @@ class ScoresTable:
         return out
 
 
+#: The DataFrame attribute that holds a table's sidecar (`ScoreResult.to_frame` sets it).
+SIDECAR_ATTR = "sidecar"
+
+
 def read_sidecar(path: Path) -> dict[str, Any] | None:
     """The `.meta.json` that `judgebench score -o FILE` writes beside FILE, if any."""
     sidecar = Path(f"{path}.meta.json")
@@ -249,6 +253,9 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
     from judgebench.io import read_table
 
     sidecar = read_sidecar(path)
+    if sidecar is None and frame is not None:
+        # A DataFrame from `judgebench.score` carries in attrs what a file has beside it.
+        sidecar = frame.attrs.get(SIDECAR_ATTR)
     if frame is None:
         refuse_pairwise(path, sidecar=sidecar)
         frame = read_table(path, key=key)

@@ -195,8 +195,8 @@ def test_a_dataframe_scores_exactly_like_the_csv_it_would_write(tmp_path: Path) 
     frame = _awkward_frame()
     csv_path = tmp_path / "gen.csv"
     frame.to_csv(csv_path, index=False)
-    from_frame = judgebench.score(frame, metrics=["lexical.rouge2"])
-    from_file = judgebench.score(csv_path, metrics=["lexical.rouge2"])
+    from_frame = judgebench.score(frame, metrics=["lexical.rouge2"]).to_pandas()
+    from_file = judgebench.score(csv_path, metrics=["lexical.rouge2"]).to_pandas()
     pd.testing.assert_frame_equal(from_frame, from_file, check_exact=True)
     assert from_frame["human.coherence"].isna().sum() == 1
     assert from_frame["item"].tolist()[:1] == ["101"]
@@ -220,17 +220,18 @@ def test_a_dataframe_read_from_parquet_keeps_list_references(tmp_path: Path) -> 
     pd.DataFrame(records).to_parquet(path)
     frame = pd.read_parquet(path)
     assert isinstance(frame["reference"].iloc[0], np.ndarray)
-    from_frame = judgebench.score(frame, metrics=["lexical.rouge2"])
+    from_frame = judgebench.score(frame, metrics=["lexical.rouge2"]).to_pandas()
     for other in (path, records):
         pd.testing.assert_frame_equal(
-            from_frame, judgebench.score(other, metrics=["lexical.rouge2"]), check_exact=True)
+            from_frame, judgebench.score(other, metrics=["lexical.rouge2"]).to_pandas(),
+            check_exact=True)
 
 
 def test_dicts_read_like_jsonl_lines(tmp_path: Path) -> None:
     records = [{**r, "lang": "en"} for r in _flat(summeval_records(16))]
-    from_dicts = judgebench.score(records, metrics=["lexical.rouge2"])
+    from_dicts = judgebench.score(records, metrics=["lexical.rouge2"]).to_pandas()
     from_file = judgebench.score(write_jsonl(tmp_path / "g.jsonl", records),
-                                 metrics=["lexical.rouge2"])
+                                 metrics=["lexical.rouge2"]).to_pandas()
     pd.testing.assert_frame_equal(from_dicts, from_file, check_exact=True)
     assert "human.relevance" in from_dicts.columns
 
@@ -268,7 +269,7 @@ API_ERRORS = {
 def test_api_errors_name_the_row_and_field(case: str) -> None:
     data, expected = API_ERRORS[case]
     with pytest.raises(InputError) as caught:
-        judgebench.score(data, metrics=["lexical.length"])
+        judgebench.score(data, metrics=["lexical.length"]).to_pandas()
     assert str(caught.value).startswith(expected), str(caught.value)
 
 

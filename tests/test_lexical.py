@@ -21,7 +21,7 @@ SHORT = [{**r, "output": " ".join(r["output"].split()[:12]),
 
 
 def _scores(spec: str, records: list[dict] = RECORDS) -> np.ndarray:
-    return judgebench.score(records, metrics=[spec])[spec].to_numpy()
+    return judgebench.score(records, metrics=[spec]).to_pandas()[spec].to_numpy()
 
 
 def _metric(name: str, **options: str):

@@ -131,7 +131,7 @@ def test_classifier_runs_through_the_api(classifiers) -> None:
 
     spec = f"learned.classifier:model={classifiers[1]},pair=reference"
     records = [{k: r[k] for k in ("item", "system", "output", "reference")} for r in RECORDS]
-    table = judgebench.score(records, [spec])
+    table = judgebench.score(records, [spec]).to_pandas()
     expected = Classifier(model=str(classifiers[1]), pair="reference").score(SAMPLES)
     assert table[spec].tolist() == pytest.approx(expected, abs=1e-6)
     assert f"model:{classifiers[1]}" in table.attrs["signatures"][spec]

@@ -172,7 +172,8 @@ def test_errors_are_retried_on_resume_but_refusals_are_kept(
 
 def test_api_score_returns_the_wide_table_with_humans_and_corpus() -> None:
     records = summeval_records(32)
-    table = judgebench.score(records, metrics=["lexical.bleu", "lexical.rouge1:multi_ref=mean"])
+    table = judgebench.score(records, metrics=["lexical.bleu",
+                                               "lexical.rouge1:multi_ref=mean"]).to_pandas()
     assert list(table.columns) == [
         "item", "system", "lexical.bleu", "lexical.rouge1:multi_ref=mean", "human.coherence",
         "human.consistency", "human.fluency", "human.relevance"]
@@ -187,7 +188,7 @@ def test_corpus_bleu_is_not_the_mean_of_sentence_bleu() -> None:
     import sacrebleu
 
     records = summeval_records(32)
-    table = judgebench.score(records, metrics=["lexical.bleu"])
+    table = judgebench.score(records, metrics=["lexical.bleu"]).to_pandas()
     m0 = [r for r in records if r["system"] == "M0"]
     expected = sacrebleu.corpus_bleu([r["output"] for r in m0],
                                      [[r["reference"][i] for r in m0] for i in range(11)]).score
@@ -198,7 +199,7 @@ def test_corpus_bleu_is_not_the_mean_of_sentence_bleu() -> None:
 
 def test_same_column_twice_is_an_error() -> None:
     with pytest.raises(InputError, match="given twice"):
-        judgebench.score(summeval_records(2), metrics=["lexical.bleu", "lexical.bleu"])
+        judgebench.score(summeval_records(2), metrics=["lexical.bleu", "lexical.bleu"]).to_pandas()
 
 
 def test_two_configurations_sit_side_by_side(tmp_path: Path, summeval_small: Path) -> None:

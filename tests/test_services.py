@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 from conftest import run_cli, summeval_records, write_jsonl
 
-import judgebench
 from judgebench.audit.blocks import Options
 from judgebench.cli import cli
 from judgebench.errors import InputError
@@ -158,12 +157,6 @@ def test_audit_report_is_what_the_command_prints(scored: dict[str, Path]) -> Non
     bleu = [r for r in printed if r["metric"] == "lexical.bleu" and r["level"] == "system"]
     assert bleu and bleu[0]["system_score"] == "corpus" and bleu[0]["cluster"] is None
     assert any("lower-is-better" in w for w in report.warnings)
-
-
-def test_top_level_exports_are_the_services() -> None:
-    assert judgebench.meta_eval is meta_eval
-    assert judgebench.aggregate is aggregate
-    assert judgebench.audit_scores is audit
 
 
 def test_score_file_refuses_paths_that_overwrite_each_other(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_streamed_table_is_the_in_memory_table(
     tmp_path: Path, ext: str, small_chunks: None
 ) -> None:
     data = write_jsonl(tmp_path / "in.jsonl", _records())
-    expected = judgebench.score(read_samples(data), list(METRICS))
+    expected = judgebench.score(read_samples(data), list(METRICS)).to_pandas()
     write_table(expected, tmp_path / f"expected.{ext}")
 
     code, _, err = _score(str(data), *_specs(), "-o", str(tmp_path / f"out.{ext}"),
@@ -106,7 +106,7 @@ def test_tabular_inputs_stream_to_the_same_table(
         frame.to_csv(path, index=False, quoting=csv.QUOTE_NONNUMERIC)
     else:
         frame.to_parquet(path, index=False)
-    expected = judgebench.score(read_samples(path), list(METRICS))
+    expected = judgebench.score(read_samples(path), list(METRICS)).to_pandas()
     code, _, err = _score(str(path), *_specs(), "-o", str(tmp_path / "out.csv"),
                           "--store", str(tmp_path / "s.db"))
     assert code == 0, err

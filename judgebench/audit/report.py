@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from judgebench.audit.blocks import Block
+from judgebench.results import Result
 
 FORMAT_VERSION = 1
 
@@ -45,7 +46,7 @@ class MetricCard:
 
 
 @dataclass
-class Report:
+class Report(Result):
     title: str
     created: str
     version: str

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError
+from judgebench.results import Result
 from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
 from judgebench.spec import parse_spec
 from judgebench.suggest import did_you_mean
@@ -107,7 +108,7 @@ class RuleOutcome:
 
 
 @dataclass(frozen=True)
-class AggregateResult:
+class AggregateResult(Result):
     """Every rule's outcome, in the order asked; `note` says how the table was read."""
 
     outcomes: list[RuleOutcome]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
+from judgebench.results import Result
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,7 +83,7 @@ class Setting:
 
 
 @dataclass
-class CombineResult:
+class CombineResult(Result):
     column: str
     model: str
     inputs: list[str]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from judgebench.errors import InputError
+from judgebench.results import Result
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
     Estimate,
@@ -44,7 +45,7 @@ NOT_CATEGORICAL = ("the human labels are not whole numbers within the judges' ra
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
+class ComparisonResult(Result):
     """Two judge columns compared: one `Estimate` per statistic, and what the numbers rest on."""
 
     path: str

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
+from judgebench.results import Result
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +38,7 @@ def _num(value: float) -> float | None:
 
 
 @dataclass
-class ItemsResult:
+class ItemsResult(Result):
     """Everything `judgebench items` reports; `to_dict()` is the `--json` array."""
 
     scores: str

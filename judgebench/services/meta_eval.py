@@ -19,6 +19,7 @@ import numpy as np
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.io import LineNumbers
+from judgebench.results import Result
 from judgebench.scales import check_scales
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from judgebench.suggest import did_you_mean
@@ -164,7 +165,7 @@ class MetaEvalBlock:
 
 
 @dataclass(frozen=True)
-class MetaEvalResult:
+class MetaEvalResult(Result):
     """Every block of a meta-evaluation; `to_dict()` is the `--json` array."""
 
     blocks: list[MetaEvalBlock]

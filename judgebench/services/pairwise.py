@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.columns import _where
 from judgebench.errors import InputError
+from judgebench.results import Result
 from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
 from meta_eval.pairwise_eval import (
     CEILING,
@@ -129,7 +130,7 @@ class PairwiseRow:
 
 
 @dataclass(frozen=True)
-class PairwiseMetaEvalResult:
+class PairwiseMetaEvalResult(Result):
     rows: list[PairwiseRow]
     judges: list[str]
     humans: list[str]

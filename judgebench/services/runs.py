@@ -20,6 +20,7 @@ from typing import Any
 
 from judgebench.errors import InputError
 from judgebench.models import Status
+from judgebench.results import Result
 from judgebench.store import RUN_COLUMNS, Store
 
 #: The fields of one `runs --json` object, in order (README: "Runs, logs and the store").
@@ -74,7 +75,7 @@ class RunRow:
 
 
 @dataclass(frozen=True)
-class RunsResult:
+class RunsResult(Result):
     """The recent runs of a store, newest first."""
 
     store: str
@@ -137,7 +138,7 @@ class LogEntry:
 
 
 @dataclass(frozen=True)
-class LogsResult:
+class LogsResult(Result):
     """The scores of one run that match the filters: `entries` (at most the limit asked
     for) of `matched`."""
 

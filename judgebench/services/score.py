@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
+from judgebench.results import Result
 from judgebench.spec import MetricSpec, parse_spec
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ScoreResult:
+class ScoreResult(Result):
     """A finished in-memory run: `table` (item, system, one column per spec, `human.*`)."""
 
     run: TableResult
@@ -50,9 +51,14 @@ class ScoreResult:
         return {p.column: p.signature for p in self.run.metrics}
 
     def to_frame(self) -> pd.DataFrame:
-        """The table, with the corpus scores in ``attrs["corpus"]`` and each column's
-        signature in ``attrs["signatures"]``."""
+        """The table, with the corpus scores in ``attrs["corpus"]``, each column's
+        signature in ``attrs["signatures"]`` and the whole sidecar (what `score -o` writes to
+        `OUT.meta.json`) in ``attrs["sidecar"]``, which `meta_eval` and the other API
+        functions read as they read the file beside a table."""
+        from judgebench.scores_table import SIDECAR_ATTR
+
         table = self.run.table
+        table.attrs[SIDECAR_ATTR] = self.run.summary()
         table.attrs["corpus"] = [c.model_dump(mode="json") for c in self.corpus]
         table.attrs["signatures"] = self.signatures
         return table
