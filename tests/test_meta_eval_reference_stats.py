@@ -15,13 +15,17 @@ against its reference implementation on random data with ties, NaN and extreme m
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.stats
+from conftest import run_cli
 from sklearn.metrics import cohen_kappa_score
 
 from meta_eval import evaluate, krippendorff_alpha
@@ -404,3 +408,100 @@ def test_weighted_tau_at_system_level() -> None:
     got = evaluate("weighted-tau", human=human, metric=metric, level="system").value
     ref = scipy.stats.weightedtau(human.mean(axis=0), metric.mean(axis=0)).statistic
     assert close(got, float(ref), 1e-12)
+
+
+# -- the command --------------------------------------------------------------------------------
+def write_table(path: Path, human: np.ndarray, metric: np.ndarray) -> Path:
+    rows = [{"item": f"i{i}", "system": f"s{s}", "human.q": human[i, s],
+             "judge.q": metric[i, s]}
+            for i in range(human.shape[0]) for s in range(human.shape[1])]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def cli_json(*args: str) -> list[dict]:
+    proc = run_cli("meta-eval", *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_cli_new_statistics_against_their_references(tmp_path: Path) -> None:
+    human, metric = judge_against_people(4, items=10, systems=4)
+    table = write_table(tmp_path / "scores.csv", human, metric)
+    rows = cli_json(str(table), "--human", "human.q", "--metric", "judge.q",
+                    "--grouping", "item", "--statistic", "krippendorff-ratio",
+                    "--statistic", "pdp", "--statistic", "weighted-tau",
+                    "--labels", "0..5", "--statistic", "krippendorff-ordinal")
+    got = {r["statistic"]: r["value"] for r in rows}
+    pairs = list(zip(list(human), list(metric), strict=True))
+    ratio = [kripp_reference(np.stack([h, m]), "ratio") for h, m in pairs
+             if (np.isfinite(h) & np.isfinite(m)).sum() >= 2]
+    assert close(got["krippendorff-ratio"], float(np.nanmean(ratio)))
+    ordinal = [kripp_reference(np.stack([h, m]), "ordinal", range(6)) for h, m in pairs
+               if (np.isfinite(h) & np.isfinite(m)).sum() >= 2]
+    assert close(got["krippendorff-ordinal"], float(np.nanmean(ordinal)))
+    weighted = [sp_weightedtau(h, m) for h, m in pairs]
+    assert close(got["weighted-tau"], float(np.nanmean(weighted)))
+    ok = np.isfinite(metric)
+    masked = np.where(ok, human, np.nan)  # the table drops a unit the judge missed
+    gold, vector = mtme_vectors(masked, np.where(ok, metric, 0.0))
+    assert close(got["pdp"], mtme_corr(scipy.stats.pearsonr, gold, vector, 4, "item",
+                                       pdp=True))
+
+
+def test_cli_micro_average_and_zeros(tmp_path: Path) -> None:
+    human, metric = gold_with_holes(1)
+    table = write_table(tmp_path / "scores.csv", human, metric)
+    gold, vector = mtme_vectors(human, metric)
+    for flags, macro, replace in (([], True, False), (["--average", "micro"], False, False),
+                                  (["--replace-nans-with-zeros"], True, True),
+                                  (["--average", "micro", "--replace-nans-with-zeros"], False,
+                                   True)):
+        rows = cli_json(str(table), "--human", "human.q", "--metric", "judge.q",
+                        "--grouping", "system", "--statistic", "spearman", *flags)
+        ref = mtme_corr(scipy.stats.spearmanr, gold, vector, human.shape[1], "sys",
+                        macro=macro, replace_nans_with_zeros=replace)
+        assert close(rows[0]["value"], ref), flags
+
+
+def test_cli_compare_and_bootstrap_take_the_new_statistics(tmp_path: Path) -> None:
+    human, metric = judge_against_people(2, items=10, systems=4)
+    frame = pd.read_csv(write_table(tmp_path / "s.csv", human, metric))
+    frame["judge.r"] = frame["judge.q"].iloc[::-1].to_numpy()
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    rows = cli_json(str(tmp_path / "s.csv"), "--human", "human.q", "--grouping", "item",
+                    "--statistic", "pdp", "--statistic", "weighted-tau", "--statistic",
+                    "krippendorff-ratio", "--compare", "--resamples", "50", "--bootstrap",
+                    "50", "--replace-nans-with-zeros", "--statistic", "pearson")
+    assert {r["statistic"] for r in rows} == {"pdp", "weighted-tau", "krippendorff-ratio",
+                                              "pearson"}
+    assert all(r["cluster"] >= 1 and r["ci_low"] <= r["value"] <= r["ci_high"] for r in rows)
+
+
+def test_cli_input_errors(tmp_path: Path) -> None:
+    human, metric = judge_against_people(0, items=6, systems=3)
+    metric[2, 1] = 9.0  # line 2 + 2 * 3 + 1 = 9
+    table = write_table(tmp_path / "scores.csv", human, metric)
+    proc = run_cli("meta-eval", str(table), "--human", "human.q", "--metric", "judge.q",
+                   "--statistic", "qwk", "--labels", "0,1,2,3,4,5")
+    assert proc.returncode == 2
+    assert "scores.csv" in proc.stderr and "line 9" in proc.stderr
+    assert "judge.q" in proc.stderr and "9.0 is not one of --labels 0, 1, 2, 3, 4, 5" in (
+        proc.stderr)
+    assert proc.stderr.count("\n") <= 2
+
+    metric[2, 1] = -1.0
+    table = write_table(tmp_path / "scores.csv", human, metric)
+    proc = run_cli("meta-eval", str(table), "--human", "human.q", "--metric", "judge.q",
+                   "--statistic", "krippendorff-ratio")
+    assert proc.returncode == 2 and "line 9" in proc.stderr and ">= 0" in proc.stderr
+
+    for args, needle in ((["--statistic", "pearson", "--labels", "1..5"], "--labels"),
+                         (["--statistic", "qwk", "--labels", "a,b"], "--labels"),
+                         (["--statistic", "pdp", "--grouping", "item", "--average", "micro"],
+                          "pdp pools"),
+                         (["--statistic", "acc-23", "--compare", "--average", "micro"],
+                          "--compare")):
+        proc = run_cli("meta-eval", str(table), "--human", "human.q", *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert needle in proc.stderr, (args, proc.stderr)
