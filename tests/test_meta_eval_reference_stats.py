@@ -505,3 +505,78 @@ def test_cli_input_errors(tmp_path: Path) -> None:
         proc = run_cli("meta-eval", str(table), "--human", "human.q", *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert needle in proc.stderr, (args, proc.stderr)
+
+
+# -- several human coders: --rater columns as coders of Krippendorff's alpha ----------------
+def panel(seed: int, raters: int = 3, items: int = 8, systems: int = 4
+          ) -> tuple[list[np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    quality = rng.integers(1, 6, (items, systems))
+    coders = [np.clip(quality + rng.integers(-1, 2, quality.shape), 1, 5).astype(float)
+              for _ in range(raters)]
+    for c in coders:
+        c[rng.random(c.shape) < 0.15] = np.nan
+    judge = np.clip(quality + rng.integers(-2, 3, quality.shape), 1, 5).astype(float)
+    return coders, judge
+
+
+def reference_panel_alpha(coders: list[np.ndarray], level: str, grouping: str) -> float:
+    values = []
+    for group in zip(*(groups_of(c, grouping) for c in coders), strict=True):
+        ratings = np.stack(group)
+        if ((np.isfinite(ratings).sum(axis=0) >= 2).sum()) >= 2:
+            value = kripp_reference(ratings, level)
+            if not math.isnan(value):
+                values.append(value)
+    return float(np.mean(values)) if values else math.nan
+
+
+@pytest.mark.parametrize("grouping", GROUPINGS)
+@pytest.mark.parametrize(("statistic", "level"),
+                         [("krippendorff", "interval"), ("krippendorff-ratio", "ratio"),
+                          ("krippendorff-ordinal", "ordinal"),
+                          ("krippendorff-nominal", "nominal")])
+@pytest.mark.parametrize("seed", range(2))
+def test_raters_as_coders(seed: int, statistic: str, level: str, grouping: str) -> None:
+    from meta_eval import human_ceiling
+
+    coders, judge = panel(seed)
+    ceiling = human_ceiling(statistic, raters=coders, metric=judge, grouping=grouping)
+    assert close(ceiling.value, reference_panel_alpha(coders, level, grouping))
+    for r in range(3):
+        others = coders[:r] + coders[r + 1:]
+        assert close(ceiling.per_rater[r], reference_panel_alpha(others, level, grouping))
+    stand_ins = [reference_panel_alpha([*coders[:r], judge, *coders[r + 1:]], level, grouping)
+                 for r in range(3)]
+    assert close(ceiling.metric_value, float(np.nanmean(stand_ins)))
+    assert close(ceiling.fraction, float(np.nanmean(stand_ins)) / ceiling.value)
+
+
+def test_two_coders_agree_with_the_statistic() -> None:
+    from meta_eval.agreement import coder_alpha
+
+    coders, judge = panel(3)
+    for statistic in ("krippendorff", "krippendorff-ratio", "krippendorff-ordinal"):
+        for grouping in GROUPINGS:
+            two = coder_alpha(statistic, coders=[coders[0], judge], grouping=grouping)
+            one = evaluate(statistic, human=coders[0], metric=judge, grouping=grouping).value
+            assert close(two, one), (statistic, grouping)
+
+
+def test_cli_raters_as_coders(tmp_path: Path) -> None:
+    coders, judge = panel(5, items=10)
+    table = write_table(tmp_path / "scores.csv", coders[0], judge)
+    frame = pd.read_csv(table)
+    for r, c in enumerate(coders):
+        frame[f"human.r{r}"] = c.reshape(-1)
+    frame.to_csv(table, index=False)
+    rows = cli_json(str(table), "--human", "human.q", "--metric", "judge.q", "--statistic",
+                    "krippendorff", "--rater", "human.r0", "--rater", "human.r1", "--rater",
+                    "human.r2")
+    ceiling = next(r for r in rows if r["metric"] == "(human ceiling)")
+    assert ceiling["ceiling"] == "raters as coders"
+    assert close(ceiling["value"], reference_panel_alpha(coders, "interval", "none"))
+    metric = next(r for r in rows if r["metric"] == "judge.q")
+    stand_ins = [reference_panel_alpha([*coders[:r], judge, *coders[r + 1:]], "interval",
+                                       "none") for r in range(3)]
+    assert close(metric["ceiling_fraction"], float(np.mean(stand_ins)) / ceiling["value"])

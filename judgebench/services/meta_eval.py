@@ -121,7 +121,8 @@ class CeilingRow:
         return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,
                 "value": self.value, "n": self.n, "level": self.task.level,
                 "grouping": self.task.grouping,
-                "per_rater": [_finite(v) for v in self.ceiling.per_rater]}
+                "per_rater": [_finite(v) for v in self.ceiling.per_rater],
+                **self.ceiling.extra}
 
 
 Row = MetricRow | CeilingRow
