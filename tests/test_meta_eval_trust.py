@@ -149,8 +149,9 @@ def test_a_statistic_is_added_in_one_place(monkeypatch):
 def test_the_table_is_what_callers_accept():
     names = list(meta_eval.STATISTICS)
     assert names == ["pearson", "spearman", "kendall", "kendall-c", "kendall-23", "acc-23",
-                     "acc-eq", "pairwise-accuracy", "spa", "kappa", "kappa-linear", "qwk",
-                     "krippendorff", "krippendorff-ordinal", "krippendorff-nominal", "mae",
+                     "acc-eq", "pairwise-accuracy", "spa", "weighted-tau", "pdp", "kappa",
+                     "kappa-linear", "qwk", "krippendorff", "krippendorff-ratio",
+                     "krippendorff-ordinal", "krippendorff-nominal", "mae",
                      "rmse", "bias", "brier", "ece", "ece-mass"]
     for name in names:
         for level in ("system", "segment"):
