@@ -117,7 +117,8 @@ class Task:
     def _given(self, name: str, human: np.ndarray, scores: np.ndarray) -> MetricOutcome:
         try:
             result = evaluate_given(self.statistic, human=human, metric=scores,
-                                    epsilon=self.epsilon)
+                                    epsilon=self.epsilon,
+                                    replace_nans_with_zeros=self.replace_nans_with_zeros)
         except ValueError as exc:
             failed = Result(self.statistic, float("nan"), n=0, level="system", grouping="none")
             return MetricOutcome(name, failed, system_score="corpus", error=str(exc))

@@ -580,3 +580,16 @@ def test_cli_raters_as_coders(tmp_path: Path) -> None:
     stand_ins = [reference_panel_alpha([*coders[:r], judge, *coders[r + 1:]], "interval",
                                        "none") for r in range(3)]
     assert close(metric["ceiling_fraction"], float(np.mean(stand_ins)) / ceiling["value"])
+
+
+def test_replace_nans_with_zeros_reaches_given_system_scores() -> None:
+    from meta_eval.corpus import evaluate_given
+
+    human, _ = gold_with_holes(4)
+    given = np.full(human.shape[1], 0.25)  # a constant corpus score: Pearson undefined
+    means = [float(np.nanmean(column)) for column in human.T]
+    ref = mtme_corr(scipy.stats.pearsonr, means, list(given), human.shape[1], "none",
+                    replace_nans_with_zeros=True)
+    assert math.isnan(evaluate_given("pearson", human=human, metric=given).value)
+    assert evaluate_given("pearson", human=human, metric=given,
+                          replace_nans_with_zeros=True).value == ref == 0.0

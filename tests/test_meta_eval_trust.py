@@ -106,6 +106,8 @@ def test_every_statistic_has_one_value_in_evaluate_permutation_and_bootstrap(
     human, a, b = data
     if meta_eval.STATISTICS[name].probabilities:  # their domain: 0/1 labels, p in [0, 1]
         human, a, b = (human > 0).astype(float), (a + 1.5) / 3, (b + 1) / 2
+    if meta_eval.STATISTICS[name].nonnegative:  # the ratio level: values >= 0
+        human, a, b = np.abs(human), np.abs(a), np.abs(b)
     level, grouping = choice.draw(st.sampled_from(settings_of(name)))
     common = {"level": level, "grouping": grouping, "epsilon": eps, "permutations": 20,
               "seed": 1}
