@@ -593,3 +593,20 @@ def test_replace_nans_with_zeros_reaches_given_system_scores() -> None:
     assert math.isnan(evaluate_given("pearson", human=human, metric=given).value)
     assert evaluate_given("pearson", human=human, metric=given,
                           replace_nans_with_zeros=True).value == ref == 0.0
+
+
+def test_audit_leaves_out_a_negative_sentinel_for_the_ratio_level(tmp_path: Path) -> None:
+    human, metric = judge_against_people(6, items=10, systems=4)
+    table = write_table(tmp_path / "scores.csv", human, metric)
+    proc = run_cli("audit", str(table), "--human", "human.q", "--statistic",
+                   "krippendorff-ratio", "--level", "segment", "--grouping", "none",
+                   "--report", str(tmp_path / "audit.json"))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "audit.json").read_text())
+    assert "sentinel.random is not non-negative: left out of the krippendorff-ratio blocks" in (
+        report["warnings"])
+    rows = {r["metric"]: r["value"] for r in report["blocks"][0]["rows"]}
+    assert "sentinel.random" not in rows
+    ok = np.isfinite(human) & np.isfinite(metric)
+    ref = kripp_reference(np.stack([human[ok], metric[ok]]), "ratio")
+    assert close(rows["judge.q"], ref)
