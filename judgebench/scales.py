@@ -11,6 +11,11 @@ human scores themselves, so `meta-eval` and `audit` check the columns before any
   krippendorff (interval), mae or rmse, which take any values.
 - probabilities (brier, ece, ece-mass): every metric value in [0, 1] and every human value 0
   or 1, else an InputError naming the file, line or row, and column.
+- non-negative (krippendorff-ratio): every metric and human value >= 0 (a ratio scale has an
+  absolute zero), else an InputError as above.
+- declared labels (`--labels`, for the kappa family and Krippendorff's alpha): every metric
+  value, and every human score (rounded half up for the categorical statistics), must be
+  one of them, else an InputError naming the file, line or row, column and the labels.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ from judgebench.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from meta_eval.statistics import Statistic
+
 
 def check_scales(frame: pd.DataFrame, *, statistics: Sequence[str], humans: Sequence[str],
-                 metrics: Sequence[str], path: str) -> None:
+                 metrics: Sequence[str], path: str,
+                 labels: Sequence[float] | None = None) -> None:
     """InputError at the first value a requested statistic cannot take (module docstring).
     `frame`'s columns are numeric already (`judgebench.columns.numeric_columns`)."""
     import numpy as np
@@ -34,9 +42,17 @@ def check_scales(frame: pd.DataFrame, *, statistics: Sequence[str], humans: Sequ
     from meta_eval.statistics import get
 
     specs = [get(name) for name in statistics]
+    present = [c for c in metrics if c in frame.columns]
+    nonnegative = [s.name for s in specs if s.nonnegative]
+    if nonnegative:
+        for column in [*present, *humans]:
+            values = frame[column].to_numpy(dtype=float)
+            _raise_at(frame, path, column, np.isfinite(values) & (values < 0), values,
+                      f"{nonnegative[0]} needs values >= 0 (a ratio scale), got {{value!r}}")
+    if labels is not None:
+        _check_labels(frame, path, specs, humans, present, labels)
     categorical = [s.name for s in specs if s.categorical]
     probabilities = [s.name for s in specs if s.probabilities]
-    present = [c for c in metrics if c in frame.columns]
     if categorical:
         for column in present:
             values = frame[column].to_numpy(dtype=float)
@@ -56,6 +72,25 @@ def check_scales(frame: pd.DataFrame, *, statistics: Sequence[str], humans: Sequ
             _raise_at(frame, path, column, bad, values,
                       f"{probabilities[0]} needs a binary human label (0 or 1), got "
                       "{value!r}")
+
+
+def _check_labels(frame: pd.DataFrame, path: str, specs: Sequence[Statistic],
+                  humans: Sequence[str], metrics: Sequence[str], labels: Sequence[float]
+                  ) -> None:
+    import numpy as np
+
+    from meta_eval.agreement import categories
+
+    declared = np.asarray(list(labels), dtype=float)
+    shown = ", ".join(f"{v:g}" for v in declared[:12]) + (", ..." if declared.size > 12 else "")
+    for spec in (s for s in specs if s.declared):
+        for column in [*metrics, *humans]:
+            values = frame[column].to_numpy(dtype=float)
+            rounded = categories(values) if spec.categorical and column in humans else values
+            bad = np.isfinite(values) & ~np.isin(rounded, declared)
+            how = " (rounded half up)" if spec.categorical and column in humans else ""
+            _raise_at(frame, path, column, bad, values,
+                      f"{spec.name}: {{value!r}}{how} is not one of --labels {shown}")
 
 
 def _raise_at(frame: pd.DataFrame, path: str, column: str, bad: object, values: object,

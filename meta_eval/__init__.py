@@ -8,11 +8,16 @@ papers they follow.
 
 Correlation with human judgments (`levels`, `correlation`, `system`, `calibration`)
     evaluate(statistic, *, human, metric, level="segment", grouping="none", epsilon=0.0,
-             bootstrap=0, ci=0.95, seed=0, permutations=1000) -> Result
+             bootstrap=0, ci=0.95, seed=0, permutations=1000, average="macro",
+             replace_nans_with_zeros=False, domain=None) -> Result
         One statistic for one metric/human pair. statistic: pearson, spearman, kendall
         (tau-b), kendall-c, kendall-23, acc-23 (tie threshold `epsilon`), acc-eq (acc-23 with
-        the epsilon calibrated on the data, reported in Result.epsilon), pairwise-accuracy
-        and spa (system level). level: system | segment; grouping: none | item | system.
+        the epsilon calibrated on the data, reported in Result.epsilon), weighted-tau
+        (scipy.stats.weightedtau), pdp (mt-metrics-eval's pairwise-difference Pearson),
+        pairwise-accuracy and spa (system level). average ("macro" | "micro") and
+        replace_nans_with_zeros: how groups are averaged (mt-metrics-eval's
+        AverageCorrelation); domain: declared labels (kappa) or values (alpha).
+        level: system | segment; grouping: none | item | system.
         Result: value, n (units or groups averaged), skipped (undefined groups), ci_low,
         ci_high (bootstrap over items), p_value (ungrouped pearson/spearman/kendall),
         epsilon (the tie threshold given, or chosen by acc-eq).
@@ -50,11 +55,13 @@ Comparing metrics (`significance`)
 
 Agreement (`agreement`, `pairwise`)
     cohen_kappa(*, human, metric, weights=None | "linear" | "quadratic") -> Result
-    krippendorff_alpha(*, ratings, level="nominal" | "ordinal" | "interval") -> Result
+    krippendorff_alpha(*, ratings, level="nominal" | "ordinal" | "interval" | "ratio",
+                       domain=None) -> Result
+        (`domain`: the declared values; a rating outside it is a ValueError)
     human_ceiling(statistic, *, raters, metric=None, level, grouping) -> Ceiling
         Leave-one-rater-out agreement, and the metric as a fraction of it.
     Judge against people on the human scale (also `--statistic` entries: kappa,
-    kappa-linear, qwk, krippendorff[-ordinal|-nominal], mae, rmse, bias, brier, ece,
+    kappa-linear, qwk, krippendorff[-ratio|-ordinal|-nominal], mae, rmse, bias, brier, ece,
     ece-mass; `Statistic.better` says which way is better):
     categories(x) -> x rounded half up to integers (the kappa family's one rounding rule)
     confusion_table(*, human, metric) -> Confusion (judge x human category counts)

@@ -15,9 +15,16 @@ krippendorff_alpha (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliabili
 
         alpha = 1 - (n - 1) sum_ck o_ck d2(c, k) / sum_ck n_c n_k d2(c, k)
 
-    with d2 = [c != k] (nominal), (c - k)^2 (interval), or for ordinal
+    with d2 = [c != k] (nominal), (c - k)^2 (interval), ((c - k)/(c + k))^2 (ratio: values
+    >= 0 on a scale with an absolute zero, 0/0 = 0 where c = k = 0), or for ordinal
     (sum_{g=c..k} n_g - (n_c + n_k)/2)^2. Missing ratings are NaN; units with one rating
     are not pairable and do not count.
+
+    A declared value `domain` (the scale's values, e.g. 1..5) makes a value outside it an
+    error (the `krippendorff` package drops such a value silently). Declared values that
+    nobody used enter the formula with n_g = 0: as the values between c and k of the
+    ordinal distance they add nothing, so they change no alpha (Krippendorff 2011, section
+    on ordinal metric: n_g counts the pairable values g).
 
 Judge against people, per group (the `--statistic` kernels; padded (..., G, U) arrays, NaN
 missing, a unit missing either side dropped, fewer than 2 units undefined):
@@ -36,7 +43,15 @@ missing, a unit missing either side dropped, fewer than 2 units undefined):
         over the n pooled values x_v; ordinal alpha is interval alpha on the pooled average
         ranks (Krippendorff's ordinal distance between c and k is the difference of their
         mid-ranks, sum_{g<c} n_g + n_c/2); nominal alpha = 1 - 2(n - 1) #{h_u != m_u} /
-        (n^2 - sum_c n_c^2). Ordinal and nominal use categories; interval the values.
+        (n^2 - sum_c n_c^2); ratio alpha = 1 - 2(n - 1) sum_u d2(h_u, m_u) /
+        sum_{v, w} d2(x_v, x_w) over ordered pairs of pooled values, d2(c, k) = ((c - k) /
+        (c + k))^2 (each pair scaled by a power of two first, so no sum overflows). Ordinal
+        and nominal use categories; interval and ratio the values.
+    `domain` (kappa: labels, as scikit-learn's `labels=`; alpha: the value domain): every
+        present category (kappa, ordinal and nominal alpha) or value (interval and ratio)
+        must be one of it, else ValueError. Kappa's weights are then positions in the sorted
+        labels (scikit-learn's cohen_kappa_score(labels=...)): with the consecutive integers
+        lo..hi this is the default; with labels 1, 2, 4, 8 a 4 against an 8 is one step.
 
 categories(x): the rounding rule, in one place: floor(x) + [x - floor(x) >= 1/2], half up
     (toward +inf), with halves computed in float within 1e-9 counted as halves: 3.5 -> 4,
@@ -49,6 +64,12 @@ human_ceiling: with several raters of one criterion, each rater's scores are cor
     with the mean of the others under the same statistic, level and grouping, and these
     leave-one-rater-out values are averaged; a metric is scored against the same
     leave-one-out references, so `fraction` = metric / ceiling compares like with like.
+    For Krippendorff's alpha (a statistic of coders, not of a mean) the raters are the
+    coders instead (`coder_ceiling`): the ceiling is alpha with every rater as a coder of
+    each (item, system) unit, per group and averaged as the grouping says; `per_rater[r]`
+    is alpha of the raters without r; the metric's value is the mean over r of alpha with
+    the metric standing in for rater r (the same number of coders), and `fraction` that
+    over the ceiling.
 """
 
 from __future__ import annotations
@@ -64,7 +85,7 @@ from meta_eval.levels import evaluate
 from meta_eval.results import Result
 
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
-ALPHA_LEVELS = ("nominal", "ordinal", "interval")
+ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
 def _present(x: np.ndarray) -> np.ndarray:
@@ -124,18 +145,28 @@ def _numeric(x: Sequence) -> bool:
     return True
 
 
-def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval") -> Result:
+def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval",
+                       domain: Sequence[float] | None = None) -> Result:
     """Krippendorff's alpha of a (raters, units) matrix of numeric ratings, NaN = missing.
 
     For a judge against people, stack the judge as one more rater. n is the number of
-    pairable values.
+    pairable values. `domain`: the declared values (module docstring); a rating outside it
+    is a ValueError. The ratio level needs ratings >= 0.
     """
     if level not in ALPHA_LEVELS:
         raise ValueError(f"unknown level {level!r}; use one of {ALPHA_LEVELS}")
     data = np.asarray(ratings, dtype=float)
     if data.ndim != 2:
         raise ValueError("ratings must be a (raters, units) matrix")
-    values, inverse = np.unique(data[np.isfinite(data)], return_inverse=True)
+    present = data[np.isfinite(data)]
+    if level == "ratio":
+        _check_ratio(present)
+    if domain is None:
+        values, inverse = np.unique(present, return_inverse=True)
+    else:
+        values = _domain(domain)
+        _check_domain(present, values, "rating")
+        inverse = np.searchsorted(values, present)
     counts = np.zeros((data.shape[1], values.size))  # units x values
     units = np.nonzero(np.isfinite(data))[1]
     np.add.at(counts, (units, inverse.reshape(-1)), 1.0)
@@ -153,6 +184,8 @@ def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval") -> Resul
         d2 = 1.0 - np.eye(values.size)
     elif level == "interval":
         d2 = (values[:, None] - values[None, :]) ** 2
+    elif level == "ratio":
+        d2 = ratio_distance(values[:, None], values[None, :])
     else:
         cum = np.cumsum(n_c)
         lo, hi = np.minimum.outer(np.arange(values.size), np.arange(values.size)), \
@@ -164,6 +197,45 @@ def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval") -> Resul
         return Result(name, float("nan"), n=int(n), skipped=1)
     value = 1.0 - (n - 1) * float((coincidence * d2).sum()) / expected
     return Result(name, value, n=round(n))
+
+
+def ratio_distance(c: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Krippendorff's ratio distance ((c - k) / (c + k))^2 elementwise, 0 where c = k = 0;
+    each pair is scaled by a power of two above max(|c|, |k|) first (exact), so c + k
+    cannot overflow."""
+    c, k = np.broadcast_arrays(np.asarray(c, dtype=float), np.asarray(k, dtype=float))
+    e = np.frexp(np.maximum(np.abs(c), np.abs(k)))[1]
+    c, k = np.ldexp(c, -e), np.ldexp(k, -e)
+    total = c + k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total != 0, ((c - k) / np.where(total != 0, total, 1.0)) ** 2, 0.0)
+
+
+def _check_ratio(values: np.ndarray) -> None:
+    negative = values[values < 0]
+    if negative.size:
+        raise ValueError(f"the ratio level needs values >= 0 (a scale with an absolute "
+                         f"zero), got {float(negative[0])!r}")
+
+
+def _domain(domain: Sequence[float]) -> np.ndarray:
+    values = np.unique(np.asarray(list(domain), dtype=float))
+    if values.size == 0 or not np.isfinite(values).all():
+        raise ValueError("a declared domain needs one or more finite values")
+    return values
+
+
+def _check_domain(present: np.ndarray, values: np.ndarray, what: str) -> None:
+    outside = present[~np.isin(present, values)]
+    if outside.size:
+        shown = ", ".join(_label_text(v) for v in values[:12]) + (", ..." if values.size > 12
+                                                                   else "")
+        raise ValueError(f"{what} {_label_text(float(outside[0]))} is not in the declared "
+                         f"values ({shown})")
+
+
+def _label_text(v: float) -> str:
+    return str(_label(v))
 
 
 @dataclass(frozen=True)
@@ -190,6 +262,9 @@ def human_ceiling(statistic: str, *, raters: Sequence[np.ndarray],
         raise ValueError("the human ceiling needs at least two raters")
     if any(m.shape != mats[0].shape for m in mats):
         raise ValueError("every rater matrix must have the same (items, systems) shape")
+    if statistic in ALPHAS:
+        return coder_ceiling(statistic, raters=mats, metric=metric, level=level,
+                             grouping=grouping, **options)
     stack = np.stack(mats)
     per_rater, metric_values = [], []
     for r in range(len(mats)):
@@ -210,13 +285,68 @@ def human_ceiling(statistic: str, *, raters: Sequence[np.ndarray],
     return Ceiling(statistic, value, per_rater, metric_value, fraction)
 
 
+def coder_alpha(statistic: str, *, coders: Sequence[np.ndarray], grouping: str = "none",
+                domain: Sequence[float] | None = None, average: str = "macro",
+                replace_nans_with_zeros: bool = False) -> float:
+    """Krippendorff's alpha (`statistic` in ALPHAS) with each (items, systems) matrix of
+    `coders` as one coder of every (item, system) unit, at segment level: per group of
+    `grouping` (a group needs 2 or more pairable units), averaged (`meta_eval.levels`).
+    Ordinal and nominal alpha code `categories`."""
+    from meta_eval.levels import arrange, average_groups
+
+    level = ALPHAS[statistic]
+    mats = [np.asarray(c, dtype=float) for c in coders]
+    if level in ("ordinal", "nominal"):
+        mats = [categories(c) for c in mats]
+    grouped = [arrange(human=c, metric=c, level="segment", grouping=grouping)[0]
+               for c in mats]
+    stack = np.stack(grouped)  # coders x groups x units
+    values = np.full(stack.shape[1], np.nan)
+    pairable = (np.isfinite(stack).sum(axis=0) >= 2).sum(axis=-1)
+    for g in range(stack.shape[1]):
+        if pairable[g] >= 2:
+            values[g] = krippendorff_alpha(ratings=stack[:, g], level=level,
+                                           domain=domain).value
+    return float(average_groups(values[None], grouping != "none",
+                                units=pairable[None].astype(float), average=average,
+                                replace_nans_with_zeros=replace_nans_with_zeros)[0])
+
+
+def coder_ceiling(statistic: str, *, raters: Sequence[np.ndarray],
+                  metric: np.ndarray | None = None, level: str = "segment",
+                  grouping: str = "none", domain: Sequence[float] | None = None,
+                  average: str = "macro", replace_nans_with_zeros: bool = False,
+                  **_options: Any) -> Ceiling:
+    """The human ceiling of Krippendorff's alpha with the raters as coders (module
+    docstring); `domain`, `average`, `replace_nans_with_zeros` as `meta_eval.evaluate`."""
+    if level != "segment":
+        raise ValueError(f"{statistic} is a segment-level statistic: use level 'segment'")
+    mats = [np.asarray(r, dtype=float) for r in raters]
+    options: dict[str, Any] = {"grouping": grouping, "domain": domain, "average": average,
+                               "replace_nans_with_zeros": replace_nans_with_zeros}
+    value = coder_alpha(statistic, coders=mats, **options)
+    per_rater = [coder_alpha(statistic, coders=mats[:r] + mats[r + 1:], **options)
+                 if len(mats) > 2 else float("nan") for r in range(len(mats))]
+    metric_value = fraction = None
+    if metric is not None:
+        stand_ins = [coder_alpha(statistic, coders=[*mats[:r], np.asarray(metric, float),
+                                                    *mats[r + 1:]], **options)
+                     for r in range(len(mats))]
+        if np.isfinite(stand_ins).any():
+            metric_value = float(np.nanmean(stand_ins))
+            fraction = metric_value / value if np.isfinite(value) and value != 0 else None
+    return Ceiling(statistic, value, per_rater, metric_value, fraction,
+                   extra={"ceiling": "raters as coders"})
+
+
 # -- judge against people, per group (kernels of meta_eval.statistics) ---------------------
 KAPPAS = {"kappa": None, "kappa-linear": "linear", "qwk": "quadratic"}
 ALPHAS = {"krippendorff": "interval", "krippendorff-ordinal": "ordinal",
-          "krippendorff-nominal": "nominal"}
+          "krippendorff-nominal": "nominal", "krippendorff-ratio": "ratio"}
 CATEGORICAL = (*KAPPAS, "krippendorff-ordinal", "krippendorff-nominal")
 HALF_TOL = 1e-9  # a fraction within this of 1/2 rounds up (means of raters in float)
 _CELLS = 1 << 22  # (rows x categories) cells per chunk
+_PAIRED_UNITS = 128  # up to this many pooled values per row, ratio pairs by broadcasting
 
 
 def categories(x: np.ndarray) -> np.ndarray:
@@ -237,12 +367,15 @@ def _rows(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1]) if x.shape[-1] else x.reshape(-1, 0)
 
 
-def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None = None
-                 ) -> np.ndarray:
-    """Per-group Cohen's kappa of the two sides' categories (see the module docstring)."""
+def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None = None,
+                 labels: Sequence[float] | None = None) -> np.ndarray:
+    """Per-group Cohen's kappa of the two sides' categories (see the module docstring);
+    `labels`: the declared categories (weights by position among them)."""
     if weights not in KAPPA_WEIGHTS:
         raise ValueError(f"unknown weights {weights!r}; use None, 'linear' or 'quadratic'")
     h, m = _pair_masked(categories(human), categories(metric))
+    if labels is not None:
+        h, m = _positions(h, labels), _positions(m, labels)
     lead = h.shape[:-1]
     rows_h, rows_m = _rows(h), _rows(m)
     ok = np.isfinite(rows_h)
@@ -297,20 +430,42 @@ def _kappa_rows(h: np.ndarray, m: np.ndarray, ok: np.ndarray, n: np.ndarray,
     return np.where((n >= 2) & (expected > 0), value, np.nan)
 
 
-def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interval"
-                 ) -> np.ndarray:
+def _positions(x: np.ndarray, labels: Sequence[float]) -> np.ndarray:
+    """Categories as their positions among the declared `labels` (NaN stays NaN)."""
+    values = _domain(labels)
+    ok = np.isfinite(x)
+    _check_domain(x[ok], values, "category")
+    return np.where(ok, np.searchsorted(values, np.where(ok, x, values[0])), np.nan)
+
+
+def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interval",
+                 domain: Sequence[float] | None = None) -> np.ndarray:
     """Per-group Krippendorff's alpha with human and metric as two coders of each unit
-    (see the module docstring); ordinal and nominal on `categories`."""
+    (see the module docstring); ordinal and nominal on `categories`; `domain`: the
+    declared values (a value outside it is a ValueError)."""
     import scipy.stats
 
     if level not in ALPHA_LEVELS:
         raise ValueError(f"unknown level {level!r}; use one of {ALPHA_LEVELS}")
-    if level != "interval":
+    if level in ("ordinal", "nominal"):
         human, metric = categories(human), categories(metric)
     h, m = _pair_masked(human, metric)
     ok = np.isfinite(h)
+    if domain is not None:
+        values = _domain(domain)
+        _check_domain(h[ok], values, "value")
+        _check_domain(m[ok], values, "value")
     units = ok.sum(axis=-1)
     n = 2.0 * units
+    if level == "ratio":
+        _check_ratio(h[ok])
+        _check_ratio(m[ok])
+        observed = 2.0 * np.where(ok, ratio_distance(np.where(ok, h, 0.0),
+                                                     np.where(ok, m, 0.0)), 0.0).sum(axis=-1)
+        expected = _ratio_pair_sums(np.concatenate([h, m], axis=-1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = 1.0 - (n - 1.0) * observed / expected
+        return np.where((units >= 2) & (expected > 0), value, np.nan)
     if level == "nominal":
         disagree = (ok & (h != m)).sum(axis=-1)
         pooled = np.concatenate([h, m], axis=-1)
@@ -339,6 +494,34 @@ def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interva
     return np.where((units >= 2) & (spread > 0), value, np.nan)
 
 
+def _ratio_pair_sums(x: np.ndarray) -> np.ndarray:
+    """sum over ordered pairs of finite values v, w in each row of the last axis of
+    ratio_distance(v, w): by broadcasting for short rows, else over each row's distinct
+    values weighted by their counts (n_c n_k d2(c, k)), in chunks."""
+    lead, size = x.shape[:-1], x.shape[-1]
+    rows = x.reshape(-1, size) if size else x.reshape(-1, 0)
+    out = np.zeros(rows.shape[0])
+    if size <= _PAIRED_UNITS:
+        step = max(1, _CELLS // max(size * size, 1))
+        for start in range(0, rows.shape[0], step):
+            r = rows[start:start + step]
+            ok = np.isfinite(r)
+            v = np.where(ok, r, 0.0)
+            d = ratio_distance(v[:, :, None], v[:, None, :])
+            out[start:start + step] = np.where(ok[:, :, None] & ok[:, None, :], d, 0.0
+                                               ).sum(axis=(-2, -1))
+        return out.reshape(lead)
+    for i, r in enumerate(rows):
+        values, counts = np.unique(r[np.isfinite(r)], return_counts=True)
+        step = max(1, _CELLS // max(values.size, 1))
+        total = 0.0
+        for start in range(0, values.size, step):
+            d = ratio_distance(values[start:start + step, None], values[None, :])
+            total += float(counts[start:start + step] @ d @ counts)
+        out[i] = total
+    return out.reshape(lead)
+
+
 def _same_pairs(x: np.ndarray) -> np.ndarray:
     """sum over values c of n_c^2 per row of the last axis (NaN ignored): each value counts
     the length of its run of equal values in the sorted row."""
@@ -357,12 +540,16 @@ def _same_pairs(x: np.ndarray) -> np.ndarray:
     return np.where(ok, last - first + 1, 0).sum(axis=-1).astype(float)
 
 
-def agreement_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Per-group values of a kappa or Krippendorff kernel (names in KAPPAS and ALPHAS)."""
+def agreement_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray,
+                     domain: Sequence[float] | None = None) -> np.ndarray:
+    """Per-group values of a kappa or Krippendorff kernel (names in KAPPAS and ALPHAS);
+    `domain`: the declared labels (kappa) or values (alpha)."""
     if statistic in KAPPAS:
-        return kappa_groups(human=human, metric=metric, weights=KAPPAS[statistic])
+        return kappa_groups(human=human, metric=metric, weights=KAPPAS[statistic],
+                            labels=domain)
     if statistic in ALPHAS:
-        return alpha_groups(human=human, metric=metric, level=ALPHAS[statistic])
+        return alpha_groups(human=human, metric=metric, level=ALPHAS[statistic],
+                            domain=domain)
     raise ValueError(f"unknown agreement kernel {statistic!r}; use one of "
                      f"{(*KAPPAS, *ALPHAS)}")
 

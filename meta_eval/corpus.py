@@ -32,9 +32,10 @@ def human_system_means(*, human: np.ndarray) -> np.ndarray:
 
 
 def evaluate_given(statistic: str, *, human: np.ndarray, metric: np.ndarray,
-                   epsilon: float = 0.0) -> Result:
+                   epsilon: float = 0.0, replace_nans_with_zeros: bool = False) -> Result:
     """`statistic` between the systems' mean human scores (`human`: (items, systems)) and
-    given system scores (`metric`: (systems,)), at level "system".
+    given system scores (`metric`: (systems,)), at level "system"; an undefined value is 0
+    with `replace_nans_with_zeros` (as `meta_eval.evaluate`).
 
     Raises ValueError for a statistic that needs segment scores (see the module docstring).
     """
@@ -46,4 +47,4 @@ def evaluate_given(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         raise ValueError("human must be (items, systems) and metric one score per system")
     h = human_system_means(human=human)
     return evaluate(statistic, human=h[None, :], metric=metric[None, :], level="system",
-                    epsilon=epsilon)
+                    epsilon=epsilon, replace_nans_with_zeros=replace_nans_with_zeros)

@@ -18,6 +18,24 @@ acc-23       acc_23 = (C + T_hm) / P, Deutsch et al. 2023 ("Ties Matter"), where
              pairs tied in both, T_h'/T_m' pairs tied on one side only, and a metric tie is
              |m_i - m_j| <= epsilon. Defined whenever there is a pair (a constant side is a
              legitimate all-ties case, as in mt-metrics-eval).
+weighted-tau scipy.stats.weightedtau with its defaults (rank=True, the hyperbolic weigher
+             1/(r + 1), additive): Vigna's weighted tau, in which an exchange between
+             important (top-ranked) elements costs more than one between unimportant ones,
+             the ranking being the decreasing lexicographic order by (human, metric) and by
+             (metric, human), averaged (Vigna 2015, "A weighted correlation index for
+             rankings with ties"). Ties as tau-b. Undefined for fewer than 2 units or where
+             scipy gives NaN (a constant side).
+pdp          pairwise-difference Pearson (mt-metrics-eval stats.py, `Pearson(pdp=True)`):
+             Pearson's r of the differences (h_i - h_j, m_i - m_j) over every ordered pair
+             of units i, j of the same group, pooled over all groups (one value, not an
+             average). With pair sums sum_{i,j in g} (h_i - h_j)(m_i - m_j) = 2 n_g S_hm(g),
+             S_hm(g) = sum_{i in g} (h_i - h_bar_g)(m_i - m_bar_g),
+
+                 pdp = sum_g n_g S_hm(g) / sqrt(sum_g n_g S_hh(g) sum_g n_g S_mm(g)),
+
+             exact and O(n) (the differences are symmetric, so their mean is 0). One group
+             (no grouping, system level): pdp = pearson. `group_values("pdp")` gives each
+             group's Pearson; `pdp_pooled` the pooled value that `evaluate` reports.
 
 kendall and kendall-c use exact ties (epsilon = 0). Pair counts come from an O(U^2)
 vectorised pass for small groups and from the sort-based `meta_eval.pairs` otherwise.
@@ -34,12 +52,14 @@ signs and the tie rule on differences, which stay right when a difference overfl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from meta_eval.pairs import pair_counts, snap
 
 KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
-CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY)
+CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "pdp")
 _SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
 _CHUNK = 1 << 22  # pair entries per broadcast chunk
 _SORTED_UNITS = 1 << 19  # units per sort-based counting call
@@ -103,6 +123,47 @@ def spearman_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     rh = scipy.stats.rankdata(snap(h), axis=-1, nan_policy="omit")
     rm = scipy.stats.rankdata(snap(m), axis=-1, nan_policy="omit")
     return pearson_groups(human=rh, metric=rm)
+
+
+def weighted_tau_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Per-group scipy.stats.weightedtau (its defaults) over the last axis, on the snapped
+    values of the units both sides scored; NaN where undefined."""
+    import scipy.stats
+
+    h, m = _masked(human, metric)
+    lead, units = h.shape[:-1], h.shape[-1]
+    rows_h, rows_m = snap(h).reshape(-1, units), snap(m).reshape(-1, units)
+    out = np.full(rows_h.shape[0], np.nan)
+    for i, (rh, rm) in enumerate(zip(rows_h, rows_m, strict=True)):
+        ok = np.isfinite(rh)
+        if ok.sum() >= 2 and not (_constant(rh[ok]) or _constant(rm[ok])):
+            out[i] = scipy.stats.weightedtau(rh[ok], rm[ok]).statistic
+    return out.reshape(lead)
+
+
+def pdp_pooled(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Pairwise-difference Pearson of padded (..., G, U) arrays, pooled over the G groups
+    (module docstring) -> (...,); NaN where no group has two units or a side's differences
+    are all 0."""
+    h, m = _masked(human, metric)
+    ok = np.isfinite(h)
+    n = ok.sum(axis=-1)
+
+    def centred(x: np.ndarray) -> np.ndarray:
+        # One power of two for all groups of a side (the groups are pooled), then centred.
+        x = np.where(ok, x, 0.0)
+        x = np.ldexp(x, -power_of_two_scale(x, axis=None))
+        mean = x.sum(axis=-1, keepdims=True) / np.maximum(n, 1)[..., None]
+        c = np.where(ok, x - mean, 0.0)
+        return np.ldexp(c, -power_of_two_scale(c, axis=None))
+
+    hc, mc = centred(h), centred(m)
+    w = n.astype(float)
+    cov = (w * (hc * mc).sum(axis=-1)).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = cov / (np.sqrt((w * (hc * hc).sum(axis=-1)).sum(axis=-1))
+                   * np.sqrt((w * (mc * mc).sum(axis=-1)).sum(axis=-1)))
+    return np.clip(r, -1.0, 1.0)
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
@@ -204,27 +265,32 @@ def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "ken
 
 
 def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
-                 epsilon: float = 0.0) -> np.ndarray:
+                 epsilon: float = 0.0, domain: Sequence[float] | None = None) -> np.ndarray:
     """Per-group values of a kernel: a correlation (see the module docstring), or an
     agreement, error or calibration kernel (`meta_eval.agreement`, `deviation`,
-    `reliability`)."""
-    if statistic == "pearson":
+    `reliability`); `domain`: the declared labels or values of a kappa or alpha kernel."""
+    if statistic in ("pearson", "pdp"):
         return pearson_groups(human=human, metric=metric)
     if statistic == "spearman":
         return spearman_groups(human=human, metric=metric)
     if statistic in KENDALL_FAMILY:
         return kendall_groups(human=human, metric=metric, variant=statistic, epsilon=epsilon)
-    return _on_scale_groups(statistic, human=human, metric=metric)
+    if statistic == "weighted-tau":
+        return weighted_tau_groups(human=human, metric=metric)
+    return _on_scale_groups(statistic, human=human, metric=metric, domain=domain)
 
 
-def _on_scale_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def _on_scale_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray,
+                     domain: Sequence[float] | None = None) -> np.ndarray:
     """Agreement, error and calibration kernels (their modules import this one)."""
     from meta_eval.agreement import ALPHAS, KAPPAS, agreement_groups
     from meta_eval.deviation import ERRORS, error_groups
     from meta_eval.reliability import CALIBRATION, calibration_groups
 
     if statistic in KAPPAS or statistic in ALPHAS:
-        return agreement_groups(statistic, human=human, metric=metric)
+        return agreement_groups(statistic, human=human, metric=metric, domain=domain)
+    if domain is not None:
+        raise ValueError(f"{statistic} takes no declared domain (kappa and alpha do)")
     if statistic in ERRORS:
         return error_groups(statistic, human=human, metric=metric)
     if statistic in CALIBRATION:

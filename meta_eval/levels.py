@@ -10,6 +10,15 @@ DESIGN.md (and mt-metrics-eval's `average_by`):
   `system`: the statistic across items within each system, averaged over systems.
   Groups where the statistic is undefined are skipped and counted.
 
+Averaging over groups (mt-metrics-eval's `AverageCorrelation`): `average="macro"` (default)
+is the plain mean of the defined groups' values; `"micro"` weights each group by its number
+of units (both sides present), mt-metrics-eval's `macro=False`. With
+`replace_nans_with_zeros` a group of two or more units whose statistic is undefined counts as
+0 instead of being skipped (a group of fewer than 2 units is skipped either way, as there);
+without grouping this makes an undefined value 0. `pdp` pools the groups' pair differences
+into one Pearson (`meta_eval.correlation.pdp_pooled`): it has no average to choose. SPA and
+acc-eq (which averages inside its epsilon search) take neither option.
+
 Which kernel and tie threshold a statistic uses comes from `meta_eval.statistics`.
 
 System means are exact, order-independent sums (`system_means`): each column is scaled by a
@@ -26,10 +35,13 @@ chosen on the full data is kept in every resample (the CI is conditional on it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from meta_eval.calibration import calibrate_groups
-from meta_eval.correlation import group_values, p_value
+from meta_eval.correlation import group_values, p_value, pdp_pooled
 from meta_eval.pairs import snap
 from meta_eval.results import Result
 from meta_eval.statistics import Statistic, get
@@ -37,6 +49,7 @@ from meta_eval.system import spa
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
+AVERAGES = ("macro", "micro")
 _BLOCK = 1 << 22  # matrix cells per bootstrap block
 _LIMB = 2.0 ** 32  # scores are split into two 32-bit limbs for exact sums
 EXACT_ITEMS = 1 << 21  # float sums of limbs are exact up to this many items
@@ -56,6 +69,21 @@ def check_options(statistic: str, level: str, grouping: str) -> Statistic:
         raise ValueError(f"{statistic} is a {'/'.join(spec.levels)}-level statistic: use level "
                          f"{' or '.join(repr(x) for x in spec.levels)}")
     return spec
+
+
+def check_averaging(spec: Statistic, average: str = "macro",
+                    replace_nans_with_zeros: bool = False) -> None:
+    """ValueError for an averaging `spec` cannot take (module docstring)."""
+    if average not in AVERAGES:
+        raise ValueError(f"unknown average {average!r}; use one of {', '.join(AVERAGES)}")
+    if average == "macro" and not replace_nans_with_zeros:
+        return
+    what = "--average micro" if average != "macro" else "replace_nans_with_zeros"
+    if spec.kernel == "spa" or spec.epsilon == "calibrated":
+        raise ValueError(f"{spec.name} averages on its own: it takes no {what}")
+    if spec.kernel == "pdp" and average != "macro":
+        raise ValueError("pdp pools the pair differences of every group into one Pearson: "
+                         "it has no average (use macro)")
 
 
 def column_exponents(x: np.ndarray) -> np.ndarray:
@@ -176,14 +204,41 @@ def arrange(*, human: np.ndarray, metric: np.ndarray, level: str,
     return np.swapaxes(human, -1, -2), np.swapaxes(metric, -1, -2)
 
 
-def average_groups(values: np.ndarray, grouped: bool) -> np.ndarray:
+def average_groups(values: np.ndarray, grouped: bool, *, units: np.ndarray | None = None,
+                   average: str = "macro", replace_nans_with_zeros: bool = False
+                   ) -> np.ndarray:
     """(..., groups) statistic values -> (...,): the mean of the defined groups when
-    grouped, else the single group's value."""
-    if not grouped:
-        return values[..., 0]
+    grouped (weighted by `units`, the units per group, for `average="micro"`), else the
+    single group's value; `replace_nans_with_zeros` counts an undefined group of 2 or more
+    `units` as 0 (module docstring)."""
     defined = np.isfinite(values)
+    counted = defined | (units >= 2) if replace_nans_with_zeros and units is not None \
+        else defined
+    if not grouped:
+        return np.where(counted[..., 0], np.where(defined, values, 0.0)[..., 0], np.nan)
+    weights = units.astype(float) if average == "micro" and units is not None else 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(defined, values, 0.0).sum(axis=-1) / defined.sum(axis=-1)
+        return ((weights * np.where(defined, values, 0.0)).sum(axis=-1)
+                / (weights * counted).sum(axis=-1))
+
+
+def group_statistic(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
+                    epsilon: float, grouped: bool, average: str = "macro",
+                    replace_nans_with_zeros: bool = False,
+                    domain: Sequence[float] | None = None) -> np.ndarray:
+    """`spec`'s value per leading index of arranged (..., groups, units) arrays: its kernel
+    per group, averaged (`average_groups`), or pooled for pdp."""
+    units = _units(human, metric)
+    if spec.kernel == "pdp":
+        value = pdp_pooled(human=human, metric=metric)
+        if replace_nans_with_zeros:
+            pairable = (units.astype(float) ** 2).sum(axis=-1) >= 2
+            value = np.where(np.isnan(value) & pairable, 0.0, value)
+        return value
+    values = group_values(spec.kernel, human=human, metric=metric, epsilon=epsilon,
+                          domain=domain)
+    return average_groups(values, grouped, units=units, average=average,
+                          replace_nans_with_zeros=replace_nans_with_zeros)
 
 
 def kernel_epsilon(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
@@ -199,21 +254,44 @@ def _units(h: np.ndarray, m: np.ndarray) -> np.ndarray:
     return (np.isfinite(h) & np.isfinite(m)).sum(axis=-1)
 
 
-def _summarise(values: np.ndarray, units: np.ndarray, grouped: bool) -> tuple[float, int, int]:
-    """Average defined groups -> (value, n, skipped)."""
+def _summarise(values: np.ndarray, units: np.ndarray, grouped: bool, average: str = "macro",
+               replace_nans_with_zeros: bool = False) -> tuple[float, int, int]:
+    """Average defined groups -> (value, n, skipped): n counts the groups in the average
+    (or the units, ungrouped), skipped the undefined groups (replaced by 0 or not)."""
     defined = np.isfinite(values)
     skipped = int((~defined).sum())
-    if not defined.any():
+    counted = defined | (replace_nans_with_zeros & (units >= 2))
+    if not counted.any():
         return float("nan"), 0, skipped
+    value = float(average_groups(values, grouped, units=units, average=average,
+                                 replace_nans_with_zeros=replace_nans_with_zeros))
     if grouped:
-        return float(values[defined].mean()), int(defined.sum()), skipped
-    return float(values[defined][0]), int(units[defined][0]), skipped
+        return value, int(counted.sum()), skipped
+    return value, int(units[counted][0]), skipped
+
+
+def _pooled(h: np.ndarray, m: np.ndarray, grouped: bool,
+            replace_nans_with_zeros: bool) -> tuple[float, int, int]:
+    """pdp of arranged (groups, units) arrays -> (value, n, skipped): n counts the groups
+    with two or more units (the units, ungrouped), skipped the others."""
+    units = _units(h, m)
+    spec = get("pdp")
+    value = float(group_statistic(spec, human=h, metric=m, epsilon=0.0, grouped=grouped,
+                                  replace_nans_with_zeros=replace_nans_with_zeros))
+    pairs = units >= 2
+    if not np.isfinite(value):
+        return value, 0, int(units.size)
+    if grouped:
+        return value, int(pairs.sum()), int((~pairs).sum())
+    return value, int(units.sum()), 0
 
 
 def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
              level: str = "segment", grouping: str = "none", epsilon: float = 0.0,
              bootstrap: int = 0, ci: float = 0.95, seed: int = 0,
-             permutations: int = 1000) -> Result:
+             permutations: int = 1000, average: str = "macro",
+             replace_nans_with_zeros: bool = False,
+             domain: Sequence[float] | None = None) -> Result:
     """`statistic` of `metric` against `human` ((items, systems) matrices) at a level.
 
     `statistic` is a name in `meta_eval.STATISTICS`; its entry decides the kernel and the
@@ -221,8 +299,15 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
     (and reported) for acc-eq. `permutations` is SPA's number of resamples. With
     `bootstrap` > 0 the result carries a percentile CI at level `ci` over that many item
     resamples. A (1, systems) matrix at system level is one score per system, used as is.
+    `average` ("macro" or "micro") and `replace_nans_with_zeros`: how groups are averaged
+    (module docstring). `domain`: the declared labels (kappa family) or values
+    (Krippendorff's alpha); a value outside it is a ValueError.
     """
     spec = check_options(statistic, level, grouping)
+    check_averaging(spec, average, replace_nans_with_zeros)
+    if domain is not None and not spec.declared:
+        raise ValueError(f"{statistic} takes no declared labels or values (the kappa family "
+                         "and Krippendorff's alpha do)")
     human = np.asarray(human, dtype=float)
     metric = np.asarray(metric, dtype=float)
     if human.shape != metric.shape or human.ndim != 2:
@@ -245,9 +330,12 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
             skipped = h.shape[-2] - calibration.groups
             n = calibration.groups if grouped else (int(_units(h, m)[0])
                                                     if calibration.groups else 0)
+        elif spec.kernel == "pdp":
+            value, n, skipped = _pooled(h, m, grouped, replace_nans_with_zeros)
         else:
-            values = group_values(spec.kernel, human=h, metric=m, epsilon=eps)
-            value, n, skipped = _summarise(values, _units(h, m), grouped)
+            values = group_values(spec.kernel, human=h, metric=m, epsilon=eps, domain=domain)
+            value, n, skipped = _summarise(values, _units(h, m), grouped, average,
+                                           replace_nans_with_zeros)
         if not grouped and spec.scipy_p_value:
             p = p_value(spec.kernel, human=h, metric=m)
 
@@ -255,7 +343,9 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
     if bootstrap > 0 and np.isfinite(value):
         samples = bootstrap_values(statistic, human=human, metric=metric, level=level,
                                    grouping=grouping, epsilon=eps, resamples=bootstrap,
-                                   seed=seed, permutations=permutations)
+                                   seed=seed, permutations=permutations, average=average,
+                                   replace_nans_with_zeros=replace_nans_with_zeros,
+                                   domain=domain)
         samples = samples[np.isfinite(samples)]
         if samples.size:
             alpha = (1 - ci) / 2
@@ -268,14 +358,18 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
 def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
                      grouping: str, epsilon: float | None = None, resamples: int = 1000,
                      seed: int = 0, permutations: int = 1000,
-                     index: np.ndarray | None = None) -> np.ndarray:
+                     index: np.ndarray | None = None, average: str = "macro",
+                     replace_nans_with_zeros: bool = False,
+                     domain: Sequence[float] | None = None) -> np.ndarray:
     """The statistic on `resamples` item resamples (with replacement), seeded.
 
     `index` ((resamples, items) item indices) replaces the seeded draw. `epsilon`: the tie
     threshold of a statistic that takes one; for acc-eq the threshold to keep (the CI is
-    conditional on it), calibrated on the full data when None.
+    conditional on it), calibrated on the full data when None. `average`,
+    `replace_nans_with_zeros`, `domain`: as `evaluate`.
     """
     spec = check_options(statistic, level, grouping)
+    check_averaging(spec, average, replace_nans_with_zeros)
     human = np.asarray(human, dtype=float)
     metric = np.asarray(metric, dtype=float)
     n_items = human.shape[0]
@@ -291,10 +385,14 @@ def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, l
     else:
         eps = spec.tie_threshold(epsilon)
     grouped = level == "segment" and grouping != "none"
-    if level == "segment" and grouping == "item":
+    options: dict[str, Any] = {"average": average,
+                               "replace_nans_with_zeros": replace_nans_with_zeros}
+    if level == "segment" and grouping == "item" and spec.kernel != "pdp":
         # Items are the groups: resampling items resamples the per-item values.
-        values = group_values(spec.kernel, human=human, metric=metric, epsilon=eps)
-        return average_groups(values[index], grouped=True)
+        values = group_values(spec.kernel, human=human, metric=metric, epsilon=eps,
+                              domain=domain)
+        return average_groups(values[index], True, units=_units(human, metric)[index],
+                              **options)
     out = np.empty(index.shape[0])
     block = max(1, _BLOCK // max(human.size, 1))
     for start in range(0, index.shape[0], block):
@@ -304,6 +402,7 @@ def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, l
             h, m = h[:, None, :], m[:, None, :]
         else:
             h, m = arrange(human=human[ix], metric=metric[ix], level=level, grouping=grouping)
-        values = group_values(spec.kernel, human=h, metric=m, epsilon=eps)  # (block, groups)
-        out[start:start + len(ix)] = average_groups(values, grouped)
+        out[start:start + len(ix)] = group_statistic(spec, human=h, metric=m, epsilon=eps,
+                                                     grouped=grouped, domain=domain,
+                                                     **options)
     return out

@@ -57,7 +57,7 @@ upper triangle of mt-metrics-eval's `ComputeSigMatrix`), each test seeded as in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypedDict
 
 import numpy as np
@@ -67,9 +67,11 @@ from meta_eval.levels import (
     EXACT_ITEMS,
     arrange,
     average_groups,
+    check_averaging,
     check_options,
     column_exponents,
     evaluate,
+    group_statistic,
     kernel_epsilon,
     limb_means,
     limbs,
@@ -92,6 +94,9 @@ class _Options(TypedDict):
     epsilon: float
     permutations: int
     seed: int
+    average: str
+    replace_nans_with_zeros: bool
+    domain: Sequence[float] | None
 
 
 def _common(human: np.ndarray, a: np.ndarray, b: np.ndarray
@@ -125,38 +130,53 @@ def early_decision(hits: int, done: int, alpha: float,
 
 
 def _batch(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
-           grouping: str, epsilon: float, permutations: int, seed: int) -> np.ndarray:
+           grouping: str, epsilon: float, permutations: int, seed: int,
+           average: str = "macro", replace_nans_with_zeros: bool = False,
+           domain: Sequence[float] | None = None) -> np.ndarray:
     """Statistic per leading index of metric (k, items, systems) -> (k,)."""
     spec = check_options(statistic, level, grouping)
     if spec.kernel == "spa":
         return np.array([spa(human=human, metric=m, permutations=permutations,
                              seed=seed).value for m in metric])
     h, m = arrange(human=human, metric=metric, level=level, grouping=grouping)
-    values = group_values(spec.kernel, human=h, metric=m, epsilon=spec.tie_threshold(epsilon))
-    return average_groups(values, level == "segment" and grouping != "none")
+    return group_statistic(spec, human=h, metric=m, epsilon=spec.tie_threshold(epsilon),
+                           grouped=level == "segment" and grouping != "none",
+                           average=average, replace_nans_with_zeros=replace_nans_with_zeros,
+                           domain=domain)
 
 
 def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
                      metric_b: np.ndarray, level: str = "segment", grouping: str = "none",
                      epsilon: float = 0.0, resamples: int = 1000, seed: int = 0,
                      block: int = 200, early_stop: bool = True, alpha: float = 0.05,
-                     permutations: int = 1000) -> Comparison:
+                     permutations: int = 1000, average: str = "macro",
+                     replace_nans_with_zeros: bool = False,
+                     domain: Sequence[float] | None = None) -> Comparison:
     """Paired permutation test of H1: statistic(metric_a) > statistic(metric_b).
 
     Matrices are (items, systems); only units scored by all three are used. `alpha` is the
     level the p-value will be compared with; early stopping stops only once that comparison
     is decided. See the module docstring for the resampling scheme and early stopping.
+    `average`, `replace_nans_with_zeros`, `domain`: as `meta_eval.evaluate` (pair swaps,
+    for kendall-23/acc-23/acc-eq, take the default averaging only).
     """
     spec = check_options(statistic, level, grouping)
+    check_averaging(spec, average, replace_nans_with_zeros)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    plain = average == "macro" and not replace_nans_with_zeros
     human, a, b = _common(*(np.asarray(x, dtype=float) for x in (human, metric_a, metric_b)))
     if spec.swaps == "pairs":
+        if not plain:
+            raise ValueError(f"the pair-swap test of {statistic} weights the groups itself: "
+                             "it takes the macro average without replace_nans_with_zeros")
         return _pair_test(spec, human, a, b, level, grouping, epsilon, resamples, seed)
     # Agreement and error statistics compare raw values with the human scale.
     za, zb = (a, b) if spec.on_scale else (_zscore(a), _zscore(b))
     common: _Options = {"level": level, "grouping": grouping, "epsilon": epsilon,
-                        "permutations": permutations, "seed": seed}
+                        "permutations": permutations, "seed": seed, "average": average,
+                        "replace_nans_with_zeros": replace_nans_with_zeros,
+                        "domain": domain}
     value_a = evaluate(statistic, human=human, metric=a, **common).value
     value_b = evaluate(statistic, human=human, metric=b, **common).value
     observed = spec.goodness(value_a) - spec.goodness(value_b)
@@ -171,11 +191,12 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
     early = False
     tol = 1e-9 * max(1.0, abs(observed))
     fast = system = None
-    if spec.kernel == "pearson" and level == "segment":
+    if spec.kernel == "pearson" and level == "segment" and plain:
         h, ma = arrange(human=human, metric=za, level=level, grouping=grouping)
         _, mb = arrange(human=human, metric=zb, level=level, grouping=grouping)
         fast = _PearsonSwaps(h, ma, mb, grouping != "none")
-    elif level == "system" and spec.kernel != "spa" and human.shape[0] < EXACT_ITEMS // 2:
+    elif (level == "system" and spec.kernel != "spa" and human.shape[0] < EXACT_ITEMS // 2
+          and plain):
         system = _SystemSwaps(human, za, zb)
         eps = spec.tie_threshold(epsilon)
     while done < resamples:
@@ -185,8 +206,10 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
             ra, rb = fast(_group_layout(swap, grouping))
         elif system is not None:
             h, ma, mb = system(swap)
-            ra = group_values(spec.kernel, human=h, metric=ma, epsilon=eps)[:, 0]
-            rb = group_values(spec.kernel, human=h, metric=mb, epsilon=eps)[:, 0]
+            ra = group_values(spec.kernel, human=h, metric=ma, epsilon=eps,
+                              domain=domain)[:, 0]
+            rb = group_values(spec.kernel, human=h, metric=mb, epsilon=eps,
+                              domain=domain)[:, 0]
         else:
             ra = _batch(statistic, human=human, metric=np.where(swap, zb, za), **common)
             rb = _batch(statistic, human=human, metric=np.where(swap, za, zb), **common)
@@ -519,7 +542,8 @@ def significance_clusters(statistic: str, *, human: np.ndarray,
         values = {name: evaluate(statistic, human=human, metric=metrics[name], level=level,
                                  grouping=grouping,
                                  **{k: v for k, v in options.items()
-                                    if k in ("epsilon", "permutations")}).value
+                                    if k in ("epsilon", "permutations", "average",
+                                             "replace_nans_with_zeros", "domain")}).value
                   for name in names}
 
     def test(better: str, worse: str) -> Comparison:

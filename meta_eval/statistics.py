@@ -70,6 +70,8 @@ class Statistic:
     on_scale: bool = False  # compares values on the human scale: never z-scored or negated
     categorical: bool = False  # values rounded half up to integer categories
     probabilities: bool = False  # metric in [0, 1], human labels 0/1
+    declared: bool = False  # takes declared labels / a value domain (kappa family, alpha)
+    nonnegative: bool = False  # values >= 0 (Krippendorff's ratio level)
 
     def __post_init__(self) -> None:
         if self.epsilon not in EPSILON_MODES:
@@ -132,8 +134,14 @@ _TABLE = (
     Statistic("spa", "spa", "none", ("system",),
               "soft pairwise accuracy over per-pair permutation p-values",
               "Thompson et al. 2024", needs_segments=True),
+    Statistic("weighted-tau", "weighted-tau", "none", ALL_LEVELS,
+              "weighted Kendall's tau, scipy.stats.weightedtau's defaults (hyperbolic "
+              "weights, top ranks count more)", "Vigna 2015"),
+    Statistic("pdp", "pdp", "none", ALL_LEVELS,
+              "pairwise-difference Pearson: r of within-group score differences, pooled "
+              "over groups", "mt-metrics-eval stats.py (Pearson, pdp=True)"),
     *(Statistic(name, name, "none", ("segment",), description, paper, on_scale=True,
-                categorical=True)
+                categorical=True, declared=True)
       for name, description, paper in (
           ("kappa", "Cohen's kappa of rounded (half up) integer scores", "Cohen 1960"),
           ("kappa-linear", "linearly weighted kappa of rounded integer scores", "Cohen 1968"),
@@ -141,13 +149,16 @@ _TABLE = (
            "Cohen 1968; Williamson et al. 2012"))),
     Statistic("krippendorff", "krippendorff", "none", ("segment",),
               "Krippendorff's alpha, interval, judge and human as two coders",
-              "Krippendorff 2011", on_scale=True),
+              "Krippendorff 2011", on_scale=True, declared=True),
+    Statistic("krippendorff-ratio", "krippendorff-ratio", "none", ("segment",),
+              "Krippendorff's alpha, ratio (values >= 0), judge and human as two coders",
+              "Krippendorff 2011", on_scale=True, declared=True, nonnegative=True),
     Statistic("krippendorff-ordinal", "krippendorff-ordinal", "none", ("segment",),
               "Krippendorff's alpha, ordinal, of rounded integer scores", "Krippendorff 2011",
-              on_scale=True, categorical=True),
+              on_scale=True, categorical=True, declared=True),
     Statistic("krippendorff-nominal", "krippendorff-nominal", "none", ("segment",),
               "Krippendorff's alpha, nominal, of rounded integer scores", "Krippendorff 2011",
-              on_scale=True, categorical=True),
+              on_scale=True, categorical=True, declared=True),
     Statistic("mae", "mae", "none", ALL_LEVELS, "mean absolute error |judge - human| "
               "(lower is better)", "Willmott and Matsuura 2005", better="lower", on_scale=True),
     Statistic("rmse", "rmse", "none", ALL_LEVELS, "root mean squared error (lower is better)",

@@ -49,7 +49,8 @@ class Task:
     """One setting: `statistic` of each metric against the `human` column at `level` /
     `grouping`; `compare` adds significance clusters (test `method`, `resamples`
     permutations, level `alpha`; `every_pair` runs every pairwise test, not only those the
-    cluster walk needs); `raters` (two or more columns) adds the human ceiling."""
+    cluster walk needs); `raters` (two or more columns) adds the human ceiling.
+    `average`, `replace_nans_with_zeros` and `domain` are `meta_eval.evaluate`'s."""
 
     human: str
     statistic: str = "pearson"
@@ -67,6 +68,14 @@ class Task:
     raters: tuple[str, ...] = ()
     #: with `compare`: test every pair of metrics, not only the pairs the cluster walk needs
     every_pair: bool = False
+    average: str = "macro"
+    replace_nans_with_zeros: bool = False
+    domain: tuple[float, ...] | None = None
+
+    @property
+    def _averaging(self) -> dict[str, Any]:
+        return {"average": self.average, "replace_nans_with_zeros": self.replace_nans_with_zeros,
+                "domain": self.domain}
 
     def run(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, np.ndarray],
             metrics: Sequence[str], *, given: Mapping[str, np.ndarray] | None = None,
@@ -105,13 +114,14 @@ class Task:
         result = evaluate(self.statistic, human=human, metric=matrix, level=self.level,
                           grouping=self.grouping, epsilon=self.epsilon,
                           bootstrap=self.bootstrap, ci=self.ci, seed=self.seed,
-                          permutations=self.permutations)
+                          permutations=self.permutations, **self._averaging)
         return MetricOutcome(name, result, system_score=self._system_score)
 
     def _given(self, name: str, human: np.ndarray, scores: np.ndarray) -> MetricOutcome:
         try:
             result = evaluate_given(self.statistic, human=human, metric=scores,
-                                    epsilon=self.epsilon)
+                                    epsilon=self.epsilon,
+                                    replace_nans_with_zeros=self.replace_nans_with_zeros)
         except ValueError as exc:
             failed = Result(self.statistic, float("nan"), n=0, level="system", grouping="none")
             return MetricOutcome(name, failed, system_score="corpus", error=str(exc))
@@ -123,7 +133,7 @@ class Task:
         options: dict[str, Any] = {}
         if self.method == "permutation":
             options = {"resamples": self.resamples, "epsilon": self.epsilon,
-                       "permutations": self.permutations}
+                       "permutations": self.permutations, **self._averaging}
         try:
             ranking = significance_clusters(
                 self.statistic, human=human, metrics=tested, level=self.level,
@@ -141,7 +151,7 @@ class Task:
         raters = [matrices[r] for r in self.raters]
         common: dict[str, Any] = {"level": self.level, "grouping": self.grouping,
                                   "epsilon": self.epsilon, "seed": self.seed,
-                                  "permutations": self.permutations}
+                                  "permutations": self.permutations, **self._averaging}
         for name, outcome in outcomes.items():
             if not outcome.given:
                 outcome.ceiling_fraction = human_ceiling(

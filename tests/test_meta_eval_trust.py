@@ -106,6 +106,8 @@ def test_every_statistic_has_one_value_in_evaluate_permutation_and_bootstrap(
     human, a, b = data
     if meta_eval.STATISTICS[name].probabilities:  # their domain: 0/1 labels, p in [0, 1]
         human, a, b = (human > 0).astype(float), (a + 1.5) / 3, (b + 1) / 2
+    if meta_eval.STATISTICS[name].nonnegative:  # the ratio level: values >= 0
+        human, a, b = np.abs(human), np.abs(a), np.abs(b)
     level, grouping = choice.draw(st.sampled_from(settings_of(name)))
     common = {"level": level, "grouping": grouping, "epsilon": eps, "permutations": 20,
               "seed": 1}
@@ -149,8 +151,9 @@ def test_a_statistic_is_added_in_one_place(monkeypatch):
 def test_the_table_is_what_callers_accept():
     names = list(meta_eval.STATISTICS)
     assert names == ["pearson", "spearman", "kendall", "kendall-c", "kendall-23", "acc-23",
-                     "acc-eq", "pairwise-accuracy", "spa", "kappa", "kappa-linear", "qwk",
-                     "krippendorff", "krippendorff-ordinal", "krippendorff-nominal", "mae",
+                     "acc-eq", "pairwise-accuracy", "spa", "weighted-tau", "pdp", "kappa",
+                     "kappa-linear", "qwk", "krippendorff", "krippendorff-ratio",
+                     "krippendorff-ordinal", "krippendorff-nominal", "mae",
                      "rmse", "bias", "brier", "ece", "ece-mass"]
     for name in names:
         for level in ("system", "segment"):

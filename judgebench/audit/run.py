@@ -214,14 +214,18 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
 def _block_columns(statistic: str, columns: dict[str, np.ndarray],
                    sentinels: Sequence[str], warnings: list[str]) -> dict[str, np.ndarray]:
     """The columns of one block: for brier/ece, a sentinel that is not a probability (a
-    noise or length score) cannot be scored and is left out, with a warning."""
-    if not meta_eval.statistics.get(statistic).probabilities:
+    noise or length score) cannot be scored and is left out, with a warning; so is a
+    sentinel with a negative value for krippendorff-ratio."""
+    spec = meta_eval.statistics.get(statistic)
+    if not (spec.probabilities or spec.nonnegative):
         return columns
     out = {}
     for name, matrix in columns.items():
         values = matrix[np.isfinite(matrix)]
-        if name in sentinels and values.size and ((values < 0) | (values > 1)).any():
-            note = f"{name} is not a probability in [0, 1]: left out of the {statistic} blocks"
+        outside = (values < 0) | (values > 1) if spec.probabilities else values < 0
+        if name in sentinels and values.size and outside.any():
+            what = "a probability in [0, 1]" if spec.probabilities else "non-negative"
+            note = f"{name} is not {what}: left out of the {statistic} blocks"
             if note not in warnings:
                 warnings.append(note)
             continue

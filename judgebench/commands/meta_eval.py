@@ -9,6 +9,7 @@ table with --format (judgebench.tables).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,18 @@ def _log(message: str) -> None:
               help=f"{statistic_help()}. Repeatable; default: pearson.")
 @click.option("--epsilon", type=float, default=0.0, show_default=True,
               help="Metric tie threshold for kendall-23 and acc-23.")
+@click.option("--labels", callback=lambda _ctx, _param, value: parse_labels(value),
+              metavar="VALUES", help="Declared categories of the kappa family (weights by "
+              "position, as scikit-learn's labels=) and value domain of Krippendorff's "
+              "alpha: comma-separated numbers (1,2,3,4,5) or an integer range (1..5). A "
+              "value outside them is an input error.")
+@click.option("--average", type=click.Choice(("macro", "micro")), default="macro",
+              show_default=True, help="--grouping item|system: the plain mean of the "
+              "groups' values (macro) or weighted by their units (micro, mt-metrics-eval's "
+              "macro=False).")
+@click.option("--replace-nans-with-zeros", is_flag=True,
+              help="An undefined group of 2 or more units (a constant side) counts as 0 in "
+                   "the average instead of being skipped (mt-metrics-eval's option).")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
               help="Item resamples for a confidence interval (0: none).")
 @click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -93,13 +106,18 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
             compare: bool, method: str, resamples: int, alpha: float, verbose: bool,
             raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
-            pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str) -> None:
+            pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str,
+            labels: tuple[float, ...] | None, average: str,
+            replace_nans_with_zeros: bool) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if pairwise:
         if metrics or raters:
             raise click.UsageError("--pairwise takes --judge (not --metric) and several "
                                    "--human columns (not --rater)")
+        if labels is not None or average != "macro" or replace_nans_with_zeros:
+            raise click.UsageError("--labels, --average and --replace-nans-with-zeros are "
+                                   "for a wide scores table, not --pairwise")
         from judgebench.commands.meta_eval_pairwise import run_pairwise
 
         if output_format not in ("text", "json"):
@@ -117,7 +135,9 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        lower=lower, higher=higher, corpus_path=corpus_path,
                        system_score=system_score, exclude_systems=excluded, compare=compare,
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
-                       permutations=permutations, seed=seed, log=_log)
+                       permutations=permutations, seed=seed, labels=labels,
+                       average=average, replace_nans_with_zeros=replace_nans_with_zeros,
+                       log=_log)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
@@ -126,6 +146,27 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
     else:
         table = results_table(result.to_dict(), output_format, TABLE_COLUMNS)
         click.echo(safe(render_table(table, output_format)))
+
+
+def parse_labels(value: str | None) -> tuple[float, ...] | None:
+    """`--labels`: "1,2,3" or "1..5" -> the sorted values; BadParameter otherwise."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        if ".." in text:
+            low, high = (int(part) for part in text.split("..", 1))
+            if high < low or high - low > 10_000:
+                raise ValueError
+            return tuple(float(v) for v in range(low, high + 1))
+        values = sorted({float(part) for part in text.split(",")})
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: use comma-separated numbers (1,2,3,4,5) or an "
+                                 "integer range (1..5)", param_hint="--labels") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise click.BadParameter(f"{value!r}: the labels must be finite numbers",
+                                 param_hint="--labels")
+    return tuple(values)
 
 
 #: The fields of a result a markdown or latex table shows (csv has them first, then the rest).

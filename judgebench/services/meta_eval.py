@@ -148,7 +148,8 @@ class CeilingRow:
         return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,
                 "value": self.value, "n": self.n, "level": self.task.level,
                 "grouping": self.task.grouping,
-                "per_rater": [_finite(v) for v in self.ceiling.per_rater]}
+                "per_rater": [_finite(v) for v in self.ceiling.per_rater],
+                **self.ceiling.extra}
 
 
 Row = MetricRow | CeilingRow
@@ -204,15 +205,21 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               system_score: str = "auto", exclude_systems: Sequence[str] = (),
               compare: bool = False, method: str = "permutation", resamples: int = 1000,
               alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
-              seed: int = 0, log: Log | None = None) -> MetaEvalResult:
+              seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
+              replace_nans_with_zeros: bool = False, log: Log | None = None
+              ) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
-    clusters; `raters` (two or more columns) add the human ceiling. Bad input raises
-    `InputError` naming the option."""
+    clusters; `raters` (two or more columns) add the human ceiling. `labels`: the declared
+    categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
+    "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`).
+    Bad input raises `InputError` naming the option."""
     log = log or (lambda _message: None)
     statistics = tuple(statistics) or ("pearson",)
     _check_options(statistics, level, grouping, epsilon, raters)
+    domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
+                             method)
     use_corpus = level == "system" and system_score == "auto"
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
@@ -221,7 +228,7 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
     check_scales(cols.frame, statistics=statistics, humans=[*humans, *raters],
-                 metrics=in_table, path=str(cols.table.path))
+                 metrics=in_table, path=str(cols.table.path), labels=domain)
     names = [*dict.fromkeys([*humans, *raters, *in_table])]
     matrices = me.score_matrices(cols.table.oriented(cols.frame, in_table), names)
     given = (cols.table.oriented_system_scores(cols.metrics, matrices.systems)
@@ -238,7 +245,9 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                           epsilon=epsilon, bootstrap=bootstrap, ci=ci, seed=seed,
                           permutations=permutations, compare=compare, method=method,
                           resamples=resamples, alpha=alpha, raters=tuple(raters),
-                          every_pair=True),
+                          every_pair=True,
+                          average=average, replace_nans_with_zeros=replace_nans_with_zeros,
+                          domain=domain if get(statistic).declared else None),
                      *((raw.columns, cols, raw_given) if statistic in on_scale
                        else (matrices.columns, cols, given)), log)
               for human in humans for statistic in statistics]
@@ -261,6 +270,36 @@ def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon
     if raters and len(raters) < 2:
         raise InputError("the human ceiling needs two or more --rater columns",
                          field="--rater")
+
+
+def _check_declared(statistics: Sequence[str], labels: Sequence[float] | None,
+                    average: str, replace_nans_with_zeros: bool, compare: bool, method: str
+                    ) -> tuple[float, ...] | None:
+    """The declared labels, sorted; InputError for labels no statistic takes, or an averaging
+    a statistic cannot take."""
+    from meta_eval.levels import check_averaging
+
+    for name in statistics:
+        try:
+            check_averaging(get(name), average, replace_nans_with_zeros)
+        except ValueError as exc:
+            field = "--average" if average != "macro" else "--replace-nans-with-zeros"
+            raise InputError(str(exc), field=field) from None
+        if compare and get(name).swaps == "pairs" and (
+                average != "macro" or replace_nans_with_zeros):
+            raise InputError(f"--compare tests {name} by swapping pair outcomes, which "
+                             "weights the groups itself: use the macro average without "
+                             "--replace-nans-with-zeros", field="--compare")
+    if compare and method == "williams" and (average != "macro" or replace_nans_with_zeros):
+        raise InputError("Williams' test compares one Pearson r each: it takes no "
+                         "--average micro or --replace-nans-with-zeros", field="--test")
+    if labels is None:
+        return None
+    if not any(get(name).declared for name in statistics):
+        raise InputError("declares the categories of the kappa family and the values of "
+                         "Krippendorff's alpha; ask for one of them with --statistic",
+                         field="--labels")
+    return tuple(sorted(set(float(v) for v in labels)))
 
 
 def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
