@@ -37,6 +37,10 @@ class BleuOptions(_Options):
     #: sacrebleu's `force`: no warning for output that looks tokenized (lines ending in " .").
     #: It changes no score, so like sacrebleu's own signature ours leaves it out.
     force: bool = False
+    #: The corpus score with effective order (sacrebleu's `corpus_bleu(...,
+    #: use_effective_order=True)`: n-gram orders with no n-gram in the corpus are left out of
+    #: the geometric mean). Sentence scores always use effective order, as `sentence_bleu` does.
+    corpus_effective_order: bool = False
 
 
 class ChrfOptions(_Options):
@@ -158,12 +162,15 @@ class Bleu(SacrebleuMetric[BleuOptions]):
 
         o = self.options
         return BLEU(tokenize=o.tokenize, smooth_method=o.smooth_method,
-                    smooth_value=o.smooth_value, lowercase=o.lowercase, effective_order=sentence,
-                    force=o.force)
+                    smooth_value=o.smooth_value, lowercase=o.lowercase,
+                    effective_order=sentence or o.corpus_effective_order, force=o.force)
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
         fields.pop("force")
+        if not self.options.corpus_effective_order:
+            # the default: signatures (and stored scores) from before the option stay valid
+            fields.pop("corpus_effective_order")
         return fields
 
     def _statistics(self, samples: Sequence[Sample]) -> list[list[Any]]:
