@@ -309,9 +309,9 @@ def _squad_v2_f1(gold: str, pred: str) -> float:
 
 
 def test_exact_match_token_f1_and_length_on_empty_texts() -> None:
-    samples = _random_samples(11) + [
-        Sample(item="x", system="s9", output="", reference=""),
-        Sample(item="y", system="s9", output="The", reference="")]  # "the" normalises to ""
+    samples = [*_random_samples(11),
+               Sample(item="x", system="s9", output="", reference=""),
+               Sample(item="y", system="s9", output="The", reference="")]  # "the" -> ""
     em = [outcome_of(v).value for v in _metric("lexical.exact_match").score(samples)]
     f1 = [outcome_of(v).value for v in _metric("lexical.token_f1").score(samples)]
     assert em == [max(float(_squad_v2_normalize(s.output) == _squad_v2_normalize(r))
