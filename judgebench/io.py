@@ -647,6 +647,9 @@ def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[s
         if "" in values:
             text = "".join(raw)
             quoted = csv_quoted_fields(text) if '"' in text else [False] * len(values)
+            if len(quoted) != len(values):  # not seen on any record the csv module reads
+                raise InputError("malformed CSV: cannot tell quoted from unquoted cells",
+                                 path=str(path), line=reader.line_num)
             cells = [None if v == "" and not q else v
                      for v, q in zip(values, quoted, strict=True)]
         yield reader.line_num, dict(zip(header, cells, strict=True))
