@@ -283,6 +283,17 @@ def test_rouge_on_empty_texts_equals_rouge_score(name: str, multi_ref: str) -> N
     assert scorer.score("", "")[ROUGE[name]].fmeasure == 0.0  # both empty: rouge-score's 0
 
 
+@pytest.mark.parametrize("rouge_type", ["rouge1", "rouge2", "rougeL", "rougeLsum"])
+@pytest.mark.parametrize("tokenizer", ["unicode", "rouge_score"])
+def test_rouge_scores_own_empty_case(rouge_type: str, tokenizer: str) -> None:
+    """rouge-score's rouge_scorer_test.testRougeEmpty: target "testing one two", prediction
+    "": precision, recall and F-measure 0."""
+    sample = [Sample(item="1", system="s", output="", reference="testing one two")]
+    for measure in ("p", "r", "f"):
+        spec = f"lexical.{rouge_type}:measure={measure},tokenizer={tokenizer},stemmer=false"
+        assert _scored(sample, spec) == [0.0]
+
+
 def test_rouge_lsum_of_an_empty_output_is_rouge_scores() -> None:
     scorer = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True)
     samples = [Sample(item="1", system="s", output="", reference="The cat sat. It ran."),
