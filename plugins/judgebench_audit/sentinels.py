@@ -29,7 +29,7 @@ def unit_normal(*key: object) -> float:
 
 
 #: The sentinels that read no text: every sample gets its value, whatever its texts.
-NO_TEXT = EmptyText(note="reads no text: every sample gets its value")
+NO_TEXT = EmptyText(note="every sample gets its value, whatever its texts")
 
 
 class RandomOptions(BaseModel):
