@@ -272,8 +272,10 @@ def normalize_record(
       error;
     - a human judgment is a finite number or missing (`human_value`): NaN, infinities,
       booleans and text that is not a number are errors naming the field `human.x`.
+    An empty string is a value (an empty output is a text): only the CSV reader turns an
+    unquoted empty cell into None (`_csv_records`), while a quoted `""` stays "". In a dict
+    field (`human`, `metadata`) an empty string is missing.
     With `tabular` (CSV, Parquet, DataFrame: cells are text, or typed by a table), also:
-    - an empty string is missing;
     - in a field whose type admits a list (`sample_shape().lists`, from the Sample model), a
       string starting with '[' is a list: JSON first, then a Python literal
       (`ast.literal_eval`, never `eval`), and it must be a list of the field's element type,
@@ -288,8 +290,6 @@ def normalize_record(
     for column, raw in record.items():
         name = str(column).strip() if tabular else str(column)
         value = _plain(raw)
-        if tabular and isinstance(value, str) and value == "":
-            value = None
         head, dot, key = name.partition(".")
         if dot and head == "human":
             _put(nested, head, key, name,
@@ -297,6 +297,8 @@ def normalize_record(
         elif dot and head in shape.mappings:
             _put(nested, head, key, name, value, where)
         elif name in shape.mappings:
+            if value == "":
+                continue  # no text is a dict: a quoted empty cell is missing here
             # A dict written as text in a cell is JSON (or a literal): its values are typed.
             typed_cell = tabular and not isinstance(value, str)
             if tabular and isinstance(value, str):
@@ -581,9 +583,42 @@ def _jsonl_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict
         yield number, record
 
 
+# One CSV field as Python's csv reader (default dialect, not strict) reads it, up to the
+# delimiter or the record's end: quoted ('"' first: "" inside is a quote, text after the
+# closing quote is kept), or unquoted (a quote inside is text).
+_CSV_FIELD = re.compile(r'"(?:[^"]|"")*(?:"[^,\r\n]*)?|[^,\r\n"][^,\r\n]*|')
+
+
+def csv_quoted_fields(raw: str) -> list[bool]:
+    """For each field of one CSV record (its raw text, line endings included or not), whether
+    it is quoted: `a,"",` gives [False, True, False]. Python's csv module reads `""` and an
+    empty cell as the same "", so the reader looks here to tell them apart."""
+    quoted: list[bool] = []
+    position = 0
+    while True:
+        match = _CSV_FIELD.match(raw, position)
+        assert match is not None  # the last alternative matches the empty string
+        quoted.append(raw.startswith('"', position))
+        position = match.end()
+        if not raw.startswith(",", position):
+            return quoted
+        position += 1
+
+
 def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records of CSV text whose lines are split as a file opened with newline="" splits."""
-    reader = csv.reader(lines)
+    """Records of CSV text whose lines are split as a file opened with newline="" splits.
+
+    An unquoted empty cell is a missing value (None); a quoted one, `""`, is the empty string
+    (`csv_quoted_fields`)."""
+    raw: list[str] = []
+
+    def kept(source: Iterable[str]) -> Iterator[str]:
+        # csv.reader takes a line only when its record needs it: `raw` holds each record's.
+        for line in source:
+            raw.append(line)
+            yield line
+
+    reader = csv.reader(kept(lines))
     try:
         header = next(reader)
     except StopIteration:
@@ -595,6 +630,7 @@ def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[s
     if dupes:
         raise InputError(f"duplicate column(s) {dupes}", path=str(path), line=1)
     while True:
+        raw.clear()
         try:
             values = next(reader)
         except StopIteration:
@@ -607,7 +643,16 @@ def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[s
         if len(values) != len(header):
             raise InputError(f"{len(values)} cells for {len(header)} columns",
                              path=str(path), line=reader.line_num)
-        yield reader.line_num, dict(zip(header, values, strict=True))
+        cells: list[str | None] = list(values)
+        if "" in values:
+            text = "".join(raw)
+            quoted = csv_quoted_fields(text) if '"' in text else [False] * len(values)
+            if len(quoted) != len(values):  # not seen on any record the csv module reads
+                raise InputError("malformed CSV: cannot tell quoted from unquoted cells",
+                                 path=str(path), line=reader.line_num)
+            cells = [None if v == "" and not q else v
+                     for v, q in zip(values, quoted, strict=True)]
+        yield reader.line_num, dict(zip(header, cells, strict=True))
 
 
 def _read_parquet(path: Path) -> Any:

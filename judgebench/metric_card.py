@@ -1,10 +1,11 @@
 """A metric's card (`judgebench metrics NAME`), read from its own declaration.
 
 Everything on a card comes from what the plugin registered: the MetricInfo (description,
-citation, kind, required fields, direction, range, level) and the pydantic Options model
-(each option's type, default, Literal choices and numeric bounds), so a card cannot drift
-from the code. `MetricCard.to_dict()` is what `judgebench metrics NAME --json` prints; its
-keys are listed in CARD_FIELDS and OPTION_FIELDS and stay stable.
+citation, what it does with an empty text, kind, required fields, direction, range, level)
+and the pydantic Options model (each option's type, default, Literal choices and numeric
+bounds), so a card cannot drift from the code. `MetricCard.to_dict()` is what `judgebench
+metrics NAME --json` prints; its keys are listed in CARD_FIELDS and OPTION_FIELDS and stay
+stable.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic.fields import FieldInfo
 from judgebench.registry import MetricEntry
 
 CARD_FIELDS = ("name", "version", "kind", "plugin", "plugin_version", "description",
-               "citation", "requires", "higher_is_better", "value_range", "level",
+               "citation", "empty_text", "requires", "higher_is_better", "value_range", "level",
                "has_corpus", "deterministic", "options", "extra_options", "example")
 OPTION_FIELDS = ("name", "type", "required", "default", "choices", "minimum", "maximum",
                  "exclusive_minimum", "exclusive_maximum", "description")
@@ -74,6 +75,7 @@ class MetricCard:
             "name": info.name, "version": info.version, "kind": info.kind,
             "plugin": self.entry.plugin, "plugin_version": self.entry.version,
             "description": info.description, "citation": info.citation,
+            "empty_text": None if info.empty_text is None else info.empty_text.model_dump(),
             "requires": list(info.requires), "higher_is_better": info.higher_is_better,
             "value_range": list(info.value_range), "level": info.level,
             "has_corpus": info.has_corpus, "deterministic": info.deterministic,

@@ -66,6 +66,32 @@ class Status(StrEnum):
     SKIPPED = "skipped"
 
 
+EmptyAction = Literal["scored", "skipped"]
+
+
+class EmptyText(BaseModel):
+    """What a metric does with a text given as the empty string (an empty output is a text,
+    not a missing field): `scored` as its reference library scores it, or `skipped` (a status
+    with the reason) where the metric is undefined on it. One entry per text field it reads
+    (`output` covers `output_a`/`output_b`, `reference` each reference, `input` the input or
+    source); None: it does not read that field. `note`: the value it gets, or why not."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    output: EmptyAction | None = None
+    reference: EmptyAction | None = None
+    input: EmptyAction | None = None
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line: `output scored, reference scored: NOTE`."""
+        fields = [f"{name} {action}" for name, action in
+                  (("output", self.output), ("reference", self.reference),
+                   ("input", self.input)) if action is not None]
+        head = ", ".join(fields) or "reads no text"
+        return f"{head}: {self.note}" if self.note else head
+
+
 MetricKind = Literal["reference", "learned", "judge", "sentinel"]
 MetricLevel = Literal["segment", "corpus"]
 
@@ -89,6 +115,8 @@ class MetricInfo(BaseModel):
     description: str = ""
     #: The paper (or software) to cite for this metric, as one readable reference.
     citation: str = ""
+    #: What it does with an empty text (None: not declared); every built-in metric declares it.
+    empty_text: EmptyText | None = None
 
     @field_validator("requires")
     @classmethod

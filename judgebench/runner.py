@@ -153,8 +153,11 @@ def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost) -> list[Prepa
 
 
 def _missing(sample: Sample, name: str) -> bool:
+    """Whether a sample lacks a field: absent (None), or a list or dict with nothing in it.
+    An empty string is a value: an empty output is a text, and each metric says what it
+    does with one (`MetricInfo.empty_text`)."""
     value = getattr(sample, name)
-    return value is None or (isinstance(value, str | list | dict) and len(value) == 0)
+    return value is None or (isinstance(value, list | dict) and len(value) == 0)
 
 
 @dataclass

@@ -137,7 +137,7 @@ def test_identical_prompts_are_sent_once() -> None:
 def test_missing_fields_fail_alone() -> None:
     backend = Scripted(lambda r: text("ok [RESULT] 3"), prefill=False)
     outcomes = judge("judge.rubric", backend, protocol="text").score(
-        [QA, QA.model_copy(update={"system": "t", "output": "  "})])
+        [QA, QA.model_copy(update={"system": "t", "output": None})])
     assert outcomes[0].status == Status.OK
     assert outcomes[1].status == Status.ERROR and "has no 'output'" in outcomes[1].reason
 

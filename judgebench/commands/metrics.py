@@ -74,11 +74,14 @@ def render_card(card: MetricCard) -> str:
         ["level", level],
         ["deterministic", "yes" if d["deterministic"] else "no"],
     ])
+    empty_text = card.entry.info.empty_text
+    empty = empty_text.describe() if empty_text is not None else "(not declared)"
     lines = [f"{d['name']} (version {d['version']}; plugin {d['plugin']} "
              f"{d['plugin_version']})".replace(" )", ")"),
              *_wrapped(d["description"] or "(no description)", ""), "",
              *render(facts, "text").splitlines()[1:], "", "options:",
-             *_options(card), "", "citation:", *_wrapped(d["citation"] or "(none given)", "  "),
+             *_options(card), "", "empty text:", *_wrapped(empty, "  "),
+             "", "citation:", *_wrapped(d["citation"] or "(none given)", "  "),
              "", "example:", f"  {d['example']}"]
     return "\n".join(lines)
 

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.errors import InputError
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 from judgebench_audit.sentinels import SENTINEL_CITATION
 from meta_eval.combination import cross_fit, item_folds
@@ -171,6 +171,10 @@ def _info(name: str, field: str, what: str) -> MetricInfo:
         description=f"Ridge regression on TF-IDF of the {what} only, trained on the human "
                     "scores with K-fold cross-fitting over items.",
         citation=SENTINEL_CITATION,
+        empty_text=EmptyText.model_validate({
+            field: "skipped",
+            "note": f"skipped ('sample has no {field} text'): an empty (or blank) {field} has no "
+                    "features, and it is left out of the training rows"}),
     )
 
 

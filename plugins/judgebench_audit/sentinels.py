@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 
 SENTINEL_CITATION = ("Perrella, Proietti, Scirè, Barba and Navigli (2024). Guardians of the "
@@ -26,6 +26,10 @@ def unit_normal(*key: object) -> float:
     digest = hashlib.sha256("\x1f".join(map(str, key)).encode("utf-8")).digest()
     entropy = int.from_bytes(digest[:16], "little")
     return float(np.random.default_rng(entropy).standard_normal())
+
+
+#: The sentinels that read no text: every sample gets its value, whatever its texts.
+NO_TEXT = EmptyText(note="every sample gets its value, whatever its texts")
 
 
 class RandomOptions(BaseModel):
@@ -45,6 +49,7 @@ class RandomSentinel(Sentinel[RandomOptions]):
 
     info = MetricInfo(
         name="sentinel.random", version="1", kind="sentinel", requires=(),
+        empty_text=NO_TEXT,
         description="Seeded random score per system plus per-item noise: blind to content.",
         citation=SENTINEL_CITATION,
     )
@@ -75,6 +80,7 @@ class ConstantSentinel(Sentinel[ConstantOptions]):
 
     info = MetricInfo(
         name="sentinel.constant", version="1", kind="sentinel", requires=(),
+        empty_text=NO_TEXT,
         description="The same score for every output (a metric that only predicts ties).",
         citation=SENTINEL_CITATION,
     )
@@ -94,6 +100,7 @@ class LengthSentinel(Sentinel[LengthOptions]):
 
     info = MetricInfo(
         name="sentinel.length", version="1", kind="sentinel", requires=("output",),
+        empty_text=EmptyText(output="scored", note="0 words, 0 characters"),
         description="Output length (words or chars): rewards whatever length people prefer.",
         citation=SENTINEL_CITATION,
     )

@@ -53,7 +53,7 @@ from judgebench.backends.base import ENGINE_OPTIONS, EngineOptions, unset_engine
 from judgebench.errors import InputError
 from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import Metric
-from judgebench.models import Outcome, Sample, Status
+from judgebench.models import EmptyText, Outcome, Sample, Status
 from judgebench.redact import redact
 from judgebench.store import REQUEST_KEYS
 from judgebench_judges import parsing
@@ -477,9 +477,19 @@ class MissingField(ValueError):
 
 
 def need(sample: Sample, value: str | None, field: str) -> str:
-    if value is None or not str(value).strip():
+    """`value`, or MissingField when the sample lacks it (None). An empty text is a value: the
+    judge judges it, its prompt showing nothing between the text's tags (`JUDGED_EMPTY`)."""
+    if value is None:
         raise MissingField(f"sample {sample.item}/{sample.system} has no '{field}'")
     return value
+
+
+#: What every built-in judge does with an empty text.
+JUDGED_EMPTY = EmptyText(
+    output="scored", reference="scored", input="scored",
+    note="judged like any other text: the prompt shows an empty output or reference as "
+         "nothing between its tags; an empty input as no input given ('(no question given)'; "
+         "Prometheus: an empty instruction)")
 
 
 class Dispatcher:

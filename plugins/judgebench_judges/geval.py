@@ -32,6 +32,7 @@ from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_judges import parsing
 from judgebench_judges.base import (
+    JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
     accounting,
@@ -65,6 +66,7 @@ class GEvalOptions(JudgeOptions):
 class GEvalJudge(JudgeMetric[GEvalOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.geval", version="1", kind="judge", requires=("output",),
+        empty_text=JUDGED_EMPTY,
         value_range=(1, 5), deterministic=False,
         description="G-Eval: criterion + evaluation steps, form-filling prompt, score = "
                     "probability-weighted mean of the score tokens (or mean of n samples).",

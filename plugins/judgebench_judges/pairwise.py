@@ -18,6 +18,7 @@ from judgebench.backends import Request, Response
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_judges import parsing
 from judgebench_judges.base import (
+    JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
     accounting,
@@ -50,6 +51,7 @@ class PairwiseOptions(JudgeOptions):
 class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.pairwise", version="1", kind="judge", requires=("output_a", "output_b"),
+        empty_text=JUDGED_EMPTY,
         value_range=(0, 1), deterministic=False,
         description="A vs B (MT-Bench/LLMBar style), both orders by default; 1 = a wins, "
                     "0 = b wins, 0.5 = tie or the orders disagree; per-order verdicts and flips "

@@ -24,9 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from judgebench.backends import run_sync
 from judgebench.errors import InputError
 from judgebench.metric import Metric
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.store import REQUEST_KEYS
 from judgebench_judges.base import JudgeMetric
+
+#: The panel reads no text itself: each member judge judges an empty one.
+PANEL_EMPTY = EmptyText(output="scored", reference="scored", input="scored",
+                        note="as its member judges, which judge an empty text like any other")
 
 
 class PanelOptions(BaseModel):
@@ -50,6 +54,7 @@ class PanelOptions(BaseModel):
 class JudgePanel(Metric[PanelOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.panel", version="1", kind="judge", requires=(), deterministic=False,
+        empty_text=PANEL_EMPTY,
         description="Several judges (e.g. models) combined by mean or majority; each member's "
                     "verdict kept.",
         citation="Verga et al. (2024). Replacing Judges with Juries: Evaluating LLM "

@@ -26,6 +26,7 @@ from judgebench.backends import Request, Response
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges.base import (
+    JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
     call_extra,
@@ -121,7 +122,8 @@ def _rubric_of(name: str, options: PrometheusOptions) -> ScoreRubric:
 def _prompt_values(judge: JudgeMetric[Any], sample: Sample, mode: str) -> dict[str, str]:
     """The instruction (the sample's input, else its source) and the reference parts."""
     options = cast(PrometheusOptions, judge.options)
-    values = {"instruction": need(sample, sample.input or sample.source, "input"),
+    instruction = sample.input if sample.input is not None else sample.source
+    values = {"instruction": need(sample, instruction, "input"),
               "reference_given": "", "reference_section": ""}
     if options.use_reference and sample.references:
         given, section = _REFERENCE[mode]
@@ -153,6 +155,7 @@ async def _ask_parsed(judge: JudgeMetric[Any], request: Request, parse: Callable
 class PrometheusJudge(JudgeMetric[PrometheusOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.prometheus", version="1", kind="judge", requires=("output",),
+        empty_text=JUDGED_EMPTY,
         value_range=(1, 5), deterministic=False,
         description="Prometheus 2 absolute grading in prometheus-eval's exact format: score "
                     "rubric (rubric=helpfulness|harmlessness|honesty|factual_grounding|"
@@ -204,6 +207,7 @@ class PrometheusRelativeJudge(PairwiseJudge):
 
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.prometheus_relative", version="1", kind="judge",
+        empty_text=JUDGED_EMPTY,
         requires=("output_a", "output_b"), value_range=(0, 1), deterministic=False,
         description="Prometheus 2 relative grading (A or B) in prometheus-eval's exact format "
                     "and parsing rules; 1 = a wins, 0 = b wins (0.5: the two orders disagree, "

@@ -13,6 +13,7 @@ from judgebench.backends import Request
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
+    JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
     call_extra,
@@ -42,6 +43,7 @@ class ReferenceOptions(JudgeOptions):
 class ReferenceJudge(JudgeMetric[ReferenceOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.reference", version="1", kind="judge", requires=("output", "reference"),
+        empty_text=JUDGED_EMPTY,
         value_range=(0, 5), deterministic=False,
         description="Correctness against a reference answer: binary (1/0) or graded (min..max).",
         citation="Zheng et al. (2023). Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena. "

@@ -19,6 +19,7 @@ from judgebench.backends import Request, Response
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
+    JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
     call_extra,
@@ -59,6 +60,7 @@ def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
 class RubricJudge(JudgeMetric[RubricOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.rubric", version="1", kind="judge", requires=("output",),
+        empty_text=JUDGED_EMPTY,
         value_range=(1, 5), deterministic=False,
         description="Prometheus-style direct assessment: feedback then an integer score "
                     "against a rubric (criterion preset or your own, optional reference).",

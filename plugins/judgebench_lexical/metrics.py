@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from judgebench.metric import Metric, WithStatistics
-from judgebench.models import MetricInfo, Sample
+from judgebench.models import EmptyText, MetricInfo, Sample
 
 
 class _Options(BaseModel):
@@ -37,6 +37,10 @@ class BleuOptions(_Options):
     #: sacrebleu's `force`: no warning for output that looks tokenized (lines ending in " .").
     #: It changes no score, so like sacrebleu's own signature ours leaves it out.
     force: bool = False
+    #: The corpus score with effective order (sacrebleu's `corpus_bleu(...,
+    #: use_effective_order=True)`: n-gram orders with no n-gram in the corpus are left out of
+    #: the geometric mean). Sentence scores always use effective order, as `sentence_bleu` does.
+    corpus_effective_order: bool = False
 
 
 class ChrfOptions(_Options):
@@ -57,6 +61,11 @@ class TerOptions(_Options):
     no_punct: bool = False
     asian_support: bool = False
     case_sensitive: bool = False
+
+
+SACREBLEU_EMPTY = ("as sacrebleu: 0 for an empty output or against an empty reference (another "
+                   "reference may still match); an empty output counts in the corpus "
+                   "statistics (length 0, no n-grams)")
 
 
 def _reference_streams(samples: Sequence[Sample]) -> list[list[str | None]]:
@@ -132,7 +141,7 @@ class SacrebleuMetric(Metric[SacrebleuOptionsT]):
         return float(self._corpus_metric._compute_score_from_stats(list(total)).score)
 
     def corpus_score(self, samples: Sequence[Sample]) -> float:
-        outputs = [s.output or "" for s in samples]
+        outputs = [s.output or "" for s in samples]  # an empty output counts: it has length 0
         return self._corpus_metric.corpus_score(outputs, _reference_streams(samples)).score
 
 
@@ -141,6 +150,7 @@ class Bleu(SacrebleuMetric[BleuOptions]):
         name="lexical.bleu", kind="reference", requires=("output", "reference"),
         value_range=(0.0, 100.0), has_corpus=True,
         description="sacrebleu BLEU (sentence: effective order; corpus: corpus BLEU)",
+        empty_text=EmptyText(output="scored", reference="scored", note=SACREBLEU_EMPTY),
         citation="Papineni, Roukos, Ward and Zhu (2002). BLEU: a Method for Automatic "
                  "Evaluation of Machine Translation. ACL. Post (2018). A Call for Clarity in "
                  "Reporting BLEU Scores. WMT.",
@@ -152,12 +162,15 @@ class Bleu(SacrebleuMetric[BleuOptions]):
 
         o = self.options
         return BLEU(tokenize=o.tokenize, smooth_method=o.smooth_method,
-                    smooth_value=o.smooth_value, lowercase=o.lowercase, effective_order=sentence,
-                    force=o.force)
+                    smooth_value=o.smooth_value, lowercase=o.lowercase,
+                    effective_order=sentence or o.corpus_effective_order, force=o.force)
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
         fields.pop("force")
+        if not self.options.corpus_effective_order:
+            # the default: signatures (and stored scores) from before the option stay valid
+            fields.pop("corpus_effective_order")
         return fields
 
     def _statistics(self, samples: Sequence[Sample]) -> list[list[Any]]:
@@ -175,6 +188,7 @@ class Chrf(SacrebleuMetric[ChrfOptions]):
     info = MetricInfo(
         name="lexical.chrf", kind="reference", requires=("output", "reference"),
         value_range=(0.0, 100.0), has_corpus=True, description="sacrebleu chrF",
+        empty_text=EmptyText(output="scored", reference="scored", note=SACREBLEU_EMPTY),
         citation="Popović (2015). chrF: character n-gram F-score for automatic MT evaluation. "
                  "WMT. Post (2018). A Call for Clarity in Reporting BLEU Scores. WMT.",
     )
@@ -202,6 +216,11 @@ class Ter(SacrebleuMetric[TerOptions]):
         name="lexical.ter", kind="reference", requires=("output", "reference"),
         higher_is_better=False, value_range=(0.0, None), has_corpus=True,
         description="sacrebleu TER (edits per reference word, x100)",
+        empty_text=EmptyText(output="scored", reference="scored",
+                             note="as sacrebleu: 100 for an empty output against a non-empty "
+                                  "reference (and for an output against an empty one), 0 when "
+                                  "both are empty; an empty output counts in the corpus "
+                                  "statistics (its edits, the reference length)"),
         citation="Snover, Dorr, Schwartz, Micciulla and Makhoul (2006). A Study of Translation "
                  "Edit Rate with Targeted Human Annotation. AMTA. Post (2018). A Call for "
                  "Clarity in Reporting BLEU Scores. WMT.",
@@ -292,10 +311,15 @@ SQUAD_CITATION = ("Rajpurkar, Zhang, Lopyrev and Liang (2016). SQuAD: 100,000+ Q
                   "Machine Comprehension of Text. EMNLP.")
 
 
+ROUGE_EMPTY = EmptyText(output="scored", reference="scored",
+                        note="as rouge-score: 0 (precision, recall and F) when the output or "
+                             "the reference has no tokens, both empty included")
+
+
 def _rouge_info(rouge_type: str, description: str) -> MetricInfo:
     return MetricInfo(name=f"lexical.{rouge_type}", kind="reference",
                       requires=("output", "reference"), value_range=(0.0, 1.0),
-                      description=description, citation=ROUGE_CITATION)
+                      description=description, citation=ROUGE_CITATION, empty_text=ROUGE_EMPTY)
 
 
 class Rouge1(Rouge[RougeOptions]):
@@ -373,7 +397,10 @@ class ExactMatch(_AnswerMetric):
     info = MetricInfo(name="lexical.exact_match", kind="reference",
                       requires=("output", "reference"), value_range=(0.0, 1.0),
                       description="1 if the normalised output equals a normalised reference",
-                      citation=SQUAD_CITATION)
+                      citation=SQUAD_CITATION,
+                      empty_text=EmptyText(output="scored", reference="scored",
+                                           note="as SQuAD's script: 1 when both normalise to "
+                                                "the empty text, else 0"))
 
     def _compare(self, prediction: str, reference: str) -> float:
         return float(prediction == reference)
@@ -383,7 +410,10 @@ class TokenF1(_AnswerMetric):
     info = MetricInfo(name="lexical.token_f1", kind="reference",
                       requires=("output", "reference"), value_range=(0.0, 1.0),
                       description="SQuAD token F1, best over references",
-                      citation=SQUAD_CITATION)
+                      citation=SQUAD_CITATION,
+                      empty_text=EmptyText(output="scored", reference="scored",
+                                           note="as SQuAD v2.0's script: 1 when both have no "
+                                                "tokens, 0 when only one has none"))
 
     def _compare(self, prediction: str, reference: str) -> float:
         return token_f1(prediction, reference)
@@ -402,7 +432,8 @@ class LengthOptions(_Options):
 class Length(Metric[LengthOptions]):
     info = MetricInfo(name="lexical.length", kind="reference", requires=("output",),
                       value_range=(0.0, None), description="output length in words or characters",
-                      citation=LENGTH_CITATION)
+                      citation=LENGTH_CITATION,
+                      empty_text=EmptyText(output="scored", note="0 words, 0 characters"))
     Options = LengthOptions
     batch_size: ClassVar[int] = 4096
 

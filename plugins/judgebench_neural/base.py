@@ -10,7 +10,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.metric import Metric
-from judgebench.models import Outcome, Sample, Status
+from judgebench.models import EmptyText, Outcome, Sample, Status
 from judgebench_neural.encoder import Encoder, get_encoder
 from judgebench_neural.loading import DEFAULT_ENCODER, ModelRef, resolve_device, resolve_model
 
@@ -64,6 +64,19 @@ class EncoderMetric(ModelMetric[ModelOptionsT]):
     @property
     def encoder(self) -> Encoder:
         return get_encoder(self.model_ref, device=self.options.device, dtype=self.options.dtype)
+
+
+#: What the neural metrics do with an empty text: an empty (or blank) output is skipped, as
+#: its embedding or likelihood holds only the model's special tokens; an empty text it is
+#: compared with is left out, and the sample skipped when none is left.
+EMBEDDED_EMPTY = EmptyText(
+    output="skipped", reference="skipped", input="skipped",
+    note="skipped with the reason 'empty output' (a blank text has no tokens of its own); an "
+         "empty reference or input is left out, and the sample skipped when none is left")
+SET_EMPTY = EmptyText(
+    output="skipped", reference="skipped", input="skipped",
+    note="empty (or blank) outputs and texts are left out of the system's sets; the system "
+         "is skipped, with the reason, when too few are left")
 
 
 def texts_or_reason(samples: Sequence[Sample], field: str) -> list[str | Outcome]:

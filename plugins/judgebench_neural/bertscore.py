@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from judgebench.errors import InputError
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import EncoderMetric, ModelOptions
 
 PARTS = ("precision", "recall", "f1")
@@ -145,11 +145,20 @@ class BertScoreOptions(ModelOptions):
     part: Literal["f1", "precision", "recall"] = "f1"
 
 
+#: bert-score itself prints a warning and sets an empty text's raw P, R and F to 0; judgebench
+#: skips it instead, as the formula's 0/0 has no value.
+BERTSCORE_EMPTY = EmptyText(
+    output="skipped", reference="skipped",
+    note="skipped: BERTScore is undefined for a text with no tokens (0/0; bert-score warns "
+         "and writes 0); an empty reference among several is left out")
+
+
 class BertScore(EncoderMetric[BertScoreOptions]):
     """BERTScore P, R or F1 (option `part`) against the best of the references."""
 
     info = MetricInfo(
         name="neural.bertscore", version="1", kind="reference", requires=("output", "reference"),
+        empty_text=BERTSCORE_EMPTY,
         value_range=(None, 1.0),
         description="BERTScore (Zhang et al. 2020): greedy cosine matching of contextual token "
                     "embeddings; options model, layer, idf/idf_from, rescale/baseline, "

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import Dtype, EncoderMetric, ModelOptions, context_texts
+from judgebench_neural.base import EMBEDDED_EMPTY, Dtype, EncoderMetric, ModelOptions, context_texts
 from judgebench_neural.pooling import PooledModel, PoolingOptions, pooling_signature, uses_pooling
 
 
@@ -33,6 +33,7 @@ class EmbeddingCosine(EncoderMetric[EmbeddingCosineOptions]):
 
     info = MetricInfo(
         name="neural.embedding-cosine", version="1", kind="reference", requires=("output",),
+        empty_text=EMBEDDED_EMPTY,
         value_range=(-1.0, 1.0),
         description="Cosine similarity of pooled sentence embeddings of the output and the "
                     "reference (multi_ref=max|mean) or, with against=input, the input; "

@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import Field
 
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import Dtype, ModelMetric, ModelOptions, output_contexts
+from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
+from judgebench_neural.base import EMBEDDED_EMPTY, Dtype, ModelMetric, ModelOptions, output_contexts
 from judgebench_neural.encoder import _length_batches, _max_length
 from judgebench_neural.loading import ModelRef, offline, resolve_device, revision_of
 from judgebench_neural.pooling import (
@@ -51,6 +51,7 @@ class Classifier(ModelMetric[ClassifierOptions]):
 
     info = MetricInfo(
         name="learned.classifier", version="1", kind="learned", requires=("output",),
+        empty_text=EMBEDDED_EMPTY,
         description="Any local sequence-classification or reward model (model=DIR): the logit "
                     "or probability of `label` (the single logit when num_labels=1) for the "
                     "output, or for the pair (input|reference, output) with pair=...; "
@@ -202,11 +203,18 @@ class CometOptions(ModelOptions):
     multi_ref: Literal["max", "mean"] = "max"
 
 
+COMET_EMPTY = EmptyText(
+    output="skipped", reference="scored", input="scored",
+    note="an empty (or blank) output is skipped ('empty output'); an empty reference or "
+         "source goes to COMET as the empty text it is")
+
+
 class Comet(ModelMetric[CometOptions]):
     """COMET through the `unbabel-comet` package, from a local checkpoint."""
 
     info = MetricInfo(
         name="learned.comet", version="1", kind="learned", requires=("output",),
+        empty_text=COMET_EMPTY,
         description="COMET (Rei et al. 2020) from a local checkpoint (model=/path/model.ckpt) "
                     "through unbabel-comet: src=input, mt=output, ref=each reference "
                     "(multi_ref=max|mean); reference-free checkpoints need no reference.",

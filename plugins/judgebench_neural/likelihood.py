@@ -30,7 +30,7 @@ from judgebench.backends.base import EngineOptions, given_engine_options, unset_
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import output_contexts
+from judgebench_neural.base import EMBEDDED_EMPTY, output_contexts
 
 
 def _merged() -> Outcome:
@@ -76,6 +76,7 @@ class Likelihood(Metric[LikelihoodOptions]):
 
     info = MetricInfo(
         name="neural.likelihood", version="1", kind="reference", requires=("output",),
+        empty_text=EMBEDDED_EMPTY,
         value_range=(None, 0.0),
         description="BARTScore/GPTScore-style mean token log-probability of the output given "
                     "the input (given=input), a reference (given=reference) or nothing, under "

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from judgebench.errors import JudgebenchError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import EncoderMetric, ModelOptions, context_texts
+from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions, context_texts
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,7 @@ class Mauve(EncoderMetric[MauveOptions]):
 
     info = MetricInfo(
         name="neural.mauve", version="1", kind="reference", requires=("output",),
+        empty_text=SET_EMPTY,
         level="corpus", value_range=(0.0, 1.0),
         description="MAUVE (Pillutla et al. 2021) of a system's outputs against the distinct "
                     "references (or inputs) of its items, on encoder embeddings; star=true "

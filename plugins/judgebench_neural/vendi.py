@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from judgebench.models import MetricInfo, Outcome, Sample, Status
-from judgebench_neural.base import EncoderMetric, ModelOptions
+from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions
 
 
 def vendi_from_similarity(similarity: np.ndarray, q: float = 1.0) -> float:
@@ -54,6 +54,7 @@ class Vendi(EncoderMetric[VendiOptions]):
 
     info = MetricInfo(
         name="neural.vendi", version="1", kind="reference", requires=("output",),
+        empty_text=SET_EMPTY,
         level="corpus", value_range=(1.0, None),
         description="Vendi score (Friedman & Dieng 2023) of a system's outputs under the cosine "
                     "kernel of sentence embeddings: the effective number of distinct outputs. "
