@@ -58,6 +58,9 @@ class PluginHost:
     versions: dict[str, str] = field(default_factory=dict)
     #: The local plugins (`-p`) it loaded, so worker processes can build the same host.
     local_plugins: tuple[str, ...] = ()
+    #: The plugins whose metrics are signed by version and content hash, not by name (the
+    #: local plugin files: their name is their path).
+    by_content: set[str] = field(default_factory=set)
     _cache: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # -- registries ---------------------------------------------------------------------
@@ -85,8 +88,7 @@ class PluginHost:
                              f"(registered metrics: {known})")
         return found[name]
 
-    def _collect(self, hook_name: str,
-                 make: Callable[[str, str, dict[str, EntryT]], Register[EntryT]]
+    def _collect(self, hook_name: str, make: Callable[..., Register[EntryT]]
                  ) -> dict[str, EntryT]:
         """Call every implementation of `hook_name` with its plugin's register object."""
         if hook_name in self._cache:
@@ -95,7 +97,8 @@ class PluginHost:
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             plugin = impl.plugin_name
             try:
-                impl.function(register=make(plugin, self.versions.get(plugin, ""), found))
+                impl.function(register=make(plugin, self.versions.get(plugin, ""), found,
+                                            by_content=plugin in self.by_content))
             except PluginError:
                 raise
             except Exception as exc:  # one broken plugin must not take the others down
@@ -156,9 +159,10 @@ def _is_file(spec: str) -> bool:
 
 
 def local_name(spec: str) -> str:
-    """The name a local plugin is registered (and signed) under: a file by its resolved
-    path, so `-p my.py`, `-p ./my.py` and its absolute path are one plugin; a module by its
-    dotted name."""
+    """The name a local plugin is registered under: a file by its resolved path, so
+    `-p my.py`, `-p ./my.py` and its absolute path are one plugin; a module by its dotted
+    name. A file's metrics are signed by its version and content hash alone (`source_hash`),
+    not this name: the same file moved is the same plugin to the store."""
     return str(Path(spec).resolve()) if _is_file(spec) else spec
 
 
@@ -214,6 +218,8 @@ def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
             raise PluginError(f"plugin '{spec}' failed to load: {_describe(exc)}") from exc
         name = local_name(spec)
         _register(pm, module, name)
+        if _is_file(spec):
+            host.by_content.add(name)
         host.versions[name] = " ".join(
             part for part in (getattr(module, "__version__", "local"), source_hash(module))
             if part)

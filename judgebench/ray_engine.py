@@ -78,13 +78,6 @@ def scheduler_factory(config: RayConfig, settings: RunSettings) -> SchedulerFact
 
 
 # -- starting and stopping Ray --------------------------------------------------------------
-def ray_available() -> bool:
-    """Whether Ray (the `[ray]` extra) is installed, without importing it."""
-    import importlib.util
-
-    return importlib.util.find_spec("ray") is not None
-
-
 def quiet_environment() -> None:
     """No usage statistics, ever (set before Ray is imported or started)."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"

@@ -58,6 +58,9 @@ class MetricEntry:
     factory: Callable[..., Metric]
     plugin: str
     version: str = ""
+    #: Signed by `version` alone, not the plugin's name: a local plugin file, whose name is
+    #: its path and whose version ends with its content hash (moved, it re-scores nothing).
+    by_content: bool = False
 
     @property
     def name(self) -> str:
@@ -65,8 +68,8 @@ class MetricEntry:
 
     @property
     def label(self) -> str:
-        """`plugin version`, as it enters the signature."""
-        return f"{self.plugin} {self.version}".strip()
+        """`plugin version` (`version` alone when `by_content`), as it enters the signature."""
+        return self.version if self.by_content else f"{self.plugin} {self.version}".strip()
 
     @property
     def options_model(self) -> type[BaseModel] | None:
@@ -112,9 +115,11 @@ EntryT = TypeVar("EntryT", MetricEntry, NamedEntry, ProbeEntry)
 class Register(Generic[EntryT]):
     """Collects one plugin's entries for one hook into the host's registry."""
 
-    def __init__(self, plugin: str, version: str, found: dict[str, EntryT]) -> None:
+    def __init__(self, plugin: str, version: str, found: dict[str, EntryT], *,
+                 by_content: bool = False) -> None:
         self._plugin = plugin
         self._version = version
+        self._by_content = by_content
         self._found: dict[str, EntryT] = found
 
     def _error(self, message: str) -> PluginError:
@@ -139,7 +144,8 @@ class Register(Generic[EntryT]):
                 "attribute or call register(factory, info=MetricInfo(...))")
         if isinstance(metric, type) and issubclass(metric, Metric):
             self._check_metric_class(metric, info)
-        return MetricEntry(info=info, factory=metric, plugin=self._plugin, version=self._version)
+        return MetricEntry(info=info, factory=metric, plugin=self._plugin, version=self._version,
+                           by_content=self._by_content)
 
     def _check_metric_class(self, cls: type[Metric], info: MetricInfo) -> None:
         if (info.level == "corpus" or info.has_corpus) and cls.corpus_score is Metric.corpus_score:

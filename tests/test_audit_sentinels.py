@@ -16,6 +16,7 @@ from judgebench.audit.blocks import Options, evaluate_block
 from judgebench.audit.gate import gate
 from judgebench.audit.sentinels import compute_sentinels, default_specs
 from judgebench.errors import InputError
+from judgebench.extras import MissingExtra
 from judgebench.models import Outcome, Sample, Status
 from judgebench.plugins import get_host
 from judgebench.spec import MetricSpec
@@ -299,12 +300,12 @@ def test_embedding_features_use_the_bundled_encoder() -> None:
     assert "max_features" not in signature
 
 
-def test_missing_scikit_learn_is_an_error_status_that_says_what_to_install(
+def test_missing_scikit_learn_is_refused_before_any_sentinel_runs(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "sklearn.linear_model", None)
+    monkeypatch.setitem(sys.modules, "sklearn", None)
     frame, samples = synthetic(n_items=4, n_systems=2)
-    [run] = compute_sentinels(frame, humans=["human.q"], samples=samples,
-                              specs=[MetricSpec("sentinel.cand")], host=get_host())
-    assert run.statuses["human.q"] == {"error": 8}
-    assert "pip install 'judgebench[audit]'" in run.reasons["human.q"]["error"]
-    assert np.isnan(run.values["human.q"]).all()
+    with pytest.raises(MissingExtra, match=r"pip install 'judgebench\[audit\]'") as caught:
+        compute_sentinels(frame, humans=["human.q"], samples=samples,
+                          specs=[MetricSpec("sentinel.length"), MetricSpec("sentinel.cand")],
+                          host=get_host())
+    assert caught.value.exit_code == 2 and caught.value.feature == "sentinel.cand"

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("judgebench", "meta_eval", "plugins")
 CORE_SOURCES = ("judgebench", "meta_eval")
@@ -142,3 +145,32 @@ def test_the_tables_name_what_they_should() -> None:
     assert {"click", "pandas", "rouge-score"} <= core and {"torch", "litellm"} <= extras
     for module, dist in NOT_INSTALLED_HERE.items():
         assert normalize(dist) in extras, f"{dist} ({module}) is in no extra"
+
+
+#: Pairs that install together (neither's metadata forbids the other) and then fail at import
+#: (each installed into a throwaway venv: score to Parquet and meta-eval, faiss k-means).
+BROKEN_PAIRS = [
+    (("pyarrow", "26.0.1"), ("numpy", "1.26.4")),  # "pyarrow requires NumPy 2.0 or newer"
+    (("pyarrow", "14.0.2"), ("numpy", "2.4.6")),  # built against numpy 1
+    (("faiss-cpu", "1.8.0"), ("numpy", "2.4.6")),  # built against numpy 1
+]
+
+
+def declared_ranges() -> dict[str, SpecifierSet]:
+    """Each distribution's range: core dependencies and every extra's, intersected."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    every = [*project["dependencies"],
+             *(r for group in project["optional-dependencies"].values() for r in group)]
+    ranges: dict[str, SpecifierSet] = {}
+    for text in every:
+        requirement = Requirement(text)
+        name = normalize(requirement.name)
+        ranges[name] = ranges.get(name, SpecifierSet()) & requirement.specifier
+    return ranges
+
+
+def test_no_declared_range_admits_a_pair_known_to_break() -> None:
+    ranges = declared_ranges()
+    admitted = [f"{a}=={va} with {b}=={vb}" for (a, va), (b, vb) in BROKEN_PAIRS
+                if ranges[a].contains(va) and ranges[b].contains(vb)]
+    assert admitted == []

@@ -200,6 +200,26 @@ def test_a_run_that_fails_before_scoring_creates_no_store_and_no_table(tmp_path:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
+def test_a_local_plugin_file_moved_elsewhere_rescoring_nothing(plugin: Path,
+                                                               tmp_path: Path) -> None:
+    """A local plugin is signed by its content hash, not its path."""
+    data = _inputs(tmp_path, ["fine", "fine", "fine"])
+    store = tmp_path / "runs.db"
+
+    def score(path: Path) -> str:
+        proc = run_cli("-p", str(path), "score", str(data), "-m", "picky.len", "--store",
+                       str(store), "--resume", "-o", str(tmp_path / "out.csv"), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    assert "computed 3, reused 0" in score(plugin)
+    moved = tmp_path / "elsewhere" / "deeper" / plugin.name
+    moved.parent.mkdir(parents=True)
+    plugin.rename(moved)
+    assert "computed 0, reused 3" in score(moved)
+    assert sqlite3.connect(store).execute("SELECT COUNT(*) FROM scores").fetchone() == (3,)
+
+
 def test_a_local_plugin_is_one_key_by_any_path_and_editing_it_rescoring(
     plugin: Path, tmp_path: Path
 ) -> None:
@@ -218,7 +238,7 @@ def test_a_local_plugin_is_one_key_by_any_path_and_editing_it_rescoring(
     assert "reused 3" in score("./picky.py") and "reused 3" in score(str(plugin))
     signatures = {r[0] for r in sqlite3.connect(store).execute("SELECT signature FROM scores")}
     (signature,) = signatures
-    assert f"plugin:{plugin.resolve()} local sha256:" in signature
+    assert "|plugin:local sha256:" in signature and str(tmp_path) not in signature
     plugin.write_text(PLUGIN.replace("float(len(s.output))", "float(len(s.output) + 1)"),
                       encoding="utf-8")
     assert "computed 3, reused 0" in score("picky.py"), "an edited plugin is scored again"

@@ -104,18 +104,14 @@ def compute_sentinels(frame: pd.DataFrame, *, humans: Sequence[str],
                       host: PluginHost, samples_path: str | None = None) -> list[SentinelRun]:
     """Every sentinel in `specs` on the rows of `frame`, for each human column."""
     rows, found = align_samples(frame, samples)
+    # Every sentinel is built and signed before the first one runs: what one lacks (an
+    # option, an extra) is refused before any work.
+    built = [_build(spec, host) for spec in specs]
     runs = []
-    for spec in specs:
-        entry = host.sentinels().get(spec.name)
-        if entry is None:
-            raise InputError(f"unknown sentinel '{spec.name}'", field="--sentinel")
-        sentinel = entry.build(**spec.options)
-        if not isinstance(sentinel, Sentinel):  # registration checks the class, not its objects
-            raise PluginError(f"plugin '{entry.plugin}': sentinel '{spec.name}' built "
-                              f"{type(sentinel).__name__}, not a judgebench.sentinel.Sentinel")
+    for spec, (sentinel, signature) in zip(specs, built, strict=True):
         info = sentinel.info
         trained = sentinel.trained
-        run = SentinelRun(column=spec.column, name=info.name, signature=str(sentinel.signature()),
+        run = SentinelRun(column=spec.column, name=info.name, signature=signature,
                           description=info.description, trained=trained)
         # Rows this sentinel cannot score, and why.
         blocked: dict[int, str] = {}
@@ -161,6 +157,18 @@ def compute_sentinels(frame: pd.DataFrame, *, humans: Sequence[str],
         sentinel.close()
         runs.append(run)
     return runs
+
+
+def _build(spec: MetricSpec, host: PluginHost) -> tuple[Sentinel, str]:
+    """The sentinel of `spec`, and its signature."""
+    entry = host.sentinels().get(spec.name)
+    if entry is None:
+        raise InputError(f"unknown sentinel '{spec.name}'", field="--sentinel")
+    sentinel = entry.build(**spec.options)
+    if not isinstance(sentinel, Sentinel):  # registration checks the class, not its objects
+        raise PluginError(f"plugin '{entry.plugin}': sentinel '{spec.name}' built "
+                          f"{type(sentinel).__name__}, not a judgebench.sentinel.Sentinel")
+    return sentinel, str(sentinel.signature())
 
 
 def _run(sentinel: Sentinel, samples: list[Sample], human: list[float | None]

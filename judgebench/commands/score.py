@@ -179,10 +179,8 @@ def _ray_config(engine: str, address: str | None, replicas: int | None,
         if given:
             raise InputError(f"{', '.join(given)} go with --engine ray")
         return None
-    from judgebench.ray_engine import RayConfig, ray_available
+    from judgebench.ray_engine import RayConfig
 
-    if not ray_available():
-        raise InputError("--engine ray needs Ray: pip install 'judgebench[ray]'")
     return RayConfig(address=address, replicas=replicas, gpus_per_replica=gpus_per_replica,
                      verbose=verbose)
 

@@ -120,8 +120,10 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
 
     from judgebench import destinations
     from judgebench.columns import numeric_columns
+    from judgebench.extras import require
     from judgebench.scores_table import load_scores_table
 
+    require("judgebench combine", "combine", "sklearn")
     log = log or (lambda _message: None)
     if model not in MODELS:
         raise InputError(f"unknown model {model!r}; use one of {MODELS}", field="--model")
@@ -214,13 +216,10 @@ def _quiet_bounds() -> Iterator[None]:
 
 
 def _estimator(model: str, *, alpha: float, seed: int, columns: int) -> Any:
-    try:
-        from sklearn.linear_model import Ridge
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-    except ImportError:
-        raise InputError("judgebench combine needs scikit-learn: "
-                         "pip install 'judgebench[combine]'") from None
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     if model == "ridge":
         return make_pipeline(StandardScaler(), Ridge(alpha=alpha))
     if model == "isotonic":

@@ -192,8 +192,12 @@ def score_file(input_path: Path | str, specs: Sequence[MetricSpec], *, output: P
     results; this process stays the only writer of the store; with it, `input_path` may be
     a URI (s3://..., file://...), read through Ray Data (`ray_engine.UriSamples`)."""
     from judgebench import destinations, ray_engine
+    from judgebench.extras import require
     from judgebench.io import SampleFile
 
+    if ray is not None:
+        ray_engine.quiet_environment()  # before Ray is imported
+        require("--engine ray", "ray", "ray")
     uri = ray_engine.is_uri(input_path)
     if uri and ray is None:
         raise InputError(f"{input_path}: a URI is read through Ray Data: add --engine ray")

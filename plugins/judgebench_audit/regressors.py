@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.errors import InputError
+from judgebench.extras import require
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 from judgebench_audit.sentinels import SENTINEL_CITATION
@@ -61,6 +62,7 @@ class TextSentinel(Sentinel[RegressorOptions]):
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
+        require(self.info.name, "audit", "sklearn")
         import sklearn
 
         fields["sklearn"] = sklearn.__version__
@@ -68,6 +70,7 @@ class TextSentinel(Sentinel[RegressorOptions]):
             fields.pop("model", None)
         else:
             fields.pop("max_features", None)
+            require(f"{self.info.name}:features=embedding", "neural", "torch", "transformers")
             fields["model_revision"] = _encoder_ref(self.options.model).revision
         fields["sees"] = self.field
         return fields
@@ -107,11 +110,7 @@ class TextSentinel(Sentinel[RegressorOptions]):
     def _model(self, texts: list[str]
                ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         """fit_predict over row indices of `texts`."""
-        try:
-            from sklearn.linear_model import Ridge
-        except ImportError:
-            raise ImportError(f"{self.info.name} needs scikit-learn: "
-                              "pip install 'judgebench[audit]'") from None
+        from sklearn.linear_model import Ridge
 
         alpha = self.options.alpha
         if self.options.features == "embedding":

@@ -47,6 +47,7 @@ from judgebench.backends.remote import (
     retry_after_seconds,
     scrub,
 )
+from judgebench.extras import MissingExtra
 from judgebench_backends.openai_format import (
     optional_fields,
     parse_answer,
@@ -96,6 +97,10 @@ class LiteLLMBackend(RemoteBackend):
     def __init__(self, model: str, revision: str | None = None, **options: Any) -> None:
         if not model:
             raise ValueError("the litellm backend needs a model, e.g. openai/gpt-4o-mini")
+        try:  # now, not at the first request (import_litellm, not require: no price fetch)
+            import_litellm()
+        except ImportError as exc:
+            raise MissingExtra("backend=litellm", "litellm", "api", exc) from None
         super().__init__(model, revision, **options)
         assert isinstance(self.options, LiteLLMOptions)
         self.drop_params = self.options.drop_params

@@ -60,6 +60,7 @@ from judgebench.backends.base import (
 )
 from judgebench.backends.remote import RemoteBackend, RemoteOptions, Retryable, http_failure
 from judgebench.errors import JudgebenchError
+from judgebench.extras import require
 from judgebench_backends.openai_format import (
     STRUCTURED_MODES,
     completion_logprobs,
@@ -156,6 +157,7 @@ class OpenAICompatBackend(RemoteBackend):
     options: OpenAICompatOptions
 
     def __init__(self, model: str, revision: str | None = None, **options: Any) -> None:
+        require(f"backend={self.name}", "api", "aiohttp")
         if not options.get("api_base"):
             raise ValueError("the openai_compat backend needs api_base, e.g. "
                              "http://127.0.0.1:8000/v1")

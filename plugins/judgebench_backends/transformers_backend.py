@@ -51,6 +51,7 @@ from judgebench.backends.base import (
     Response,
     TokenLogprob,
 )
+from judgebench.extras import require
 from judgebench_backends import guided_decoding
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
@@ -189,7 +190,10 @@ class TransformersBackend(Backend):
         max_input_tokens: int = 4096,
         threads: int | None = None,
     ) -> None:
+        require("backend=transformers", "local", "torch", "transformers")
         resolved = resolve(model)
+        if resolved.gguf is not None:  # transformers reads a .gguf file with gguf
+            require("backend=transformers", "local", "gguf")
         super().__init__(resolved.model_id, revision or resolved.revision)
         self._resolved = resolved
         self.batch_size = int(batch_size)

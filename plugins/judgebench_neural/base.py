@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Literal, TypeVar
+from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgebench.extras import require
 from judgebench.metric import Metric
 from judgebench.models import EmptyText, Outcome, Sample, Status
 from judgebench_neural.encoder import Encoder, get_encoder
@@ -38,6 +39,9 @@ class ModelMetric(Metric[ModelOptionsT]):
 
     model_label = "model"
     parallel_safe = False  # one model in memory, not one per worker process
+    #: The extra of pyproject.toml that brings `modules`, which the signature checks import.
+    extra: ClassVar[str] = "neural"
+    modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
 
     @cached_property
     def model_ref(self) -> ModelRef:
@@ -49,6 +53,7 @@ class ModelMetric(Metric[ModelOptionsT]):
         return resolve_dtype(self.options.dtype, resolve_device(self.options.device))
 
     def signature_fields(self) -> dict[str, str]:
+        require(self.info.name, self.extra, *self.modules)
         fields = super().signature_fields()
         for name in RUNTIME_OPTIONS:
             fields.pop(name, None)

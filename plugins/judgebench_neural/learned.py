@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import Field
 
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.extras import require
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import EMBEDDED_EMPTY, Dtype, ModelMetric, ModelOptions, output_contexts
 from judgebench_neural.encoder import _length_batches, _max_length
@@ -224,6 +225,8 @@ class Comet(ModelMetric[CometOptions]):
     Options = CometOptions
     model_label = "COMET checkpoint"
     batch_size = 64
+    extra = "comet"
+    modules = ("comet",)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -295,12 +298,7 @@ class Comet(ModelMetric[CometOptions]):
 
 
 def _import_comet() -> Any:
-    try:
-        import comet
-    except ImportError:
-        raise JudgebenchError(
-            "learned.comet needs the unbabel-comet package, which is not installed: "
-            "pip install 'judgebench[comet]' (or unbabel-comet), then pass "
-            "model=/path/to/checkpoint.ckpt"
-        ) from None
+    require("learned.comet", "comet", "comet")
+    import comet
+
     return comet

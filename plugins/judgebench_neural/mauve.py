@@ -28,7 +28,6 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from judgebench.errors import JudgebenchError
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions, context_texts
 
@@ -53,11 +52,7 @@ def quantize(p_features: np.ndarray, q_features: np.ndarray, *, num_buckets: int
              explained_variance: float = 0.9, num_redo: int = 5, max_iter: int = 500,
              seed: int = 25) -> tuple[np.ndarray, np.ndarray]:
     """Bucket counts of P and Q after joint L2 normalisation, PCA and k-means."""
-    try:
-        import faiss
-    except ImportError:
-        raise JudgebenchError("neural.mauve needs faiss for k-means: pip install faiss-cpu "
-                              "(part of judgebench[neural])") from None
+    import faiss
     from sklearn.decomposition import PCA
 
     if not 0 < explained_variance < 1:
@@ -175,6 +170,7 @@ class Mauve(EncoderMetric[MauveOptions]):
                  "Divergence Frontiers. NeurIPS.",
     )
     Options = MauveOptions
+    modules = ("torch", "transformers", "faiss", "sklearn")  # k-means and PCA
 
     def corpus_score(self, samples: Sequence[Sample]) -> float | Outcome:
         outputs = [s.output for s in samples if s.output and s.output.strip()]
