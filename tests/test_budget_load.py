@@ -92,3 +92,26 @@ def test_several_runs_at_once_each_hold_their_budget(tmp_path) -> None:
             assert run.stored_cost == pytest.approx(run.billed)
             assert run.outcome == "budget_stop" and run.statuses[spec] == {"ok": run.calls}
             assert billed(srv, model) and f"spent ${run.billed:.4f}" in stderr
+
+
+def test_a_budgeted_run_answered_from_the_judge_cache_pays_nothing_and_says_so(
+        data, tmp_path) -> None:
+    """Answers an earlier run paid for come from the judge cache: no call, no spend, though
+    each score keeps the cost it was paid at (what one harness took for an overspend)."""
+    env = {"OPENAI_API_KEY": "unused", "JUDGEBENCH_CACHE_DIR": str(tmp_path)}
+    with FaultServer("--usage-scale", "0.1", log=tmp_path / "served.jsonl",
+                     reply="Feedback: ok. [RESULT] {score}") as srv:
+        spec = judge_spec(srv, "judge", 16).replace(",cache=false", "")
+        first = score_args(tmp_path / "first", data, spec, 1000.0)
+        first[first.index("--cache") + 1] = str(tmp_path / "cache.sqlite")
+        assert run_cli(*first, env=env).returncode == 0
+        paid = len(srv.served())
+        again = score_args(tmp_path / "again", data, spec, 0.5)  # not one call would fit
+        again[again.index("--cache") + 1] = str(tmp_path / "cache.sqlite")
+        done = run_cli(*again, env=env)
+        assert done.returncode == 0, done.stderr
+        assert len(srv.served()) == paid  # no call: every request was answered before
+        assert "spent $0.0000 of the $0.5000 budget" in done.stderr
+        run = spent(tmp_path / "again", srv, "judge", 0.5)
+        assert run.run_cost == 0.0 and run.statuses == {spec: {"ok": ROWS}}
+        assert run.stored_cost > 0.5  # the cost each answer was paid at, by the first run
