@@ -524,8 +524,14 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
     scores of the chunk."""
     p = work.p
     try:
-        for chunk in work.batches:
-            _finish_batch(work, chunk, store, bar, result)
+        for position, chunk in enumerate(work.batches):
+            try:
+                _finish_batch(work, chunk, store, bar, result)
+            except BudgetExceeded as exc:  # batches sent after it were paid for too
+                for later, finished in zip(work.batches[position + 1:],
+                                           getattr(exc, "later", []), strict=False):
+                    _keep_finished_elsewhere(p, later, finished, store, result)
+                raise
     except (BudgetExceeded, KeyboardInterrupt):
         _count_stored(p, keys, store, result)  # the run's record counts what was committed
         raise
