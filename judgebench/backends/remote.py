@@ -50,7 +50,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, TypeVar, final
 
 from judgebench.backends.base import (
     Accepts,
@@ -65,6 +65,7 @@ from judgebench.backends.base import (
 from judgebench.redact import redact, register_secret_env
 
 log = logging.getLogger("judgebench.backends.remote")
+T = TypeVar("T")
 
 
 class Retryable(Exception):
@@ -388,6 +389,29 @@ class RemoteBackend(Backend):
         return self._price
 
     # -- the engine -------------------------------------------------------------------------
+    @final
+    def until_answered(self, ask: Callable[[], T], what: str, why: str) -> T:
+        """`ask()`, a small synchronous call made before any work (a server's model list),
+        again while it raises `Retryable`, with the attempts, backoff and Retry-After of a
+        call; JudgebenchError (the run does not start) when it never answers, saying `why`
+        it was needed."""
+        from judgebench.errors import JudgebenchError
+
+        o = self.options
+        for attempt in range(1, o.max_attempts + 1):
+            try:
+                return ask()
+            except Retryable as exc:
+                failure = exc
+            if attempt < o.max_attempts:
+                delay = random.uniform(0.5, 1.0) * min(
+                    o.backoff_max_s, o.backoff_base_s * 2 ** (attempt - 1))
+                if failure.retry_after is not None:
+                    delay = max(delay, min(failure.retry_after, o.max_retry_after_s))
+                time.sleep(delay)
+        raise JudgebenchError(f"{self.name}: {what} did not answer in {o.max_attempts} "
+                              f"attempts ({scrub(failure.message)[:200]}); {why}")
+
     @final
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)
