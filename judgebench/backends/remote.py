@@ -45,6 +45,7 @@ import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 import weakref
@@ -209,6 +210,27 @@ def per_token_price(side: str, per_token: float | None,
     return None if value is None else float(value)
 
 
+#: Query parameters that carry a credential (``?api_key=``, ``?access_token=``, ``?sig=``).
+_CREDENTIAL_PARAMETER = re.compile(r"key|token|secret|pass|auth|sig|credential", re.IGNORECASE)
+
+
+def refuse_credentials(api_base: str) -> None:
+    """ValueError if `api_base` carries a credential (``user:KEY@host``, ``?api_key=KEY``):
+    a spec is a column's name and is written to tables, sidecars and the store; a key comes
+    from the environment (``api_key_env``). The message does not repeat the URL."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(api_base)
+    names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+             if _CREDENTIAL_PARAMETER.search(name)]
+    if "@" in parts.netloc or names:
+        where = "user:password@ before the host" if "@" in parts.netloc else (
+            f"the query parameter {names[0]!r}")
+        raise ValueError(f"api_base carries a credential ({where}); a spec is written to "
+                         "every table and the store, so give the key in an environment "
+                         "variable named by api_key_env=VAR instead")
+
+
 @dataclass(kw_only=True)
 class RemoteOptions:
     """The options every remote backend takes (besides ``model`` and ``revision``).
@@ -240,6 +262,8 @@ class RemoteOptions:
 
     def __post_init__(self) -> None:
         self.api_base = self.api_base or None
+        if self.api_base is not None:
+            refuse_credentials(self.api_base)
         self.api_key_env = self.api_key_env or None
         self.concurrency = max(1, int(self.concurrency))
         self.rpm = float(self.rpm) if self.rpm else None
