@@ -113,9 +113,10 @@ class Budget:
     def stopped(self, reason: str, not_attempted: int) -> str:
         """The message of a run stopped by this budget (`reason`), once every call in flight
         has settled."""
+        advice = (", rerun with --resume and a larger --budget-usd"
+                  if reason.startswith("budget of $") else "")
         return (f"{reason}: spent ${self.spent_usd:.4f}, {not_attempted} scores not "
-                "attempted; finished scores are kept, rerun with --resume and a larger "
-                "--budget-usd")
+                f"attempted; finished scores are kept{advice}")
 
     def charge(self, cost_usd: float | None) -> None:
         with self._lock:
