@@ -377,6 +377,8 @@ class ScoringActor:
 
         metric = self._metric(column)
         with running(self.settings):
+            if metric.streams:
+                return _streamed(metric, batch)
             try:
                 outcomes, per_sample = timed_score(metric, batch)
                 return BatchResult(list(outcomes), per_sample, None, os.getpid())
@@ -396,6 +398,31 @@ class ScoringActor:
         self.metrics.clear()
 
 
+def _streamed(metric: Any, batch: list[Sample]) -> BatchResult:
+    """A batch of a metric that yields each result as it finishes (a judge), kept as it
+    comes: a budget stop returns every answer paid for, judge cache or not. A stream that
+    fails leaves its other samples to be scored one by one, as `runner.score_batch` does."""
+    from judgebench.runner import _commit_stream, score_batch
+
+    finished: list[Outcome | None] = [None] * len(batch)
+    done: set[int] = set()
+
+    def keep(index: int, outcome: Outcome) -> None:
+        finished[index] = outcome
+        done.add(index)
+
+    began = time.perf_counter()
+    try:
+        failure = _commit_stream(metric, batch, done, keep)
+        if failure is not None:
+            for index in [i for i in range(len(batch)) if i not in done]:
+                (finished[index],) = ([Outcome.failed(Status.ERROR, _describe(failure))]
+                                      if len(batch) == 1 else score_batch(metric, [batch[index]]))
+    except BudgetExceeded as exc:
+        return BatchResult(finished, None, str(exc), os.getpid())
+    return BatchResult(finished, (time.perf_counter() - began) / len(batch), None, os.getpid())
+
+
 def _describe(exc: BaseException) -> str:
     from judgebench.runner import _describe as describe
 
@@ -406,9 +433,12 @@ def _describe(exc: BaseException) -> str:
 class BudgetStopped(BudgetExceeded):
     """A batch stopped by the budget in an actor, with what it `finished` (None: not)."""
 
-    def __init__(self, message: str, finished: list[Outcome | None]) -> None:
+    def __init__(self, message: str, finished: list[Outcome | None],
+                 later: list[list[Outcome | None]] | None = None) -> None:
         super().__init__(message)
         self.finished = finished
+        #: What the column's batches sent after this one finished (they were in flight).
+        self.later = later or []
 
 
 class RayScheduler:
@@ -512,7 +542,7 @@ class RayScheduler:
         import ray
         from ray.exceptions import RayActorError, RayTaskError
 
-        for (actor, batch), ref in zip(sent, refs, strict=True):
+        for position, ((actor, batch), ref) in enumerate(zip(sent, refs, strict=True)):
             try:
                 found: BatchResult = ray.get(ref)
             except RayTaskError as exc:  # the call itself raised: every sample fails with it
@@ -522,11 +552,27 @@ class RayScheduler:
             except RayActorError:
                 self._replace(actor)
                 found = self._isolated(column, batch)
-            self._sync_budget()
             if found.budget_stop is not None:
-                raise BudgetStopped(found.budget_stop, found.outcomes)
+                later = [self._finished(batch, ref)
+                         for (_, batch), ref in zip(sent[position + 1:], refs[position + 1:],
+                                                    strict=True)]
+                self._sync_budget()  # every call of this column has settled
+                raise BudgetStopped(found.budget_stop, found.outcomes, later)
+            self._sync_budget()
             outcomes = [o for o in found.outcomes if o is not None]
             yield outcomes, found.seconds_per_sample
+
+    @staticmethod
+    def _finished(batch: list[Sample], ref: Any) -> list[Outcome | None]:
+        """What a batch sent before a budget stop finished (None: not finished)."""
+        import ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            found: BatchResult = ray.get(ref)
+        except (RayTaskError, RayActorError):
+            return [None] * len(batch)
+        return list(found.outcomes)
 
     def _replace(self, index: int) -> None:
         """A fresh actor in place of a dead one (once: its other batches find it replaced)."""

@@ -440,6 +440,9 @@ def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedM
     try:
         yield
     except BudgetExceeded as exc:
+        attempted = result.computed + result.reused
+        exc.args = (settings.budget.stopped(
+            str(exc), result.rows * sum(p.segment_level for p in prepared) - attempted),)
         outcome, error = "budget_stop", str(exc)
         raise
     except KeyboardInterrupt:
@@ -523,38 +526,59 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
     """Score (or collect from the workers) and commit each planned batch; return the stored
     scores of the chunk."""
     p = work.p
-    for chunk in work.batches:
-        batch = [s for s, _ in chunk]
-        if work.from_workers is not None:
+    try:
+        for position, chunk in enumerate(work.batches):
             try:
-                outcomes, elapsed = next(work.from_workers)
-            except BudgetExceeded as exc:  # elsewhere: what finished there comes with it
-                _keep_finished_elsewhere(p, chunk, getattr(exc, "finished", None), store, result)
+                _finish_batch(work, chunk, store, bar, result)
+            except BudgetExceeded as exc:  # batches sent after it were paid for too
+                for later, finished in zip(work.batches[position + 1:],
+                                           getattr(exc, "later", []), strict=False):
+                    _keep_finished_elsewhere(p, later, finished, store, result)
                 raise
-            store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
-                      [h for _, h in chunk], elapsed)
-            result.computed += len(batch)
-            bar.update(len(batch))
-            continue
-        if p.metric.streams:
-            _score_streamed(p, chunk, store, bar, result)
-            continue
-        began = time.perf_counter()
-        try:
-            outcomes = score_batch(p.metric, batch)
-        except BudgetExceeded:
-            _keep_finished_before_budget_stop(p, chunk, store, result)
-            raise
-        elapsed = (time.perf_counter() - began) / len(batch)
-        store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
-                  [h for _, h in chunk], elapsed)
-        result.computed += len(batch)
-        bar.update(len(batch))
+    except (BudgetExceeded, KeyboardInterrupt):
+        _count_stored(p, keys, store, result)  # the run's record counts what was committed
+        raise
+    return _count_stored(p, keys, store, result)
+
+
+def _count_stored(p: PreparedMetric, keys: Sequence[SampleKey], store: Store,
+                  result: RunResult) -> dict[SampleKey, Score]:
     stored = store.lookup(p.signature, keys)
     result.statuses.setdefault(p.column, Counter()).update(
         str(score.status) for score in stored.values())
     result.count_failures(p.column, stored.values())
     return stored
+
+
+def _finish_batch(work: _PlannedSegments, chunk: Sequence[tuple[Sample, str]], store: Store,
+                  bar: Any, result: RunResult) -> None:
+    p = work.p
+    batch = [s for s, _ in chunk]
+    if work.from_workers is not None:
+        try:
+            outcomes, elapsed = next(work.from_workers)
+        except BudgetExceeded as exc:  # elsewhere: what finished there comes with it
+            _keep_finished_elsewhere(p, chunk, getattr(exc, "finished", None), store, result)
+            raise
+        store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
+                  [h for _, h in chunk], elapsed)
+        result.computed += len(batch)
+        bar.update(len(batch))
+        return
+    if p.metric.streams:
+        _score_streamed(p, chunk, store, bar, result)
+        return
+    began = time.perf_counter()
+    try:
+        outcomes = score_batch(p.metric, batch)
+    except BudgetExceeded:
+        _keep_finished_before_budget_stop(p, chunk, store, result)
+        raise
+    elapsed = (time.perf_counter() - began) / len(batch)
+    store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
+              [h for _, h in chunk], elapsed)
+    result.computed += len(batch)
+    bar.update(len(batch))
 
 
 def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], store: Store,

@@ -91,10 +91,9 @@ class Budget:
                     )
                 next_cost_usd = 0.0
             if self.spent_usd + next_cost_usd > self.limit_usd:
-                raise BudgetExceeded(
-                    f"budget of ${self.limit_usd:.4f} reached (spent ${self.spent_usd:.4f}); "
-                    "finished scores are kept, rerun with --resume and a larger --budget-usd"
-                )
+                # What was spent is said when the run ends (`stopped`): calls still in flight
+                # settle after this refusal.
+                raise BudgetExceeded(f"budget of ${self.limit_usd:.4f} reached")
 
     def reserve(self, estimate_usd: float | None, *, model: str = "") -> float:
         """`check` a call estimated at `estimate_usd` (None: unknown price) beside every call
@@ -110,6 +109,14 @@ class Budget:
         """A call `reserve`d is over (charged or failed)."""
         with self._reserve_lock:
             self.reserved_usd -= held_usd
+
+    def stopped(self, reason: str, not_attempted: int) -> str:
+        """The message of a run stopped by this budget (`reason`), once every call in flight
+        has settled."""
+        advice = (", rerun with --resume and a larger --budget-usd"
+                  if reason.startswith("budget of $") else "")
+        return (f"{reason}: spent ${self.spent_usd:.4f}, {not_attempted} scores not "
+                f"attempted; finished scores are kept{advice}")
 
     def charge(self, cost_usd: float | None) -> None:
         with self._lock:

@@ -20,6 +20,12 @@ no content, as OpenAI's structured outputs decline), ``echo401`` (401 whose mess
 Authorization header back, as some providers do). ``POST /_faults`` with ``{"next": [KIND,...]}``
 queues faults for the next requests regardless of content.
 
+``--usage-scale F`` reports usage at F times what the client estimates before a call (the
+engine's ~4 characters a token plus 4 a message for the prompt, ``max_tokens`` for the
+completion): 1 is an exact estimate, below 1 a provider that counts fewer tokens, above 1 one
+that counts more. ``--models-fail N`` answers the first N ``GET /models`` with 503, as a server
+still starting does.
+
 Every answered request (status 200) is appended to ``--log`` as one JSON line, flushed at once,
 so a test can count calls across a kill and restart. ``--require-key-env VAR`` makes the server
 check ``Authorization: Bearer $VAR`` (401 otherwise).
@@ -54,6 +60,7 @@ class _State:
         self.reply = args.reply
         self.log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
         self.key = os.environ.get(args.require_key_env) if args.require_key_env else None
+        self.models_asked = 0
 
     def fault_for(self, digest: str, text: str) -> str | None:
         with self.lock:
@@ -144,7 +151,13 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(obj).encode(), headers)
 
     def do_GET(self) -> None:
+        state: _State = self.server.state
         if self.path.rstrip("/") in ("/v1/models", "/models"):
+            with state.lock:
+                state.models_asked += 1
+                failing = state.models_asked <= state.args.models_fail
+            if failing:
+                return self._json(503, {"error": {"message": "the model is loading"}})
             self._json(200, {"object": "list", "data": [{"id": "judge", "object": "model"}]})
         else:
             self._json(404, {"error": {"message": "not found"}})
@@ -213,6 +226,11 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("logprobs"):
             choice["logprobs"] = _logprobs(reply, int(body.get("top_logprobs") or 0))
         usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(reply) // 4 + 1}
+        if state.args.usage_scale is not None:
+            content = "".join(str(m.get("content", "")) for m in messages)
+            estimate = max(1, -(-len(content) // 4)) + 4 * len(messages)
+            usage = {"prompt_tokens": round(state.args.usage_scale * estimate),
+                     "completion_tokens": round(state.args.usage_scale * body["max_tokens"])}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         answer = {
             "id": "chatcmpl-" + digest[:12],
@@ -224,7 +242,7 @@ class Handler(BaseHTTPRequestHandler):
         }
         state.record({"digest": digest, "time": time.time(), "fault": fault,
                       "model": body.get("model"), "schema": bool(body.get("response_format")),
-                      "logprobs": bool(body.get("logprobs"))})
+                      "logprobs": bool(body.get("logprobs")), "usage": usage})
         return self._json(200, answer)
 
 
@@ -237,6 +255,8 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", default="")
     parser.add_argument("--reply", default="Feedback: The answer is adequate. [RESULT] {score}")
     parser.add_argument("--require-key-env", default="")
+    parser.add_argument("--usage-scale", type=float, default=None)
+    parser.add_argument("--models-fail", type=int, default=0)
     args = parser.parse_args(argv)
     ThreadingHTTPServer.allow_reuse_address = True
     ThreadingHTTPServer.daemon_threads = True

@@ -15,6 +15,7 @@ from conftest import run_cli, summeval_records, write_jsonl
 from fake_vllm_server import FakeVLLMServer, char_logprob, render_chat
 
 from judgebench.backends import Request, get_backend
+from judgebench.errors import JudgebenchError
 from judgebench.models import Sample, Status
 from judgebench.plugins import get_host
 
@@ -89,14 +90,26 @@ def test_served_checkpoint_is_in_a_judges_signature_and_not_the_key(server) -> N
     assert outcomes[0].status == Status.OK, outcomes[0].reason
 
 
-def test_no_model_list_leaves_served_out_and_is_asked_once(server) -> None:
+def test_no_model_list_leaves_served_out_and_is_asked_once(server, monkeypatch) -> None:
+    import urllib.request
+
     other = backend(server)
-    other.base = "http://127.0.0.1:9/v1"  # nothing listens there
+    other.base = server.url + "/none"  # the server answers 404 there: it has no model list
     asked = []
-    real = other._get_json
-    other._get_json = lambda url, body=None: asked.append(url) or real(url, body)
+    real = urllib.request.urlopen
+    monkeypatch.setattr(urllib.request, "urlopen",
+                        lambda req, **kw: asked.append(req.full_url) or real(req, **kw))
     assert all("served" not in other.identity() for _ in range(3))
-    assert asked == ["http://127.0.0.1:9/v1/models"]  # not once per request
+    assert asked == [server.url + "/none/models"]  # not once per request
+
+
+def test_a_server_that_never_answers_its_model_list_refuses_to_start() -> None:
+    # nothing listens there: the signature cannot say what it serves, so there is none
+    other = get_backend("openai_compat", model="judge", api_base="http://127.0.0.1:9/v1",
+                        max_attempts=3, backoff_base_s=0.001)
+    with pytest.raises(JudgebenchError, match=r"GET http://127.0.0.1:9/v1/models did not "
+                       r"answer in 3 attempts \(URLError: .*refused\).*start the server"):
+        other.identity()
 
 
 def test_tokenize_gives_exact_counts_outside_the_call_loop(server) -> None:

@@ -322,6 +322,30 @@ def test_the_budget_stop_holds_across_two_actors(tmp_path: Path, local_ray: None
     assert outcome == "budget_stop" and cost == pytest.approx(spent)
 
 
+@pytest.mark.slow
+def test_with_exact_estimates_actors_never_spend_past_the_budget(tmp_path: Path,
+                                                                 local_ray: None) -> None:
+    from budget_runs import judge_spec as budget_spec
+    from budget_runs import score_args as budget_args
+    from budget_runs import spent
+
+    data = write_jsonl(tmp_path / "gen.jsonl", summeval_records(48))
+    with FaultServer("--usage-scale", "1", "--latency", "0.02", log=tmp_path / "served.jsonl",
+                     reply="Feedback: ok. [RESULT] {score}") as srv:
+        spec = budget_spec(srv, "judge", 16)
+        done = run_cli(*budget_args(tmp_path / "ray", data, spec, 20.0, "--engine", "ray",
+                                    "--replicas", "2"),
+                       env={"OPENAI_API_KEY": "unused", "JUDGEBENCH_CACHE_DIR": str(tmp_path)})
+        assert done.returncode == 1, done.stderr
+        assert "budget" in done.stderr, done.stderr
+        run = spent(tmp_path / "ray", srv, "judge", 20.0)
+    assert 0 < run.calls < 48 and run.billed <= 20.0 + 1e-9, run
+    assert run.stored_scores == run.calls and run.stored_cost == pytest.approx(run.billed)
+    assert run.outcome == "budget_stop" and run.statuses == {spec: {"ok": run.calls}}
+    assert run.run_cost == pytest.approx(run.billed)
+    assert f"spent ${run.billed:.4f}, {48 - run.calls} scores not attempted" in done.stderr
+
+
 # -- the whole file, and a killed driver ----------------------------------------------------
 @pytest.mark.slow
 def test_the_whole_summeval_file_on_ray_is_the_local_table(tmp_path: Path,

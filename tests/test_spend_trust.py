@@ -214,6 +214,27 @@ def test_a_key_quoted_back_in_an_answer_is_stored_cached_and_printed_nowhere(
                store_rows(tmp_path / "b.db", "SELECT raw FROM scores"))
 
 
+@pytest.mark.parametrize("backend", ["litellm", "openai_compat"])
+@pytest.mark.parametrize("where", ["userinfo", "query"])
+def test_a_key_inside_api_base_is_refused_before_any_work(server, tmp_path, backend,
+                                                          where) -> None:
+    """A spec is a column's name: in the table's header, the sidecar, the store. A key in
+    api_base would be in all of them, so it is refused, pointing to api_key_env."""
+    host = server.url.removeprefix("http://")
+    api_base = {"userinfo": f"http://judge:{SECRET}@{host}",
+                "query": f"{server.url}?api_key={SECRET}"}[where]
+    metric = spec(server, backend, protocol="text", api_base=api_base).replace(
+        f"api_key_env={KEY_ENV},", "")
+    before = len(server.served())
+    done = score(tmp_path, summaries(tmp_path, 3), metric, "-o", str(tmp_path / "t.csv"))
+    assert done.returncode == 2, done.stderr
+    assert "api_base carries a credential" in done.stderr and "api_key_env" in done.stderr
+    assert done.stderr.count("\n") == 1  # one line
+    assert SECRET not in done.stdout + done.stderr
+    assert len(server.served()) == before
+    assert {p.name for p in tmp_path.iterdir()} <= {"in.jsonl", "default"}
+
+
 def test_one_scrubber_knows_the_keys_in_use_and_the_shapes_of_keys(monkeypatch) -> None:
     from judgebench.redact import register_secret_env
 

@@ -45,12 +45,13 @@ import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, TypeVar, final
 
 from judgebench.backends.base import (
     Accepts,
@@ -65,6 +66,7 @@ from judgebench.backends.base import (
 from judgebench.redact import redact, register_secret_env
 
 log = logging.getLogger("judgebench.backends.remote")
+T = TypeVar("T")
 
 
 class Retryable(Exception):
@@ -208,6 +210,27 @@ def per_token_price(side: str, per_token: float | None,
     return None if value is None else float(value)
 
 
+#: Query parameters that carry a credential (``?api_key=``, ``?access_token=``, ``?sig=``).
+_CREDENTIAL_PARAMETER = re.compile(r"key|token|secret|pass|auth|sig|credential", re.IGNORECASE)
+
+
+def refuse_credentials(api_base: str) -> None:
+    """ValueError if `api_base` carries a credential (``user:KEY@host``, ``?api_key=KEY``):
+    a spec is a column's name and is written to tables, sidecars and the store; a key comes
+    from the environment (``api_key_env``). The message does not repeat the URL."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(api_base)
+    names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+             if _CREDENTIAL_PARAMETER.search(name)]
+    if "@" in parts.netloc or names:
+        where = "user:password@ before the host" if "@" in parts.netloc else (
+            f"the query parameter {names[0]!r}")
+        raise ValueError(f"api_base carries a credential ({where}); a spec is written to "
+                         "every table and the store, so give the key in an environment "
+                         "variable named by api_key_env=VAR instead")
+
+
 @dataclass(kw_only=True)
 class RemoteOptions:
     """The options every remote backend takes (besides ``model`` and ``revision``).
@@ -239,6 +262,8 @@ class RemoteOptions:
 
     def __post_init__(self) -> None:
         self.api_base = self.api_base or None
+        if self.api_base is not None:
+            refuse_credentials(self.api_base)
         self.api_key_env = self.api_key_env or None
         self.concurrency = max(1, int(self.concurrency))
         self.rpm = float(self.rpm) if self.rpm else None
@@ -388,6 +413,29 @@ class RemoteBackend(Backend):
         return self._price
 
     # -- the engine -------------------------------------------------------------------------
+    @final
+    def until_answered(self, ask: Callable[[], T], what: str, why: str) -> T:
+        """`ask()`, a small synchronous call made before any work (a server's model list),
+        again while it raises `Retryable`, with the attempts, backoff and Retry-After of a
+        call; JudgebenchError (the run does not start) when it never answers, saying `why`
+        it was needed."""
+        from judgebench.errors import JudgebenchError
+
+        o = self.options
+        for attempt in range(1, o.max_attempts + 1):
+            try:
+                return ask()
+            except Retryable as exc:
+                failure = exc
+            if attempt < o.max_attempts:
+                delay = random.uniform(0.5, 1.0) * min(
+                    o.backoff_max_s, o.backoff_base_s * 2 ** (attempt - 1))
+                if failure.retry_after is not None:
+                    delay = max(delay, min(failure.retry_after, o.max_retry_after_s))
+                time.sleep(delay)
+        raise JudgebenchError(f"{self.name}: {what} did not answer in {o.max_attempts} "
+                              f"attempts ({scrub(failure.message)[:200]}); {why}")
+
     @final
     async def agenerate(self, requests: Sequence[Request]) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)

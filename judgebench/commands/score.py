@@ -162,6 +162,12 @@ def command(
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
+    if budget_usd is not None:
+        # A score answered from the judge cache keeps the cost it was paid at (its
+        # `cost_usd`, with extra.cached), which this run did not pay.
+        print(f"spent ${settings.budget.spent_usd:.4f} of the ${budget_usd:.4f} budget "
+              "(answers reused from the judge cache or the store are not paid again)",
+              file=sys.stderr)
     _echo_failures(result, store_path)
     if as_json:
         click.echo(json.dumps(summary_rows(result), indent=2))

@@ -20,8 +20,9 @@ What vLLM's server adds, used where the server has it (``vllm serve`` does; othe
 - a chat ending in an assistant message is continued (``continue_final_message``) when
   ``prefill=true``;
 - ``GET {api_base}/models`` names the checkpoint behind the model id (its ``root``): the
-  identity, and so the signature, records it as ``served`` (absent when the server does not
-  answer);
+  identity, and so the signature, records it as ``served`` (absent when the server has no
+  model list); a server that does not answer it is asked again, as a call is, and one that
+  never does stops the run before it starts, so a signature never depends on one GET;
 - ``POST {root}/tokenize`` gives exact prompt token counts for ``--dry-run`` and budgets
   (``tokenize=false``, or a server without it: the ~4 characters a token estimate);
 - `pool` runs a pooling model (``vllm serve --runner pooling``) for learned metrics:
@@ -252,7 +253,7 @@ class OpenAICompatBackend(RemoteBackend):
     def served_model(self) -> str | None:
         """The checkpoint behind the model id (``root`` in ``GET /models``), asked once."""
         if not self._served_known:
-            listing = self._get_json(self.base + "/models")
+            listing = self._model_listing()
             entries = listing.get("data") if isinstance(listing, dict) else None
             for entry in entries or []:
                 if isinstance(entry, dict) and entry.get("id") == self.model:
@@ -260,6 +261,40 @@ class OpenAICompatBackend(RemoteBackend):
             # asked once: an identity that changed mid-run would split its cache keys
             self._served_known = True
         return self._served
+
+    def _model_listing(self) -> Any:
+        """``GET /models`` until the server answers (`until_answered`): its listing, or None
+        from a server that has none (an HTTP error other than 408, 429, 500 and 502-504, or a
+        body that is not JSON). `served` is in the signature, so a server that does not
+        answer (down, starting, failing) stops the run before it starts, rather than giving
+        it a signature its resume would not find."""
+        from judgebench.backends.remote import retry_after_seconds
+
+        headers = {"Content-Type": "application/json"}
+        key = self.api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        url = self.base + "/models"
+
+        def ask() -> Any:
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                            timeout=min(self.timeout_s, 10.0)) as reply:
+                    return json.loads(reply.read())
+            except urllib.error.HTTPError as exc:
+                if exc.code in (408, 429, 500, 502, 503, 504):
+                    raise Retryable("server_error", f"HTTP {exc.code}",
+                                    retry_after_seconds(exc.headers)) from None
+                return None
+            except ValueError:
+                return None
+            except OSError as exc:  # refused, reset, timed out
+                raise Retryable("connection", f"{type(exc).__name__}: "
+                                f"{getattr(exc, 'reason', exc)}") from None
+
+        return self.until_answered(
+            ask, f"GET {url}", "the judge's signature names the checkpoint it lists, so the "
+            "run does not start without it: start the server, or give more max_attempts")
 
     def identity(self) -> dict[str, str]:
         served = self.served_model()
