@@ -143,7 +143,9 @@ def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost) -> list[Prepa
     columns = Counter(spec.column for spec in specs)
     twice = [c for c, n in columns.items() if n > 1]
     if twice:
-        raise InputError(f"metric column(s) given twice: {twice}")
+        raise InputError(f"metric column(s) given twice: {twice} (a column is named by its "
+                         "spec less the options that only say how to reach a model, such as "
+                         "api_base or concurrency; name columns yourself with --config)")
     prepared = []
     for spec in specs:
         entry = host.metric(spec.name)

@@ -2,9 +2,12 @@
 
 A value that holds a comma is quoted, `key="a, b"` or `key='a, b'` (see `parse_spec`).
 
-The scores-table column of a metric is its spec exactly as written, so two configurations of
-one metric sit side by side. In a TOML file each table under `[metrics]` is one metric; its
-key is the column:
+The scores-table column of a metric is its spec as written, so two configurations of one
+metric sit side by side, less the options that say how to reach a model rather than what is
+computed (`RUNTIME_OPTIONS`: endpoint, key variable, concurrency, rate limits, timeouts,
+retries, prices, the answer cache): `judge.rubric:model=m,api_base=http://h/v1,concurrency=8` is the column
+`judge.rubric:model=m`. In a TOML file each table under `[metrics]` is one metric; its key is
+the column:
 
     [metrics.geval-coherence]
     metric = "judge.geval"
@@ -33,6 +36,15 @@ class MetricSpec:
             object.__setattr__(self, "column", self.name)
 
 
+#: Options that change how a model is reached, never what a metric computes: no signature
+#: holds them (tests/test_column_names.py checks each), so they stay out of column names.
+RUNTIME_OPTIONS = frozenset({
+    "api_base", "api_key_env", "concurrency", "rpm", "tpm", "timeout_s", "max_attempts",
+    "backoff_base_s", "backoff_max_s", "max_retry_after_s", "input_cost_per_token",
+    "output_cost_per_token", "price_in", "price_out", "cache",
+})
+
+
 def parse_spec(text: str, *, what: str = "metric spec") -> MetricSpec:
     """Parse `lexical.rouge2:multi_ref=mean,stemmer=false` (values stay strings; the metric's
     Options model converts them). A value that holds a comma goes in single or double quotes
@@ -42,13 +54,24 @@ def parse_spec(text: str, *, what: str = "metric spec") -> MetricSpec:
     names the kind of spec: an aggregation rule's is read the same way)."""
     spec = text.strip()
     name, colon, _ = spec.partition(":")
+    spans: dict[str, tuple[int, int]] = {}
     try:
         if not name.strip():
             raise _Problem(0, "has no name")
-        options = _options(spec, len(name) + len(colon)) if colon else {}
+        options = _options(spec, len(name) + len(colon), spans) if colon else {}
     except _Problem as problem:
         raise SpecError(spec, problem.position, problem.text, what) from None
-    return MetricSpec(name=name.strip(), options=options, column=spec)
+    return MetricSpec(name=name.strip(), options=options, column=_column(spec, name, spans))
+
+
+def _column(spec: str, name: str, spans: dict[str, tuple[int, int]]) -> str:
+    """`spec` as written, less its `RUNTIME_OPTIONS` (each `key=value` as it was typed)."""
+    runtime = [span for key, span in spans.items() if key in RUNTIME_OPTIONS]
+    if not runtime:
+        return spec
+    kept = [spec[start:end].strip() for key, (start, end) in spans.items()
+            if key not in RUNTIME_OPTIONS]
+    return f"{name}:{','.join(kept)}" if kept else name
 
 
 class SpecError(InputError):
@@ -74,8 +97,10 @@ class _Problem(Exception):
 _BLANK = " \t"
 
 
-def _options(spec: str, at: int) -> dict[str, str]:
-    """The `key=value` options of `spec` from position `at` on."""
+def _options(spec: str, at: int, spans: dict[str, tuple[int, int]] | None = None
+             ) -> dict[str, str]:
+    """The `key=value` options of `spec` from position `at` on; `spans` gets where each
+    option's text starts and ends."""
     options: dict[str, str] = {}
     while at < len(spec):
         if spec[at] in _BLANK + ",":
@@ -89,7 +114,10 @@ def _options(spec: str, at: int) -> dict[str, str]:
             raise _Problem(at, "has an option with no name before '='")
         if key in options:
             raise _Problem(at, f"gives option '{key}' twice")
+        start = at
         options[key], at = _value(spec, equals + 1)
+        if spans is not None:
+            spans[key] = (start, at)
     return options
 
 
