@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench.commands.options import direction_options, pairwise_options
+from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
 from judgebench.tables import render as render_table
@@ -84,13 +84,15 @@ def _log(message: str) -> None:
               help="--pairwise: judge (columns SPEC, SPEC.ab, SPEC.ba); repeatable. Default: "
                    "every .ab/.ba pair and every other column holding verdicts only.")
 @pairwise_options
+@failed_as_option
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
             corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
             compare: bool, method: str, resamples: int, alpha: float,
             raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
-            pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str) -> None:
+            pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str,
+            failed_as: str) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if pairwise:
@@ -103,7 +105,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raise click.UsageError("--pairwise prints text or json (--format text|json)")
         run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
-                     resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log)
+                     resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log,
+                     failed_as=failed_as)
         return
     if judges or by:
         raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
