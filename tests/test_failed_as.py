@@ -1,0 +1,242 @@
+"""`--failed-as`: a failed verdict counted missing, wrong or tie (pairwise) and missing, min,
+max or a value (numeric), on hand-built tables with failures whose every statistic is
+computed here independently (plain loops, scikit-learn's cohen_kappa_score, scipy), and
+LLMBar's own evaluate.py loop for `wrong`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+from sklearn.metrics import cohen_kappa_score
+
+VERDICTS = ["a", "b", "tie", "failed", ""]
+
+
+def random_pairs(seed: int, n: int = 80, *, gold_ties: bool = True) -> pd.DataFrame:
+    """Pairs with gold labels, two judges with both orders (one also with a combined
+    column), verdicts a/b/tie, `failed` and empty cells; items repeat."""
+    rng = np.random.default_rng(seed)
+    gold = ["a", "b", "tie"] if gold_ties else ["a", "b"]
+    frame = pd.DataFrame({
+        "item": [f"i{k}" for k in rng.integers(0, n // 2, n)],
+        "system_a": [f"s{k}" for k in range(n)], "system_b": "base",
+        "human.gold": rng.choice(gold, n),
+    })
+    for judge in ("j1", "j2"):
+        for order in ("ab", "ba"):
+            frame[f"{judge}.{order}"] = rng.choice(VERDICTS, n, p=[.3, .3, .12, .18, .1])
+    frame["j2"] = rng.choice(VERDICTS, n, p=[.35, .35, .1, .15, .05])
+    return frame
+
+
+def counted(value: str, convention: str) -> str | None:
+    """A cell as the convention reads it: None (missing), or a label ('failed' its own)."""
+    if value == "":
+        return None
+    if value == "failed":
+        return {"missing": None, "tie": "tie", "wrong": "failed"}[convention]
+    return value
+
+
+def credit(v: str | None, h: str | None, ties: str) -> float | None:
+    if v is None or h is None or (ties == "drop" and h == "tie"):
+        return None
+    if v == h:
+        return 1.0
+    if ties == "half" and v != "failed" and "tie" in (v, h):
+        return 0.5
+    return 0.0
+
+
+def mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def kappa(x: list[str | None], y: list[str | None]) -> float | None:
+    both = [(a, b) for a, b in zip(x, y, strict=True) if a is not None and b is not None]
+    if not both or len({v for pair in both for v in pair}) < 2:
+        return None
+    value = cohen_kappa_score([a for a, _ in both], [b for _, b in both])
+    return None if math.isnan(value) else float(value)
+
+
+def combined_of(ab: str, ba: str, convention: str) -> str | None:
+    """judge.pairwise's combined verdict of two orders: failed where an order failed."""
+    if "failed" in (ab, ba):
+        return counted("failed", convention)
+    x, y = counted(ab, convention), counted(ba, convention)
+    if x is None or y is None:
+        return x if y is None else y
+    return x if x == y else "tie"
+
+
+def expected(frame: pd.DataFrame, judge: str, convention: str, ties: str
+             ) -> dict[str, tuple[float | None, int]]:
+    """Every statistic of `judge` and how many pairs it found failed, by hand."""
+    gold = [None if g == "" else g for g in frame["human.gold"]]
+    raw_ab, raw_ba = list(frame[f"{judge}.ab"]), list(frame[f"{judge}.ba"])
+    ab = [counted(v, convention) for v in raw_ab]
+    ba = [counted(v, convention) for v in raw_ba]
+    if judge in frame.columns:
+        raw_c = list(frame[judge])
+        combined = [counted(v, convention) for v in raw_c]
+        failed_c = sum(v == "failed" for v in raw_c)
+    else:
+        combined = [combined_of(x, y, convention) for x, y in zip(raw_ab, raw_ba, strict=True)]
+        failed_c = sum("failed" in (x, y) for x, y in zip(raw_ab, raw_ba, strict=True))
+    c_ab = [credit(v, h, ties) for v, h in zip(ab, gold, strict=True)]
+    c_ba = [credit(v, h, ties) for v, h in zip(ba, gold, strict=True)]
+    both = [min(x, y) for x, y in zip(c_ab, c_ba, strict=True)
+            if x is not None and y is not None]
+    pairs = [(x, y) for x, y in zip(ab, ba, strict=True) if x is not None and y is not None]
+    verdicts = [v for v in ab + ba if v is not None]
+    kappa_gold = [None if ties == "drop" and h == "tie" else h for h in gold]
+    acc_ab, acc_ba = mean(c_ab), mean(c_ba)
+    n_ab, n_ba = sum(v == "failed" for v in raw_ab), sum(v == "failed" for v in raw_ba)
+    n_any = sum("failed" in (x, y) for x, y in zip(raw_ab, raw_ba, strict=True))
+    return {
+        "accuracy-ab": (acc_ab, n_ab), "accuracy-ba": (acc_ba, n_ba),
+        "accuracy": (None if acc_ab is None or acc_ba is None else (acc_ab + acc_ba) / 2,
+                     n_any),
+        "both-correct": (mean(list(both)), n_any),
+        "consistency": (mean([float(x == y) for x, y in pairs]), n_any),
+        "tie-rate": (sum(v == "tie" for v in verdicts) / len(verdicts), n_any),
+        "kappa-orders": (kappa(ab, ba), n_any),
+        "kappa": (kappa(combined, kappa_gold), failed_c),
+    }
+
+
+def run_pairwise(path: Path, *args: str) -> list[dict]:
+    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold", "--json",
+                   *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("ties", ["drop", "half", "class"])
+@pytest.mark.parametrize("convention", ["missing", "wrong", "tie"])
+def test_every_pairwise_statistic_under_each_convention(tmp_path, seed, ties, convention):
+    frame = random_pairs(seed)
+    path = tmp_path / "pairs.csv"
+    frame.to_csv(path, index=False)
+    rows = run_pairwise(path, "--failed-as", convention, "--human-ties", ties)
+    checked = 0
+    for judge in ("j1", "j2"):
+        for statistic, (value, failed) in expected(frame, judge, convention, ties).items():
+            row = next(r for r in rows if r["metric"] == judge and r["statistic"] == statistic)
+            assert row["failed_as"] == convention
+            assert row["failed"]["rows"] == failed, (judge, statistic)
+            assert row["failed"]["told_by"] == "cells"
+            if value is None:
+                assert row["value"] is None, (judge, statistic)
+            else:
+                assert row["value"] == pytest.approx(value, abs=1e-12), (judge, statistic)
+            checked += 1
+    assert checked == 16
+
+
+def test_counted_as_is_stated_per_statistic(tmp_path):
+    path = tmp_path / "pairs.csv"
+    random_pairs(3).to_csv(path, index=False)
+    words = {r["statistic"]: r["failed"]["counted_as"]
+             for r in run_pairwise(path, "--failed-as", "wrong") if r["metric"] == "j1"}
+    assert words["accuracy"] == "wrong (credit 0)"
+    assert words["consistency"] == "a value of its own: two failed orders agree"
+    assert words["kappa-orders"] == "a class of its own"
+    missing = run_pairwise(path)
+    assert {r["failed"]["counted_as"] for r in missing if "failed" in r} == {"dropped"}
+    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold",
+                   "--failed-as", "tie")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "failed verdicts: --failed-as tie"
+    assert "failed verdicts (pairs): j1:" in proc.stdout
+    assert "empty cells are missing" in proc.stderr
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_wrong_is_llmbar_evaluate_py(tmp_path, seed):
+    """LLMBar's evaluate.py loop (princeton-nlp/LLMBar, LLMEvaluator/evaluate.py), with a
+    parse failure as its None winner: correct_False/True/average/both and equal."""
+    rng = np.random.default_rng(seed)
+    n = 50
+    label = rng.choice(["1", "2"], n)
+    winners = {s: rng.choice(["1", "2", None], n, p=[.45, .4, .15]) for s in ("False", "True")}
+    correct_false = correct_true = correct_both = equal = 0
+    for k in range(n):
+        out_false, out_true = winners["False"][k], winners["True"][k]
+        correct_false += out_false == label[k]
+        correct_true += out_true == label[k]
+        correct_both += (out_false == label[k]) and (out_true == label[k])
+        equal += out_true == out_false
+    word = {"1": "a", "2": "b", None: "failed"}
+    frame = pd.DataFrame({"item": range(n), "system_a": "o1", "system_b": "o2",
+                          "human.gold": [word[v] for v in label],
+                          "m.ab": [word[v] for v in winners["False"]],
+                          "m.ba": [word[v] for v in winners["True"]]})
+    path = tmp_path / "llmbar.csv"
+    frame.to_csv(path, index=False)
+    got = {r["statistic"]: r["value"] for r in run_pairwise(path, "--failed-as", "wrong")}
+    assert got["accuracy-ab"] == pytest.approx(correct_false / n, abs=1e-12)
+    assert got["accuracy-ba"] == pytest.approx(correct_true / n, abs=1e-12)
+    assert got["accuracy"] == pytest.approx((correct_false + correct_true) / 2 / n, abs=1e-12)
+    assert got["both-correct"] == pytest.approx(correct_both / n, abs=1e-12)
+    assert got["consistency"] == pytest.approx(equal / n, abs=1e-12)
+
+
+def test_sidecar_statuses_tell_failed_from_never_judged(tmp_path):
+    """A table written by `score`: its empty cells failed when the sidecar counts as many
+    failed scores; an order cell failed on a failed row; counts that differ leave them
+    missing, with a note."""
+    frame = pd.DataFrame({
+        "item": ["1", "2", "3", "4", "5", "6"], "system_a": "x", "system_b": "y",
+        "human.gold": ["a", "b", "a", "b", "a", "b"],
+        "j": ["a", None, None, "b", "a", "b"],
+        "j.ab": ["a", "a", None, "b", "a", "b"],
+        "j.ba": ["a", None, None, "b", "a", "b"],
+    })
+    path = tmp_path / "pairs.csv"
+    frame.to_csv(path, index=False)
+    sidecar = {"table": "pairwise", "columns": {"j": {"metric": "judge.pairwise",
+                                                      "statuses": {"ok": 4, "parse_error": 2}}}}
+    Path(f"{path}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+    rows = {r["statistic"]: r for r in run_pairwise(path, "--failed-as", "wrong")}
+    gold = ["a", "b", "a", "b", "a", "b"]
+    ab = ["a", "a", "failed", "b", "a", "b"]
+    ba = ["a", "failed", "failed", "b", "a", "b"]
+    combined = ["a", "failed", "failed", "b", "a", "b"]
+    assert rows["accuracy-ab"]["value"] == pytest.approx(
+        sum(x == g for x, g in zip(ab, gold, strict=True)) / 6)
+    assert rows["accuracy-ba"]["value"] == pytest.approx(
+        sum(x == g for x, g in zip(ba, gold, strict=True)) / 6)
+    assert rows["consistency"]["value"] == pytest.approx(
+        sum(x == y for x, y in zip(ab, ba, strict=True)) / 6)
+    assert rows["kappa"]["value"] == pytest.approx(cohen_kappa_score(combined, gold))
+    assert rows["kappa"]["failed"] == {"rows": 2, "counted_as": "a class of its own",
+                                       "told_by": "sidecar"}
+    assert rows["accuracy-ab"]["failed"]["rows"] == 1
+    sidecar["columns"]["j"]["statuses"] = {"ok": 4, "parse_error": 1, "skipped": 1}
+    Path(f"{path}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold", "--json",
+                   "--failed-as", "wrong")
+    assert proc.returncode == 0, proc.stderr
+    assert "the sidecar counts 1 failed scores but 2 cells are empty" in proc.stderr
+    rows = {r["statistic"]: r for r in json.loads(proc.stdout)}
+    assert rows["accuracy-ab"]["value"] == pytest.approx(4 / 5)  # row 3 missing: dropped
+    assert rows["kappa"]["failed"]["rows"] == 0
+
+
+def test_bad_convention_is_exit_2(tmp_path):
+    path = tmp_path / "pairs.csv"
+    random_pairs(0, 10).to_csv(path, index=False)
+    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold",
+                   "--failed-as", "min")
+    assert proc.returncode == 2
+    assert "--failed-as" in proc.stderr and "missing, wrong, tie" in proc.stderr
