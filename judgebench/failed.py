@@ -132,6 +132,23 @@ def failed_text(values: pd.Series) -> np.ndarray:
                       ).to_numpy(dtype=bool)
 
 
+def _numbers_if_all(values: pd.Series) -> pd.Series:
+    """`values` as floats when every present cell is a number or a number's text (a column
+    of scores once its `failed` cells are empty); otherwise as they are."""
+    import pandas as pd
+
+    def number(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise ValueError(v)
+        return float(v)
+
+    try:
+        return pd.Series([math.nan if pd.isna(v) else number(v) for v in values],
+                         index=values.index, dtype="float64")
+    except (TypeError, ValueError):
+        return values
+
+
 def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
                 sidecar: Mapping[str, Any] | None,
                 judges: Mapping[str, Sequence[str]] | None = None) -> FailedCells:
@@ -145,7 +162,7 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
     for column in wanted:
         text = failed_text(frame[column])
         if text.any():
-            frame[column] = frame[column].mask(text)
+            frame[column] = _numbers_if_all(frame[column].mask(text))
         texts[column] = text
     order_of = {c: judge for judge, cs in (judges or {}).items() for c in cs[1:]}
     combined_of = {judge: cs[0] for judge, cs in (judges or {}).items()}
@@ -225,6 +242,5 @@ def apply_numeric(frame: pd.DataFrame, failed: FailedCells, columns: Iterable[st
 
 
 def header(failed_as: FailedAs) -> str:
-    """The line a text output opens with."""
-    return (f"failed verdicts: {OPTION} {failed_as.name}"
-            + (" (dropped, like empty cells)" if failed_as.kind == "missing" else ""))
+    """What a text output's table titles say of the convention."""
+    return f"failed as {failed_as.name}"

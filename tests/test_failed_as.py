@@ -156,7 +156,7 @@ def test_counted_as_is_stated_per_statistic(tmp_path):
     proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold",
                    "--failed-as", "tie")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0] == "failed verdicts: --failed-as tie"
+    assert proc.stdout.splitlines()[0] == "human.gold · human ties drop · failed as tie"
     assert "failed verdicts (pairs): j1:" in proc.stdout
     assert "empty cells are missing" in proc.stderr
 
@@ -240,3 +240,84 @@ def test_bad_convention_is_exit_2(tmp_path):
                    "--failed-as", "min")
     assert proc.returncode == 2
     assert "--failed-as" in proc.stderr and "missing, wrong, tie" in proc.stderr
+
+
+def random_scores(seed: int, n_items: int = 12, systems: int = 4) -> pd.DataFrame:
+    """A wide table: a 1-5 judge with ties, a score with extreme values; `failed` and empty
+    cells in both; a human column with ties and missing cells."""
+    rng = np.random.default_rng(seed)
+    n = n_items * systems
+    judge = rng.integers(1, 6, n).astype(object)
+    wide = rng.choice([-1e300, -1.5, 0.0, 2.25, 1e300, 7.0], n).astype(object)
+    for column in (judge, wide):
+        column[rng.random(n) < 0.15] = "failed"
+        column[rng.random(n) < 0.08] = None
+    human = rng.integers(1, 4, n).astype(float)
+    human[rng.random(n) < 0.05] = np.nan
+    return pd.DataFrame({"item": np.repeat([f"i{k}" for k in range(n_items)], systems),
+                         "system": np.tile([f"s{k}" for k in range(systems)], n_items),
+                         "judge.rubric": judge, "other": wide, "human.q": human})
+
+
+def filled(values: pd.Series, convention: str) -> tuple[np.ndarray, str]:
+    """The column as the convention reads it, by hand, and how it says it counted them."""
+    failed = values.map(lambda v: v == "failed").to_numpy(dtype=bool)
+    numbers = np.array([np.nan if v is None or v == "failed" else float(v) for v in values])
+    if convention == "missing":
+        return numbers, "dropped"
+    if convention in ("min", "max"):
+        value = float(np.nanmin(numbers) if convention == "min" else np.nanmax(numbers))
+        return np.where(failed, value, numbers), f"the column's {convention}imum ({value!r})"
+    return np.where(failed, float(convention), numbers), f"the value {float(convention)!r}"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("convention", ["missing", "min", "max", "-3.5"])
+def test_every_numeric_statistic_under_each_convention(tmp_path, seed, convention):
+    import scipy.stats
+
+    frame = random_scores(seed)
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    proc = run_cli("meta-eval", str(path), "--human", "human.q", "--statistic", "pearson",
+                   "--statistic", "spearman", "--statistic", "kendall", "--failed-as",
+                   convention, "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    human = frame["human.q"].to_numpy(dtype=float)
+    kernels = {"pearson": scipy.stats.pearsonr, "spearman": scipy.stats.spearmanr,
+               "kendall": scipy.stats.kendalltau}
+    for column in ("judge.rubric", "other"):
+        x, counted_as = filled(frame[column], convention)
+        both = np.isfinite(x) & np.isfinite(human)
+        for statistic, kernel in kernels.items():
+            row = next(r for r in rows if r["metric"] == column and r["statistic"] == statistic)
+            want = float(kernel(x[both], human[both])[0])
+            assert row["value"] == pytest.approx(want, rel=1e-9, abs=1e-12), (column, statistic)
+            assert row["n"] == int(both.sum())
+            assert row["failed_as"] == convention
+            assert row["failed"] == {"rows": int((frame[column] == "failed").sum()),
+                                     "counted_as": counted_as, "told_by": "cells"}
+
+
+def test_numeric_sidecar_statuses_and_bad_value(tmp_path):
+    frame = pd.DataFrame({"item": ["1", "1", "2", "2", "3", "3"], "system": ["x", "y"] * 3,
+                          "j": [4.0, None, 2.0, 5.0, None, 1.0],
+                          "human.q": [4.0, 1.0, 2.0, 5.0, 3.0, 1.0]})
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    sidecar = {"columns": {"j": {"metric": "judge.rubric", "higher_is_better": True,
+                                 "statuses": {"ok": 4, "refused": 1, "parse_error": 1}}}}
+    Path(f"{path}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+    proc = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", "min",
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    x = np.array([4.0, 1.0, 2.0, 5.0, 1.0, 1.0])
+    assert row["value"] == pytest.approx(float(np.corrcoef(x, frame["human.q"])[0, 1]))
+    assert row["failed"] == {"rows": 2, "counted_as": "the column's minimum (1.0)",
+                             "told_by": "sidecar"}
+    for bad in ("wrong", "nan", "inf"):
+        proc = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", bad)
+        assert proc.returncode == 2, bad
+        assert "--failed-as" in proc.stderr

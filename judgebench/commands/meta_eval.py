@@ -17,6 +17,7 @@ import click
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
+from judgebench.failed import header
 from judgebench.tables import render as render_table
 from judgebench.tables import results_table
 from meta_eval.statistics import get
@@ -117,7 +118,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        lower=lower, higher=higher, corpus_path=corpus_path,
                        system_score=system_score, exclude_systems=excluded, compare=compare,
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
-                       permutations=permutations, seed=seed, log=_log)
+                       permutations=permutations, seed=seed, failed_as=failed_as, log=_log)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
@@ -148,7 +149,7 @@ def render(result: MetaEvalResult) -> str:
         blocks.setdefault(key, []).append(row)
     lines: list[str] = []
     for (human, statistic), rows in blocks.items():
-        lines += ["", _title(human, statistic, rows[0])]
+        lines += ["", f"{_title(human, statistic, rows[0])} · {header(result.failed_as)}"]
         width = max(len(row.metric) for row in rows)
         lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
                   else _metric_line(row, width) for row in rows]
@@ -202,6 +203,8 @@ def _metric_line(row: MetricRow, width: int) -> str:
     parts.append(f"n={o.result.n}")
     if o.result.skipped:
         parts.append(f"skipped={o.result.skipped}")
+    if row.failed and row.failed["rows"]:
+        parts.append(f"failed={row.failed['rows']} ({row.failed['counted_as']})")
     if row.epsilon is not None:
         parts.append(f"eps={row.epsilon:.4g}")
     if o.cluster is not None:

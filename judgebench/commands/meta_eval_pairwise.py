@@ -75,7 +75,7 @@ def render(result: PairwiseMetaEvalResult) -> str:
                 if accuracy is not None and accuracy.result.ceiling_fraction is not None:
                     table[-1][0] += (f" ({100 * accuracy.result.ceiling_fraction:.0f}% of "
                                      "ceiling)")
-            title = f"{human} · human ties {ties}"
+            title = f"{human} · human ties {ties} · {header(result.failed_as)}"
             if category is not None:
                 title += f" · {rows[0].by} = {category}"
             widths = [max(len(line[k]) for line in table) for k in range(len(table[0]))]
@@ -85,11 +85,10 @@ def render(result: PairwiseMetaEvalResult) -> str:
     failures = _failures(result)
     if failures:
         lines += ["", "failed verdicts (pairs): " + "; ".join(failures)]
-    lines.insert(0, header(result.failed_as))
     if result.compare:
         lines += ["", "cluster: judges in one cluster are not significantly different in "
                   "accuracy (paired test on per-pair credit: exact McNemar, or sign-flip)."]
-    return "\n".join(lines)
+    return "\n".join(lines).lstrip("\n")
 
 
 def _failures(result: PairwiseMetaEvalResult) -> list[str]:
