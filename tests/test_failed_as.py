@@ -321,3 +321,60 @@ def test_numeric_sidecar_statuses_and_bad_value(tmp_path):
         proc = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", bad)
         assert proc.returncode == 2, bad
         assert "--failed-as" in proc.stderr
+
+
+def present(*columns: list[str | None]) -> list[tuple[str, ...]]:
+    return [row for row in zip(*columns, strict=True) if all(v is not None for v in row)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("convention", ["missing", "wrong", "tie"])
+def test_compare_judges_pairwise_under_each_convention(tmp_path, seed, convention):
+    frame = random_pairs(seed, 90)
+    path = tmp_path / "pairs.csv"
+    frame[["item", "system_a", "system_b", "human.gold", "j1.ab", "j2"]].to_csv(
+        path, index=False)
+    proc = run_cli("compare-judges", str(path), "--a", "j1.ab", "--b", "j2", "--human",
+                   "human.gold", "--bootstrap", "0", "--failed-as", convention, "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = {r["statistic"]: r for r in json.loads(proc.stdout)}
+    a = [counted(v, convention) for v in frame["j1.ab"]]
+    b = [counted(v, convention) for v in frame["j2"]]
+    h = list(frame["human.gold"])
+    ab = present(a, b)
+    abh = present(a, b, h)
+    want = {
+        "flip_rate": sum(x != y for x, y in ab) / len(ab),
+        "kappa": cohen_kappa_score([x for x, _ in ab], [y for _, y in ab]),
+        "kappa_a_human": kappa(a, h), "kappa_b_human": kappa(b, h),
+        "negative_flips": sum(x == g != y for x, y, g in abh) / len(abh),
+        "positive_flips": sum(y == g != x for x, y, g in abh) / len(abh),
+        "accuracy_a": sum(x == g for x, _, g in abh) / len(abh),
+        "accuracy_b": sum(y == g for _, y, g in abh) / len(abh),
+    }
+    for statistic, value in want.items():
+        assert got[statistic]["value"] == pytest.approx(value, abs=1e-12), statistic
+        assert got[statistic]["failed_as"] == convention
+    failed = got["flip_rate"]["failed"]
+    assert failed["j1.ab"]["rows"] == int((frame["j1.ab"] == "failed").sum())
+    assert failed["j2"]["rows"] == int((frame["j2"] == "failed").sum())
+
+
+def test_compare_judges_wide_scores_take_the_numeric_convention(tmp_path):
+    frame = random_scores(2)
+    frame["second"] = frame["judge.rubric"].sample(frac=1.0, random_state=0).to_numpy()
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    proc = run_cli("compare-judges", str(path), "--a", "judge.rubric", "--b", "second",
+                   "--bootstrap", "0", "--failed-as", "max", "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = {r["statistic"]: r for r in json.loads(proc.stdout)}
+    x, counted_x = filled(frame["judge.rubric"], "max")
+    y, _ = filled(frame["second"], "max")
+    both = np.isfinite(x) & np.isfinite(y)
+    assert got["flip_rate"]["value"] == pytest.approx(float(np.mean(x[both] != y[both])))
+    assert got["kappa"]["value"] == pytest.approx(cohen_kappa_score(x[both], y[both]))
+    assert got["kappa"]["failed"]["judge.rubric"]["counted_as"] == counted_x
+    proc = run_cli("compare-judges", str(path), "--a", "judge.rubric", "--b", "second",
+                   "--failed-as", "wrong")
+    assert proc.returncode == 2 and "--failed-as" in proc.stderr
