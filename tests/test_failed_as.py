@@ -378,3 +378,59 @@ def test_compare_judges_wide_scores_take_the_numeric_convention(tmp_path):
     proc = run_cli("compare-judges", str(path), "--a", "judge.rubric", "--b", "second",
                    "--failed-as", "wrong")
     assert proc.returncode == 2 and "--failed-as" in proc.stderr
+
+
+@pytest.mark.parametrize("convention", ["missing", "min", "max", "2.5"])
+def test_aggregate_leaderboard_mean_under_each_convention(tmp_path, convention):
+    rng = np.random.default_rng(7)
+    systems = [f"s{k}" for k in range(6)]
+    frame = pd.DataFrame({"system": systems})
+    for task in ("t1", "t2", "t3", "t4"):
+        column = rng.choice([0.0, 1.0, 3.5, 1e6, -2.0], len(systems)).astype(object)
+        column[rng.random(len(systems)) < 0.25] = "failed"
+        column[rng.random(len(systems)) < 0.1] = None
+        frame[task] = column
+    path = tmp_path / "board.csv"
+    frame.to_csv(path, index=False)
+    proc = run_cli("aggregate", str(path), "-r", "mean", "--failed-as", convention, "--json")
+    assert proc.returncode == 0, proc.stderr
+    (rule,) = json.loads(proc.stdout)
+    columns = {t: filled(frame[t], convention) for t in ("t1", "t2", "t3", "t4")}
+    values = np.stack([x for x, _ in columns.values()], axis=1)
+    for k, system in enumerate(systems):
+        row = values[k][np.isfinite(values[k])]
+        want = float(row.mean()) if row.size else None
+        got = rule["scores"].get(system)
+        assert (got is None) if want is None else got == pytest.approx(want), system
+    assert rule["failed_as"] == convention
+    for task, (_, counted_as) in columns.items():
+        assert rule["failed"][task] == {"rows": int((frame[task] == "failed").sum()),
+                                        "counted_as": counted_as, "told_by": "cells"}
+
+
+@pytest.mark.parametrize("convention", ["missing", "tie"])
+def test_aggregate_pairwise_win_rate_under_each_convention(tmp_path, convention):
+    rng = np.random.default_rng(8)
+    n = 60
+    a = rng.choice(["m1", "m2", "m3"], n)
+    b = np.where(a == "m1", "m2", np.where(a == "m2", "m3", "m1"))
+    verdicts = rng.choice(["a", "b", "tie", "failed", ""], n, p=[.35, .3, .1, .2, .05])
+    frame = pd.DataFrame({"item": range(n), "system_a": a, "system_b": b, "j": verdicts})
+    path = tmp_path / "pairs.csv"
+    frame.to_csv(path, index=False)
+    proc = run_cli("aggregate", str(path), "-r", "win-rate", "--failed-as", convention,
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    (rule,) = json.loads(proc.stdout)
+    p_a = {"a": 1.0, "b": 0.0, "tie": 0.5}
+    for system in ("m1", "m2", "m3"):
+        won = []
+        for x, y, v in zip(a, b, verdicts, strict=True):
+            v = counted(v, convention)
+            if v is None or system not in (x, y):
+                continue
+            won.append(p_a[v] if system == x else 1 - p_a[v])
+        assert rule["scores"][system] == pytest.approx(100 * sum(won) / len(won)), system
+    assert rule["failed"]["j"]["rows"] == int((frame["j"] == "failed").sum())
+    proc = run_cli("aggregate", str(path), "-r", "win-rate", "--failed-as", "wrong")
+    assert proc.returncode == 2 and "needs a human label" in proc.stderr
