@@ -434,3 +434,43 @@ def test_aggregate_pairwise_win_rate_under_each_convention(tmp_path, convention)
     assert rule["failed"]["j"]["rows"] == int((frame["j"] == "failed").sum())
     proc = run_cli("aggregate", str(path), "-r", "win-rate", "--failed-as", "wrong")
     assert proc.returncode == 2 and "needs a human label" in proc.stderr
+
+
+def test_audit_counts_failed_scores_by_the_convention(tmp_path):
+    import scipy.stats
+
+    frame = random_scores(3, n_items=10, systems=3)
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    proc = run_cli("audit", str(path), "--human", "human.q", "--metric", "judge.rubric",
+                   "--level", "segment", "--grouping", "none", "--bootstrap", "20",
+                   "--resamples", "20", "--failed-as", "max", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(proc.stdout)
+            if r["type"] == "correlation" and r.get("metric", r.get("column")) ==
+            "judge.rubric"]
+    assert rows, proc.stdout[:2000]
+    x, counted_as = filled(frame["judge.rubric"], "max")
+    human = frame["human.q"].to_numpy(dtype=float)
+    both = np.isfinite(x) & np.isfinite(human)
+    assert rows[0]["value"] == pytest.approx(float(scipy.stats.pearsonr(x[both],
+                                                                        human[both])[0]))
+    assert rows[0]["failed_as"] == "max"
+    assert rows[0]["failed"] == {"rows": int((frame["judge.rubric"] == "failed").sum()),
+                                 "counted_as": counted_as, "told_by": "cells"}
+
+
+def test_audit_pairwise_takes_the_pairwise_convention(tmp_path):
+    frame = random_pairs(9, 40)
+    path = tmp_path / "pairs.csv"
+    frame.to_csv(path, index=False)
+    proc = run_cli("audit", str(path), "--pairwise", "--human", "human.gold",
+                   "--bootstrap", "0", "--resamples", "20", "--failed-as", "wrong", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(proc.stdout) if r["type"] == "pairwise"]
+    for judge in ("j1", "j2"):
+        for statistic, (value, failed) in expected(frame, judge, "wrong", "drop").items():
+            row = next(r for r in rows if r["metric"] == judge and r["statistic"] == statistic)
+            assert row["failed_as"] == "wrong" and row["failed"]["rows"] == failed
+            assert (row["value"] is None) if value is None else \
+                row["value"] == pytest.approx(value, abs=1e-12), (judge, statistic)
