@@ -5,6 +5,10 @@ One rule for every command that reads a table of scores or verdicts (`meta-eval`
 
 - A cell reading `failed` (any case) is a failed verdict: how a table made by hand (a
   paper's released verdicts) says so. It is read as empty, then counted as below.
+- With the store the table was scored into (`--store`, where a command takes one): an empty
+  cell is failed when the store's score of that row (the column's signature from the
+  sidecar, keyed by item and system, "A vs B" for a pair) has a failed status; the order
+  cells of a pairwise judge follow its combined cell, as below.
 - Written by `judgebench score` (its `.meta.json` sidecar counts each column's statuses): a
   column's empty cells are failed when the sidecar counts as many failed scores
   (parse_error, refused, error) as the column has empty cells; a pairwise judge's order cell
@@ -25,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from judgebench.errors import InputError
@@ -39,7 +44,7 @@ PAIRWISE = ("missing", "wrong", "tie")
 NUMERIC = ("missing", "min", "max")
 OPTION = "--failed-as"
 Kind = Literal["missing", "wrong", "tie", "min", "max", "value"]
-ToldBy = Literal["cells", "sidecar"]
+ToldBy = Literal["cells", "sidecar", "store"]
 
 
 @dataclass(frozen=True)
@@ -149,12 +154,40 @@ def _numbers_if_all(values: pd.Series) -> pd.Series:
         return values
 
 
+def store_statuses(store: str | Path, sidecar: Mapping[str, Any] | None,
+                   columns: Iterable[str], keys: Sequence[tuple[str, str]]
+                   ) -> dict[str, list[str | None]]:
+    """Per column with a signature in the sidecar: the stored status of each row's score
+    (keys: (item, system as the store names it)), None where the store holds none or
+    several different ones (two sample contents under one id)."""
+    from judgebench.store import Store
+
+    signatures = {}
+    for column in columns:
+        entry = ((sidecar or {}).get("columns") or {}).get(column)
+        if isinstance(entry, dict) and entry.get("signature"):
+            signatures[column] = str(entry["signature"])
+    if not signatures:
+        return {}
+    out = {}
+    with Store(store, readonly=True) as db:
+        for column, signature in signatures.items():
+            found: dict[tuple[str, str], set[str]] = {}
+            for score in db.scores(signature):
+                found.setdefault((score.item, score.system), set()).add(str(score.status))
+            out[column] = [next(iter(found[k])) if len(found.get(k, ())) == 1 else None
+                           for k in keys]
+    return out
+
+
 def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
                 sidecar: Mapping[str, Any] | None,
-                judges: Mapping[str, Sequence[str]] | None = None) -> FailedCells:
+                judges: Mapping[str, Sequence[str]] | None = None,
+                statuses: Mapping[str, Sequence[str | None]] | None = None) -> FailedCells:
     """The failed cells of `columns` (see the module docstring); every cell reading `failed`
     is set empty in `frame`. `judges`: a pairwise judge -> its columns (combined first, then
-    `.ab`, `.ba`) for the order rule; other columns are told by their own statuses."""
+    `.ab`, `.ba`) for the order rule; other columns are told by their own statuses: per row
+    from the store (`statuses`, from `store_statuses`), else the sidecar's counts."""
 
     out = FailedCells()
     wanted = [c for c in dict.fromkeys(columns) if c in frame.columns]
@@ -167,16 +200,27 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
     order_of = {c: judge for judge, cs in (judges or {}).items() for c in cs[1:]}
     combined_of = {judge: cs[0] for judge, cs in (judges or {}).items()}
     from_sidecar: dict[str, np.ndarray] = {}
+    told: dict[str, ToldBy] = {}
     for column in wanted:
         if column in order_of:
             continue
-        statuses = _statuses(sidecar, column)
-        empty = frame[column].isna().to_numpy() & ~texts[column]
-        if statuses is None or not empty.any():
+        stored = (statuses or {}).get(column)
+        if stored is not None:
+            import numpy as np
+
+            empty = frame[column].isna().to_numpy() & ~texts[column]
+            from_sidecar[column] = empty & np.isin(np.asarray(stored, dtype=object),
+                                                   FAILED_STATUSES)
+            told[column] = "store"
             continue
-        failed = sum(statuses.get(s, 0) for s in FAILED_STATUSES)
+        statuses_of = _statuses(sidecar, column)
+        empty = frame[column].isna().to_numpy() & ~texts[column]
+        if statuses_of is None or not empty.any():
+            continue
+        failed = sum(statuses_of.get(s, 0) for s in FAILED_STATUSES)
         if failed == int(empty.sum()):
             from_sidecar[column] = empty
+            told[column] = "sidecar"
         elif failed:
             out.notes.append(f"column {column!r}: the sidecar counts {failed} failed scores "
                              f"but {int(empty.sum())} cells are empty, so they cannot be told "
@@ -188,9 +232,10 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
             empty = frame[column].isna().to_numpy() & ~mask
             if frame[column].notna().any():
                 from_sidecar[column] = empty & from_sidecar[combined_of[judge]]
+                told[column] = told[combined_of[judge]]
         if column in from_sidecar:
             mask |= from_sidecar[column]
-            out.told_by[column] = "sidecar"
+            out.told_by[column] = told[column]
         if mask.any():
             out.masks[column] = mask
     if sidecar is None:

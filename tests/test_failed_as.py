@@ -474,3 +474,45 @@ def test_audit_pairwise_takes_the_pairwise_convention(tmp_path):
             assert row["failed_as"] == "wrong" and row["failed"]["rows"] == failed
             assert (row["value"] is None) if value is None else \
                 row["value"] == pytest.approx(value, abs=1e-12), (judge, statistic)
+
+
+def test_the_store_tells_each_row_where_the_sidecar_counts_cannot(tmp_path):
+    """A pairwise table whose empty cells are a skipped and two failed scores: the sidecar's
+    counts (2 failed, 3 empty) cannot say which; the store, row by row, can."""
+    from judgebench.models import Score, Status
+    from judgebench.store import Store
+
+    gold = ["a", "b", "a", "b", "a", "b", "a"]
+    j1 = ["a", None, None, "b", None, "a", "b"]
+    j2 = ["a", "b", "b", "b", "a", "b", "tie"]
+    status = [Status.OK, Status.PARSE_ERROR, Status.SKIPPED, Status.OK, Status.REFUSED,
+              Status.OK, Status.OK]
+    frame = pd.DataFrame({"item": [str(k) for k in range(7)], "system_a": "x",
+                          "system_b": "y", "human.gold": gold, "j1": j1, "j2": j2})
+    path = tmp_path / "pairs.csv"
+    frame.to_csv(path, index=False)
+    sidecar = {"table": "pairwise", "columns": {
+        "j1": {"signature": "sig1", "statuses": {"ok": 4, "parse_error": 1, "refused": 1,
+                                                 "skipped": 1}},
+        "j2": {"signature": "sig2", "statuses": {"ok": 7}}}}
+    Path(f"{path}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        store.put([Score(item=str(k), system="x vs y", metric="judge.pairwise", value=None,
+                         status=s, signature="sig1") for k, s in enumerate(status)],
+                  [f"h{k}" for k in range(7)])
+    args = ("compare-judges", str(path), "--a", "j1", "--b", "j2", "--human", "human.gold",
+            "--bootstrap", "0", "--failed-as", "wrong", "--json")
+    without = json.loads(run_cli(*args, check=True).stdout)
+    assert without[0]["failed"]["j1"]["rows"] == 0  # counts differ: all three missing
+    got = {r["statistic"]: r for r in json.loads(run_cli(*args, "--store", str(db),
+                                                         check=True).stdout)}
+    assert got["flip_rate"]["failed"]["j1"] == {
+        "rows": 2, "counted_as": got["flip_rate"]["failed"]["j1"]["counted_as"],
+        "told_by": "store"}
+    a = ["a", "failed", None, "b", "failed", "a", "b"]
+    kept = [(x, y, g) for x, y, g in zip(a, j2, gold, strict=True) if x is not None]
+    assert got["flip_rate"]["value"] == pytest.approx(sum(x != y for x, y, _ in kept) / 6)
+    assert got["accuracy_a"]["value"] == pytest.approx(sum(x == g for x, _, g in kept) / 6)
+    assert got["kappa"]["value"] == pytest.approx(cohen_kappa_score(
+        [x for x, _, _ in kept], [y for _, y, _ in kept]))

@@ -24,7 +24,7 @@ from judgebench.audit.report import MetricCard, Report
 from judgebench.audit.sentinels import SentinelRun, compute_sentinels
 from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
-from judgebench.failed import MISSING, FailedAs, apply_numeric, find_failed
+from judgebench.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
 from judgebench.models import Sample
 from judgebench.scales import check_scales
 from judgebench.scores_table import ScoresTable, load_scores_table, read_sidecar
@@ -124,10 +124,13 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     score counts as `failed_as` says (judgebench.failed)."""
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
+    sidecar = read_sidecar(Path(scores_path))
     failed = find_failed(frame, list(metrics) or [
         str(c) for c in frame.columns if c not in (*KEY, *humans)
         and not str(c).startswith(("human.", "sentinel."))],
-        sidecar=read_sidecar(Path(scores_path)))
+        sidecar=sidecar, statuses=None if store_path is None else store_statuses(
+            store_path, sidecar, metrics or frame.columns,
+            list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))))
     for note in failed.notes:
         log(note)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))

@@ -28,6 +28,7 @@ from judgebench.failed import (
     apply_numeric,
     find_failed,
     parse_failed_as,
+    store_statuses,
 )
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
@@ -119,7 +120,8 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
             raise InputError(f"no column {column!r}; columns are {list(frame.columns)}",
                              path=path, field=option)
     convention = parse_failed_as(failed_as, pairwise=shape == "pairwise")
-    failed = _failed(frame, (a, b), sidecar)
+    failed = _failed(frame, (a, b), sidecar,
+                     store if isinstance(table, str | Path) else None, shape)
     if shape == "pairwise":
         if tolerance:
             raise InputError("--tolerance is for scores: pairwise verdicts agree when equal",
@@ -174,17 +176,20 @@ COUNTED_AS = {"missing": "dropped", "tie": "tie",
                        "verdict, agreeing with another failure, a class of its own in kappa"}
 
 
-def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None
-            ) -> FailedCells:
-    """The failed cells of the two judge columns (judgebench.failed); an order column
-    (`<spec>.ab`) is told by its judge's combined column where the table has it."""
+def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None,
+            store: str | Path | None, shape: Shape) -> FailedCells:
+    """The failed cells of the two judge columns (judgebench.failed: by the store's status
+    of each row with `store`, else the sidecar's counts); an order column (`<spec>.ab`) is
+    told by its judge's combined column where the table has it."""
     orders: dict[str, list[str]] = {}
     for column in judges:
         base = column[:-3]
         if column.endswith((".ab", ".ba")) and base in frame.columns:
             orders[base] = [base, f"{base}.ab", f"{base}.ba"]
     wanted = [*judges, *(c for cs in orders.values() for c in cs)]
-    found = find_failed(frame, wanted, sidecar=sidecar, judges=orders)
+    statuses = (store_statuses(store, sidecar, wanted, _store_keys(frame, shape))
+                if store is not None else None)
+    found = find_failed(frame, wanted, sidecar=sidecar, judges=orders, statuses=statuses)
     found.masks = {c: m for c, m in found.masks.items() if c in judges}
     return found
 

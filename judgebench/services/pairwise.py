@@ -222,8 +222,8 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                                    compare=compare, resamples=resamples, alpha=alpha)
     soft = calibration(judges=verdicts, humans=human_p, items=items, bootstrap=bootstrap,
                        ci=ci, seed=seed)
-    told = {j: "sidecar" if any(failed.told_by.get(c) == "sidecar" for c in
-                                (j, f"{j}.ab", f"{j}.ba")) else "cells" for j in names}
+    told = {j: next((failed.told_by[c] for c in (j, f"{j}.ab", f"{j}.ba")
+                     if c in failed.told_by), "cells") for j in names}
     rows = [PairwiseRow(r, human_ties, by, alpha, convention, told.get(r.judge, "cells"))
             for r in [*evaluation.results, *soft]]
     return PairwiseMetaEvalResult(rows, names, list(human_p), len(frame),
