@@ -317,6 +317,14 @@ def test_numeric_sidecar_statuses_and_bad_value(tmp_path):
     assert row["value"] == pytest.approx(float(np.corrcoef(x, frame["human.q"])[0, 1]))
     assert row["failed"] == {"rows": 2, "counted_as": "the column's minimum (1.0)",
                              "told_by": "sidecar"}
+    proc = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", "min",
+                   "--exclude-system", "y", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)  # the sidecar counts the whole table: still told
+    assert row["failed"] == {"rows": 1, "counted_as": "the column's minimum (2.0)",
+                             "told_by": "sidecar"}
+    assert row["value"] == pytest.approx(float(np.corrcoef([4.0, 2.0, 2.0],
+                                                           [4.0, 2.0, 3.0])[0, 1]))
     for bad in ("wrong", "nan", "inf"):
         proc = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", bad)
         assert proc.returncode == 2, bad

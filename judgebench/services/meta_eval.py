@@ -267,11 +267,16 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
              excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log) -> _Columns:
     table = _load(scores, corpus_path, lower, higher)
     where = str(table.path)
-    frame = _exclude(table.frame, excluded, where) if excluded else table.frame
+    frame = table.frame
     not_scores = {"item", "system", *humans, *raters}
+    # before --exclude-system: the sidecar's counts are of the whole table
     failed = find_failed(frame, list(metrics) or [
         str(c) for c in frame.columns if c not in not_scores
         and not str(c).startswith("human.")], sidecar=table.sidecar)
+    if excluded:
+        frame = _exclude(frame, excluded, where)
+        keep = ~table.frame["system"].isin(excluded).to_numpy()
+        failed.masks = {c: m[keep] for c, m in failed.masks.items()}
     for note in failed.notes:
         log(note)
     numeric_columns(frame, [*humans, *raters], where)
