@@ -524,3 +524,58 @@ def test_the_store_tells_each_row_where_the_sidecar_counts_cannot(tmp_path):
     assert got["accuracy_a"]["value"] == pytest.approx(sum(x == g for x, _, g in kept) / 6)
     assert got["kappa"]["value"] == pytest.approx(cohen_kappa_score(
         [x for x, _, _ in kept], [y for _, y, _ in kept]))
+
+
+LLMBAR_FAILED = Path(__file__).parent / "data" / "pairwise" / "llmbar_failed"
+RATES = {"correct_False": "accuracy-ab", "correct_True": "accuracy-ba",
+         "correct_average": "accuracy", "correct_both": "both-correct",
+         "equal": "consistency"}
+
+
+def stored_rate(text: str) -> float:
+    """LLMBar writes "77 / 100 = 77.0%" or "82.0%"."""
+    return float(text.split("=")[-1].strip().rstrip("%")) / 100
+
+
+def test_llmbar_statistics_with_parse_failures_are_reproduced_by_wrong():
+    """Three LLMBar evaluators with 32 parse failures: `--failed-as wrong` gives LLMBar's
+    stored rates for every subset (75 numbers); `missing` does not."""
+    stats = json.loads((LLMBAR_FAILED / "statistics.json").read_text(encoding="utf-8"))
+    runs = {c: run_pairwise(LLMBAR_FAILED / "pairs.csv", "--by", "category", "--failed-as", c)
+            for c in ("wrong", "missing")}
+    checked = differ = 0
+    for subset, evaluators in stats.items():
+        category = subset.split("/")[-1]
+        for judge, numbers in evaluators.items():
+            for key, statistic in RATES.items():
+                def value(rows: list[dict], statistic: str = statistic, judge: str = judge,
+                          category: str = category) -> float:
+                    return next(r["value"] for r in rows if r["metric"] == judge
+                                and r["statistic"] == statistic and r["category"] == category)
+
+                assert value(runs["wrong"]) == pytest.approx(stored_rate(numbers[key]),
+                                                             abs=1e-9), (subset, judge, key)
+                differ += value(runs["missing"]) != pytest.approx(stored_rate(numbers[key]))
+                checked += 1
+    assert checked == 75 and differ > 0
+
+
+def test_llmbar_kappa_agreement_codes_a_failure_as_output_2():
+    """What the README says of LLMBar's kappa_agreement: evaluate.py codes a failure as 0,
+    as output 2 (b), so it is Cohen's kappa with `failed` read as b, not a class of its own."""
+    frame = pd.read_csv(LLMBAR_FAILED / "pairs.csv", dtype=str, keep_default_na=False)
+    stats = json.loads((LLMBAR_FAILED / "statistics.json").read_text(encoding="utf-8"))
+    rows = run_pairwise(LLMBAR_FAILED / "pairs.csv", "--by", "category", "--failed-as",
+                        "wrong")
+    own_class_differs = 0
+    for subset, evaluators in stats.items():
+        part = frame[frame["category"] == subset.split("/")[-1]]
+        for judge, numbers in evaluators.items():
+            ab, ba = (part[f"{judge}.{o}"].replace("failed", "b") for o in ("ab", "ba"))
+            assert cohen_kappa_score(ab, ba) == pytest.approx(numbers["kappa_agreement"])
+            ours = next(r["value"] for r in rows if r["metric"] == judge and r["statistic"]
+                        == "kappa-orders" and r["category"] == subset.split("/")[-1])
+            want = cohen_kappa_score(part[f"{judge}.ab"], part[f"{judge}.ba"])
+            assert ours == pytest.approx(want)
+            own_class_differs += ours != pytest.approx(numbers["kappa_agreement"])
+    assert own_class_differs > 0
