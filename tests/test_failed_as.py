@@ -157,7 +157,7 @@ def test_counted_as_is_stated_per_statistic(tmp_path):
                    "--failed-as", "tie")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "human.gold · human ties drop · failed as tie"
-    assert "failed verdicts (pairs): j1:" in proc.stdout
+    assert "failed verdicts (pairs):\n  j1: " in proc.stdout
     assert "empty cells are missing" in proc.stderr
 
 

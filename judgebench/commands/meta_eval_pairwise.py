@@ -84,7 +84,7 @@ def render(result: PairwiseMetaEvalResult) -> str:
                                    for line in table)]
     failures = _failures(result)
     if failures:
-        lines += ["", "failed verdicts (pairs): " + "; ".join(failures)]
+        lines += ["", "failed verdicts (pairs):", *(f"  {f}" for f in failures)]
     if result.compare:
         lines += ["", "cluster: judges in one cluster are not significantly different in "
                   "accuracy (paired test on per-pair credit: exact McNemar, or sign-flip)."]
