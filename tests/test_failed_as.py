@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -579,3 +580,40 @@ def test_llmbar_kappa_agreement_codes_a_failure_as_output_2():
             assert ours == pytest.approx(want)
             own_class_differs += ours != pytest.approx(numbers["kappa_agreement"])
     assert own_class_differs > 0
+
+
+@pytest.mark.parametrize("convention", ["missing", "wrong", "tie"])
+def test_a_scored_table_tells_failures_by_its_sidecar(tmp_path, monkeypatch, convention):
+    """`judgebench score` with a scripted judge on a loopback server (two pairs unparseable,
+    q4 in one order, q5 in both): meta-eval --pairwise reads the empty cells of the failed
+    scores as failed (the sidecar counts 2 parse errors and the verdict column has 2 empty
+    cells) and counts them by the convention, as by hand."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import write_jsonl
+    from scripted_judge import ScriptedJudge
+    from test_score_pairwise import KEY_ENV, judge_spec, pair_records
+
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    for k, v in KEY_ENV.items():
+        monkeypatch.setenv(k, v)
+    data = write_jsonl(tmp_path / "pairs.jsonl", pair_records())
+    with ScriptedJudge() as server:
+        spec = judge_spec(server.url)
+        run_cli("score", str(data), "--allow-failures", "-m", spec, "-o",
+                str(tmp_path / "pairs.csv"), "--store", str(tmp_path / "runs.db"),
+                cwd=tmp_path, env=KEY_ENV, check=True)
+    by_hand = pd.DataFrame({"human.gold": ["a", "b", "tie", "b", ""],
+                            spec: ["a", "b", "tie", "failed", "failed"],
+                            f"{spec}.ab": ["a", "b", "a", "failed", "failed"],
+                            f"{spec}.ba": ["a", "b", "b", "b", "failed"]})
+    table = pd.read_csv(tmp_path / "pairs.csv", dtype=str)
+    rows = json.loads(run_cli("meta-eval", str(tmp_path / "pairs.csv"), "--pairwise",
+                              "--human", "human.pref", "--json", "--failed-as", convention,
+                              check=True).stdout)
+    assert table[spec].isna().sum() == 2  # the two failed scores leave the verdict empty
+    for statistic, (value, failed) in expected(by_hand, spec, convention, "drop").items():
+        row = next(r for r in rows if r["statistic"] == statistic)
+        assert row["failed"]["rows"] == failed, statistic
+        assert row["failed"]["told_by"] == "sidecar"
+        assert (row["value"] is None) if value is None else \
+            row["value"] == pytest.approx(value, abs=1e-12), statistic
