@@ -188,6 +188,7 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
     is set empty in `frame`. `judges`: a pairwise judge -> its columns (combined first, then
     `.ab`, `.ba`) for the order rule; other columns are told by their own statuses: per row
     from the store (`statuses`, from `store_statuses`), else the sidecar's counts."""
+    import numpy as np
 
     out = FailedCells()
     wanted = [c for c in dict.fromkeys(columns) if c in frame.columns]
@@ -206,8 +207,6 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
             continue
         stored = (statuses or {}).get(column)
         if stored is not None:
-            import numpy as np
-
             empty = frame[column].isna().to_numpy() & ~texts[column]
             from_sidecar[column] = empty & np.isin(np.asarray(stored, dtype=object),
                                                    FAILED_STATUSES)
