@@ -326,6 +326,10 @@ def test_numeric_sidecar_statuses_and_bad_value(tmp_path):
                              "told_by": "sidecar"}
     assert row["value"] == pytest.approx(float(np.corrcoef([4.0, 2.0, 2.0],
                                                            [4.0, 2.0, 3.0])[0, 1]))
+    markdown = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", "min",
+                       "-f", "markdown", check=True).stdout
+    assert markdown.splitlines()[0].endswith("| failed_as |")
+    assert markdown.splitlines()[2].endswith("| min |")
     for bad in ("wrong", "nan", "inf"):
         proc = run_cli("meta-eval", str(path), "--human", "human.q", "--failed-as", bad)
         assert proc.returncode == 2, bad

@@ -124,7 +124,11 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
     elif output_format == "text":
         click.echo(safe(render(result)))
     else:
-        table = results_table(result.to_dict(), output_format, TABLE_COLUMNS)
+        records = result.to_dict()
+        counted = result.failed_as.kind != "missing" or any(
+            (r.get("failed") or {}).get("rows") for r in records)
+        table = results_table(records, output_format,
+                              (*TABLE_COLUMNS, "failed_as") if counted else TABLE_COLUMNS)
         click.echo(safe(render_table(table, output_format)))
 
 
