@@ -621,3 +621,33 @@ def test_a_scored_table_tells_failures_by_its_sidecar(tmp_path, monkeypatch, con
         assert row["failed"]["told_by"] == "sidecar"
         assert (row["value"] is None) if value is None else \
             row["value"] == pytest.approx(value, abs=1e-12), statistic
+
+
+@pytest.mark.parametrize("convention", ["missing", "wrong", "tie"])
+def test_a_soft_judges_brier_score_under_each_convention(tmp_path, convention):
+    """A judge of probabilities with failed cells: Brier (scikit-learn's brier_score_loss)
+    with a failure as dropped, P = 0.5, or P on the wrong side of the human label."""
+    from sklearn.metrics import brier_score_loss
+
+    rng = np.random.default_rng(11)
+    n = 70
+    gold = rng.choice(["a", "b", "tie"], n, p=[.45, .45, .1])
+    p = rng.choice([0.0, 0.13, 0.37, 0.62, 0.88, 1.0, 0.999999], n).astype(object)
+    p[rng.random(n) < 0.2] = "failed"
+    frame = pd.DataFrame({"item": range(n), "system_a": "x", "system_b": "y",
+                          "human.gold": gold, "soft": p})
+    path = tmp_path / "soft.csv"
+    frame.to_csv(path, index=False)
+    rows = run_pairwise(path, "--failed-as", convention)
+    brier = next(r for r in rows if r["statistic"] == "brier")
+    labels, probabilities = [], []
+    for g, v in zip(gold, p, strict=True):
+        if g == "tie" or (v == "failed" and convention == "missing"):
+            continue
+        label = 1.0 if g == "a" else 0.0
+        labels.append(label)
+        probabilities.append({"tie": 0.5, "wrong": 1 - label}.get(convention, 0.0)
+                             if v == "failed" else float(v))
+    assert brier["value"] == pytest.approx(brier_score_loss(labels, probabilities))
+    assert brier["n"] == len(labels)
+    assert brier["failed"]["rows"] == int((frame["soft"] == "failed").sum())
