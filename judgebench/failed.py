@@ -130,11 +130,14 @@ def _statuses(sidecar: Mapping[str, Any] | None, column: str) -> dict[str, int] 
 def failed_text(values: pd.Series) -> np.ndarray:
     """The cells reading `failed` (any case, surrounding space ignored)."""
     import numpy as np
+    import pandas as pd
 
     if values.dtype.kind in "biufc":
         return np.zeros(len(values), dtype=bool)
-    return values.map(lambda v: isinstance(v, str) and v.strip().lower() == FAILED_TEXT
-                      ).to_numpy(dtype=bool)
+    codes, uniques = pd.factorize(values)  # a verdict column has a handful of values
+    hits = [k for k, v in enumerate(uniques)
+            if isinstance(v, str) and v.strip().lower() == FAILED_TEXT]
+    return np.isin(codes, hits) if hits else np.zeros(len(values), dtype=bool)
 
 
 def _numbers_if_all(values: pd.Series) -> pd.Series:
