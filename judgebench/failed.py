@@ -160,9 +160,9 @@ def _numbers_if_all(values: pd.Series) -> pd.Series:
 def store_statuses(store: str | Path, sidecar: Mapping[str, Any] | None,
                    columns: Iterable[str], keys: Sequence[tuple[str, str]]
                    ) -> dict[str, list[str | None]]:
-    """Per column with a signature in the sidecar: the stored status of each row's score
-    (keys: (item, system as the store names it)), None where the store holds none or
-    several different ones (two sample contents under one id)."""
+    """Per column with a signature in the sidecar and scores in the store: the stored status
+    of each row's score (keys: (item, system as the store names it)), None where the store
+    holds none or several different ones (two sample contents under one id)."""
     from judgebench.store import Store
 
     signatures = {}
@@ -178,8 +178,9 @@ def store_statuses(store: str | Path, sidecar: Mapping[str, Any] | None,
             found: dict[tuple[str, str], set[str]] = {}
             for score in db.scores(signature):
                 found.setdefault((score.item, score.system), set()).add(str(score.status))
-            out[column] = [next(iter(found[k])) if len(found.get(k, ())) == 1 else None
-                           for k in keys]
+            if found:  # a store without the column's scores leaves it to the sidecar
+                out[column] = [next(iter(found[k])) if len(found.get(k, ())) == 1 else None
+                               for k in keys]
     return out
 
 

@@ -523,6 +523,14 @@ def test_the_store_tells_each_row_where_the_sidecar_counts_cannot(tmp_path):
     assert got["flip_rate"]["failed"]["j1"] == {
         "rows": 2, "counted_as": got["flip_rate"]["failed"]["j1"]["counted_as"],
         "told_by": "store"}
+    with Store(tmp_path / "other.db") as store:  # another run's store: the sidecar decides
+        store.put([Score(item="0", system="x vs y", metric="m", value=1.0, signature="s")],
+                  ["h"])
+    other = json.loads(run_cli(*args, "--store", str(tmp_path / "other.db"),
+                               check=True).stdout)
+    assert other[0]["failed"]["j1"]["rows"] == 0
+    assert "cannot be told apart" in run_cli(*args, "--store", str(tmp_path / "other.db")
+                                             ).stderr
     a = ["a", "failed", None, "b", "failed", "a", "b"]
     kept = [(x, y, g) for x, y, g in zip(a, j2, gold, strict=True) if x is not None]
     assert got["flip_rate"]["value"] == pytest.approx(sum(x != y for x, y, _ in kept) / 6)
