@@ -289,6 +289,33 @@ def apply_numeric(frame: pd.DataFrame, failed: FailedCells, columns: Iterable[st
     return out
 
 
+def apply_corpus(corpus: dict[str, dict[str, float]], failed: Mapping[str, set[str]],
+                 columns: Iterable[str], failed_as: FailedAs) -> dict[str, dict[str, Any]]:
+    """Put each failed corpus score of `columns` (`failed`: column -> systems) to the value
+    `failed_as` gives (in place in `corpus`, column -> system -> score; the minimum and
+    maximum over the column's other corpus scores), and return per column the `failed`
+    field of its system-level results (`unit`: system)."""
+    out = {}
+    for column in columns:
+        if column not in corpus:
+            continue
+        systems = failed.get(column, set()) & set(corpus[column])
+        others = [v for s, v in corpus[column].items() if s not in systems and math.isfinite(v)]
+        fill = None
+        if systems and failed_as.kind == "value":
+            fill = failed_as.value
+        elif systems and others and failed_as.kind in ("min", "max"):
+            fill = min(others) if failed_as.kind == "min" else max(others)
+        if fill is not None:
+            corpus[column] |= dict.fromkeys(systems, fill)
+        counted = numeric_counted_as(failed_as, fill)
+        if systems and failed_as.kind in ("min", "max") and fill is None:
+            counted = "dropped (the column has no other corpus score)"
+        out[column] = {"rows": len(systems), "counted_as": counted, "told_by": "sidecar",
+                       "unit": "system"}
+    return out
+
+
 def header(failed_as: FailedAs) -> str:
     """What a text output's table titles say of the convention."""
     return f"failed as {failed_as.name}"

@@ -659,3 +659,37 @@ def test_a_soft_judges_brier_score_under_each_convention(tmp_path, convention):
     assert brier["value"] == pytest.approx(brier_score_loss(labels, probabilities))
     assert brier["n"] == len(labels)
     assert brier["failed"]["rows"] == int((frame["soft"] == "failed").sum())
+
+
+@pytest.mark.parametrize("convention", ["missing", "min", "max", "0.25"])
+def test_failed_corpus_scores_at_system_level(tmp_path, convention):
+    """A corpus-only metric whose corpus score failed for two systems (the sidecar's corpus
+    rows say so; a skipped one stays missing): system-level pearson, by hand."""
+    import scipy.stats
+
+    rng = np.random.default_rng(12)
+    systems = [f"s{k}" for k in range(8)]
+    frame = pd.DataFrame({"item": np.repeat([f"i{k}" for k in range(5)], 8),
+                          "system": np.tile(systems, 5),
+                          "human.q": rng.normal(size=40).round(3)})
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    values = dict(zip(systems, rng.normal(size=8).round(3).tolist(), strict=True))
+    status = {"s2": "error", "s5": "parse_error", "s6": "skipped"}
+    corpus = [{"system": s, "metric": "corpus.m", "value": None if s in status else v,
+               "status": status.get(s, "ok")} for s, v in values.items()]
+    Path(f"{path}.meta.json").write_text(json.dumps({"columns": {}, "corpus": corpus}),
+                                         encoding="utf-8")
+    proc = run_cli("meta-eval", str(path), "--human", "human.q", "--level", "system",
+                   "--metric", "corpus.m", "--failed-as", convention, "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    ok = [values[s] for s in systems if s not in status]
+    fill = {"missing": None, "min": min(ok), "max": max(ok)}.get(convention, 0.25)
+    x = np.array([np.nan if s == "s6" or (s in status and fill is None) else
+                  fill if s in status else values[s] for s in systems])
+    human = frame.groupby("system")["human.q"].mean().reindex(systems).to_numpy()
+    keep = np.isfinite(x)
+    assert row["value"] == pytest.approx(float(scipy.stats.pearsonr(x[keep], human[keep])[0]))
+    assert row["system_score"] == "corpus"
+    assert row["failed"]["rows"] == 2 and row["failed"]["unit"] == "system"

@@ -18,7 +18,14 @@ import numpy as np
 
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
-from judgebench.failed import MISSING, FailedAs, apply_numeric, find_failed, parse_failed_as
+from judgebench.failed import (
+    MISSING,
+    FailedAs,
+    apply_corpus,
+    apply_numeric,
+    find_failed,
+    parse_failed_as,
+)
 from judgebench.io import LineNumbers
 from judgebench.scales import check_scales
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
@@ -178,6 +185,8 @@ class _Columns:
     failed_as: FailedAs = MISSING
     #: column -> its failed rows and how they were counted (`judgebench.failed`)
     failed: dict[str, dict[str, Any]] | None = None
+    #: column -> its failed corpus scores (systems), for its system-level corpus results
+    corpus_failed: dict[str, dict[str, Any]] | None = None
 
 
 def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
@@ -295,8 +304,10 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         raise InputError("no metric columns: name them with --metric", path=where)
     table.check_flags(chosen)
     counts = apply_numeric(frame, failed, [c for c in chosen if c in frame.columns], failed_as)
+    corpus = (apply_corpus(table.corpus, table.corpus_failed, chosen, failed_as)
+              if use_corpus else {})
     return _Columns(table, frame, chosen, {c: table.info(c) for c in chosen}, failed_as,
-                    counts)
+                    counts, corpus)
 
 
 def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.DataFrame:
@@ -354,7 +365,8 @@ def _block(task: Task, matrices: dict[str, np.ndarray], cols: _Columns,
     rows: list[Row] = [MetricRow(task.human, o, cols.infos[o.metric], task,
                                  _confusion(matrices, task.human, o.metric)
                                  if categorical and o.metric in matrices else None,
-                                 cols.failed_as, (cols.failed or {}).get(o.metric))
+                                 cols.failed_as, ((cols.corpus_failed if o.given
+                                                   else cols.failed) or {}).get(o.metric))
                        for o in result.best_first()]
     if result.ceiling is not None:
         rows.append(CeilingRow(task, result.ceiling))
