@@ -44,7 +44,7 @@ PAIRWISE = ("missing", "wrong", "tie")
 NUMERIC = ("missing", "min", "max")
 OPTION = "--failed-as"
 Kind = Literal["missing", "wrong", "tie", "min", "max", "value"]
-ToldBy = Literal["cells", "sidecar", "store"]
+ToldBy = Literal["cells", "sidecar", "store", "status"]  # status: a corpus table's column
 
 
 @dataclass(frozen=True)

@@ -693,3 +693,29 @@ def test_failed_corpus_scores_at_system_level(tmp_path, convention):
     assert row["value"] == pytest.approx(float(scipy.stats.pearsonr(x[keep], human[keep])[0]))
     assert row["system_score"] == "corpus"
     assert row["failed"]["rows"] == 2 and row["failed"]["unit"] == "system"
+
+
+@pytest.mark.parametrize("convention", ["missing", "min", "-1"])
+def test_aggregate_corpus_table_tells_failures_by_its_status(tmp_path, convention):
+    rows = [("x", "bleu", 0.3, "ok"), ("y", "bleu", None, "error"), ("z", "bleu", 0.5, "ok"),
+            ("w", "bleu", 0.1, "ok"), ("x", "chrf", 0.6, "ok"), ("y", "chrf", 0.7, "ok"),
+            ("z", "chrf", None, "skipped"), ("w", "chrf", None, "refused")]
+    path = tmp_path / "corpus.csv"
+    pd.DataFrame(rows, columns=["system", "metric", "value", "status"]).to_csv(path,
+                                                                               index=False)
+    proc = run_cli("aggregate", str(path), "-r", "mean", "--failed-as", convention, "--json")
+    assert proc.returncode == 0, proc.stderr
+    (rule,) = json.loads(proc.stdout)
+    by_metric: dict[str, dict[str, float | None]] = {}
+    for system, metric, value, status in rows:
+        by_metric.setdefault(metric, {})[system] = value if status == "ok" else (
+            "failed" if status != "skipped" else None)
+    for metric, scores in by_metric.items():
+        ok = [v for v in scores.values() if isinstance(v, float)]
+        fill = {"missing": None, "min": min(ok)}.get(convention, -1.0)
+        by_metric[metric] = {s: fill if v == "failed" else v for s, v in scores.items()}
+    for system in ("x", "y", "z", "w"):
+        present = [m[system] for m in by_metric.values() if m[system] is not None]
+        assert rule["scores"][system] == pytest.approx(sum(present) / len(present)), system
+    assert {c: f["rows"] for c, f in rule["failed"].items()} == {"bleu": 1, "chrf": 1}
+    assert {f["told_by"] for f in rule["failed"].values()} == {"status"}

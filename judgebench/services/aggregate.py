@@ -26,6 +26,8 @@ from judgebench.failed import (
     parse_failed_as,
 )
 from judgebench.scores_table import (
+    corpus_failures,
+    corpus_records,
     is_corpus_table,
     load_scores_table,
     read_corpus_table,
@@ -604,6 +606,12 @@ def _failed_scores(r: _Request, frame: pd.DataFrame, voters: list[str]
                    ) -> dict[str, dict[str, Any]]:
     found = find_failed(frame, voters, sidecar=None if r.corpus_table
                         else read_sidecar(r.path))
+    if r.corpus_table:  # a corpus table's status column says which scores failed
+        found.notes.clear()
+        for column, systems in corpus_failures(corpus_records(r.path)).items():
+            if column in voters:
+                found.masks[column] = frame["system"].astype(str).isin(systems).to_numpy()
+                found.told_by[column] = "status"
     return _counted(found, frame, voters, r.failed_as, r.path)
 
 
