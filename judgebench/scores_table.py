@@ -65,6 +65,8 @@ class ScoresTable:
     higher: frozenset[str] = frozenset()
     # metric name -> MetricInfo; None: the plugin host's, read when a column first needs it
     registered: Mapping[str, Any] | None = None
+    #: column -> the systems whose corpus score failed (parse_error, refused, error)
+    corpus_failed: dict[str, set[str]] = field(default_factory=dict)
 
     def info(self, column: str) -> ColumnInfo:
         described = self.described(column)
@@ -197,6 +199,18 @@ def corpus_from_records(records: Iterable[Mapping[str, Any]], *, where: str
     return out
 
 
+def corpus_failures(records: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """{column: systems} of the corpus rows whose status is a failure (parse_error, refused,
+    error; not skipped): failed corpus scores, told from ones never computed."""
+    from judgebench.failed import FAILED_STATUSES
+
+    out: dict[str, set[str]] = {}
+    for row in records:
+        if str(row.get("status") or "ok") in FAILED_STATUSES and "metric" in row:
+            out.setdefault(str(row["metric"]), set()).add(str(row.get("system")))
+    return out
+
+
 def is_corpus_table(columns: Iterable[str]) -> bool:
     """A long table of corpus scores, as `judgebench score --corpus` writes it."""
     names = set(columns)
@@ -204,6 +218,11 @@ def is_corpus_table(columns: Iterable[str]) -> bool:
 
 
 def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
+    return corpus_from_records(corpus_records(path), where=str(path))
+
+
+def corpus_records(path: Path) -> list[dict[str, Any]]:
+    """The rows of a corpus table (system, metric, value[, status]), checked for columns."""
     from judgebench.io import read_table
 
     frame = read_table(path, key=("system", "metric"), text_columns=("status",))
@@ -212,9 +231,8 @@ def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
             raise InputError("not a corpus table: it needs columns system, metric, value",
                              path=str(path), field=column)
     # read_table names columns by the file's header: strings
-    records = cast("list[dict[str, Any]]", frame.astype(object).where(frame.notna(), None)
-                   .to_dict(orient="records"))
-    return corpus_from_records(records, where=str(path))
+    return cast("list[dict[str, Any]]", frame.astype(object).where(frame.notna(), None)
+                .to_dict(orient="records"))
 
 
 def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
@@ -260,11 +278,17 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
         refuse_pairwise(path, sidecar=sidecar)
         frame = read_table(path, key=key)
     refuse_pairwise(path, sidecar=sidecar, frame=frame)
-    corpus = corpus_from_records((sidecar or {}).get("corpus") or [],
-                                 where=f"{path}.meta.json")
+    records = (sidecar or {}).get("corpus") or []
+    corpus = corpus_from_records(records, where=f"{path}.meta.json")
+    failed = corpus_failures(records)
     if corpus_path is not None:
-        corpus |= read_corpus_table(corpus_path)
+        given = corpus_records(corpus_path)
+        replaced = corpus_from_records(given, where=str(corpus_path))
+        corpus |= replaced
+        failed = {c: s for c, s in failed.items() if c not in replaced}
+        failed |= corpus_failures(given)
     registered = (None if host is None
                   else {name: entry.info for name, entry in host.metrics().items()})
     return ScoresTable(path=Path(path), frame=frame, sidecar=sidecar, corpus=corpus,
-                       lower=frozenset(lower), higher=frozenset(higher), registered=registered)
+                       lower=frozenset(lower), higher=frozenset(higher), registered=registered,
+                       corpus_failed=failed)

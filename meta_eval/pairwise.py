@@ -8,7 +8,8 @@ the row. `preferences` reads labels as P(A better) ("a" = 1, "b" = 0, "tie" = 0.
 `hard_labels` turns P into +1 (P > 0.5: A), -1 (P < 0.5: B) or 0 (P = 0.5: tie), the labels
 every accuracy-type statistic compares.
 
-Credit of a verdict v against a human label h (both hard labels), under a tie policy:
+Credit of a verdict v against a human label h (both hard labels), under a tie policy (a
+failed verdict counted as its own value, `FAILED`, earns 0 under every policy):
 
     drop   h = tie: not scored; otherwise [v == h] (a judge tie on a decided pair is wrong)
     class  [v == h], tie a third class (MT-Bench setup S1, Zheng et al. 2023, Table 2)
@@ -64,6 +65,11 @@ TIE_POLICIES = ("drop", "half", "class")
 #: The default tie policy of every reader of human pairwise labels (LLMBar and RewardBench
 #: have no ties in their gold labels; MT-Bench's "without tie" setup drops them too).
 DEFAULT_TIES = "drop"
+
+#: The hard label of a failed verdict counted as its own value (`--failed-as wrong`): never
+#: a human label (credit 0), equal only to another failed verdict, a class of its own in
+#: a kappa.
+FAILED = 2.0
 #: How a pair is named where one system name stands for it ("M0 vs M1", the store's key).
 PAIR_NAME = re.compile(r".+\s+vs\.?\s+.+", re.IGNORECASE | re.DOTALL)
 
@@ -163,7 +169,7 @@ def credit(*, human: np.ndarray, verdict: np.ndarray, ties: str = "drop") -> np.
     if ties == "drop":
         scored &= h != 0
     value = 1.0 - np.abs(v - h) / 2 if ties == "half" else (v == h).astype(float)
-    return np.where(scored, value, np.nan)
+    return np.where(scored, np.where(v == FAILED, 0.0, value), np.nan)
 
 
 def kappa_from_counts(counts: np.ndarray) -> np.ndarray:

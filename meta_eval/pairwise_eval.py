@@ -13,6 +13,15 @@ A judge without a combined verdict but with both orders is combined as judge.pai
 the common verdict where the orders agree, a tie where they disagree, the one verdict where
 only one order has one. Statistics needing an order it lacks are not reported.
 
+Failed verdicts (`Verdicts.failed_*`, a parse failure, refusal or error, told apart from a
+verdict never asked for) are counted by `Verdicts.failed_as` (`FAILED_AS`): `missing` drops
+them; `tie` reads them as P = 0.5; `wrong` as a value of their own (`meta_eval.pairwise.
+FAILED`): credit 0 against any human label, in every denominator, equal to another failed
+verdict (consistency), a class of its own in both kappas, not a tie in the tie rate, and
+for calibration the probability on the wrong side. A combined verdict derived from orders
+failed where an order failed. Every result says how many pairs failed and how it counted
+them (`PairwiseResult.failed`).
+
 By category: each statistic per category and their macro average (the mean over the
 categories where it is defined, `n` = categories averaged), as RewardBench and JudgeBench
 report per-subset then averaged accuracy.
@@ -29,12 +38,13 @@ does for correlations.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from meta_eval.pairwise import (
+    FAILED,
     TIE_POLICIES,
     credit,
     hard_labels,
@@ -54,24 +64,92 @@ _CELLS = 1 << 22  # item-count cells per bootstrap block
 
 @dataclass(frozen=True)
 class Verdicts:
-    """One judge: P(A better) per pair for A shown first, B shown first, and combined."""
+    """One judge: P(A better) per pair for A shown first, B shown first, and combined (NaN:
+    missing or failed), the failed cells of each (`failed_ab`, ...) and how a failed verdict
+    is counted (`failed_as`, see `FAILED_AS`)."""
 
     ab: np.ndarray | None = None
     ba: np.ndarray | None = None
     combined: np.ndarray | None = None
+    failed_ab: np.ndarray | None = None
+    failed_ba: np.ndarray | None = None
+    failed_combined: np.ndarray | None = None
+    failed_as: str = "missing"
+
+    def _counted(self, labels: np.ndarray, failed: np.ndarray | None) -> np.ndarray:
+        """Hard labels with the failed cells as the convention counts them: missing (NaN),
+        tie (0) or wrong (`FAILED`, a value of its own)."""
+        if failed is None or not failed.any():
+            return labels
+        return np.where(failed, FAILED_LABEL[self.failed_as], labels)
 
     def orders(self) -> dict[str, np.ndarray]:
-        return {k: hard_labels(v) for k, v in (("ab", self.ab), ("ba", self.ba))
-                if v is not None}
+        failed = {"ab": self.failed_ab, "ba": self.failed_ba}
+        return {k: self._counted(hard_labels(v), failed[k])
+                for k, v in (("ab", self.ab), ("ba", self.ba)) if v is not None}
+
+    def combined_failed(self) -> np.ndarray | None:
+        """The pairs whose combined verdict failed: its own cell, or without a combined
+        column a failed order (judge.pairwise fails a score whose order failed)."""
+        if self.combined is not None:
+            return self.failed_combined
+        masks = [m for m, v in ((self.failed_ab, self.ab), (self.failed_ba, self.ba))
+                 if m is not None and v is not None]
+        return np.logical_or.reduce(masks) if masks else None
 
     def combined_labels(self) -> np.ndarray:
         if self.combined is not None:
-            return hard_labels(self.combined)
-        orders = list(self.orders().values())
+            return self._counted(hard_labels(self.combined), self.failed_combined)
+        orders = [hard_labels(v) for v in (self.ab, self.ba) if v is not None]
         if len(orders) == 1:
-            return orders[0]
-        ab, ba = orders
-        return np.where(np.isnan(ab), ba, np.where(np.isnan(ba), ab, np.where(ab == ba, ab, 0.0)))
+            labels = orders[0]
+        else:
+            ab, ba = orders
+            labels = np.where(np.isnan(ab), ba, np.where(np.isnan(ba), ab,
+                                                         np.where(ab == ba, ab, 0.0)))
+        return self._counted(labels, self.combined_failed())
+
+    def failed_rows(self, statistic: str) -> np.ndarray | None:
+        """The pairs where a verdict that `statistic` reads failed (None: none known)."""
+        ab = self.failed_ab if self.ab is not None else None
+        ba = self.failed_ba if self.ba is not None else None
+        if statistic in CALIBRATION:
+            return self.failed_combined if self.combined is not None else ab
+        if statistic == "kappa" or (self.ab is None and self.ba is None):
+            return self.combined_failed()
+        if statistic in ("accuracy-ab", "accuracy-ba"):
+            return ab if statistic == "accuracy-ab" else ba
+        masks = [m for m in (ab, ba) if m is not None]
+        return np.logical_or.reduce(masks) if masks else None
+
+    def failed_info(self, statistic: str, rows: np.ndarray | None = None) -> dict[str, Any]:
+        """How many of the pairs (`rows`: a mask, default all) `statistic` found failed, and
+        how it counted them."""
+        failed = self.failed_rows(statistic)
+        n = 0 if failed is None else int((failed if rows is None else failed & rows).sum())
+        return {"rows": n, "counted_as": counted_as(self.failed_as, statistic)}
+
+
+#: How `--failed-as` counts a failed verdict: as missing (dropped from every statistic that
+#: needs the verdict), as a tie (P = 0.5), or wrong (LLMBar, Zeng et al. 2024, evaluate.py:
+#: a parse failure stays in the denominator and is never the gold label; two failed orders
+#: agree in positional agreement; its own value in a kappa).
+FAILED_AS = ("missing", "wrong", "tie")
+FAILED_LABEL = {"missing": np.nan, "tie": 0.0, "wrong": FAILED}
+
+
+def counted_as(failed_as: str, statistic: str) -> str:
+    """How `statistic` counted a failed verdict under the convention `failed_as`."""
+    if failed_as == "missing":
+        return "dropped"
+    if failed_as == "tie":
+        return "tie (P(A better) = 0.5)"
+    return {"consistency": "a value of its own: two failed orders agree",
+            "kappa-orders": "a class of its own", "kappa": "a class of its own",
+            "tie-rate": "a verdict that is not a tie",
+            "brier": "P(A better) on the wrong side (0 when people prefer A, else 1)",
+            "ece": "P(A better) on the wrong side (0 when people prefer A, else 1)",
+            }.get(statistic, "wrong (credit 0)")
 
 
 @dataclass(frozen=True)
@@ -86,6 +164,8 @@ class PairwiseResult:
     result: Result
     ceiling_fraction: float | None = None
     cluster: int | None = None
+    #: the judge's failed verdicts among the pairs, and how the statistic counted them
+    failed: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,10 +193,12 @@ class _Sums:
         return "ratio", [self.add(np.where(defined, values, 0.0)), self.add(defined)]
 
     def kappa(self, x: np.ndarray, y: np.ndarray) -> tuple[str, list[int]]:
-        """Cohen's kappa of hard labels x, y (pairs with both)."""
+        """Cohen's kappa of hard labels x, y (pairs with both): classes b, tie, a and a
+        failed verdict (`FAILED`, counted as its own value); a class nobody used adds
+        nothing."""
         both = np.isfinite(x) & np.isfinite(y)
-        cell = np.where(both, (np.nan_to_num(x) + 1) * 3 + np.nan_to_num(y) + 1, -1)
-        return "kappa", [self.add(cell == k) for k in range(9)]
+        cell = np.where(both, (np.nan_to_num(x) + 1) * 4 + np.nan_to_num(y) + 1, -1)
+        return "kappa", [self.add(cell == k) for k in range(16)]
 
     def matrix(self) -> np.ndarray:
         return np.stack(self.columns, axis=1) if self.columns else np.zeros((self.n_groups, 0))
@@ -189,7 +271,7 @@ def _finish(plan: _Plan, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 values[..., q] = np.where(den > 0, num / den, np.nan)
                 counts[..., q] = den
             else:
-                cells = t.reshape(*t.shape[:-1], 3, 3)
+                cells = t.reshape(*t.shape[:-1], 4, 4)
                 values[..., q] = kappa_from_counts(cells)
                 counts[..., q] = cells.sum(axis=(-1, -2))
     return values, counts
@@ -274,6 +356,7 @@ def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np
                              bootstrap, seed)  # (B, cats, Q)
     by = categories is not None
     results = _results(plan, point, counts, samples, cat_names, by, ci, raters)
+    results = [_with_failed(r, judges, categories) for r in results]
     rankings = {}
     if compare and len(judges) > 1:
         rankings = _rankings(judges, codes, ties, results, resamples, alpha, seed)
@@ -404,8 +487,18 @@ def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
     if r.statistic != "accuracy" or r.human is None or r.human not in rankings or \
             r.category != (MACRO if by else None) or r.judge == CEILING:
         return r
-    return PairwiseResult(r.judge, r.human, r.statistic, r.category, r.result,
-                          r.ceiling_fraction, rankings[r.human].cluster_of(r.judge))
+    return replace(r, cluster=rankings[r.human].cluster_of(r.judge))
+
+
+def _with_failed(r: PairwiseResult, judges: Mapping[str, Verdicts],
+                 categories: Sequence[Any] | np.ndarray | None) -> PairwiseResult:
+    """`r` with its judge's failed verdicts in its category (all pairs for the macro row)."""
+    if r.judge not in judges:
+        return r
+    rows = None
+    if categories is not None and r.category not in (None, MACRO):
+        rows = np.asarray(categories, dtype=object).astype(str) == r.category
+    return replace(r, failed=judges[r.judge].failed_info(r.statistic, rows))
 
 
 #: Calibration of a judge whose verdicts are probabilities (soft: some value is not 0, 0.5
@@ -435,12 +528,17 @@ def calibration(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np.ndarr
     item_ids, item_of = np.unique(np.asarray(items).astype(str), return_inverse=True)
     rows_of = [np.flatnonzero(item_of == k) for k in range(len(item_ids))]
     for judge, verdicts in judges.items():
-        p = verdicts.combined if verdicts.combined is not None else verdicts.ab
-        if not is_soft(p):
+        given = verdicts.combined if verdicts.combined is not None else verdicts.ab
+        if not is_soft(given):
             continue
-        assert p is not None
+        assert given is not None
+        failed = verdicts.failed_rows("brier")
         for human, h in humans.items():
             label = np.where(h == 0.5, np.nan, h)
+            p = given
+            if failed is not None and verdicts.failed_as != "missing":
+                wrong = np.where(h > 0.5, 0.0, 1.0)
+                p = np.where(failed, 0.5 if verdicts.failed_as == "tie" else wrong, given)
             kernels = {"brier": lambda lab, q: brier_score(human=lab, metric=q),
                        "ece": lambda lab, q: expected_calibration_error(human=lab, metric=q)}
             for statistic, kernel in kernels.items():
@@ -457,5 +555,6 @@ def calibration(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np.ndarr
                 result = Result(statistic, point.value, n=point.n, skipped=point.skipped,
                                 level="pair", ci_low=low, ci_high=high,
                                 extra={"better": "lower", **point.extra})
-                out.append(PairwiseResult(judge, human, statistic, None, result))
+                out.append(PairwiseResult(judge, human, statistic, None, result,
+                                          failed=verdicts.failed_info(statistic)))
     return out

@@ -19,6 +19,7 @@ from typing import Any
 
 from judgebench.audit.blocks import Options
 from judgebench.audit.report import Report
+from judgebench.failed import MISSING, FailedAs
 from meta_eval.pairwise_eval import CALIBRATION, CEILING, HUMAN_FREE, STATISTICS
 
 #: The statistics a summary names, in this order.
@@ -26,7 +27,7 @@ SUMMARY = ("accuracy", "both-correct", "consistency")
 
 
 def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human_ties: str,
-                    options: Options, version: str,
+                    options: Options, version: str, failed_as: FailedAs = MISSING,
                     log: Callable[[str], None] | None = None) -> Report:
     """The report of the judges of the pairwise table `pairs` against `humans`."""
     from judgebench.services.pairwise import pairwise_meta_eval
@@ -34,7 +35,7 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
     result = pairwise_meta_eval(pairs, humans=humans, by=by, human_ties=human_ties,
                                 bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
                                 compare=True, resamples=options.resamples,
-                                alpha=options.alpha, log=log)
+                                alpha=options.alpha, failed_as=failed_as, log=log)
     return Report(
         title=f"Audit of {pairs.name}",
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -42,6 +43,7 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
         inputs={"scores": str(pairs), "table": "pairwise", "samples": None, "store": None,
                 "rows": result.pairs, "items": result.items, "judges": result.judges},
         settings={"statistics": [], "levels": [], "by": by, "human_ties": human_ties,
+                  "failed_as": failed_as.name,
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "resamples": options.resamples},
         humans=list(result.humans), metrics=[], sentinels=[], blocks=[],

@@ -70,6 +70,8 @@ class Report(Result):
     scales: list[dict[str, Any]] = field(default_factory=list)
     #: The pairwise judges' statistics (`audit --pairwise`): meta-eval --pairwise's rows.
     pairwise: list[dict[str, Any]] = field(default_factory=list)
+    #: Per metric column: its failed scores and how they were counted (judgebench.failed).
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -95,6 +97,9 @@ class Report(Result):
                                                             else "fail")
                 out["gate_reason"] = None if verdict is None else verdict.reason
                 out["signature"] = signatures.get(row.column)
+                if row.column in self.failed:
+                    out["failed_as"] = self.settings.get("failed_as", "missing")
+                    out["failed"] = self.failed[row.column]
                 rows.append({k: _clean(v) for k, v in out.items()})
         rows += [{"type": "pairwise", **p} for p in _clean_tree(self.pairwise)]
         rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
@@ -120,6 +125,7 @@ class Report(Result):
             "combinations": _clean_tree(self.combinations),
             "warnings": self.warnings,
             "scales": _clean_tree(self.scales),
+            "failed": _clean_tree(self.failed),
         }
         if self.pairwise:
             from judgebench.audit.pairwise import summaries

@@ -24,9 +24,10 @@ from judgebench.audit.report import MetricCard, Report
 from judgebench.audit.sentinels import SentinelRun, compute_sentinels
 from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
+from judgebench.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
 from judgebench.models import Sample
 from judgebench.scales import check_scales
-from judgebench.scores_table import ScoresTable, load_scores_table
+from judgebench.scores_table import ScoresTable, load_scores_table, read_sidecar
 from judgebench.spec import MetricSpec
 from judgebench.suggest import did_you_mean
 
@@ -117,17 +118,28 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
               settings: Sequence[tuple[str, str]], statistics: Sequence[str] = ("pearson",),
               sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
               store_path: Path | None = None, lower: Sequence[str] = (),
-              higher: Sequence[str] = (),
+              higher: Sequence[str] = (), failed_as: FailedAs = MISSING,
               progress: Callable[[str], None] | None = None) -> Report:
-    """The whole audit of the metric columns of `frame` (a wide scores table)."""
+    """The whole audit of the metric columns of `frame` (a wide scores table); a failed
+    score counts as `failed_as` says (judgebench.failed)."""
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
+    sidecar = read_sidecar(Path(scores_path))
+    failed = find_failed(frame, list(metrics) or [
+        str(c) for c in frame.columns if c not in (*KEY, *humans)
+        and not str(c).startswith(("human.", "sentinel."))],
+        sidecar=sidecar, statuses=None if store_path is None else store_statuses(
+            store_path, sidecar, metrics or frame.columns,
+            list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))))
+    for note in failed.notes:
+        log(note)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))
     columns = list(dict.fromkeys(metrics)) or metric_columns(
         frame, exclude=humans, prefixes=("human.", "sentinel."), warn=log,
         path=str(scores_path))
     if not columns:
         raise InputError("no metric columns: name them with --metric", path=str(scores_path))
+    counts = apply_numeric(frame, failed, columns, failed_as)
     table_info = load_scores_table(scores_path, frame=frame, lower=lower, higher=higher,
                                    host=host)
     table_info.check_flags(columns)
@@ -202,13 +214,16 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                 "store": str(store_path) if store_path else None,
                 "rows": len(frame), "items": int(frame["item"].nunique()),
                 "systems": int(frame["system"].nunique())},
-        settings={"statistics": list(statistics),
+        settings={"statistics": list(statistics), "failed_as": failed_as.name,
                   "levels": [{"level": lv, "grouping": g} for lv, g in settings],
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "test": options.method,
                   "resamples": options.resamples, "epsilon": options.epsilon},
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
-        blocks=blocks, scatter=scatter, warnings=warnings, scales=scale_entries)
+        blocks=blocks, scatter=scatter, warnings=[*warnings, *(
+            f"{c}: {f['rows']} failed scores, counted {f['counted_as']} (--failed-as "
+            f"{failed_as.name})" for c, f in counts.items() if f["rows"])],
+        scales=scale_entries, failed=counts)
 
 
 def _block_columns(statistic: str, columns: dict[str, np.ndarray],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench.commands.options import direction_options
+from judgebench.commands.options import direction_options, failed_as_option
 from judgebench.commands.output_format import format_options
 from judgebench.display import SafeWriter, safe
 from judgebench.errors import InputError, JudgebenchError
@@ -118,6 +118,7 @@ def _human_ranking(text: str) -> list[list[str]]:
 @format_options("Print a JSON array, one object per rule: rule, ranking, scores, winners, "
                 "ties, and agreement / human / bootstrap / make_win where asked; csv, "
                 "markdown and latex print one row per (rule, system).")
+@failed_as_option
 def command(
     table: Path | None,
     rule_specs: tuple[str, ...],
@@ -140,6 +141,7 @@ def command(
     make_win: str | None,
     list_rules: bool,
     output_format: str,
+    failed_as: str,
 ) -> None:
     """Rank the systems in TABLE with one or more social-choice or rating rules.
 
@@ -159,7 +161,8 @@ def command(
         metric=metric, weights=_parse_weights(weight_pairs), lower=lower, higher=higher,
         missing=missing, pair_weight=pair_weight, winner=winner, human=human_column,
         human_ranking=_human_ranking(human_ranking) if human_ranking is not None else None,
-        bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win, log=_log)
+        bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win,
+        failed_as=failed_as, log=_log)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     elif output_format == "text":
@@ -220,13 +223,23 @@ def _print_text(result: AggregateResult) -> None:
     sections = [_rankings(good, width), _extras(good),
                 [f"{o.spec}: failed: {o.reason}" for o in result.failed],
                 _agreement(good), _against_people(good, result.human_source),
-                _bootstraps(good), _make_win(good, result.make_win)]
+                _bootstraps(good), _make_win(good, result.make_win), _failed(result)]
     for section in sections:
         for line in section:
             print(line, file=out)
 
 
 Ranked = list[tuple["RuleOutcome", "RuleResult"]]
+
+
+def _failed(result: AggregateResult) -> list[str]:
+    """The convention, and each column's failed rows and how they were counted."""
+    from judgebench.failed import header
+
+    lines = ["", header(result.failed_as)]
+    lines += [f"  {column}: {f['rows']} failed, counted {f['counted_as']} (told by "
+              f"{f['told_by']})" for column, f in result.failed_cells.items() if f["rows"]]
+    return lines
 
 
 def _cells(ranked: RuleResult) -> list[str]:

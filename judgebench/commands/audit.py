@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench import destinations
-from judgebench.commands.options import direction_options, pairwise_options
+from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.services.audit import GROUPINGS, LEVELS
@@ -126,6 +126,7 @@ def report_format(path: Path) -> str:
                    "each judge's accuracy per order, consistency, tie rate and kappas "
                    "(meta-eval --pairwise), with the bias probes of --judge on --pairs.")
 @pairwise_options
+@failed_as_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
@@ -139,7 +140,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             paraphrases: tuple[str, ...], judge_family: str | None,
             system_families: tuple[str, ...], reports: tuple[Path, ...],
             fail_on: tuple[str, ...], previous_path: Path | None, pairwise: bool,
-            by: str | None, human_ties: str, as_json: bool) -> None:
+            by: str | None, human_ties: str, failed_as: str, as_json: bool) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.audit.blocks import Options
@@ -164,7 +165,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                    paraphrases=paraphrases, judge_family=judge_family,
                    system_families=_families(system_families), fail_on=fail_on,
                    previous=previous_path, pairwise=pairwise, by=by, human_ties=human_ties,
-                   log=_log)
+                   failed_as=failed_as, log=_log)
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")

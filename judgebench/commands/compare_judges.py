@@ -13,8 +13,9 @@ from pathlib import Path
 import click
 
 from judgebench import destinations
-from judgebench.commands.options import HUMAN_TIES_DEFAULT
+from judgebench.commands.options import HUMAN_TIES_DEFAULT, failed_as_option
 from judgebench.display import safe
+from judgebench.failed import header
 
 
 @click.command("compare-judges")
@@ -39,9 +40,10 @@ from judgebench.display import safe
               default=0.95, show_default=True, help="Confidence level of the interval.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array to stdout.")
+@failed_as_option
 def command(table: Path, judge_a: str, judge_b: str, human: str | None,
             human_ties: str | None, store_path: Path | None, tolerance: float, bootstrap: int,
-            ci: float, seed: int, as_json: bool) -> None:
+            ci: float, seed: int, as_json: bool, failed_as: str) -> None:
     """Compare two judges (columns of a pairwise or wide scores TABLE): flips, kappa, flips
     towards or away from people, and the divergence of their score distributions."""
     from judgebench.services.compare_judges import compare_judges
@@ -51,7 +53,7 @@ def command(table: Path, judge_a: str, judge_b: str, human: str | None,
                           if store_path is not None else [])])
     result = compare_judges(table, a=judge_a, b=judge_b, human=human, store=store_path,
                             tolerance=tolerance, bootstrap=bootstrap, seed=seed, ci=ci,
-                            human_ties=human_ties)
+                            human_ties=human_ties, failed_as=failed_as)
     for note in result.notes:
         click.echo(f"compare-judges: {safe(note)}", err=True)
     if as_json:
@@ -59,7 +61,12 @@ def command(table: Path, judge_a: str, judge_b: str, human: str | None,
         return
     click.echo(f"{result.shape} table {safe(str(table))}: A = {safe(judge_a)}, "
                f"B = {safe(judge_b)}" + (f", human = {safe(human)}" if human else "")
-               + (f", human ties {result.human_ties}" if result.human_ties else ""))
+               + (f", human ties {result.human_ties}" if result.human_ties else "")
+               + f", {header(result.failed_as)}")
+    for column, failed in result.failed.items():
+        if failed["rows"]:
+            click.echo(f"  {safe(column)}: {failed['rows']} failed, counted "
+                       f"{safe(failed['counted_as'])} (told by {failed['told_by']})")
     for e in result.estimates:
         interval = ("" if e.ci_low is None or e.ci_high is None
                     else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")

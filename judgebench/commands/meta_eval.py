@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench.commands.options import direction_options, pairwise_options
+from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
+from judgebench.failed import header
 from judgebench.tables import render as render_table
 from judgebench.tables import results_table
 from meta_eval.statistics import get
@@ -100,6 +101,7 @@ def _log(message: str) -> None:
               help="--pairwise: judge (columns SPEC, SPEC.ab, SPEC.ba); repeatable. Default: "
                    "every .ab/.ba pair and every other column holding verdicts only.")
 @pairwise_options
+@failed_as_option
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
@@ -108,7 +110,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
             pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str,
             labels: tuple[float, ...] | None, average: str,
-            replace_nans_with_zeros: bool) -> None:
+            replace_nans_with_zeros: bool, failed_as: str) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if pairwise:
@@ -124,7 +126,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raise click.UsageError("--pairwise prints text or json (--format text|json)")
         run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
-                     resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log)
+                     resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log,
+                     failed_as=failed_as)
         return
     if judges or by:
         raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
@@ -137,14 +140,18 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
                        permutations=permutations, seed=seed, labels=labels,
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                       log=_log)
+                       failed_as=failed_as, log=_log)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
         root = click.get_current_context().find_root().params  # `judgebench -v meta-eval`
         click.echo(safe(render(result, verbose=verbose or bool(root.get("verbose")))))
     else:
-        table = results_table(result.to_dict(), output_format, TABLE_COLUMNS)
+        records = result.to_dict()
+        counted = result.failed_as.kind != "missing" or any(
+            (r.get("failed") or {}).get("rows") for r in records)
+        table = results_table(records, output_format,
+                              (*TABLE_COLUMNS, "failed_as") if counted else TABLE_COLUMNS)
         click.echo(safe(render_table(table, output_format)))
 
 
@@ -190,7 +197,7 @@ def render(result: MetaEvalResult, *, verbose: bool = False) -> str:
         blocks.setdefault(key, []).append(row)
     lines: list[str] = []
     for (human, statistic), rows in blocks.items():
-        lines += ["", _title(human, statistic, rows[0])]
+        lines += ["", f"{_title(human, statistic, rows[0])} · {header(result.failed_as)}"]
         width = max(len(row.metric) for row in rows)
         lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
                   else _metric_line(row, width) for row in rows]
@@ -264,6 +271,8 @@ def _metric_line(row: MetricRow, width: int) -> str:
     parts.append(f"n={o.result.n}")
     if o.result.skipped:
         parts.append(f"skipped={o.result.skipped}")
+    if row.failed and row.failed["rows"]:
+        parts.append(f"failed={row.failed['rows']} ({row.failed['counted_as']})")
     if row.epsilon is not None:
         parts.append(f"eps={row.epsilon:.4g}")
     if o.cluster is not None:

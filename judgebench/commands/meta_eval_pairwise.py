@@ -20,13 +20,14 @@ if TYPE_CHECKING:
 
 def run_pairwise(pairs: Path, *, humans: Sequence[str], judges: Sequence[str], by: str | None,
                  human_ties: str, bootstrap: int, ci: float, seed: int, compare: bool,
-                 resamples: int, alpha: float, as_json: bool, log: Callable[[str], None]
-                 ) -> None:
+                 resamples: int, alpha: float, as_json: bool, log: Callable[[str], None],
+                 failed_as: str = "missing") -> None:
     from judgebench.services.pairwise import pairwise_meta_eval
 
     result = pairwise_meta_eval(pairs, humans=humans, judges=judges, by=by,
                                 human_ties=human_ties, bootstrap=bootstrap, ci=ci, seed=seed,
-                                compare=compare, resamples=resamples, alpha=alpha, log=log)
+                                compare=compare, resamples=resamples, alpha=alpha,
+                                failed_as=failed_as, log=log)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -46,6 +47,7 @@ def _cell(row: PairwiseRow | None) -> str:
 def render(result: PairwiseMetaEvalResult) -> str:
     """One block per (human column, category): a row per judge, a column per statistic (the
     human-free ones, consistency, tie-rate and kappa-orders, repeated in every block)."""
+    from judgebench.failed import header
     from judgebench.services.pairwise import CEILING
 
     rows = result.rows
@@ -73,14 +75,35 @@ def render(result: PairwiseMetaEvalResult) -> str:
                 if accuracy is not None and accuracy.result.ceiling_fraction is not None:
                     table[-1][0] += (f" ({100 * accuracy.result.ceiling_fraction:.0f}% of "
                                      "ceiling)")
-            title = f"{human} · human ties {ties}"
+            title = f"{human} · human ties {ties} · {header(result.failed_as)}"
             if category is not None:
                 title += f" · {rows[0].by} = {category}"
             widths = [max(len(line[k]) for line in table) for k in range(len(table[0]))]
             lines += ["", title, *("  ".join(c.ljust(w) for c, w in zip(line, widths,
                                                                           strict=True)).rstrip()
                                    for line in table)]
+    failures = _failures(result)
+    if failures:
+        lines += ["", "failed verdicts (pairs):", *(f"  {f}" for f in failures)]
     if result.compare:
         lines += ["", "cluster: judges in one cluster are not significantly different in "
                   "accuracy (paired test on per-pair credit: exact McNemar, or sign-flip)."]
     return "\n".join(lines).lstrip("\n")
+
+
+def _failures(result: PairwiseMetaEvalResult) -> list[str]:
+    """Per judge with failed verdicts: how many pairs each statistic found failed and how
+    it counted them (over all pairs: no category, or the macro rows)."""
+    out = []
+    for judge in result.judges:
+        counted: dict[str, list[str]] = {}
+        for row in result.rows:
+            r = row.result
+            if r.judge == judge and r.failed and r.failed["rows"] and r.category in (
+                    None, "(macro)") and r.human in (None, result.humans[0]):
+                key = f"{r.failed['rows']} counted {r.failed['counted_as']}"
+                counted.setdefault(key, []).append(r.statistic)
+        if counted:
+            out.append(f"{judge}: " + "; ".join(f"{'/'.join(dict.fromkeys(s))} {k}"
+                                                 for k, s in counted.items()))
+    return out

@@ -39,3 +39,15 @@ def pairwise_options(command: F) -> F:
     return click.option(
         "--by", metavar="COL", help="--pairwise: every statistic per value of COL (e.g. "
         "category) and macro-averaged.")(command)
+
+
+def failed_as_option(command: F) -> F:
+    """`--failed-as` (parameter `failed_as`): how a failed verdict (a cell reading `failed`,
+    or one the sidecar's statuses say failed) is counted (judgebench.failed)."""
+    return click.option(
+        "--failed-as", "failed_as", default="missing", show_default=True,
+        metavar="missing|wrong|tie|min|max|VALUE",
+        help="A failed verdict: pairwise missing (dropped), wrong (in the denominator, never "
+             "the human label; LLMBar) or tie; numeric missing, min, max (the column's) or a "
+             "number. Told from a never-judged cell by the sidecar's statuses or a cell "
+             "reading 'failed'.")(command)

@@ -18,7 +18,22 @@ from typing import TYPE_CHECKING, Any
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError
 from judgebench.results import Result
-from judgebench.scores_table import is_corpus_table, load_scores_table, read_corpus_table
+from judgebench.failed import (
+    MISSING,
+    FailedAs,
+    FailedCells,
+    apply_numeric,
+    find_failed,
+    parse_failed_as,
+)
+from judgebench.scores_table import (
+    corpus_failures,
+    corpus_records,
+    is_corpus_table,
+    load_scores_table,
+    read_corpus_table,
+    read_sidecar,
+)
 from judgebench.spec import parse_spec
 from judgebench.suggest import did_you_mean
 
@@ -115,6 +130,9 @@ class AggregateResult(Result):
     note: str
     human_source: str | None = None
     make_win: str | None = None
+    failed_as: FailedAs = MISSING
+    #: per voter (or verdict) column: its failed rows, how counted and how told
+    failed_cells: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> list[RuleOutcome]:
@@ -125,7 +143,8 @@ class AggregateResult(Result):
         return [o for o in self.outcomes if not o.ok]
 
     def to_dict(self) -> list[dict[str, Any]]:
-        return [o.to_dict() for o in self.outcomes]
+        return [{**o.to_dict(), "failed_as": self.failed_as.name,
+                 "failed": self.failed_cells} for o in self.outcomes]
 
     def system_rows(self) -> list[dict[str, Any]]:
         """One dict per (rule, system) of the rules that ranked, best first: rule, system,
@@ -189,6 +208,8 @@ class Loaded:
     data: Any  # meta_eval.aggregation Profile or Comparisons
     human: tuple[str, dict[str, float]] | None
     note: str
+    failed_as: FailedAs = MISSING
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto",
@@ -200,13 +221,16 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
               human_ranking: Sequence[Sequence[str]] | None = None, bootstrap: int = 0,
               seed: int = 0, level: float = 0.95, top_k: int = 3,
               make_win: str | None = None, host: PluginHost | None = None,
-              log: Log | None = None) -> AggregateResult:
+              failed_as: str | FailedAs | None = None, log: Log | None = None
+              ) -> AggregateResult:
     """Rank the systems of `table` with each rule spec (`NAME` or `NAME:key=value,...`;
     "all" = every rule that accepts the data; default: DEFAULT_RULES), as `judgebench
     aggregate` does. `human` (a column) or `human_ranking` (tiers, best first) gives human
     system scores to compare each ranking with; `bootstrap` resamples the voters; `make_win`
     names a system to find winning voter weights for; `winner` names a pairwise table's
-    verdict column (default: `winner`, else the one judge's column). A rule that fails has
+    verdict column (default: `winner`, else the one judge's column); a failed verdict counts
+    as `failed_as` says (judgebench.failed: scores missing, min, max or a number; pairwise
+    verdicts missing or tie: `wrong` needs a human label). A rule that fails has
     status "error" and its reason; bad input (a rule's baseline not in the table, a column a
     rule needs) raises `InputError` before any rule runs."""
     from meta_eval import aggregation as agg
@@ -217,7 +241,7 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     loaded = load(path, kind=kind, system_column=system_column, columns=tuple(columns),
                   metric=metric, weights=dict(weights or {}), lower=tuple(lower),
                   higher=tuple(higher), missing=missing, pair_weight=pair_weight,
-                  winner=winner, human_column=human)
+                  winner=winner, human_column=human, failed_as=failed_as)
     human_scores = _human(loaded.human, human_ranking)
     log(loaded.note)
     specs = rule_specs(rules, registry, loaded.data.kind)
@@ -245,7 +269,7 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
         for o in ok:
             o.make_win = winning_weights(loaded.data, make_win, o.rule)
     return AggregateResult(outcomes, loaded.note, human_scores[0] if human_scores else None,
-                           make_win)
+                           make_win, loaded.failed_as, loaded.failed)
 
 
 def _usable(specs: list[str], built: list[Rule], data: Any, path: Path, *,
@@ -427,6 +451,7 @@ class _Request:
     pair_weight: str | None
     winner: str | None
     human_column: str | None
+    failed_as: FailedAs = MISSING
 
     def misuse(self, option: str, value: Any, allowed: str) -> None:
         if value:
@@ -438,7 +463,8 @@ class _Request:
 def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str, ...],
          metric: str | None, weights: dict[str, float], lower: tuple[str, ...],
          higher: tuple[str, ...], missing: str, pair_weight: str | None,
-         winner: str | None, human_column: str | None) -> Loaded:
+         winner: str | None, human_column: str | None,
+         failed_as: str | FailedAs | None = None) -> Loaded:
     """Read `path` as a leaderboard, scores or pairwise table (`kind` auto: by its
     columns) into the data the rules rank."""
     from judgebench.io import read_table
@@ -448,8 +474,13 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
     corpus_table = is_corpus_table(frame.columns)
     if kind == "auto":
         kind = "leaderboard" if corpus_table else agg.detect_kind(frame.columns)
+    convention = parse_failed_as(failed_as, pairwise=kind == "pairwise")
+    if convention.kind == "wrong":
+        raise InputError("a failed verdict counted wrong needs a human label, and aggregate "
+                         "ranks systems by the verdicts alone: use missing or tie",
+                         path=str(path), field="--failed-as")
     request = _Request(path, kind, corpus_table, system_column, columns, metric, weights,
-                       lower, higher, missing, pair_weight, winner, human_column)
+                       lower, higher, missing, pair_weight, winner, human_column, convention)
     readers = {"leaderboard": _leaderboard, "scores": _scores, "pairwise": _pairwise}
     try:
         return readers[kind](request, frame)
@@ -493,6 +524,7 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
         agg.tables.refuse_pairs_in_wide(frame, system=system)
         frame = read_table(r.path, key=[system])
     voters = [str(c) for c in (r.columns or frame.columns) if c not in (system, r.human_column)]
+    failed = _failed_scores(r, frame, voters)
     lower = _lower_columns(r.path, frame, voters, r.lower, r.higher)
     if r.human_column is not None and r.human_column not in frame.columns:
         raise agg.TableError(f"no column '{r.human_column}'; columns are "
@@ -507,7 +539,7 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
                                   zip(frame[system].astype(str).str.strip(), values,
                                       strict=True) if v == v})
     data = _drop_missing(data, r.missing)
-    return Loaded(data, human, _note(r, data, "voters (columns)", lower))
+    return Loaded(data, human, _note(r, data, "voters (columns)", lower), r.failed_as, failed)
 
 
 def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
@@ -521,14 +553,20 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     r.misuse("--winner", r.winner, "pairwise")
     agg.tables.refuse_pairs_in_wide(frame)
     frame = read_table(r.path)
+    candidates = [r.metric] if r.metric else [
+        str(c) for c in frame.columns if c not in ("item", "system", r.human_column)
+        and not str(c).startswith("human.")]
+    found = find_failed(frame, candidates, sidecar=read_sidecar(r.path))
     metric = r.metric or _only_metric(frame, r.path, r.human_column)
+    failed = _counted(found, frame, [metric], r.failed_as, r.path)
     lower = _lower_columns(r.path, frame, [metric], r.lower, r.higher)
     data = agg.profile_from_scores(frame, metric=metric, higher_is_better=metric not in lower)
     human = None
     if r.human_column is not None:
         human = (r.human_column, agg.human_system_scores(frame, column=r.human_column))
     data = _drop_missing(data, r.missing)
-    return Loaded(data, human, _note(r, data, f"voters (items, on '{metric}')", lower))
+    return Loaded(data, human, _note(r, data, f"voters (items, on '{metric}')", lower),
+                  r.failed_as, failed)
 
 
 def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
@@ -542,6 +580,7 @@ def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
     if r.missing != "keep":
         r.misuse("--missing", r.missing, "leaderboard or scores")
     column = agg.tables.winner_column(frame.columns, r.winner)
+    failed = _failed_verdicts(r, frame, column)
     data = agg.comparisons_from_pairwise(frame, winner=column, weight=r.pair_weight)
     dropped = agg.tables.pairwise_dropped(frame, column)
     soft = int(((data.outcome > 0) & (data.outcome < 1) & (data.outcome != 0.5)).sum())
@@ -550,7 +589,51 @@ def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
                               f"from '{column}'"
                               + (f" ({soft} soft preferences)" if soft else "")
                               + (f"; {dropped} row(s) without a verdict left out"
-                                 if dropped else ""))
+                                 if dropped else ""), r.failed_as, failed)
+
+
+def _counted(found: FailedCells, frame: pd.DataFrame, columns: list[str],
+             failed_as: FailedAs, where: Path) -> dict[str, dict[str, Any]]:
+    """Apply `failed_as` to the failed cells of numeric `columns` (judgebench.failed)."""
+    from judgebench.columns import numeric_columns
+
+    present = [c for c in columns if c in frame.columns]
+    if failed_as.kind != "missing":
+        numeric_columns(frame, [c for c in present if found.count(c)], str(where))
+    return apply_numeric(frame, found, present, failed_as)
+
+
+def _failed_scores(r: _Request, frame: pd.DataFrame, voters: list[str]
+                   ) -> dict[str, dict[str, Any]]:
+    found = find_failed(frame, voters, sidecar=None if r.corpus_table
+                        else read_sidecar(r.path))
+    if r.corpus_table:  # a corpus table's status column says which scores failed
+        found.notes.clear()
+        for column, systems in corpus_failures(corpus_records(r.path)).items():
+            if column in voters:
+                found.masks[column] = frame["system"].astype(str).isin(systems).to_numpy()
+                found.told_by[column] = "status"
+    return _counted(found, frame, voters, r.failed_as, r.path)
+
+
+def _failed_verdicts(r: _Request, frame: pd.DataFrame, column: str
+                     ) -> dict[str, dict[str, Any]]:
+    """The failed cells of the verdict column, read as ties under `tie` (in place)."""
+    import numpy as np
+
+    base = column[:-3]
+    judges = ({base: [base, f"{base}.ab", f"{base}.ba"]}
+              if column.endswith((".ab", ".ba")) and base in frame.columns else {})
+    wanted = [column, *(c for cs in judges.values() for c in cs)]
+    found = find_failed(frame, wanted, sidecar=read_sidecar(r.path), judges=judges)
+    mask = found.masks.get(column)
+    counted = "dropped"
+    if mask is not None and r.failed_as.kind == "tie":
+        numeric = frame[column].dtype.kind in "fiu"
+        frame[column] = np.where(mask, 0.5 if numeric else "tie",
+                                 frame[column].astype(float if numeric else object))
+        counted = "tie"
+    return {column: found.info(column, r.failed_as, counted)}
 
 
 def _corpus_leaderboard(path: Path) -> pd.DataFrame:

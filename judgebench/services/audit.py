@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.audit.blocks import Options
 from judgebench.errors import InputError
+from judgebench.failed import FailedAs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +54,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
           judge_family: str | None = None, system_families: dict[str, str] | None = None,
           fail_on: Sequence[str] = (), previous: str | Path | None = None,
           pairwise: bool = False, by: str | None = None, human_ties: str = "drop",
-          host: PluginHost | None = None, log: Log | None = None) -> Report:
+          failed_as: str | None = None, host: PluginHost | None = None,
+          log: Log | None = None) -> Report:
     """Audit the metric columns of the scores table `scores` against `humans`, as
     `judgebench audit` does: sentinels (`sentinels`: specs; default every registered one),
     agreement, clusters and the gate per (statistic, level, grouping); metamorphic `probes`
@@ -62,11 +64,13 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     the checks (judgebench.audit.checks: gate, parse-rate>X, cluster-drop against the audit
     JSON `previous`) whose findings go to `report.failures`. With `pairwise`, `scores` is a
     pairwise table: its judges' statistics against `humans` (per `by` category, ties as
-    `human_ties`; judgebench.audit.pairwise) replace sentinels and gate. Bad input raises
-    `InputError` before any scoring."""
+    `human_ties`; judgebench.audit.pairwise) replace sentinels and gate. A failed verdict
+    counts as `failed_as` says (judgebench.failed: pairwise missing, wrong or tie; scores
+    missing, min, max or a number). Bad input raises `InputError` before any scoring."""
     from judgebench.audit.checks import parse_checks, read_previous
     from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.audit.sentinels import parse_sentinels
+    from judgebench.failed import parse_failed_as
     from judgebench.io import read_samples, read_table
     from judgebench.plugins import get_host
     from judgebench.spec import parse_spec
@@ -87,8 +91,10 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     clusters = read_previous(Path(previous)) if previous is not None else None
     samples_path = Path(samples) if samples is not None else None
     pairs_path = Path(pairs) if pairs is not None else None
+    convention = parse_failed_as(failed_as, pairwise=pairwise)
     if pairwise:
         return _pairwise_audit(Path(scores), humans=humans, by=by, human_ties=human_ties,
+                               failed_as=convention,
                                options=options, judges=judge_specs, pairs=pairs_path,
                                bias_pairs=bias_pairs, bias_probes=bias_probes,
                                paraphrases=paraphrase_specs, judge_family=judge_family,
@@ -114,7 +120,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                        samples=generations, samples_path=samples_path, settings=settings,
                        statistics=statistics, sentinel_specs=sentinel_specs, options=options,
                        host=host, store_path=Path(store) if store is not None else None,
-                       lower=lower, higher=higher, progress=log)
+                       lower=lower, higher=higher, failed_as=convention, progress=log)
     _warn_not_run(report, humans, log)
     from judgebench.audit.combination import combination_verdicts, combinations_in
 
@@ -151,7 +157,8 @@ def _warn_not_run(report: Report, humans: Sequence[str], log: Log | None) -> Non
 
 
 def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, human_ties: str,
-                    options: Options, judges: Sequence[MetricSpec], pairs: Path | None,
+                    failed_as: FailedAs, options: Options, judges: Sequence[MetricSpec],
+                    pairs: Path | None,
                     bias_pairs: int, bias_probes: Sequence[str],
                     paraphrases: Sequence[MetricSpec], judge_family: str | None,
                     system_families: dict[str, str] | None, host: PluginHost,
@@ -170,7 +177,8 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
         raise InputError("--pairwise: the bias probes of --judge need --pairs (generations "
                          "with output_a/output_b)", field="--pairs")
     report = pairwise_report(scores, humans=humans, by=by, human_ties=human_ties,
-                             options=options, version=__version__, log=log)
+                             options=options, version=__version__, failed_as=failed_as,
+                             log=log)
     if judges and pairs is not None:
         chosen, labels = _pairs_from_file(pairs, humans[0], bias_pairs, options.seed)
         report.bias = judge_bias(judges=judges, pairs=chosen, human=labels, host=host,

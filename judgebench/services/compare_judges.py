@@ -22,6 +22,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from judgebench.errors import InputError
 from judgebench.results import Result
+from judgebench.failed import (
+    MISSING,
+    FailedAs,
+    FailedCells,
+    apply_numeric,
+    find_failed,
+    parse_failed_as,
+    store_statuses,
+)
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
     Estimate,
@@ -31,6 +40,7 @@ from meta_eval.judge_comparison import (
     is_whole,
     verdict_codes,
 )
+from meta_eval.pairwise import FAILED
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,12 +70,16 @@ class ComparisonResult(Result):
     notes: list[str] = field(default_factory=list)
     #: pairwise table with a human column: "drop" (human ties left out) or "class"
     human_ties: str | None = None
+    failed_as: FailedAs = MISSING
+    #: per judge column: its failed rows, how they were counted and told
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> list[dict[str, Any]]:
         """One object per statistic (what `--json` prints)."""
         common = {"table": self.shape, "judge_a": self.judge_a, "judge_b": self.judge_b,
                   "human": self.human, "tolerance": self.tolerance,
-                  "human_ties": self.human_ties}
+                  "human_ties": self.human_ties, "failed_as": self.failed_as.name,
+                  "failed": self.failed}
         rows = [{**common, **e.to_dict()} for e in self.estimates]
         for row in rows:
             if row["statistic"] in ("mean_kl", "mean_js"):
@@ -82,13 +96,17 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
                    store: str | Path | None = None, tolerance: float = 0.0,
                    bootstrap: int = 1000, seed: int = 0, ci: float = 0.95,
                    epsilon: float = DEFAULT_EPSILON,
-                   human_ties: str | None = None) -> ComparisonResult:
+                   human_ties: str | None = None, failed_as: str | FailedAs | None = None
+                   ) -> ComparisonResult:
     """Compare judge columns `a` and `b` of `table` (see the module docstring). `tolerance`:
     scores that differ by at most this much agree (wide tables; verdicts agree only when
     equal). `bootstrap` item resamples (seeded) give each statistic's `ci` interval.
     `human_ties` (pairwise tables): "drop" (the default, as `meta-eval --pairwise`) leaves
     the pairs people called a tie out of the statistics against people; "class" keeps tie
-    as a third label."""
+    as a third label. A failed verdict counts as `failed_as` says (judgebench.failed):
+    pairwise missing, wrong (a value of its own: never the human label, a flip against any
+    verdict, agreeing with another failure, its own class in a kappa) or tie; scores
+    missing, min, max or a number."""
     import numpy as np
 
     from judgebench.scores_table import refuse_pairwise
@@ -108,12 +126,22 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
         if column not in frame.columns:
             raise InputError(f"no column {column!r}; columns are {list(frame.columns)}",
                              path=path, field=option)
+    convention = parse_failed_as(failed_as, pairwise=shape == "pairwise")
+    failed = _failed(frame, (a, b), sidecar,
+                     store if isinstance(table, str | Path) else None, shape)
     if shape == "pairwise":
         if tolerance:
             raise InputError("--tolerance is for scores: pairwise verdicts agree when equal",
                              field="--tolerance")
         codes = {c: _verdicts(frame, c, path, lines) for c, _ in columns}
+        for c in (a, b):
+            mask = failed.masks.get(c)
+            if mask is not None and convention.kind != "missing":
+                codes[c] = np.where(mask, FAILED if convention.kind == "wrong" else 0.0,
+                                    codes[c])
+        counts = {c: failed.info(c, convention, COUNTED_AS[convention.kind]) for c in (a, b)}
     else:
+        counts = apply_numeric(frame, failed, (a, b), convention)
         codes = {c: _numbers(frame, c, path, lines) for c, _ in columns}
     items = frame["item"].astype(str).tolist()
     notes: list[str] = []
@@ -151,7 +179,8 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
                             tolerance=tolerance, estimates=estimates, units=n_units,
-                            distributions=distributions, notes=notes, human_ties=ties)
+                            distributions=distributions, notes=[*failed.notes, *notes],
+                            failed_as=convention, failed=counts, human_ties=ties)
 
 
 def _human_ties(human_ties: str | None, shape: Shape, human: str | None) -> str | None:
@@ -166,6 +195,30 @@ def _human_ties(human_ties: str | None, shape: Shape, human: str | None) -> str 
                              field="--human-ties")
         return None
     return human_ties or DEFAULT_TIES
+
+
+#: How a pairwise comparison counts a failed verdict, per convention.
+COUNTED_AS = {"missing": "dropped", "tie": "tie",
+              "wrong": "a value of its own: wrong against people, a flip against any "
+                       "verdict, agreeing with another failure, a class of its own in kappa"}
+
+
+def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None,
+            store: str | Path | None, shape: Shape) -> FailedCells:
+    """The failed cells of the two judge columns (judgebench.failed: by the store's status
+    of each row with `store`, else the sidecar's counts); an order column (`<spec>.ab`) is
+    told by its judge's combined column where the table has it."""
+    orders: dict[str, list[str]] = {}
+    for column in judges:
+        base = column[:-3]
+        if column.endswith((".ab", ".ba")) and base in frame.columns:
+            orders[base] = [base, f"{base}.ab", f"{base}.ba"]
+    wanted = [*judges, *(c for cs in orders.values() for c in cs)]
+    statuses = (store_statuses(store, sidecar, wanted, _store_keys(frame, shape))
+                if store is not None else None)
+    found = find_failed(frame, wanted, sidecar=sidecar, judges=orders, statuses=statuses)
+    found.masks = {c: m for c, m in found.masks.items() if c in judges}
+    return found
 
 
 def _read(table: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:

@@ -18,6 +18,14 @@ import numpy as np
 
 from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
+from judgebench.failed import (
+    MISSING,
+    FailedAs,
+    apply_corpus,
+    apply_numeric,
+    find_failed,
+    parse_failed_as,
+)
 from judgebench.io import LineNumbers
 from judgebench.results import Result
 from judgebench.scales import check_scales
@@ -69,6 +77,9 @@ class MetricRow:
     confusion: dict[str, Any] | None = None
     #: with --compare: the tests of "this metric is better than X" for every X ranked below
     comparisons: tuple[PairTest, ...] = ()
+    #: how failed scores were counted (`--failed-as`) and the column's failed rows
+    failed_as: FailedAs = MISSING
+    failed: dict[str, Any] | None = None
 
     @property
     def metric(self) -> str:
@@ -97,13 +108,16 @@ class MetricRow:
 
     def to_dict(self) -> dict[str, Any]:
         o, task = self.outcome, self.task
+        failed = {"failed_as": self.failed_as.name,
+                  **({"failed": self.failed} if self.failed is not None else {})}
         if o.error is not None:
             return {"metric": o.metric, "human": self.human, "statistic": task.statistic,
                     "value": None, "n": 0, "level": task.level, "grouping": task.grouping,
                     "note": o.error, **self.info.describe(), "system_score": "corpus",
-                    **({"compare_note": COMPARE_NOTE} if task.compare else {})}
+                    **({"compare_note": COMPARE_NOTE} if task.compare else {}),
+                    **failed}
         out: dict[str, Any] = {"metric": o.metric, "human": self.human, **o.result.to_dict(),
-                               **self.info.describe()}
+                               **self.info.describe(), **failed}
         spec = get(task.statistic)
         if spec.on_scale:  # compared on the human scale: the values as they are
             out |= {"flipped": False, "better": spec.better}
@@ -173,6 +187,7 @@ class MetaEvalResult(Result):
     compare: bool
     items: int
     systems: int
+    failed_as: FailedAs = MISSING
 
     @property
     def rows(self) -> list[Row]:
@@ -195,6 +210,11 @@ class _Columns:
     frame: pd.DataFrame
     metrics: list[str]
     infos: dict[str, ColumnInfo]
+    failed_as: FailedAs = MISSING
+    #: column -> its failed rows and how they were counted (`judgebench.failed`)
+    failed: dict[str, dict[str, Any]] | None = None
+    #: column -> its failed corpus scores (systems), for its system-level corpus results
+    corpus_failed: dict[str, dict[str, Any]] | None = None
 
 
 def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
@@ -206,16 +226,18 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               compare: bool = False, method: str = "permutation", resamples: int = 1000,
               alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
               seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
-              replace_nans_with_zeros: bool = False, log: Log | None = None
-              ) -> MetaEvalResult:
+              replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
+              log: Log | None = None) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
     clusters; `raters` (two or more columns) add the human ceiling. `labels`: the declared
     categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
-    "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`).
-    Bad input raises `InputError` naming the option."""
+    "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
+    failed score counts as `failed_as` says (missing, min, max or a number;
+    judgebench.failed). Bad input raises `InputError` naming the option."""
     log = log or (lambda _message: None)
+    convention = parse_failed_as(failed_as, pairwise=False)
     statistics = tuple(statistics) or ("pearson",)
     _check_options(statistics, level, grouping, epsilon, raters)
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
@@ -223,7 +245,7 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     use_corpus = level == "system" and system_score == "auto"
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                    excluded=exclude_systems, log=log)
+                    excluded=exclude_systems, failed_as=convention, log=log)
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
@@ -251,7 +273,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                      *((raw.columns, cols, raw_given) if statistic in on_scale
                        else (matrices.columns, cols, given)), log)
               for human in humans for statistic in statistics]
-    return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems))
+    return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
+                          convention)
 
 
 def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,
@@ -316,10 +339,21 @@ def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
 def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
              metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
              higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
-             excluded: Sequence[str], log: Log) -> _Columns:
+             excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log) -> _Columns:
     table = _load(scores, corpus_path, lower, higher)
     where = str(table.path)
     frame = table.frame
+    not_scores = {"item", "system", *humans, *raters}
+    # before --exclude-system: the sidecar's counts are of the whole table
+    failed = find_failed(frame, list(metrics) or [
+        str(c) for c in frame.columns if c not in not_scores
+        and not str(c).startswith("human.")], sidecar=table.sidecar)
+    if excluded:
+        frame = _exclude(frame, excluded, where)
+        keep = ~table.frame["system"].isin(excluded).to_numpy()
+        failed.masks = {c: m[keep] for c, m in failed.masks.items()}
+    for note in failed.notes:
+        log(note)
     numeric_columns(frame, [*humans, *raters], where)
     corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
     for column in metrics:
@@ -329,14 +363,17 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
             raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
                              "at --level system with --system-score auto",
                              path=where, field=column)
-    frame = _exclude(frame, excluded, where)
     chosen = list(metrics) or [
         *metric_columns(frame, exclude=[*humans, *raters], warn=log, path=where),
         *(corpus_only if use_corpus else [])]
     if not chosen:
         raise InputError("no metric columns: name them with --metric", path=where)
     table.check_flags(chosen)
-    return _Columns(table, frame, chosen, {c: table.info(c) for c in chosen})
+    counts = apply_numeric(frame, failed, [c for c in chosen if c in frame.columns], failed_as)
+    corpus = (apply_corpus(table.corpus, table.corpus_failed, chosen, failed_as)
+              if use_corpus else {})
+    return _Columns(table, frame, chosen, {c: table.info(c) for c in chosen}, failed_as,
+                    counts, corpus)
 
 
 def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.DataFrame:
@@ -388,7 +425,9 @@ def _block(task: Task, matrices: dict[str, np.ndarray], cols: _Columns,
     rows: list[Row] = [MetricRow(task.human, o, cols.infos[o.metric], task,
                                  _confusion(matrices, task.human, o.metric)
                                  if categorical and o.metric in matrices else None,
-                                 _pair_tests(result, o.metric))
+                                 _pair_tests(result, o.metric),
+                                 cols.failed_as, ((cols.corpus_failed if o.given
+                                                   else cols.failed) or {}).get(o.metric))
                        for o in result.best_first()]
     if result.ceiling is not None:
         rows.append(CeilingRow(task, result.ceiling))

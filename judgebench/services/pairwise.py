@@ -9,13 +9,14 @@ item, system_a, system_b, optional category, human.* preferences and per judge `
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgebench.columns import _where
 from judgebench.errors import InputError
 from judgebench.results import Result
+from judgebench.failed import MISSING, FailedAs, FailedCells, find_failed, parse_failed_as
 from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
 from meta_eval.pairwise_eval import (
     CEILING,
@@ -96,13 +97,31 @@ def default_judges(frame: pd.DataFrame, exclude: Sequence[str], log: Log) -> lis
     return judges
 
 
-def judge_verdicts(frame: pd.DataFrame, judge: str, where: str) -> Verdicts:
+def judge_verdicts(frame: pd.DataFrame, judge: str, where: str,
+                   failed: FailedCells | None = None, failed_as: FailedAs = MISSING
+                   ) -> Verdicts:
     found = {suffix: f"{judge}{suffix}" in frame.columns for suffix in ("", *ORDERS)}
     if not any(found.values()):
         raise InputError(f"no column {judge!r}, {judge + '.ab'!r} or {judge + '.ba'!r}; "
                          f"columns are {list(frame.columns)}", path=where, field=judge)
     read = {s: labels(frame, f"{judge}{s}", where) if found[s] else None for s in found}
-    return Verdicts(ab=read[".ab"], ba=read[".ba"], combined=read[""])
+    cells = failed or FailedCells()
+    masks = {s: cells.masks.get(f"{judge}{s}") if found[s] else None for s in found}
+    return Verdicts(ab=read[".ab"], ba=read[".ba"], combined=read[""],
+                    failed_ab=masks[".ab"], failed_ba=masks[".ba"], failed_combined=masks[""],
+                    failed_as=failed_as.kind)
+
+
+def verdict_columns(frame: pd.DataFrame, exclude: Sequence[str]) -> tuple[
+        list[str], dict[str, list[str]]]:
+    """The columns that may hold verdicts (not keys, human.* or `exclude`), and each judge
+    with order columns -> its columns (combined, .ab, .ba)."""
+    skip = {*NOT_JUDGES, *exclude}
+    columns = [str(c) for c in frame.columns
+               if c not in skip and not str(c).startswith("human.")]
+    judges = {c[:-3]: [c[:-3], f"{c[:-3]}.ab", f"{c[:-3]}.ba"] for c in columns
+              if c.endswith(ORDERS)}
+    return columns, judges
 
 
 @dataclass(frozen=True)
@@ -113,12 +132,17 @@ class PairwiseRow:
     ties: str
     by: str | None
     alpha: float
+    failed_as: FailedAs = MISSING
+    told_by: str = "cells"
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
         out: dict[str, Any] = {"metric": r.judge, "human": r.human,
                                **r.result.to_dict(),
-                               "grouping": self.by or "none", "human_ties": self.ties}
+                               "grouping": self.by or "none", "human_ties": self.ties,
+                               "failed_as": self.failed_as.name}
+        if r.failed is not None:
+            out["failed"] = {**r.failed, "told_by": self.told_by}
         if self.by is None:
             out.pop("category", None)
         if r.ceiling_fraction is not None:
@@ -137,6 +161,8 @@ class PairwiseMetaEvalResult(Result):
     pairs: int
     items: int
     compare: bool
+    failed_as: FailedAs = MISSING
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> list[dict[str, Any]]:
         return [row.to_dict() for row in self.rows]
@@ -146,19 +172,28 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                        judges: Sequence[str] = (), by: str | None = None,
                        human_ties: str = "drop", bootstrap: int = 0, ci: float = 0.95,
                        seed: int = 0, compare: bool = False, resamples: int = 1000,
-                       alpha: float = 0.05, log: Log | None = None) -> PairwiseMetaEvalResult:
-    """Meta-evaluate pairwise judges as `judgebench meta-eval --pairwise` does."""
+                       alpha: float = 0.05, failed_as: str | FailedAs | None = None,
+                       log: Log | None = None) -> PairwiseMetaEvalResult:
+    """Meta-evaluate pairwise judges as `judgebench meta-eval --pairwise` does; a failed
+    verdict counts as `failed_as` says (missing, wrong, tie; judgebench.failed)."""
     log = log or (lambda _message: None)
+    convention = parse_failed_as(failed_as, pairwise=True)
     if human_ties not in TIE_POLICIES:
         raise InputError(f"unknown tie policy {human_ties!r}; use one of {TIE_POLICIES}",
                          field="--human-ties")
     if not humans:
         raise InputError("name a human preference column with --human", field="--human")
+    sidecar = None
     if isinstance(pairs, (str, Path)):
+        from judgebench.scores_table import read_sidecar
+
         where, frame = str(pairs), read_pairs(pairs)
+        sidecar = read_sidecar(Path(pairs))
     else:
         where, frame = "<DataFrame>", pairs.copy()
         check_pairs(frame, where)
+    candidates, with_orders = verdict_columns(frame, [*humans, *([by] if by else [])])
+    failed = find_failed(frame, candidates, sidecar=sidecar, judges=with_orders)
     human_p = {h: labels(frame, h, where) for h in dict.fromkeys(humans)}
     categories = None
     if by is not None:
@@ -175,20 +210,26 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
     if not names:
         raise InputError("no judge columns (<spec>, <spec>.ab, <spec>.ba): name them with "
                          "--judge", path=where)
-    verdicts = {j: judge_verdicts(frame, j, where) for j in names}
+    verdicts = {j: judge_verdicts(frame, j, where, failed, convention) for j in names}
     items = frame["item"].to_numpy()
     log(f"{len(frame)} pairs over {len(set(items))} items; {len(names)} judge(s) x "
-        f"{len(human_p)} human column(s); human ties: {human_ties}"
-        + (f"; by {by}" if by else ""))
+        f"{len(human_p)} human column(s); human ties: {human_ties}; failed verdicts: "
+        f"{convention.name}" + (f"; by {by}" if by else ""))
+    for note in failed.notes:
+        log(note)
     evaluation = evaluate_pairwise(judges=verdicts, humans=human_p, items=items,
                                    categories=categories, ties=human_ties,
                                    bootstrap=bootstrap, ci=ci, seed=seed,
                                    compare=compare, resamples=resamples, alpha=alpha)
     soft = calibration(judges=verdicts, humans=human_p, items=items, bootstrap=bootstrap,
                        ci=ci, seed=seed)
-    rows = [PairwiseRow(r, human_ties, by, alpha) for r in [*evaluation.results, *soft]]
+    told = {j: next((failed.told_by[c] for c in (j, f"{j}.ab", f"{j}.ba")
+                     if c in failed.told_by), "cells") for j in names}
+    rows = [PairwiseRow(r, human_ties, by, alpha, convention, told.get(r.judge, "cells"))
+            for r in [*evaluation.results, *soft]]
     return PairwiseMetaEvalResult(rows, names, list(human_p), len(frame),
-                                  len(set(items)), compare and len(names) > 1)
+                                  len(set(items)), compare and len(names) > 1, convention,
+                                  failed.notes)
 
 
 __all__ = ["CEILING", "PairwiseMetaEvalResult", "PairwiseRow", "pairwise_meta_eval",
