@@ -5,9 +5,9 @@ A value that holds a comma is quoted, `key="a, b"` or `key='a, b'` (see `parse_s
 The scores-table column of a metric is its spec as written, so two configurations of one
 metric sit side by side, less the options that say how to reach a model rather than what is
 computed (`RUNTIME_OPTIONS`: endpoint, key variable, concurrency, rate limits, timeouts,
-retries, prices, the answer cache): `judge.rubric:model=m,api_base=http://h/v1,concurrency=8` is the column
-`judge.rubric:model=m`. In a TOML file each table under `[metrics]` is one metric; its key is
-the column:
+retries, prices, the answer cache): `judge.rubric:model=m,api_base=http://h/v1,concurrency=8`
+is the column `judge.rubric:model=m`. In a TOML file each table under `[metrics]` is one
+metric; its key is the column:
 
     [metrics.geval-coherence]
     metric = "judge.geval"

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.columns import metric_columns
 from judgebench.errors import InputError
-from judgebench.results import Result
 from judgebench.failed import (
     MISSING,
     FailedAs,
@@ -26,6 +25,7 @@ from judgebench.failed import (
     find_failed,
     parse_failed_as,
 )
+from judgebench.results import Result
 from judgebench.scores_table import (
     corpus_failures,
     corpus_records,

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from judgebench.errors import InputError
-from judgebench.results import Result
 from judgebench.failed import (
     MISSING,
     FailedAs,
@@ -31,6 +30,7 @@ from judgebench.failed import (
     parse_failed_as,
     store_statuses,
 )
+from judgebench.results import Result
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
     Estimate,

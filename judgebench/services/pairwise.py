@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.columns import _where
 from judgebench.errors import InputError
-from judgebench.results import Result
 from judgebench.failed import MISSING, FailedAs, FailedCells, find_failed, parse_failed_as
+from judgebench.results import Result
 from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
 from meta_eval.pairwise_eval import (
     CEILING,
