@@ -17,6 +17,8 @@ from budget_runs import Spent, billed, judge_spec, score_args, spent, start_run
 from conftest import run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
+from judgebench.spec import parse_spec
+
 ROWS = 48
 LIMIT = 20.0  # USD; a call costs about $1 here, so about 20 of the 48 fit
 
@@ -66,7 +68,7 @@ def test_a_budget_holds_at_any_concurrency(server, data, tmp_path, concurrency) 
     assert done.returncode == 1, done.stderr
     run = spent(tmp_path, server, model, LIMIT)
     assert f"Error: {run.error}" in done.stderr
-    check(run, spec, billed(server, model), server.scale, concurrency)
+    check(run, parse_spec(spec).column, billed(server, model), server.scale, concurrency)
 
 
 @pytest.mark.slow
@@ -90,7 +92,7 @@ def test_several_runs_at_once_each_hold_their_budget(tmp_path) -> None:
             run = spent(tmp, srv, model, LIMIT)
             assert run.billed <= LIMIT + 1e-9, run
             assert run.stored_cost == pytest.approx(run.billed)
-            assert run.outcome == "budget_stop" and run.statuses[spec] == {"ok": run.calls}
+            assert run.outcome == "budget_stop" and run.statuses[parse_spec(spec).column] == {"ok": run.calls}
             assert billed(srv, model) and f"spent ${run.billed:.4f}" in stderr
 
 
@@ -113,5 +115,5 @@ def test_a_budgeted_run_answered_from_the_judge_cache_pays_nothing_and_says_so(
         assert len(srv.served()) == paid  # no call: every request was answered before
         assert "spent $0.0000 of the $0.5000 budget" in done.stderr
         run = spent(tmp_path / "again", srv, "judge", 0.5)
-        assert run.run_cost == 0.0 and run.statuses == {spec: {"ok": ROWS}}
+        assert run.run_cost == 0.0 and run.statuses == {parse_spec(spec).column: {"ok": ROWS}}
         assert run.stored_cost > 0.5  # the cost each answer was paid at, by the first run

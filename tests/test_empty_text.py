@@ -47,7 +47,7 @@ def _metric(name: str, **options: object):
 def _scored(samples: list[Sample], spec: str) -> list[float]:
     """One column of `judgebench.score` on the samples: read, checked and run as `score`
     runs them (the old requirement check refused a sample with an empty text)."""
-    table = judgebench.score(samples, metrics=[spec])
+    table = judgebench.score(samples, metrics=[spec]).to_pandas()
     assert table["item"].tolist() == [s.item for s in samples]
     return table[spec].tolist()
 
@@ -183,7 +183,7 @@ def test_parquet_and_dataframe_null_is_missing_the_empty_string_is_not(tmp_path:
 def test_the_python_api_scores_an_empty_output() -> None:
     table = judgebench.score([{"item": "1", "system": "s", "output": "", "reference": "r"},
                               {"item": "2", "system": "s", "output": "r", "reference": "r"}],
-                             metrics=["lexical.ter", "lexical.length"])
+                             metrics=["lexical.ter", "lexical.length"]).to_pandas()
     assert table["lexical.ter"].tolist() == [100.0, 0.0]
     assert table["lexical.length"].tolist() == [0.0, 1.0]
 
