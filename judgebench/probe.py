@@ -3,7 +3,7 @@
 A probe changes what a metric is shown in a known way and states how the score must move.
 Plugins register probes through the `register_probes` hook (subclasses of `Probe`, or
 instances of them); the audit runs every registered probe, in registration order, on every
-probed metric, with scores oriented so that higher is better (see judgebench.audit.probes):
+probed metric, with scores oriented so that higher is better (see judgebench.auditing.probes):
 
     expect "lower":  right when score(changed) < score(original)          (a tie is not a move)
     expect "same":   right when |score(changed) - score(original)| <= atol + rtol |original|

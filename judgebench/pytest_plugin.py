@@ -8,7 +8,7 @@ The `judgebench_audit` fixture runs `judgebench.services.audit` and returns an `
                                  samples="gen.jsonl")
         audit.assert_passes("lexical.chrf", human="human.relevance", level="system")
 
-A failed assertion says why, in the verdict's words (judgebench.audit.verdict): which
+A failed assertion says why, in the verdict's words (judgebench.auditing.verdict): which
 sentinel the metric did not beat, in which cluster, and what that says about the human
 scores. Audits are cached for the session per arguments (and the table's modification time),
 so several assertions on one table audit it once. Bootstrap CIs are off unless asked for
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from judgebench.audit.report import Report
+    from judgebench.auditing.report import Report
 
-#: Keyword arguments that set `judgebench.audit.blocks.Options` rather than the service.
+#: Keyword arguments that set `judgebench.auditing.blocks.Options` rather than the service.
 OPTION_NAMES = ("bootstrap", "ci", "seed", "alpha", "method", "resamples", "epsilon",
                 "permutations")
 
@@ -41,7 +41,7 @@ class Audit:
     data: dict[str, Any]
 
     def verdict(self, human: str) -> dict[str, Any]:
-        """The verdict (judgebench.audit.verdict, as data) of the human column `human`."""
+        """The verdict (judgebench.auditing.verdict, as data) of the human column `human`."""
         for v in self.data["verdict"]:
             if v["human"] == human:
                 return v
@@ -120,7 +120,7 @@ class Auditor:
         """Audit `scores` against `humans` (or the one `human`). Keyword arguments are those
         of `judgebench.services.audit` (samples, metrics, levels, groupings, statistics,
         sentinels, ...) and of its Options (bootstrap, resamples, alpha, seed, ...)."""
-        from judgebench.audit.blocks import Options
+        from judgebench.auditing.blocks import Options
         from judgebench.services.audit import audit
 
         columns = [*humans, *([human] if human else [])]

@@ -73,7 +73,7 @@ def test_every_command_has_one_function_and_no_name_shadows_another() -> None:
     for name in api.__all__:
         assert callable(getattr(judgebench, name)), name
         assert getattr(judgebench, name) is getattr(api, name)
-    importlib.import_module("judgebench.audit")  # the audit subpackage, once imported
+    importlib.import_module("judgebench.auditing")  # the audit subpackage, once imported
 
     assert callable(judgebench.audit) and callable(judgebench.meta_eval)
     assert meta_eval.__name__ == "judgebench.services.meta_eval"

@@ -94,7 +94,7 @@ def test_a_judge_that_only_ties_is_warned_about(server, tmp_path) -> None:
 def test_each_presentation_reads_its_own_order_whatever_the_spec(server, tmp_path) -> None:
     """Both orders judged or one: the probes read the same per-order verdicts (the server's
     answer depends on the prompt, so the verdicts are mixed and the orders disagree)."""
-    from judgebench.audit.bias import center_of, judge_score_fn, run_bias
+    from judgebench.auditing.bias import center_of, judge_score_fn, run_bias
 
     server.post("/_reply", {"reply": "Reasons. [[{choice}]]"})
     host = get_host()
@@ -116,7 +116,7 @@ def test_each_presentation_reads_its_own_order_whatever_the_spec(server, tmp_pat
 
 
 def test_shown_value_reads_the_order_shown() -> None:
-    from judgebench.audit.bias import shown_value
+    from judgebench.auditing.bias import shown_value
 
     def score(value: float | None, **extra: str) -> Score:
         return Score(item="i", system="a vs b", metric="judge.pairwise", value=value,

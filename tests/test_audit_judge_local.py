@@ -12,8 +12,8 @@ pytest.importorskip("transformers", reason="the [local] extra is not installed")
 
 from conftest import summeval_records
 
-from judgebench.audit.bias import center_of, pairs_from_samples, run_bias
-from judgebench.audit.probes import runner_score_fn
+from judgebench.auditing.bias import center_of, pairs_from_samples, run_bias
+from judgebench.auditing.probes import runner_score_fn
 from judgebench.models import Sample
 from judgebench.plugins import get_host
 from judgebench.spec import parse_spec

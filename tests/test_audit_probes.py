@@ -13,7 +13,7 @@ from conftest import run_cli, summeval_records, write_jsonl
 from judgebench_audit import probes as P
 from test_audit_sentinels import BAD, GOOD, synthetic
 
-from judgebench.audit.bias import (
+from judgebench.auditing.bias import (
     BIAS_PROBES,
     center_of,
     judge_score_fn,
@@ -22,7 +22,7 @@ from judgebench.audit.bias import (
     swap,
     verdicts,
 )
-from judgebench.audit.probes import probe_subset, run_probes, runner_score_fn
+from judgebench.auditing.probes import probe_subset, run_probes, runner_score_fn
 from judgebench.models import Sample
 from judgebench.plugins import build_host
 from judgebench.spec import parse_spec

@@ -12,9 +12,9 @@ from judgebench_audit.regressors import CandSentinel, RefSentinel, SrcSentinel, 
 from judgebench_audit.sentinels import ConstantSentinel, LengthSentinel, RandomSentinel
 
 import meta_eval
-from judgebench.audit.blocks import Options, evaluate_block
-from judgebench.audit.gate import gate
-from judgebench.audit.sentinels import compute_sentinels, default_specs
+from judgebench.auditing.blocks import Options, evaluate_block
+from judgebench.auditing.gate import gate
+from judgebench.auditing.sentinels import compute_sentinels, default_specs
 from judgebench.errors import InputError
 from judgebench.extras import MissingExtra
 from judgebench.models import Outcome, Sample, Status

@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 from test_audit_report import Browser, _need_chromium
 
-from judgebench.audit.verdict import verdicts, where
+from judgebench.auditing.verdict import verdicts, where
 
 ROWS = 400  # 25 SummEval documents x 16 systems
 METRICS = ("lexical.token_f1", "lexical.chrf", "lexical.bleu")

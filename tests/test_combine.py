@@ -258,8 +258,8 @@ def test_a_combination_that_adds_nothing_is_not_a_significant_improvement(tmp_pa
 
 
 def _block(rows: dict[str, tuple[float, int | None]], passed: bool):
-    from judgebench.audit.blocks import Block, Row
-    from judgebench.audit.gate import GateResult
+    from judgebench.auditing.blocks import Block, Row
+    from judgebench.auditing.gate import GateResult
     from meta_eval import Result
 
     made = [Row(name, "sentinel" if name.startswith("sentinel") else "metric",
@@ -271,7 +271,7 @@ def _block(rows: dict[str, tuple[float, int | None]], passed: bool):
 
 
 def test_verdict_rules_one_by_one():
-    from judgebench.audit.combination import combination_verdicts
+    from judgebench.auditing.combination import combination_verdicts
 
     combos = {"combo": {"inputs": ["a", "b", "c"], "human": "h"}}
     cases = [

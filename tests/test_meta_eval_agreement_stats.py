@@ -277,7 +277,7 @@ def test_clusters_put_the_lower_error_first(name):
 
 
 def test_bias_ranks_closest_to_zero_first_and_the_gate_follows():
-    from judgebench.audit.gate import gate
+    from judgebench.auditing.gate import gate
 
     human, good, _, lenient = scale_data(2)
     harsh = np.clip(human - 2, 1, 5)

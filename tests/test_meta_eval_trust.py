@@ -125,7 +125,7 @@ def test_every_statistic_has_one_value_in_evaluate_permutation_and_bootstrap(
 
 def test_a_statistic_is_added_in_one_place(monkeypatch):
     import meta_eval.statistics as table
-    from judgebench.audit.gate import credits_ties
+    from judgebench.auditing.gate import credits_ties
 
     extra = table.Statistic("acc-23-exact", "acc-23", "zero", table.ALL_LEVELS,
                             "acc-23 with exact metric ties", "Deutsch et al. 2023",

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import run_cli, summeval_records, write_jsonl
 
-from judgebench.audit.blocks import Options
+from judgebench.auditing.blocks import Options
 from judgebench.cli import cli
 from judgebench.errors import InputError
 from judgebench.services.aggregate import aggregate

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 
-from judgebench.audit.run import store_costs
+from judgebench.auditing.run import store_costs
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import Sample, Score
 from judgebench.runner import build_table, run, sample_hash

@@ -23,7 +23,7 @@ from judgebench.services.audit import GROUPINGS, LEVELS
 from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
-    from judgebench.audit.report import Report
+    from judgebench.auditing.report import Report
 
 #: The exit status when the audit finished and a --fail-on check failed (DESIGN.md's table:
 #: 0 ok, 1 other failure, 2 bad input, 3 finished with failed scores).
@@ -143,7 +143,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             by: str | None, human_ties: str, failed_as: str, as_json: bool) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
-    from judgebench.audit.blocks import Options
+    from judgebench.auditing.blocks import Options
     from judgebench.services.audit import audit
 
     destinations.check([
@@ -172,7 +172,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     if as_json:
         click.echo(json.dumps(report.results(), indent=2))
     else:
-        from judgebench.audit.markdown import render_markdown
+        from judgebench.auditing.markdown import render_markdown
 
         sys.stdout.write(safe(render_markdown(report)))
     if report.failures:
@@ -188,11 +188,11 @@ def write_report(report: Report, path: Path, fmt: str) -> None:
     if fmt == "json":
         text = json.dumps(report.to_dict(), indent=2)
     elif fmt == "markdown":
-        from judgebench.audit.markdown import render_markdown
+        from judgebench.auditing.markdown import render_markdown
 
         text = render_markdown(report)
     else:
-        from judgebench.audit.html import render_html
+        from judgebench.auditing.html import render_html
 
         text = render_html(report)
     write_text(text, path)

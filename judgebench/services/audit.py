@@ -12,15 +12,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgebench.audit.blocks import Options
+from judgebench.auditing.blocks import Options
 from judgebench.errors import InputError
 from judgebench.failed import FailedAs
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from judgebench.audit.checks import Check, Clusters
-    from judgebench.audit.report import Report
+    from judgebench.auditing.checks import Check, Clusters
+    from judgebench.auditing.report import Report
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
     from judgebench.spec import MetricSpec
@@ -61,15 +61,15 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     agreement, clusters and the gate per (statistic, level, grouping); metamorphic `probes`
     on metric specs (needs `samples`); bias probes on pairwise `judges` (on `pairs`, or
     pairs drawn from `samples`). `options` sets the bootstrap, test and seed. `fail_on`:
-    the checks (judgebench.audit.checks: gate, parse-rate>X, cluster-drop against the audit
+    the checks (judgebench.auditing.checks: gate, parse-rate>X, cluster-drop against the audit
     JSON `previous`) whose findings go to `report.failures`. With `pairwise`, `scores` is a
     pairwise table: its judges' statistics against `humans` (per `by` category, ties as
-    `human_ties`; judgebench.audit.pairwise) replace sentinels and gate. A failed verdict
+    `human_ties`; judgebench.auditing.pairwise) replace sentinels and gate. A failed verdict
     counts as `failed_as` says (judgebench.failed: pairwise missing, wrong or tie; scores
     missing, min, max or a number). Bad input raises `InputError` before any scoring."""
-    from judgebench.audit.checks import parse_checks, read_previous
-    from judgebench.audit.run import judge_bias, metamorphic, probe_specs, run_audit
-    from judgebench.audit.sentinels import parse_sentinels
+    from judgebench.auditing.checks import parse_checks, read_previous
+    from judgebench.auditing.run import judge_bias, metamorphic, probe_specs, run_audit
+    from judgebench.auditing.sentinels import parse_sentinels
     from judgebench.failed import parse_failed_as
     from judgebench.io import read_samples, read_table
     from judgebench.plugins import get_host
@@ -122,7 +122,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                        host=host, store_path=Path(store) if store is not None else None,
                        lower=lower, higher=higher, failed_as=convention, progress=log)
     _warn_not_run(report, humans, log)
-    from judgebench.audit.combination import combination_verdicts, combinations_in
+    from judgebench.auditing.combination import combination_verdicts, combinations_in
 
     report.combinations = combination_verdicts(
         report.blocks, combinations_in(scores_path, [c.column for c in report.metrics]))
@@ -147,7 +147,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
 
 def _warn_not_run(report: Report, humans: Sequence[str], log: Log | None) -> None:
     """On stderr: a verdict that is against some sentinels only, and why."""
-    from judgebench.audit.verdict import not_run_caveat
+    from judgebench.auditing.verdict import not_run_caveat
 
     data = {"sentinels": report.sentinels, "inputs": report.inputs}
     for human in humans:
@@ -166,8 +166,8 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
     """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
     `judges` on `pairs`."""
     from judgebench import __version__
-    from judgebench.audit.pairwise import pairwise_report
-    from judgebench.audit.run import judge_bias
+    from judgebench.auditing.pairwise import pairwise_report
+    from judgebench.auditing.run import judge_bias
 
     given = [option for option, values in refused.items() if values]
     if given:
@@ -191,7 +191,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
 
 def _run_checks(report: Report, checks: Sequence[Check], previous: Clusters | None,
                 frame: pd.DataFrame, store: str | Path | None) -> None:
-    from judgebench.audit.checks import failures, store_shares
+    from judgebench.auditing.checks import failures, store_shares
 
     shares = None
     if store is not None and any(c.kind == "parse-rate" for c in checks):
@@ -231,7 +231,7 @@ def _pairs(pairs_path: Path | None, samples: Sequence[Sample] | None, frame: pd.
     """Pairwise samples for the bias probes and their human labels (>0: A better)."""
     if pairs_path is not None:
         return _pairs_from_file(pairs_path, human, count, seed)
-    from judgebench.audit.bias import pairs_from_samples
+    from judgebench.auditing.bias import pairs_from_samples
 
     values = frame[human].to_numpy(dtype=float)
     keys = zip(frame["item"], frame["system"], strict=True)

@@ -1,7 +1,7 @@
 """The report card as one self-contained HTML page.
 
 No scripts, no stylesheets, fonts or images from anywhere: the CSS is inline, the plots are
-inline SVG (judgebench.audit.svg), links are fragments within the page, and a
+inline SVG (judgebench.auditing.svg), links are fragments within the page, and a
 Content-Security-Policy meta tag forbids the browser to load anything else.
 """
 
@@ -12,18 +12,18 @@ from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
-from judgebench.audit import svg
-from judgebench.audit.agreement import section_html
-from judgebench.audit.markdown import (
+from judgebench.auditing import svg
+from judgebench.auditing.agreement import section_html
+from judgebench.auditing.markdown import (
     GATE_RULE,
     fmt,
     gate_matrix,
     probe_matrix,
     setting_label,
 )
-from judgebench.audit.pairwise import grids
-from judgebench.audit.report import Report
-from judgebench.audit.verdict import STATE_WORDS, heading, of_report
+from judgebench.auditing.pairwise import grids
+from judgebench.auditing.report import Report
+from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
 from meta_eval import statistics
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -144,7 +144,7 @@ def _header(data: dict[str, Any]) -> str:
 
 def _verdict(data: dict[str, Any]) -> str:
     """The answer first: per human criterion, which metrics pass the gate where, and why
-    not elsewhere (judgebench.audit.verdict); the --fail-on failures after it."""
+    not elsewhere (judgebench.auditing.verdict); the --fail-on failures after it."""
     parts = ['<section id="verdict"><h2>Verdict</h2>']
     for v in of_report(data):
         rows, classes = [], []

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.audit.blocks import Options
-from judgebench.audit.report import Report
+from judgebench.auditing.blocks import Options
+from judgebench.auditing.report import Report
 from judgebench.failed import MISSING, FailedAs
 from meta_eval.pairwise_eval import CALIBRATION, CEILING, HUMAN_FREE, STATISTICS
 

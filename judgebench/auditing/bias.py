@@ -376,7 +376,7 @@ def judge_score_fn(spec: MetricSpec, host: Any, settings: Any = None) -> ScoreFn
     """The bias probes' score function for a judge: scored as `judgebench score` would (a
     fresh in-memory store per call; `settings`, e.g. another response cache, when given), one
     `shown_value` per sample, in order."""
-    from judgebench.audit.probes import runner_scores_fn
+    from judgebench.auditing.probes import runner_scores_fn
 
     scores = runner_scores_fn(spec, host, settings)
     value_range = host.metric(spec.name).info.value_range

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgebench.audit.blocks import Block
+from judgebench.auditing.blocks import Block
 
 IMPROVEMENT = "significant improvement"
 NO_IMPROVEMENT = "not a significant improvement"

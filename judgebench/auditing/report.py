@@ -6,7 +6,7 @@ each with a `type`: "correlation" (one metric or sentinel in one block), "pairwi
 statistic of one pairwise judge, `audit --pairwise`), "probe" (one
 metamorphic probe of one metric), "bias" (one judge-bias probe of one judge) or "failure"
 (one finding of a `--fail-on` check). The JSON report opens with the `verdict`
-(judgebench.audit.verdict) and the `--fail-on` failures.
+(judgebench.auditing.verdict) and the `--fail-on` failures.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from judgebench.audit.blocks import Block
+from judgebench.auditing.blocks import Block
 from judgebench.results import Result
 
 FORMAT_VERSION = 1
@@ -58,15 +58,15 @@ class Report(Result):
     blocks: list[Block]
     #: human -> column -> {"systems", "human", "metric"} system means, and a segment sample.
     scatter: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    #: Learned combinations: is each a significant improvement (judgebench.audit.combination)
+    #: Learned combinations: is each a significant improvement (judgebench.auditing.combination)
     combinations: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     bias: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: The --fail-on checks asked for, and each failure they found (judgebench.audit.checks).
+    #: The --fail-on checks asked for, and each failure they found (judgebench.auditing.checks).
     fail_on: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
-    #: confusion tables and reliability curves (judgebench.audit.agreement.scale_section)
+    #: confusion tables and reliability curves (judgebench.auditing.agreement.scale_section)
     scales: list[dict[str, Any]] = field(default_factory=list)
     #: The pairwise judges' statistics (`audit --pairwise`): meta-eval --pairwise's rows.
     pairwise: list[dict[str, Any]] = field(default_factory=list)
@@ -109,7 +109,7 @@ class Report(Result):
         return rows
 
     def to_dict(self) -> dict[str, Any]:
-        from judgebench.audit.verdict import verdicts
+        from judgebench.auditing.verdict import verdicts
 
         data = {
             "format": "judgebench-audit", "format_version": FORMAT_VERSION,
@@ -128,7 +128,7 @@ class Report(Result):
             "failed": _clean_tree(self.failed),
         }
         if self.pairwise:
-            from judgebench.audit.pairwise import summaries
+            from judgebench.auditing.pairwise import summaries
 
             data["pairwise"] = _clean_tree(self.pairwise)
             data["pairwise_summary"] = [s.to_dict() for s in summaries(data["pairwise"],

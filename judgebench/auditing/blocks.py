@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import meta_eval
-from judgebench.audit.gate import GateResult, explain, gate
+from judgebench.auditing.gate import GateResult, explain, gate
 from meta_eval.task import MetricOutcome, Task, TaskResult
 
 SETTINGS: tuple[tuple[str, str], ...] = (

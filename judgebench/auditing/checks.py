@@ -25,11 +25,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from judgebench.audit.verdict import where
+from judgebench.auditing.verdict import where
 from judgebench.errors import InputError
 
 if TYPE_CHECKING:
-    from judgebench.audit.report import MetricCard, Report
+    from judgebench.auditing.report import MetricCard, Report
 
 Kind = Literal["gate", "parse-rate", "cluster-drop"]
 USAGE = "use gate, parse-rate>X (X a share such as 0.05, or 5%) or cluster-drop"

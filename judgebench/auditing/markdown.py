@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from judgebench.audit.agreement import section_markdown
-from judgebench.audit.report import Report
-from judgebench.audit.verdict import STATE_WORDS, heading, of_report
+from judgebench.auditing.agreement import section_markdown
+from judgebench.auditing.report import Report
+from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
 from judgebench.display import safe
 
 GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
@@ -184,7 +184,7 @@ def _bias_and_warnings(data: dict[str, Any]) -> list[str]:
 def pairwise_markdown(data: dict[str, Any]) -> str:
     """An audit of pairwise judges: the summary per human column, every statistic per judge
     (and category), the bias probes."""
-    from judgebench.audit.pairwise import grids
+    from judgebench.auditing.pairwise import grids
 
     inputs, settings = data["inputs"], data["settings"]
     out = [f"# {text(data['title'])}", "", "## Verdict", ""]
@@ -206,7 +206,7 @@ def pairwise_markdown(data: dict[str, Any]) -> str:
 
 
 def verdict_lines(data: dict[str, Any]) -> list[str]:
-    """The answer first (judgebench.audit.verdict): per human criterion, its state in words,
+    """The answer first (judgebench.auditing.verdict): per human criterion, its state in words,
     the summary, and per setting who passes, who does not beat the sentinel and why; then
     the --fail-on failures."""
     out = ["## Verdict", ""]

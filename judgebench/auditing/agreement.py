@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from judgebench.audit.svg import Scale, _svg, nice_ticks
+from judgebench.auditing.svg import Scale, _svg, nice_ticks
 from meta_eval.agreement import confusion_table
 from meta_eval.reliability import reliability_curve
 from meta_eval.statistics import get
@@ -142,7 +142,7 @@ def section_html(entries: Sequence[dict[str, Any]]) -> str:
 def section_markdown(entries: Sequence[dict[str, Any]], *, text: Any, table: Any
                      ) -> list[str]:
     """The section as Markdown lines (none without entries); `text` escapes user strings
-    and `table` renders a table (judgebench.audit.markdown's)."""
+    and `table` renders a table (judgebench.auditing.markdown's)."""
     if not entries:
         return []
     out = ["## Agreement, error and calibration", "", INTRO, ""]

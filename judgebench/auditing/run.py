@@ -4,7 +4,7 @@ Metric columns whose metric is lower-is-better (from the table's `.meta.json` si
 named by the user) are negated before anything is computed, so that every statistic,
 cluster and plot reads "higher is better"; the card says so. Agreement, error and calibration
 statistics (`on_scale`: kappa, mae, brier, ...) take the values as they are, and add the
-"Agreement, error and calibration" section (judgebench.audit.agreement).
+"Agreement, error and calibration" section (judgebench.auditing.agreement).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import meta_eval
-from judgebench.audit.agreement import scale_section
-from judgebench.audit.blocks import Block, Options, evaluate_block
-from judgebench.audit.report import MetricCard, Report
-from judgebench.audit.sentinels import SentinelRun, compute_sentinels
+from judgebench.auditing.agreement import scale_section
+from judgebench.auditing.blocks import Block, Options, evaluate_block
+from judgebench.auditing.report import MetricCard, Report
+from judgebench.auditing.sentinels import SentinelRun, compute_sentinels
 from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
 from judgebench.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
@@ -302,7 +302,7 @@ def probe_specs(texts: Sequence[str], columns: Sequence[str], host: PluginHost
 def metamorphic(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, host: PluginHost,
                 items: int, seed: int, probes: Sequence[str] | None = None,
                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    from judgebench.audit.probes import probe_subset, run_probes, runner_score_fn
+    from judgebench.auditing.probes import probe_subset, run_probes, runner_score_fn
 
     subset = probe_subset(samples, items, seed)
     if not subset:
@@ -326,7 +326,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     import tempfile
 
-    from judgebench.audit.bias import BIAS_PROBES, center_of, judge_score_fn, run_bias
+    from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn, run_bias
     from judgebench.runtime import RunSettings
 
     out: list[dict[str, Any]] = []
