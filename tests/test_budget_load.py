@@ -92,7 +92,8 @@ def test_several_runs_at_once_each_hold_their_budget(tmp_path) -> None:
             run = spent(tmp, srv, model, LIMIT)
             assert run.billed <= LIMIT + 1e-9, run
             assert run.stored_cost == pytest.approx(run.billed)
-            assert run.outcome == "budget_stop" and run.statuses[parse_spec(spec).column] == {"ok": run.calls}
+            assert run.outcome == "budget_stop"
+            assert run.statuses[parse_spec(spec).column] == {"ok": run.calls}
             assert billed(srv, model) and f"spent ${run.billed:.4f}" in stderr
 
 
