@@ -46,9 +46,9 @@ PAIRWISE = {
     "judge.pairwise": ("judge.pairwise:feedback_tokens=16", {0, 0.5, 1}),
     "judge.prometheus_relative": ("judge.prometheus_relative:max_tokens=48", {0, 0.5, 1}),
 }
-#: prometheus-eval's format is free text that must end in "[RESULT] n": nothing enforces it
-#: while decoding, and the 135M default does not write it.
-UNCONSTRAINED = {"judge.prometheus", "judge.prometheus_relative"}
+#: prometheus-eval's format ("... [RESULT] n") is enforced by the local backend as a regex:
+#: unconstrained, the 135M default does not write it.
+REGEX_CONSTRAINED = {"judge.prometheus", "judge.prometheus_relative"}
 
 
 def child_env(cache: Path, hf_home: Path) -> dict[str, str]:
@@ -73,6 +73,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class FreshRuns(NamedTuple):
     stderr: str
     rows: dict[str, list[tuple[str, str | None, float | None]]]  # judge -> (status, reason, value)
+    signatures: dict[str, str]  # judge -> its signature
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +92,7 @@ def fresh_runs(tmp_path_factory: pytest.TempPathFactory, records: list[dict],
         for a, b in ((records[0], records[1]), (records[2], records[3]))])
     stderr: list[str] = []
     rows: dict[str, list[tuple[str, str | None, float | None]]] = {}
+    signatures: dict[str, str] = {}
     for data, judges in ((points, POINTWISE), (pairs, PAIRWISE)):
         store = where / f"{data.stem}.db"
         specs = [arg for spec, _ in judges.values() for arg in ("-m", spec)]
@@ -100,18 +102,14 @@ def fresh_runs(tmp_path_factory: pytest.TempPathFactory, records: list[dict],
         assert proc.returncode in (0, 3), proc.stderr  # 3: some scores failed
         stderr.append(proc.stderr)
         with sqlite3.connect(store) as db:
-            for metric, status, reason, value in db.execute(
-                    "SELECT metric, status, reason, value FROM scores"):
+            for metric, status, reason, value, signature in db.execute(
+                    "SELECT metric, status, reason, value, signature FROM scores"):
                 rows.setdefault(metric, []).append((status, reason, value))
-    return FreshRuns("\n".join(stderr), rows)
+                signatures[metric] = signature
+    return FreshRuns("\n".join(stderr), rows, signatures)
 
 
-@pytest.mark.parametrize("judge", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="prometheus-eval's free-text format is not enforced while "
-                            "decoding; the default model does not write '[RESULT] n'"))
-    if name in UNCONSTRAINED else name
-    for name in [*POINTWISE, *PAIRWISE]])
+@pytest.mark.parametrize("judge", [*POINTWISE, *PAIRWISE])
 def test_every_builtin_judge_answers_in_range_on_the_default_model(fresh_runs, judge) -> None:
     _, allowed = {**POINTWISE, **PAIRWISE}[judge]
     found = fresh_runs.rows.get(judge, [])
@@ -126,15 +124,12 @@ def test_every_builtin_judge_answers_in_range_on_the_default_model(fresh_runs, j
         assert any(value != int(value) for _, _, value in found), found
 
 
-@pytest.mark.parametrize("judge", sorted(UNCONSTRAINED))
-def test_the_unconstrained_judges_fail_only_on_their_format(fresh_runs, judge) -> None:
-    """What the expected failures above are: an answer out of prometheus-eval's format, a
-    `parse_error` with its reason, never an error of the model or the backend."""
+@pytest.mark.parametrize("judge", sorted(REGEX_CONSTRAINED))
+def test_prometheus_format_is_enforced_and_signed(fresh_runs, judge) -> None:
+    """The local backend enforces prometheus-eval's format, and the signature says so."""
     found = fresh_runs.rows.get(judge, [])
-    assert len(found) == 2, found
-    for status, reason, value in found:
-        assert status == "ok" or (status == "parse_error" and "[RESULT]" in str(reason)
-                                  and value is None), (status, reason)
+    assert len(found) == 2 and all(status == "ok" for status, _, _ in found), found
+    assert "constrained:regex" in fresh_runs.signatures[judge]
 
 
 def test_converting_the_default_model_draws_no_bar_without_verbose(fresh_runs) -> None:

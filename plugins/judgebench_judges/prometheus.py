@@ -17,12 +17,12 @@ vLLM server) run through any backend and give the numbers prometheus-eval would.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from pydantic import Field
 
-from judgebench.backends import Request, Response
+from judgebench.backends import Constraint, Request, Response
 from judgebench.errors import InputError
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges.base import (
@@ -80,6 +80,15 @@ def relative_result(text: str) -> tuple[str, str]:
     return match.group(1).upper(), _feedback(text[: match.start()])
 
 
+def result_regex(results: Sequence[str], max_tokens: int) -> str:
+    """The answer prometheus-eval parses, as a regex a decoder can enforce: feedback without
+    brackets, then `[RESULT] ` and one of `results`. The feedback is at most
+    `max_tokens - 12` characters, so the answer closes within `max_tokens` tokens even at one
+    character a token (the marker and result take at most 12)."""
+    feedback = max(1, max_tokens - 12)
+    return rf"[^\[\]]{{1,{feedback}}}\[RESULT\] ({'|'.join(map(re.escape, results))})"
+
+
 def _feedback(text: str) -> str:
     return re.sub(r"^\s*feedback\s*:\s*", "", text, flags=re.IGNORECASE).strip()
 
@@ -132,6 +141,15 @@ def _prompt_values(judge: JudgeMetric[Any], sample: Sample, mode: str) -> dict[s
     return values
 
 
+def _constraint(judge: JudgeMetric[Any], results: Sequence[str]) -> dict[str, Any]:
+    """The request's constraint where the backend enforces a regex (`judge.constrained`,
+    which the signature records): the format prometheus-eval parses, closing within
+    max_tokens; nothing where it does not (the parser alone decides, as before)."""
+    if judge.constrained is None:
+        return {}
+    return {"constraint": Constraint(regex=result_regex(results, judge.options.max_tokens))}
+
+
 async def _ask_parsed(judge: JudgeMetric[Any], request: Request, parse: Callable[[str], T]
                       ) -> tuple[list[Response], T | None, str | None]:
     """The responses, the parsed answer (None if none parsed) and the last parse problem.
@@ -177,11 +195,14 @@ class PrometheusJudge(JudgeMetric[PrometheusOptions]):
     def protocol(self) -> str:
         return "text"
 
+    protocol_constraint: ClassVar[dict[str, str]] = {"text": "regex"}
+
     def first_request(self, sample: Sample) -> Request:
         values = _prompt_values(self, sample, "absolute")
         values.update(response=need(sample, sample.output, "output"),
                       rubric=self.score_rubric.text())
-        return self.request(self.messages(values), top_p=self.options.top_p)
+        return self.request(self.messages(values), top_p=self.options.top_p,
+                            **_constraint(self, [str(n) for n in range(1, 6)]))
 
     def planned_requests(self, sample: Sample) -> list[Request]:
         return [self.first_request(sample)]
@@ -228,12 +249,15 @@ class PrometheusRelativeJudge(PairwiseJudge):
     def protocol(self) -> str:
         return "text"
 
+    protocol_constraint: ClassVar[dict[str, str]] = {"text": "regex"}
+
     def order_request(self, sample: Sample, first: str, second: str) -> Request:
         values = _prompt_values(self, sample, "relative")
         values.update(response_a=first, response_b=second,
                       rubric=self.score_rubric.criteria_line())
         options = cast(PrometheusRelativeOptions, self.options)
-        return self.request(self.messages(values), top_p=options.top_p)
+        return self.request(self.messages(values), top_p=options.top_p,
+                            **_constraint(self, ["A", "B"]))
 
     def planned_requests(self, sample: Sample) -> list[Request]:
         return [self.order_request(sample, first, second)
