@@ -81,12 +81,13 @@ def relative_result(text: str) -> tuple[str, str]:
 
 
 def result_regex(results: Sequence[str], max_tokens: int) -> str:
-    """The answer prometheus-eval parses, as a regex a decoder can enforce: feedback without
-    brackets, then `[RESULT] ` and one of `results`. The feedback is at most
-    `max_tokens - 12` characters, so the answer closes within `max_tokens` tokens even at one
-    character a token (the marker and result take at most 12)."""
+    """The answer prometheus-eval parses, as a regex a decoder can enforce: any feedback,
+    then `[RESULT] ` and one of `results`, and nothing after it (what a Prometheus model
+    writes by itself). The feedback is at most `max_tokens - 12` characters, so the answer
+    closes within `max_tokens` tokens even at one character a token (the marker and result
+    take at most 12)."""
     feedback = max(1, max_tokens - 12)
-    return rf"[^\[\]]{{1,{feedback}}}\[RESULT\] ({'|'.join(map(re.escape, results))})"
+    return rf"[\s\S]{{1,{feedback}}}\[RESULT\] ({'|'.join(map(re.escape, results))})"
 
 
 def _feedback(text: str) -> str:
