@@ -249,9 +249,14 @@ def to_sample(
 
     fields = normalize_record(record, tabular=tabular, path=path, line=line, row=row)
     try:
-        return Sample.model_validate(fields)
+        sample = Sample.model_validate(fields)
     except ValidationError as exc:
         raise _validation_error(exc, path=path, line=line, row=row) from None
+    if sample.system_a is not None and sample.system_a == sample.system_b:
+        raise InputError(f"system_a and system_b are both {_short(sample.system_a)}: a pair "
+                         "compares two systems, so a judge has nothing to compare",
+                         path=path, line=line, row=row, field="system_b")
+    return sample
 
 
 def normalize_record(
@@ -575,10 +580,76 @@ def _jsonl_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})",
                              path=str(path), line=number) from None
+        except RecursionError:
+            field, depth = _deepest(line)
+            raise InputError(f"JSON nested {depth} levels deep, deeper than this reader "
+                             "reads", path=str(path), line=number, field=field) from None
+        except ValueError:  # json reads integers with int(), which has a digit limit
+            field, digits = _long_integer(line)
+            raise InputError(f"an integer of {digits} digits, more than Python reads "
+                             f"({sys.get_int_max_str_digits()}); write a number in "
+                             "exponent form (9.9e4999) or text", path=str(path), line=number,
+                             field=field) from None
         if not isinstance(record, dict):
             raise InputError(f"expected a JSON object, got {type(record).__name__}",
                              path=str(path), line=number)
         yield number, record
+
+
+def _long_integer(line: str) -> tuple[str | None, int]:
+    """The dotted field (`human.q`, `meta.a.0`) of the first integer in a JSON line that is
+    too long for `int()`, and its number of digits; the line is otherwise valid JSON."""
+    limit = sys.get_int_max_str_digits()
+    longest = [0]
+
+    def parse_int(text: str) -> Any:
+        if limit and len(text.lstrip("-")) > limit:
+            longest[0] = max(longest[0], len(text.lstrip("-")))
+            return _TOO_LONG
+        return 0
+
+    stack: list[tuple[Any, list[str]]] = [(json.loads(line, parse_int=parse_int), [])]
+    while stack:  # depth first, in document order
+        value, trail = stack.pop()
+        if value is _TOO_LONG:
+            return ".".join(trail) or None, longest[0]
+        children = (list(value.items()) if isinstance(value, dict)
+                    else list(enumerate(value)) if isinstance(value, list) else [])
+        stack.extend((child, [*trail, str(key)]) for key, child in reversed(children))
+    return None, longest[0]
+
+
+def _deepest(line: str) -> tuple[str | None, int]:
+    """The top-level key of a JSON object line whose value nests deepest, and how deep (the
+    line's own braces not counted); read without parsing, for a line too deep to parse."""
+    depth = deepest = 0
+    key: str | None = None
+    deepest_key: str | None = None
+    in_string = escaped = False
+    start = 0
+    for position, char in enumerate(line):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if depth == 1:
+                    with contextlib.suppress(json.JSONDecodeError):
+                        key = json.loads(line[start:position + 1])
+        elif char == '"':
+            in_string, start = True, position
+        elif char in "[{":
+            depth += 1
+            if depth - 1 > deepest:
+                deepest, deepest_key = depth - 1, key
+        elif char in "]}":
+            depth -= 1
+    return deepest_key, deepest
+
+
+_TOO_LONG = object()
 
 
 def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
