@@ -1,6 +1,7 @@
-"""The scores table and its sidecar under faults (issue 24, items 5 and 6): a write that finds
-no room writes neither and says so in one line; a killed judge's temporary table is removed,
-and named, by the next run on the same destination, while a live writer's is left alone."""
+"""The scores table and its sidecar under faults, and what a rerun replays (issue 24, items 5
+to 7): a write that finds no room writes neither and says so in one line; a killed judge's
+temporaries are removed, and named, by the next run on the same destination, while a live
+writer's are left alone; `--retry parse_error` asks again what the judge cache would replay."""
 
 from __future__ import annotations
 
@@ -123,3 +124,45 @@ def test_a_live_writers_temporary_file_is_left_alone(tmp_path: Path) -> None:
         writer.stdin.close()
         writer.wait()
     assert target.read_text() == "being written"
+
+
+def test_retry_parse_error_asks_again_what_the_cache_would_replay(tmp_path: Path) -> None:
+    """Issue 24 item 7: a parse_error answer sits in the judge cache; a plain rerun replays it,
+    `--resume --retry parse_error` asks again (and the new answer replaces it), and each run
+    says how many answers came from the cache."""
+    source = write_jsonl(tmp_path / "in.jsonl", [
+        {"item": f"q{n}", "system": "s", "input": "Q?", "output": f"answer {n}"}
+        for n in range(2)])
+    answer = ["no verdict in this answer"]  # a broken server
+    with ScriptedJudge(reply=lambda system, user: answer[0]) as judge:
+        spec = (f"judge.rubric:backend=openai_compat,model=judge,api_base={judge.url},"
+                "api_key_env=JB_KEY,protocol=text")
+
+        def run(*extra: str) -> tuple[str, list[str]]:
+            out = tmp_path / "out.csv"
+            proc = run_cli("score", str(source), "-m", spec, "-o", str(out), "--store",
+                           str(tmp_path / "s.db"), "--cache", str(tmp_path / "cache.sqlite"),
+                           "--allow-failures", *extra, env={"JB_KEY": "x"})
+            assert proc.returncode == 0, proc.stderr
+            line = next(x.strip() for x in proc.stderr.splitlines() if "judge answers" in x)
+            return line, out.read_text().splitlines()[1:]
+
+        first, rows = run()
+        assert first == "judge answers: 0 from the judge cache, 2 asked of a model"
+        assert all(row.endswith(",") for row in rows)  # parse errors: no value
+        answer[0] = "Feedback: fixed. [RESULT] 4"  # the server is fixed
+        kept, rows = run("--resume")  # --resume keeps a parse error by default
+        assert kept == "judge answers: 0 from the judge cache, 0 asked of a model"
+        assert all(row.endswith(",") for row in rows)
+        replayed, rows = run()
+        assert replayed == "judge answers: 2 from the judge cache, 0 asked of a model"
+        assert all(row.endswith(",") for row in rows) and judge.calls == 2
+        again, rows = run("--resume", "--retry", "parse_error")
+        assert again == "judge answers: 0 from the judge cache, 2 asked of a model"
+        assert all(row.endswith(",4.0") for row in rows), rows
+        assert judge.calls == 4
+        last, rows = run()
+        assert last == "judge answers: 2 from the judge cache, 0 asked of a model"
+        assert all(row.endswith(",4.0") for row in rows) and judge.calls == 4
+    proc = run_cli("score", str(source), "-m", spec, "--retry", "parse_errors")
+    assert proc.returncode == 2 and "--retry" in proc.stderr and "parse_errors" in proc.stderr
