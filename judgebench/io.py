@@ -249,9 +249,14 @@ def to_sample(
 
     fields = normalize_record(record, tabular=tabular, path=path, line=line, row=row)
     try:
-        return Sample.model_validate(fields)
+        sample = Sample.model_validate(fields)
     except ValidationError as exc:
         raise _validation_error(exc, path=path, line=line, row=row) from None
+    if sample.system_a is not None and sample.system_a == sample.system_b:
+        raise InputError(f"system_a and system_b are both {_short(sample.system_a)}: a pair "
+                         "compares two systems, so a judge has nothing to compare",
+                         path=path, line=line, row=row, field="system_b")
+    return sample
 
 
 def normalize_record(
@@ -577,6 +582,16 @@ def _jsonl_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})",
                              path=str(path), line=number) from None
+        except RecursionError:
+            field, depth = _deepest(line)
+            raise InputError(f"JSON nested {depth} levels deep, deeper than this reader "
+                             "reads", path=str(path), line=number, field=field) from None
+        except ValueError:  # json reads integers with int(), which has a digit limit
+            field, digits = _long_integer(line)
+            raise InputError(f"an integer of {digits} digits, more than Python reads "
+                             f"({sys.get_int_max_str_digits()}); write a number in "
+                             "exponent form (9.9e4999) or text", path=str(path), line=number,
+                             field=field) from None
         if not isinstance(record, dict):
             raise InputError(f"expected a JSON object, got {type(record).__name__}",
                              path=str(path), line=number)
@@ -603,6 +618,62 @@ def csv_quoted_fields(raw: str) -> list[bool]:
         if not raw.startswith(",", position):
             return quoted
         position += 1
+
+
+def _long_integer(line: str) -> tuple[str | None, int]:
+    """The dotted field (`human.q`, `meta.a.0`) of the first integer in a JSON line that is
+    too long for `int()`, and its number of digits; the line is otherwise valid JSON."""
+    limit = sys.get_int_max_str_digits()
+    longest = [0]
+
+    def parse_int(text: str) -> Any:
+        if limit and len(text.lstrip("-")) > limit:
+            longest[0] = max(longest[0], len(text.lstrip("-")))
+            return _TOO_LONG
+        return 0
+
+    stack: list[tuple[Any, list[str]]] = [(json.loads(line, parse_int=parse_int), [])]
+    while stack:  # depth first, in document order
+        value, trail = stack.pop()
+        if value is _TOO_LONG:
+            return ".".join(trail) or None, longest[0]
+        children = (list(value.items()) if isinstance(value, dict)
+                    else list(enumerate(value)) if isinstance(value, list) else [])
+        stack.extend((child, [*trail, str(key)]) for key, child in reversed(children))
+    return None, longest[0]
+
+
+def _deepest(line: str) -> tuple[str | None, int]:
+    """The top-level key of a JSON object line whose value nests deepest, and how deep (the
+    line's own braces not counted); read without parsing, for a line too deep to parse."""
+    depth = deepest = 0
+    key: str | None = None
+    deepest_key: str | None = None
+    in_string = escaped = False
+    start = 0
+    for position, char in enumerate(line):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if depth == 1:
+                    with contextlib.suppress(json.JSONDecodeError):
+                        key = json.loads(line[start:position + 1])
+        elif char == '"':
+            in_string, start = True, position
+        elif char in "[{":
+            depth += 1
+            if depth - 1 > deepest:
+                deepest, deepest_key = depth - 1, key
+        elif char in "]}":
+            depth -= 1
+    return deepest_key, deepest
+
+
+_TOO_LONG = object()
 
 
 def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -781,27 +852,49 @@ def read_table(
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success rename it into place in one step,
-    on failure remove it, so a reader never sees a half-written file.
+    on failure remove it, so a reader never sees a half-written file (`atomic_paths`)."""
+    with atomic_paths(path) as (tmp,):
+        yield tmp
 
-    The file gets the permissions a plain `open(path, "w")` would give: an existing file's
+
+@contextlib.contextmanager
+def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
+    """Yield one temporary path beside each of `paths`; when the block succeeds each is
+    renamed into place, and when it fails every one is removed: the files are written as one
+    unit, both or neither (a full disk fails a write, before any rename; the renames need no
+    room).
+
+    A file gets the permissions a plain `open(path, "w")` would give: an existing file's
     own, else 0o666 less the umask (the temporary file itself is created 0o600).
 
-    The temporary file is `.{name}.XXXXXXXX.tmp`; one that a killed write left behind is
-    removed by the next write to `path` once it is `STALE_TEMP_S` old (a younger one may be
-    another process's write in progress).
+    The temporary file is `.{name}.{pid}.XXXXXXXX.tmp`, and this process holds an exclusive
+    `flock` on it until it is renamed or removed. Before writing, each path's stale
+    temporaries are removed and named on stderr (`remove_stale_temps`).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(path)
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    tmp = Path(tmp_name)
+    import fcntl
+
+    targets = [Path(p) for p in paths]
+    temps: list[Path] = []
+    locks: list[int] = []
     try:
-        yield tmp
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
+        for path in targets:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _say_removed(path, remove_stale_temps(path))
+            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.",
+                                                suffix=".tmp", dir=path.parent)
+            locks.append(handle)
+            temps.append(Path(tmp_name))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield tuple(temps)
+        for path, tmp in zip(targets, temps, strict=True):
+            os.chmod(tmp, _mode_for(path))
+        for path, tmp in zip(targets, temps, strict=True):
+            os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+        for handle in locks:
+            os.close(handle)
 
 
 STALE_TEMP_S = 15 * 60
@@ -809,10 +902,18 @@ _TEMP_RANDOM = r"[a-z0-9_]{8}"  # what tempfile.mkstemp puts between prefix and 
 
 
 def remove_stale_temps(path: Path, *, older_than_s: float = STALE_TEMP_S) -> list[Path]:
-    """Remove the temporary files of `atomic_path(path)` not modified for `older_than_s`
-    seconds; return them. Files that only look alike (another destination's, a symlink, a
-    directory) are left alone, and a file that cannot be removed is skipped."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.{_TEMP_RANDOM}\.tmp")
+    """Remove the stale temporary files of `atomic_paths(path)` and return them.
+
+    A temporary is `path`'s when its name is `.{name}.{pid}.XXXXXXXX.tmp` (or, as older
+    versions wrote it, `.{name}.XXXXXXXX.tmp`) and it is a regular file. It is stale when no
+    process holds its `flock` (a writer holds it until it renames the file; the kernel drops
+    it when the writer dies, however it dies) and either the process named in it is gone or
+    it was not modified for `older_than_s` seconds (the pid may have been reused; a name
+    without a pid has only the age). Files that only look alike (another destination's, a
+    symlink, a directory) are left alone, and a file that cannot be removed is skipped."""
+    import fcntl
+
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:([0-9]+)\.)?{_TEMP_RANDOM}\.tmp")
     cutoff = time.time() - older_than_s
     removed: list[Path] = []
     try:
@@ -820,16 +921,44 @@ def remove_stale_temps(path: Path, *, older_than_s: float = STALE_TEMP_S) -> lis
     except OSError:
         return removed
     for entry in entries:
-        if not pattern.fullmatch(entry.name):
+        match = pattern.fullmatch(entry.name)
+        if match is None:
             continue
         try:
             info = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            pid = match.group(1)
+            if not (info.st_mtime < cutoff or (pid is not None and not _running(int(pid)))):
+                continue
+            handle = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a writer is alive
                 os.unlink(entry.path)
-                removed.append(Path(entry.path))
+            finally:
+                os.close(handle)
+            removed.append(Path(entry.path))
         except OSError:
             continue
     return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
+
+
+def _say_removed(path: Path, removed: list[Path]) -> None:
+    if removed:
+        from judgebench.display import SafeWriter
+
+        print(f"removed {len(removed)} stale temporary file(s) of {path} (their writer is "
+              f"gone): {', '.join(p.name for p in removed)}", file=SafeWriter(sys.stderr))
 
 
 def _mode_for(path: Path) -> int:

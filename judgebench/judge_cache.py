@@ -25,7 +25,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,32 @@ def default_cache_path() -> Path:
     return base / "judge_cache.sqlite"
 
 
+class Replays:
+    """What the judge caches of this process answered and sent during one run, and the keys
+    whose stored answers they do not replay (the answers behind scores that `--retry` asks
+    again: a parse error's answer, a refusal); a key is replayed again once a new answer
+    for it is stored."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.not_replayed: set[str] = set()
+        self.hits = 0
+        self.sent = 0
+
+    def reset(self) -> None:
+        with self.lock:
+            self.not_replayed.clear()
+            self.hits = self.sent = 0
+
+    def skip(self, keys: Iterable[str]) -> None:
+        with self.lock:
+            self.not_replayed.update(keys)
+
+
+#: The one `Replays` of this process (the runner resets it at the start of each run).
+REPLAYS = Replays()
+
+
 def cacheable(response: Response) -> bool:
     """An answer (a success, or a refusal: final and paid for), not a failed call."""
     return response.error is None or response.error.kind == "refused"
@@ -95,6 +121,9 @@ class JudgeCache:
         self._db.commit()
 
     def get(self, key: str) -> Response | None:
+        with REPLAYS.lock:
+            if key in REPLAYS.not_replayed:
+                return None
         with self._lock:
             row = self._db.execute(
                 "SELECT response FROM responses WHERE key = ?", (key,)
@@ -106,6 +135,8 @@ class JudgeCache:
         if not cacheable(response):
             return False
         stored = replace(response, cached=False)
+        with REPLAYS.lock:
+            REPLAYS.not_replayed.discard(key)
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -198,6 +229,8 @@ class CachedBackend(Backend):
             hit = self.cache.get(key) if self.cache is not None else None
             if hit is not None:
                 self.stats["hits"] += 1
+                with REPLAYS.lock:
+                    REPLAYS.hits += 1
                 yield index, replace(hit, cached=True)
             elif key in inflight:
                 waiting[key] = (inflight[key], [index])
@@ -210,6 +243,8 @@ class CachedBackend(Backend):
         try:
             if order:
                 self.stats["sent"] += len(order)
+                with REPLAYS.lock:
+                    REPLAYS.sent += len(order)
                 sent = [requests[owned[key][0]] for key in order]
                 async for position, answer in self.inner.aiter_generate(sent):
                     key = order[position]

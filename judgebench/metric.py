@@ -45,6 +45,27 @@ class NoOptions(BaseModel):
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
+# Bounds of numeric options. Every int and float option of a built-in metric has a lower and
+# an upper bound (its card shows them), so a value past them is refused when the spec is read,
+# before any work: an unbounded order or count (chrF's char_order with 400 digits) would run
+# without end. These are the bounds several options share.
+#: Tokens of one prompt, answer or context.
+MAX_TOKENS = 1 << 24
+#: Texts, samples or sequences handled at once.
+MAX_BATCH = 1 << 16
+#: Requests in flight, attempts, retries, members, folds, orders: small counts.
+MAX_COUNT = 1000
+#: Seconds of one wait (a request, a server's start): a day.
+MAX_SECONDS = 86_400.0
+#: A seed that numpy, faiss and scikit-learn take (they want 0 <= seed < 2**32).
+MAX_SEED = 2**32 - 1
+#: A seed that a model server takes (a signed 64-bit integer).
+MIN_SEED64, MAX_SEED64 = -(2**63), 2**63 - 1
+#: Either end of a judge's integer scale (min, max).
+MAX_SCALE = 1000
+#: A finite number option with no natural end (a rate, a constant).
+MAX_MAGNITUDE = 1e12
+
 #: The key of a sample's sufficient statistics in its Outcome's `extra`.
 STATISTICS = "statistics"
 
@@ -82,7 +103,9 @@ class Metric(Generic[OptionsT]):
 
     def _problem(self, loc: Sequence[object], kind: str, message: str) -> str:
         """One option's validation error; a misspelt option name gets the closest ones."""
-        name = ".".join(map(str, loc)) or "?"
+        name = ".".join(map(str, loc))
+        if not name:  # a check across options
+            return message.removeprefix("Value error, ")
         if kind != "extra_forbidden":
             return f"option '{name}': {message}"
         return (f"unknown option '{name}'{did_you_mean(name, self.Options.model_fields)} "

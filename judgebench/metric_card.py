@@ -49,15 +49,15 @@ class OptionCard:
     @property
     def allowed(self) -> str:
         """The values it takes, as one short phrase: choices or bounds ("" when any)."""
-        if self.choices is not None:
-            return " | ".join(map(str, self.choices))
+        choices = " | ".join(map(str, self.choices)) if self.choices is not None else ""
         low = (f"{self.minimum:g} <= " if self.minimum is not None
                else f"{self.exclusive_minimum:g} < " if self.exclusive_minimum is not None
                else "")
         high = (f" <= {self.maximum:g}" if self.maximum is not None
                 else f" < {self.exclusive_maximum:g}" if self.exclusive_maximum is not None
                 else "")
-        return f"{low}x{high}" if low or high else ""
+        bounds = f"{low}x{high}" if low or high else ""
+        return " | ".join(part for part in (bounds, choices) if part)
 
 
 @dataclass(frozen=True)

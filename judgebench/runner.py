@@ -23,11 +23,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.judge_cache import REPLAYS
 from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
 from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
 from judgebench.redact import redact
-from judgebench.runtime import BudgetExceeded, RunSettings, running
+from judgebench.runtime import BudgetExceeded, RunSettings, current, running
 from judgebench.spec import MetricSpec
 from judgebench.store import (
     FAILED_STATUSES,
@@ -86,6 +87,10 @@ class RunResult:
     run_id: int | None = None
     #: The rows chosen from the input (`--limit`/`--sample`), None for all of them.
     selection: dict[str, Any] | None = None
+    #: Judge answers replayed from the judge cache, and requests sent to a model, in this
+    #: process (the judges on Ray actors are not counted).
+    cached_answers: int = 0
+    sent_calls: int = 0
 
     def count_failures(self, column: str, scores: Iterable[Score | CorpusScore]) -> None:
         found = self.failures.setdefault(column, Counter())
@@ -360,6 +365,7 @@ def run_stream(
     scheduler: BatchScheduler | None = None
     try:
         with running(settings), contextlib.ExitStack() as recording:
+            REPLAYS.reset()
             if settings.dry_run:
                 timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
                                        rows=len(estimate_from or []), workers=workers, host=host)
@@ -423,6 +429,7 @@ def run_stream(
             for p in corpus:
                 _run_corpus(p, by_system, store, resume, result)
     finally:
+        result.cached_answers, result.sent_calls = REPLAYS.hits, REPLAYS.sent
         if scheduler is not None:
             scheduler.close()
         for p in prepared:
@@ -509,11 +516,17 @@ def _plan_segments(
 ) -> _PlannedSegments:
     """What the store lacks of these samples, in batches; batches for `scheduler`'s workers
     are sent now."""
+    retry = current().retry
+    final = {status for status in FINAL_STATUSES if str(status) not in retry}
     done = store.lookup(p.signature, keys) if resume else {}
     todo = [
         (s, key[2]) for s, key in zip(samples, keys, strict=True)
-        if key not in done or done[key].status not in FINAL_STATUSES
+        if key not in done or done[key].status not in final
     ]
+    # The answers behind the scores asked again are not replayed from the judge cache.
+    again = retry & {str(Status.PARSE_ERROR), str(Status.REFUSED)}
+    if again and todo:
+        REPLAYS.skip(store.request_keys(p.signature, keys, again))
     result.reused += len(samples) - len(todo)
     bar.update(len(samples) - len(todo))
     size = max(1, p.metric.batch_size)

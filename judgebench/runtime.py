@@ -131,6 +131,23 @@ class RunSettings:
     budget: Budget = field(default_factory=Budget)
     dry_run: bool = False
     cache_path: Path | None = None
+    #: The failed statuses a rerun asks again (`--retry`): a stored score of another status
+    #: is kept by --resume, and a judge answer behind one is replayed from the judge cache.
+    retry: frozenset[str] = frozenset({"error"})
+
+
+#: What `--retry` takes.
+RETRY_KINDS = ("parse_error", "refused", "error")
+
+
+def parse_retry(text: str) -> frozenset[str]:
+    """`--retry parse_error,refused,error` as a set of statuses (InputError for another)."""
+    kinds = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(kinds - set(RETRY_KINDS))
+    if unknown or not kinds:
+        raise InputError(f"{', '.join(unknown) or 'nothing'} is not a status to retry; give "
+                         f"one or more of {','.join(RETRY_KINDS)}", field="--retry")
+    return frozenset(kinds)
 
 
 _current: contextvars.ContextVar[RunSettings | None] = contextvars.ContextVar(

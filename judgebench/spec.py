@@ -160,8 +160,16 @@ def load_config(path: str | Path) -> list[MetricSpec]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("config file not found", path=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a TOML file", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the config file ({exc.strerror})",
+                         path=str(path)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid TOML: {exc}", path=str(path)) from None
+    except RecursionError:
+        raise InputError("not readable TOML: nested deeper than this reader reads",
+                         path=str(path)) from None
     metrics = data.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
         raise InputError("expected one or more [metrics.<column>] tables", path=str(path),

@@ -16,6 +16,7 @@ of an older schema is migrated in place in one transaction.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -531,6 +532,25 @@ class Store:
                     tokens_out=r[11], cost_usd=r[12], latency_s=r[13], signature=signature,
                 )
             self.conn.execute("DELETE FROM temp.wanted")
+        return found
+
+    def request_keys(self, signature: str, keys: Iterable[SampleKey],
+                     statuses: Iterable[str]) -> set[str]:
+        """The judge-cache keys of the requests behind the stored scores of `signature` on
+        `keys` whose status is one of `statuses`."""
+        wanted, chosen = set(keys), sorted(set(statuses))
+        if not wanted or not chosen:
+            return set()
+        found: set[str] = set()
+        with self._guard():
+            cursor = self.conn.execute(
+                "SELECT item, system, sample_hash, request_keys FROM scores WHERE signature = ?"
+                f" AND status IN ({','.join('?' * len(chosen))}) AND request_keys IS NOT NULL",
+                (signature, *chosen))
+            for item, system, digest, text in cursor:
+                if (item, system, digest) in wanted:
+                    with contextlib.suppress(ValueError, TypeError):
+                        found.update(k for k in json.loads(text) if isinstance(k, str))
         return found
 
     def put(

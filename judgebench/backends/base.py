@@ -92,6 +92,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.metric import MAX_BATCH, MAX_COUNT, MAX_SECONDS, MAX_TOKENS
 from judgebench.redact import redact
 from judgebench.suggest import did_you_mean
 
@@ -594,22 +595,22 @@ ENGINE_RUNTIME_OPTIONS = frozenset({"command", "startup_timeout_s"})
 class EngineOptions(BaseModel):
     """A mixin for metric Options: the engine options a user may set (see the module)."""
 
-    tensor_parallel_size: int | None = Field(None, ge=1)
-    pipeline_parallel_size: int | None = Field(None, ge=1)
-    data_parallel_size: int | None = Field(None, ge=1)
-    max_model_len: int | None = Field(None, ge=1)
+    tensor_parallel_size: int | None = Field(None, ge=1, le=MAX_COUNT)
+    pipeline_parallel_size: int | None = Field(None, ge=1, le=MAX_COUNT)
+    data_parallel_size: int | None = Field(None, ge=1, le=MAX_COUNT)
+    max_model_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
     quantization: str | None = None
     dtype: str | None = None
     enforce_eager: bool | None = None
-    max_num_seqs: int | None = Field(None, ge=1)
+    max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH)
     enable_prefix_caching: bool | None = None
     #: a LoRA adapter directory, served on the base model's shared engine
     lora: str | None = None
     #: vllm_server: the start command (default: $JUDGEBENCH_VLLM_SERVE or ``vllm serve``)
     command: str | None = None
     #: vllm_server: seconds to wait for the server to become healthy
-    startup_timeout_s: float | None = Field(None, gt=0)
+    startup_timeout_s: float | None = Field(None, gt=0, le=MAX_SECONDS)
 
 
 ENGINE_OPTIONS = tuple(EngineOptions.model_fields)

@@ -19,7 +19,7 @@ from judgebench.display import SafeWriter
 from judgebench.errors import InputError
 from judgebench.ray_engine import is_uri
 from judgebench.runner import RunResult
-from judgebench.runtime import Budget, RunSettings, check_budget_usd
+from judgebench.runtime import Budget, RunSettings, check_budget_usd, parse_retry
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
 from judgebench.store import DEFAULT_STORE
@@ -82,6 +82,11 @@ TOP_REASONS = 3
               help="With --engine ray: GPUs each actor holds (a vLLM judge's engine).")
 @click.option("-v", "--verbose", is_flag=True,
               help="With --engine ray: Ray's own logs and progress bars too.")
+@click.option("--retry", "retry", default="error", show_default=True, metavar="KINDS",
+              callback=lambda _c, _p, v: parse_retry(v),
+              help="Failed scores to ask again, comma-separated: parse_error, refused, error. "
+                   "The judge answers behind them are not replayed from the judge cache, and "
+                   "--resume does not keep them; other failed scores are kept.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 even if some scores failed (error, parse_error, refused); without "
                    "it such a run exits 3.")
@@ -112,6 +117,7 @@ def command(
     replicas: int | None,
     gpus_per_replica: float,
     verbose: bool,
+    retry: frozenset[str],
     allow_failures: bool,
     limit: int | None,
     sample_rows: int | None,
@@ -143,7 +149,7 @@ def command(
     settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
-                           cache_path=cache_path)
+                           cache_path=cache_path, retry=retry)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
@@ -259,6 +265,10 @@ def _echo_summary(
     where = f" -> {output}" if output else ""
     print(f"scored {result.rows} rows{where} (computed {result.computed}, reused "
           f"{result.reused} from {store_path})", file=err)
+    if result.cached_answers or result.sent_calls or any(
+            p.metric.info.kind == "judge" for p in result.metrics):
+        print(f"  judge answers: {result.cached_answers} from the judge cache, "
+              f"{result.sent_calls} asked of a model", file=err)
     for p in result.metrics:
         counts: Mapping[str, int] = result.statuses.get(p.column, {})
         text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"

@@ -43,6 +43,18 @@ def settings_of(levels: Sequence[str], groupings: Sequence[str]) -> list[tuple[s
     return out
 
 
+def _check_store(path: Path) -> None:
+    """The store that `--store` names opens as a judgebench store (read-only), or an
+    InputError naming it: a missing or corrupt store is refused before any work, not read
+    as no store."""
+    from judgebench.store import Store
+
+    try:
+        Store(path, readonly=True).close()
+    except InputError as exc:
+        raise InputError(exc.detail, path=str(path), field="--store") from None
+
+
 def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | None = None,
           metrics: Sequence[str] = (), levels: Sequence[str] = (),
           groupings: Sequence[str] = (), statistics: Sequence[str] = ("pearson",),
@@ -89,6 +101,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
         raise InputError("--fail-on cluster-drop compares with --previous OLD.json: give both"
                          " or neither", field="--previous" if previous else "--fail-on")
     clusters = read_previous(Path(previous)) if previous is not None else None
+    if store is not None and not pairwise:
+        _check_store(Path(store))
     samples_path = Path(samples) if samples is not None else None
     pairs_path = Path(pairs) if pairs is not None else None
     convention = parse_failed_as(failed_as, pairwise=pairwise)
@@ -104,7 +118,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                         "--statistic": () if statistics == ("pearson",)
                                         else statistics, "--level": levels,
                                         "--grouping": groupings, "--samples":
-                                        (samples,) if samples is not None else ()})
+                                        (samples,) if samples is not None else (),
+                                        "--store": (store,) if store is not None else ()})
     if by is not None:
         raise InputError("--by needs --pairwise (a table of compared pairs)", field="--by")
     if (probes or (judge_specs and pairs_path is None)) and samples_path is None:

@@ -172,8 +172,46 @@ def _reading(path: str | Path) -> Iterator[sqlite3.Connection]:
         store.close()
 
 
-def _json(text: str | None) -> Any:
-    return json.loads(text) if text else None
+#: The JSON columns of the store and the shape each holds (None: the column is empty).
+_JSON_SHAPES: dict[str, Any] = {
+    "runs.selection": dict[str, Any], "runs.metrics": dict[str, str],
+    "runs.statuses": dict[str, dict[str, int]], "scores.extra": dict[str, Any],
+    "scores.request_keys": list[str],
+}
+
+
+def _json(text: str | None, *, store: str | Path, row: int, field: str) -> Any:
+    """A JSON column of the store, read and checked against its shape (`_JSON_SHAPES`); a
+    damaged cell is an InputError naming the store, the row (`id`, or `rowid` of `scores`)
+    and the column."""
+    if not text:
+        return None
+    from pydantic import TypeAdapter, ValidationError
+
+    def damaged(what: str) -> InputError:
+        return InputError(f"{what}: the store is damaged; restore it from a copy",
+                          path=str(store), row=row, field=field)
+
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError, TypeError) as exc:
+        raise damaged(f"not valid JSON ({_reason(exc)})") from None
+    try:
+        return TypeAdapter(_JSON_SHAPES[field]).validate_python(value, strict=True)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise damaged(f"not {_shape_name(field)} ({error['msg']}{' at ' + where if where else ''})"
+                      ) from None
+
+
+def _reason(exc: Exception) -> str:
+    return exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+
+
+def _shape_name(field: str) -> str:
+    shape = _JSON_SHAPES[field]
+    return "a JSON array of text" if shape == list[str] else "a JSON object of the right kind"
 
 
 def _alive(pid: int) -> bool:
@@ -186,10 +224,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _run_row(row: sqlite3.Row) -> RunRow:
+def _run_row(row: sqlite3.Row, store: str | Path) -> RunRow:
     data = {name: row[name] for name in RUN_COLUMNS}
     for name in ("selection", "metrics", "statuses"):
-        data[name] = _json(data[name])
+        data[name] = _json(data[name], store=store, row=data["id"], field=f"runs.{name}")
     if data["outcome"] == "running" and data["pid"] != os.getpid() and not _alive(data["pid"]):
         data["outcome"] = "killed"
     statuses = data["statuses"]
@@ -204,7 +242,7 @@ def runs(store: str | Path, *, limit: int = 20) -> RunsResult:
         conn.row_factory = sqlite3.Row
         query = "SELECT * FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
         rows = conn.execute(query, (limit,) if limit else ()).fetchall()
-    return RunsResult(store=str(store), runs=[_run_row(r) for r in rows])
+    return RunsResult(store=str(store), runs=[_run_row(r, store) for r in rows])
 
 
 def logs(store: str | Path, run: int | None = None, *, metric: str | None = None,
@@ -232,7 +270,7 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
             raise InputError("no runs in this store yet" if have[0] is None else
                              f"no run {run} (runs {have[0]} to {have[1]}: see `judgebench "
                              f"runs --store {store}`)", path=str(store))
-        about = _run_row(found)
+        about = _run_row(found, store)
         columns = {sig: column for column, sig in (about.metrics or {}).items()}
         signatures = _signatures(conn, about, metric, columns)
         where: list[str] = ["run_id = ?"]
@@ -255,11 +293,12 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
         ).fetchone()[0]
         bound = " LIMIT ?" if limit else ""
         rows = conn.execute(
-            "SELECT item, system, metric, signature, status, reason, value, raw, rationale,"
-            " extra, tokens_in, tokens_out, cost_usd, latency_s, request_keys FROM scores"
+            "SELECT rowid, item, system, metric, signature, status, reason, value, raw,"
+            " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s, request_keys"
+            " FROM scores"
             f" WHERE {' AND '.join(segment_where)} ORDER BY rowid{bound}",
             [*segment_params, *([limit] if limit else [])]).fetchall()
-        entries = [_segment_entry(about.id, r, columns) for r in rows]
+        entries = [_segment_entry(about.id, r, columns, store) for r in rows]
         room = limit - len(entries) if limit else 0
         if corpus_matched and (not limit or room > 0):
             corpus_rows = conn.execute(
@@ -296,14 +335,18 @@ def _signatures(conn: sqlite3.Connection, about: RunRow, metric: str | None,
     return chosen
 
 
-def _segment_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str]) -> LogEntry:
+def _segment_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str],
+                   store: str | Path) -> LogEntry:
+    def cell(name: str) -> Any:
+        return _json(r[name], store=store, row=r["rowid"], field=f"scores.{name}")
+
     return LogEntry(
         run_id=run_id, level="segment", column=columns.get(r["signature"]), metric=r["metric"],
         signature=r["signature"], item=r["item"], system=r["system"], status=r["status"],
         reason=r["reason"], value=r["value"], raw=r["raw"], rationale=r["rationale"],
-        extra=_json(r["extra"]) or {}, tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
+        extra=cell("extra") or {}, tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
         cost_usd=r["cost_usd"], latency_s=r["latency_s"],
-        calls=[Call(key=key) for key in _json(r["request_keys"]) or []])
+        calls=[Call(key=key) for key in cell("request_keys") or []])
 
 
 def _with_calls(entries: list[LogEntry], cache: Path) -> list[LogEntry]:
@@ -321,17 +364,19 @@ def _with_calls(entries: list[LogEntry], cache: Path) -> list[LogEntry]:
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         filled = []
         for entry in entries:
-            calls = [_call(conn, call.key, "failures" in tables) for call in entry.calls]
+            calls = [_call(conn, cache, call.key, "failures" in tables)
+                     for call in entry.calls]
             filled.append(LogEntry(**{**{f: getattr(entry, f) for f in LOG_FIELDS},
                                       "calls": calls}))
     return filled
 
 
-def _call(conn: sqlite3.Connection, key: str, has_failures: bool) -> Call:
+def _call(conn: sqlite3.Connection, cache: Path, key: str, has_failures: bool) -> Call:
     row = conn.execute("SELECT request, response, tokens_in, tokens_out, cost_usd, latency_s"
                        " FROM responses WHERE key = ?", (key,)).fetchone()
     if row is not None:
-        request, response = json.loads(row[0]), json.loads(row[1])
+        request = _cache_json(row[0], cache, key, "responses.request")
+        response = _cache_json(row[1], cache, key, "responses.response")
         failure = response.get("error")
         return Call(key=key, found=True, messages=request.get("messages") or None,
                     prompt=request.get("prompt"), answer=response.get("text"),
@@ -341,7 +386,20 @@ def _call(conn: sqlite3.Connection, key: str, has_failures: bool) -> Call:
         failed = conn.execute("SELECT request, error FROM failures WHERE key = ?",
                               (key,)).fetchone()
         if failed is not None:
-            request = json.loads(failed[0])
+            request = _cache_json(failed[0], cache, key, "failures.request")
             return Call(key=key, found=True, messages=request.get("messages") or None,
                         prompt=request.get("prompt"), error=failed[1])
     return Call(key=key)
+
+
+def _cache_json(text: str | None, cache: Path, key: str, field: str) -> dict[str, Any]:
+    """A request or answer of the judge cache: a JSON object, else an InputError naming the
+    cache, the key and the column."""
+    try:
+        value = json.loads(text or "")
+    except (ValueError, RecursionError, TypeError) as exc:
+        value = exc
+    if not isinstance(value, dict):
+        raise InputError(f"key {key[:12]}: not a JSON object; the judge cache is damaged: "
+                         "remove it or give --cache another", path=str(cache), field=field)
+    return value

@@ -9,6 +9,7 @@ returns), `to_dict()` the per-column summary `judgebench score --json` prints.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sqlite3
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgebench.errors import InputError
+from judgebench.errors import InputError, JudgebenchError
 from judgebench.results import Result
 from judgebench.spec import MetricSpec, parse_spec
 
@@ -232,7 +233,7 @@ def _score_source(samples: Iterable[Sample], input_path: str, input_hash: str | 
                   command: str | None, scheduler_factory: SchedulerFactory | None
                   ) -> RunResult:
     """`score_file` once its paths are checked and its source is open."""
-    from judgebench.io import TableWriter, atomic_path, file_format, write_text
+    from judgebench.io import TableWriter, atomic_paths, file_format
     from judgebench.runner import run_stream, survey
     from judgebench.store import RunAbout, Store
 
@@ -240,18 +241,42 @@ def _score_source(samples: Iterable[Sample], input_path: str, input_hash: str | 
     surveyed = survey(source)
     about = RunAbout(command=command, input_path=input_path, input_hash=input_hash,
                      selection=selection, cache=str(_judge_cache(settings)))
-    with (_removed_if_scoreless(store), Store(store) as db, atomic_path(output) as table_path,
-          TableWriter(table_path, fmt=file_format(output), csv_safe=csv_safe,
-                      has_cr=surveyed.has_cr) as writer):
-        result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
-                            progress=progress, settings=settings, sink=writer,
-                            workers=workers, on_estimate=on_estimate, about=about,
-                            scheduler_factory=scheduler_factory)
-    if sidecar:
-        write_text(json.dumps(result.summary(), indent=2), f"{output}.meta.json")
+    meta = [Path(f"{output}.meta.json")] if sidecar else []
+    with (_removed_if_scoreless(store), Store(store) as db,
+          _no_room_is_one_line(output, sidecar),
+          atomic_paths(output, *meta) as (table_path, *meta_path)):
+        with TableWriter(table_path, fmt=file_format(output), csv_safe=csv_safe,
+                         has_cr=surveyed.has_cr) as writer:
+            result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
+                                progress=progress, settings=settings, sink=writer,
+                                workers=workers, on_estimate=on_estimate, about=about,
+                                scheduler_factory=scheduler_factory)
+        for path in meta_path:  # the table and its sidecar are renamed into place together
+            path.write_text(json.dumps(result.summary(), indent=2), encoding="utf-8")
     if corpus is not None:
         write_corpus(result, corpus, csv_safe=csv_safe)
     return result
+
+
+#: What a write that finds no room fails with: the disk or the quota is full, or the file
+#: passed this process's size limit (RLIMIT_FSIZE).
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+@contextlib.contextmanager
+def _no_room_is_one_line(output: Path, sidecar: bool) -> Iterator[None]:
+    """A write of the table (or its sidecar) that finds no room is one JudgebenchError that
+    says so; the scores are in the store by then."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in NO_ROOM:
+            raise
+        what = "the table and its .meta.json" if sidecar else "the table"
+        raise JudgebenchError(
+            f"{output}: no room to write {what} ({exc.strerror}): neither was written and any "
+            "earlier one is unchanged; what was scored is in the store, so once there is room "
+            "the same command with --resume writes them without scoring again") from None
 
 
 def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, settings: RunSettings,

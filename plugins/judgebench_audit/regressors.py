@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.errors import InputError
 from judgebench.extras import require
+from judgebench.metric import MAX_COUNT, MAX_MAGNITUDE, MAX_SEED, MAX_TOKENS
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 from judgebench_audit.sentinels import SENTINEL_CITATION
@@ -35,11 +36,11 @@ from meta_eval.combination import cross_fit, item_folds
 
 class RegressorOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    folds: int = Field(default=5, ge=2)
-    alpha: float = Field(default=1.0, gt=0)
-    seed: int = 0
+    folds: int = Field(default=5, ge=2, le=MAX_COUNT)
+    alpha: float = Field(default=1.0, gt=0, le=MAX_MAGNITUDE)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     features: Literal["tfidf", "embedding"] = "tfidf"
-    max_features: int = Field(default=50_000, ge=1)
+    max_features: int = Field(default=50_000, ge=1, le=MAX_TOKENS)
     #: Sentence encoder for features=embedding (a local directory or the bundled MiniLM).
     model: str = "all-MiniLM-L6-v2"
 

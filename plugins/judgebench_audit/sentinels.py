@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from judgebench.metric import MAX_MAGNITUDE, MAX_SEED
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.sentinel import Sentinel
 
@@ -34,8 +35,8 @@ NO_TEXT = EmptyText(note="every sample gets its value, whatever its texts")
 
 class RandomOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seed: int = 0
-    noise: float = 1.0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    noise: float = Field(default=1.0, ge=0, le=MAX_MAGNITUDE)
 
 
 class RandomSentinel(Sentinel[RandomOptions]):
@@ -68,7 +69,7 @@ class RandomSentinel(Sentinel[RandomOptions]):
 
 class ConstantOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    value: float = 0.0
+    value: float = Field(default=0.0, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)
 
 
 class ConstantSentinel(Sentinel[ConstantOptions]):

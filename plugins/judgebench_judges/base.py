@@ -52,7 +52,16 @@ from judgebench.backends import (
 from judgebench.backends.base import ENGINE_OPTIONS, EngineOptions, unset_engine_fields
 from judgebench.errors import InputError
 from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
-from judgebench.metric import Metric
+from judgebench.metric import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_MAGNITUDE,
+    MAX_SECONDS,
+    MAX_SEED64,
+    MAX_TOKENS,
+    MIN_SEED64,
+    Metric,
+)
 from judgebench.models import EmptyText, Outcome, Sample, Status
 from judgebench.redact import redact
 from judgebench.store import REQUEST_KEYS
@@ -89,23 +98,24 @@ class _JudgeCoreOptions(BaseModel):
     template: str | None = None
     protocol: Protocol = "auto"
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(256, ge=1)
-    feedback_tokens: int = Field(128, ge=1)
-    seed: int | None = None
-    concurrency: int = Field(16, ge=1)
-    timeout_s: float = Field(60.0, gt=0)
-    max_attempts: int = Field(6, ge=1)
-    rpm: float | None = None
-    tpm: float | None = None
-    input_cost_per_token: float | None = Field(None, ge=0, allow_inf_nan=False)
-    output_cost_per_token: float | None = Field(None, ge=0, allow_inf_nan=False)
+    max_tokens: int = Field(256, ge=1, le=MAX_TOKENS)
+    feedback_tokens: int = Field(128, ge=1, le=MAX_TOKENS)
+    seed: int | None = Field(None, ge=MIN_SEED64, le=MAX_SEED64)
+    concurrency: int = Field(16, ge=1, le=MAX_BATCH)
+    timeout_s: float = Field(60.0, gt=0, le=MAX_SECONDS)
+    max_attempts: int = Field(6, ge=1, le=MAX_COUNT)
+    #: requests and tokens per minute (0: no limit)
+    rpm: float | None = Field(None, ge=0, le=MAX_MAGNITUDE)
+    tpm: float | None = Field(None, ge=0, le=MAX_MAGNITUDE)
+    input_cost_per_token: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    output_cost_per_token: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
     #: USD per million input / output tokens (the same price as *_cost_per_token, scaled).
-    price_in: float | None = Field(None, ge=0, allow_inf_nan=False)
-    price_out: float | None = Field(None, ge=0, allow_inf_nan=False)
+    price_in: float | None = Field(None, ge=0, le=1e6, allow_inf_nan=False)
+    price_out: float | None = Field(None, ge=0, le=1e6, allow_inf_nan=False)
     cache: bool = True
     #: backends taking batch_size (transformers): samples per forward pass (1 measured
     #: fastest on 2 CPU cores).
-    batch: int = Field(1, ge=1)
+    batch: int = Field(1, ge=1, le=MAX_BATCH)
     #: remote backends: whether the server returns token logprobs (default: the backend's).
     logprobs: bool | None = None
     #: openai_compat: what the server is (auto | openai | vllm | vllm-guided), i.e. whether

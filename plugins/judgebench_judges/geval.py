@@ -29,6 +29,7 @@ from pydantic import Field
 
 from judgebench.backends import Constraint, Request, Response
 from judgebench.errors import InputError
+from judgebench.metric import MAX_COUNT, MAX_SCALE, MAX_TOKENS
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_judges import parsing
 from judgebench_judges.base import (
@@ -52,14 +53,14 @@ class GEvalOptions(JudgeOptions):
     object: str | None = None
     source_name: str | None = None
     mode: Literal["auto", "logprobs", "sampling"] = "auto"
-    n: int = Field(20, ge=1)
+    n: int = Field(20, ge=1, le=MAX_COUNT)
     sample_temperature: float = Field(1.0, gt=0.0, le=2.0)
-    top_logprobs: int = Field(20, ge=1)
+    top_logprobs: int = Field(20, ge=1, le=MAX_COUNT)
     min_mass: float = Field(0.0, ge=0.0, le=1.0)
-    min: int = 1
-    max: int = 5
-    max_tokens: int = Field(3, ge=1)
-    steps_tokens: int = Field(160, ge=1)
+    min: int = Field(1, ge=-MAX_SCALE, le=MAX_SCALE)
+    max: int = Field(5, ge=-MAX_SCALE, le=MAX_SCALE)
+    max_tokens: int = Field(3, ge=1, le=MAX_TOKENS)
+    steps_tokens: int = Field(160, ge=1, le=MAX_TOKENS)
     steps_template: str | None = None
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judgebench.backends import run_sync
 from judgebench.errors import InputError
-from judgebench.metric import Metric
+from judgebench.metric import MAX_COUNT, Metric
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench.store import REQUEST_KEYS
 from judgebench_judges.base import JudgeMetric
@@ -41,7 +41,7 @@ class PanelOptions(BaseModel):
     backends: list[str] = Field(default_factory=list)
     members: list[str] = Field(default_factory=list)
     combine: Literal["mean", "majority"] = "mean"
-    quorum: int = Field(1, ge=1)
+    quorum: int = Field(1, ge=1, le=MAX_COUNT)
 
     @field_validator("models", "backends", "members", mode="before")
     @classmethod

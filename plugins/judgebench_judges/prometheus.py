@@ -24,6 +24,7 @@ from pydantic import Field
 
 from judgebench.backends import Constraint, Request, Response
 from judgebench.errors import InputError
+from judgebench.metric import MAX_COUNT, MAX_TOKENS
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges.base import (
     JUDGED_EMPTY,
@@ -101,14 +102,14 @@ class PrometheusOptions(JudgeOptions):
     criteria: str | None = None
     levels: list[str] | None = None
     use_reference: bool = True
-    max_tokens: int = Field(1024, ge=1)  # prometheus-eval's default
+    max_tokens: int = Field(1024, ge=1, le=MAX_TOKENS)  # prometheus-eval's default
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    parse_retries: int = Field(0, ge=0)
+    parse_retries: int = Field(0, ge=0, le=MAX_COUNT)
 
 
 class PrometheusRelativeOptions(PrometheusOptions, PairwiseOptions):
     both_orders: bool = False  # prometheus-eval judges each pair once, in the order given
-    max_tokens: int = Field(1024, ge=1)
+    max_tokens: int = Field(1024, ge=1, le=MAX_TOKENS)
 
 
 #: Filled into the templates' {{reference_given}} and {{reference_section}} when a reference

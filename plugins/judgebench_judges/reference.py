@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from pydantic import Field
+
 from judgebench.backends import Request
+from judgebench.metric import MAX_SCALE
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
@@ -36,8 +39,8 @@ BINARY_SCHEMA = {
 
 class ReferenceOptions(JudgeOptions):
     mode: Literal["binary", "graded"] = "binary"
-    min: int = 1
-    max: int = 5
+    min: int = Field(1, ge=-MAX_SCALE, le=MAX_SCALE)
+    max: int = Field(5, ge=-MAX_SCALE, le=MAX_SCALE)
 
 
 class ReferenceJudge(JudgeMetric[ReferenceOptions]):

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from judgebench.backends import Request, Response
+from judgebench.metric import MAX_SCALE, MAX_TOKENS
 from judgebench.models import MetricInfo, Outcome, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
@@ -40,10 +41,10 @@ class RubricOptions(JudgeOptions):
     criterion: str = "helpfulness"
     definition: str | None = None
     levels: list[str] | None = None
-    min: int = 1
-    max: int = 5
+    min: int = Field(1, ge=-MAX_SCALE, le=MAX_SCALE)
+    max: int = Field(5, ge=-MAX_SCALE, le=MAX_SCALE)
     use_reference: bool = True
-    max_tokens: int = Field(256, ge=1)
+    max_tokens: int = Field(256, ge=1, le=MAX_TOKENS)
     scoring: Literal["auto", "text", "argmax", "expectation"] = "auto"
 
 

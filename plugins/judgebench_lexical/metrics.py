@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgebench.metric import Metric, WithStatistics
+from judgebench.metric import MAX_COUNT, MAX_MAGNITUDE, Metric, WithStatistics
 from judgebench.models import EmptyText, MetricInfo, Sample
 
 
@@ -32,7 +32,7 @@ BleuTokenizer = Literal[
 class BleuOptions(_Options):
     tokenize: BleuTokenizer = "13a"
     smooth_method: Literal["exp", "floor", "add-k", "none"] = "exp"
-    smooth_value: float | None = None
+    smooth_value: float | None = Field(None, ge=0, le=MAX_MAGNITUDE)
     lowercase: bool = False
     #: sacrebleu's `force`: no warning for output that looks tokenized (lines ending in " .").
     #: It changes no score, so like sacrebleu's own signature ours leaves it out.
@@ -43,17 +43,27 @@ class BleuOptions(_Options):
     corpus_effective_order: bool = False
 
 
+#: The largest chrF n-gram order: each order is one more pass over every sentence.
+MAX_ORDER = 100
+
+
 class ChrfOptions(_Options):
-    char_order: int = 6
-    word_order: int = 0
-    beta: int = 2
+    char_order: int = Field(6, ge=0, le=MAX_ORDER)
+    word_order: int = Field(0, ge=0, le=MAX_ORDER)
+    beta: int = Field(2, ge=0, le=MAX_COUNT)
     lowercase: bool = False
     whitespace: bool = False
     eps_smoothing: bool = False
 
+    @model_validator(mode="after")
+    def _some_order(self) -> ChrfOptions:
+        if self.char_order + self.word_order == 0:
+            raise ValueError("char_order and word_order are both 0: no n-gram to count")
+        return self
+
 
 class ChrfPlusPlusOptions(ChrfOptions):
-    word_order: int = 2
+    word_order: int = Field(2, ge=0, le=MAX_ORDER)
 
 
 class TerOptions(_Options):

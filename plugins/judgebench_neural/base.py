@@ -10,7 +10,7 @@ from typing import ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.extras import require
-from judgebench.metric import Metric
+from judgebench.metric import MAX_BATCH, Metric
 from judgebench.models import EmptyText, Outcome, Sample, Status
 from judgebench_neural.encoder import Encoder, get_encoder
 from judgebench_neural.loading import DEFAULT_ENCODER, ModelRef, resolve_device, resolve_model
@@ -28,7 +28,7 @@ class ModelOptions(BaseModel):
     model: str = DEFAULT_ENCODER
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     dtype: Dtype = "auto"
-    batch_size: int = Field(default=128, ge=1)  # texts per forward pass, at most
+    batch_size: int = Field(default=128, ge=1, le=MAX_BATCH)  # texts per forward pass, at most
 
 
 ModelOptionsT = TypeVar("ModelOptionsT", bound=ModelOptions)

@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from judgebench.errors import InputError
+from judgebench.metric import MAX_COUNT
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import EncoderMetric, ModelOptions
 
@@ -137,7 +138,7 @@ def read_documents(path: str | Path) -> list[str]:
 
 
 class BertScoreOptions(ModelOptions):
-    layer: int | None = Field(default=None, ge=0)
+    layer: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     idf: bool = False
     idf_from: str | None = None
     rescale: bool = False

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.extras import require
+from judgebench.metric import MAX_BATCH, MAX_TOKENS
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import EMBEDDED_EMPTY, Dtype, ModelMetric, ModelOptions, output_contexts
 from judgebench_neural.encoder import _length_batches, _max_length
@@ -41,10 +42,10 @@ class ClassifierOptions(PoolingOptions, ModelOptions):
     dtype: Dtype = "auto"  # ModelOptions' (the engine option of the same name is a str)
     model: str  # no default: a local sequence-classification model directory
     pair: Literal["none", "input", "reference"] = "none"
-    label: int | None = Field(default=None, ge=0)
+    label: int | None = Field(default=None, ge=0, le=MAX_BATCH)
     transform: Literal["logit", "probability"] = "logit"
     multi_ref: Literal["max", "mean"] = "max"
-    max_length: int | None = Field(default=None, ge=2)
+    max_length: int | None = Field(default=None, ge=2, le=MAX_TOKENS)
 
 
 class Classifier(ModelMetric[ClassifierOptions]):
@@ -200,7 +201,7 @@ def _read_head(logits: Any, label: int, transform: str) -> Any:
 # -- COMET ----------------------------------------------------------------------------------
 class CometOptions(ModelOptions):
     model: str  # no default: the path of a COMET checkpoint (.ckpt) on this machine
-    batch_size: int = Field(default=16, ge=1)
+    batch_size: int = Field(default=16, ge=1, le=MAX_BATCH)
     multi_ref: Literal["max", "mean"] = "max"
 
 

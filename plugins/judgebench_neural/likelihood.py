@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judgebench.backends.base import EngineOptions, given_engine_options, unset_engine_fields
 from judgebench.errors import InputError
-from judgebench.metric import Metric
+from judgebench.metric import MAX_BATCH, Metric
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import EMBEDDED_EMPTY, output_contexts
 
@@ -47,7 +47,7 @@ class _LikelihoodCoreOptions(BaseModel):
     api_base: str | None = None
     #: openai_compat: the environment variable holding the server's API key
     api_key_env: str | None = None
-    batch_size: int = Field(default=8, ge=1)
+    batch_size: int = Field(default=8, ge=1, le=MAX_BATCH)
     given: Literal["input", "reference", "none"] = "input"
     template: str = "{context}\n"
     reduce: Literal["mean", "sum"] = "mean"

@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from judgebench.metric import MAX_BATCH, MAX_COUNT, MAX_MAGNITUDE, MAX_SEED
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions, context_texts
 
@@ -145,13 +146,13 @@ def mauve(p_features: np.ndarray, q_features: np.ndarray, *, num_buckets: int | 
 
 class MauveOptions(ModelOptions):
     against: Literal["reference", "input"] = "reference"
-    num_buckets: int | Literal["auto"] = "auto"
+    num_buckets: int | Literal["auto"] = Field(default="auto", ge=2, le=MAX_BATCH)
     explained_variance: float = Field(default=0.9, gt=0, lt=1)
-    kmeans_num_redo: int = Field(default=5, ge=1)
-    kmeans_max_iter: int = Field(default=500, ge=1)
-    scaling: float = Field(default=5.0, gt=0)
-    points: int = Field(default=25, ge=2)
-    seed: int = 25
+    kmeans_num_redo: int = Field(default=5, ge=1, le=MAX_COUNT)
+    kmeans_max_iter: int = Field(default=500, ge=1, le=MAX_BATCH)
+    scaling: float = Field(default=5.0, gt=0, le=MAX_MAGNITUDE)
+    points: int = Field(default=25, ge=2, le=MAX_BATCH)
+    seed: int = Field(default=25, ge=0, le=MAX_SEED)
     star: bool = False
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, ValidatorFunctionWrapHandler, field_validator
 
 from judgebench.models import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions
@@ -35,7 +36,10 @@ def vendi_from_similarity(similarity: np.ndarray, q: float = 1.0) -> float:
         return float(np.exp(-np.sum(eigenvalues * np.log(eigenvalues))))
     if math.isinf(q):
         return float(1 / eigenvalues.max())
-    return float(np.exp(np.log(np.sum(eigenvalues**q)) / (1 - q)))
+    # ln(sum l^q) as q ln(max l) + ln(sum (l / max l)^q): no l^q underflows to 0 at large q
+    largest = eigenvalues.max()
+    log_sum = q * math.log(largest) + math.log(float(np.sum((eigenvalues / largest) ** q)))
+    return float(np.exp(log_sum / (1 - q)))
 
 
 def vendi_from_embeddings(embeddings: np.ndarray, q: float = 1.0) -> float:
@@ -45,8 +49,20 @@ def vendi_from_embeddings(embeddings: np.ndarray, q: float = 1.0) -> float:
     return vendi_from_similarity(unit.astype(np.float64) @ unit.T.astype(np.float64), q)
 
 
+#: The largest finite order q an option takes; inf (1 / the largest eigenvalue) is taken too.
+MAX_Q = 100.0
+
+
 class VendiOptions(ModelOptions):
-    q: float = Field(default=1.0, ge=0)
+    q: float = Field(default=1.0, ge=0, le=MAX_Q,
+                     description=f"the order (1: Shannon); at most {MAX_Q:g}, or inf")
+
+    @field_validator("q", mode="wrap")
+    @classmethod
+    def _infinite_order(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> float:
+        if value == math.inf or (isinstance(value, str) and value.strip().lower() == "inf"):
+            return math.inf
+        return float(handler(value))
 
 
 class Vendi(EncoderMetric[VendiOptions]):
