@@ -34,6 +34,13 @@ EXAMPLE = REPO / "examples" / "summeval-sample.jsonl"
 LOCAL_PLUGIN_PREFIX = "judgebench_local_"  # what `-p file.py` names its module
 
 
+def column(spec: str) -> str:
+    """The scores-table column a metric spec gets (the spec less its runtime options)."""
+    from judgebench.spec import parse_spec
+
+    return parse_spec(spec).column
+
+
 def summeval_records(limit: int | None = None) -> list[dict]:
     path = SUMMEVAL
     records = []

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("litellm", reason="the [api] extra is not installed")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import run_cli, write_jsonl
+from conftest import column, run_cli, write_jsonl
 from fault_server import FaultServer
 from test_audit_sentinels import synthetic
 
@@ -87,7 +87,7 @@ def test_a_judge_that_only_ties_is_warned_about(server, tmp_path) -> None:
     assert bias[("position", "first_position_wins")]["extra"]["tie_rate"] == 1.0
     for probe in ("position", "injection"):
         assert f"audit: WARNING: all {4 * PAIRS if probe == 'injection' else 2 * PAIRS} " \
-               f"verdicts of {judge_spec(server)} in the {probe} probe were ties" in stderr
+               f"verdicts of {column(judge_spec(server))} in the {probe} probe were ties" in stderr
     assert all(r["note"].startswith("WARNING: all ") for r in bias.values())
 
 

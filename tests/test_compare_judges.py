@@ -18,7 +18,7 @@ from scipy.special import rel_entr
 from sklearn.metrics import cohen_kappa_score
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import run_cli, summeval_records, write_jsonl
+from conftest import column, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 from scripted_judge import ScriptedJudge
 
@@ -254,7 +254,7 @@ def score_pairs(tmp_path: Path) -> tuple[Path, str, str]:
                        str(tmp_path / "pairs.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
-    return tmp_path / "pairs.csv", biased, careful
+    return tmp_path / "pairs.csv", column(biased), column(careful)
 
 
 def test_compare_two_pairwise_judges_from_a_scored_table(tmp_path) -> None:
@@ -325,6 +325,7 @@ def test_two_rubric_judges_on_a_wide_table(tmp_path) -> None:
         assert proc.returncode == 0, proc.stderr
     import pandas as pd
 
+    specs = [column(s) for s in specs]
     frame = pd.read_csv(tmp_path / "scores.csv")
     a, b, h = (frame[c].to_numpy(dtype=float) for c in (*specs, "human.label"))
     proc = run_cli("compare-judges", str(tmp_path / "scores.csv"), "--a", specs[0], "--b",
@@ -362,6 +363,7 @@ def test_geval_distributions_from_the_store(tmp_path) -> None:
                        str(tmp_path / "scores.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
+    specs = [column(s) for s in specs]
     proc = run_cli("compare-judges", str(tmp_path / "scores.csv"), "--a", specs[0], "--b",
                    specs[1], "--store", str(tmp_path / "runs.db"), "--tolerance", "0.5",
                    "--json", "--bootstrap", "100")
@@ -416,6 +418,7 @@ def test_geval_sampling_distributions_are_empirical(tmp_path) -> None:
                        str(tmp_path / "mixed.csv"), "--store", str(tmp_path / "runs.db"),
                        "--resume", cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
+    specs, rubric = [column(s) for s in specs], column(rubric)
     result = compare_judges(tmp_path / "scores.csv", a=specs[0], b=specs[1],
                             store=tmp_path / "runs.db", tolerance=0.5, bootstrap=0)
     found = {e.statistic: e for e in result.estimates}

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
-from conftest import run_cli, write_jsonl
+from conftest import column, run_cli, write_jsonl
 from rouge_score import rouge_scorer
 from scripted_judge import ScriptedJudge
 
@@ -522,7 +522,7 @@ def test_judges_judge_an_empty_output_shown_as_empty(tmp_path: Path, name: str) 
                    next(x["content"] for x in m if x["role"] == "user")
                    for m in server.prompts]
     table = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
-    assert (table[spec] != "").all(), table
+    assert (table[column(spec)] != "").all(), table
     if pairwise:
         shown = ["<response_a>\n\n</response_a>", "###Response A:\n\n"]
     else:

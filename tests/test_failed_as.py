@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import column as column_of
 from conftest import run_cli
 from sklearn.metrics import cohen_kappa_score
 
@@ -347,8 +348,10 @@ def test_compare_judges_pairwise_under_each_convention(tmp_path, seed, conventio
     path = tmp_path / "pairs.csv"
     frame[["item", "system_a", "system_b", "human.gold", "j1.ab", "j2"]].to_csv(
         path, index=False)
+    # human ties as a class: the statistics below count them (the default drops them)
     proc = run_cli("compare-judges", str(path), "--a", "j1.ab", "--b", "j2", "--human",
-                   "human.gold", "--bootstrap", "0", "--failed-as", convention, "--json")
+                   "human.gold", "--human-ties", "class", "--bootstrap", "0", "--failed-as",
+                   convention, "--json")
     assert proc.returncode == 0, proc.stderr
     got = {r["statistic"]: r for r in json.loads(proc.stdout)}
     a = [counted(v, convention) for v in frame["j1.ab"]]
@@ -614,6 +617,7 @@ def test_a_scored_table_tells_failures_by_its_sidecar(tmp_path, monkeypatch, con
         run_cli("score", str(data), "--allow-failures", "-m", spec, "-o",
                 str(tmp_path / "pairs.csv"), "--store", str(tmp_path / "runs.db"),
                 cwd=tmp_path, env=KEY_ENV, check=True)
+    spec = column_of(spec)
     by_hand = pd.DataFrame({"human.gold": ["a", "b", "tie", "b", ""],
                             spec: ["a", "b", "tie", "failed", "failed"],
                             f"{spec}.ab": ["a", "b", "a", "failed", "failed"],

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import conftest
 from conftest import run_cli, write_jsonl
 from judgebench_judges.parsing import ParseError
 from judgebench_judges.prometheus import absolute_result, relative_result
@@ -226,7 +227,7 @@ def test_absolute_end_to_end_through_the_cli(tmp_path: Path) -> None:
         table = pd.read_csv(tmp_path / "s.csv")
         expected = [float(_quality(r["output"])) if r["output"] != "GARBLE" else None
                     for r in records]
-        got = [None if pd.isna(v) else v for v in table[column]]
+        got = [None if pd.isna(v) else v for v in table[conftest.column(column)]]
         assert got == expected
         assert server.calls == len(records)
         user = server.prompts[0][1]["content"]
@@ -250,6 +251,8 @@ def test_relative_end_to_end_writes_the_pairwise_verdict_columns(tmp_path: Path)
                        "--allow-failures", cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr
         table = pd.read_csv(tmp_path / "pairs.csv")
+
+        once, both = conftest.column(once), conftest.column(both)
 
         def cells(column: str) -> list[str | None]:
             return [None if pd.isna(v) else v for v in table[column]]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import run_cli, write_jsonl
+from conftest import column, run_cli, write_jsonl
 from scripted_judge import ScriptedJudge
 from test_score_pairwise import (  # noqa: F401 (isolated: a fixture)
     KEY_ENV,
@@ -59,6 +59,7 @@ def test_score_then_meta_eval_aggregate_compare_and_audit(tmp_path: Path) -> Non
         proc = run_cli("score", str(data), "-m", plain, "-m", strict, "-o", str(table),
                        "--store", str(tmp_path / "runs.db"), cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
+    plain, strict = column(plain), column(strict)
 
     # meta-eval --pairwise: with human ties as a class, the strict judge is right everywhere;
     # the plain one is right on decided pairs only (on a tie it names the first shown).

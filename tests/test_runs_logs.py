@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, run_cli, summeval_records, write_jsonl
+from conftest import REPO, column, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
 from judgebench.services.runs import CALL_FIELDS, LOG_FIELDS, RUN_FIELDS
@@ -54,7 +54,8 @@ def judged(server: FaultServer, tmp_path: Path) -> dict:
                    str(tmp_path / "out.csv"), "--store", str(store), "--cache",
                    str(tmp_path / "cache.sqlite"), "--workers", "1", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
-    return {"records": records, "data": data, "store": store, "spec": spec, "score": proc}
+    # "spec" as its column names it (the runtime options left out)
+    return {"records": records, "data": data, "store": store, "spec": column(spec), "score": proc}
 
 
 def _logs(store: Path, *args: str) -> list[dict]:
@@ -361,8 +362,8 @@ def test_the_readme_documents_every_table_and_column() -> None:
     section = _readme_section()
     for table, columns in _TABLES.items():
         assert f"`{table}`" in section, table
-        for column in columns:
-            assert f"`{column}`" in section, f"{table}.{column}"
+        for name in columns:
+            assert f"`{name}`" in section, f"{table}.{name}"
     for name in (*RUN_FIELDS, *LOG_FIELDS, *CALL_FIELDS):
         assert f"`{name}`" in section, name
 

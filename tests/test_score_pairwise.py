@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, run_cli, write_jsonl
+from conftest import REPO, column, run_cli, write_jsonl
 from scripted_judge import ScriptedJudge, verdict_for
 
 from judgebench.errors import InputError
@@ -105,6 +105,7 @@ def test_every_column_of_the_pairwise_table(tmp_path) -> None:
         proc = score(tmp_path, spec, "pairs.csv")
         assert proc.returncode == 0, proc.stderr
         assert server.calls == 2 * len(PAIRS)
+    spec = column(spec)
     table = read_table(tmp_path / "pairs.csv", key=("item", "system_a", "system_b"))
     assert list(table.columns) == ["item", "system_a", "system_b", "category", "length_a",
                                    "length_b", spec, f"{spec}.ab", f"{spec}.ba",
@@ -160,11 +161,12 @@ def test_every_format_holds_the_same_table(tmp_path) -> None:
             assert proc.returncode == 0, proc.stderr
             frames.append(read_table(tmp_path / out, key=("item", "system_a", "system_b")))
         assert server.calls == 2 * len(PAIRS)  # the second and third runs reuse the store
+    spec = column(spec)
     for frame in frames[1:]:
-        for column in frames[0].columns:
-            left = [None if pd.isna(v) else v for v in frames[0][column]]
-            right = [None if pd.isna(v) else v for v in frame[column]]
-            assert left == right, column
+        for name in frames[0].columns:
+            left = [None if pd.isna(v) else v for v in frames[0][name]]
+            right = [None if pd.isna(v) else v for v in frame[name]]
+            assert left == right, name
     parquet = pd.read_parquet(tmp_path / "pairs.parquet")
     assert str(parquet[spec].dtype) in {"string", "str", "object"}
     jsonl = [json.loads(line) for line in (tmp_path / "pairs.jsonl").read_text().splitlines()]
@@ -177,6 +179,7 @@ def test_one_order_leaves_ba_empty(tmp_path) -> None:
         proc = score(tmp_path, spec, "one.csv")
         assert proc.returncode == 0, proc.stderr
         assert server.calls == len(PAIRS)
+    spec = column(spec)
     table = read_table(tmp_path / "one.csv", key=("item", "system_a", "system_b"))
     assert table[f"{spec}.ba"].isna().all()
     ab = [None if pd.isna(v) else v for v in table[f"{spec}.ab"]]
@@ -194,6 +197,7 @@ def test_two_templates_are_two_judges_side_by_side(tmp_path) -> None:
                        str(tmp_path / "two.csv"), "--store", str(tmp_path / "runs.db"),
                        cwd=tmp_path, env=KEY_ENV)
         assert proc.returncode == 0, proc.stderr
+    biased, careful = column(biased), column(careful)
     table = read_table(tmp_path / "two.csv", key=("item", "system_a", "system_b"))
     row = table[table["item"] == "q3"].iloc[0]
     assert (row[biased], row[f"{biased}.ab"], row[f"{biased}.ba"]) == ("tie", "a", "b")
@@ -316,6 +320,7 @@ def test_a_panel_of_pairwise_judges_writes_probabilities(tmp_path) -> None:
                  f"api_base={server.url},api_key_env=JB_PAIR_KEY,protocol=text,combine=mean")
         proc = score(tmp_path, panel, "panel.jsonl")
         assert proc.returncode == 0, proc.stderr
+    panel = column(panel)
     rows = [json.loads(line) for line in (tmp_path / "panel.jsonl").read_text().splitlines()]
     # every member judges alike: a -> 1.0, b -> 0.0, the biased tie -> 0.5, failures empty
     assert [r[panel] for r in rows] == ["1.0", "0.0", "0.5", None, None]
@@ -333,9 +338,9 @@ def test_the_python_api_returns_the_pairwise_table(tmp_path) -> None:
     table = result.to_frame()
     on_disk = read_table(tmp_path / "pairs.csv", key=("item", "system_a", "system_b"))
     assert list(table.columns) == list(on_disk.columns)
-    for column in table.columns:
-        assert ([None if pd.isna(v) else v for v in table[column]]
-                == [None if pd.isna(v) else v for v in on_disk[column]]), column
+    for name in table.columns:
+        assert ([None if pd.isna(v) else v for v in table[name]]
+                == [None if pd.isna(v) else v for v in on_disk[name]]), name
     assert result.run.summary()["table"] == "pairwise"
 
 

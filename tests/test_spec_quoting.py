@@ -61,7 +61,8 @@ def register_metrics(register):
 def test_quoted_values(spec: str, options: dict[str, str]) -> None:
     parsed = parse_spec(spec)
     assert parsed.options == options
-    assert parsed.column == spec.strip()
+    # a runtime option (api_base) says how to reach a model: it does not name the column
+    assert parsed.column == ("a.b" if "api_base" in spec else spec.strip())
 
 
 @pytest.mark.parametrize(("spec", "problem", "position"), [

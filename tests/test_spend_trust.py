@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("litellm", reason="the [api] extra is not installed")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import run_cli, summeval_records, write_jsonl
+from conftest import column, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
 from judgebench import runtime
@@ -92,7 +92,7 @@ def test_a_budget_over_calls_of_unknown_price_refuses_to_start(server, tmp_path,
                  "-o", str(tmp_path / "t.csv"))
     assert done.returncode == 2, done.stderr
     assert len(server.served()) == before, "no request may be sent before the price is known"
-    assert f"column '{metric}'" in done.stderr
+    assert f"column '{column(metric)}'" in done.stderr
     assert "price_in" in done.stderr and "price_out" in done.stderr
     assert "--allow-unknown-cost" in done.stderr
     if (tmp_path / "runs.db").exists():
@@ -125,7 +125,7 @@ def test_allow_unknown_cost_runs_with_a_warning(server, tmp_path) -> None:
                  "--allow-unknown-cost", "-o", str(tmp_path / "t.csv"))
     assert done.returncode == 0, done.stderr
     assert len(server.served()) - before == 6
-    assert "warning" in done.stderr and f"column '{metric}'" in done.stderr
+    assert "warning" in done.stderr and f"column '{column(metric)}'" in done.stderr
     assert "unknown price" in done.stderr
 
 
