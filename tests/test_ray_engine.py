@@ -19,7 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SUMMEVAL, run_cli, run_cli_process, summeval_records, write_jsonl
+from conftest import (
+    REPO,
+    SUMMEVAL,
+    column,
+    run_cli,
+    run_cli_process,
+    summeval_records,
+    write_jsonl,
+)
 from fault_server import FaultServer
 
 ray = pytest.importorskip("ray")
@@ -341,7 +349,7 @@ def test_with_exact_estimates_actors_never_spend_past_the_budget(tmp_path: Path,
         run = spent(tmp_path / "ray", srv, "judge", 20.0)
     assert 0 < run.calls < 48 and run.billed <= 20.0 + 1e-9, run
     assert run.stored_scores == run.calls and run.stored_cost == pytest.approx(run.billed)
-    assert run.outcome == "budget_stop" and run.statuses == {spec: {"ok": run.calls}}
+    assert run.outcome == "budget_stop" and run.statuses == {column(spec): {"ok": run.calls}}
     assert run.run_cost == pytest.approx(run.billed)
     assert f"spent ${run.billed:.4f}, {48 - run.calls} scores not attempted" in done.stderr
 
