@@ -929,7 +929,7 @@ def remove_stale_temps(path: Path, *, older_than_s: float = STALE_TEMP_S) -> lis
             if not stat.S_ISREG(info.st_mode):
                 continue
             pid = match.group(1)
-            if not (info.st_mtime < cutoff or (pid is not None and not _running(int(pid)))):
+            if not (info.st_mtime < cutoff or (pid is not None and not process_alive(int(pid)))):
                 continue
             handle = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
             try:
@@ -943,7 +943,8 @@ def remove_stale_temps(path: Path, *, older_than_s: float = STALE_TEMP_S) -> lis
     return removed
 
 
-def _running(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process `pid` exists on this machine (one owned by another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

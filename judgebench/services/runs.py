@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.errors import InputError
+from judgebench.io import process_alive
 from judgebench.models import Status
 from judgebench.results import Result
 from judgebench.store import RUN_COLUMNS, Store
@@ -214,21 +215,12 @@ def _shape_name(field: str) -> str:
     return "a JSON array of text" if shape == list[str] else "a JSON object of the right kind"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # it exists, owned by someone else
-    return True
-
-
 def _run_row(row: sqlite3.Row, store: str | Path) -> RunRow:
     data = {name: row[name] for name in RUN_COLUMNS}
     for name in ("selection", "metrics", "statuses"):
         data[name] = _json(data[name], store=store, row=data["id"], field=f"runs.{name}")
-    if data["outcome"] == "running" and data["pid"] != os.getpid() and not _alive(data["pid"]):
+    if (data["outcome"] == "running" and data["pid"] != os.getpid()
+            and not process_alive(data["pid"])):
         data["outcome"] = "killed"
     statuses = data["statuses"]
     data["ok"] = (None if statuses is None
