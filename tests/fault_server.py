@@ -26,8 +26,10 @@ completion): 1 is an exact estimate, below 1 a provider that counts fewer tokens
 that counts more. ``--models-fail N`` answers the first N ``GET /models`` with 503, as a server
 still starting does.
 
-Every answered request (status 200) is appended to ``--log`` as one JSON line, flushed at once,
-so a test can count calls across a kill and restart. ``--require-key-env VAR`` makes the server
+``GET /_inflight`` says how many chat requests are being answered now (a test waits for 0
+after killing a client, instead of sleeping). Every answered request (status 200) is appended
+to ``--log`` as one JSON line, flushed at once, so a test can count calls across a kill and
+restart. ``--require-key-env VAR`` makes the server
 check ``Authorization: Bearer $VAR`` (401 otherwise).
 """
 
@@ -61,6 +63,7 @@ class _State:
         self.log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
         self.key = os.environ.get(args.require_key_env) if args.require_key_env else None
         self.models_asked = 0
+        self.inflight = 0  # chat requests being answered now
 
     def fault_for(self, digest: str, text: str) -> str | None:
         with self.lock:
@@ -159,6 +162,9 @@ class Handler(BaseHTTPRequestHandler):
             if failing:
                 return self._json(503, {"error": {"message": "the model is loading"}})
             self._json(200, {"object": "list", "data": [{"id": "judge", "object": "model"}]})
+        elif self.path.rstrip("/") == "/_inflight":
+            with state.lock:
+                self._json(200, {"inflight": state.inflight})
         else:
             self._json(404, {"error": {"message": "not found"}})
 
@@ -176,6 +182,15 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"reply": state.reply})
         if path not in ("/v1/chat/completions", "/chat/completions"):
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        with state.lock:
+            state.inflight += 1
+        try:
+            return self._chat(state, raw)
+        finally:
+            with state.lock:
+                state.inflight -= 1
+
+    def _chat(self, state: _State, raw: bytes) -> None:
         if state.key is not None and self.headers.get("Authorization") != f"Bearer {state.key}":
             return self._json(401, {"error": {"message": "invalid api key", "type": "auth"}})
         try:
@@ -331,6 +346,14 @@ class FaultServer:
         for stream in (self.proc.stdout, self.proc.stderr) if self.proc else ():
             if stream is not None:
                 stream.close()
+
+    def idle(self) -> bool:
+        """Whether the server is answering no chat request now (`GET /_inflight`)."""
+        import urllib.request
+
+        with urllib.request.urlopen(self.url.removesuffix("/v1") + "/_inflight",
+                                    timeout=10) as resp:
+            return json.loads(resp.read())["inflight"] == 0
 
     def served(self) -> list[dict[str, Any]]:
         if self.log is None or not self.log.exists():

@@ -176,7 +176,9 @@ def test_sigkill_mid_batch_keeps_every_finished_request_and_resume_pays_none_aga
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
-        time.sleep(1.0)  # the server finishes (and logs) the requests that were in flight
+        # the server finishes (and logs) the requests that were in flight: wait until it has
+        while not srv.idle():
+            time.sleep(0.02)
         served_before = len(srv.served())
         with sqlite3.connect(store) as conn:
             stored = conn.execute("SELECT COUNT(*) FROM scores WHERE status='ok'").fetchone()[0]
