@@ -25,6 +25,7 @@ pytest.importorskip("llguidance", reason="the [local] extra is not installed")
 from conftest import REPO, run_cli_process, summeval_records, write_jsonl
 
 from judgebench.backends.base import Constraint
+from judgebench.verbosity import QUIET_ENVIRONMENT
 
 pytestmark = pytest.mark.slow  # the default model, in fresh processes
 
@@ -144,8 +145,11 @@ def test_converting_the_default_model_draws_its_bar_with_verbose(tmp_path) -> No
               "found = tb.resolve(None)\n"
               "print(tb.convert_gguf(found.gguf, found.revision))\n")
     (tmp_path / "hf").mkdir()
+    # the quiet variables an in-process run of this suite may have left in os.environ would
+    # count as the user's own choice (verbosity.QUIET_ENVIRONMENT): a fresh machine has none
+    inherited = {k: v for k, v in os.environ.items() if k not in QUIET_ENVIRONMENT}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ, **child_env(tmp_path / "cache", tmp_path / "hf")},
+                          env={**inherited, **child_env(tmp_path / "cache", tmp_path / "hf")},
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert BAR in proc.stderr
