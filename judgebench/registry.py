@@ -162,6 +162,10 @@ class Register(Generic[EntryT]):
                 f"registers '{info.name}': its Options model {options.__name__} ignores "
                 "unknown options, so a misspelt option would be dropped silently; set "
                 "model_config = ConfigDict(extra=\"forbid\")")
+        if (info.level != "corpus" and cls.score is Metric.score
+                and cls.score_stream is Metric.score_stream):
+            raise self._error(f"registers '{info.name}' with level '{info.level}', but "
+                              f"{cls.__name__} implements neither score nor score_stream")
 
 
 class MetricRegister(Register[MetricEntry]):

@@ -243,6 +243,19 @@ BROKEN_PLUGINS = {
         def register_metrics(register):
             register(Both)
     ''', r"registers 'acme\.both' with has_corpus=True, but Both does not implement corpus_score"),
+    "scoreless": ('''
+        from judgebench.hookspecs import hookimpl
+        from judgebench.metric import Metric
+        from judgebench.models import MetricInfo
+
+        class Silent(Metric):
+            info = MetricInfo(name="acme.silent", kind="reference")
+
+        @hookimpl
+        def register_metrics(register):
+            register(Silent)
+    ''', r"registers 'acme\.silent' with level 'segment', but Silent implements neither score "
+         r"nor score_stream"),
     "options": ('''
         from pydantic import BaseModel
         from judgebench.hookspecs import hookimpl

@@ -2,9 +2,7 @@
 
 from pydantic import BaseModel, ConfigDict
 
-from judgebench.hookspecs import hookimpl
-from judgebench.metric import Metric
-from judgebench.models import MetricInfo, Outcome, Status
+from judgebench.plugin_api import Metric, MetricInfo, Outcome, Status, hookimpl
 
 
 class Options(BaseModel):

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.hookspecs import hookimpl
+from judgebench.plugin_api import hookimpl
 
 if TYPE_CHECKING:
-    from judgebench.registry import ProbeRegister, SentinelRegister
+    from judgebench.plugin_api import ProbeRegister, SentinelRegister
 
 __version__ = "0.1.0"
 

@@ -16,8 +16,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from judgebench.models import Sample
-from judgebench.probe import SENTENCE, Context, Probe, against, seeded_rng
+from judgebench.plugin_api import SENTENCE, Context, Probe, Sample, against, seeded_rng
 
 AUXILIARIES = ("is", "are", "was", "were", "will", "would", "can", "could", "should", "has",
                "have", "had", "does", "did", "must", "may", "might")

@@ -25,11 +25,20 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgebench.errors import InputError
-from judgebench.extras import require
-from judgebench.metric import MAX_COUNT, MAX_MAGNITUDE, MAX_SEED, MAX_TOKENS
-from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
-from judgebench.sentinel import Sentinel
+from judgebench.plugin_api import (
+    MAX_COUNT,
+    MAX_MAGNITUDE,
+    MAX_SEED,
+    MAX_TOKENS,
+    EmptyText,
+    InputError,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Sentinel,
+    Status,
+    require,
+)
 from judgebench_audit.sentinels import SENTINEL_CITATION
 from meta_eval.combination import cross_fit, item_folds
 

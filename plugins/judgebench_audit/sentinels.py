@@ -14,9 +14,16 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgebench.metric import MAX_MAGNITUDE, MAX_SEED
-from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
-from judgebench.sentinel import Sentinel
+from judgebench.plugin_api import (
+    MAX_MAGNITUDE,
+    MAX_SEED,
+    EmptyText,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Sentinel,
+    Status,
+)
 
 SENTINEL_CITATION = ("Perrella, Proietti, Scirè, Barba and Navigli (2024). Guardians of the "
                      "Machine Translation Meta-Evaluation: Sentinel Metrics Fall In! ACL.")

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.backends.base import LazyBackend
-from judgebench.hookspecs import hookimpl
+from judgebench.plugin_api import LazyBackend, hookimpl
 
 if TYPE_CHECKING:
-    from judgebench.registry import BackendRegister
+    from judgebench.plugin_api import BackendRegister
 
 __version__ = "0.1.0"
 

@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Any
 
-from judgebench.backends.base import Constraint
+from judgebench.plugin_api import Constraint
 
 LIBRARY = "llguidance"
 _TOKENIZERS: dict[int, Any] = {}

@@ -37,17 +37,20 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from judgebench.backends.base import ConstraintKind, Enforced, Request, Response
-from judgebench.backends.remote import (
+from judgebench.plugin_api import (
+    ConstraintKind,
+    Enforced,
     Final,
+    MissingExtra,
     RemoteBackend,
     RemoteOptions,
+    Request,
+    Response,
     Retryable,
     http_failure,
     retry_after_seconds,
     scrub,
 )
-from judgebench.extras import MissingExtra
 from judgebench_backends.openai_format import (
     optional_fields,
     parse_answer,

@@ -51,17 +51,20 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from judgebench.backends.base import (
+from judgebench.plugin_api import (
     Backend,
     Capabilities,
     ConstraintKind,
     Enforced,
+    JudgebenchError,
+    RemoteBackend,
+    RemoteOptions,
     Request,
     Response,
+    Retryable,
+    http_failure,
+    require,
 )
-from judgebench.backends.remote import RemoteBackend, RemoteOptions, Retryable, http_failure
-from judgebench.errors import JudgebenchError
-from judgebench.extras import require
 from judgebench_backends.openai_format import (
     STRUCTURED_MODES,
     completion_logprobs,
@@ -268,7 +271,7 @@ class OpenAICompatBackend(RemoteBackend):
         body that is not JSON). `served` is in the signature, so a server that does not
         answer (down, starting, failing) stops the run before it starts, rather than giving
         it a signature its resume would not find."""
-        from judgebench.backends.remote import retry_after_seconds
+        from judgebench.plugin_api import retry_after_seconds
 
         headers = {"Content-Type": "application/json"}
         key = self.api_key()

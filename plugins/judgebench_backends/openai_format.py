@@ -7,8 +7,14 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from judgebench.backends.base import Constraint, Request, Response, TokenLogprob
-from judgebench.backends.remote import RemoteBackend, Retryable
+from judgebench.plugin_api import (
+    Constraint,
+    RemoteBackend,
+    Request,
+    Response,
+    Retryable,
+    TokenLogprob,
+)
 
 
 def namespace(value: Any) -> Any:

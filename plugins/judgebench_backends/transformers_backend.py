@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import (
+from judgebench.plugin_api import (
     KINDS,
     Backend,
     Capabilities,
@@ -51,8 +51,8 @@ from judgebench.backends.base import (
     Request,
     Response,
     TokenLogprob,
+    require,
 )
-from judgebench.extras import require
 from judgebench_backends import guided_decoding
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
@@ -341,7 +341,7 @@ class TransformersBackend(Backend):
             yield item
 
     def _run(self, requests: list[Request]) -> Any:
-        from judgebench import runtime
+        from judgebench.plugin_api import runtime
 
         if runtime.current().dry_run:
             for i in range(len(requests)):

@@ -34,15 +34,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import (
+from judgebench.plugin_api import (
     KINDS,
     Backend,
     Capabilities,
+    InputError,
+    JudgebenchError,
     Request,
     Response,
     TokenLogprob,
 )
-from judgebench.errors import InputError, JudgebenchError
 
 
 def sampling_params_dict(request: Request) -> dict[str, Any]:
@@ -357,7 +358,7 @@ class VLLMBackend(Backend):
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
     def generate_sync(self, requests: list[Request]) -> list[Response]:
-        from judgebench import runtime
+        from judgebench.plugin_api import runtime
 
         if runtime.current().dry_run:
             return [Response.failed("dry_run", "dry run: no model call was made")

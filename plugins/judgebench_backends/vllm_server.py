@@ -38,9 +38,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from judgebench.backends.base import Accepts, Request
-from judgebench.errors import InputError, JudgebenchError
-from judgebench.redact import redact
+from judgebench.plugin_api import Accepts, InputError, JudgebenchError, Request, redact
 from judgebench_backends.openai_compat import OpenAICompatBackend, OpenAICompatOptions
 
 DEFAULT_COMMAND = "vllm serve"

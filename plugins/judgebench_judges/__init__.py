@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgebench.hookspecs import hookimpl
+from judgebench.plugin_api import hookimpl
 
 if TYPE_CHECKING:
-    from judgebench.registry import MetricRegister
+    from judgebench.plugin_api import MetricRegister
 
 __version__ = "0.1.0"
 

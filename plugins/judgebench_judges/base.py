@@ -39,20 +39,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgebench import runtime
-from judgebench.backends import (
-    Backend,
-    Constraint,
-    Request,
-    Response,
-    backend_accepts,
-    get_backend,
-    run_sync,
-)
-from judgebench.backends.base import ENGINE_OPTIONS, EngineOptions, unset_engine_fields
-from judgebench.errors import InputError
-from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
-from judgebench.metric import (
+from judgebench.plugin_api import (
+    ENGINE_OPTIONS,
     MAX_BATCH,
     MAX_COUNT,
     MAX_MAGNITUDE,
@@ -60,11 +48,28 @@ from judgebench.metric import (
     MAX_SEED64,
     MAX_TOKENS,
     MIN_SEED64,
+    REQUEST_KEYS,
+    Backend,
+    CachedBackend,
+    Constraint,
+    EmptyText,
+    EngineOptions,
+    InputError,
+    JudgeCache,
     Metric,
+    Outcome,
+    Request,
+    Response,
+    Sample,
+    Status,
+    backend_accepts,
+    default_cache_path,
+    get_backend,
+    redact,
+    run_sync,
+    runtime,
+    unset_engine_fields,
 )
-from judgebench.models import EmptyText, Outcome, Sample, Status
-from judgebench.redact import redact
-from judgebench.store import REQUEST_KEYS
 from judgebench_judges import parsing
 from judgebench_judges.templates import Template, load_template
 

@@ -27,10 +27,19 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from judgebench.backends import Constraint, Request, Response
-from judgebench.errors import InputError
-from judgebench.metric import MAX_COUNT, MAX_SCALE, MAX_TOKENS
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import (
+    MAX_COUNT,
+    MAX_SCALE,
+    MAX_TOKENS,
+    Constraint,
+    InputError,
+    MetricInfo,
+    Outcome,
+    Request,
+    Response,
+    Sample,
+    Status,
+)
 from judgebench_judges import parsing
 from judgebench_judges.base import (
     JUDGED_EMPTY,

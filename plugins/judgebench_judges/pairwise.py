@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
-from judgebench.backends import Request, Response
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import MetricInfo, Outcome, Request, Response, Sample, Status
 from judgebench_judges import parsing
 from judgebench_judges.base import (
     JUDGED_EMPTY,

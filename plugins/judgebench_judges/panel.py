@@ -21,11 +21,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from judgebench.backends import run_sync
-from judgebench.errors import InputError
-from judgebench.metric import MAX_COUNT, Metric
-from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
-from judgebench.store import REQUEST_KEYS
+from judgebench.plugin_api import (
+    MAX_COUNT,
+    REQUEST_KEYS,
+    EmptyText,
+    InputError,
+    Metric,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Status,
+    run_sync,
+)
 from judgebench_judges.base import JudgeMetric
 
 #: The panel reads no text itself: each member judge judges an empty one.
@@ -71,13 +78,13 @@ class JudgePanel(Metric[PanelOptions]):
                              f"quorum={self.options.quorum}")
 
     def _build_members(self) -> list[JudgeMetric[Any]]:
-        from judgebench.plugins import get_host
+        from judgebench.plugin_api import get_host
 
         o = self.options
         shared = dict(o.model_extra or {})
         specs: list[tuple[str, dict[str, Any]]] = []
         if o.members:
-            from judgebench.spec import parse_spec
+            from judgebench.plugin_api import parse_spec
 
             for text in o.members:
                 spec = parse_spec(text)

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgebench.backends import TokenLogprob
+from judgebench.plugin_api import TokenLogprob
 
 VERSION = "1"
 

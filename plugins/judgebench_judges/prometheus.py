@@ -22,10 +22,17 @@ from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from pydantic import Field
 
-from judgebench.backends import Constraint, Request, Response
-from judgebench.errors import InputError
-from judgebench.metric import MAX_COUNT, MAX_TOKENS
-from judgebench.models import MetricInfo, Outcome, Sample
+from judgebench.plugin_api import (
+    MAX_COUNT,
+    MAX_TOKENS,
+    Constraint,
+    InputError,
+    MetricInfo,
+    Outcome,
+    Request,
+    Response,
+    Sample,
+)
 from judgebench_judges.base import (
     JUDGED_EMPTY,
     JudgeMetric,

@@ -11,9 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from judgebench.backends import Request
-from judgebench.metric import MAX_SCALE
-from judgebench.models import MetricInfo, Outcome, Sample
+from judgebench.plugin_api import MAX_SCALE, MetricInfo, Outcome, Request, Sample
 from judgebench_judges import parsing
 from judgebench_judges.base import (
     JUDGED_EMPTY,

@@ -15,9 +15,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from judgebench.backends import Request, Response
-from judgebench.metric import MAX_SCALE, MAX_TOKENS
-from judgebench.models import MetricInfo, Outcome, Sample
+from judgebench.plugin_api import (
+    MAX_SCALE,
+    MAX_TOKENS,
+    MetricInfo,
+    Outcome,
+    Request,
+    Response,
+    Sample,
+)
 from judgebench_judges import parsing
 from judgebench_judges.base import (
     JUDGED_EMPTY,
@@ -78,13 +84,13 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         super().__init__(**options)
         o = self.options
         if o.min >= o.max:
-            from judgebench.errors import InputError
+            from judgebench.plugin_api import InputError
 
             raise InputError(f"metric {self.info.name}: min must be below max")
         try:
             self.criterion = criterion(o.criterion, o.definition, o.levels)
         except ValueError as exc:
-            from judgebench.errors import InputError
+            from judgebench.plugin_api import InputError
 
             raise InputError(f"metric {self.info.name}: {exc}") from None
         self.schema = score_schema(o.min, o.max, "feedback")

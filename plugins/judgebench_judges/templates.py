@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from judgebench.errors import InputError
+from judgebench.plugin_api import InputError
 
 _SECTION = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")

@@ -15,8 +15,15 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgebench.metric import MAX_COUNT, MAX_MAGNITUDE, Metric, WithStatistics
-from judgebench.models import EmptyText, MetricInfo, Sample
+from judgebench.plugin_api import (
+    MAX_COUNT,
+    MAX_MAGNITUDE,
+    EmptyText,
+    Metric,
+    MetricInfo,
+    Sample,
+    WithStatistics,
+)
 
 
 class _Options(BaseModel):

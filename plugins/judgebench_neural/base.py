@@ -9,9 +9,7 @@ from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgebench.extras import require
-from judgebench.metric import MAX_BATCH, Metric
-from judgebench.models import EmptyText, Outcome, Sample, Status
+from judgebench.plugin_api import MAX_BATCH, EmptyText, Metric, Outcome, Sample, Status, require
 from judgebench_neural.encoder import Encoder, get_encoder
 from judgebench_neural.loading import DEFAULT_ENCODER, ModelRef, resolve_device, resolve_model
 

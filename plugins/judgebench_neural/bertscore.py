@@ -33,9 +33,15 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from judgebench.errors import InputError
-from judgebench.metric import MAX_COUNT
-from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import (
+    MAX_COUNT,
+    EmptyText,
+    InputError,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Status,
+)
 from judgebench_neural.base import EncoderMetric, ModelOptions
 
 PARTS = ("precision", "recall", "f1")
@@ -129,7 +135,7 @@ def read_documents(path: str | Path) -> list[str]:
             raise InputError("IDF corpus not found", path=str(path), field="idf_from") from None
         documents = [line for line in lines if line.strip()]
     else:
-        from judgebench.io import read_samples
+        from judgebench.plugin_api import read_samples
 
         documents = list(dict.fromkeys(r for s in read_samples(path) for r in s.references))
     if not documents:

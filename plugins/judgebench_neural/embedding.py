@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import EMBEDDED_EMPTY, Dtype, EncoderMetric, ModelOptions, context_texts
 from judgebench_neural.pooling import PooledModel, PoolingOptions, pooling_signature, uses_pooling
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from judgebench.errors import InputError, JudgebenchError
+from judgebench.plugin_api import InputError, JudgebenchError
 from judgebench_neural.loading import ModelRef, offline, resolve_device, resolve_dtype
 
 #: Default bound on cached embeddings per encoder (bytes of float32 data).

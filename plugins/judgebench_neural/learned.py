@@ -21,10 +21,18 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from judgebench.errors import InputError, JudgebenchError
-from judgebench.extras import require
-from judgebench.metric import MAX_BATCH, MAX_TOKENS
-from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import (
+    MAX_BATCH,
+    MAX_TOKENS,
+    EmptyText,
+    InputError,
+    JudgebenchError,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Status,
+    require,
+)
 from judgebench_neural.base import EMBEDDED_EMPTY, Dtype, ModelMetric, ModelOptions, output_contexts
 from judgebench_neural.encoder import _length_batches, _max_length
 from judgebench_neural.loading import ModelRef, offline, resolve_device, revision_of

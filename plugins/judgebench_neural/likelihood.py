@@ -26,10 +26,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from judgebench.backends.base import EngineOptions, given_engine_options, unset_engine_fields
-from judgebench.errors import InputError
-from judgebench.metric import MAX_BATCH, Metric
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import (
+    MAX_BATCH,
+    EngineOptions,
+    InputError,
+    Metric,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Status,
+    given_engine_options,
+    unset_engine_fields,
+)
 from judgebench_neural.base import EMBEDDED_EMPTY, output_contexts
 
 
@@ -96,7 +104,7 @@ class Likelihood(Metric[LikelihoodOptions]):
     @property
     def backend(self) -> Any:
         if self._backend is None:
-            from judgebench.backends.base import get_backend
+            from judgebench.plugin_api import get_backend
 
             kwargs: dict[str, Any] = given_engine_options(self.options)
             if self.options.model is not None:
@@ -160,7 +168,7 @@ class Likelihood(Metric[LikelihoodOptions]):
         return results
 
     def _score_pairs(self, pairs: list[tuple[str, str]]) -> list[float | Outcome]:
-        from judgebench.backends.base import Request
+        from judgebench.plugin_api import Request
 
         if not pairs:
             return []
@@ -188,7 +196,7 @@ class Likelihood(Metric[LikelihoodOptions]):
                     ) -> list[tuple[int, list[str] | None] | Outcome]:
         """How many prompt tokens belong to the prefix, and, where the backend cannot
         tokenise for us, the prefix's token strings to check the full prompt against."""
-        from judgebench.backends.base import Request
+        from judgebench.plugin_api import Request
 
         backend = self.backend
         unique = list(dict.fromkeys(p for p in prefixes if p))

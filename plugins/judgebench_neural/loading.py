@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgebench.errors import InputError, JudgebenchError
+from judgebench.plugin_api import InputError, JudgebenchError
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _BUNDLED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

@@ -28,8 +28,16 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from judgebench.metric import MAX_BATCH, MAX_COUNT, MAX_MAGNITUDE, MAX_SEED
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_MAGNITUDE,
+    MAX_SEED,
+    MetricInfo,
+    Outcome,
+    Sample,
+    Status,
+)
 from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions, context_texts
 
 

@@ -24,8 +24,12 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from judgebench.backends.base import EngineOptions, given_engine_options, unset_engine_fields
-from judgebench.errors import InputError
+from judgebench.plugin_api import (
+    EngineOptions,
+    InputError,
+    given_engine_options,
+    unset_engine_fields,
+)
 
 
 class Pooler(Protocol):
@@ -49,7 +53,7 @@ def uses_pooling(options: PoolingOptions) -> bool:
 def pooling_backend(options: PoolingOptions, model_path: str, metric: str) -> Pooler:
     """The backend named by ``options.backend``, on `model_path` with vLLM's pooling runner
     and the engine options given."""
-    from judgebench.backends.base import backend_accepts, get_backend
+    from judgebench.plugin_api import backend_accepts, get_backend
 
     kwargs: dict[str, Any] = {"model": model_path, **given_engine_options(options)}
     if "runner" in backend_accepts(options.backend):

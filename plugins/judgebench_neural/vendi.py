@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, ValidatorFunctionWrapHandler, field_validator
 
-from judgebench.models import MetricInfo, Outcome, Sample, Status
+from judgebench.plugin_api import MetricInfo, Outcome, Sample, Status
 from judgebench_neural.base import SET_EMPTY, EncoderMetric, ModelOptions
 
 

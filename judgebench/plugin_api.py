@@ -1,0 +1,156 @@
+"""What a plugin may use: the one face of judgebench for metric, backend, sentinel, probe,
+aggregation-rule and command plugins. The built-in plugins (plugins/judgebench_*) import from
+judgebench through this module only (tests/test_plugin_api.py checks it).
+
+- registering: `hookimpl` and the register objects the hooks receive (`MetricRegister`,
+  `BackendRegister`, `AggregatorRegister`, `SentinelRegister`, `ProbeRegister`), `get_host`;
+- metrics: `Metric`, `WithStatistics`, `MetricInfo`, `EmptyText`, `Sample`, `Outcome`,
+  `Status`, and the bounds every numeric option declares (`MAX_*`, `MIN_SEED64`);
+- backends: the contract (`Backend`, `Request`, `Response`, `Constraint`, `Capabilities`...),
+  the one remote engine (`RemoteBackend`, `RemoteOptions`, `Retryable`, `Final`) and the judge
+  cache (`CachedBackend`, `JudgeCache`);
+- sentinels and probes: `Sentinel`, `Probe`, `Context` and the probes' helpers;
+- errors, optional dependencies, secrets, the run's settings, specs and inputs: `InputError`,
+  `JudgebenchError`, `require`, `MissingExtra`, `redact`, `runtime`, `parse_spec`,
+  `read_samples`.
+
+Stability: a name here keeps its meaning within a major version; a change to one is said in
+the README and in the changelog of the release that makes it. Anything else under
+`judgebench` is the host's own and may change in any release.
+"""
+
+from __future__ import annotations
+
+from judgebench import runtime
+from judgebench.backends import run_sync
+from judgebench.backends.base import (
+    ENGINE_OPTIONS,
+    KINDS,
+    Accepts,
+    Backend,
+    Capabilities,
+    Constraint,
+    ConstraintKind,
+    Enforced,
+    EngineOptions,
+    Failure,
+    LazyBackend,
+    Request,
+    Response,
+    TokenLogprob,
+    backend_accepts,
+    get_backend,
+    given_engine_options,
+    unset_engine_fields,
+)
+from judgebench.backends.remote import (
+    Final,
+    RemoteBackend,
+    RemoteOptions,
+    Retryable,
+    http_failure,
+    retry_after_seconds,
+    scrub,
+)
+from judgebench.errors import InputError, JudgebenchError
+from judgebench.extras import MissingExtra, require
+from judgebench.hookspecs import hookimpl
+from judgebench.io import read_samples
+from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
+from judgebench.metric import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_MAGNITUDE,
+    MAX_SCALE,
+    MAX_SECONDS,
+    MAX_SEED,
+    MAX_SEED64,
+    MAX_TOKENS,
+    MIN_SEED64,
+    Metric,
+    WithStatistics,
+)
+from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
+from judgebench.plugins import get_host
+from judgebench.probe import SENTENCE, Context, Probe, against, seeded_rng
+from judgebench.redact import redact
+from judgebench.registry import (
+    AggregatorRegister,
+    BackendRegister,
+    MetricRegister,
+    ProbeRegister,
+    SentinelRegister,
+)
+from judgebench.sentinel import Sentinel
+from judgebench.spec import parse_spec
+from judgebench.store import REQUEST_KEYS
+
+__all__ = [
+    "ENGINE_OPTIONS",
+    "KINDS",
+    "MAX_BATCH",
+    "MAX_COUNT",
+    "MAX_MAGNITUDE",
+    "MAX_SCALE",
+    "MAX_SECONDS",
+    "MAX_SEED",
+    "MAX_SEED64",
+    "MAX_TOKENS",
+    "MIN_SEED64",
+    "REQUEST_KEYS",
+    "SENTENCE",
+    "Accepts",
+    "AggregatorRegister",
+    "Backend",
+    "BackendRegister",
+    "CachedBackend",
+    "Capabilities",
+    "Constraint",
+    "ConstraintKind",
+    "Context",
+    "EmptyText",
+    "Enforced",
+    "EngineOptions",
+    "Failure",
+    "Final",
+    "InputError",
+    "JudgeCache",
+    "JudgebenchError",
+    "LazyBackend",
+    "Metric",
+    "MetricInfo",
+    "MetricRegister",
+    "MissingExtra",
+    "Outcome",
+    "Probe",
+    "ProbeRegister",
+    "RemoteBackend",
+    "RemoteOptions",
+    "Request",
+    "Response",
+    "Retryable",
+    "Sample",
+    "Sentinel",
+    "SentinelRegister",
+    "Status",
+    "TokenLogprob",
+    "WithStatistics",
+    "against",
+    "backend_accepts",
+    "default_cache_path",
+    "get_backend",
+    "get_host",
+    "given_engine_options",
+    "hookimpl",
+    "http_failure",
+    "parse_spec",
+    "read_samples",
+    "redact",
+    "require",
+    "retry_after_seconds",
+    "run_sync",
+    "runtime",
+    "scrub",
+    "seeded_rng",
+    "unset_engine_fields",
+]
