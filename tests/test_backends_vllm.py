@@ -18,6 +18,7 @@ from judgebench_backends.vllm_backend import (
 
 from judgebench.backends import Request, get_backend
 from judgebench.errors import JudgebenchError
+from judgebench.extras import MissingExtra
 
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
 
@@ -110,11 +111,31 @@ def test_inconsistent_engine_output_is_a_malformed_failure() -> None:
 def test_backend_builds_without_vllm_and_says_what_to_install() -> None:
     backend = get_backend("vllm", model="/models/judge", max_model_len=4096)
     assert isinstance(backend, VLLMBackend)
-    assert backend.identity()["model"] == "/models/judge"
     assert backend.engine_args["enable_prefix_caching"] is True
     assert backend.capabilities.prompt_logprobs and backend.capabilities.json_schema
     try:
         import vllm  # noqa: F401
     except ImportError:
+        # the signature is taken when a run is prepared: a missing vllm stops it there
+        with pytest.raises(MissingExtra, match=r"pip install 'judgebench\[vllm\]'"):
+            backend.identity()
         with pytest.raises(JudgebenchError, match="pip install vllm"):
             backend.generate([Request.chat(("user", "x"))])
+    else:
+        assert backend.identity()["model"] == "/models/judge"
+
+
+def test_a_vllm_judge_without_vllm_stops_before_any_work(tmp_path) -> None:
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vllm is installed here")  # a GPU machine: the backend runs
+    except ImportError:
+        pass
+    from conftest import run_cli, summeval_records, write_jsonl
+
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(2))
+    proc = run_cli("score", str(data), "-m", "judge.rubric:backend=vllm,model=/models/judge",
+                   "-o", str(tmp_path / "s.csv"), "--store", str(tmp_path / "runs.db"))
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'judgebench[vllm]'" in proc.stderr
+    assert not (tmp_path / "s.csv").exists() and not (tmp_path / "runs.db").exists()

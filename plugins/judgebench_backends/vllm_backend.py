@@ -43,6 +43,7 @@ from judgebench.plugin_api import (
     Request,
     Response,
     TokenLogprob,
+    require,
 )
 
 
@@ -330,7 +331,9 @@ class VLLMBackend(Backend):
         self._lock = threading.Lock()
 
     def identity(self) -> dict[str, str]:
-        """What decides the numbers besides the request: see the module."""
+        """What decides the numbers besides the request: see the module. Asked when a run is
+        prepared, so a missing vllm stops it then, naming the extra, before any work."""
+        require("backend=vllm", "vllm", "vllm")
         args = self.engine_args
         return {
             **super().identity(),
