@@ -216,6 +216,22 @@ def _sigint_is_restored(request: pytest.FixtureRequest) -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def _quiet_environment_is_restored() -> Iterator[None]:
+    """A test that invokes the CLI group in this process (CliRunner) lets it set the quiet
+    variables of `judgebench.verbosity` in os.environ, as a real process would for its own
+    life; put them back, so a later test's child does not take them for the user's choice."""
+    from judgebench.verbosity import QUIET_ENVIRONMENT
+
+    before = {name: os.environ.get(name) for name in QUIET_ENVIRONMENT}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
     if CHANGED_SIGINT:
         terminalreporter.write_line(
