@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SUBSETS = ("Natural", "Adversarial/Neighbor", "Adversarial/GPTInst", "Adversarial/GPTOut",
            "Adversarial/Manual")
@@ -31,7 +32,13 @@ def show(git_dir: str, commit: str, path: str) -> object:
 
 
 def main(git_dir: str, commit: str = "HEAD") -> None:
-    here = Path(__file__).parent
+    build(git_dir, commit, EVALUATORS, LABEL, Path(__file__).parent)
+
+
+def build(git_dir: str, commit: str, evaluators: dict[str, str], label: dict[Any, str],
+          here: Path) -> None:
+    """pairs.csv and statistics.json in `here` for `evaluators` ({column: LLMBar's folder}),
+    each winner written as `label` maps it."""
     rows: list[dict[str, str]] = []
     stats: dict[str, dict[str, object]] = {}
     for subset in SUBSETS:
@@ -40,15 +47,15 @@ def main(git_dir: str, commit: str = "HEAD") -> None:
         assert isinstance(dataset, list)
         subset_rows = [{"item": f"{subset}/{k}", "system_a": "output_1",
                         "system_b": "output_2", "category": subset.split("/")[-1],
-                        "human.gold": LABEL[str(x["label"])]} for k, x in enumerate(dataset)]
-        for name, evaluator in EVALUATORS.items():
+                        "human.gold": label[str(x["label"])]} for k, x in enumerate(dataset)]
+        for name, evaluator in evaluators.items():
             result = show(git_dir, commit, f"{base}/evaluators/{evaluator}/result.json")
             assert isinstance(result, list) and len(result) == len(dataset)
             for row, x, gold in zip(subset_rows, result, dataset, strict=True):
                 assert x["output_1"] == gold["output_1"] and x["label"] == gold["label"]
                 last = x["results"][-1]
-                row[f"{name}.ab"] = LABEL[last["swap = False"]["winner"]]
-                row[f"{name}.ba"] = LABEL[last["swap = True"]["winner"]]
+                row[f"{name}.ab"] = label[last["swap = False"]["winner"]]
+                row[f"{name}.ba"] = label[last["swap = True"]["winner"]]
             stats.setdefault(subset, {})[name] = show(
                 git_dir, commit, f"{base}/evaluators/{evaluator}/statistics.json")
         rows += subset_rows

@@ -11,53 +11,24 @@ statistics.json: the evaluators' own statistics.json, as stored.
 
 from __future__ import annotations
 
-import csv
-import json
-import subprocess
+import importlib.util
 import sys
 from pathlib import Path
 
-SUBSETS = ("Natural", "Adversarial/Neighbor", "Adversarial/GPTInst", "Adversarial/GPTOut",
-           "Adversarial/Manual")
 EVALUATORS = {"palm2-vanilla-norules": "PaLM2/Vanilla_NoRules",
               "palm2-reference": "PaLM2/Reference",
               "llama2-vanilla-1shot": "LLaMA2/Vanilla_1shot"}
 LABEL = {"1": "a", "2": "b", None: "failed"}
 
 
-def show(git_dir: str, commit: str, path: str) -> object:
-    text = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
-                          check=True, capture_output=True, text=True).stdout
-    return json.loads(text)
-
-
 def main(git_dir: str, commit: str = "HEAD") -> None:
     here = Path(__file__).parent
-    rows: list[dict[str, str]] = []
-    stats: dict[str, dict[str, object]] = {}
-    for subset in SUBSETS:
-        base = f"Dataset/LLMBar/{subset}"
-        dataset = show(git_dir, commit, f"{base}/dataset.json")
-        assert isinstance(dataset, list)
-        subset_rows = [{"item": f"{subset}/{k}", "system_a": "output_1",
-                        "system_b": "output_2", "category": subset.split("/")[-1],
-                        "human.gold": LABEL[str(x["label"])]} for k, x in enumerate(dataset)]
-        for name, evaluator in EVALUATORS.items():
-            result = show(git_dir, commit, f"{base}/evaluators/{evaluator}/result.json")
-            assert isinstance(result, list) and len(result) == len(dataset)
-            for row, x, gold in zip(subset_rows, result, dataset, strict=True):
-                assert x["output_1"] == gold["output_1"] and x["label"] == gold["label"]
-                last = x["results"][-1]
-                row[f"{name}.ab"] = LABEL[last["swap = False"]["winner"]]
-                row[f"{name}.ba"] = LABEL[last["swap = True"]["winner"]]
-            stats.setdefault(subset, {})[name] = show(
-                git_dir, commit, f"{base}/evaluators/{evaluator}/statistics.json")
-        rows += subset_rows
-    with open(here / "pairs.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    (here / "statistics.json").write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("llmbar_fixture",
+                                                  here.parent / "llmbar" / "make_fixture.py")
+    assert spec is not None and spec.loader is not None
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    fixture.build(git_dir, commit, EVALUATORS, LABEL, here)
 
 
 if __name__ == "__main__":
