@@ -58,6 +58,14 @@ CREATE TABLE IF NOT EXISTS failures (
 """
 
 
+def cache_file(path: Path) -> Path:
+    """The cache file a `--cache PATH` names: PATH itself when it ends in .sqlite, .sqlite3
+    or .db, else ``PATH/judge_cache.sqlite`` (PATH is a directory)."""
+    if path.suffix in {".sqlite", ".sqlite3", ".db"}:
+        return path
+    return path / "judge_cache.sqlite"
+
+
 def default_cache_path() -> Path:
     """Where the judge cache lives: `RunSettings.cache_path` (a .sqlite/.db file, or a
     directory), else ``$JUDGEBENCH_CACHE_DIR/judge_cache.sqlite``, else
@@ -66,10 +74,7 @@ def default_cache_path() -> Path:
 
     configured = runtime.current().cache_path
     if configured is not None:
-        path = Path(configured)
-        if path.suffix in {".sqlite", ".sqlite3", ".db"}:
-            return path
-        return path / "judge_cache.sqlite"
+        return cache_file(Path(configured))
     root = os.environ.get("JUDGEBENCH_CACHE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "judgebench"
     return base / "judge_cache.sqlite"

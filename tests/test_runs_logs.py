@@ -142,6 +142,23 @@ def test_a_panel_score_shows_every_members_call(server: FaultServer, tmp_path: P
     assert all(c["answer"].startswith("Feedback: Clear and faithful.") for c in entry["calls"])
 
 
+def test_logs_cache_takes_a_directory_as_score_does(server: FaultServer,
+                                                   tmp_path: Path) -> None:
+    """`--cache DIR` names DIR/judge_cache.sqlite for `logs` as for `score`; a --cache with
+    no judge cache there is an error naming it, not every call shown as missing."""
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(2))
+    store = tmp_path / "runs.db"
+    run_cli("score", str(data), "-m", _judge(server), "-o", str(tmp_path / "out.csv"),
+            "--store", str(store), "--cache", str(tmp_path / "cachedir"), check=True)
+    assert (tmp_path / "cachedir" / "judge_cache.sqlite").is_file()
+    for cache in ("cachedir", "cachedir/judge_cache.sqlite"):
+        entries = _logs(store, "--cache", str(tmp_path / cache))
+        assert [call["found"] for e in entries for call in e["calls"]] == [True, True]
+    proc = run_cli("logs", "--store", str(store), "--cache", str(tmp_path / "nowhere"))
+    assert proc.returncode == 2
+    assert "nowhere: no judge cache there" in proc.stderr
+
+
 def test_logs_filters_and_limits(judged: dict) -> None:
     store, records = judged["store"], judged["records"]
     assert {e["status"] for e in _logs(store, "--failed")} == {"error", "refused"}

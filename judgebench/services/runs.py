@@ -302,7 +302,7 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
                                  signature=r["signature"], item=None, system=r["system"],
                                  status=r["status"], reason=r["reason"], value=r["value"])
                         for r in corpus_rows]
-    cache_path = cache if cache is not None else about.cache
+    cache_path = about.cache if cache is None else str(_named_cache(Path(cache)))
     if cache_path is not None and any(e.calls for e in entries):
         entries = _with_calls(entries, Path(cache_path))
     return LogsResult(store=str(store), run=about, entries=entries,
@@ -339,6 +339,17 @@ def _segment_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str],
         extra=cell("extra") or {}, tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
         cost_usd=r["cost_usd"], latency_s=r["latency_s"],
         calls=[Call(key=key) for key in cell("request_keys") or []])
+
+
+def _named_cache(path: Path) -> Path:
+    """The judge cache a `cache=` argument names (a file, or a directory as `score --cache`
+    takes it); an InputError when there is none, rather than every call shown as missing."""
+    from judgebench.judge_cache import cache_file
+
+    found = cache_file(path)
+    if not found.is_file():
+        raise InputError(f"{path}: no judge cache there (looked for {found})")
+    return found
 
 
 def _with_calls(entries: list[LogEntry], cache: Path) -> list[LogEntry]:
