@@ -519,18 +519,13 @@ class Store:
             cursor = self.conn.execute(
                 "SELECT s.item, s.system, s.sample_hash, s.metric, s.value, s.status, s.reason,"
                 " s.raw, s.rationale, s.extra, s.tokens_in, s.tokens_out, s.cost_usd,"
-                " s.latency_s FROM temp.wanted w CROSS JOIN scores s"
+                " s.latency_s, s.rowid FROM temp.wanted w CROSS JOIN scores s"
                 " ON s.signature = ? AND s.item = w.item AND s.system = w.system"
                 " AND s.sample_index = 0 AND s.sample_hash = w.sample_hash",
                 (signature,),
             )
             for r in cursor:
-                found[(r[0], r[1], r[2])] = Score(
-                    item=r[0], system=r[1], sample_index=0, metric=r[3], value=r[4],
-                    status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
-                    extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10],
-                    tokens_out=r[11], cost_usd=r[12], latency_s=r[13], signature=signature,
-                )
+                found[(r[0], r[1], r[2])] = self._score(signature, r[0], r[1], 0, *r[3:])
             self.conn.execute("DELETE FROM temp.wanted")
         return found
 
@@ -582,19 +577,37 @@ class Store:
         with self._guard():
             cursor = self.conn.execute(
                 "SELECT item, system, sample_index, metric, value, status, reason, raw,"
-                " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s FROM scores"
-                " WHERE signature = ? ORDER BY rowid",
+                " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s, rowid"
+                " FROM scores WHERE signature = ? ORDER BY rowid",
                 (signature,),
             )
-            return [
-                Score(
-                    item=r[0], system=r[1], sample_index=r[2], metric=r[3], value=r[4],
-                    status=Status(r[5]), reason=r[6], raw=r[7], rationale=r[8],
-                    extra=json.loads(r[9]) if r[9] else {}, tokens_in=r[10], tokens_out=r[11],
-                    cost_usd=r[12], latency_s=r[13], signature=signature,
-                )
-                for r in cursor
-            ]
+            return [self._score(signature, *r) for r in cursor]
+
+    def _score(self, signature: str, item: str, system: str, sample_index: int, metric: str,
+               value: float | None, status: str, reason: str | None, raw: str | None,
+               rationale: str | None, extra: str | None, tokens_in: int | None,
+               tokens_out: int | None, cost_usd: float | None, latency_s: float | None,
+               rowid: int) -> Score:
+        """A stored score row as a Score; a damaged `status` or `extra` cell (a store edited
+        by hand, or by a tool) is an InputError naming the store, the row and the field."""
+        def damaged(field: str, what: str) -> InputError:
+            return InputError(f"{what}: the store is damaged", path=self.path, row=rowid,
+                              field=f"scores.{field}")
+        try:
+            parsed_status = Status(status)
+        except ValueError:
+            raise damaged("status", f"{status!r} is not a status") from None
+        try:
+            parsed_extra = json.loads(extra) if extra else {}
+        except ValueError:
+            raise damaged("extra", "not JSON") from None
+        if not isinstance(parsed_extra, dict):
+            raise damaged("extra", "not a JSON object")
+        return Score(item=item, system=system, sample_index=sample_index, metric=metric,
+                     value=value, status=parsed_status, reason=reason, raw=raw,
+                     rationale=rationale, extra=parsed_extra, tokens_in=tokens_in,
+                     tokens_out=tokens_out, cost_usd=cost_usd, latency_s=latency_s,
+                     signature=signature)
 
     def costs(self, signature: str) -> dict[str, float | int | None]:
         """Cost, tokens and compute time of `signature`'s rows ({} when it has none)."""

@@ -98,6 +98,24 @@ def test_runs_and_logs_name_the_damaged_json_cell(tmp_path: Path, command: str,
     refused(proc, f"{store}, row {row}, field '{column}'", "the store is damaged")
 
 
+@pytest.mark.parametrize(("name", "value"), [("extra", "{x"), ("extra", "[1]"),
+                                             ("status", "fine")])
+def test_score_resume_names_the_damaged_score_cell(tmp_path: Path, name: str,
+                                                   value: str) -> None:
+    """`score --resume` reads the stored scores back: a damaged cell there is the same one
+    line as for `runs` and `logs`, not a traceback, and no table is written."""
+    store = _scored_store(tmp_path)
+    with sqlite3.connect(store) as conn:
+        conn.execute(f"UPDATE scores SET {name} = ? WHERE rowid = 2", (value,))
+    conn.close()
+    source = write_jsonl(tmp_path / "in.jsonl", [GOOD, GOOD | {"item": "d2"}])
+    out = tmp_path / "again.csv"
+    proc = run_cli("score", str(source), "-m", "lexical.length", "--store", str(store), "-o",
+                   str(out), "--resume")
+    refused(proc, f"{store}, row 2, field 'scores.{name}'", "the store is damaged")
+    assert not out.exists()
+
+
 def test_config_that_is_a_directory(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [GOOD])
     folder = tmp_path / "metrics.toml"
