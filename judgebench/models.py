@@ -51,6 +51,13 @@ class Sample(BaseModel):
         return [self.reference] if isinstance(self.reference, str) else list(self.reference)
 
     @property
+    def input_text(self) -> str | None:
+        """What the sample was asked, the one rule every metric reads it by: its `input`, or
+        else its `source` (None: neither). An empty `input` is a text (see `EmptyText`), so
+        it wins over a `source` as any other input does."""
+        return self.input if self.input is not None else self.source
+
+    @property
     def is_pairwise(self) -> bool:
         return self.output_a is not None or self.output_b is not None
 

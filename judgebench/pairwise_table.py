@@ -38,7 +38,7 @@ from judgebench.models import MetricInfo, Sample, Score, Status
 if TYPE_CHECKING:
     import pandas as pd
 
-    from judgebench.runner import PreparedMetric
+    from judgebench.scoring import PreparedMetric
     from judgebench.store import SampleKey, Store
 
 PAIR_FIELDS = ("output_a", "output_b")

@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.models import Outcome, Sample, Status
+from judgebench.scoring import build, failure_reason, score_batch, timed_score
 
 if TYPE_CHECKING:
     from judgebench.metric import Metric
     from judgebench.plugins import PluginHost
-    from judgebench.runner import PreparedMetric
+    from judgebench.scoring import PreparedMetric
     from judgebench.spec import MetricSpec
 
 CONTEXT = "spawn"
@@ -101,15 +102,6 @@ def workers_for(per_sample: float, rows: int, workers: int, batch_size: int) -> 
     return effective_workers(workers, rows, batch_size)
 
 
-def timed_score(metric: Metric, batch: list[Sample]) -> tuple[list[Outcome], float]:
-    """`runner.score_batch` of `batch`, and the seconds it took per sample."""
-    from judgebench.runner import score_batch
-
-    began = time.perf_counter()
-    outcomes = score_batch(metric, batch)
-    return outcomes, (time.perf_counter() - began) / len(batch)
-
-
 def seconds_per_sample(p: PreparedMetric, samples: Sequence[Sample],
                        host: PluginHost) -> tuple[float, int] | None:
     """Seconds per sample of `p`'s metric, timed on a fresh instance, one sample at a time,
@@ -117,11 +109,9 @@ def seconds_per_sample(p: PreparedMetric, samples: Sequence[Sample],
     timed; None if it is not timed (not parallel-safe: a judge would make calls, a model
     metric load its model). The first call is not counted (it may import libraries, build
     caches) unless it is the only sample."""
-    from judgebench.runner import score_batch
-
     if not samples or not parallel_safe(p.metric):
         return None
-    metric = host.metric(p.spec.name).build(**p.spec.options)
+    metric = build(p.spec, host)
     try:
         began = time.perf_counter()
         score_batch(metric, samples[:1])
@@ -172,7 +162,7 @@ def _init_worker(local_plugins: tuple[str, ...], specs: dict[str, MetricSpec]) -
 
         _worker["host"] = build_host(local_plugins)
     except Exception as exc:
-        _worker["error"] = _describe(exc)
+        _worker["error"] = failure_reason(exc)
 
 
 def _metric(column: str) -> Metric:
@@ -180,8 +170,7 @@ def _metric(column: str) -> Metric:
         raise RuntimeError(f"the plugin host failed in a worker: {_worker['error']}")
     metrics: dict[str, Metric] = _worker["metrics"]
     if column not in metrics:
-        spec = _worker["specs"][column]
-        metrics[column] = _worker["host"].metric(spec.name).build(**spec.options)
+        metrics[column] = build(_worker["specs"][column], _worker["host"])
     return metrics[column]
 
 
@@ -192,19 +181,13 @@ def _check(columns: Sequence[str]) -> dict[str, str]:
         try:
             found[column] = str(_metric(column).signature())
         except Exception as exc:
-            found[column] = f"error: {_describe(exc)}"
+            found[column] = f"error: {failure_reason(exc)}"
     return found
 
 
 def _score(column: str, batch: list[Sample]) -> tuple[list[Outcome], float]:
     """`timed_score` in a worker."""
     return timed_score(_metric(column), batch)
-
-
-def _describe(exc: BaseException) -> str:
-    from judgebench.runner import _describe as describe
-
-    return describe(exc)
 
 
 # -- the parent side ------------------------------------------------------------------------
@@ -319,8 +302,8 @@ class Scheduler:
                 self._start()
                 found = self._isolated(p.column, batch)
             except Exception as exc:  # the batch or its result could not be sent
-                found = ([Outcome.failed(Status.ERROR, f"in a worker process: {_describe(exc)}")]
-                         * len(batch), None)
+                reason = f"in a worker process: {failure_reason(exc)}"
+                found = ([Outcome.failed(Status.ERROR, reason)] * len(batch), None)
             yield found
 
     def close(self) -> None:

@@ -45,12 +45,13 @@ from typing import TYPE_CHECKING, Any
 from judgebench.display import SafeWriter
 from judgebench.models import Outcome, Sample, Status
 from judgebench.runtime import Budget, BudgetExceeded, RunSettings
+from judgebench.scoring import build, failure_reason, one_by_one, score_streamed, timed_score
 
 if TYPE_CHECKING:
     from judgebench.backends.remote import RateLimiter
     from judgebench.plugins import PluginHost
     from judgebench.pool import SchedulerFactory, TimeEstimate
-    from judgebench.runner import PreparedMetric
+    from judgebench.scoring import PreparedMetric
     from judgebench.spec import MetricSpec
 
 #: Environment variables an actor gets from the driver (besides each judge's api_key_env):
@@ -178,7 +179,7 @@ class UriSamples:
         except (OSError, ray.exceptions.RayError) as exc:
             from judgebench.errors import InputError
 
-            raise InputError(f"cannot read it through Ray Data: {_describe(exc)}",
+            raise InputError(f"cannot read it through Ray Data: {failure_reason(exc)}",
                              path=self.uri) from None
         finally:
             if hasattr(blocks, "close"):  # now, while Ray is still connected
@@ -338,14 +339,13 @@ class ScoringActor:
 
             self.host = build_host(local_plugins)
         except Exception as exc:
-            self.error = _describe(exc)
+            self.error = failure_reason(exc)
 
     def _metric(self, column: str) -> Any:
         if self.error is not None:
             raise RuntimeError(f"the plugin host failed in a Ray actor: {self.error}")
         if column not in self.metrics:
-            spec = self.specs[column]
-            self.metrics[column] = self.host.metric(spec.name).build(**spec.options)
+            self.metrics[column] = build(self.specs[column], self.host)
         return self.metrics[column]
 
     def where(self) -> dict[str, Any]:
@@ -367,12 +367,10 @@ class ScoringActor:
             try:
                 found[column] = str(self._metric(column).signature())
             except Exception as exc:
-                found[column] = f"error: {_describe(exc)}"
+                found[column] = f"error: {failure_reason(exc)}"
         return found
 
     def score(self, column: str, batch: list[Sample]) -> BatchResult:
-        from judgebench.pool import timed_score
-        from judgebench.runner import score_batch
         from judgebench.runtime import running
 
         metric = self._metric(column)
@@ -384,12 +382,7 @@ class ScoringActor:
                 return BatchResult(list(outcomes), per_sample, None, os.getpid())
             except BudgetExceeded as exc:
                 # finished answers are in the judge cache: one at a time, they cost nothing
-                finished: list[Outcome | None] = []
-                for sample in batch:
-                    try:
-                        finished.extend(score_batch(metric, [sample]))
-                    except BudgetExceeded:
-                        finished.append(None)
+                finished = [outcome for outcome, _ in one_by_one(metric, batch)]
                 return BatchResult(finished, None, str(exc), os.getpid())
 
     def close(self) -> None:
@@ -401,32 +394,14 @@ class ScoringActor:
 def _streamed(metric: Any, batch: list[Sample]) -> BatchResult:
     """A batch of a metric that yields each result as it finishes (a judge), kept as it
     comes: a budget stop returns every answer paid for, judge cache or not. A stream that
-    fails leaves its other samples to be scored one by one, as `runner.score_batch` does."""
-    from judgebench.runner import _commit_stream, score_batch
-
+    fails leaves its other samples to be scored one by one (`scoring.score_streamed`)."""
     finished: list[Outcome | None] = [None] * len(batch)
-    done: set[int] = set()
-
-    def keep(index: int, outcome: Outcome) -> None:
-        finished[index] = outcome
-        done.add(index)
-
     began = time.perf_counter()
     try:
-        failure = _commit_stream(metric, batch, done, keep)
-        if failure is not None:
-            for index in [i for i in range(len(batch)) if i not in done]:
-                (finished[index],) = ([Outcome.failed(Status.ERROR, _describe(failure))]
-                                      if len(batch) == 1 else score_batch(metric, [batch[index]]))
+        score_streamed(metric, batch, set(), finished.__setitem__)
     except BudgetExceeded as exc:
         return BatchResult(finished, None, str(exc), os.getpid())
     return BatchResult(finished, (time.perf_counter() - began) / len(batch), None, os.getpid())
-
-
-def _describe(exc: BaseException) -> str:
-    from judgebench.runner import _describe as describe
-
-    return describe(exc)
 
 
 # -- the driver side ------------------------------------------------------------------------
@@ -546,7 +521,7 @@ class RayScheduler:
             try:
                 found: BatchResult = ray.get(ref)
             except RayTaskError as exc:  # the call itself raised: every sample fails with it
-                reason = f"in a Ray actor: {_describe(exc.cause or exc)}"
+                reason = f"in a Ray actor: {failure_reason(exc.cause or exc)}"
                 yield [Outcome.failed(Status.ERROR, reason)] * len(batch), None
                 continue
             except RayActorError:

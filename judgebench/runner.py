@@ -29,6 +29,15 @@ from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, current, running
+from judgebench.scoring import (
+    PreparedMetric,
+    failure_reason,
+    lacks,
+    one_by_one,
+    prepare_metrics,
+    score_batch,
+    score_streamed,
+)
 from judgebench.spec import MetricSpec
 from judgebench.store import (
     FAILED_STATUSES,
@@ -45,25 +54,6 @@ if TYPE_CHECKING:
 
     from judgebench.plugins import PluginHost
     from judgebench.pool import BatchScheduler, SchedulerFactory, TimeEstimate
-
-
-@dataclass
-class PreparedMetric:
-    spec: MetricSpec
-    metric: Metric
-    signature: str
-
-    @property
-    def column(self) -> str:
-        return self.spec.column
-
-    @property
-    def segment_level(self) -> bool:
-        return self.metric.info.level == "segment"
-
-    @property
-    def corpus_level(self) -> bool:
-        return self.metric.info.level == "corpus" or self.metric.info.has_corpus
 
 
 #: Distinct failure reasons kept per column; the rest are counted under one "other reasons".
@@ -144,35 +134,13 @@ class TableResult(RunResult):
     table: pd.DataFrame = field(kw_only=True)
 
 
-def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost) -> list[PreparedMetric]:
-    columns = Counter(spec.column for spec in specs)
-    twice = [c for c, n in columns.items() if n > 1]
-    if twice:
-        raise InputError(f"metric column(s) given twice: {twice} (a column is named by its "
-                         "spec less the options that only say how to reach a model, such as "
-                         "api_base or concurrency; name columns yourself with --config)")
-    prepared = []
-    for spec in specs:
-        entry = host.metric(spec.name)
-        metric = entry.build(**spec.options)
-        prepared.append(PreparedMetric(spec, metric, str(metric.signature())))
-    return prepared
-
-
-def _missing(sample: Sample, name: str) -> bool:
-    """Whether a sample lacks a field: absent (None), or a list or dict with nothing in it.
-    An empty string is a value: an empty output is a text, and each metric says what it
-    does with one (`MetricInfo.empty_text`)."""
-    value = getattr(sample, name)
-    return value is None or (isinstance(value, list | dict) and len(value) == 0)
-
-
 @dataclass
 class Survey:
     """What a first read of the samples learns, before any work: the number of rows, the human
-    criteria in order of first appearance, per Sample field the rows lacking it (count and the
-    first one), whether any id or column name holds a CR (CSV output then quotes all text), and
-    a digest of the (item, system) sequence, to notice an input that changes between reads."""
+    criteria in order of first appearance, per Sample field the rows lacking it
+    (`scoring.lacks`: count and the first one), whether any id or column name holds a CR (CSV
+    output then quotes all text), and a digest of the (item, system) sequence, to notice an
+    input that changes between reads."""
 
     rows: int = 0
     human_names: dict[str, None] = field(default_factory=dict)
@@ -186,7 +154,7 @@ class Survey:
         self.pairs.add(sample)
         self.human_names.update(dict.fromkeys(sample.human))
         for name in Sample.model_fields:
-            if _missing(sample, name):
+            if lacks(sample, name):
                 count, item, system = self.lacking.get(name, (0, sample.item, sample.system))
                 self.lacking[name] = (count + 1, item, system)
         self.has_cr = (self.has_cr or "\r" in sample.item or "\r" in sample.system
@@ -230,29 +198,6 @@ def check_requirements(samples: Sequence[Sample], prepared: Sequence[PreparedMet
 def sample_hash(sample: Sample) -> str:
     payload = sample.model_dump(mode="json", exclude={"human", "metadata"})
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
-
-
-def _describe(exc: BaseException) -> str:
-    return redact(f"{type(exc).__name__}: {exc}") or type(exc).__name__
-
-
-def score_batch(metric: Metric, batch: Sequence[Sample]) -> list[Outcome]:
-    """Score a batch; if it raises, score its samples one by one so one bad sample fails
-    alone, with its reason."""
-    try:
-        results = list(metric.score(batch))
-        if len(results) != len(batch):
-            raise JudgebenchError(
-                f"metric {metric.info.name} returned {len(results)} results for "
-                f"{len(batch)} samples"
-            )
-    except (BudgetExceeded, KeyboardInterrupt):
-        raise
-    except Exception as exc:
-        if len(batch) == 1:
-            return [Outcome.failed(Status.ERROR, _describe(exc))]
-        return [outcome for sample in batch for outcome in score_batch(metric, [sample])]
-    return [outcome_of(r) for r in results]
 
 
 def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
@@ -351,11 +296,13 @@ def run_stream(
     from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
     host = host or get_host()
+    entries = [host.metric(spec.name) for spec in specs]  # each spec looked up once, here
     # A pairwise table written out is keyed by (item, system_a, system_b); scores in memory
     # (the audit's probes, which score one pair several ways) are keyed by (item, system).
-    pairwise = check_shape(surveyed.pairs, [(s.column, host.metric(s.name).info) for s in specs],
+    pairwise = check_shape(surveyed.pairs, [(s.column, e.info) for s, e in
+                                            zip(specs, entries, strict=True)],
                            keyed_by_pair=sink is not None)
-    prepared = prepare_metrics(specs, host)
+    prepared = prepare_metrics(specs, host, entries)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
     result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise)
@@ -458,7 +405,7 @@ def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedM
         outcome, error = "interrupted", "interrupted (Ctrl-C or SIGTERM)"
         raise
     except BaseException as exc:
-        outcome, error = "error", _describe(exc)
+        outcome, error = "error", failure_reason(exc)
         raise
     finally:
         budget = settings.budget
@@ -603,7 +550,6 @@ def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], stor
     the README's "Streaming" for its cost), so a killed run loses only the samples in
     flight. If the stream raises, the samples it did not yield are scored one by one, as
     `score_batch` does; a budget stop keeps what finished."""
-    batch = [s for s, _ in chunk]
     began = time.perf_counter()
     done: set[int] = set()
 
@@ -611,51 +557,15 @@ def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], stor
         sample, digest = chunk[index]
         elapsed = (time.perf_counter() - began) / (len(done) + 1)  # per sample, so far
         store.put([_stamp(outcome, sample, p)], [digest], elapsed)
-        done.add(index)
         result.computed += 1
         bar.update(1)
 
     try:
-        failure = _commit_stream(p.metric, batch, done, commit)
-        if failure is not None:  # the rest one by one, as `score_batch` does
-            for index in [i for i in range(len(batch)) if i not in done]:
-                (outcome,) = ([Outcome.failed(Status.ERROR, _describe(failure))]
-                              if len(batch) == 1 else score_batch(p.metric, [batch[index]]))
-                commit(index, outcome)
+        score_streamed(p.metric, [s for s, _ in chunk], done, commit)
     except BudgetExceeded:
         _keep_finished_before_budget_stop(
             p, [c for i, c in enumerate(chunk) if i not in done], store, result)
         raise
-
-
-def _commit_stream(metric: Metric, batch: Sequence[Sample], done: set[int],
-                   commit: Callable[[int, Outcome], None]) -> Exception | None:
-    """Commit each result `metric.score_stream(batch)` yields; return what made the stream
-    fail (it raised, or yielded a bad or no index for some samples), None if it did not. An
-    error committing (the store) is raised, not taken for the metric's."""
-    stream = metric.score_stream(batch)
-    try:
-        while True:
-            try:
-                index, r = next(stream)
-            except StopIteration:
-                break
-            except (BudgetExceeded, KeyboardInterrupt):
-                raise
-            except Exception as exc:
-                return exc
-            if not 0 <= index < len(batch) or index in done:
-                return JudgebenchError(f"metric {metric.info.name} streamed index {index} "
-                                       f"for a batch of {len(batch)} (out of range or twice)")
-            commit(index, outcome_of(r))
-    finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()  # a stream left early stops its calls
-    if len(done) < len(batch):
-        return JudgebenchError(f"metric {metric.info.name} streamed no result for "
-                               f"{len(batch) - len(done)} of {len(batch)} samples")
-    return None
 
 
 def _keep_finished_before_budget_stop(
@@ -664,14 +574,11 @@ def _keep_finished_before_budget_stop(
     """A batch stopped by the budget may have finished some samples (their answers are in the
     judge cache): score them one at a time, which costs nothing for cached answers and stops
     again before any new spending, and store what finishes."""
-    for sample, digest in chunk:
-        began = time.perf_counter()
-        try:
-            (outcome,) = score_batch(p.metric, [sample])
-        except BudgetExceeded:
-            continue
-        store.put([_stamp(outcome, sample, p)], [digest], time.perf_counter() - began)
-        result.computed += 1
+    finished = one_by_one(p.metric, [s for s, _ in chunk])
+    for (sample, digest), (outcome, seconds) in zip(chunk, finished, strict=True):
+        if outcome is not None:
+            store.put([_stamp(outcome, sample, p)], [digest], seconds)
+            result.computed += 1
 
 
 def _keep_finished_elsewhere(
@@ -785,7 +692,7 @@ def _corpus_outcome(metric: Metric, samples: list[Sample] | SummedStatistics) ->
     except (BudgetExceeded, KeyboardInterrupt):
         raise
     except Exception as exc:
-        return Outcome.failed(Status.ERROR, _describe(exc))
+        return Outcome.failed(Status.ERROR, failure_reason(exc))
 
 
 def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import numpy as np
 from judgebench.errors import InputError, PluginError
 from judgebench.metric import outcome_of
 from judgebench.models import Outcome, Sample, Status
+from judgebench.scoring import lacks, needed
 from judgebench.sentinel import Sentinel
 from judgebench.spec import MetricSpec, parse_spec
 from judgebench.suggest import did_you_mean
@@ -93,10 +94,9 @@ def align_samples(frame: pd.DataFrame, samples: Sequence[Sample] | None
 
 
 def _lacks(sample: Sample, name: str) -> bool:
-    value = getattr(sample, name)
-    if name == "input" and value is None:
-        value = sample.source
-    return value is None or (isinstance(value, str | list | dict) and len(value) == 0)
+    """What a sentinel cannot score: what any metric lacks (`scoring.lacks`), and an empty
+    text, which has no features."""
+    return lacks(sample, name) or needed(sample, name) == ""
 
 
 def compute_sentinels(frame: pd.DataFrame, *, humans: Sequence[str],

@@ -66,7 +66,7 @@ class TextSentinel(Sentinel[RegressorOptions]):
         if self.field == "output":
             return sample.output
         if self.field == "input":
-            return sample.input if sample.input is not None else sample.source
+            return sample.input_text
         refs = sample.references
         return "\n".join(refs) if refs else None
 

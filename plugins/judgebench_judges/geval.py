@@ -169,7 +169,7 @@ class GEvalJudge(JudgeMetric[GEvalOptions]):
     # -- scoring --------------------------------------------------------------------------------
     def form(self, sample: Sample, steps: str) -> tuple[dict[str, str], ...]:
         o = self.options
-        source = sample.source or sample.input
+        source = sample.input_text
         source_block = ""
         if source:
             source_block = (f"\n{self.source_name[:1].upper()}{self.source_name[1:]}:\n"

@@ -75,7 +75,7 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
 
     def order_request(self, sample: Sample, first: str, second: str) -> Request:
         messages = self.messages({
-            "question": as_data(sample.input or sample.source or "(no question given)"),
+            "question": as_data(sample.input_text or "(no question given)"),
             "response_a": as_data(first),
             "response_b": as_data(second),
             "format": self.format_instruction(),

@@ -140,8 +140,7 @@ def _rubric_of(name: str, options: PrometheusOptions) -> ScoreRubric:
 def _prompt_values(judge: JudgeMetric[Any], sample: Sample, mode: str) -> dict[str, str]:
     """The instruction (the sample's input, else its source) and the reference parts."""
     options = cast(PrometheusOptions, judge.options)
-    instruction = sample.input if sample.input is not None else sample.source
-    values = {"instruction": need(sample, instruction, "input"),
+    values = {"instruction": need(sample, sample.input_text, "input"),
               "reference_given": "", "reference_section": ""}
     if options.use_reference and sample.references:
         given, section = _REFERENCE[mode]

@@ -104,7 +104,7 @@ class ReferenceJudge(JudgeMetric[ReferenceOptions]):
             f"({i}) {r}" for i, r in enumerate(refs, start=1)
         )
         messages = self.messages({
-            "question": as_data(sample.input or sample.source or "(no question given)"),
+            "question": as_data(sample.input_text or "(no question given)"),
             "reference": as_data(reference),
             "response": as_data(need(sample, sample.output, "output")),
             "format": self.format_instruction(),

@@ -138,7 +138,7 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             reference_block = ("\nReference answer (would get the highest score):\n"
                                f"<reference>\n{as_data(refs[0])}\n</reference>\n")
         return {
-            "instruction": as_data(sample.input or sample.source or "(no instruction given)"),
+            "instruction": as_data(sample.input_text or "(no instruction given)"),
             "response": as_data(response),
             "reference_block": reference_block,
             "reference_note": "Compare it with the reference answer. " if refs else "",

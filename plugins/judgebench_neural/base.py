@@ -97,7 +97,7 @@ def texts_or_reason(samples: Sequence[Sample], field: str) -> list[str | Outcome
 def context_texts(sample: Sample, against: str) -> list[str]:
     """The non-blank texts an output is compared with: its references or its input."""
     if against == "input":
-        text = sample.input if sample.input is not None else sample.source
+        text = sample.input_text
         candidates = [] if text is None else [text]
     else:
         candidates = sample.references

@@ -281,7 +281,7 @@ class Comet(ModelMetric[CometOptions]):
         owners: list[int] = []
         results: list[float | Outcome | None] = [None] * len(samples)
         for index, sample in enumerate(samples):
-            source = sample.input if sample.input is not None else sample.source
+            source = sample.input_text
             if not sample.output or not sample.output.strip():
                 results[index] = Outcome.failed(Status.SKIPPED, "empty output")
                 continue
