@@ -230,3 +230,19 @@ def test_score_rows_carry_every_annotator() -> None:
     assert rows[0]["human"] == {"coherence": pytest.approx(4.666666666666667),
                                 "consistency": pytest.approx(4.666666666666667),
                                 "fluency": pytest.approx(4.666666666666667), "relevance": 3.0}
+
+
+def test_register_suites_checks_what_a_plugin_registers(tmp_path: Path) -> None:
+    plugin = tmp_path / "my_suites.py"
+    good = copy_suite("llmbar", tmp_path / "data", rename="their-llmbar")
+    plugin.write_text(
+        "from judgebench.plugin_api import hookimpl\n\n\n@hookimpl\n"
+        f"def register_suites(register):\n    register({str(good)!r})\n", encoding="utf-8")
+    listed = run_cli("-p", str(plugin), "suites", "--json", check=True)
+    (row,) = [r for r in json.loads(listed.stdout) if r["name"] == "their-llmbar"]
+    assert row["origin"] == str(plugin.resolve())
+    plugin.write_text(
+        "from judgebench.plugin_api import hookimpl\n\n\n@hookimpl\n"
+        f"def register_suites(register):\n    register({str(tmp_path)!r})\n", encoding="utf-8")
+    bad = run_cli("-p", str(plugin), "suites")
+    assert bad.returncode == 1 and "holds no suite.json" in bad.stderr
