@@ -246,3 +246,62 @@ def test_register_suites_checks_what_a_plugin_registers(tmp_path: Path) -> None:
         f"def register_suites(register):\n    register({str(tmp_path)!r})\n", encoding="utf-8")
     bad = run_cli("-p", str(plugin), "suites")
     assert bad.returncode == 1 and "holds no suite.json" in bad.stderr
+
+
+def pairwise_rated_suite(folder: Path, labels: np.ndarray) -> Path:
+    """A pairwise suite of labels.shape[1] pairs judged a/b by labels.shape[0] annotators
+    (1 = a); the aggregate is their majority."""
+    folder.mkdir(parents=True)
+    annotators = [f"r{k}" for k in range(labels.shape[0])]
+    samples, human = [], []
+    for j in range(labels.shape[1]):
+        key = {"item": f"i{j}", "system_a": "X", "system_b": "Y"}
+        samples.append({**key, "input": "Say hi.", "output_a": "q=1 hi", "output_b": "q=2 hi"})
+        mean = labels[:, j].mean()
+        row = {**key, "human.preference": "a" if mean > 0.5 else "b" if mean < 0.5 else "tie"}
+        row |= {f"human.preference.{a}": "a" if v else "b"
+                for a, v in zip(annotators, labels[:, j], strict=True)}
+        human.append(row)
+    files = {}
+    for name, rows in (("samples.jsonl.gz", samples), ("human.jsonl.gz", human)):
+        data = _gz(rows)
+        (folder / name).write_bytes(data)
+        files[name] = "sha256:" + hashlib.sha256(data).hexdigest()
+    info = {"name": folder.name, "title": "Pairs", "description": "synthetic",
+            "kind": "pairwise", "criteria": ["preference"],
+            "annotators": {"preference": annotators},
+            "protocols": [{"name": "pref", "criterion": "preference", "level": "pair",
+                           "statistics": ["accuracy"], "human": "human.preference",
+                           "ties": "drop", "failed_as": "wrong"}],
+            "licence": "CC0-1.0", "citation": "-",
+            "source": {"repository": "-", "commit": "-", "files": []}, "files": files}
+    (folder / "suite.json").write_text(json.dumps(info), encoding="utf-8")
+    return folder
+
+
+def test_the_pairwise_human_ceiling_is_each_annotator_against_the_others_majority(
+        tmp_path: Path) -> None:
+    from scripted_judge import ScriptedJudge
+
+    rng = np.random.default_rng(11)
+    labels = (rng.random((4, 30)) < 0.7).astype(int)  # 4 annotators: the others' vote ties
+    pairwise_rated_suite(tmp_path / "suites" / "pairs", labels)
+    with ScriptedJudge() as judge:
+        spec = (f"judge.pairwise:backend=openai_compat,model=judge,api_base={judge.url},"
+                "api_key_env=JB_PAIR_KEY,protocol=text")
+        proc = run_cli("bench", spec, "--suite", "pairs", "--suite-path",
+                       str(tmp_path / "suites"), "--json", "--bootstrap", "0", "--store",
+                       str(tmp_path / "runs.db"), env={"JB_PAIR_KEY": "not-a-secret"},
+                       check=True)
+    (card,) = json.loads(proc.stdout)
+    (ceiling,) = [r for r in card["rows"] if r["kind"] == "ceiling"]
+    per_annotator = []
+    for r in range(labels.shape[0]):
+        others = np.delete(labels, r, axis=0).mean(axis=0)
+        decided = others != 0.5  # the others' majority is a tie: dropped (ties "drop")
+        per_annotator.append(float(np.mean(labels[r][decided] == (others[decided] > 0.5))))
+    assert ceiling["value"] == pytest.approx(float(np.mean(per_annotator)), abs=1e-12)
+    (mine,) = [r for r in card["rows"] if r["kind"] == "yours"]
+    assert mine["value"] == pytest.approx(float(np.mean(labels.mean(axis=0) < 0.5)) /
+                                          (1 - float(np.mean(labels.mean(axis=0) == 0.5))),
+                                          abs=1e-12)  # q=2 (B) always wins: right where b

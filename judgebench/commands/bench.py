@@ -29,7 +29,7 @@ from judgebench.store import DEFAULT_STORE
 @click.option("--cache", "cache_path", type=click.Path(path_type=Path),
               help="Judge response cache (as `score --cache`).")
 @click.option("--budget-usd", type=float, callback=lambda _c, _p, v: check_budget_usd(v),
-              help="Stop before spending more than this (US dollars), per suite.")
+              help="Stop before spending more than this (US dollars), all suites together.")
 @click.option("--allow-unknown-cost", is_flag=True,
               help="With --budget-usd, run judges whose price is unknown.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N",

@@ -133,6 +133,10 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     # A spec's column (its name without the runtime options) is its label everywhere after.
     specs = [p.column for p in parsed]
     by_column = dict(zip(specs, parsed, strict=True))
+    from judgebench.runtime import Budget
+
+    # One budget for the whole bench: --budget-usd bounds every suite's scoring together.
+    budget = Budget(limit_usd=options.budget_usd, allow_unknown_cost=options.allow_unknown_cost)
     cards = []
     keep = Path(workdir) if workdir is not None else None
     for suite in suites:
@@ -151,12 +155,15 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         folder = keep / suite.name if keep is not None else Path(
             tempfile.mkdtemp(prefix=f"judgebench-bench-{suite.name}-"))
         try:
-            cards.append(_suite_card(suite, runnable, by_column, notes, folder, options,
+            cards.append(_suite_card(suite, runnable, by_column, notes, folder, budget, options,
                                      bootstrap,
                                      seed, alpha, log, str(folder) if keep else None))
         finally:
             if keep is None:
                 shutil.rmtree(folder, ignore_errors=True)
+    if options.budget_usd is not None:
+        log(f"spent ${budget.spent_usd:.4f} of the ${options.budget_usd:.4f} budget (answers "
+            "reused from the judge cache or the store are not paid again)")
     return BenchResult(cards, list(specs))
 
 
@@ -179,18 +186,16 @@ def _shapes(specs: Sequence[Any]) -> list[str | None]:
 
 
 def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
-                folder: Path,
+                folder: Path, budget: Any,
                 options: ScoreOptions, bootstrap: int, seed: int, alpha: float, log: Log,
                 workdir: str | None) -> Card:
-    from judgebench.runtime import Budget, RunSettings
+    from judgebench.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
     files = export(suite, folder)
     pairwise = suite.info.kind == "pairwise"
     table = folder / ("pairs.csv" if pairwise else "scores.csv")
-    settings = RunSettings(budget=Budget(limit_usd=options.budget_usd,
-                                         allow_unknown_cost=options.allow_unknown_cost),
-                           cache_path=options.cache)
+    settings = RunSettings(budget=budget, cache_path=options.cache)
     log(f"{suite.name}: scoring {'the first ' + str(options.limit) if options.limit else 'all'}"
         f" of {suite.size()} rows with {len(specs)} metric(s)")
     run = score_file(files["samples.jsonl"], [by_column[s] for s in specs], output=table,
