@@ -184,6 +184,10 @@ class Suite:
 
         return pd.DataFrame(list(self.rows(HUMAN)))
 
+    def fields(self) -> set[str]:
+        """The sample fields some row of `samples.jsonl.gz` fills (what a metric may require)."""
+        return {k for row in self.rows(SAMPLES) for k, v in row.items() if v not in (None, "")}
+
     def size(self) -> int:
         return sum(1 for _ in self.rows(SAMPLES))
 

@@ -305,3 +305,26 @@ def test_the_pairwise_human_ceiling_is_each_annotator_against_the_others_majorit
     assert mine["value"] == pytest.approx(float(np.mean(labels.mean(axis=0) < 0.5)) /
                                           (1 - float(np.mean(labels.mean(axis=0) == 0.5))),
                                           abs=1e-12)  # q=2 (B) always wins: right where b
+
+
+def test_a_metric_that_needs_a_field_the_suite_lacks_is_skipped_saying_so(
+        tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    rated_suite(tmp_path / "suites" / "norefs", rng.integers(1, 6, size=(2, 8)).astype(float),
+                ["the cat"] * 8)
+    folder = tmp_path / "suites" / "norefs"
+    rows = [json.loads(line) for line in gzip.decompress(
+        (folder / "samples.jsonl.gz").read_bytes()).decode().splitlines()]
+    (folder / "samples.jsonl.gz").write_bytes(_gz([{k: v for k, v in r.items()
+                                                     if k != "reference"} for r in rows]))
+    info = json.loads((folder / "suite.json").read_text(encoding="utf-8"))
+    info["files"]["samples.jsonl.gz"] = "sha256:" + hashlib.sha256(
+        (folder / "samples.jsonl.gz").read_bytes()).hexdigest()
+    (folder / "suite.json").write_text(json.dumps(info), encoding="utf-8")
+    proc = run_cli("bench", "lexical.chrf", "lexical.length", "--suite", "norefs",
+                   "--suite-path", str(tmp_path / "suites"), "--json", "--bootstrap", "0",
+                   "--store", str(tmp_path / "runs.db"), "--workers", "1", check=True)
+    (card,) = json.loads(proc.stdout)
+    assert card["notes"][0] == ("lexical.chrf: skipped, it needs reference, which this suite's "
+                                "samples do not have")
+    assert {r["label"] for r in card["rows"] if r["kind"] == "yours"} == {"lexical.length"}

@@ -129,7 +129,7 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         raise InputError("give one or more metric specs (see `judgebench metrics`)",
                          field="SPEC")
     parsed = [parse_spec(s) for s in specs]
-    shapes = _shapes(parsed)
+    shapes, requires = _shapes(parsed)
     # A spec's column (its name without the runtime options) is its label everywhere after.
     specs = [p.column for p in parsed]
     by_column = dict(zip(specs, parsed, strict=True))
@@ -140,17 +140,26 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     cards = []
     keep = Path(workdir) if workdir is not None else None
     for suite in suites:
-        runnable = [s for s, shape in zip(specs, shapes, strict=True)
-                    if shape in (None, suite.info.kind)]
-        left = [s for s in specs if s not in runnable]
-        notes = [f"{s}: skipped, a {'pairwise' if suite.info.kind == 'pointwise' else 'pointwise'}"
-                 f" metric does not run on a {suite.info.kind} suite" for s in left]
+        fields = suite.fields()
+        runnable, notes = [], []
+        for spec, shape, needs in zip(specs, shapes, requires, strict=True):
+            missing = [f for f in needs if f not in fields]
+            if shape not in (None, suite.info.kind):
+                other = "pairwise" if suite.info.kind == "pointwise" else "pointwise"
+                notes.append(f"{spec}: skipped, a {other} metric does not run on a "
+                             f"{suite.info.kind} suite")
+            elif missing:
+                notes.append(f"{spec}: skipped, it needs {', '.join(missing)}, which this "
+                             "suite's samples do not have")
+            else:
+                runnable.append(spec)
         if not runnable:
+            left = [s for s in specs if s not in runnable]
             card = Card(suite.info, [f"{', '.join(left)} cannot run on {suite.info.title}: "
-                                     f"it is a {suite.info.kind} suite."], [], notes,
-                        skipped="no metric fits this suite's kind")
+                                     + "; ".join(n.split(": ", 1)[1] for n in notes) + "."],
+                        [], notes, skipped="no metric fits this suite")
             cards.append(card)
-            log(f"{suite.name}: skipped (no {suite.info.kind} metric)")
+            log(f"{suite.name}: skipped ({'; '.join(notes)})")
             continue
         folder = keep / suite.name if keep is not None else Path(
             tempfile.mkdtemp(prefix=f"judgebench-bench-{suite.name}-"))
@@ -167,22 +176,25 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     return BenchResult(cards, list(specs))
 
 
-def _shapes(specs: Sequence[Any]) -> list[str | None]:
-    """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape)."""
+def _shapes(specs: Sequence[Any]) -> tuple[list[str | None], list[tuple[str, ...]]]:
+    """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape); and
+    the sample fields it requires."""
     from judgebench.pairwise_table import is_pairwise_metric
     from judgebench.suite import host as plugin_host
 
     host = plugin_host()
     shapes: list[str | None] = []
+    requires = []
     for spec in specs:
         info = host.metric(spec.name).info
+        requires.append(tuple(info.requires))
         if is_pairwise_metric(info):
             shapes.append("pairwise")
         elif "output" in info.requires:
             shapes.append("pointwise")
         else:
             shapes.append(None)
-    return shapes
+    return shapes, requires
 
 
 def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
