@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from scripted_judge import ScriptedJudge
-from suites_support import DATA, plugin_args, plugin_env
+from suites_support import BUILTIN, DATA, plugin_args, plugin_env
 
 from judgebench.suite import load_suite
 
@@ -55,6 +55,25 @@ def test_llmbar_stored_verdicts_reproduce_the_papers_accuracies(tmp_path: Path) 
     assert card["verdict"][1].startswith(f"{spec.split(',api_base')[0]},protocol=text agrees "
                                          "with people on LLMBar-Natural at accuracy 50.0%")
     assert "significantly below the published GPT-4 Vanilla (95.5%)" in card["verdict"][1]
+
+
+STORED = [name for name in BUILTIN if load_suite(DATA / name).info.kind == "pairwise"
+          and any(p.verdicts_column for p in load_suite(DATA / name).info.published)]
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_every_pairwise_suites_stored_verdicts_reproduce_its_published_numbers(
+        tmp_path: Path, name: str) -> None:
+    with ScriptedJudge() as judge:
+        spec = (f"judge.pairwise:backend=openai_compat,model=judge,api_base={judge.url},"
+                "api_key_env=JB_PAIR_KEY,protocol=text")
+        card = _bench(tmp_path, spec, name)
+    stored = [p for p in load_suite(DATA / name).info.published if p.verdicts_column]
+    published = [r for r in card["rows"] if r.get("printed") is not None and r.get("spec")]
+    assert len(published) >= len(stored)
+    assert all(r["reproduces"] is True for r in published), [
+        (r["label"], r["subset"], r["value"], r["printed"]) for r in published
+        if not r["reproduces"]]
 
 
 @pytest.mark.slow  # ROUGE-2 over all of SummEval
