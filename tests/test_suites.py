@@ -328,3 +328,17 @@ def test_a_metric_that_needs_a_field_the_suite_lacks_is_skipped_saying_so(
     assert card["notes"][0] == ("lexical.chrf: skipped, it needs reference, which this suite's "
                                 "samples do not have")
     assert {r["label"] for r in card["rows"] if r["kind"] == "yours"} == {"lexical.length"}
+
+
+def test_the_python_api_gives_the_commands_cards(tmp_path: Path) -> None:
+    import judgebench
+
+    rng = np.random.default_rng(9)
+    rated_suite(tmp_path / "suites" / "api", rng.integers(1, 6, size=(3, 10)).astype(float),
+                ["the cat sat"] * 5 + ["a dog ran"] * 5)
+    result = judgebench.bench("lexical.chrf", "api", suite_paths=(str(tmp_path / "suites"),),
+                              bootstrap=0)
+    cli = run_cli("bench", "lexical.chrf", "--suite", "api", "--suite-path",
+                  str(tmp_path / "suites"), "--json", "--bootstrap", "0", "--store",
+                  str(tmp_path / "runs.db"), "--workers", "1", check=True)
+    assert result.to_dict() == json.loads(cli.stdout)
