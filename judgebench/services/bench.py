@@ -122,6 +122,7 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
           workdir: str | Path | None = None, log: Log | None = None) -> BenchResult:
     """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
     samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed)."""
+    from judgebench.runtime import Budget
     from judgebench.spec import parse_spec
 
     log = log or (lambda _message: None)
@@ -133,8 +134,6 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     # A spec's column (its name without the runtime options) is its label everywhere after.
     specs = [p.column for p in parsed]
     by_column = dict(zip(specs, parsed, strict=True))
-    from judgebench.runtime import Budget
-
     # One budget for the whole bench: --budget-usd bounds every suite's scoring together.
     budget = Budget(limit_usd=options.budget_usd, allow_unknown_cost=options.allow_unknown_cost)
     cards = []
@@ -164,9 +163,9 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         folder = keep / suite.name if keep is not None else Path(
             tempfile.mkdtemp(prefix=f"judgebench-bench-{suite.name}-"))
         try:
-            cards.append(_suite_card(suite, runnable, by_column, notes, folder, budget, options,
-                                     bootstrap,
-                                     seed, alpha, log, str(folder) if keep else None))
+            cards.append(_suite_card(suite, runnable, by_column, notes, folder, budget,
+                                     options, bootstrap, seed, alpha, log,
+                                     str(folder) if keep else None))
         finally:
             if keep is None:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -198,9 +197,8 @@ def _shapes(specs: Sequence[Any]) -> tuple[list[str | None], list[tuple[str, ...
 
 
 def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
-                folder: Path, budget: Any,
-                options: ScoreOptions, bootstrap: int, seed: int, alpha: float, log: Log,
-                workdir: str | None) -> Card:
+                folder: Path, budget: Any, options: ScoreOptions, bootstrap: int, seed: int,
+                alpha: float, log: Log, workdir: str | None) -> Card:
     from judgebench.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
@@ -217,7 +215,7 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     if run.failed:
         notes.append(f"{run.failed} score(s) failed (see `judgebench logs --store "
                      f"{options.store}`); counted as the protocol says")
-    published = [p for p in suite.info.published]
+    published = list(suite.info.published)
     stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
     _merge_stored(table, suite, stored)
     rows: list[CardRow] = []
