@@ -2,7 +2,7 @@
 
 The Python API is `judgebench.api`, re-exported here: one function per command (`score`,
 `meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `items`,
-`compare_judges`, `runs`, `logs`), each returning a result with `to_pandas()` and
+`compare_judges`, `runs`, `logs`, `bench`), each returning a result with `to_pandas()` and
 `to_json()`. Importing this package is cheap: the API, pandas, the plugins and any model
 library load on first use.
 """
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from judgebench.api import (
         aggregate,
         audit,
+        bench,
         combine,
         compare_judges,
         items,
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
         score,
     )
 
-__all__ = ["__version__", "aggregate", "audit", "combine", "compare_judges", "items", "logs",
-           "meta_eval", "meta_eval_pairwise", "runs", "score"]
+__all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges", "items",
+           "logs", "meta_eval", "meta_eval_pairwise", "runs", "score"]
 API = frozenset(__all__) - {"__version__"}
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVa
 
 import judgebench.services.aggregate as _aggregate
 import judgebench.services.audit as _audit
+import judgebench.services.bench as _bench
 import judgebench.services.combine as _combine
 import judgebench.services.compare_judges as _compare_judges
 import judgebench.services.items as _items
@@ -44,7 +45,7 @@ from judgebench.services.score import ScoreResult
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["aggregate", "audit", "combine", "compare_judges", "items", "logs", "meta_eval",
+__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "items", "logs", "meta_eval",
            "meta_eval_pairwise", "runs", "score"]
 
 #: What the table-reading functions accept.
@@ -137,3 +138,22 @@ combine = _reads_file(_combine.combine)
 items = _reads_file(_items.items)
 runs = _runs.runs
 logs = _runs.logs
+
+
+def bench(specs: str | list[str], suites: str = "all", *, suite_paths: tuple[str, ...] = (),
+          store: str | Path | None = None, resume: bool = False, limit: int | None = None,
+          workers: int = 1, budget_usd: float | None = None, bootstrap: int = 1000,
+          seed: int = 0, alpha: float = 0.05, workdir: str | Path | None = None
+          ) -> _bench.BenchResult:
+    """`judgebench bench SPEC... --suite SUITES`: each suite's card (`BenchResult.cards`;
+    `to_dict()` is `--json`). Without `store`, the scores go to a temporary store."""
+    from judgebench.suite import resolve
+
+    chosen = resolve(suites, suite_paths)
+    with tempfile.TemporaryDirectory(prefix="judgebench-") as folder:
+        options = _bench.ScoreOptions(store=Path(store) if store is not None
+                                      else Path(folder) / "runs.db", resume=resume,
+                                      budget_usd=budget_usd, workers=workers, limit=limit)
+        return _bench.bench([specs] if isinstance(specs, str) else list(specs), chosen,
+                            options=options, bootstrap=bootstrap, seed=seed, alpha=alpha,
+                            workdir=workdir)

@@ -34,6 +34,10 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
              "and answer."),
     "items": ("judgebench.commands.items", "Item response theory: abilities, items, subsets."),
     "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
+    "suites": ("judgebench.commands.suites", "List the meta-evaluation suites, show one, or "
+               "export its samples and human table."),
+    "bench": ("judgebench.commands.bench", "Benchmark metrics or judges on the suites, beside "
+              "published baselines and the human ceiling."),
 }
 
 

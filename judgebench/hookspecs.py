@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         MetricRegister,
         ProbeRegister,
         SentinelRegister,
+        SuiteRegister,
     )
 
 hookspec = pluggy.HookspecMarker("judgebench")
@@ -49,6 +50,12 @@ def register_sentinels(register: SentinelRegister) -> None:
 def register_probes(register: ProbeRegister) -> None:
     """Register metamorphic probes for ``audit --probe``: ``register(ProbeClass)`` (or an
     instance), a subclass of judgebench.probe.Probe."""
+
+
+@hookspec
+def register_suites(register: SuiteRegister) -> None:
+    """Register meta-evaluation suites: ``register(folder)``, a folder in the suite layout
+    (judgebench.suite); its name is the folder's name."""
 
 
 @hookspec

@@ -80,6 +80,7 @@ from judgebench.registry import (
     MetricRegister,
     ProbeRegister,
     SentinelRegister,
+    SuiteRegister,
 )
 from judgebench.sentinel import Sentinel
 from judgebench.spec import parse_spec
@@ -133,6 +134,7 @@ __all__ = [
     "Sentinel",
     "SentinelRegister",
     "Status",
+    "SuiteRegister",
     "TokenLogprob",
     "WithStatistics",
     "against",

@@ -38,6 +38,7 @@ from judgebench.registry import (
     ProbeRegister,
     Register,
     SentinelRegister,
+    SuiteRegister,
 )
 from judgebench.suggest import did_you_mean
 
@@ -79,6 +80,10 @@ class PluginHost:
 
     def aggregators(self) -> dict[str, NamedEntry]:
         return self._collect("register_aggregators", AggregatorRegister)
+
+    def suites(self) -> dict[str, NamedEntry]:
+        """Every registered suite folder (`obj` is its Path), by name."""
+        return self._collect("register_suites", SuiteRegister)
 
     def metric(self, name: str) -> MetricEntry:
         found = self.metrics() | self.sentinels()

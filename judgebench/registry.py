@@ -8,6 +8,7 @@ Each hook gets its own register object, with only the call a plugin may make:
     register_probes(register: ProbeRegister)        register(ProbeClass) or register(probe)
     register_backends(register: BackendRegister)    register(name, factory)
     register_aggregators(register: AggregatorRegister)  register(name, rule)
+    register_suites(register: SuiteRegister)        register(folder)
 
 Every call is checked when it is made; a breach is a PluginError naming the plugin: names are
 unique within a hook; a metric class whose info declares a corpus level (`level="corpus"` or
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -228,3 +230,20 @@ class AggregatorRegister(Register[NamedEntry]):
     def __call__(self, name: str, rule: AggregationRule) -> None:
         """Register an aggregation rule under `name`."""
         self._add(self._named(name, rule))
+
+
+class SuiteRegister(Register[NamedEntry]):
+    """What `register_suites` receives."""
+
+    def __call__(self, folder: str | Path) -> None:
+        """Register the suite in `folder` (judgebench.suite's layout) under the folder's name.
+        Its files are verified when the suite is loaded, not here."""
+        from judgebench.suite import INFO, NAME
+
+        path = Path(folder)
+        if not (path / INFO).is_file():
+            raise self._error(f"registers suite folder {path}, which holds no {INFO}")
+        if not NAME.match(path.name):
+            raise self._error(f"registers suite '{path.name}': a suite name is lowercase "
+                              "letters, digits and '-'")
+        self._add(self._named(path.name, path))

@@ -55,12 +55,20 @@ def requirement_name(requirement: str) -> str:
     return normalize(match.group(1))
 
 
+def optional_dependencies() -> dict[str, list[str]]:
+    """The extras as setup.py gives them to setuptools (pyproject's
+    [tool.judgebench.optional-dependencies] plus `suites`, the in-repo distribution)."""
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    extras = dict(tomllib.loads(text)["tool"]["judgebench"]["optional-dependencies"])
+    return {**extras, "suites": ["judgebench-suites"]}
+
+
 @cache
 def declared() -> tuple[frozenset[str], frozenset[str]]:
     """(core dependencies, dependencies of any extra), normalized names."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     core = frozenset(requirement_name(r) for r in project["dependencies"])
-    extras = frozenset(requirement_name(r) for group in project["optional-dependencies"].values()
+    extras = frozenset(requirement_name(r) for group in optional_dependencies().values()
                        for r in group)
     return core, extras
 
@@ -160,7 +168,7 @@ def declared_ranges() -> dict[str, SpecifierSet]:
     """Each distribution's range: core dependencies and every extra's, intersected."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     every = [*project["dependencies"],
-             *(r for group in project["optional-dependencies"].values() for r in group)]
+             *(r for group in optional_dependencies().values() for r in group)]
     ranges: dict[str, SpecifierSet] = {}
     for text in every:
         requirement = Requirement(text)

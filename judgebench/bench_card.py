@@ -1,0 +1,201 @@
+"""`bench`'s cards and `suites`' listing and card, as text, Markdown, JSON and HTML.
+
+A bench card starts with its verdict sentences, then one table per protocol and subset:
+the user's metrics, the published baselines (the printed value, and the recomputed one where
+the suite stores the baseline's verdicts) and the human ceiling, each with its bootstrap CI
+and significance cluster. The HTML page reuses the audit's self-contained page (CSS,
+Content-Security-Policy, tables: judgebench.auditing.html).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Sequence
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgebench.services.bench import BenchResult, Card, CardRow
+    from judgebench.suite import Suite
+
+FORMATS = ("text", "markdown", "json", "html")
+HEADER = ("", "metric", "value", "CI", "cluster", "published", "n", "source")
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _cells(row: CardRow) -> list[str]:
+    digits = row.precision if row.precision is not None else 3
+    mark = {"yours": "*", "published": "", "ceiling": "="}[row.kind]
+    ci = f"[{_num(row.ci[0], digits)}, {_num(row.ci[1], digits)}]" if row.ci else ""
+    printed = _num(row.printed, digits)
+    if row.reproduces is not None:
+        printed += " (reproduced)" if row.reproduces else " (not reproduced)"
+    return [mark, row.label, _num(row.value, digits), ci,
+            "" if row.cluster is None else str(row.cluster), printed,
+            "" if row.n is None else str(row.n), row.table or ""]
+
+
+def _groups(card: Card) -> list[tuple[str, list[CardRow]]]:
+    """(heading, rows) per protocol, statistic and subset, in the suite's order; the user's
+    metrics first, then the published baselines by value, the ceiling last."""
+    order = {"yours": 0, "published": 1, "ceiling": 2}
+    seen: dict[tuple[str, str, str | None], list[CardRow]] = {}
+    for row in card.rows:
+        seen.setdefault((row.protocol, row.statistic, row.subset), []).append(row)
+    out = []
+    for (protocol, statistic, subset), rows in seen.items():
+        rows.sort(key=lambda r: (order[r.kind], -(r.value if r.value is not None else
+                                                  r.printed if r.printed is not None
+                                                  else -1e300)))
+        where = f", {subset}" if subset else ""
+        out.append((f"{protocol}: {statistic}{where}", rows))
+    return out
+
+
+def render_text(result: BenchResult) -> str:
+    parts = []
+    for card in result.cards:
+        lines = [f"== {card.suite.title} ({card.suite.name}, {card.suite.kind}) =="]
+        lines += [textwrap.fill(v, 100) for v in card.verdicts]
+        for heading, rows in _groups(card):
+            lines.append(f"\n{heading}")
+            lines.append(_aligned([list(HEADER), *(_cells(r) for r in rows)]))
+        lines += [f"note: {n}" for n in card.notes]
+        lines.append(f"licence: {card.suite.licence}; * = yours, = = human ceiling; cite the "
+                     "suite's source (`judgebench suites " + card.suite.name + "`)")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def _aligned(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def _md(text: str) -> str:
+    from judgebench.tables import markdown_escape
+
+    return markdown_escape(text)
+
+
+def render_markdown(result: BenchResult) -> str:
+    parts = []
+    for card in result.cards:
+        lines = [f"## {_md(card.suite.title)}", ""]
+        lines += [f"**{_md(v)}**" for v in card.verdicts] + [""]
+        for heading, rows in _groups(card):
+            lines += [f"### {_md(heading)}", "", "| " + " | ".join(HEADER) + " |",
+                      "|" + "---|" * len(HEADER)]
+            lines += ["| " + " | ".join(_md(c) for c in _cells(r)) + " |" for r in rows]
+            lines.append("")
+        lines += [f"- {_md(n)}" for n in card.notes]
+        lines.append(f"\nLicence: {_md(card.suite.licence)}. `*` yours, `=` human ceiling.")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def render_json(result: BenchResult) -> str:
+    return json.dumps(result.to_dict(), indent=2, allow_nan=False)
+
+
+def render_html(result: BenchResult) -> str:
+    from judgebench import __version__
+    from judgebench.auditing.html import CSP, CSS, _table
+
+    body = ["<h1>judgebench bench</h1>"]
+    for card in result.cards:
+        body.append(f"<h2>{escape(card.suite.title)}</h2>")
+        body += [f'<div class="criterion verdict-info"><p>{escape(v)}</p></div>'
+                 for v in card.verdicts]
+        for heading, rows in _groups(card):
+            body.append(f"<h3>{escape(heading)}</h3>")
+            body.append(_table([escape(h) for h in HEADER],
+                               [[escape(c) for c in _cells(r)] for r in rows],
+                               ["sentinel" if r.kind != "yours" else "" for r in rows]))
+        body += [f'<p class="note">{escape(n)}</p>' for n in card.notes]
+        body.append(f'<p class="muted">Licence: {escape(card.suite.licence)}.</p>'
+                    f"<pre><code>{escape(card.suite.citation)}</code></pre>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="generator" content="judgebench {escape(__version__)}">'
+            f"<title>judgebench bench</title><style>{CSS}</style></head><body><main>"
+            + "".join(body)
+            + '<p class="muted">Self-contained report: no scripts and no external resources.</p>'
+            + "</main></body></html>\n")
+
+
+def render(result: BenchResult, fmt: str) -> str:
+    renderers = {"text": render_text, "markdown": render_markdown, "json": render_json,
+                 "html": render_html}
+    return renderers[fmt](result)
+
+
+# -- `judgebench suites` ---------------------------------------------------------------------
+def listing(suites: Sequence[Suite]) -> list[dict[str, Any]]:
+    """One row per suite: name, kind, size, criteria, protocols, licence, origin."""
+    return [{"name": s.name, "kind": s.info.kind, "size": s.size(),
+             "criteria": s.info.criteria,
+             "protocols": [f"{p.name} ({p.level}, {', '.join(p.statistics)})"
+                           for p in s.info.protocols],
+             "subsets": list(s.info.subsets), "licence": s.info.licence,
+             "origin": s.origin, "title": s.info.title} for s in suites]
+
+
+def render_listing(rows: Sequence[dict[str, Any]]) -> str:
+    from judgebench.tables import Table
+    from judgebench.tables import render as render_table
+
+    table = Table(["name", "kind", "size", "criteria", "protocols", "licence"],
+                  [[r["name"], r["kind"], r["size"], ", ".join(r["criteria"]),
+                    str(len(r["protocols"])), r["licence"]] for r in rows])
+    return render_table(table, "text")
+
+
+def suite_card(suite: Suite) -> dict[str, Any]:
+    info = suite.info
+    return {**info.model_dump(mode="json"), "size": suite.size(), "folder": str(suite.folder),
+            "origin": suite.origin}
+
+
+def render_suite_card(suite: Suite) -> str:
+    info = suite.info
+    lines = [f"{info.name}: {info.title}", "", textwrap.fill(info.description, 100), "",
+             f"kind: {info.kind}; {suite.size()} rows; criteria: {', '.join(info.criteria)}"]
+    if info.subsets:
+        lines.append("subsets:")
+        lines += [f"  {k}: {v}" for k, v in info.subsets.items()]
+    if info.annotators:
+        lines.append("annotators: " + "; ".join(f"{c}: {len(a)}"
+                                                for c, a in info.annotators.items()))
+    else:
+        lines.append("annotators: one label per row (no human ceiling)")
+    lines.append("protocols:")
+    for p in info.protocols:
+        extra = ", ".join(f"{k} {v}" for k, v in (("grouping", p.grouping), ("ties", p.ties),
+                                                  ("failed as", p.failed_as), ("by", p.by))
+                          if v)
+        lines.append(f"  {p.name}: {p.criterion}, level {p.level}, "
+                     f"{', '.join(p.statistics)} against {p.human}"
+                     + (f" ({extra})" if extra else ""))
+    if info.published:
+        lines.append("published:")
+        for r in info.published:
+            where = f" on {r.subset}" if r.subset else ""
+            how = (f"spec {r.spec}" if r.spec else f"stored verdicts {r.verdicts_column}"
+                   if r.verdicts_column else "not reproducible here")
+            lines.append(f"  {r.metric}: {r.statistic} {r.value:.{r.precision}f}{where} "
+                         f"({r.protocol}; {r.table}; {how})")
+    lines += ["", f"licence: {info.licence}" + (f" ({info.licence_url})" if info.licence_url
+                                                 else ""),
+              f"source: {info.source.repository} at {info.source.commit}",
+              f"folder: {suite.folder} (from {suite.origin})", "", "cite:", info.citation, "",
+              f"run: judgebench bench lexical.rouge2 --suite {info.name}"
+              if info.kind == "pointwise" else
+              f"run: judgebench bench judge.pairwise --suite {info.name} --limit 5"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,83 @@
+"""`judgebench bench SPEC... --suite NAME[,NAME...]`: score suites, meta-evaluate them under
+their protocols and print a card per suite (judgebench.services.bench)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from judgebench.display import SafeWriter, safe
+from judgebench.runtime import check_budget_usd
+from judgebench.store import DEFAULT_STORE
+
+
+@click.command("bench")
+@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
+@click.option("--suite", "suite_names", required=True, metavar="NAME[,NAME...]",
+              help="Suites to run on (see `judgebench suites`), comma-separated, or `all` "
+                   "(every suite the metrics fit; the others are skipped, saying so).")
+@click.option("--suite-path", "suite_paths", multiple=True, metavar="DIR",
+              type=click.Path(path_type=Path),
+              help="A suite folder (or a folder of them) in the suite layout; repeatable.")
+@click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
+              type=click.Path(path_type=Path), help="SQLite store of every score.")
+@click.option("--resume", is_flag=True,
+              help="Reuse what the store holds for the same signature and sample.")
+@click.option("--cache", "cache_path", type=click.Path(path_type=Path),
+              help="Judge response cache (as `score --cache`).")
+@click.option("--budget-usd", type=float, callback=lambda _c, _p, v: check_budget_usd(v),
+              help="Stop before spending more than this (US dollars), all suites together.")
+@click.option("--allow-unknown-cost", is_flag=True,
+              help="With --budget-usd, run judges whose price is unknown.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N",
+              help="Score only the first N rows of each suite (to try a judge).")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default="the number of cores", help="Processes for local metrics.")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Item-bootstrap resamples for the CIs (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True, help="Significance level of the clusters.")
+@click.option("--workdir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Keep each suite's exported samples and scored table in DIR/<suite>/.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]),
+              default="text", show_default=True, help="How the cards are printed.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Write the cards to this file instead of stdout.")
+def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, ...],
+            store_path: Path, resume: bool, cache_path: Path | None, budget_usd: float | None,
+            allow_unknown_cost: bool, limit: int | None, workers: int, bootstrap: int,
+            seed: int, alpha: float, workdir: Path | None, fmt: str, as_json: bool,
+            output: Path | None) -> None:
+    """Benchmark metrics or judges (SPEC, as in `score -m`) on built-in suites: each suite's
+    samples are scored (store, resume, cache and budget as `score`), meta-evaluated under the
+    suite's protocols and shown beside its published baselines and the human ceiling, with
+    bootstrap CIs and significance clusters, the verdict first."""
+    from judgebench import destinations
+    from judgebench.bench_card import render
+    from judgebench.services.bench import ScoreOptions, bench
+    from judgebench.suite import resolve
+
+    destinations.check([destinations.database("--store", store_path),
+                        destinations.judge_cache("--cache", cache_path)])
+    suites = resolve(suite_names, suite_paths)
+    err = SafeWriter(sys.stderr)
+    options = ScoreOptions(store=store_path, resume=resume, cache=cache_path,
+                           budget_usd=budget_usd, allow_unknown_cost=allow_unknown_cost,
+                           workers=workers, limit=limit, progress=sys.stderr.isatty())
+    result = bench(list(specs), suites, options=options, bootstrap=bootstrap, seed=seed,
+                   alpha=alpha, workdir=workdir, log=lambda m: print(m, file=err))
+    text = render(result, "json" if as_json else fmt)
+    if output is not None:
+        from judgebench.io import atomic_path
+
+        with atomic_path(output) as tmp:
+            Path(tmp).write_text(text if text.endswith("\n") else text + "\n",
+                                 encoding="utf-8")
+        print(f"wrote {output}", file=err)
+    else:
+        click.echo(text if fmt in ("json", "html") or as_json else safe(text), nl=as_json)

@@ -1,0 +1,453 @@
+"""The bench service: what `judgebench bench` computes, as a Python function.
+
+`bench(specs, suites)` scores each suite's samples with the metric specs through the same
+runner as `score` (`services.score.score_file`: store, resume, judge cache, budget,
+workers), meta-evaluates them under each of the suite's protocols with the meta-eval
+services (`services.meta_eval.meta_eval`, `services.pairwise.pairwise_meta_eval`), and
+puts the user's metrics beside the suite's published baselines and the human ceiling:
+
+- Published baselines: the value as printed in the source; where the suite stores that
+  baseline's verdicts or scores (`verdicts_column`), they are meta-evaluated with the user's
+  metrics (same items, same bootstrap, same significance clusters) and the recomputed value
+  is shown beside the printed one. A published row whose `spec` is one of the user's specs
+  says whether the user's value reproduces the printed one (rounded to its precision).
+- The human ceiling (suites with several annotators of a criterion): leave-one-annotator-
+  out, each annotator's agreement with the mean of the others under the protocol's own
+  statistic, level and grouping, averaged over annotators (`meta_eval.human_ceiling`; for
+  pairwise suites the majority label of the others, `meta_eval.pairwise`).
+- The verdict, first: one sentence per metric on the suite's headline protocol (its first),
+  against the best published baseline.
+
+A pointwise metric skips pairwise suites and a pairwise one pointwise suites, saying so.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgebench.errors import InputError
+from judgebench.results import Result
+from judgebench.suite import Protocol, Published, Suite, SuiteInfo, export
+
+Log = Callable[[str], None]
+CEILING = "(human ceiling)"
+ALL = "(all)"
+
+
+@dataclass(frozen=True)
+class CardRow:
+    """One line of a suite's card: a metric, a published baseline or the human ceiling, under
+    one protocol, statistic and subset."""
+
+    label: str
+    kind: str  # "yours", "published", "ceiling"
+    protocol: str
+    statistic: str
+    subset: str | None
+    value: float | None
+    ci: tuple[float, float] | None = None
+    n: int | None = None
+    cluster: int | None = None
+    printed: float | None = None  # a published row: the value as the source prints it
+    precision: int | None = None
+    table: str | None = None
+    spec: str | None = None
+    reproduces: bool | None = None  # a published row with a spec the user ran
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"label": self.label, "kind": self.kind,
+                               "protocol": self.protocol, "statistic": self.statistic,
+                               "subset": self.subset, "value": self.value}
+        if self.ci is not None:
+            out["ci_low"], out["ci_high"] = self.ci
+        for name in ("n", "cluster", "printed", "precision", "table", "spec", "reproduces"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Card:
+    """One suite's results."""
+
+    suite: SuiteInfo
+    verdicts: list[str]
+    rows: list[CardRow]
+    notes: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    scored: int = 0
+    workdir: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        info = self.suite
+        return {"suite": info.name, "title": info.title, "kind": info.kind,
+                "licence": info.licence, "citation": info.citation,
+                "verdict": self.verdicts, "skipped": self.skipped, "scored": self.scored,
+                "rows": [r.to_dict() for r in self.rows], "notes": self.notes,
+                **({"workdir": self.workdir} if self.workdir else {})}
+
+
+@dataclass(frozen=True)
+class BenchResult(Result):
+    cards: list[Card]
+    specs: list[str]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [card.to_dict() for card in self.cards]
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How the samples are scored (the options of `score` that `bench` takes)."""
+
+    store: Path
+    resume: bool = False
+    cache: Path | None = None
+    budget_usd: float | None = None
+    allow_unknown_cost: bool = False
+    workers: int = 1
+    limit: int | None = None
+    progress: bool = False
+
+
+def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOptions,
+          bootstrap: int = 1000, seed: int = 0, alpha: float = 0.05,
+          workdir: str | Path | None = None, log: Log | None = None) -> BenchResult:
+    """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
+    samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed)."""
+    from judgebench.runtime import Budget
+    from judgebench.spec import parse_spec
+
+    log = log or (lambda _message: None)
+    if not specs:
+        raise InputError("give one or more metric specs (see `judgebench metrics`)",
+                         field="SPEC")
+    parsed = [parse_spec(s) for s in specs]
+    shapes, requires = _shapes(parsed)
+    # A spec's column (its name without the runtime options) is its label everywhere after.
+    specs = [p.column for p in parsed]
+    by_column = dict(zip(specs, parsed, strict=True))
+    # One budget for the whole bench: --budget-usd bounds every suite's scoring together.
+    budget = Budget(limit_usd=options.budget_usd, allow_unknown_cost=options.allow_unknown_cost)
+    cards = []
+    keep = Path(workdir) if workdir is not None else None
+    for suite in suites:
+        fields = suite.fields()
+        runnable, notes = [], []
+        for spec, shape, needs in zip(specs, shapes, requires, strict=True):
+            missing = [f for f in needs if f not in fields]
+            if shape not in (None, suite.info.kind):
+                other = "pairwise" if suite.info.kind == "pointwise" else "pointwise"
+                notes.append(f"{spec}: skipped, a {other} metric does not run on a "
+                             f"{suite.info.kind} suite")
+            elif missing:
+                notes.append(f"{spec}: skipped, it needs {', '.join(missing)}, which this "
+                             "suite's samples do not have")
+            else:
+                runnable.append(spec)
+        if not runnable:
+            left = [s for s in specs if s not in runnable]
+            card = Card(suite.info, [f"{', '.join(left)} cannot run on {suite.info.title}: "
+                                     + "; ".join(n.split(": ", 1)[1] for n in notes) + "."],
+                        [], notes, skipped="no metric fits this suite")
+            cards.append(card)
+            log(f"{suite.name}: skipped ({'; '.join(notes)})")
+            continue
+        folder = keep / suite.name if keep is not None else Path(
+            tempfile.mkdtemp(prefix=f"judgebench-bench-{suite.name}-"))
+        try:
+            cards.append(_suite_card(suite, runnable, by_column, notes, folder, budget,
+                                     options, bootstrap, seed, alpha, log,
+                                     str(folder) if keep else None))
+        finally:
+            if keep is None:
+                shutil.rmtree(folder, ignore_errors=True)
+    if options.budget_usd is not None:
+        log(f"spent ${budget.spent_usd:.4f} of the ${options.budget_usd:.4f} budget (answers "
+            "reused from the judge cache or the store are not paid again)")
+    return BenchResult(cards, list(specs))
+
+
+def _shapes(specs: Sequence[Any]) -> tuple[list[str | None], list[tuple[str, ...]]]:
+    """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape); and
+    the sample fields it requires."""
+    from judgebench.pairwise_table import is_pairwise_metric
+    from judgebench.suite import host as plugin_host
+
+    host = plugin_host()
+    shapes: list[str | None] = []
+    requires = []
+    for spec in specs:
+        info = host.metric(spec.name).info
+        requires.append(tuple(info.requires))
+        if is_pairwise_metric(info):
+            shapes.append("pairwise")
+        elif "output" in info.requires:
+            shapes.append("pointwise")
+        else:
+            shapes.append(None)
+    return shapes, requires
+
+
+def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
+                folder: Path, budget: Any, options: ScoreOptions, bootstrap: int, seed: int,
+                alpha: float, log: Log, workdir: str | None) -> Card:
+    from judgebench.runtime import RunSettings
+    from judgebench.services.score import Rows, score_file
+
+    files = export(suite, folder)
+    pairwise = suite.info.kind == "pairwise"
+    table = folder / ("pairs.csv" if pairwise else "scores.csv")
+    settings = RunSettings(budget=budget, cache_path=options.cache)
+    log(f"{suite.name}: scoring {'the first ' + str(options.limit) if options.limit else 'all'}"
+        f" of {suite.size()} rows with {len(specs)} metric(s)")
+    run = score_file(files["samples.jsonl"], [by_column[s] for s in specs], output=table,
+                     store=options.store, settings=settings, resume=options.resume,
+                     progress=options.progress, workers=options.workers,
+                     rows=Rows(limit=options.limit), command=f"judgebench bench {suite.name}")
+    if run.failed:
+        notes.append(f"{run.failed} score(s) failed (see `judgebench logs --store "
+                     f"{options.store}`); counted as the protocol says")
+    published = list(suite.info.published)
+    stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
+    _merge_stored(table, suite, stored)
+    rows: list[CardRow] = []
+    for protocol in suite.info.protocols:
+        if pairwise:
+            rows += _pairwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
+                                   alpha)
+        else:
+            rows += _pointwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
+                                    alpha)
+    rows = _with_published(rows, published, specs, stored)
+    if options.limit is not None:
+        rows = [_replace(r, reproduces=None) for r in rows]
+        notes.append(f"--limit {options.limit}: a part of the suite, so the values are not "
+                     "compared with the published ones")
+    return Card(suite.info, _verdicts(suite.info, rows, specs), rows, notes,
+                scored=run.rows, workdir=workdir)
+
+
+def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
+    """Add the stored published verdicts/scores (`<col>`, `<col>.ab`, `<col>.ba` in the human
+    table) to the scored table, on its key; the sidecar stays as `score` wrote it."""
+    if not stored:
+        return
+    import pandas as pd
+
+    human = suite.human()
+    wanted = [c for c in human.columns
+              if any(c == s or c in (f"{s}.ab", f"{s}.ba") for s in stored)]
+    key = list(suite.key)
+    scored = pd.read_csv(table, dtype={k: str for k in key}, keep_default_na=False,
+                         na_values=[""])
+    human = human[[*key, *wanted]].astype({k: str for k in key})
+    merged = scored.merge(human, on=key, how="left", validate="one_to_one")
+    merged.to_csv(table, index=False)
+
+
+def _pairwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
+                   stored: list[str], bootstrap: int, seed: int, alpha: float
+                   ) -> list[CardRow]:
+    import pandas as pd
+
+    from judgebench.services.pairwise import pairwise_meta_eval
+
+    frame = pd.read_csv(table, dtype=str, keep_default_na=False, na_values=[""])
+    judges = [*specs, *stored]
+    groups: list[tuple[str | None, Any]] = [(ALL, frame)]
+    if protocol.by == "subset" and "category" in frame.columns:
+        groups += [(s, frame[frame["category"] == s]) for s in suite.info.subsets
+                   if (frame["category"] == s).any()]
+    annotators = suite.info.annotators.get(protocol.criterion, [])
+    raters = [f"{protocol.human}.{a}" for a in annotators]
+    out: list[CardRow] = []
+    for subset, part in groups:
+        sub = part.reset_index(drop=True)
+        result = pairwise_meta_eval(sub, humans=[protocol.human], judges=judges,
+                                    human_ties=protocol.ties or "drop", bootstrap=bootstrap,
+                                    seed=seed, compare=len(judges) > 1, alpha=alpha,
+                                    failed_as=protocol.failed_as)
+        for r in result.to_dict():
+            if r["statistic"] not in protocol.statistics:
+                continue
+            out.append(_row(r, protocol, subset, "yours" if r["metric"] in specs
+                            else "published"))
+        if len(raters) >= 2 and set(raters) <= set(sub.columns):
+            ceiling = pairwise_meta_eval(sub, humans=raters, judges=judges[:1],
+                                         human_ties=protocol.ties or "drop",
+                                         bootstrap=0, seed=seed,
+                                         failed_as=protocol.failed_as)
+            out += [_row(r, protocol, subset, "ceiling") for r in ceiling.to_dict()
+                    if r["metric"] == CEILING and r["statistic"] in protocol.statistics]
+    return out
+
+
+def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
+                    stored: list[str], bootstrap: int, seed: int, alpha: float
+                    ) -> list[CardRow]:
+    from judgebench.services.meta_eval import meta_eval
+    from judgebench.suite import LEVELS
+
+    level, grouping = LEVELS[protocol.level]
+    if protocol.grouping is not None:
+        grouping = protocol.grouping
+    annotators = suite.info.annotators.get(protocol.criterion, [])
+    raters = [f"{protocol.human}.{a}" for a in annotators] if len(annotators) >= 2 else []
+    metrics = [*specs, *stored]
+    result = meta_eval(table, humans=[protocol.human], metrics=metrics, level=level,
+                       grouping=grouping, statistics=protocol.statistics,
+                       bootstrap=bootstrap, seed=seed, compare=len(metrics) > 1,
+                       alpha=alpha, raters=raters, higher=stored,
+                       failed_as=protocol.failed_as)
+    out = []
+    for r in result.to_dict():
+        kind = ("ceiling" if r["metric"] == CEILING else
+                "yours" if r["metric"] in specs else "published")
+        out.append(_row(r, protocol, None, kind))
+    return out
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _row(r: dict[str, Any], protocol: Protocol, subset: str | None, kind: str) -> CardRow:
+    low, high = _finite(r.get("ci_low")), _finite(r.get("ci_high"))
+    return CardRow(label=r["metric"], kind=kind, protocol=protocol.name,
+                   statistic=r["statistic"], subset=subset, value=_finite(r.get("value")),
+                   ci=(low, high) if low is not None and high is not None else None,
+                   n=r.get("n"), cluster=r.get("cluster"))
+
+
+def _with_published(rows: list[CardRow], published: list[Published], specs: list[str],
+                    stored: list[str]) -> list[CardRow]:
+    """Every published number as a row: a stored baseline's recomputed row gets its printed
+    value (and its paper label); a number with a spec the user ran says if it reproduces."""
+    out = list(rows)
+    index = {(r.label, r.protocol, r.statistic, r.subset): k for k, r in enumerate(out)}
+    for p in published:
+        subset = p.subset if p.subset is not None else (
+            ALL if any(r.protocol == p.protocol and r.subset == ALL for r in rows) else None)
+        key = (p.verdicts_column, p.protocol, p.statistic, subset)
+        if p.verdicts_column and key in index:
+            k = index[key]
+            out[k] = _replace(out[k], label=p.metric, printed=p.value, precision=p.precision,
+                              table=p.table, spec=p.verdicts_column,
+                              reproduces=_same(out[k].value, p))
+            continue
+        reproduces = None
+        if p.spec is not None and _column(p.spec) in specs:
+            mine = index.get((_column(p.spec), p.protocol, p.statistic, subset))
+            reproduces = _same(out[mine].value, p) if mine is not None else None
+        out.append(CardRow(label=p.metric, kind="published", protocol=p.protocol,
+                           statistic=p.statistic, subset=subset, value=None,
+                           printed=p.value, precision=p.precision, table=p.table,
+                           spec=p.spec, reproduces=reproduces))
+    labels = {p.verdicts_column: p.metric for p in published if p.verdicts_column}
+    return [_replace(r, label=labels[r.label], spec=r.label)
+            if r.kind == "published" and r.label in labels else r for r in out]
+
+
+def _column(spec: str) -> str:
+    from judgebench.spec import parse_spec
+
+    return parse_spec(spec).column
+
+
+def _replace(row: CardRow, **changes: Any) -> CardRow:
+    import dataclasses
+
+    return dataclasses.replace(row, **changes)
+
+
+def _same(value: float | None, p: Published) -> bool | None:
+    """The value rounded as the source prints it equals the printed value."""
+    if value is None:
+        return None
+    return round(value, p.precision) == round(p.value, p.precision)
+
+
+def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str]) -> list[str]:
+    """One sentence per metric on the headline protocol (the first) and first statistic,
+    over every pair or item (and per subset for a suite with subsets)."""
+    head = info.protocols[0]
+    statistic = head.statistics[0]
+    subsets = [ALL, *info.subsets] if any(r.subset == ALL for r in rows) else [None]
+    out = []
+    for spec in specs:
+        for subset in subsets:
+            mine = _find(rows, spec, head.name, statistic, subset, "yours")
+            if mine is None or (subset not in (None, ALL) and mine.value is None):
+                continue
+            where = info.title.split(" (")[0] + (
+                f"-{subset}" if subset not in (None, ALL) else "")
+            out.append(_sentence(spec, mine, where, head, statistic,
+                                 [r for r in rows if r.kind == "published"
+                                  and r.protocol == head.name and r.statistic == statistic
+                                  and r.subset == subset],
+                                 _find(rows, CEILING, head.name, statistic, subset,
+                                       "ceiling")))
+    return out
+
+
+def _find(rows: list[CardRow], label: str, protocol: str, statistic: str,
+          subset: str | None, kind: str) -> CardRow | None:
+    return next((r for r in rows if r.label == label and r.protocol == protocol
+                 and r.statistic == statistic and r.subset == subset and r.kind == kind),
+                None)
+
+
+def _fmt(value: float | None, statistic: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{100 * value:.1f}%" if statistic.startswith("accuracy") else f"{value:.3f}"
+
+
+def _sentence(spec: str, mine: CardRow, where: str, protocol: Protocol, statistic: str,
+              published: list[CardRow], ceiling: CardRow | None) -> str:
+    verb = "agrees with people" if protocol.level == "pair" else "correlates with people"
+    ci = (f" [{_fmt(mine.ci[0], statistic)}, {_fmt(mine.ci[1], statistic)}]"
+          if mine.ci else "")
+    text = f"{spec} {verb} on {where} at {statistic} {_fmt(mine.value, statistic)}{ci}"
+    printed = [r for r in published if r.printed is not None]
+    if printed:
+        best = max(printed, key=lambda r: r.printed if r.printed is not None else -math.inf)
+        text += ", " + _against(mine, best, statistic)
+    elif any(r.value is not None for r in published):
+        best = max(published, key=lambda r: r.value if r.value is not None else -math.inf)
+        text += ", " + _against(mine, best, statistic)
+    if ceiling is not None and ceiling.value is not None:
+        text += f"; the human ceiling is {_fmt(ceiling.value, statistic)}"
+    return text + "."
+
+
+def _against(mine: CardRow, best: CardRow, statistic: str) -> str:
+    printed = _fmt(best.printed if best.printed is not None else best.value, statistic)
+    if best.printed is None:
+        printed += " recomputed from its stored verdicts"
+    if mine.cluster is not None and best.cluster is not None and best.value is not None:
+        if mine.cluster > best.cluster:
+            return f"significantly below the published {best.label} ({printed})"
+        if mine.cluster < best.cluster:
+            return f"significantly above the published {best.label} ({printed})"
+        return f"not significantly different from the published {best.label} ({printed})"
+    if mine.value is None or best.printed is None:
+        return f"beside the published {best.label} ({printed})"
+    side = "below" if mine.value < best.printed else "above"
+    if mine.ci is not None and mine.ci[0] <= best.printed <= mine.ci[1]:
+        return (f"{side} the published {best.label} ({printed}), which is inside its "
+                "confidence interval")
+    if mine.ci is not None:
+        return f"{side} the published {best.label} ({printed}), outside its confidence interval"
+    return f"{side} the published {best.label} ({printed})"
+
+
+__all__ = ["BenchResult", "Card", "CardRow", "ScoreOptions", "bench"]

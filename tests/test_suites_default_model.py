@@ -1,0 +1,57 @@
+"""`bench` end to end on the embedded default model (SmolLM2-135M-Instruct, as
+tests/test_default_judges.py runs it: a fresh process, nothing cached, offline): judge.rubric
+on `--limit 5` of every pointwise suite, judge.pairwise on `--limit 5` of every pairwise one
+(`--suite all`: the other kind is skipped, saying so)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the [local] extra is not installed")
+pytest.importorskip("transformers", reason="the [local] extra is not installed")
+pytest.importorskip("llguidance", reason="the [local] extra is not installed")
+
+from conftest import REPO, run_cli_process
+from suites_support import DIST, installed, plugin_args
+
+from judgebench.suite import load_suite
+
+pytestmark = pytest.mark.slow  # the default model, in fresh processes
+
+SPECS = {"pointwise": "judge.rubric:criterion=coherence,feedback_tokens=16",
+         "pairwise": "judge.pairwise:feedback_tokens=16"}
+
+
+@pytest.mark.parametrize("kind", SPECS)
+def test_bench_runs_the_default_judge_on_five_rows_of_every_suite(tmp_path: Path,
+                                                                  kind: str) -> None:
+    hf_home = tmp_path / "hf"
+    hf_home.mkdir()
+    paths = [str(REPO), str(REPO / "plugins"), *([] if installed() else [str(DIST)])]
+    env = {"PYTHONPATH": os.pathsep.join(paths), "JUDGEBENCH_CACHE_DIR": str(tmp_path / "c"),
+           "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = run_cli_process(*plugin_args(), "bench", SPECS[kind], "--suite", "all", "--limit",
+                           "5", "--bootstrap", "100", "--json", "--store",
+                           str(tmp_path / "runs.db"), cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    cards = json.loads(proc.stdout)
+    assert cards, proc.stderr
+    for card in cards:
+        suite = card["suite"]
+        if card["kind"] != kind:
+            assert card["skipped"] and "cannot run on" in card["verdict"][0]
+            continue
+        assert card["scored"] == 5, suite
+        mine = [r for r in card["rows"] if r["kind"] == "yours"]
+        assert mine, suite
+        assert card["verdict"], suite
+        assert any("--limit 5" in note for note in card["notes"])
+        assert all(r.get("reproduces") is None for r in card["rows"])
+    ran = {c["suite"] for c in cards if not c["skipped"]}
+    assert "summeval" in ran if kind == "pointwise" else "llmbar" in ran
+    assert all(load_suite(DIST / "judgebench_suites" / "data" / s).info.kind == kind
+               for s in ran if (DIST / "judgebench_suites" / "data" / s).is_dir())
