@@ -64,11 +64,12 @@ def test_the_suite_names_what_it_holds():
     assert SUITE["kind"] == "pairwise" and SUITE["criteria"] == ["correct"]
     for p in protocols.values():
         assert p["human"] in HUMAN[0] and p["criterion"] in SUITE["criteria"]
+    assert list(protocols) == ["accuracy"] and protocols["accuracy"]["by"] == "subset"
+    assert len(SUITE["published"]) == 5 * 5
     for entry in SUITE["published"]:
         assert entry["protocol"] in protocols
         assert entry["verdicts_column"] in HUMAN[0]
         assert entry.get("subset") in (None, *PAPER_COUNTS)
-        assert (protocols[entry["protocol"]]["by"] == "subset") == ("subset" in entry)
     assert SUITE["source"]["commit"] == "e2c52c284e735e139b3daa61c206ee208f36c461"
 
 
@@ -93,7 +94,9 @@ def test_each_published_accuracy_is_reproduced(entry):
         frame = frame[frame["subset"] == entry["subset"]]
     judge = entry["verdicts_column"].removeprefix("verdict.")
     correct = judgebench_correct(frame, judge)
-    assert round(100 * correct.mean(), entry["precision"]) == entry["value"]
+    # printed as percentages with two decimals, stored as fractions with four
+    assert entry["precision"] == 4
+    assert round(correct.mean(), 4) == entry["value"]
     # the stored combined verdict is that rule's verdict, so scoring it plainly agrees
     stored = frame[entry["verdicts_column"]].to_numpy()
     assert np.array_equal(stored == frame["human.correct"].to_numpy(), correct)
@@ -114,4 +117,4 @@ def test_meta_eval_pairwise_reproduces_the_published_table():
         if row["statistic"] == "accuracy" and row.get("category") != "(macro)":
             found[(row["metric"], row.get("category"))] = row["value"]
     for key, entry in published.items():
-        assert round(100 * found[key], entry["precision"]) == entry["value"], key
+        assert round(found[key], entry["precision"]) == entry["value"], key

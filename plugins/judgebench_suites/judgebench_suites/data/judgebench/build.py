@@ -134,10 +134,10 @@ def suite_json(files: dict[str, str]) -> dict:
     for column, values in PUBLISHED.items():
         label = JUDGES[column][2]
         for subset, value in zip((*CATEGORIES, None), values, strict=True):
-            entry = {"metric": label, "spec": None,
-                     "protocol": "accuracy-by-category" if subset else "accuracy",
-                     "statistic": "accuracy", "value": value, "precision": 2,
-                     "table": "Tan et al. 2024 (JudgeBench), Table 3",
+            # printed as a percentage with two decimals: a fraction with four
+            entry = {"metric": label, "spec": None, "protocol": "accuracy",
+                     "statistic": "accuracy", "value": round(value / 100, 4), "precision": 4,
+                     "table": "Tan et al. 2024 (JudgeBench), Table 3 (percent, 2 decimals)",
                      "verdicts_column": f"verdict.{column}"}
             if subset:
                 entry["subset"] = subset
@@ -166,10 +166,7 @@ def suite_json(files: dict[str, str]) -> dict:
         "protocols": [
             {"name": "accuracy", "criterion": "correct", "level": "pair", "grouping": None,
              "statistics": ["accuracy"], "human": "human.correct", "ties": "drop",
-             "failed_as": "wrong", "by": None},
-            {"name": "accuracy-by-category", "criterion": "correct", "level": "pair",
-             "grouping": None, "statistics": ["accuracy"], "human": "human.correct",
-             "ties": "drop", "failed_as": "wrong", "by": "subset"},
+             "failed_as": "wrong", "by": "subset"},
         ],
         "published": published,
         "licence": "MIT",
