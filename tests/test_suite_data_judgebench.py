@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score
 
+from judgebench.io import read_samples
 from judgebench.services.pairwise import pairwise_meta_eval
 
 FOLDER = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
@@ -57,6 +58,16 @@ def test_samples_and_human_rows_are_the_same_pairs():
     for r in SAMPLES:
         assert r["input"] and r["output_a"] and r["output_b"]
         assert r["output_a"] != r["output_b"]
+
+
+def test_samples_are_pairwise_score_input(tmp_path):
+    plain = tmp_path / "samples.jsonl"
+    plain.write_bytes(gzip.decompress((FOLDER / "samples.jsonl.gz").read_bytes()))
+    samples = read_samples(plain)
+    assert [(s.item, s.system_a, s.system_b) for s in samples] == [
+        (r["item"], r["system_a"], r["system_b"]) for r in SAMPLES]
+    assert all(s.output_a and s.output_b and s.input for s in samples)
+    assert Counter(s.metadata["subset"] for s in samples) == PAPER_COUNTS
 
 
 def test_the_suite_names_what_it_holds():
