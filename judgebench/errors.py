@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+#: The exit status of a run (`score`, `bench`) in which some scores failed.
+EXIT_FAILED_SCORES = 3
+
 
 class JudgebenchError(Exception):
     exit_code = 1

@@ -342,3 +342,23 @@ def test_the_python_api_gives_the_commands_cards(tmp_path: Path) -> None:
                   str(tmp_path / "suites"), "--json", "--bootstrap", "0", "--store",
                   str(tmp_path / "runs.db"), "--workers", "1", check=True)
     assert result.to_dict() == json.loads(cli.stdout)
+
+
+def test_a_bench_run_with_failed_scores_says_so_and_exits_3(tmp_path: Path) -> None:
+    """A judge whose every answer fails to parse: the card is printed, stderr counts the
+    failures, and the exit is 3 (0 with --allow-failures), as for `score`."""
+    from fault_server import FaultServer
+
+    rated_suite(tmp_path / "suites" / "tiny", np.ones((2, 4)), ["the cat sat"] * 4)
+    with FaultServer(reply="I would rather not say.") as server:
+        spec = (f"judge.rubric:backend=openai_compat,model=m,api_base={server.url},"
+                "protocol=text,max_attempts=1")
+        common = ["bench", spec, "--suite", "tiny", "--suite-path", str(tmp_path / "suites"),
+                  "--bootstrap", "0", "--store", str(tmp_path / "runs.db"), "--json"]
+        proc = run_cli(*common)
+        assert proc.returncode == 3, proc.stderr
+        (card,) = json.loads(proc.stdout)
+        assert card["failed"] == 4 and card["scored"] == 4
+        assert "bench: 4 score(s) failed (see `judgebench logs --store" in proc.stderr
+        allowed = run_cli(*common, "--allow-failures", "--resume")
+        assert allowed.returncode == 0, allowed.stderr

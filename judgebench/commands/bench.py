@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from judgebench.display import SafeWriter, safe
+from judgebench.errors import EXIT_FAILED_SCORES
 from judgebench.runtime import check_budget_usd
 from judgebench.store import DEFAULT_STORE
 
@@ -32,6 +33,9 @@ from judgebench.store import DEFAULT_STORE
               help="Stop before spending more than this (US dollars), all suites together.")
 @click.option("--allow-unknown-cost", is_flag=True,
               help="With --budget-usd, run judges whose price is unknown.")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit 0 even if some scores failed (error, parse_error, refused); without "
+                   "it such a run exits 3, as `score` does.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N",
               help="Score only the first N rows of each suite (to try a judge).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
@@ -50,8 +54,8 @@ from judgebench.store import DEFAULT_STORE
               help="Write the cards to this file instead of stdout.")
 def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, ...],
             store_path: Path, resume: bool, cache_path: Path | None, budget_usd: float | None,
-            allow_unknown_cost: bool, limit: int | None, workers: int, bootstrap: int,
-            seed: int, alpha: float, workdir: Path | None, fmt: str, as_json: bool,
+            allow_unknown_cost: bool, allow_failures: bool, limit: int | None, workers: int,
+            bootstrap: int, seed: int, alpha: float, workdir: Path | None, fmt: str, as_json: bool,
             output: Path | None) -> None:
     """Benchmark metrics or judges (SPEC, as in `score -m`) on built-in suites: each suite's
     samples are scored (store, resume, cache and budget as `score`), meta-evaluated under the
@@ -81,3 +85,8 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
         print(f"wrote {output}", file=err)
     else:
         click.echo(text if fmt in ("json", "html") or as_json else safe(text), nl=as_json)
+    if result.failed:
+        print(f"bench: {result.failed} score(s) failed (see `judgebench logs --store "
+              f"{store_path} --failed`)", file=err)
+        if not allow_failures:
+            click.get_current_context().exit(EXIT_FAILED_SCORES)

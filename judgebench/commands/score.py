@@ -16,7 +16,7 @@ import click
 
 from judgebench import destinations
 from judgebench.display import SafeWriter
-from judgebench.errors import InputError
+from judgebench.errors import EXIT_FAILED_SCORES, InputError
 from judgebench.ray_engine import is_uri
 from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd, parse_retry
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from judgebench.ray_engine import RayConfig
 
 #: The exit status of a run that finished with failed scores (DESIGN.md: CLI).
-EXIT_FAILED_SCORES = 3
 #: Reasons shown per metric at the end of a run with failures (`score --json` has them all).
 TOP_REASONS = 3
 

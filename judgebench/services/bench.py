@@ -83,6 +83,7 @@ class Card:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None
     scored: int = 0
+    failed: int = 0  # scores that failed (error, parse_error, refused)
     workdir: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +91,7 @@ class Card:
         return {"suite": info.name, "title": info.title, "kind": info.kind,
                 "licence": info.licence, "citation": info.citation,
                 "verdict": self.verdicts, "skipped": self.skipped, "scored": self.scored,
+                "failed": self.failed,
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes,
                 **({"workdir": self.workdir} if self.workdir else {})}
 
@@ -101,6 +103,11 @@ class BenchResult(Result):
 
     def to_dict(self) -> list[dict[str, Any]]:
         return [card.to_dict() for card in self.cards]
+
+    @property
+    def failed(self) -> int:
+        """Scores that failed, over every suite (`bench` exits 3 when there are any)."""
+        return sum(card.failed for card in self.cards)
 
 
 @dataclass(frozen=True)
@@ -232,7 +239,7 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
         notes.append(f"--limit {options.limit}: a part of the suite, so the values are not "
                      "compared with the published ones")
     return Card(suite.info, _verdicts(suite.info, rows, specs), rows, notes,
-                scored=run.rows, workdir=workdir)
+                scored=run.rows, failed=run.failed, workdir=workdir)
 
 
 def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
