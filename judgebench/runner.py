@@ -347,10 +347,10 @@ def run_stream(
     Once the checks before any work have passed, the run is recorded in the store's `runs`
     table (`about`: its command line and input), and how it ended when it ends: ok, error,
     interrupted (Ctrl-C, SIGTERM) or budget_stop."""
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
     from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
-    host = host or get_host()
+    host = host or build_host()
     # A pairwise table written out is keyed by (item, system_a, system_b); scores in memory
     # (the audit's probes, which score one pair several ways) are keyed by (item, system).
     pairwise = check_shape(surveyed.pairs, [(s.column, host.metric(s.name).info) for s in specs],

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from installed import install, on_path
 from test_audit_sentinels import synthetic
 
-from judgebench.plugins import build_host, reset_host
+from judgebench.plugins import build_host
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +21,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     target = tmp_path_factory.mktemp("site")
     install("judgebench-test-sentinel", target)
     install("judgebench-test-probe", target)
-    reset_host()
     with on_path(target):
         yield target
-    reset_host()
 
 
 @pytest.fixture(scope="module")
