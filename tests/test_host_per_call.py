@@ -194,3 +194,52 @@ def test_the_group_text_is_the_same_for_every_host(
     assert "only-2" in with_two
     assert [line for line in with_two.splitlines() if "only-2" not in line] == (
         plain.splitlines())
+
+
+POOLING_PLUGIN = '''
+from judgebench.plugin_api import Backend, hookimpl
+
+
+class PoolLocal(Backend):
+    """A pooling backend: each text's length, and 1."""
+
+    name = "pool_local"
+
+    def __init__(self, model, revision=None, runner=None, **engine):
+        super().__init__(model, revision)
+        self.runner = runner
+
+    def generate_sync(self, requests):
+        raise NotImplementedError
+
+    def pool(self, task, inputs):
+        return [[float(len(t)), 1.0] for t in inputs]
+
+    def identity(self):
+        return {"backend": "pool_local", "model": self.model, "runner": str(self.runner)}
+
+
+@hookimpl
+def register_backends(register):
+    register("pool_local", PoolLocal)
+'''
+
+
+def test_a_pooling_metric_finds_its_backend_in_the_host_that_built_it(tmp_path: Path) -> None:
+    from judgebench.errors import InputError
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    (model / "model.safetensors").write_bytes(b"weights")
+    plugin = tmp_path / "pool_plugin.py"
+    plugin.write_text(POOLING_PLUGIN, encoding="utf-8")
+    options = {"backend": "pool_local", "model": str(model)}
+    host = build_host([str(plugin)])
+    metric = host.metric("neural.embedding-cosine").build(**options)
+    sample = Sample(item="1", system="s", output="abc", reference="abcd")
+    assert metric.score([sample]) == [pytest.approx((12 + 1) / (10**0.5 * 17**0.5))]
+    assert "runner:pooling" in str(metric.signature())  # backend_accepts asked that host too
+    elsewhere = build_host().metric("neural.embedding-cosine").build(**options)
+    with pytest.raises(InputError, match="unknown backend 'pool_local'"):
+        elsewhere.signature()
