@@ -53,9 +53,9 @@ def plain_loop(url: str, n: int) -> float:
 
 def judge_run(url: str, batch: list, concurrency: int, tag: str,
               backend: str) -> tuple[float, float, list]:
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
-    metric = get_host().metric("judge.rubric").factory(
+    metric = build_host().metric("judge.rubric").factory(
         backend=backend, model=f"openai/bench-{tag}", api_base=url, api_key_env="BENCH_KEY",
         protocol="text", concurrency=concurrency, max_tokens=64,
     )
@@ -76,7 +76,7 @@ def local_run(n: int) -> dict:
 
     from judgebench import runtime
     from judgebench.models import Sample
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
     batch = [Sample(**r) for r in summeval_records(n)]
     steps = "1. Read the article.\\n2. Read the summary.\\n3. Rate its coherence from 1 to 5."
@@ -85,7 +85,7 @@ def local_run(n: int) -> dict:
         with tempfile.TemporaryDirectory() as tmp, runtime.running(
             runtime.RunSettings(cache_path=Path(tmp))  # a fresh judge cache; models stay put
         ):
-            metric = get_host().metric("judge.geval").factory(criterion="coherence",
+            metric = build_host().metric("judge.geval").factory(criterion="coherence",
                                                              steps=steps, batch=size)
             metric.backend.inner.load()
             started = time.perf_counter()

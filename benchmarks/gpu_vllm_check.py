@@ -146,9 +146,9 @@ def judge_options(name: str) -> dict[str, Any]:
 
 def check_judges(report: Report, backend: str, backend_options: dict[str, Any],
                  samples: list[Any]) -> None:
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
-    host = get_host()
+    host = build_host()
     judges = sorted(name for name, entry in host.metrics().items()
                     if entry.info.kind == "judge")
     results: dict[str, Any] = {}
@@ -218,7 +218,7 @@ def largest_difference(left: list[list[float | None]], right: list[list[float | 
 def check_likelihood(report: Report, args: argparse.Namespace, engine: dict[str, Any],
                      server: dict[str, Any] | None, samples: list[Any]) -> None:
     from judgebench.backends import get_backend
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
     reference = get_backend("transformers", model=args.model, dtype="float32")
     expected = prompt_logprobs(reference, LIKELIHOOD_TEXTS)
@@ -238,7 +238,7 @@ def check_likelihood(report: Report, args: argparse.Namespace, engine: dict[str,
             backend.close()
     values: dict[str, Any] = {}
     for name, options in [("transformers", {"model": args.model, "dtype": "float32"}), *sides]:
-        metric = get_host().metric("neural.likelihood").factory(
+        metric = build_host().metric("neural.likelihood").factory(
             backend=name, given="input", **{**options, "dtype": "float32"})
         try:
             values[name] = [v if isinstance(v, float) else str(v)
@@ -254,10 +254,10 @@ def check_throughput(report: Report, args: argparse.Namespace, engine: dict[str,
     import vllm
     from judgebench_backends.vllm_backend import sampling_params_dict, to_sampling_params
 
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
     samples = load_samples(args.data, args.n)
-    judge: Any = get_host().metric("judge.rubric").factory(
+    judge: Any = build_host().metric("judge.rubric").factory(
         backend="vllm", criterion="coherence", cache=False, protocol="json", **engine)
     inner = judge.backend.inner
     llm = inner.engine()
@@ -288,9 +288,9 @@ def check_throughput(report: Report, args: argparse.Namespace, engine: dict[str,
 
 def check_pooling(report: Report, args: argparse.Namespace, engine: dict[str, Any],
                   samples: list[Any]) -> None:
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
-    host = get_host()
+    host = build_host()
     runs = []
     if args.classifier_model:
         runs.append(("learned.classifier", {"model": args.classifier_model,

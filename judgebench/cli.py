@@ -1,8 +1,12 @@
 """The `judgebench` command group.
 
 Built-in commands live one per module in judgebench/commands/ and are imported only when
-invoked, so `judgebench --help` stays fast. Plugins add commands through `register_commands`;
-the commands of HOSTLESS_COMMANDS start without loading any plugin.
+invoked, so `judgebench --help` stays fast. `make_cli(host)` makes a group of its own for one
+plugin host: the built-in commands, the commands that host's plugins add (`register_commands`),
+and the host in the context (`ctx.obj["host"]`, read with `context_host`), where the commands
+find it. `main` builds the host and the group for each call; the commands of HOSTLESS_COMMANDS
+start without loading any plugin. The module's `cli` is a group without a host (its commands
+build one when they need it) that nothing changes after import.
 Exit codes: 0 success, 2 bad usage or input, 3 a run with failed scores (`score`),
 1 any other failure.
 """
@@ -12,12 +16,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from judgebench import __version__
 from judgebench.errors import JudgebenchError
+
+if TYPE_CHECKING:
+    from judgebench.plugins import PluginHost
 
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("judgebench.commands.score", "Score generations with one or more metrics."),
@@ -82,20 +89,65 @@ def _module_exists(module_name: str) -> bool:
     return importlib.util.find_spec(module_name) is not None
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="judgebench")
-@click.option(
-    "-p", "--plugin", "plugins", multiple=True, metavar="MODULE",
-    help="Load a local plugin: a module path or a .py file (repeatable).",
-)
-@click.option("-v", "--verbose", is_flag=True,
-              help="Let third-party libraries print their warnings and progress bars "
-                   "(transformers, huggingface_hub, sacrebleu, ...); without it, only errors.")
-def cli(plugins: tuple[str, ...], verbose: bool) -> None:
-    """Score generated text with pluggable metrics and audit them against people."""
-    from judgebench.verbosity import set_third_party_output
+def _group(host: PluginHost | None) -> LazyGroup:
+    """A new `judgebench` group whose context carries `host` (None: none yet)."""
 
-    set_third_party_output(verbose)
+    @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="judgebench")
+    @click.option(
+        "-p", "--plugin", "plugins", multiple=True, metavar="MODULE",
+        help="Load a local plugin: a module path or a .py file (repeatable).",
+    )
+    @click.option("-v", "--verbose", is_flag=True,
+                  help="Let third-party libraries print their warnings and progress bars "
+                       "(transformers, huggingface_hub, sacrebleu, ...); without it, only "
+                       "errors.")
+    @click.pass_context
+    def cli(ctx: click.Context, plugins: tuple[str, ...], verbose: bool) -> None:
+        """Score generated text with pluggable metrics and audit them against people."""
+        from judgebench.verbosity import set_third_party_output
+
+        obj = ctx.ensure_object(dict)
+        if obj.get("host") is None:
+            obj["host"] = host
+        set_third_party_output(verbose)
+
+    assert isinstance(cli, LazyGroup)
+    return cli
+
+
+def make_cli(host: PluginHost | None) -> LazyGroup:
+    """A new `judgebench` group for `host`: the built-in commands, the commands its plugins
+    register, and `host` for every command it runs (`context_host`, `given_host`). None:
+    the built-in commands only, which build a host if they need one."""
+    group = _group(host)
+    if host is not None:
+        host.call_register_commands(group)
+    return group
+
+
+def given_host() -> PluginHost | None:
+    """The plugin host of the command running now: the one its group was made for (or
+    `main` put in `ctx.obj`); None for a hostless command started without -p (its service
+    builds one only if it needs it)."""
+    obj = click.get_current_context().find_root().ensure_object(dict)
+    host: PluginHost | None = obj.get("host")
+    return host
+
+
+def context_host() -> PluginHost:
+    """`given_host()`, or, without one, a host of the installed plugins built now and kept
+    for the rest of the call."""
+    host = given_host()
+    if host is None:
+        from judgebench.plugins import build_host
+
+        host = click.get_current_context().find_root().obj["host"] = build_host()
+    return host
+
+
+#: The group without a host (`python -m judgebench.cli`, click's CliRunner); never changed.
+cli = make_cli(None)
 
 
 def _plugins_and_command(argv: list[str]) -> tuple[list[str], str | None]:
@@ -121,19 +173,21 @@ HOSTLESS_COMMANDS = frozenset({"meta-eval", "runs", "logs"})
 
 
 def main(argv: list[str] | None = None) -> None:
+    """`judgebench ARGS`: a plugin host built for this call (with the `-p` plugins), and a
+    group made for it (`make_cli`)."""
     args = sys.argv[1:] if argv is None else argv
     local, command = _plugins_and_command(args)
+    host = None
     if local or command not in HOSTLESS_COMMANDS:
-        from judgebench.plugins import get_host
+        from judgebench.plugins import build_host
 
         try:
-            host = get_host(local)
+            host = build_host(local)
         except JudgebenchError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        host.call_register_commands(cli)
     # The arguments as given, for the command line a run records (`judgebench runs`).
-    cli.main(args=args, prog_name="judgebench", obj={"argv": list(args)})
+    make_cli(host).main(args=args, prog_name="judgebench", obj={"argv": list(args), "host": host})
 
 
 if __name__ == "__main__":

@@ -30,13 +30,16 @@ the read.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import MetricInfo, Outcome, Sample, Signature, Status
 from judgebench.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from judgebench.plugins import PluginHost
 
 
 class NoOptions(BaseModel):
@@ -92,6 +95,22 @@ class Metric(Generic[OptionsT]):
     #: (paid calls with their own concurrency, or a model in memory). A metric that loads a
     #: model, calls a server or keeps state across batches sets False.
     parallel_safe: ClassVar[bool | None] = None
+    _host: PluginHost | None = None
+
+    @property
+    def host(self) -> PluginHost:
+        """The plugin host that built this metric (`MetricEntry.build`): where it looks up
+        its backend (`self.host.backend(name, **options)`) or a panel its members. A metric
+        built directly (its class called) gets a host of the installed plugins, built once."""
+        if self._host is None:
+            from judgebench.plugins import build_host
+
+            self._host = build_host()
+        return self._host
+
+    @host.setter
+    def host(self, host: PluginHost) -> None:
+        self._host = host
 
     def __init__(self, **options: Any) -> None:
         try:

@@ -3,7 +3,10 @@ aggregation-rule and command plugins. The built-in plugins (plugins/judgebench_*
 judgebench through this module only (tests/test_plugin_api.py checks it).
 
 - registering: `hookimpl` and the register objects the hooks receive (`MetricRegister`,
-  `BackendRegister`, `AggregatorRegister`, `SentinelRegister`, `ProbeRegister`), `get_host`;
+  `BackendRegister`, `AggregatorRegister`, `SentinelRegister`, `ProbeRegister`), and
+  `PluginHost`, the type of `Metric.host` (the host that built a metric: a metric gets its
+  backend with `self.host.backend(name, **options)`, a panel its members with
+  `self.host.metric(name).build(...)`, so both resolve in the host that built them);
 - metrics: `Metric`, `WithStatistics`, `MetricInfo`, `EmptyText`, `Sample`, `Outcome`,
   `Status`, and the bounds every numeric option declares (`MAX_*`, `MIN_SEED64`);
 - backends: the contract (`Backend`, `Request`, `Response`, `Constraint`, `Capabilities`...),
@@ -71,7 +74,7 @@ from judgebench.metric import (
     WithStatistics,
 )
 from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import PluginHost
 from judgebench.probe import SENTENCE, Context, Probe, against, seeded_rng
 from judgebench.redact import redact
 from judgebench.registry import (
@@ -123,6 +126,7 @@ __all__ = [
     "MetricRegister",
     "MissingExtra",
     "Outcome",
+    "PluginHost",
     "Probe",
     "ProbeRegister",
     "RemoteBackend",
@@ -141,7 +145,6 @@ __all__ = [
     "backend_accepts",
     "default_cache_path",
     "get_backend",
-    "get_host",
     "given_engine_options",
     "hookimpl",
     "http_failure",

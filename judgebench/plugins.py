@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -41,6 +41,9 @@ from judgebench.registry import (
     SuiteRegister,
 )
 from judgebench.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from judgebench.backends.base import Accepts, Backend
 
 ENTRY_POINT_GROUP = "judgebench"
 ALLOWLIST_ENV = "JUDGEBENCH_LOAD_PLUGINS"
@@ -93,6 +96,19 @@ class PluginHost:
                              f"(registered metrics: {known})")
         return found[name]
 
+    def backend_accepts(self, name: str) -> Accepts:
+        """What the backend registered under `name` takes (InputError if none is)."""
+        from judgebench.backends.base import accepts_of, registered_backend
+
+        return accepts_of(registered_backend(self.backends(), name))
+
+    def backend(self, name: str, **options: Any) -> Backend:
+        """The backend registered under `name` in this host, built with `options` (see
+        `judgebench.backends.get_backend`)."""
+        from judgebench.backends.base import make_backend
+
+        return make_backend(self.backends(), name, options)
+
     def _collect(self, hook_name: str, make: Callable[..., Register[EntryT]]
                  ) -> dict[str, EntryT]:
         """Call every implementation of `hook_name` with its plugin's register object."""
@@ -103,7 +119,7 @@ class PluginHost:
             plugin = impl.plugin_name
             try:
                 impl.function(register=make(plugin, self.versions.get(plugin, ""), found,
-                                            by_content=plugin in self.by_content))
+                                            by_content=plugin in self.by_content, host=self))
             except PluginError:
                 raise
             except Exception as exc:  # one broken plugin must not take the others down
@@ -133,6 +149,8 @@ class PluginHost:
         print(f"judgebench: plugin '{plugin}' failed: {error}", file=sys.stderr)
 
     def call_register_commands(self, cli: Any) -> None:
+        """Let every plugin add its commands to `cli` (a group of this host's own, made by
+        `judgebench.cli.make_cli`)."""
         for impl in self.pm.hook.register_commands.get_hookimpls():
             try:
                 impl.function(cli=cli)
@@ -199,6 +217,10 @@ def _import_local(spec: str) -> ModuleType:
 
 
 def build_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
+    """A new host: the entry points `JUDGEBENCH_LOAD_PLUGINS` allows, then `local_plugins`.
+
+    There is no process-wide host: each service takes one (`host=`) and builds one with
+    no local plugins when given none; the CLI builds one per call (`judgebench.cli.main`)."""
     pm = pluggy.PluginManager("judgebench")
     pm.add_hookspecs(hookspecs)
     host = PluginHost(pm=pm, local_plugins=tuple(local_plugins))
@@ -266,19 +288,3 @@ def _check_registrations(host: PluginHost) -> None:
     host.metrics()
     host.sentinels()
     host.probes()
-
-
-_HOST: PluginHost | None = None
-
-
-def get_host(local_plugins: tuple[str, ...] | list[str] = ()) -> PluginHost:
-    """The process-wide plugin host, built on first use (never at import)."""
-    global _HOST
-    if _HOST is None or local_plugins:
-        _HOST = build_host(local_plugins)
-    return _HOST
-
-
-def reset_host() -> None:
-    global _HOST
-    _HOST = None

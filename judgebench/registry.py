@@ -18,15 +18,16 @@ itself, like judge.panel, which hands them to its members); a sentinel subclasse
 judgebench.sentinel.Sentinel; a probe is a judgebench.probe.Probe with a name, a description
 and a known expectation.
 
-An entry remembers the plugin (and its version) that registered it; `MetricEntry.build` is how
-the host builds a metric, and gives the instance that plugin's "name version" for its
-signature.
+An entry remembers the plugin (and its version) that registered it, and the host that found
+it; `MetricEntry.build` is how the host builds a metric, and gives the instance that plugin's
+"name version" for its signature and that host (`Metric.host`: where the metric looks up its
+backend, or a panel its members).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -39,6 +40,7 @@ from judgebench.probe import EXPECTS, Probe
 from judgebench.sentinel import Sentinel
 
 if TYPE_CHECKING:
+    from judgebench.plugins import PluginHost
     from meta_eval.aggregation.base import RuleResult
 
 
@@ -63,6 +65,8 @@ class MetricEntry:
     #: Signed by `version` alone, not the plugin's name: a local plugin file, whose name is
     #: its path and whose version ends with its content hash (moved, it re-scores nothing).
     by_content: bool = False
+    #: The host whose registry holds this entry (set by the host when it collects it).
+    host: PluginHost | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -83,9 +87,19 @@ class MetricEntry:
     def build(self, **options: Any) -> Metric:
         """The metric with these options, knowing which plugin registered it. A registered
         class that sets `plugin` itself keeps its own; a factory function's metric is left as
-        the factory made it (signatures stay what they were)."""
-        metric = self.factory(**options)
-        if isinstance(self.factory, type) and not self.factory.__dict__.get("plugin"):
+        the factory made it (signatures stay what they were). Either way the metric knows the
+        host that built it (`Metric.host`), a registered class from its `__init__` on (a
+        panel builds its members there, in the same host)."""
+        factory = self.factory
+        if isinstance(factory, type) and issubclass(factory, Metric) and self.host is not None:
+            metric: Metric = factory.__new__(factory)
+            metric.host = self.host
+            factory.__init__(metric, **options)
+        else:
+            metric = factory(**options)
+            if self.host is not None and isinstance(metric, Metric):
+                metric.host = self.host
+        if isinstance(factory, type) and not factory.__dict__.get("plugin"):
             metric.plugin = self.label
         return metric
 
@@ -118,10 +132,11 @@ class Register(Generic[EntryT]):
     """Collects one plugin's entries for one hook into the host's registry."""
 
     def __init__(self, plugin: str, version: str, found: dict[str, EntryT], *,
-                 by_content: bool = False) -> None:
+                 by_content: bool = False, host: PluginHost | None = None) -> None:
         self._plugin = plugin
         self._version = version
         self._by_content = by_content
+        self._host = host
         self._found: dict[str, EntryT] = found
 
     def _error(self, message: str) -> PluginError:
@@ -147,7 +162,7 @@ class Register(Generic[EntryT]):
         if isinstance(metric, type) and issubclass(metric, Metric):
             self._check_metric_class(metric, info)
         return MetricEntry(info=info, factory=metric, plugin=self._plugin, version=self._version,
-                           by_content=self._by_content)
+                           by_content=self._by_content, host=self._host)
 
     def _check_metric_class(self, cls: type[Metric], info: MetricInfo) -> None:
         if (info.level == "corpus" or info.has_corpus) and cls.corpus_score is Metric.corpus_score:

@@ -292,10 +292,10 @@ def run_stream(
     Once the checks before any work have passed, the run is recorded in the store's `runs`
     table (`about`: its command line and input), and how it ended when it ends: ok, error,
     interrupted (Ctrl-C, SIGTERM) or budget_stop."""
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
     from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
-    host = host or get_host()
+    host = host or build_host()
     entries = [host.metric(spec.name) for spec in specs]  # each spec looked up once, here
     # A pairwise table written out is keyed by (item, system_a, system_b); scores in memory
     # (the audit's probes, which score one pair several ways) are keyed by (item, system).

@@ -63,8 +63,11 @@ class ScoresTable:
     corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # column -> system -> v
     lower: frozenset[str] = frozenset()
     higher: frozenset[str] = frozenset()
-    # metric name -> MetricInfo; None: the plugin host's, read when a column first needs it
+    # metric name -> MetricInfo; None: `host`'s, read when a column first needs it
     registered: Mapping[str, Any] | None = None
+    #: The plugin host whose metrics give a column's direction; None: one of the installed
+    #: plugins, built when a column first needs it (meta-eval starts without a host).
+    host: PluginHost | None = field(default=None, compare=False, repr=False)
     #: column -> the systems whose corpus score failed (parse_error, refused, error)
     corpus_failed: dict[str, set[str]] = field(default_factory=dict)
 
@@ -89,11 +92,13 @@ class ScoresTable:
                           in_table=column in self.frame.columns)
 
     def registered_metrics(self) -> Mapping[str, Any]:
-        """Metric name -> MetricInfo of every registered metric (builds the plugin host)."""
+        """Metric name -> MetricInfo of every registered metric (builds a plugin host if the
+        table was read without one)."""
         if self.registered is None:
-            from judgebench.plugins import get_host
+            from judgebench.plugins import build_host
 
-            self.registered = {name: entry.info for name, entry in get_host().metrics().items()}
+            host = self.host or build_host()
+            self.registered = {name: entry.info for name, entry in host.metrics().items()}
         return self.registered
 
     def described(self, column: str) -> dict[str, Any]:
@@ -287,8 +292,6 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
         corpus |= replaced
         failed = {c: s for c, s in failed.items() if c not in replaced}
         failed |= corpus_failures(given)
-    registered = (None if host is None
-                  else {name: entry.info for name, entry in host.metrics().items()})
     return ScoresTable(path=Path(path), frame=frame, sidecar=sidecar, corpus=corpus,
-                       lower=frozenset(lower), higher=frozenset(higher), registered=registered,
+                       lower=frozenset(lower), higher=frozenset(higher), host=host,
                        corpus_failed=failed)

@@ -32,6 +32,8 @@ from judgebench.suggest import did_you_mean
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.plugins import PluginHost
+
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 SAMPLES, HUMAN, INFO = "samples.jsonl.gz", "human.jsonl.gz", "suite.json"
 PAIR_KEY = ("item", "system_a", "system_b")
@@ -248,17 +250,11 @@ def suite_folders(path: str | Path) -> list[Path]:
     return found
 
 
-def host() -> Any:
-    """The plugin host (the one place the suites and `bench` reach it)."""
-    from judgebench.plugins import get_host
-
-    return get_host()
-
-
-def available(suite_paths: Sequence[str | Path] = ()) -> dict[str, tuple[Path, str]]:
+def available(suite_paths: Sequence[str | Path] = (), *, host: PluginHost
+              ) -> dict[str, tuple[Path, str]]:
     """Every suite by name -> (folder, origin): the registered ones (`register_suites`), then
     those under `suite_paths`, which may not reuse a registered name."""
-    found = {name: (entry.obj, entry.plugin) for name, entry in host().suites().items()}
+    found = {name: (entry.obj, entry.plugin) for name, entry in host.suites().items()}
     for path in suite_paths:
         for folder in suite_folders(path):
             name = folder.name
@@ -269,9 +265,10 @@ def available(suite_paths: Sequence[str | Path] = ()) -> dict[str, tuple[Path, s
     return found
 
 
-def resolve(names: str, suite_paths: Sequence[str | Path] = ()) -> list[Suite]:
+def resolve(names: str, suite_paths: Sequence[str | Path] = (), *, host: PluginHost
+            ) -> list[Suite]:
     """The suites `names` asks for (comma-separated, or `all`), loaded and verified."""
-    known = available(suite_paths)
+    known = available(suite_paths, host=host)
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     if not wanted:
         raise InputError("name a suite (see `judgebench suites`)", field="--suite")

@@ -69,8 +69,9 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     """Run `judgebench ARGS` in this interpreter through `judgebench.cli.main`, the function
     the `judgebench` script calls, so exit codes are mapped exactly as for a user.
 
-    Each call gets a fresh plugin host; `env` (a `PYTHONPATH` in it goes onto sys.path) and
-    `cwd` hold for the call only; stdout and stderr are kept apart. An exception that escapes
+    Each call gets a fresh plugin host and command group (`main` builds them: there is no
+    process-wide one); `env` (a `PYTHONPATH` in it goes onto sys.path) and `cwd` hold for
+    the call only; stdout and stderr are kept apart. An exception that escapes
     `main` ends the call like an uncaught one ends the interpreter: traceback on stderr, 1.
     """
     from judgebench.cli import main
@@ -119,24 +120,24 @@ def _exit_status(code: object) -> int:
 
 @contextlib.contextmanager
 def _one_call(cwd: Path | None, env: dict[str, str]) -> Iterator[None]:
-    """Everything one `judgebench` call may change in this interpreter, put back after it:
-    environment, working directory, sys.path and the modules it brought, the plugin host and
-    the commands plugins added, secret variables registered with redact, logging."""
+    """What one `judgebench` call may change in this interpreter, put back after it: the
+    interpreter's own state, which a fresh process would start without (the plugin host and
+    the command group are the call's own: `main` builds them). Environment, working
+    directory, sys.path and the modules it brought (a `-p` file's module, a `PYTHONPATH`
+    entry's distributions), logging, and the secret variables registered with redact (that
+    registry is process-wide on purpose: a name once known as a secret is scrubbed from every
+    later text, including those written where no host is at hand)."""
     from judgebench import redact
-    from judgebench.cli import cli
-    from judgebench.plugins import reset_host
 
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_path = list(sys.path)
     saved_modules = set(sys.modules)
-    saved_commands = dict(cli.commands)
     with redact._registered_lock:
         saved_secrets = set(redact._registered)
     saved_logging = _logging_state()
     added = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep)
              if entry and entry not in sys.path]
-    reset_host()
     try:
         os.environ.update(env)
         sys.path[0:0] = added  # what the interpreter does with $PYTHONPATH at start-up
@@ -155,13 +156,10 @@ def _one_call(cwd: Path | None, env: dict[str, str]) -> Iterator[None]:
         for entry in added:
             sys.path_importer_cache.pop(entry, None)
         importlib.invalidate_caches()
-        cli.commands.clear()
-        cli.commands.update(saved_commands)
         with redact._registered_lock:
             redact._registered.clear()
             redact._registered.update(saved_secrets)
         _restore_logging(saved_logging)
-        reset_host()
 
 
 def _loaded_from(module: ModuleType | None, entries: list[str]) -> bool:

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from conftest import run_cli
-
-from judgebench.cli import cli
 
 TENNESSEE_CSV = """system,memphis,nashville,chattanooga,knoxville,people
 Memphis,4,1,1,1,1
@@ -23,12 +20,12 @@ WEIGHTS = ["--weight", "memphis=42", "--weight", "nashville=26", "--weight", "ch
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(cli, ["aggregate", *args], catch_exceptions=False)
+    return run_cli("aggregate", *args)
 
 
 def as_json(*args: str) -> list[dict]:
     result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
@@ -113,14 +110,14 @@ def test_pairwise_table_is_detected(tmp_path: Path) -> None:
         lines += [f"{i},A,B,a", f"{i},B,C,{'b' if i % 3 else 'tie'}", f"{i},A,C,A"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = invoke(str(path), "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     assert "pairwise table" in result.stderr
     out = {o["rule"]: o for o in json.loads(result.stdout)}
     assert set(out) == {"bradley-terry", "elo", "copeland", "schulze", "kemeny"}
     assert all(o["ranking"] == ["A", "C", "B"] for o in out.values())
     assert "nu" in out["bradley-terry"]["note"]
     bad = invoke(str(path), "-r", "borda")
-    assert bad.exit_code == 2 and "needs voters" in bad.stderr
+    assert bad.returncode == 2 and "needs voters" in bad.stderr
 
 
 def test_bootstrap_and_make_win_in_json(tennessee: Path) -> None:
@@ -139,7 +136,7 @@ def test_bootstrap_and_make_win_in_json(tennessee: Path) -> None:
 def test_text_output_is_side_by_side(tennessee: Path) -> None:
     result = invoke(str(tennessee), "-r", "borda", "-r", "plurality", *WEIGHTS,
                     "--weight", "people=0", "--bootstrap", "20", "--make-win", "Knoxville")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["rank", "borda", "plurality"]
     assert lines[1].split() == ["1", "Nashville", "194", "Memphis", "42"]  # system, score
@@ -178,7 +175,7 @@ def test_bad_input_exits_2_naming_the_place(tmp_path: Path, content: str, args: 
     path = tmp_path / "bad.csv"
     path.write_text(content, encoding="utf-8")
     result = invoke(str(path), *args)
-    assert result.exit_code == 2, result.stdout
+    assert result.returncode == 2, result.stdout
     assert message in result.stderr
 
 
@@ -186,7 +183,7 @@ def test_a_failing_rule_is_a_status_and_exit_1(tmp_path: Path) -> None:
     path = tmp_path / "neg.csv"
     path.write_text("system,t1\nA,-1\nB,2\n", encoding="utf-8")
     result = invoke(str(path), "-r", "geometric-mean", "-r", "borda", "--json")
-    assert result.exit_code == 1
+    assert result.returncode == 1
     out = json.loads(result.stdout)
     assert out[0]["status"] == "error" and "positive" in out[0]["reason"]
     assert out[1]["status"] == "ok" and out[1]["winners"] == ["B"]

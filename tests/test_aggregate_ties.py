@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 
-from judgebench.cli import cli
 from meta_eval.aggregation import (
     RULES,
     TIES,
@@ -302,7 +301,7 @@ D,1,1,2,
 
 
 def _invoke(*args: str):
-    return CliRunner().invoke(cli, ["aggregate", *args], catch_exceptions=False)
+    return run_cli("aggregate", *args)
 
 
 def test_cli_rule_option_ties(tmp_path: Path) -> None:
@@ -311,7 +310,7 @@ def test_cli_rule_option_ties(tmp_path: Path) -> None:
     specs = ["borda", "borda:ties=low", "borda:ties=high", "dowdall:ties=high",
              "plurality:ties=low", "baldwin:ties=low"]
     result = _invoke(str(table), *[a for s in specs for a in ("--rule", s)], "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     out = {o["rule"]: o for o in json.loads(result.stdout)}
     assert list(out) == specs
     assert out["borda"]["scores"] == {"A": 5.5, "B": 6, "C": 5.5, "D": 2}
@@ -330,10 +329,10 @@ def test_cli_bad_convention_exits_2_and_list_rules_shows_the_option(tmp_path: Pa
     table = tmp_path / "board.csv"
     table.write_text(LEADERBOARD, encoding="utf-8")
     bad = _invoke(str(table), "--rule", "borda:ties=lowest")
-    assert bad.exit_code == 2
+    assert bad.returncode == 2
     assert "ties must be one of average, low, high" in bad.stderr
     listed = _invoke("--list-rules", "--json")
-    assert listed.exit_code == 0
+    assert listed.returncode == 0
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     for name in ("plurality", "borda", "dowdall", "baldwin"):
         assert "ties" in rows[name]["options"], name

@@ -18,7 +18,7 @@ from fault_server import FaultServer
 from test_audit_sentinels import synthetic
 
 from judgebench.models import Sample, Score
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.spec import parse_spec
 
 FIRST = '{{"explanation": "The first response is better.", "verdict": "A"}}'
@@ -97,7 +97,7 @@ def test_each_presentation_reads_its_own_order_whatever_the_spec(server, tmp_pat
     from judgebench.auditing.bias import center_of, judge_score_fn, run_bias
 
     server.post("/_reply", {"reply": "Reasons. [[{choice}]]"})
-    host = get_host()
+    host = build_host()
     _, samples = synthetic(n_items=6, n_systems=4, seed=2)
     by_item: dict[str, list[Sample]] = {}
     for s in samples:

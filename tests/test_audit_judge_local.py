@@ -15,7 +15,7 @@ from conftest import summeval_records
 from judgebench.auditing.bias import center_of, pairs_from_samples, run_bias
 from judgebench.auditing.probes import runner_score_fn
 from judgebench.models import Sample
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.spec import parse_spec
 
 pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
@@ -25,7 +25,7 @@ SHORTEST = "dm-test-f5fead94ee884800e84a212cc0edc78b11c4ba9f"  # a 632-character
 
 def test_position_probe_runs_through_the_local_pairwise_judge(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path))
-    host = get_host()
+    host = build_host()
     if "judge.pairwise" not in host.metrics():
         pytest.fail("the judges plugin does not register judge.pairwise")
     records = [r for r in summeval_records() if r["item"] == SHORTEST]

@@ -18,7 +18,7 @@ from judgebench.auditing.sentinels import compute_sentinels, default_specs
 from judgebench.errors import InputError
 from judgebench.extras import MissingExtra
 from judgebench.models import Outcome, Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.spec import MetricSpec
 
 SENTINELS = ("sentinel.cand", "sentinel.constant", "sentinel.length", "sentinel.random",
@@ -62,7 +62,7 @@ def synthetic(n_items: int = 40, n_systems: int = 8, seed: int = 0,
 
 
 def test_every_sentinel_is_registered_as_a_sentinel() -> None:
-    host = get_host()
+    host = build_host()
     found = host.sentinels()
     assert set(SENTINELS) <= set(found)
     for name in SENTINELS:
@@ -138,7 +138,7 @@ def test_blind_sentinels() -> None:
 
 def test_compute_sentinels_aligns_and_explains_what_is_missing() -> None:
     frame, samples = synthetic(n_items=10, n_systems=4)
-    host = get_host()
+    host = build_host()
     specs = default_specs(host)
     without = compute_sentinels(frame, humans=["human.q"], samples=None, specs=specs, host=host)
     by_name = {r.column: r for r in without}
@@ -200,7 +200,7 @@ def test_sentinel_results_become_outcomes_by_the_runners_rule(tmp_path) -> None:
 
 def test_unknown_sentinel_and_disjoint_generations_are_input_errors() -> None:
     frame, samples = synthetic(n_items=4, n_systems=2)
-    host = get_host()
+    host = build_host()
     with pytest.raises(InputError, match="unknown sentinel"):
         compute_sentinels(frame, humans=["human.q"], samples=samples,
                           specs=[MetricSpec("sentinel.nope")], host=host)
@@ -211,7 +211,7 @@ def test_unknown_sentinel_and_disjoint_generations_are_input_errors() -> None:
 
 
 def _block(frame: pd.DataFrame, samples: list[Sample], level: str, grouping: str):
-    host = get_host()
+    host = build_host()
     runs = compute_sentinels(frame, humans=["human.q"], samples=samples,
                              specs=default_specs(host), host=host)
     table = frame.copy()
@@ -277,7 +277,7 @@ def test_sentinels_on_summeval_subset_cover_every_setting() -> None:
     samples = [Sample.model_validate(r) for r in records]
     frame = pd.DataFrame([{"item": s.item, "system": s.system,
                            "human.relevance": s.human["relevance"]} for s in samples])
-    host = get_host()
+    host = build_host()
     runs = compute_sentinels(frame, humans=["human.relevance"], samples=samples,
                              specs=default_specs(host), host=host)
     assert {r.column for r in runs} == set(SENTINELS)
@@ -307,5 +307,5 @@ def test_missing_scikit_learn_is_refused_before_any_sentinel_runs(
     with pytest.raises(MissingExtra, match=r"pip install 'judgebench\[audit\]'") as caught:
         compute_sentinels(frame, humans=["human.q"], samples=samples,
                           specs=[MetricSpec("sentinel.length"), MetricSpec("sentinel.cand")],
-                          host=get_host())
+                          host=build_host())
     assert caught.value.exit_code == 2 and caught.value.feature == "sentinel.cand"

@@ -78,8 +78,8 @@ def test_sync_backend_works_from_sync_and_async_code() -> None:
 
 def test_registry_lists_built_in_backends_without_importing_them() -> None:
     code = (
-        "import sys; from judgebench.plugins import get_host; "
-        "names = sorted(get_host().backends()); "
+        "import sys; from judgebench.plugins import build_host; "
+        "names = sorted(build_host().backends()); "
         "print(names, [m for m in ('litellm', 'vllm', 'transformers', 'torch') "
         "if m in sys.modules])"
     )

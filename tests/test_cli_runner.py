@@ -1,7 +1,8 @@
 """`run_cli` (in this interpreter) answers as `run_cli_process` (a fresh one) does, and one
 call leaves nothing behind for the next: environment, working directory, sys.path, modules a
-`-p` file or a `PYTHONPATH` entry brought, plugin commands, the plugin host, registered secret
-variables, logging handlers and the run settings."""
+`-p` file or a `PYTHONPATH` entry brought, registered secret variables, logging handlers and
+the run settings; the module's command group keeps its commands (each call has a group of its
+own: tests/test_host_per_call.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import LOCAL_PLUGIN_PREFIX, run_cli, run_cli_process
 
-from judgebench import plugins, redact, runtime
+from judgebench import redact, runtime
 from judgebench.cli import cli
 
 LEAKY_PLUGIN = '''
@@ -55,7 +56,6 @@ def _state() -> dict[str, Any]:
         "local modules": sorted(m for m in sys.modules if m.startswith(LOCAL_PLUGIN_PREFIX)),
         "commands": sorted(cli.commands),
         "secrets": secrets,
-        "host": plugins._HOST,
         "handlers": list(judgebench_logger.handlers),
         "dry run": runtime.current().dry_run,
     }

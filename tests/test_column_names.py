@@ -17,7 +17,7 @@ import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.runner import prepare_metrics
 from judgebench.spec import RUNTIME_OPTIONS, parse_spec
 
@@ -44,7 +44,7 @@ def test_the_column_drops_runtime_options_and_keeps_the_rest_as_written() -> Non
 def test_no_runtime_option_enters_a_judges_signature(judge: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
-    host = get_host()
+    host = build_host()
     base = f"{judge}:backend=litellm,model=openai/judge"
     signature = prepare_metrics([parse_spec(base)], host)[0].signature
     taken = [o for o in sorted(RUNTIME_OPTIONS) if o in VALUES]

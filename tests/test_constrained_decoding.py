@@ -33,7 +33,7 @@ from judgebench.backends import Backend, Capabilities, Constraint, Request, Resp
 from judgebench.backends.base import Enforced
 from judgebench.judge_cache import CachedBackend
 from judgebench.models import Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"],
           "additionalProperties": False}
@@ -242,7 +242,7 @@ def test_openai_compat_other_bad_requests_do_not_drop_the_schema() -> None:
 
 
 def judge_with(backend: Backend, name: str = "judge.rubric", **options: Any) -> Any:
-    metric: Any = get_host().metric(name).factory(cache=False, **options)
+    metric: Any = build_host().metric(name).factory(cache=False, **options)
     metric._backend = CachedBackend(backend, None)
     return metric
 

@@ -19,7 +19,7 @@ from judgebench_lexical.metrics import Bleu, Chrf, ChrfPlusPlus, SacrebleuMetric
 from judgebench import runner
 from judgebench.metric import STATISTICS, Metric, WithStatistics, add_statistics, outcome_of
 from judgebench.models import Sample
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.spec import MetricSpec
 from judgebench.store import Store
 
@@ -169,7 +169,7 @@ SPECS = [MetricSpec(name="lexical.chrf"), MetricSpec(name="lexical.bleu")]
 
 def _run(samples: list[Sample], store: Store, *, resume: bool = False,
          specs: list[MetricSpec] = SPECS) -> runner.TableResult:
-    return runner.run(samples, specs, store=store, resume=resume, host=get_host())
+    return runner.run(samples, specs, store=store, resume=resume, host=build_host())
 
 
 def _corpus(result: runner.RunResult) -> list[tuple[str, str, float | None, int]]:
@@ -208,7 +208,7 @@ def _peak(samples: list[Sample], path: Path) -> int:
         tracemalloc.start()
         try:
             runner.run_stream(lambda: samples, runner.survey(samples),
-                              [MetricSpec(name="lexical.chrf")], store=store, host=get_host(),
+                              [MetricSpec(name="lexical.chrf")], store=store, host=build_host(),
                               chunk_rows=256)
             return tracemalloc.get_traced_memory()[1]
         finally:

@@ -31,7 +31,7 @@ import judgebench
 from judgebench.io import read_samples, samples_from_frame
 from judgebench.metric import add_statistics, outcome_of
 from judgebench.models import Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 KEY_ENV = {"JB_EMPTY_KEY": "sk-empty-test"}
 SACREBLEU = {"lexical.bleu": lambda: sacrebleu.BLEU(), "lexical.chrf": lambda: sacrebleu.CHRF(),
@@ -41,7 +41,7 @@ ROUGE = {"lexical.rouge1": "rouge1", "lexical.rouge2": "rouge2", "lexical.rougeL
 
 
 def _metric(name: str, **options: object):
-    return get_host().metric(name).factory(**options)
+    return build_host().metric(name).factory(**options)
 
 
 def _scored(samples: list[Sample], spec: str) -> list[float]:
@@ -404,7 +404,7 @@ def test_bleu_effective_order_through_the_cli(tmp_path: Path) -> None:
 
 
 # -- every built-in metric declares what it does with an empty text -----------------------
-ENTRIES = get_host().metrics() | get_host().sentinels()
+ENTRIES = build_host().metrics() | build_host().sentinels()
 BUILTIN = sorted(name for name, entry in ENTRIES.items()
                  if entry.plugin in {"lexical", "neural", "judges", "audit"})
 

@@ -13,12 +13,10 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-from conftest import summeval_records, write_jsonl
+from conftest import run_cli, summeval_records, write_jsonl
 from pydantic import BaseModel
 
 import judgebench
-from judgebench.cli import cli
 from judgebench.errors import InputError
 from judgebench.io import (
     current_umask,
@@ -41,9 +39,9 @@ def _flat(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _score_cli(path: Path, tmp_path: Path, spec: str) -> pd.DataFrame:
     out = tmp_path / f"{path.stem}-{path.suffix[1:]}-scores.csv"
-    result = CliRunner().invoke(cli, ["score", str(path), "-m", spec, "-o", str(out),
-                                      "--store", str(tmp_path / f"{path.name}.db")])
-    assert result.exit_code == 0, result.output
+    result = run_cli("score", str(path), "-m", spec, "-o", str(out),
+                     "--store", str(tmp_path / f"{path.name}.db"))
+    assert result.returncode == 0, result.stderr
     return pd.read_csv(out, dtype={"item": str, "system": str})
 
 
@@ -141,10 +139,10 @@ def test_a_list_cell_is_never_evaluated(tmp_path: Path) -> None:
 def test_cli_exits_2_on_a_bad_list_cell(tmp_path: Path) -> None:
     path = tmp_path / "in.csv"
     path.write_text('item,system,output,reference\n1,s,x,"[\'a\', \'b\'"\n', encoding="utf-8")
-    result = CliRunner().invoke(cli, ["score", str(path), "-m", "lexical.rouge2",
-                                      "--store", str(tmp_path / "s.db")])
-    assert result.exit_code == 2
-    assert f"{path}, line 2, field 'reference': a cell starting with '['" in result.output
+    result = run_cli("score", str(path), "-m", "lexical.rouge2",
+                     "--store", str(tmp_path / "s.db"))
+    assert result.returncode == 2
+    assert f"{path}, line 2, field 'reference': a cell starting with '['" in result.stderr
 
 
 def test_parquet_lists_stay_lists_and_text_lists_follow_the_csv_rule(tmp_path: Path) -> None:
@@ -314,10 +312,10 @@ def test_cli_score_outputs_get_the_mode_open_w_gives(tmp_path: Path, umask: int)
     expected = _open_w_mode(tmp_path / "reference.txt")
     data = write_jsonl(tmp_path / "g.jsonl", summeval_records(4))
     out = tmp_path / "scores.csv"
-    result = CliRunner().invoke(cli, ["score", str(data), "-m", "lexical.bleu", "-o", str(out),
-                                      "--corpus", str(tmp_path / "corpus.csv"),
-                                      "--store", str(tmp_path / "s.db")])
-    assert result.exit_code == 0, result.output
+    result = run_cli("score", str(data), "-m", "lexical.bleu", "-o", str(out),
+                     "--corpus", str(tmp_path / "corpus.csv"),
+                     "--store", str(tmp_path / "s.db"))
+    assert result.returncode == 0, result.stderr
     for path in (out, Path(f"{out}.meta.json"), tmp_path / "corpus.csv"):
         assert _mode(path) == expected, path.name
 

@@ -25,7 +25,7 @@ from scripted_judge import ScriptedJudge
 
 from judgebench.errors import InputError
 from judgebench.models import Sample
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 UPSTREAM = json.loads((Path(__file__).parent / "data" / "prometheus_eval" / "prompts.json")
                       .read_text(encoding="utf-8"))["strings"]
@@ -37,7 +37,7 @@ REFERENCE = "The cat sat on the mat.\n"
 
 
 def build(name: str, **options: object):
-    return get_host().metric(name).build(backend="openai_compat", model="judge",
+    return build_host().metric(name).build(backend="openai_compat", model="judge",
                                          api_base="http://127.0.0.1:9/v1", **options)
 
 
@@ -284,7 +284,7 @@ def test_an_answer_that_does_not_parse_is_sampled_again_with_parse_retries(
     data = [sample(output="fine q=4", item="d1"), sample(output="good q=5", item="d2")]
     with ScriptedJudge(reply=first_garbled) as server:
         def judge(**options: object):
-            return get_host().metric("judge.prometheus").build(
+            return build_host().metric("judge.prometheus").build(
                 backend="openai_compat", model="prometheus", api_base=server.url,
                 api_key_env="JB_PROMETHEUS_KEY", temperature=1.0, top_p=0.9, **options)
 

@@ -10,7 +10,7 @@ import pytest
 from judgebench.backends import Backend, Capabilities, Request, Response
 from judgebench.judge_cache import CachedBackend
 from judgebench.models import Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 
 class Scripted(Backend):
@@ -31,7 +31,7 @@ class Scripted(Backend):
 
 
 def judge(name: str, backend: Scripted, **options):
-    metric = get_host().metric(name).factory(cache=False, **options)
+    metric = build_host().metric(name).factory(cache=False, **options)
     metric._backend = CachedBackend(backend, None)
     return metric
 
@@ -146,8 +146,8 @@ def test_bad_options_are_input_errors() -> None:
     from judgebench.errors import InputError
 
     with pytest.raises(InputError, match="give a definition"):
-        get_host().metric("judge.rubric").factory(criterion="novelty")
+        build_host().metric("judge.rubric").factory(criterion="novelty")
     with pytest.raises(InputError, match="protocol"):
-        get_host().metric("judge.rubric").factory(protocol="yaml")
+        build_host().metric("judge.rubric").factory(protocol="yaml")
     with pytest.raises(InputError, match="models=a;b"):
-        get_host().metric("judge.panel").factory()
+        build_host().metric("judge.panel").factory()

@@ -22,7 +22,7 @@ from judgebench_judges.base import JudgeMetric
 
 from judgebench import runner
 from judgebench.models import Sample
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.runtime import RunSettings
 from judgebench.spec import parse_spec
 from judgebench.store import Store
@@ -73,7 +73,7 @@ def score(data: list[Sample], spec: str, store: Path, cache: Path, **kwargs: Any
           ) -> runner.TableResult:
     with Store(store) as opened:
         return runner.run(data, [parse_spec(spec)], store=opened, progress=True,
-                          settings=RunSettings(cache_path=cache), host=get_host(), **kwargs)
+                          settings=RunSettings(cache_path=cache), host=build_host(), **kwargs)
 
 
 def stored_rows(path: Path) -> list[tuple[Any, ...]]:

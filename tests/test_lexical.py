@@ -12,7 +12,7 @@ from rouge_score import rouge_scorer
 
 import judgebench
 from judgebench.models import Sample
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 RECORDS = summeval_records(48)
 # TER's shift search is slow on 60-word summaries with 11 references: test it on short ones.
@@ -25,7 +25,7 @@ def _scores(spec: str, records: list[dict] = RECORDS) -> np.ndarray:
 
 
 def _metric(name: str, **options: str):
-    return get_host().metric(name).factory(**options)
+    return build_host().metric(name).factory(**options)
 
 
 @pytest.mark.parametrize(

@@ -9,19 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
-from click.testing import CliRunner
 from conftest import run_cli
-
-from judgebench.cli import cli
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(cli, ["meta-eval", *args], catch_exceptions=False)
+    return run_cli("meta-eval", *args)
 
 
 def as_json(*args: str) -> list[dict]:
     result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
@@ -94,7 +91,7 @@ def test_readable_table(table):
     result = invoke(str(table), "--human", "human.quality", "--metric", "good", "--metric",
                     "bad", "--statistic", "spearman", "--bootstrap", "30", "--compare",
                     "--resamples", "100")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("human.quality · spearman · segment")
     assert lines[1].split()[0] == "good" and "cluster 1" in lines[1] and "[" in lines[1]
@@ -110,7 +107,7 @@ def test_readable_table(table):
 ])
 def test_bad_input_exits_2(table, args, needle):
     result = invoke(str(table), *args)
-    assert result.exit_code == 2
+    assert result.returncode == 2
     assert needle in result.stderr
 
 

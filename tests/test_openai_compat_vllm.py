@@ -17,7 +17,7 @@ from fake_vllm_server import FakeVLLMServer, char_logprob, render_chat
 from judgebench.backends import Request, get_backend
 from judgebench.errors import JudgebenchError
 from judgebench.models import Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 SECRET = "sk-vllm-test-NEVER-STORED-0123456789"
 
@@ -40,7 +40,7 @@ def backend(server, **options):
 
 
 def test_likelihood_through_completions_with_echoed_prompt_logprobs(server) -> None:
-    metric = get_host().metric("neural.likelihood").factory(
+    metric = build_host().metric("neural.likelihood").factory(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env="JB_VLLM_KEY")
     samples = [Sample(**r) for r in summeval_records(2)]
     values = metric.score(samples)
@@ -81,7 +81,7 @@ def test_completion_token_logprobs_without_echo(server) -> None:
 
 
 def test_served_checkpoint_is_in_a_judges_signature_and_not_the_key(server) -> None:
-    judge = get_host().metric("judge.rubric").factory(
+    judge = build_host().metric("judge.rubric").factory(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env="JB_VLLM_KEY",
         criterion="coherence")
     signature = str(judge.signature())

@@ -23,12 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from judgebench_judges.templates import DELIMITERS, as_data, load_template
 
-from judgebench.cli import cli
 from judgebench.display import safe
 from judgebench.io import read_table, table_csv, write_table
 
@@ -37,7 +36,7 @@ ESC = "\x1b[2J\x1b]8;;http://evil.test\x07"
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return run_cli(*map(str, args))
 
 
 def _bits(values: np.ndarray) -> list[int]:
@@ -69,7 +68,7 @@ def test_score_rejects_a_csv_human_value_that_is_not_a_finite_number(tmp_path: P
                                                                      bad: str) -> None:
     path = _generations(tmp_path, ".csv", ["3", "4.5", bad])
     result = _score(tmp_path, path)
-    assert result.exit_code == 2, result.output
+    assert result.returncode == 2, result.stderr
     assert f"{path}, line 4, field 'human.x'" in result.stderr
     assert "finite number" in result.stderr
     assert not (tmp_path / "out.csv").exists()
@@ -80,7 +79,7 @@ def test_score_rejects_a_jsonl_human_value_that_is_not_a_json_number(tmp_path: P
                                                                      bad: object) -> None:
     path = _generations(tmp_path, ".jsonl", [3, bad, 4])
     result = _score(tmp_path, path)
-    assert result.exit_code == 2, result.output
+    assert result.returncode == 2, result.stderr
     assert f"{path}, line 2, field 'human.x'" in result.stderr
 
 
@@ -88,7 +87,7 @@ def test_score_rejects_a_jsonl_human_value_that_is_not_a_json_number(tmp_path: P
 def test_an_empty_human_cell_stays_missing(tmp_path: Path, suffix: str, missing: object) -> None:
     path = _generations(tmp_path, suffix, [3, missing, -2.5])
     result = _score(tmp_path, path)
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     table = read_table(tmp_path / "out.csv")
     assert table["human.x"].tolist()[0::2] == [3.0, -2.5]
     assert math.isnan(table["human.x"].iloc[1])
@@ -127,7 +126,7 @@ def test_every_command_rejects_inf_naming_file_line_and_field(
     path = _scores_table(tmp_path, f"scores{suffix}", column, bad)
     name, *options = COMMANDS[command]
     result = invoke(name, path, *options)
-    assert result.exit_code == 2, result.output
+    assert result.returncode == 2, result.stderr
     where = "row" if suffix == ".parquet" else "line"
     assert f"{path}, {where} {line}, field '{column}'" in result.stderr
     assert "not finite" in result.stderr
@@ -146,7 +145,7 @@ def test_a_boolean_score_is_an_input_error_in_every_command(tmp_path: Path,
                          "--resamples", "10"),
                "aggregate": ("--metric", "m")}[command]
     result = invoke(command, path, *options)
-    assert result.exit_code == 2, result.output
+    assert result.returncode == 2, result.stderr
     assert "line 5" in result.stderr and "field 'm'" in result.stderr
 
 
@@ -195,7 +194,7 @@ def test_csv_and_jsonl_give_the_same_meta_eval(tmp_path: Path) -> None:
         path = write_table(frame, tmp_path / f"scores{suffix}")
         result = invoke("meta-eval", path, "--human", "human.x", "--metric", "m",
                         "--statistic", "kendall", "--json")
-        assert result.exit_code == 0, result.output
+        assert result.returncode == 0, result.stderr
         outputs.append(json.loads(result.stdout))
     assert outputs[0] == outputs[1] == outputs[2]
     value = outputs[0][0]["value"]
@@ -239,7 +238,7 @@ def test_score_csv_safe_option(tmp_path: Path) -> None:
         result = invoke("score", path, "-m", "lexical.bleu", "-o", out, "--store",
                         tmp_path / "runs.db", "--corpus", tmp_path / "corpus.csv",
                         *([flag] if flag else []))
-        assert result.exit_code == 0, result.output
+        assert result.returncode == 0, result.stderr
         cells = list(csv.DictReader(out.open(newline="")))
         prefix = "'" if expect else ""
         assert [c["item"] for c in cells] == [prefix + "-1", "2"]
@@ -266,7 +265,7 @@ def evil_audit(tmp_path: Path) -> dict[str, object]:
     result = invoke("audit", scores, "--human", "human.<b>q</b>", "--bootstrap", "20",
                     "--resamples", "20", "--report", reports["md"], "--report",
                     reports["html"])
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     return {"md": reports["md"].read_text(), "html": reports["html"].read_text(),
             "stdout": result.stdout}
 
@@ -344,24 +343,24 @@ def test_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
     frame.to_csv(scores, index=False)
 
     meta = invoke("meta-eval", scores, "--human", "human.x")
-    assert meta.exit_code == 0, meta.output
+    assert meta.returncode == 0, meta.stderr
     assert "m\\x1b[2J" in meta.stdout
     _no_escape(meta.stdout)
 
     aggregate = invoke("aggregate", scores, "--metric", f"m{ESC}", "-r", "borda",
                        "--bootstrap", "5")
-    assert aggregate.exit_code == 0, aggregate.output
+    assert aggregate.returncode == 0, aggregate.stderr
     assert "s0\\x1b[2J" in aggregate.stdout
     _no_escape(aggregate.stdout)
     assert "\x1b" not in aggregate.stderr
 
     audit = invoke("audit", scores, "--human", "human.x", "--bootstrap", "0", "--resamples",
                    "10")
-    assert audit.exit_code == 0, audit.output
+    assert audit.returncode == 0, audit.stderr
     _no_escape(audit.stdout, "| m\\\\x1b\\[2J")  # Markdown: the backslash is escaped too
 
     error = invoke("meta-eval", scores, "--human", "human.x", "--metric", f"none{ESC}")
-    assert error.exit_code == 2
+    assert error.returncode == 2
     _no_escape(error.stderr)
 
 
@@ -372,7 +371,7 @@ def test_score_summary_escapes_system_names(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = invoke("score", path, "-m", "lexical.bleu", "-o", tmp_path / "o.csv", "--store",
                     tmp_path / "runs.db")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert "best s" in result.stderr
     _no_escape(result.stderr)
 

@@ -13,17 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from conftest import REPO, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
-
-from judgebench.cli import cli
 
 SECRET = "sk-paths-test-0123456789"
 
 
-def score(*args: str) -> Result:
-    return CliRunner().invoke(cli, ["score", *args])
+def score(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("score", *args)
 
 
 def snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -94,37 +91,37 @@ def test_two_options_naming_one_file_exit_2_and_change_nothing(work: Path, case:
         make(work, name, target)
     before = snapshot(work)
     result = score("in.jsonl", "-m", "lexical.chrf", *args)
-    assert result.exit_code == 2, result.output
-    assert f"field '{reported}'" in result.output and other in result.output, result.output
-    assert "is the same file as" in result.output
+    assert result.returncode == 2, result.stderr
+    assert f"field '{reported}'" in result.stderr and other in result.stderr, result.stderr
+    assert "is the same file as" in result.stderr
     assert snapshot(work) == before  # no table, no sidecar, no store, the input intact
 
 
 def test_the_same_path_twice_for_one_option_of_audit_is_refused(work: Path) -> None:
     table = _scores_table(work)
     before = snapshot(work)
-    result = CliRunner().invoke(cli, ["audit", str(table), "--human", "human.coherence",
-                                      "--report", "r.html", "--report", "./r.html"])
-    assert result.exit_code == 2, result.output
-    assert "field '--report'" in result.output and "is the same file as" in result.output
+    result = run_cli("audit", str(table), "--human", "human.coherence",
+                     "--report", "r.html", "--report", "./r.html")
+    assert result.returncode == 2, result.stderr
+    assert "field '--report'" in result.stderr and "is the same file as" in result.stderr
     assert snapshot(work) == before
 
 
 def test_an_audit_report_may_not_overwrite_the_sidecar_of_its_scores(work: Path) -> None:
     table = _scores_table(work)
     before = snapshot(work)
-    result = CliRunner().invoke(cli, ["audit", str(table), "--human", "human.coherence",
-                                      "--level", "system", "--bootstrap", "0",
-                                      "--report", f"{table}.meta.json"])
-    assert result.exit_code == 2, result.output
-    assert "the .meta.json of SCORES" in result.output
+    result = run_cli("audit", str(table), "--human", "human.coherence",
+                     "--level", "system", "--bootstrap", "0",
+                     "--report", f"{table}.meta.json")
+    assert result.returncode == 2, result.stderr
+    assert "the .meta.json of SCORES" in result.stderr
     assert snapshot(work) == before
 
 
 def _scores_table(work: Path) -> Path:
     write_jsonl(work / "more.jsonl", summeval_records(32))
     result = score("more.jsonl", "-m", "lexical.chrf", "-o", "scores.csv", "--store", "s.db")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     return work / "scores.csv"
 
 
@@ -177,15 +174,15 @@ def test_a_bad_destination_exits_2_before_anything_is_written(work: Path, case: 
     blocked = block(work)
     before = snapshot(work)
     result = score("in.jsonl", "-m", "lexical.chrf", *args(blocked))
-    assert result.exit_code == 2, result.output
-    assert words in result.output, result.output
+    assert result.returncode == 2, result.stderr
+    assert words in result.stderr, result.stderr
     assert snapshot(work) == before  # no table, no .meta.json, no store
 
 
 def test_a_good_run_still_writes_every_destination(work: Path) -> None:
     result = score("in.jsonl", "-m", "lexical.chrf", "-o", "new/dir/out.csv", "--corpus",
                    "new/c.jsonl", "--store", "new/s.db", "--cache", "new/cache")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     for name in ("new/dir/out.csv", "new/dir/out.csv.meta.json", "new/c.jsonl", "new/s.db"):
         assert (work / name).is_file(), name
 
@@ -193,11 +190,11 @@ def test_a_good_run_still_writes_every_destination(work: Path) -> None:
 def test_an_audit_report_that_cannot_be_written_is_refused_first(work: Path) -> None:
     table = _scores_table(work)
     blocked = _under_a_file(work)
-    result = CliRunner().invoke(cli, ["audit", str(table), "--human", "human.coherence",
-                                      "--report", f"{blocked}/r.md"])
-    assert result.exit_code == 2, result.output
-    assert "field '--report'" in result.output and "is not a directory" in result.output
-    assert "sentinel" not in result.output  # refused before the audit ran
+    result = run_cli("audit", str(table), "--human", "human.coherence",
+                     "--report", f"{blocked}/r.md")
+    assert result.returncode == 2, result.stderr
+    assert "field '--report'" in result.stderr and "is not a directory" in result.stderr
+    assert "sentinel" not in result.stderr  # refused before the audit ran
 
 
 # -- a judge is not paid for a run that cannot write ----------------------------------------
@@ -233,16 +230,16 @@ def test_a_judge_gets_no_request_when_a_destination_is_bad(tmp_path: Path, bad: 
 # -- no empty store after a failed run --------------------------------------------------------
 def test_a_run_that_fails_before_its_first_score_leaves_no_store(work: Path) -> None:
     result = score("in.jsonl", "-m", "no.such.metric", "-o", "out.csv", "--store", "new.db")
-    assert result.exit_code == 2, result.output
-    assert "unknown metric" in result.output
+    assert result.returncode == 2, result.stderr
+    assert "unknown metric" in result.stderr
     assert sorted(p.name for p in work.iterdir()) == ["in.jsonl"]
 
 
 def test_a_failed_run_keeps_a_store_it_did_not_create(work: Path) -> None:
     assert score("in.jsonl", "-m", "lexical.chrf", "--store", "old.db",
-                 "-o", "out.csv").exit_code == 0
+                 "-o", "out.csv").returncode == 0
     failed = score("in.jsonl", "-m", "no.such.metric", "--store", "old.db")
-    assert failed.exit_code == 2, failed.output
+    assert failed.returncode == 2, failed.stderr
     rows = sqlite3.connect(work / "old.db").execute("SELECT COUNT(*) FROM scores").fetchone()
     assert rows == (4,)
 
@@ -272,7 +269,7 @@ def test_the_next_write_removes_what_a_killed_write_left(work: Path) -> None:
     other.write_text("old")
     os.utime(other, (an_hour_ago, an_hour_ago))
     result = score("in.jsonl", "-m", "lexical.chrf", "-o", "out.csv", "--store", "s.db")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert not left.exists()
     assert in_progress.exists() and other.exists()
     assert out.read_text().startswith("item,system")

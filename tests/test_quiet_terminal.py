@@ -52,9 +52,9 @@ def test_sacrebleu_warning_only_with_verbose_and_force_turns_it_off(tmp_path, to
 
 def test_bleu_force_changes_no_score_and_no_signature() -> None:
     from judgebench.models import Sample
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
-    entry = get_host().metric("lexical.bleu")
+    entry = build_host().metric("lexical.bleu")
     plain, forced = entry.build(), entry.build(force=True)
     assert str(plain.signature()) == str(forced.signature())
     assert "force" not in str(plain.signature())

@@ -502,18 +502,16 @@ def test_the_gpu_checks_backend_plugin_registers(tmp_path: Path) -> None:
         sys.path.remove(str(REPO / "benchmarks"))
     plugin = tmp_path / "vllm_fraction_plugin.py"
     plugin.write_text(gpu_ray_check.PLUGIN, encoding="utf-8")
-    from judgebench.backends import get_backend
-    from judgebench.plugins import get_host, reset_host
+    from judgebench.plugins import build_host
 
-    get_host((str(plugin),))
+    host = build_host((str(plugin),))
     os.environ["JUDGEBENCH_GPU_FRACTION"] = "0.4"
     try:
-        backend = get_backend("vllm_fraction", model="/models/judge")
+        backend = host.backend("vllm_fraction", model="/models/judge")
         assert backend.engine_args["gpu_memory_utilization"] == 0.4
         assert backend.engine_args["max_model_len"] == 4096
     finally:
         del os.environ["JUDGEBENCH_GPU_FRACTION"]
-        reset_host()
 
 
 # -- inputs at a URI, read through Ray Data -------------------------------------------------

@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from conftest import run_cli, summeval_records, write_jsonl
 
 from judgebench.auditing.blocks import Options
-from judgebench.cli import cli
 from judgebench.errors import InputError
 from judgebench.services.aggregate import aggregate
 from judgebench.services.audit import audit
@@ -40,8 +38,8 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def cli_json(*args: str) -> list[dict]:
-    result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
+    result = run_cli(*args, "--json")
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
@@ -135,9 +133,9 @@ def test_aggregate_human_ranking_and_a_failing_rule(tmp_path: Path,
     failing = aggregate(negative, rules=("geometric-mean", "borda"))
     assert [o.status for o in failing.outcomes] == ["error", "ok"]
     assert "positive" in (failing.outcomes[0].reason or "")
-    printed = CliRunner().invoke(cli, ["aggregate", str(negative), "-r", "geometric-mean",
-                                       "-r", "borda", "--json"])
-    assert printed.exit_code == 1
+    printed = run_cli("aggregate", str(negative), "-r", "geometric-mean",
+                      "-r", "borda", "--json")
+    assert printed.returncode == 1
     same_json(failing.to_dict(), json.loads(printed.stdout))
 
 

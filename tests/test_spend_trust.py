@@ -21,7 +21,7 @@ from fault_server import FaultServer
 from judgebench import runtime
 from judgebench.backends import get_backend
 from judgebench.errors import InputError
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 from judgebench.redact import redact
 
 #: Read through api_key_env only: the variable's name does not look like a key, nor does the
@@ -134,7 +134,7 @@ def test_a_judge_called_directly_under_a_budget_refuses_an_unknown_price(server,
     from judgebench.models import Sample
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    judge = get_host().metric("judge.rubric").factory(
+    judge = build_host().metric("judge.rubric").factory(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env=KEY_ENV,
         protocol="text", cache=False)
     before = len(server.served())

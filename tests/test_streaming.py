@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from conftest import run_cli, summeval_records, write_jsonl
 
 import judgebench
 import judgebench.io
 import judgebench.runner
-from judgebench.cli import cli
 from judgebench.io import read_samples, write_table
 
 METRICS = ("lexical.length", "lexical.exact_match", "lexical.bleu")
@@ -39,10 +37,8 @@ def _records() -> list[dict]:
 
 
 def _score(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["score", *args, "--no-progress"])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    result = run_cli("score", *args, "--no-progress")
+    return result.returncode, result.stdout, result.stderr
 
 
 def _specs() -> list[str]:

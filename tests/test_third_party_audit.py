@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import run_cli
 from installed import install, on_path
 from test_audit_sentinels import synthetic
 
-from judgebench.plugins import build_host, reset_host
+from judgebench.plugins import build_host
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +21,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     target = tmp_path_factory.mktemp("site")
     install("judgebench-test-sentinel", target)
     install("judgebench-test-probe", target)
-    reset_host()
     with on_path(target):
         yield target
-    reset_host()
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +34,12 @@ def audited(site: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     frame.to_csv(where / "scores.csv", index=False)
     (where / "gen.jsonl").write_text(
         "".join(s.model_dump_json(exclude_none=True) + "\n" for s in samples), encoding="utf-8")
-    from judgebench.cli import cli
 
-    result = CliRunner().invoke(cli, [
+    result = run_cli(
         "audit", str(where / "scores.csv"), "--human", "human.q", "--samples",
         str(where / "gen.jsonl"), "--level", "system", "--bootstrap", "0", "--resamples",
-        "50", "--probe", "lexical.token_f1", "--probe-items", "4", "--json"])
-    assert result.exit_code == 0, result.output
+        "50", "--probe", "lexical.token_f1", "--probe-items", "4", "--json")
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 

@@ -21,7 +21,7 @@ from judgebench.backends import Request, backend_accepts, get_backend
 from judgebench.backends.remote import RemoteBackend
 from judgebench.errors import InputError
 from judgebench.models import Sample, Status
-from judgebench.plugins import get_host, reset_host
+from judgebench.plugins import build_host
 
 PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
 
@@ -42,11 +42,7 @@ def server(tmp_path_factory):
 def echo_host(site, monkeypatch, tmp_path):
     monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     with on_path(site):
-        reset_host()
-        try:
-            yield get_host()
-        finally:
-            reset_host()
+        yield build_host()
 
 
 def echo(server: FaultServer, **options) -> RemoteBackend:

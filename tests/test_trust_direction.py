@@ -16,21 +16,18 @@ import pandas as pd
 import pytest
 import sacrebleu
 import scipy.stats
-from click.testing import CliRunner
-from conftest import summeval_records, write_jsonl
-
-from judgebench.cli import cli
+from conftest import run_cli, summeval_records, write_jsonl
 
 HUMAN = "human.relevance"
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return run_cli(*args)
 
 
 def json_of(*args: str) -> list[dict]:
     result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
@@ -45,7 +42,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
     result = invoke("score", str(gens), "-m", "lexical.bleu", "-m", "lexical.ter",
                     "-m", "lexical.rouge2", "-o", str(table), "--store", str(root / "r.db"),
                     "--corpus", str(root / "corpus.csv"))
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     frame = pd.DataFrame(records)
     systems = list(dict.fromkeys(frame["system"]))
     corpus_bleu, corpus_ter = {}, {}
@@ -117,7 +114,7 @@ def test_aggregate_ranks_the_lowest_ter_first_without_a_flag(scored: dict) -> No
 
 def test_every_command_spells_the_direction_flags_alike() -> None:
     for command in ("meta-eval", "aggregate", "audit"):
-        text = invoke(command, "--help").output
+        text = invoke(command, "--help").stdout
         assert "--lower-is-better" in text and "--higher-is-better" in text, command
         assert "--lower-better " not in text, command
 
@@ -191,7 +188,7 @@ def test_a_corpus_only_metric_is_meta_evaluable_at_system_level(tmp_path: Path) 
     table = tmp_path / "scores.csv"
     result = invoke("score", str(gens), "-m", "neural.vendi", "-m", "lexical.rouge2",
                     "-o", str(table), "--store", str(tmp_path / "r.db"))
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     sidecar = json.loads(Path(f"{table}.meta.json").read_text())
     vendi = {c["system"]: c["value"] for c in sidecar["corpus"] if c["metric"] == "neural.vendi"}
     out = json_of("meta-eval", str(table), "--human", HUMAN, "--level", "system",
@@ -204,7 +201,7 @@ def test_a_corpus_only_metric_is_meta_evaluable_at_system_level(tmp_path: Path) 
     assert row["system_score"] == "corpus"
     assert row["value"] == pytest.approx(expected, abs=1e-12)
     segment = invoke("meta-eval", str(table), "--human", HUMAN, "--metric", "neural.vendi")
-    assert segment.exit_code == 2 and "corpus-only" in segment.stderr
+    assert segment.returncode == 2 and "corpus-only" in segment.stderr
 
 
 # -- item 4: never drop a column silently ------------------------------------------------------
@@ -218,7 +215,7 @@ def test_a_bad_cell_in_a_metric_column_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
     result = invoke("meta-eval", str(path), "--human", "human.x", "--json")
-    assert result.exit_code == 0
+    assert result.returncode == 0
     assert [r["metric"] for r in json.loads(result.stdout)] == ["good"]
     assert "'shaky'" in result.stderr and "line 5" in result.stderr and "'oops'" in result.stderr
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import run_cli, summeval_records, write_jsonl
 
 from judgebench.models import Sample, Status
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 FAKE = Path(__file__).parent / "fake_vllm"
 
@@ -44,7 +44,7 @@ def vllm(monkeypatch, tmp_path):
 
 
 def metric(name: str, **options):
-    return get_host().metric(name).factory(**options)
+    return build_host().metric(name).factory(**options)
 
 
 def samples(n: int = 2) -> list[Sample]:

@@ -26,7 +26,7 @@ from fake_vllm_server import char_logprob
 from judgebench.backends import get_backend
 from judgebench.errors import JudgebenchError
 from judgebench.models import Sample
-from judgebench.plugins import get_host
+from judgebench.plugins import build_host
 
 FAKE_SERVER = Path(__file__).parent / "fake_vllm_server.py"
 ROOT = "/ckpt/judge-7b-instruct"
@@ -214,7 +214,7 @@ def test_likelihood_and_lora_through_the_managed_server(log, tmp_path) -> None:
     adapter = tmp_path / "adapter"
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text('{"r": 16}')
-    likelihood = get_host().metric("neural.likelihood").factory(
+    likelihood = build_host().metric("neural.likelihood").factory(
         backend="vllm_server", model="/models/lm", given="none", lora=str(adapter),
         max_model_len=512)
     samples = [Sample(**r) for r in summeval_records(2)]
@@ -250,7 +250,7 @@ def test_learned_metrics_on_a_managed_pooling_server(log, tmp_path) -> None:
     (model / "config.json").write_text('{"num_labels": 1}')
     (model / "model.safetensors").write_bytes(b"weights")
     samples = [Sample(item="1", system="s", output="abcd", input="xy", reference="abcdef")]
-    host = get_host()
+    host = build_host()
     reward = host.metric("learned.classifier").factory(model=str(model), backend="vllm_server")
     cross = host.metric("learned.classifier").factory(
         model=str(model), backend="vllm_server", pair="input", transform="probability")

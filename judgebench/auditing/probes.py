@@ -75,9 +75,9 @@ ScoreFn = Callable[[Sequence[Sample]], list[float | None]]
 
 def registered_probes(host: PluginHost | None = None) -> list[Probe]:
     """Every probe registered through `register_probes`, in registration order."""
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
 
-    return [entry.probe for entry in (host or get_host()).probes().values()]
+    return [entry.probe for entry in (host or build_host()).probes().values()]
 
 
 def choose_probes(names: Sequence[str] | None, host: PluginHost | None = None) -> list[Probe]:

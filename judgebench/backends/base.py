@@ -14,7 +14,9 @@ and is registered by a plugin with ``register_backends(register)``: ``register("
 A backend that calls a model over the network subclasses `judgebench.backends.remote.
 RemoteBackend` instead, which brings concurrency, rate limits, retries, timeouts, the budget
 and dry run, and implements only its wire protocol.
-Callers get one with ``get_backend(name, **options)`` (looked up through the plugin host).
+Callers get one from a plugin host, ``host.backend(name, **options)`` (a metric: from the host
+that built it, ``self.host``), or with ``get_backend(name, **options)`` from the installed
+plugins.
 `Backend.accepts()` (its constructor's parameters unless it says otherwise) tells a caller
 holding options for any backend (a judge) which of them this one takes.
 
@@ -85,9 +87,9 @@ import json
 import math
 import re
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -95,6 +97,9 @@ from judgebench.errors import InputError, JudgebenchError
 from judgebench.metric import MAX_BATCH, MAX_COUNT, MAX_SECONDS, MAX_TOKENS
 from judgebench.redact import redact
 from judgebench.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from judgebench.registry import NamedEntry
 
 Role = Literal["system", "user", "assistant"]
 
@@ -544,14 +549,15 @@ class LazyBackend:
 
 
 def backend_accepts(name: str) -> Accepts:
-    """What the backend registered under `name` takes (InputError if none is)."""
-    return accepts_of(_registered(name))
+    """What the backend registered under `name` by an installed plugin takes (InputError if
+    none is); `PluginHost.backend_accepts` asks a given host."""
+    from judgebench.plugins import build_host
+
+    return build_host().backend_accepts(name)
 
 
-def _registered(name: str) -> Any:
-    from judgebench.plugins import get_host
-
-    backends = get_host().backends()
+def registered_backend(backends: Mapping[str, NamedEntry], name: str) -> Any:
+    """The factory registered under `name` in `backends` (InputError naming the known ones)."""
     if name not in backends:
         known = ", ".join(sorted(backends)) or "none"
         raise InputError(f"unknown backend '{name}'{did_you_mean(name, backends)} "
@@ -560,13 +566,23 @@ def _registered(name: str) -> Any:
 
 
 def get_backend(name: str, **options: Any) -> Backend:
-    """A backend registered under `name` by any plugin, built with `options`.
+    """A backend registered under `name` by an installed plugin, built with `options` (a
+    host of the installed plugins is built for the call; `PluginHost.backend` builds one
+    from a given host, its local plugins included).
 
     ``get_backend("transformers")`` gives the embedded CPU default (SmolLM2-135M-Instruct);
     ``get_backend("litellm", model="hosted_vllm/my-judge", api_base="http://host:8000/v1")``
     an OpenAI-compatible server.
     """
-    factory = _registered(name)
+    from judgebench.plugins import build_host
+
+    return build_host().backend(name, **options)
+
+
+def make_backend(backends: Mapping[str, NamedEntry], name: str,
+                 options: dict[str, Any]) -> Backend:
+    """The backend registered under `name` in `backends`, built with `options`."""
+    factory = registered_backend(backends, name)
     try:
         backend: Backend = factory(**options)
         return backend

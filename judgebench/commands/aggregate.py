@@ -148,11 +148,13 @@ def command(
     TABLE is a leaderboard (system x task), a scores table (item x system, one --metric)
     or a pairwise table (system_a, system_b, winner); see --kind. Ties are kept as ties.
     """
+    from judgebench.cli import context_host
     from judgebench.services.aggregate import aggregate
     from judgebench.services.aggregate import list_rules as registered_rules
 
+    host = context_host()
     if list_rules:
-        _print_rules(registered_rules(), output_format)
+        _print_rules(registered_rules(host), output_format)
         return
     if table is None:
         raise click.UsageError("missing argument TABLE (or give --list-rules)")
@@ -162,7 +164,7 @@ def command(
         missing=missing, pair_weight=pair_weight, winner=winner, human=human_column,
         human_ranking=_human_ranking(human_ranking) if human_ranking is not None else None,
         bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win,
-        failed_as=failed_as, log=_log)
+        failed_as=failed_as, log=_log, host=host)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     elif output_format == "text":

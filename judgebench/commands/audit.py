@@ -144,6 +144,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.auditing.blocks import Options
+    from judgebench.cli import context_host
     from judgebench.services.audit import audit
 
     destinations.check([
@@ -165,7 +166,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                    paraphrases=paraphrases, judge_family=judge_family,
                    system_families=_families(system_families), fail_on=fail_on,
                    previous=previous_path, pairwise=pairwise, by=by, human_ties=human_ties,
-                   failed_as=failed_as, log=_log)
+                   failed_as=failed_as, log=_log, host=context_host())
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")

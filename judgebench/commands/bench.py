@@ -63,18 +63,20 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
     bootstrap CIs and significance clusters, the verdict first."""
     from judgebench import destinations
     from judgebench.bench_card import render
+    from judgebench.cli import context_host
     from judgebench.services.bench import ScoreOptions, bench
     from judgebench.suite import resolve
 
     destinations.check([destinations.database("--store", store_path),
                         destinations.judge_cache("--cache", cache_path)])
-    suites = resolve(suite_names, suite_paths)
+    host = context_host()
+    suites = resolve(suite_names, suite_paths, host=host)
     err = SafeWriter(sys.stderr)
     options = ScoreOptions(store=store_path, resume=resume, cache=cache_path,
                            budget_usd=budget_usd, allow_unknown_cost=allow_unknown_cost,
                            workers=workers, limit=limit, progress=sys.stderr.isatty())
-    result = bench(list(specs), suites, options=options, bootstrap=bootstrap, seed=seed,
-                   alpha=alpha, workdir=workdir, log=lambda m: print(m, file=err))
+    result = bench(list(specs), suites, options=options, host=host, bootstrap=bootstrap,
+                   seed=seed, alpha=alpha, workdir=workdir, log=lambda m: print(m, file=err))
     text = render(result, "json" if as_json else fmt)
     if output is not None:
         from judgebench.io import atomic_path

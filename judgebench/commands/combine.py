@@ -53,12 +53,13 @@ def command(scores: Path, human: str, metrics: tuple[str, ...], model: str, fold
             lower: tuple[str, ...], higher: tuple[str, ...], out: Path,
             as_json: bool) -> None:
     """Fit a combination of metric columns of SCORES to a human column, out of fold."""
+    from judgebench.cli import context_host
     from judgebench.services.combine import combine
 
     _check_statistic(statistic)
     result = combine(scores, human=human, metrics=metrics, out=out, model=model, folds=folds,
                      seed=seed, alpha=alpha, gp_max_rows=gp_max_rows, statistic=statistic,
-                     lower=lower, higher=higher, log=_log)
+                     lower=lower, higher=higher, log=_log, host=context_host())
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

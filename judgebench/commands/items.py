@@ -58,12 +58,13 @@ def command(scores: Path, metric: str, threshold: float | None, human: str | Non
             ci: float, seed: int, lower: tuple[str, ...], higher: tuple[str, ...],
             as_json: bool) -> None:
     """Fit Rasch and 2PL models to the item x system outcomes of one metric of SCORES."""
+    from judgebench.cli import context_host
     from judgebench.services.items import items
 
     result = items(scores, metric=metric, threshold=threshold, human=human, model=model,
                    subset=subset, power=power, top_k=top_k, alpha=alpha,
                    target_power=target_power, ci=ci, seed=seed, lower=lower, higher=higher,
-                   log=_log)
+                   log=_log, host=context_host())
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

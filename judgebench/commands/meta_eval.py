@@ -131,6 +131,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         return
     if judges or by:
         raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
+    from judgebench.cli import given_host
     from judgebench.services.meta_eval import meta_eval
 
     result = meta_eval(scores, humans=humans, metrics=metrics, level=level, grouping=grouping,
@@ -140,7 +141,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
                        permutations=permutations, seed=seed, labels=labels,
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                       failed_as=failed_as, log=_log)
+                       failed_as=failed_as, log=_log, host=given_host())
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":

@@ -11,9 +11,9 @@ import textwrap
 
 import click
 
+from judgebench.cli import context_host
 from judgebench.display import safe
 from judgebench.metric_card import MetricCard, metric_card
-from judgebench.plugins import get_host
 from judgebench.tables import Table, render
 
 
@@ -33,7 +33,7 @@ def command(name: str | None, as_json: bool) -> None:
     how to read it, every option with its type, default and allowed values, what to cite, and
     a command that runs it.
     """
-    host = get_host()
+    host = context_host()
     if name is not None:
         card = metric_card(host.metric(name))
         click.echo(json.dumps(card.to_dict(), indent=2) if as_json else safe(render_card(card)))

@@ -6,14 +6,14 @@ import json
 
 import click
 
-from judgebench.plugins import get_host
+from judgebench.cli import context_host
 
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def command(as_json: bool) -> None:
     """List installed plugins, their versions and the hooks they implement."""
-    rows = get_host().describe()
+    rows = context_host().describe()
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from judgebench import destinations
+from judgebench.cli import context_host
 from judgebench.display import SafeWriter
 from judgebench.errors import EXIT_FAILED_SCORES, InputError
 from judgebench.ray_engine import is_uri
@@ -153,7 +154,7 @@ def command(
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
                                       progress=show, workers=workers, on_estimate=_echo_time,
-                                      rows=rows), as_json)
+                                      rows=rows, host=context_host()), as_json)
         return
     with contextlib.ExitStack() as stack:
         stack.enter_context(_sigterm_interrupts())
@@ -163,7 +164,7 @@ def command(
                             settings=settings, resume=resume, corpus=corpus_path,
                             sidecar=output is not None, csv_safe=csv_safe, progress=show,
                             workers=workers, on_estimate=_echo_time, rows=rows,
-                            command=_command_line(), ray=ray)
+                            command=_command_line(), ray=ray, host=context_host())
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)

@@ -32,14 +32,17 @@ def command(name: str | None, suite_paths: tuple[Path, ...], export_dir: Path | 
         render_suite_card,
         suite_card,
     )
+    from judgebench.cli import context_host
     from judgebench.errors import InputError
     from judgebench.suite import available, export, load_suite, resolve
+
+    host = context_host()
 
     if name is None:
         if export_dir is not None:
             raise InputError("--export writes one suite: give its NAME", field="--export")
-        suites = [load_suite(folder, origin) for folder, origin in
-                  (available(suite_paths)[n] for n in sorted(available(suite_paths)))]
+        found = available(suite_paths, host=host)
+        suites = [load_suite(*found[n]) for n in sorted(found)]
         rows = listing(suites)
         if as_json:
             click.echo(json.dumps(rows, indent=2))
@@ -48,7 +51,7 @@ def command(name: str | None, suite_paths: tuple[Path, ...], export_dir: Path | 
         else:
             click.echo(safe(render_listing(rows)))
         return
-    (suite,) = resolve(name, suite_paths)
+    (suite,) = resolve(name, suite_paths, host=host)
     if export_dir is not None:
         written = export(suite, export_dir)
         for path in written.values():

@@ -188,10 +188,10 @@ class RuleInfo:
 # -- the service ----------------------------------------------------------------------------
 def registered_rules(host: PluginHost | None = None) -> dict[str, Rule]:
     """Every rule registered through `register_aggregators`, as a `Rule`."""
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
     from meta_eval.aggregation import as_rule
 
-    host = host or get_host()
+    host = host or build_host()
     return {name: as_rule(entry.obj) for name, entry in host.aggregators().items()}
 
 
@@ -233,15 +233,17 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     verdicts missing or tie: `wrong` needs a human label). A rule that fails has
     status "error" and its reason; bad input (a rule's baseline not in the table, a column a
     rule needs) raises `InputError` before any rule runs."""
+    from judgebench.plugins import build_host
     from meta_eval import aggregation as agg
 
     log = log or (lambda _message: None)
+    host = host or build_host()
     registry = registered_rules(host)
     path = Path(table)
     loaded = load(path, kind=kind, system_column=system_column, columns=tuple(columns),
                   metric=metric, weights=dict(weights or {}), lower=tuple(lower),
                   higher=tuple(higher), missing=missing, pair_weight=pair_weight,
-                  winner=winner, human_column=human, failed_as=failed_as)
+                  winner=winner, human_column=human, failed_as=failed_as, host=host)
     human_scores = _human(loaded.human, human_ranking)
     log(loaded.note)
     specs = rule_specs(rules, registry, loaded.data.kind)
@@ -452,6 +454,8 @@ class _Request:
     winner: str | None
     human_column: str | None
     failed_as: FailedAs = MISSING
+    #: Whose registered metrics give a column's direction (None: the installed plugins').
+    host: PluginHost | None = None
 
     def misuse(self, option: str, value: Any, allowed: str) -> None:
         if value:
@@ -464,7 +468,7 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
          metric: str | None, weights: dict[str, float], lower: tuple[str, ...],
          higher: tuple[str, ...], missing: str, pair_weight: str | None,
          winner: str | None, human_column: str | None,
-         failed_as: str | FailedAs | None = None) -> Loaded:
+         failed_as: str | FailedAs | None = None, host: PluginHost | None = None) -> Loaded:
     """Read `path` as a leaderboard, scores or pairwise table (`kind` auto: by its
     columns) into the data the rules rank."""
     from judgebench.io import read_table
@@ -480,7 +484,8 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
                          "ranks systems by the verdicts alone: use missing or tie",
                          path=str(path), field="--failed-as")
     request = _Request(path, kind, corpus_table, system_column, columns, metric, weights,
-                       lower, higher, missing, pair_weight, winner, human_column, convention)
+                       lower, higher, missing, pair_weight, winner, human_column, convention,
+                       host)
     readers = {"leaderboard": _leaderboard, "scores": _scores, "pairwise": _pairwise}
     try:
         return readers[kind](request, frame)
@@ -525,7 +530,7 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
         frame = read_table(r.path, key=[system])
     voters = [str(c) for c in (r.columns or frame.columns) if c not in (system, r.human_column)]
     failed = _failed_scores(r, frame, voters)
-    lower = _lower_columns(r.path, frame, voters, r.lower, r.higher)
+    lower = _lower_columns(r.path, frame, voters, r.lower, r.higher, r.host)
     if r.human_column is not None and r.human_column not in frame.columns:
         raise agg.TableError(f"no column '{r.human_column}'; columns are "
                              f"{list(frame.columns)}", field=r.human_column)
@@ -559,7 +564,7 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     found = find_failed(frame, candidates, sidecar=read_sidecar(r.path))
     metric = r.metric or _only_metric(frame, r.path, r.human_column)
     failed = _counted(found, frame, [metric], r.failed_as, r.path)
-    lower = _lower_columns(r.path, frame, [metric], r.lower, r.higher)
+    lower = _lower_columns(r.path, frame, [metric], r.lower, r.higher, r.host)
     data = agg.profile_from_scores(frame, metric=metric, higher_is_better=metric not in lower)
     human = None
     if r.human_column is not None:
@@ -649,10 +654,11 @@ def _corpus_leaderboard(path: Path) -> pd.DataFrame:
 
 
 def _lower_columns(path: Path, frame: pd.DataFrame, voters: list[str],
-                   lower: tuple[str, ...], higher: tuple[str, ...]) -> tuple[str, ...]:
+                   lower: tuple[str, ...], higher: tuple[str, ...],
+                   host: PluginHost | None = None) -> tuple[str, ...]:
     """The voter columns where smaller is better, by the one direction rule
     (judgebench.scores_table): flag, then sidecar, then the registered metric."""
-    table = load_scores_table(path, frame=frame, lower=lower, higher=higher)
+    table = load_scores_table(path, frame=frame, lower=lower, higher=higher, host=host)
     table.check_flags(voters)
     return tuple(c for c in voters if not table.info(c).higher_is_better)
 

@@ -84,10 +84,10 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     from judgebench.auditing.sentinels import parse_sentinels
     from judgebench.failed import parse_failed_as
     from judgebench.io import read_samples, read_table
-    from judgebench.plugins import get_host
+    from judgebench.plugins import build_host
     from judgebench.spec import parse_spec
 
-    host = host or get_host()
+    host = host or build_host()
     options = options or Options()
     statistics = tuple(statistics) or ("pearson",)
     _check_options(options, statistics)

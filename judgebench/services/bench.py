@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.errors import InputError
+from judgebench.plugins import PluginHost, build_host
 from judgebench.results import Result
 from judgebench.suite import Protocol, Published, Suite, SuiteInfo, export
 
@@ -125,6 +126,7 @@ class ScoreOptions:
 
 
 def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOptions,
+          host: PluginHost | None = None,
           bootstrap: int = 1000, seed: int = 0, alpha: float = 0.05,
           workdir: str | Path | None = None, log: Log | None = None) -> BenchResult:
     """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
@@ -137,7 +139,8 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         raise InputError("give one or more metric specs (see `judgebench metrics`)",
                          field="SPEC")
     parsed = [parse_spec(s) for s in specs]
-    shapes, requires = _shapes(parsed)
+    host = host or build_host()
+    shapes, requires = _shapes(parsed, host)
     # A spec's column (its name without the runtime options) is its label everywhere after.
     specs = [p.column for p in parsed]
     by_column = dict(zip(specs, parsed, strict=True))
@@ -172,7 +175,7 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         try:
             cards.append(_suite_card(suite, runnable, by_column, notes, folder, budget,
                                      options, bootstrap, seed, alpha, log,
-                                     str(folder) if keep else None))
+                                     str(folder) if keep else None, host))
         finally:
             if keep is None:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -182,13 +185,12 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     return BenchResult(cards, list(specs))
 
 
-def _shapes(specs: Sequence[Any]) -> tuple[list[str | None], list[tuple[str, ...]]]:
+def _shapes(specs: Sequence[Any], host: PluginHost
+            ) -> tuple[list[str | None], list[tuple[str, ...]]]:
     """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape); and
     the sample fields it requires."""
     from judgebench.pairwise_table import is_pairwise_metric
-    from judgebench.suite import host as plugin_host
 
-    host = plugin_host()
     shapes: list[str | None] = []
     requires = []
     for spec in specs:
@@ -205,7 +207,7 @@ def _shapes(specs: Sequence[Any]) -> tuple[list[str | None], list[tuple[str, ...
 
 def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
                 folder: Path, budget: Any, options: ScoreOptions, bootstrap: int, seed: int,
-                alpha: float, log: Log, workdir: str | None) -> Card:
+                alpha: float, log: Log, workdir: str | None, host: PluginHost) -> Card:
     from judgebench.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
@@ -218,7 +220,8 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     run = score_file(files["samples.jsonl"], [by_column[s] for s in specs], output=table,
                      store=options.store, settings=settings, resume=options.resume,
                      progress=options.progress, workers=options.workers,
-                     rows=Rows(limit=options.limit), command=f"judgebench bench {suite.name}")
+                     rows=Rows(limit=options.limit), command=f"judgebench bench {suite.name}",
+                     host=host)
     if run.failed:
         notes.append(f"{run.failed} score(s) failed (see `judgebench logs --store "
                      f"{options.store}`); counted as the protocol says")

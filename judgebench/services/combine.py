@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from judgebench.plugins import PluginHost
+
 Log = Callable[[str], None]
 MODELS = ("ridge", "isotonic", "gp")
 VERSION = "1"
@@ -112,7 +114,8 @@ class CombineResult(Result):
 def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str | Path,
             model: str = "ridge", folds: int = 5, seed: int = 0, alpha: float = 1.0,
             gp_max_rows: int = 600, statistic: str = "kendall", lower: Sequence[str] = (),
-            higher: Sequence[str] = (), log: Log | None = None) -> CombineResult:
+            higher: Sequence[str] = (), log: Log | None = None,
+            host: PluginHost | None = None) -> CombineResult:
     """Fit the combination of `metrics` to `human` with cross-fitting over items, write the
     table with the combined column to `out` (and `out`.meta.json), and return what it did.
     Bad input raises InputError before any fitting."""
@@ -139,7 +142,7 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
     path = Path(scores)
     destinations.check([destinations.read("SCORES", path, sidecar=True),
                         destinations.table("-o", out, sidecar=True)])
-    table = load_scores_table(path, lower=lower, higher=higher)
+    table = load_scores_table(path, lower=lower, higher=higher, host=host)
     where = str(path)
     numeric_columns(table.frame, [human, *metrics], where)
     table.check_flags(metrics)

@@ -23,6 +23,7 @@ from judgebench.results import Result
 if TYPE_CHECKING:
     import numpy as np
 
+    from judgebench.plugins import PluginHost
     from meta_eval.irt import Abilities, ItemFit, Power, Selection
 
 Log = Callable[[str], None]
@@ -149,7 +150,7 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
           power: bool = False, top_k: int = 3, alpha: float = 0.05,
           target_power: float = 0.8, ci: float = 0.95, seed: int = 0,
           lower: Sequence[str] = (), higher: Sequence[str] = (),
-          log: Log | None = None) -> ItemsResult:
+          log: Log | None = None, host: PluginHost | None = None) -> ItemsResult:
     """Fit item response models to one metric column of the scores table `scores` (see the
     module). Bad input raises InputError naming the file and field before any fitting."""
     import numpy as np
@@ -173,7 +174,7 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
     if top_k < 1:
         raise InputError("must be at least 1", field="--top-k")
     path = Path(scores)
-    table = load_scores_table(path, lower=lower, higher=higher)
+    table = load_scores_table(path, lower=lower, higher=higher, host=host)
     where = str(path)
     if human is not None and human == metric:
         raise InputError("the metric and the human column are the same column",

@@ -37,6 +37,7 @@ from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.plugins import PluginHost
     from meta_eval.agreement import Ceiling
     from meta_eval.results import Comparison
 
@@ -227,7 +228,7 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
               seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
               replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
-              log: Log | None = None) -> MetaEvalResult:
+              log: Log | None = None, host: PluginHost | None = None) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
@@ -235,7 +236,9 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
     "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
     failed score counts as `failed_as` says (missing, min, max or a number;
-    judgebench.failed). Bad input raises `InputError` naming the option."""
+    judgebench.failed). A column's direction not given by a flag or the sidecar is its
+    registered metric's in `host` (default: the installed plugins, built only then). Bad
+    input raises `InputError` naming the option."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=False)
     statistics = tuple(statistics) or ("pearson",)
@@ -245,7 +248,7 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     use_corpus = level == "system" and system_score == "auto"
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                    excluded=exclude_systems, failed_as=convention, log=log)
+                    excluded=exclude_systems, failed_as=convention, log=log, host=host)
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
@@ -326,21 +329,23 @@ def _check_declared(statistics: Sequence[str], labels: Sequence[float] | None,
 
 
 def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
-          lower: Sequence[str], higher: Sequence[str]) -> ScoresTable:
+          lower: Sequence[str], higher: Sequence[str], host: PluginHost | None) -> ScoresTable:
     import pandas as pd
 
     corpus = Path(corpus_path) if corpus_path is not None else None
     if isinstance(scores, pd.DataFrame):
         return load_scores_table(Path("<DataFrame>"), frame=scores, corpus_path=corpus,
-                                 lower=lower, higher=higher)
-    return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher)
+                                 lower=lower, higher=higher, host=host)
+    return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher,
+                             host=host)
 
 
 def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
              metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
              higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
-             excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log) -> _Columns:
-    table = _load(scores, corpus_path, lower, higher)
+             excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log,
+             host: PluginHost | None = None) -> _Columns:
+    table = _load(scores, corpus_path, lower, higher, host)
     where = str(table.path)
     frame = table.frame
     not_scores = {"item", "system", *humans, *raters}

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.models import CorpusScore, Sample
+    from judgebench.plugins import PluginHost
     from judgebench.pool import SchedulerFactory, TimeEstimate
     from judgebench.ray_engine import RayConfig
     from judgebench.runner import RunResult, TableResult
@@ -77,33 +78,36 @@ def specs_of(metrics: Sequence[str | MetricSpec]) -> list[MetricSpec]:
 
 def score(data: str | Path | Iterable[Sample | dict[str, Any]] | pd.DataFrame,
           metrics: Sequence[str | MetricSpec], *, store: str | Path | None = None,
-          resume: bool = False, progress: bool = False) -> ScoreResult:
+          resume: bool = False, progress: bool = False,
+          host: PluginHost | None = None) -> ScoreResult:
     """Score `data` with metric specs such as ``"lexical.rouge2:multi_ref=mean"``.
 
     A DataFrame is read as the CLI reads a CSV or Parquet file (extra columns into
     `metadata`, `human.x` columns into `human`, NaN/None/pd.NA as missing, list cells as
     lists) and dicts as JSONL lines; an error names `row N` (1-based) and the field. Without
-    `store`, scores are kept in memory only."""
+    `store`, scores are kept in memory only. The metrics are `host`'s (default: a host of the
+    installed plugins, built for the call)."""
     from judgebench.runner import run
     from judgebench.store import Store
 
     samples = read_data(data)
     specs = specs_of(metrics)
     with Store(store if store is not None else ":memory:") as db:
-        return ScoreResult(run(samples, specs, store=db, resume=resume, progress=progress))
+        return ScoreResult(run(samples, specs, store=db, resume=resume, progress=progress,
+                               host=host))
 
 
 def estimate(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, store: Store,
              settings: RunSettings, resume: bool = False, progress: bool = False,
-             workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None
-             ) -> RunResult:
+             workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None,
+             host: PluginHost | None = None) -> RunResult:
     """A dry run: each column's estimated calls, tokens and cost in `result.estimates`, and
     `estimated_s`, its time at `workers` workers (local metrics, from a few timed samples)."""
     from judgebench.runner import run_stream, survey
 
     return run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
                       progress=progress, settings=settings, estimate_from=samples,
-                      workers=workers, on_estimate=on_estimate)
+                      workers=workers, on_estimate=on_estimate, host=host)
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ def score_file(input_path: Path | str, specs: Sequence[MetricSpec], *, output: P
                sidecar: bool = True, csv_safe: bool = False, progress: bool = False,
                workers: int = 1, on_estimate: Callable[[TimeEstimate], None] | None = None,
                rows: Rows | None = None, command: str | None = None,
-               ray: RayConfig | None = None) -> RunResult:
+               ray: RayConfig | None = None, host: PluginHost | None = None) -> RunResult:
     """Score the generations in `input_path` into the table `output`, as `judgebench score`.
 
     Every row is read and checked first (`runner.survey`), before the store is opened or any
@@ -221,7 +225,7 @@ def score_file(input_path: Path | str, specs: Sequence[MetricSpec], *, output: P
             output=output, store=store, settings=settings, resume=resume, corpus=corpus,
             sidecar=sidecar, csv_safe=csv_safe, progress=progress, workers=workers,
             on_estimate=on_estimate, rows=rows, command=command,
-            scheduler_factory=scheduler_factory)
+            scheduler_factory=scheduler_factory, host=host)
     raise AssertionError("unreachable")
 
 
@@ -230,8 +234,8 @@ def _score_source(samples: Iterable[Sample], input_path: str, input_hash: str | 
                   settings: RunSettings, resume: bool, corpus: Path | None, sidecar: bool,
                   csv_safe: bool, progress: bool, workers: int,
                   on_estimate: Callable[[TimeEstimate], None] | None, rows: Rows | None,
-                  command: str | None, scheduler_factory: SchedulerFactory | None
-                  ) -> RunResult:
+                  command: str | None, scheduler_factory: SchedulerFactory | None,
+                  host: PluginHost | None = None) -> RunResult:
     """`score_file` once its paths are checked and its source is open."""
     from judgebench.io import TableWriter, atomic_paths, file_format
     from judgebench.runner import run_stream, survey
@@ -250,7 +254,7 @@ def _score_source(samples: Iterable[Sample], input_path: str, input_hash: str | 
             result = run_stream(lambda: source, surveyed, specs, store=db, resume=resume,
                                 progress=progress, settings=settings, sink=writer,
                                 workers=workers, on_estimate=on_estimate, about=about,
-                                scheduler_factory=scheduler_factory)
+                                scheduler_factory=scheduler_factory, host=host)
         for path in meta_path:  # the table and its sidecar are renamed into place together
             path.write_text(json.dumps(result.summary(), indent=2), encoding="utf-8")
     if corpus is not None:
@@ -282,7 +286,7 @@ def _no_room_is_one_line(output: Path, sidecar: bool) -> Iterator[None]:
 def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, settings: RunSettings,
                   resume: bool = False, progress: bool = False, workers: int = 1,
                   on_estimate: Callable[[TimeEstimate], None] | None = None,
-                  rows: Rows | None = None) -> RunResult:
+                  rows: Rows | None = None, host: PluginHost | None = None) -> RunResult:
     """`judgebench score --dry-run`: `estimate` over the (chosen) samples of `input_path`.
     A dry run stores nothing, so it opens no store: no store file is created."""
     from judgebench.io import SampleFile
@@ -292,7 +296,8 @@ def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, settings: Ru
     samples = list(source)
     with Store(":memory:") as db:
         return estimate(samples, specs, store=db, settings=settings, resume=resume,
-                        progress=progress, workers=workers, on_estimate=on_estimate)
+                        progress=progress, workers=workers, on_estimate=on_estimate,
+                        host=host)
 
 
 def _judge_cache(settings: RunSettings) -> Path:

@@ -62,9 +62,7 @@ from judgebench.plugin_api import (
     Response,
     Sample,
     Status,
-    backend_accepts,
     default_cache_path,
-    get_backend,
     redact,
     run_sync,
     runtime,
@@ -157,13 +155,13 @@ class JudgeMetric(Metric[JudgeOptionsT]):
 
     # -- backend ------------------------------------------------------------------------------
     def backend_options(self) -> dict[str, Any]:
-        """The judge's backend options that the chosen backend takes (`backend_accepts`), by
+        """The judge's backend options that the chosen backend takes (`host.backend_accepts`), by
         the backend's names for them (`BACKEND_OPTIONS`), for any registered backend. An
         option the backend does not take is dropped if it is a default and an InputError
         (naming the metric, the option and the backend) if the user gave it; a backend that
         takes any keyword gets only the options the user gave."""
         o = self.options
-        accepts = backend_accepts(o.backend)
+        accepts = self.host.backend_accepts(o.backend)
         given = o.model_fields_set
         if "model" in accepts.required and not o.model:
             raise InputError(f"metric {self.info.name}: backend={o.backend} needs model=... "
@@ -185,7 +183,7 @@ class JudgeMetric(Metric[JudgeOptionsT]):
     @property
     def backend(self) -> CachedBackend:
         if self._backend is None:
-            inner: Backend = get_backend(self.options.backend, **self.backend_options())
+            inner: Backend = self.host.backend(self.options.backend, **self.backend_options())
             self._backend = CachedBackend(inner, None)
         return self._backend
 

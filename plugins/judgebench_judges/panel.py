@@ -78,8 +78,6 @@ class JudgePanel(Metric[PanelOptions]):
                              f"quorum={self.options.quorum}")
 
     def _build_members(self) -> list[JudgeMetric[Any]]:
-        from judgebench.plugin_api import get_host
-
         o = self.options
         shared = dict(o.model_extra or {})
         specs: list[tuple[str, dict[str, Any]]] = []
@@ -103,7 +101,7 @@ class JudgePanel(Metric[PanelOptions]):
         for name, opts in specs:
             if not name.startswith("judge.") or name == "judge.panel":
                 raise InputError(f"metric judge.panel: member '{name}' is not a judge metric")
-            member = get_host().metric(name).build(**opts)
+            member = self.host.metric(name).build(**opts)  # the host that built the panel
             if not isinstance(member, JudgeMetric):
                 raise InputError(f"metric judge.panel: member '{name}' is not a judge metric")
             members.append(member)

@@ -46,7 +46,7 @@ class EmbeddingCosine(EncoderMetric[EmbeddingCosineOptions]):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self._pooled = PooledModel(self.info.name)
+        self._pooled = PooledModel(self)
 
     def pooler(self) -> Any:
         return self._pooled.get(self.options, str(self.model_ref.path))

@@ -76,7 +76,7 @@ class Classifier(ModelMetric[ClassifierOptions]):
         super().__init__(**options)
         self._lock = threading.Lock()
         self._scores: dict[tuple[str | None, str], float] = {}
-        self._pooled = PooledModel(self.info.name)
+        self._pooled = PooledModel(self)
 
     def pooler(self) -> Any:
         return self._pooled.get(self.options, str(self.model_ref.path))

@@ -104,8 +104,6 @@ class Likelihood(Metric[LikelihoodOptions]):
     @property
     def backend(self) -> Any:
         if self._backend is None:
-            from judgebench.plugin_api import get_backend
-
             kwargs: dict[str, Any] = given_engine_options(self.options)
             if self.options.model is not None:
                 kwargs["model"] = self.options.model
@@ -115,7 +113,7 @@ class Likelihood(Metric[LikelihoodOptions]):
             if self.options.backend == "transformers":
                 kwargs["batch_size"] = self.options.batch_size
             try:
-                backend = get_backend(self.options.backend, **kwargs)
+                backend = self.host.backend(self.options.backend, **kwargs)
             except (ValueError, RuntimeError) as exc:
                 raise InputError(f"neural.likelihood: {exc}", field="model") from None
             if not backend.capabilities.prompt_logprobs:

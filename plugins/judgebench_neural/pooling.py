@@ -27,6 +27,8 @@ from typing import Any, Protocol
 from judgebench.plugin_api import (
     EngineOptions,
     InputError,
+    Metric,
+    PluginHost,
     given_engine_options,
     unset_engine_fields,
 )
@@ -50,15 +52,14 @@ def uses_pooling(options: PoolingOptions) -> bool:
     return options.backend != "transformers"
 
 
-def pooling_backend(options: PoolingOptions, model_path: str, metric: str) -> Pooler:
-    """The backend named by ``options.backend``, on `model_path` with vLLM's pooling runner
-    and the engine options given."""
-    from judgebench.plugin_api import backend_accepts, get_backend
-
+def pooling_backend(options: PoolingOptions, model_path: str, metric: str,
+                    host: PluginHost) -> Pooler:
+    """The backend named by ``options.backend`` in `host`, on `model_path` with vLLM's
+    pooling runner and the engine options given."""
     kwargs: dict[str, Any] = {"model": model_path, **given_engine_options(options)}
-    if "runner" in backend_accepts(options.backend):
+    if "runner" in host.backend_accepts(options.backend):
         kwargs["runner"] = "pooling"
-    backend = get_backend(options.backend, **kwargs)
+    backend = host.backend(options.backend, **kwargs)
     if not callable(getattr(backend, "pool", None)):
         backend.close()
         raise InputError(f"{metric}: backend '{options.backend}' has no pooling models; use "
@@ -69,13 +70,14 @@ def pooling_backend(options: PoolingOptions, model_path: str, metric: str) -> Po
 class PooledModel:
     """The pooling backend of one metric, built on first use and closed with the metric."""
 
-    def __init__(self, metric: str) -> None:
-        self.metric = metric
+    def __init__(self, owner: Metric) -> None:
+        self.metric = owner.info.name
+        self._owner = owner  # its host is known once the host has built it
         self._backend: Pooler | None = None
 
     def get(self, options: PoolingOptions, model_path: str) -> Pooler:
         if self._backend is None:
-            self._backend = pooling_backend(options, model_path, self.metric)
+            self._backend = pooling_backend(options, model_path, self.metric, self._owner.host)
         return self._backend
 
     def close(self) -> None:
