@@ -1,7 +1,7 @@
-"""The report card as one self-contained HTML page.
+"""The audit's report card as one self-contained HTML page.
 
 No scripts, no stylesheets, fonts or images from anywhere: the CSS is inline, the plots are
-inline SVG (judgebench.auditing.svg), links are fragments within the page, and a
+inline SVG (judgebench.render.svg), links are fragments within the page, and a
 Content-Security-Policy meta tag forbids the browser to load anything else.
 """
 
@@ -12,18 +12,23 @@ from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
-from judgebench.auditing import svg
-from judgebench.auditing.agreement import section_html
-from judgebench.auditing.markdown import (
-    GATE_RULE,
-    fmt,
-    gate_matrix,
-    probe_matrix,
-    setting_label,
-)
-from judgebench.auditing.pairwise import grids
 from judgebench.auditing.report import Report
 from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
+from judgebench.render import svg
+from judgebench.render.card import (
+    AGREEMENT_INTRO,
+    GATE_RULE,
+    confusion_rows,
+    fmt,
+    gate_matrix,
+    grids,
+    money,
+    notes,
+    probe_matrix,
+    rate,
+    setting_label,
+    statuses,
+)
 from meta_eval import statistics
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -84,14 +89,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
 def _statuses(counts: dict[str, int] | None) -> str:
-    if not counts:
-        return "unknown"
-    return escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return escape(statuses(counts))
 
 
 def render_html(report: Report | dict[str, Any]) -> str:
@@ -258,14 +257,9 @@ def _agreement(data: dict[str, Any]) -> str:
                                        f"{_units(b)})", width=560))
         parts.append(f'<div class="grid">{"".join(charts)}</div>')
         parts.append(_agreement_table(blocks))
-        seen: dict[str, list[str]] = {}
-        for b in blocks:
-            for note in b["notes"]:
-                seen.setdefault(note["text"], []).append(
-                    setting_label(b["level"], b["grouping"]))
         parts += [f'<div class="note">{escape(text)} <span class="muted">('
                   f'{escape(", ".join(where))})</span></div>'
-                  for text, where in seen.items()]
+                  for text, where in notes(blocks).items()]
     return "".join(parts)
 
 
@@ -330,8 +324,7 @@ def _scatter(data: dict[str, Any]) -> str:
 def _cards(data: dict[str, Any]) -> str:
     metric_rows = [[escape(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
                     escape(c.get("kind") or "–"), _statuses(c.get("statuses")),
-                    _rate(c.get("parse_failure_rate")),
-                    "unknown" if c.get("cost_usd") is None else f"{c['cost_usd']:.4f}",
+                    rate(c.get("parse_failure_rate")), money(c.get("cost_usd")),
                     fmt(c.get("time_s"), 1),
                     f"<code>{escape(c['signature'])}</code>" if c.get("signature")
                     else "unknown (no .meta.json beside the table)"]
@@ -432,3 +425,26 @@ def _warnings(data: dict[str, Any]) -> str:
         return ""
     return ('<h2 id="warnings">Warnings</h2>'
             + "".join(f'<div class="warn">{escape(w)}</div>' for w in data["warnings"]))
+
+
+def section_html(entries: Sequence[dict[str, Any]]) -> str:
+    """The "Agreement, error and calibration" section (judgebench.auditing.agreement) as
+    HTML (empty without entries)."""
+    if not entries:
+        return ""
+    parts = ['<h2 id="agreement-error-calibration">Agreement, error and calibration</h2>',
+             f'<p class="muted">{escape(AGREEMENT_INTRO)}</p>']
+    for e in (e for e in entries if e["type"] == "confusion"):
+        header, rows = confusion_rows(e)
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f'<td class="num">{escape(c)}</td>' if k else
+                                        f"<th>{escape(c)}</th>" for k, c in enumerate(row))
+                       + "</tr>" for row in rows)
+        parts.append(f"<h3>{escape(e['metric'])} · {escape(e['human'])}: confusion</h3>"
+                     f'<div class="scroll"><table class="confusion"><thead><tr>{head}</tr>'
+                     f"</thead><tbody>{body}</tbody></table></div>")
+    diagrams = [svg.reliability_svg(e) for e in entries if e["type"] == "reliability"]
+    if diagrams:
+        parts.append('<h3>Reliability</h3><div class="grid" id="reliability-diagrams">'
+                     f'{"".join(diagrams)}</div>')
+    return "".join(parts)
