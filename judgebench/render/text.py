@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgebench.failed import header
@@ -43,6 +43,13 @@ def table(table: Table, digits: int = 4) -> str:
                          for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
 
     return "\n".join([line(table.columns), *(line(row) for row in cells)])
+
+
+def failed_lines(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per column with failed cells (judgebench.failed): how many, how they were counted
+    and what told them from never-judged ones."""
+    return [f"  {column}: {f['rows']} failed, counted {f['counted_as']} (told by "
+            f"{f['told_by']})" for column, f in cells.items() if f["rows"]]
 
 
 def aligned(header: list[str], rows: list[list[str]]) -> str:
@@ -200,10 +207,7 @@ def pairwise_meta_eval(result: PairwiseMetaEvalResult) -> str:
             title = f"{human} · human ties {ties} · {header(result.failed_as)}"
             if category is not None:
                 title += f" · {rows[0].by} = {category}"
-            widths = [max(len(line[k]) for line in table) for k in range(len(table[0]))]
-            lines += ["", title, *("  ".join(c.ljust(w) for c, w in zip(line, widths,
-                                                                          strict=True)).rstrip()
-                                   for line in table)]
+            lines += ["", title, aligned(table[0], table[1:])]
     failures = _pairwise_failures(result)
     if failures:
         lines += ["", "failed verdicts (pairs):", *(f"  {f}" for f in failures)]
@@ -269,10 +273,7 @@ Ranked = list[tuple["RuleOutcome", "RuleResult"]]
 
 def _failed_cells(result: AggregateResult) -> list[str]:
     """The convention, and each column's failed rows and how they were counted."""
-    lines = ["", header(result.failed_as)]
-    lines += [f"  {column}: {f['rows']} failed, counted {f['counted_as']} (told by "
-              f"{f['told_by']})" for column, f in result.failed_cells.items() if f["rows"]]
-    return lines
+    return ["", header(result.failed_as), *failed_lines(result.failed_cells)]
 
 
 def _ranked_cells(ranked: RuleResult) -> list[str]:
@@ -403,10 +404,6 @@ def _make_win_line(spec: str, m: MakeWin) -> str:
 
 
 # -- combine --------------------------------------------------------------------------------
-def _combined(value: float | None) -> str:
-    return "   n/a" if value is None else f"{value:7.4f}"
-
-
 def combine(result: CombineResult) -> str:
     lines = [f"column: {result.column}",
              f"wrote {result.out} ({result.scored} of {result.rows} rows scored out of fold; "
@@ -419,10 +416,10 @@ def combine(result: CombineResult) -> str:
                  else f"segment, grouping {setting.grouping}")
         best = setting.best
         lines.append(f"  {label}:")
-        lines.append(f"    {'combination':<{width}}  {_combined(setting.combined)}")
+        lines.append(f"    {'combination':<{width}}  {_value(setting.combined)}")
         for name, value in setting.components.items():
             mark = "  (best component)" if best and best[0] == name else ""
-            lines.append(f"    {name:<{width}}  {_combined(value)}{mark}")
+            lines.append(f"    {name:<{width}}  {_value(value)}{mark}")
     weights = result.weights
     if "per_unit" in weights:
         lines += ["", "weights (full-data fit, standardised metrics; for reading only):"]
@@ -494,10 +491,7 @@ def compare_judges(result: ComparisonResult, *, table: Path, judge_a: str, judge
              + (f", human = {human}" if human else "")
              + (f", human ties {result.human_ties}" if result.human_ties else "")
              + f", {header(result.failed_as)}"]
-    for column, failed in result.failed.items():
-        if failed["rows"]:
-            lines.append(f"  {column}: {failed['rows']} failed, counted "
-                         f"{failed['counted_as']} (told by {failed['told_by']})")
+    lines += failed_lines(result.failed)
     for e in result.estimates:
         interval = ("" if e.ci_low is None or e.ci_high is None
                     else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")
