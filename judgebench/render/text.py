@@ -9,6 +9,7 @@ made terminal-safe by the command (judgebench.display.safe) as it prints.
 from __future__ import annotations
 
 import json
+import shlex
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from judgebench.metric_card import MetricCard
+    from judgebench.runner import RunResult
     from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
     from judgebench.services.combine import CombineResult
     from judgebench.services.compare_judges import ComparisonResult
@@ -684,3 +686,73 @@ def _wrapped(text: str, indent: str) -> list[str]:
 
 def _range(low: float | None, high: float | None) -> str:
     return f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+
+
+# -- score ----------------------------------------------------------------------------------
+def score_summary(result: RunResult, output: Path | None, store: Path,
+                  has_corpus_file: bool) -> str:
+    """What `score` says on stderr when it is done: rows, where they went, the judge cache,
+    each column's statuses and signature, and each corpus score's best and worst system."""
+    where = f" -> {output}" if output else ""
+    lines = [f"scored {result.rows} rows{where} (computed {result.computed}, reused "
+             f"{result.reused} from {store})"]
+    if result.cached_answers or result.sent_calls or any(
+            p.metric.info.kind == "judge" for p in result.metrics):
+        lines.append(f"  judge answers: {result.cached_answers} from the judge cache, "
+                     f"{result.sent_calls} asked of a model")
+    for p in result.metrics:
+        counts: Mapping[str, int] = result.statuses.get(p.column, {})
+        text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"
+        lines.append(f"  {p.column}: {text}\n    {p.signature}")
+    direction = {p.column: p.metric.info.higher_is_better for p in result.metrics}
+    by_metric: dict[str, list[Any]] = {}
+    for c in result.corpus:
+        by_metric.setdefault(c.metric, []).append(c)
+    for column, rows in by_metric.items():
+        higher = direction.get(column, True)
+        ok = sorted((c for c in rows if c.value is not None), key=lambda c: c.value,
+                    reverse=higher)
+        failed = len(rows) - len(ok)
+        text = (f"best {ok[0].system} {ok[0].value:.4f}, worst {ok[-1].system} "
+                f"{ok[-1].value:.4f} ({'higher' if higher else 'lower'} is better)"
+                if ok else "no value")
+        lines.append(f"  corpus {column}: {len(rows)} systems, {text}"
+                     + (f", {failed} failed" if failed else "")
+                     + ("" if has_corpus_file or output is not None
+                        else " (--corpus FILE writes them all)"))
+    return "\n".join(lines)
+
+
+def score_failures(result: RunResult, store: Path, top: int) -> str | None:
+    """Per metric with failed scores, its `top` most frequent reasons, and where to read
+    them all (None: nothing failed)."""
+    if not result.failed:
+        return None
+    lines = [f"{result.failed} score{'' if result.failed == 1 else 's'} failed:"]
+    for p in result.metrics:
+        reasons = result.reasons(p.column)
+        if not reasons:
+            continue
+        lines.append(f"  {p.column}:")
+        for reason in reasons[:top]:
+            lines.append(f"    {reason['count']} {reason['status']}: "
+                         f"{reason['reason'] or '(no reason)'}")
+        if len(reasons) > top:
+            rest = sum(r["count"] for r in reasons[top:])
+            lines.append(f"    {rest} more, {len(reasons) - top} other reasons")
+    run = f" {result.run_id}" if result.run_id is not None else ""
+    lines.append(f"see each one: judgebench logs{run} --store {shlex.quote(str(store))} "
+                 "--failed")
+    return "\n".join(lines)
+
+
+def score_estimates(rows: list[dict[str, Any]]) -> str:
+    """`score --dry-run`: a line per column, its calls, tokens and cost."""
+    lines = []
+    for row in rows:
+        cost = row.get("cost_usd")
+        cost_text = "unknown" if cost is None else f"${cost:.4f}"
+        lines.append(f"{row['column']}: {row.get('calls', 0)} calls, "
+                     f"{row.get('tokens_in', 0)} tokens in, {row.get('tokens_out', 0)} tokens "
+                     f"out, cost {cost_text}")
+    return "\n".join(lines)
