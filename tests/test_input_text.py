@@ -117,7 +117,7 @@ NOT_THE_RULE = {
     ("judgebench/auditing/bias.py", "a.input"), ("judgebench/auditing/bias.py", "a.source"),
     ("plugins/judgebench_judges/rubric.py", "dist.source"),
     ("plugins/judgebench_judges/templates.py", "self.source"),
-    ("judgebench/bench_card.py", "info.source"),  # a suite's provenance
+    ("judgebench/render/bench.py", "info.source"),  # a suite's provenance
 }
 
 

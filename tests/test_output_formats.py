@@ -16,7 +16,9 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
-from judgebench.tables import Table, latex_escape, markdown_escape, render, results_table
+from judgebench.render.latex import latex_escape
+from judgebench.render.markdown import markdown_escape
+from judgebench.render.table import Table, render, results_table
 
 #: A column (and a system) named with every character LaTeX or Markdown treat specially.
 SPECIAL = "a_b%c&d#e$f{g}h~i^j\\k|l"

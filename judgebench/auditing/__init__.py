@@ -11,6 +11,7 @@ run        the pipeline: table (+ generations) -> sentinels -> blocks -> Report;
 report     the report card as data; JSON and the flat `--json` results
 verdict    the answer a report opens with: per human column, who passes the gate where, and why
 checks     `--fail-on`: gate, parse-rate>X and cluster-drop findings for CI
-markdown, html, svg
-           renderers: Markdown, and one self-contained HTML page with inline SVG plots
+
+The report's renderers (Markdown, one self-contained HTML page with inline SVG plots) are in
+judgebench.render.
 """

@@ -20,7 +20,7 @@ from typing import Any
 from judgebench.auditing.blocks import Options
 from judgebench.auditing.report import Report
 from judgebench.failed import MISSING, FailedAs
-from meta_eval.pairwise_eval import CALIBRATION, CEILING, HUMAN_FREE, STATISTICS
+from meta_eval.pairwise_eval import CEILING
 
 #: The statistics a summary names, in this order.
 SUMMARY = ("accuracy", "both-correct", "consistency")
@@ -117,50 +117,4 @@ def _sentence(human: str, ranked: Sequence[JudgeLine]) -> str:
         text += f"; not significantly better than {', '.join(tied)}"
     elif best.cluster is not None and len(ranked) > 1:
         text += "; significantly better than every other judge"
-    return text
-
-
-@dataclass(frozen=True)
-class Grid:
-    """One table of the report: a row per judge, a column per statistic, for one human
-    column and category (None: all pairs)."""
-
-    human: str
-    category: str | None
-    judges: list[str]
-    statistics: list[str]
-    cells: list[list[str]]  # per judge, per statistic: "value [ci_low, ci_high] c<cluster>"
-
-
-def grids(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[Grid]:
-    """The report's tables of `rows` (meta-eval --pairwise's result objects)."""
-    judges = list(dict.fromkeys(r["metric"] for r in rows if r["metric"] != CEILING))
-    if any(r["metric"] == CEILING for r in rows):
-        judges.append(CEILING)
-    categories = list(dict.fromkeys(r.get("category") for r in rows))
-    statistics = [*STATISTICS, *(c for c in CALIBRATION if any(r["statistic"] == c
-                                                                for r in rows))]
-    found = {(r["metric"], r["statistic"], r.get("category"), r["human"]): r for r in rows}
-    out = []
-    for human in humans:
-        for category in categories:
-            cells = []
-            for judge in judges:
-                line = []
-                for statistic in statistics:
-                    want = None if statistic in HUMAN_FREE and judge != CEILING else human
-                    row = found.get((judge, statistic, category, want))
-                    line.append("" if row is None else cell(row))
-                cells.append(line)
-            out.append(Grid(human, category, judges, statistics, cells))
-    return out
-
-
-def cell(row: dict[str, Any]) -> str:
-    value = row.get("value")
-    text = "n/a" if value is None else f"{value:.3f}"
-    if row.get("ci_low") is not None and row.get("ci_high") is not None:
-        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-    if row.get("cluster") is not None:
-        text += f" c{row['cluster']}"
     return text

@@ -3,28 +3,23 @@
 Rules come from the plugin host (`register_aggregators`), so third-party rules work like
 the built-in ones (plugins/judgebench_socialchoice). The work is
 `judgebench.services.aggregate` (statistics in meta_eval.aggregation); this module parses the
-options, calls it and prints.
+options, calls it and prints (judgebench.render).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from judgebench.commands.options import direction_options, failed_as_option
 from judgebench.commands.output_format import format_options
-from judgebench.display import SafeWriter, safe
+from judgebench.display import safe
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.tables import render as render_table
-from judgebench.tables import results_table
-
-if TYPE_CHECKING:
-    from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
-    from meta_eval.aggregation import RuleResult
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
+from judgebench.render.table import aggregate_table, rules_table
+from judgebench.render.table import render as render_table
 
 KIND_HELP = (
     "What TABLE holds (default: auto). leaderboard: one row per system (column 'system' or "
@@ -154,7 +149,13 @@ def command(
 
     host = context_host()
     if list_rules:
-        _print_rules(registered_rules(host), output_format)
+        rules = registered_rules(host)
+        if output_format == "json":
+            click.echo(json_out.document([r.to_dict() for r in rules]))
+        elif output_format == "text":
+            click.echo(text_out.rules(rules))
+        else:
+            click.echo(safe(render_table(rules_table(rules, output_format), output_format)))
         return
     if table is None:
         raise click.UsageError("missing argument TABLE (or give --list-rules)")
@@ -166,12 +167,11 @@ def command(
         bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win,
         failed_as=failed_as, log=_log, host=host)
     if output_format == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+        click.echo(json_out.document(result.to_dict(), allow_nan=False))
     elif output_format == "text":
-        _print_text(result)
+        click.echo(safe(text_out.aggregate(result)))  # system and column names are the user's
     else:
-        rows = results_table(result.system_rows(), output_format, TABLE_COLUMNS)
-        click.echo(safe(render_table(rows, output_format)))
+        click.echo(safe(render_table(aggregate_table(result, output_format), output_format)))
     if result.failed:
         raise JudgebenchError(f"rule(s) failed: {', '.join(o.spec for o in result.failed)} "
                               "(reasons above)")
@@ -179,193 +179,3 @@ def command(
 
 def _log(message: str) -> None:
     click.echo(safe(f"judgebench aggregate: {message}"), err=True)
-
-
-# -- output ----------------------------------------------------------------------------------
-#: What a csv, markdown or latex table of the result holds: AggregateResult.system_rows.
-TABLE_COLUMNS = ("rule", "rank", "system", "score", "winner", "rank_low", "rank_high", "p_win")
-
-
-def _print_rules(rules: list[RuleInfo], output_format: str) -> None:
-    if output_format == "json":
-        click.echo(json.dumps([r.to_dict() for r in rules], indent=2))
-        return
-    if output_format != "text":
-        table = results_table([r.to_dict() for r in rules], output_format,
-                              ("name", "inputs", "description", "missing", "options"))
-        click.echo(safe(render_table(table, output_format)))
-        return
-    for rule in rules:
-        options = f" [options: {', '.join(rule.options)}]" if rule.options else ""
-        click.echo(f"{rule.name:<15} {'+'.join(rule.inputs):<17} "
-                   f"{rule.description}{options}")
-        if rule.missing:
-            click.echo(f"{'':<15} {'':<17} missing scores: {rule.missing}")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
-             for line in [header, *rows]]
-    return "\n".join(lines)
-
-
-def _fmt(value: float | int | None, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _print_text(result: AggregateResult) -> None:
-    out = SafeWriter(sys.stdout)  # system and column names come from the user's table
-    good = [(o, o.result) for o in result.ok if o.result is not None]
-    width = max((len(o.spec) for o in result.outcomes), default=0)
-    sections = [_rankings(good, width), _extras(good),
-                [f"{o.spec}: failed: {o.reason}" for o in result.failed],
-                _agreement(good), _against_people(good, result.human_source),
-                _bootstraps(good), _make_win(good, result.make_win), _failed(result)]
-    for section in sections:
-        for line in section:
-            print(line, file=out)
-
-
-Ranked = list[tuple["RuleOutcome", "RuleResult"]]
-
-
-def _failed(result: AggregateResult) -> list[str]:
-    """The convention, and each column's failed rows and how they were counted."""
-    from judgebench.failed import header
-
-    lines = ["", header(result.failed_as)]
-    lines += [f"  {column}: {f['rows']} failed, counted {f['counted_as']} (told by "
-              f"{f['told_by']})" for column, f in result.failed_cells.items() if f["rows"]]
-    return lines
-
-
-def _cells(ranked: RuleResult) -> list[str]:
-    """A ranking's column: each system with the rule's score for it (a rule without scores,
-    such as kemeny, ranks only), tied ones marked with their shared rank."""
-    ties = ranked.ties
-    tied = {s: i for i, tier in enumerate(ties) for s in tier}
-    rank_of = {s: position for position, s in enumerate(ranked.ranking, start=1)}
-    scores = ranked.to_dict()["scores"]
-    cells = []
-    for s in ranked.ranking:
-        cell = s if scores is None else f"{s} {_score(scores.get(s))}"
-        cells.append(f"{cell} (={min(rank_of[t] for t in ties[tied[s]])})" if s in tied
-                     else cell)
-    return cells
-
-
-def _score(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
-
-
-def _rankings(good: Ranked, width: int) -> list[str]:
-    if not good:
-        return []
-    depth = max(len(r.ranking) for _, r in good)
-    columns = [cells + [""] * (depth - len(cells)) for cells in (_cells(r) for _, r in good)]
-    rows = [[str(i + 1), *[col[i] for col in columns]] for i in range(depth)]
-    lines = [_table(["rank", *[o.spec for o, _ in good]], rows), "", "winners:"]
-    lines += [f"  {o.spec:<{width}}  {', '.join(r.winners) or 'none'}" for o, r in good]
-    notes = [(o.spec, r.note) for o, r in good if r.note]
-    if notes:
-        lines += ["notes:", *[f"  {spec:<{width}}  {note}" for spec, note in notes]]
-    return lines
-
-
-def _extras(good: Ranked) -> list[str]:
-    """Per rule with per-system figures (win rates' standard errors, rating intervals): one
-    table, a row per ranked system."""
-    lines: list[str] = []
-    for o, r in good:
-        if not r.extra:
-            continue
-        keys = list(r.extra)
-        scores = r.scores or {}
-        rows = [[system, _number(scores.get(system)),
-                 *[_number(r.extra[key].get(system)) for key in keys]]
-                for system in r.ranking if system in scores]
-        lines += [f"\n{o.spec}:", _table(["  system", "score", *keys],
-                                         [["  " + row[0], *row[1:]] for row in rows])]
-    return lines
-
-
-def _number(value: object) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) < 1e4 else f"{value:.6g}"
-    return str(value)
-
-
-def _agreement(good: Ranked) -> list[str]:
-    if len(good) < 2:
-        return []
-    names = [o.spec for o, _ in good]
-    rows = [[o.spec, *[("1" if o.spec == b else _fmt((o.agreement or {}).get(b)))
-                       for b in names]] for o, _ in good]
-    return ["\nKendall tau-b between the rules' rankings:", _table(["", *names], rows)]
-
-
-def _against_people(good: Ranked, source: str | None) -> list[str]:
-    if source is None or not good:
-        return []
-    rows = []
-    for o, _ in good:
-        assert o.human is not None
-        h = o.human.agreement.to_dict()
-        rows.append([o.spec, _fmt(h["kendall_tau"]), _fmt(h["pairwise_accuracy"]),
-                     str(h["n_systems"])])
-    return [f"\nAgainst people ({source}):",
-            _table(["rule", "kendall_tau", "pairwise_accuracy", "systems"], rows)]
-
-
-def _bootstraps(good: Ranked) -> list[str]:
-    boots = [(o.spec, o.bootstrap) for o, _ in good if o.bootstrap is not None]
-    if not boots:
-        return []
-    b0 = boots[0][1]
-    lines = [f"\nBootstrap: {b0.n} resamples of the voters (seed {b0.seed}), "
-             f"{b0.level:.0%} rank intervals; P(win) splits ties:"]
-    for spec, b in boots:
-        d = b.to_dict()
-        failed = f", {b.n_failed} failed resamples" if b.n_failed else ""
-        lines.append(f"{spec}: top-1 stability {_fmt(d['top1_stability'])}, "
-                     f"top-{b.k} stability {_fmt(d['topk_stability'])}, "
-                     f"mean tau to the full ranking {_fmt(d['mean_tau'])}{failed}")
-        rows = [["  " + system, "-" if s["rank_low"] is None
-                 else f"{s['rank_low']:g}-{s['rank_high']:g}", _fmt(s["p_win"])]
-                for system, s in d["systems"].items()]
-        lines.append(_table(["  system", "rank", "P(win)"], rows))
-    return lines
-
-
-def _make_win(good: Ranked, system: str | None) -> list[str]:
-    wins = [(o.spec, o.make_win) for o, _ in good if o.make_win is not None]
-    if system is None or not wins:
-        return []
-    lines = [f"\nWhich voter weights make {system} win:"]
-    lines += [_make_win_line(spec, m) for spec, m in wins if m.supported]
-    unsupported = [(spec, m) for spec, m in wins if not m.supported]
-    if unsupported:
-        lines.append(f"  not computed for {', '.join(spec for spec, _ in unsupported)}: "
-                     f"{unsupported[0][1].note}")
-    return lines
-
-
-def _make_win_line(spec: str, m: MakeWin) -> str:
-    if m.found is None:
-        return f"  {spec}: {m.error}"
-    found = m.found
-    if not (found.possible or found.can_tie):
-        return f"  {spec}: no (best margin {found.margin:.4g}): {found.note}"
-    weights = ", ".join(f"{k}={v:.3g}" for k, v in (found.weights or {}).items() if v > 0)
-    verdict = "yes" if found.possible else "only a tie for first"
-    return (f"  {spec}: {verdict} (margin {found.margin:.4g}); weights: {weights}"
-            + (f" [{found.note}]" if found.note else ""))

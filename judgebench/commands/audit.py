@@ -8,7 +8,6 @@ text (length, cand, src, ref) and the probes take the text from the generations 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from judgebench import destinations
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.display import safe
 from judgebench.errors import InputError
+from judgebench.render import json as json_out
 from judgebench.services.audit import GROUPINGS, LEVELS
 from meta_eval.statistics import help_text as statistic_help
 
@@ -171,9 +171,9 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
         write_report(report, path, fmt)
         _log(f"report -> {path}")
     if as_json:
-        click.echo(json.dumps(report.results(), indent=2))
+        click.echo(json_out.document(report.results()))
     else:
-        from judgebench.auditing.markdown import render_markdown
+        from judgebench.render.markdown import render_markdown
 
         sys.stdout.write(safe(render_markdown(report)))
     if report.failures:
@@ -187,13 +187,13 @@ def write_report(report: Report, path: Path, fmt: str) -> None:
     from judgebench.io import write_text
 
     if fmt == "json":
-        text = json.dumps(report.to_dict(), indent=2)
+        text = json_out.document(report.to_dict())
     elif fmt == "markdown":
-        from judgebench.auditing.markdown import render_markdown
+        from judgebench.render.markdown import render_markdown
 
         text = render_markdown(report)
     else:
-        from judgebench.auditing.html import render_html
+        from judgebench.render.html import render_html
 
         text = render_html(report)
     write_text(text, path)

@@ -62,8 +62,8 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
     suite's protocols and shown beside its published baselines and the human ceiling, with
     bootstrap CIs and significance clusters, the verdict first."""
     from judgebench import destinations
-    from judgebench.bench_card import render
     from judgebench.cli import context_host
+    from judgebench.render.bench import render
     from judgebench.services.bench import ScoreOptions, bench
     from judgebench.suite import resolve
 

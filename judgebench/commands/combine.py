@@ -8,17 +8,14 @@ the out-of-fold correlation of the combination next to each component's and the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
-
-if TYPE_CHECKING:
-    from judgebench.services.combine import CombineResult
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
 
 
 def _log(message: str) -> None:
@@ -61,9 +58,9 @@ def command(scores: Path, human: str, metrics: tuple[str, ...], model: str, fold
                      seed=seed, alpha=alpha, gp_max_rows=gp_max_rows, statistic=statistic,
                      lower=lower, higher=higher, log=_log, host=context_host())
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json_out.document(result.to_dict()))
     else:
-        click.echo(safe(render(result)))
+        click.echo(safe(text_out.combine(result)))
 
 
 def _check_statistic(statistic: str) -> None:
@@ -75,34 +72,3 @@ def _check_statistic(statistic: str) -> None:
             check_options(statistic, level, grouping)
     except ValueError as exc:
         raise InputError(str(exc), field="--statistic") from None
-
-
-def _num(value: float | None) -> str:
-    return "   n/a" if value is None else f"{value:7.4f}"
-
-
-def render(result: CombineResult) -> str:
-    lines = [f"column: {result.column}",
-             f"wrote {result.out} ({result.scored} of {result.rows} rows scored out of fold; "
-             f"{result.folds} folds over items)", "",
-             f"out-of-fold {result.settings[0].statistic if result.settings else ''} "
-             "against " + result.human]
-    width = max(len(m) for m in [*result.inputs, "combination"])
-    for setting in result.settings:
-        label = ("system" if setting.level == "system"
-                 else f"segment, grouping {setting.grouping}")
-        best = setting.best
-        lines.append(f"  {label}:")
-        lines.append(f"    {'combination':<{width}}  {_num(setting.combined)}")
-        for name, value in setting.components.items():
-            mark = "  (best component)" if best and best[0] == name else ""
-            lines.append(f"    {name:<{width}}  {_num(value)}{mark}")
-    weights = result.weights
-    if "per_unit" in weights:
-        lines += ["", "weights (full-data fit, standardised metrics; for reading only):"]
-        lines += [f"  {m}: {w:+.4f}" for m, w in weights["standardised"].items()]
-    elif "relevance" in weights:
-        lines += ["", f"kernel: {weights['fitted_kernel']}",
-                  "relevance (1 / length scale, full-data fit):"]
-        lines += [f"  {m}: {w:.4f}" for m, w in weights["relevance"].items()]
-    return "\n".join(lines)

@@ -7,7 +7,6 @@ result: a JSON array with --json, otherwise one line per statistic.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -15,7 +14,8 @@ import click
 from judgebench import destinations
 from judgebench.commands.options import HUMAN_TIES_DEFAULT, failed_as_option
 from judgebench.display import safe
-from judgebench.failed import header
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
 
 
 @click.command("compare-judges")
@@ -57,17 +57,7 @@ def command(table: Path, judge_a: str, judge_b: str, human: str | None,
     for note in result.notes:
         click.echo(f"compare-judges: {safe(note)}", err=True)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json_out.document(result.to_dict()))
         return
-    click.echo(f"{result.shape} table {safe(str(table))}: A = {safe(judge_a)}, "
-               f"B = {safe(judge_b)}" + (f", human = {safe(human)}" if human else "")
-               + (f", human ties {result.human_ties}" if result.human_ties else "")
-               + f", {header(result.failed_as)}")
-    for column, failed in result.failed.items():
-        if failed["rows"]:
-            click.echo(f"  {safe(column)}: {failed['rows']} failed, counted "
-                       f"{safe(failed['counted_as'])} (told by {failed['told_by']})")
-    for e in result.estimates:
-        interval = ("" if e.ci_low is None or e.ci_high is None
-                    else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")
-        click.echo(f"  {e.statistic:<16} {e.value:.4f}{interval}  (n={e.n})")
+    click.echo(safe(text_out.compare_judges(result, table=table, judge_a=judge_a,
+                                            judge_b=judge_b, human=human)))

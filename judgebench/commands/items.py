@@ -8,19 +8,14 @@ readable report.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
-
-if TYPE_CHECKING:
-    from judgebench.services.items import ItemsResult
-
-SHOWN_FLAGS = 20
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
 
 
 def _log(message: str) -> None:
@@ -66,54 +61,6 @@ def command(scores: Path, metric: str, threshold: float | None, human: str | Non
                    target_power=target_power, ci=ci, seed=seed, lower=lower, higher=higher,
                    log=_log, host=context_host())
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json_out.document(result.to_dict()))
     else:
-        click.echo(safe(render(result)))
-
-
-def _num(value: float | None, spec: str = ".3f") -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def render(result: ItemsResult) -> str:
-    summary = result.summary()
-    lines = [f"{result.metric} · {result.model} · outcome: {result.outcome}",
-             f"{summary['informative_items']} of {summary['items']} items informative, "
-             f"{summary['systems']} systems; EM {summary['iterations']} cycles, converged "
-             f"{summary['converged']}; log-likelihood Rasch {result.rasch_loglik:.2f}, "
-             f"2PL {result.two_pl.loglik:.2f}", ""]
-    rows = result.system_rows()
-    width = max(len(r["system"]) for r in rows)
-    lines.append(f"  {'rank':>4}  {'system':<{width}}  ability  [{int(result.ci * 100)}% CI]"
-                 "        raw")
-    for r in rows:
-        interval = (f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if r["ci_low"] is not None
-                    else f"({r['extreme']})")
-        lines.append(f"  {r['rank']:>4}  {r['system']:<{width}}  {_num(r['ability']):>7}  "
-                     f"{interval:<20}  {r['raw_score']}/{r['answered']}")
-    flags = [r for r in result.item_rows() if r["flag"]]
-    lines += ["", f"flagged items: {len(flags)}"]
-    lines += [f"  {r['item']}: {r['flag']}" for r in flags[:SHOWN_FLAGS]]
-    if len(flags) > SHOWN_FLAGS:
-        lines.append(f"  ... and {len(flags) - SHOWN_FLAGS} more (--json lists all)")
-    sub = result.subset_row()
-    if sub is not None:
-        lines += ["", f"recommended subset: {sub['size']} items ({sub['method']}); Kendall "
-                      f"tau with the full ranking {_num(sub['kendall_tau'])} (random subsets "
-                      f"of that size: {_num(sub['random_kendall_tau'])} ± "
-                      f"{_num(sub['random_kendall_tau_sd'])}, {sub['random_draws']} draws)",
-                  "  " + ", ".join(sub["items"])]
-    pw = result.power_row()
-    if pw is not None:
-        needed = pw["items_needed"]
-        lines += ["", f"power (top {pw['top_k']}, alpha {pw['alpha']}, power {pw['power']}; "
-                      f"{pw['method']}): {pw['items_now']} informative items now; "
-                      f"{'n/a (tied abilities)' if needed is None else int(needed)} needed"]
-        for p in pw["pairs"]:
-            lines.append(f"  {p['better']} > {p['worse']}: difference {p['difference']:.3f}, "
-                         f"z {p['z']:.2f}, p {p['p_value']:.3g}, "
-                         f"{'separated' if p['separated'] else 'not separated'}; items "
-                         f"needed {_num(p['items_needed'], '.0f')}")
-    if summary["notes"]:
-        lines += ["", *[f"note: {n}" for n in summary["notes"]]]
-    return "\n".join(lines)
+        click.echo(safe(text_out.items(result)))

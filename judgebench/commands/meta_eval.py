@@ -1,31 +1,26 @@
 """`judgebench meta-eval`: correlate metric columns of a scores table with human columns.
 
 The work is `judgebench.services.meta_eval` (statistics in meta_eval); this module parses the
-options, calls it and prints the results: a readable table per human column and statistic,
-metrics sorted best first; a JSON array with --json (--format json); one csv, markdown or latex
-table with --format (judgebench.tables).
+options, calls it and prints the results (judgebench.render): a readable table per human
+column and statistic, metrics sorted best first; a JSON array with --json (--format json); one
+csv, markdown or latex table with --format.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
-from judgebench.failed import header
-from judgebench.tables import render as render_table
-from judgebench.tables import results_table
-from meta_eval.statistics import get
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
+from judgebench.render.table import meta_eval_table
+from judgebench.render.table import render as render_table
 from meta_eval.statistics import help_text as statistic_help
-
-if TYPE_CHECKING:
-    from judgebench.services.meta_eval import CeilingRow, MetaEvalResult, MetricRow
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
@@ -143,17 +138,12 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
                        failed_as=failed_as, log=_log, host=given_host())
     if output_format == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json_out.document(result.to_dict()))
     elif output_format == "text":
         root = click.get_current_context().find_root().params  # `judgebench -v meta-eval`
-        click.echo(safe(render(result, verbose=verbose or bool(root.get("verbose")))))
+        click.echo(safe(text_out.meta_eval(result, verbose=verbose or bool(root.get("verbose")))))
     else:
-        records = result.to_dict()
-        counted = result.failed_as.kind != "missing" or any(
-            (r.get("failed") or {}).get("rows") for r in records)
-        table = results_table(records, output_format,
-                              (*TABLE_COLUMNS, "failed_as") if counted else TABLE_COLUMNS)
-        click.echo(safe(render_table(table, output_format)))
+        click.echo(safe(render_table(meta_eval_table(result, output_format), output_format)))
 
 
 def parse_labels(value: str | None) -> tuple[float, ...] | None:
@@ -175,109 +165,3 @@ def parse_labels(value: str | None) -> tuple[float, ...] | None:
         raise click.BadParameter(f"{value!r}: the labels must be finite numbers",
                                  param_hint="--labels")
     return tuple(values)
-
-
-#: The fields of a result a markdown or latex table shows (csv has them first, then the rest).
-TABLE_COLUMNS = ("metric", "human", "statistic", "level", "grouping", "value", "ci_low",
-                 "ci_high", "p_value", "n", "cluster")
-
-
-BETTER = {"higher": "", "lower": " (lower is better)", "zero": " (best at 0)"}
-CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different; "
-                "cluster k+1 is significantly worse than a member of cluster k.")
-
-
-def render(result: MetaEvalResult, *, verbose: bool = False) -> str:
-    """The readable table: one block per human column and statistic (the ceilings of one
-    statistic together), metrics best first; `verbose` adds each block's pairwise tests."""
-    from judgebench.services.meta_eval import CeilingRow
-
-    blocks: dict[tuple[str, str], list[MetricRow | CeilingRow]] = {}
-    for row in result.rows:
-        key = ("" if isinstance(row, CeilingRow) else row.human, row.task.statistic)
-        blocks.setdefault(key, []).append(row)
-    lines: list[str] = []
-    for (human, statistic), rows in blocks.items():
-        lines += ["", f"{_title(human, statistic, rows[0])} · {header(result.failed_as)}"]
-        width = max(len(row.metric) for row in rows)
-        lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
-                  else _metric_line(row, width) for row in rows]
-        for row in rows:
-            if not isinstance(row, CeilingRow) and row.confusion is not None:
-                lines += _confusion_lines(row.metric, row.confusion)
-        if verbose:
-            lines += _test_lines([r for r in rows if not isinstance(r, CeilingRow)])
-    if result.compare:
-        lines += ["", CLUSTER_NOTE]
-    return "\n".join(lines).lstrip("\n")
-
-
-def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
-    title = f"{human or 'raters'} · {statistic}{BETTER[get(statistic).better]} · {first.task.level}"
-    if first.task.level == "segment":
-        title += f", grouping {first.task.grouping}"
-    return title
-
-
-def _test_lines(rows: list[MetricRow]) -> list[str]:
-    """Every pairwise test of a compared block: `a > b  p=...` (one-sided, H1: a is better)."""
-    tests = [(row.metric, t) for row in rows for t in row.comparisons]
-    if not tests:
-        return []
-    width = max(len(f"{a} > {t.against}") for a, t in tests)
-    lines = [f"  p-values ({rows[0].task.method}, one-sided, H1: the first is better):"]
-    for a, t in tests:
-        c = t.test
-        how = f"{c.resamples} resamples" if c.resamples else "closed form"
-        early = ", stopped early" if c.p_value_early else ""
-        lines.append(f"    {f'{a} > {t.against}':<{width}}  p={c.p_value:.4g}  "
-                     f"delta={c.delta:.4f}  ({how}{early})")
-    return lines
-
-
-def _confusion_lines(metric: str, table: dict) -> list[str]:
-    """The judge x human table of a categorical statistic (up to 12 categories)."""
-    labels = table["human_labels"]
-    if len(labels) > 12:
-        return [f"  confusion of {metric}: {len(labels)} categories, see --json"]
-    cell = max(4, *(len(str(v)) + 1 for v in (*labels, table["n"])))
-    lines = [f"  confusion of {metric} (rows: its scores; columns: human, rounded half up)",
-             "    " + " " * cell + "".join(f"{v!s:>{cell}}" for v in labels)]
-    lines += ["    " + f"{label!s:>{cell}}" + "".join(f"{c:>{cell}}" for c in counts)
-              for label, counts in zip(table["metric_labels"], table["counts"], strict=True)]
-    return lines
-
-
-def _value(value: float | None) -> str:
-    return "   n/a" if value is None else f"{value:7.4f}"
-
-
-def _ceiling_line(row: CeilingRow, width: int) -> str:
-    return "  ".join([f"  {row.metric:<{width}}", _value(row.value), f"n={row.n}"])
-
-
-def _metric_line(row: MetricRow, width: int) -> str:
-    o = row.outcome
-    parts = [f"  {row.metric:<{width}}", _value(row.value)]
-    if not row.info.higher_is_better and not get(row.task.statistic).on_scale:
-        parts.append("(lower is better: negated)")
-    if o.given:
-        parts.append("[corpus score]")
-        if row.task.compare:
-            parts.append("not compared")
-    if o.error:
-        parts.append(o.error)
-    if row.ci is not None:
-        parts.append(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]")
-    parts.append(f"n={o.result.n}")
-    if o.result.skipped:
-        parts.append(f"skipped={o.result.skipped}")
-    if row.failed and row.failed["rows"]:
-        parts.append(f"failed={row.failed['rows']} ({row.failed['counted_as']})")
-    if row.epsilon is not None:
-        parts.append(f"eps={row.epsilon:.4g}")
-    if o.cluster is not None:
-        parts.append(f"cluster {o.cluster}")
-    if o.ceiling_fraction is not None:
-        parts.append(f"{100 * o.ceiling_fraction:.0f}% of ceiling")
-    return "  ".join(parts)

@@ -1,7 +1,7 @@
 """`-f/--format text|json|csv|markdown|latex`, with `--json` kept as `--format json`.
 
 `@format_options(json_help)` adds both options to a command and hands its function one
-keyword, `output_format` (one of judgebench.tables.FORMATS; text when neither is given).
+keyword, `output_format` (one of judgebench.render.table.FORMATS; text when neither is given).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from judgebench.tables import FORMATS
+from judgebench.render.table import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from judgebench.cli import context_host
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
 
 
 @click.command("plugins")
@@ -15,8 +15,6 @@ def command(as_json: bool) -> None:
     """List installed plugins, their versions and the hooks they implement."""
     rows = context_host().describe()
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    for row in rows:
-        status = f"FAILED: {row['error']}" if row["error"] else ", ".join(row["hooks"])
-        click.echo(f"{row['name']:<24} {row['version']:<10} {status}")
+        click.echo(json_out.document(rows))
+    elif rows:
+        click.echo(text_out.plugins(rows))

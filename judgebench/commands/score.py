@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +18,8 @@ from judgebench.cli import context_host
 from judgebench.display import SafeWriter
 from judgebench.errors import EXIT_FAILED_SCORES, InputError
 from judgebench.ray_engine import is_uri
+from judgebench.render import json as json_out
+from judgebench.render import text as text_out
 from judgebench.runner import RunResult
 from judgebench.runtime import Budget, RunSettings, check_budget_usd, parse_retry
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
@@ -176,7 +177,7 @@ def command(
               file=sys.stderr)
     _echo_failures(result, store_path)
     if as_json:
-        click.echo(json.dumps(summary_rows(result), indent=2))
+        click.echo(json_out.document(summary_rows(result)))
     if result.failed and not allow_failures:
         click.get_current_context().exit(EXIT_FAILED_SCORES)
 
@@ -227,24 +228,9 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def _echo_failures(result: RunResult, store_path: Path) -> None:
     """Per metric with failed scores, its most frequent reasons, and where to read them all."""
-    if not result.failed:
-        return
-    err = SafeWriter(sys.stderr)
-    print(f"{result.failed} score{'' if result.failed == 1 else 's'} failed:", file=err)
-    for p in result.metrics:
-        reasons = result.reasons(p.column)
-        if not reasons:
-            continue
-        print(f"  {p.column}:", file=err)
-        for reason in reasons[:TOP_REASONS]:
-            print(f"    {reason['count']} {reason['status']}: {reason['reason'] or '(no reason)'}",
-                  file=err)
-        if len(reasons) > TOP_REASONS:
-            rest = sum(r["count"] for r in reasons[TOP_REASONS:])
-            print(f"    {rest} more, {len(reasons) - TOP_REASONS} other reasons", file=err)
-    run = f" {result.run_id}" if result.run_id is not None else ""
-    print(f"see each one: judgebench logs{run} --store {shlex.quote(str(store_path))} --failed",
-          file=err)
+    failures = text_out.score_failures(result, store_path, TOP_REASONS)
+    if failures is not None:
+        print(failures, file=SafeWriter(sys.stderr))
 
 
 def _echo_time(estimate: TimeEstimate) -> None:
@@ -261,43 +247,14 @@ def _echo_file(path: Path) -> None:
 def _echo_summary(
     result: RunResult, output: Path | None, store_path: Path, result_has_corpus_file: bool
 ) -> None:
-    err = SafeWriter(sys.stderr)  # system names and specs come from the user's files
-    where = f" -> {output}" if output else ""
-    print(f"scored {result.rows} rows{where} (computed {result.computed}, reused "
-          f"{result.reused} from {store_path})", file=err)
-    if result.cached_answers or result.sent_calls or any(
-            p.metric.info.kind == "judge" for p in result.metrics):
-        print(f"  judge answers: {result.cached_answers} from the judge cache, "
-              f"{result.sent_calls} asked of a model", file=err)
-    for p in result.metrics:
-        counts: Mapping[str, int] = result.statuses.get(p.column, {})
-        text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"
-        print(f"  {p.column}: {text}\n    {p.signature}", file=err)
-    direction = {p.column: p.metric.info.higher_is_better for p in result.metrics}
-    by_metric: dict[str, list[Any]] = {}
-    for c in result.corpus:
-        by_metric.setdefault(c.metric, []).append(c)
-    for column, rows in by_metric.items():
-        higher = direction.get(column, True)
-        ok = sorted((c for c in rows if c.value is not None), key=lambda c: c.value,
-                    reverse=higher)
-        failed = len(rows) - len(ok)
-        text = (f"best {ok[0].system} {ok[0].value:.4f}, worst {ok[-1].system} "
-                f"{ok[-1].value:.4f} ({'higher' if higher else 'lower'} is better)"
-                if ok else "no value")
-        print(f"  corpus {column}: {len(rows)} systems, {text}"
-              + (f", {failed} failed" if failed else "")
-              + ("" if result_has_corpus_file or output is not None
-                 else " (--corpus FILE writes them all)"), file=err)
+    # system names and specs come from the user's files
+    print(text_out.score_summary(result, output, store_path, result_has_corpus_file),
+          file=SafeWriter(sys.stderr))
 
 
 def _echo_estimates(result: RunResult, as_json: bool) -> None:
     rows = [{"column": column, **estimate} for column, estimate in result.estimates.items()]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    for row in rows:
-        cost = row.get("cost_usd")
-        cost_text = "unknown" if cost is None else f"${cost:.4f}"
-        click.echo(f"{row['column']}: {row.get('calls', 0)} calls, {row.get('tokens_in', 0)} "
-                   f"tokens in, {row.get('tokens_out', 0)} tokens out, cost {cost_text}")
+        click.echo(json_out.document(rows))
+    elif rows:
+        click.echo(text_out.score_estimates(rows))

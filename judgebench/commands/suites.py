@@ -26,14 +26,14 @@ def command(name: str | None, suite_paths: tuple[Path, ...], export_dir: Path | 
 
     Suites come from installed packages (pip install 'judgebench[suites]') and --suite-path;
     each one's checksums are verified when it is read."""
-    from judgebench.bench_card import (
+    from judgebench.cli import context_host
+    from judgebench.errors import InputError
+    from judgebench.render.bench import (
         listing,
         render_listing,
         render_suite_card,
         suite_card,
     )
-    from judgebench.cli import context_host
-    from judgebench.errors import InputError
     from judgebench.suite import available, export, load_suite, resolve
 
     host = context_host()

@@ -1,27 +1,57 @@
-"""The report card as Markdown (GitHub-flavoured tables)."""
+"""Markdown: a `Table` as a pipe table (`pipe_table`), and the audit's report card
+(`render_markdown`, GitHub-flavoured tables)."""
 
 from __future__ import annotations
 
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from judgebench.auditing.agreement import section_markdown
-from judgebench.auditing.report import Report
 from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
 from judgebench.display import safe
+from judgebench.render.card import (
+    AGREEMENT_INTRO,
+    GATE_RULE,
+    bin_label,
+    confusion_rows,
+    fmt,
+    gate_matrix,
+    grids,
+    money,
+    notes,
+    number,
+    probe_matrix,
+    rate,
+    setting_label,
+    statuses,
+)
+from judgebench.render.table import Table, numeric, shown_cells
 
-GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
-             "significance cluster than every sentinel (Perrella et al. 2024). Cluster 1 is "
-             "the best; a new cluster starts where a metric is significantly worse than a "
-             "member of the one above.")
+if TYPE_CHECKING:
+    from judgebench.auditing.report import Report
+
+_PIPE_CELL = re.compile(r"[\\|*`<>]")
 
 
-def fmt(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+def markdown_escape(text: str) -> str:
+    """`text` for one cell of a Markdown pipe table."""
+    escaped = _PIPE_CELL.sub(lambda m: "\\" + m.group(), text)
+    return escaped.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
 
 
+def pipe_table(table: Table, digits: int = 4) -> str:
+    """A `Table` (judgebench.render.table) as a GitHub-flavoured pipe table: number columns
+    right-aligned, floats to `digits` decimals, None empty."""
+    numbers = numeric(table)
+    header = "| " + " | ".join(markdown_escape(c) for c in table.columns) + " |"
+    rule = "|" + "|".join("---:" if n else "---" for n in numbers) + "|"
+    rows = ["| " + " | ".join(markdown_escape(v) for v in row) + " |"
+            for row in shown_cells(table, digits, "")]
+    return "\n".join([header, rule, *rows])
+
+
+# -- the audit's report card ------------------------------------------------------------------
 # Markdown syntax a name could carry into the card: escapes, code spans, emphasis (an
 # underscore only at a word's edge: inside a word it is literal), links and images,
 # strikethrough. HTML (<, >, &) is written as entities.
@@ -43,10 +73,6 @@ def code(value: Any) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", plain)), default=0) + 1)
     pad = " " if plain.startswith("`") or plain.endswith("`") else ""
     return f"{fence}{pad}{plain}{pad}{fence}"
-
-
-def setting_label(level: str, grouping: str) -> str:
-    return "system" if level == "system" else f"segment/{grouping}"
 
 
 def cell(row: dict[str, Any], verdict: dict[str, Any] | None) -> str:
@@ -73,7 +99,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 def render_markdown(report: Report | dict[str, Any]) -> str:
     """The card as Markdown. Every name, path and note from the user's data goes through
     `text` (or `code`), so none of it is read as HTML or Markdown syntax."""
-    data = report.to_dict() if isinstance(report, Report) else report
+    data = report if isinstance(report, dict) else report.to_dict()
     if data["inputs"].get("table") == "pairwise":
         return pairwise_markdown(data)
     out: list[str] = [f"# {text(data['title'])}", "", *verdict_lines(data)]
@@ -100,8 +126,8 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     out += table(["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
                   "signature"],
                  [[text(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
-                   text(c.get("kind") or "-"), text(_statuses(c.get("statuses"))),
-                   _rate(c.get("parse_failure_rate")), _money(c.get("cost_usd")),
+                   text(c.get("kind") or "-"), text(statuses(c.get("statuses"))),
+                   rate(c.get("parse_failure_rate")), money(c.get("cost_usd")),
                    fmt(c.get("time_s"), 1), code(c["signature"]) if c.get("signature")
                    else "unknown (no .meta.json beside the table)"]
                   for c in data["metrics"]])
@@ -109,8 +135,8 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     out += ["", "## Sentinels", ""]
     out += table(["sentinel", "sees", "statuses", "signature"],
                  [[text(s["column"]), text(s["description"]),
-                   text("; ".join(f"{h}: {_statuses(v)}" for h, v in s["statuses"].items())
-                        if s["trained"] else _statuses(next(iter(s["statuses"].values()), {}))),
+                   text("; ".join(f"{h}: {statuses(v)}" for h, v in s["statuses"].items())
+                        if s["trained"] else statuses(next(iter(s["statuses"].values()), {}))),
                    code(s["signature"])] for s in data["sentinels"]])
 
     out += ["", "## Agreement with people", "",
@@ -140,7 +166,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
                 out += ["", *(f"- {text(n)}" for n in notes)]
             out.append("")
 
-    out += section_markdown(data.get("scales", []), text=text, table=table)
+    out += section_markdown(data.get("scales", []))
     if data["probes"]:
         out += ["## Metamorphic probes", "",
                 "Share of changed outputs whose score moved the right way (expected move in "
@@ -184,8 +210,6 @@ def _bias_and_warnings(data: dict[str, Any]) -> list[str]:
 def pairwise_markdown(data: dict[str, Any]) -> str:
     """An audit of pairwise judges: the summary per human column, every statistic per judge
     (and category), the bias probes."""
-    from judgebench.auditing.pairwise import grids
-
     inputs, settings = data["inputs"], data["settings"]
     out = [f"# {text(data['title'])}", "", "## Verdict", ""]
     out += [f"- **{text(s['human'])}**: {text(s['text'])}" for s in data["pairwise_summary"]]
@@ -233,66 +257,30 @@ def verdict_lines(data: dict[str, Any]) -> list[str]:
     return out
 
 
-_MARKS: dict[bool | None, str] = {True: "✓", False: "✗", None: "·"}
-
-
-def gate_matrix(data: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    """The gate as a matrix: one row per metric, one column per (human, statistic), and in
-    each cell one mark per setting ("✓", "✗", or "·" where not computed)."""
-    order = [setting_label(x["level"], x["grouping"]) for x in data["settings"]["levels"]]
-    columns = [(h, st) for h in data["humans"] for st in data["settings"]["statistics"]]
-    verdict: dict[tuple[str, str, str, str], bool | None] = {}
-    for b in data["blocks"]:
-        for g in b["gate"]:
-            key = (g["metric"], b["human"], b["statistic"],
-                   setting_label(b["level"], b["grouping"]))
-            verdict[key] = g["passed"]
-    rows = []
-    for summary in data["gate_summary"]:
-        name = summary["metric"]
-        cells = [[_MARKS[verdict.get((name, h, st, label))]
-                  for label in order] for h, st in columns]
-        rows.append({"metric": name, "passed": f"{summary['passed']}/{summary['total']}",
-                     "cells": cells})
-    header = ["metric", "passed", *(f"{h} · {st}" for h, st in columns)]
-    return header, rows, order
-
-
-def probe_matrix(probes: Sequence[dict[str, Any]]
-                 ) -> tuple[list[str], list[list[str]], str]:
-    """Metrics x probes, each cell the share moved the right way."""
-    names = list(dict.fromkeys(p["probe"] for p in probes))
-    expect = {p["probe"]: p["expect"] for p in probes}
-    by_metric: dict[str, dict[str, dict[str, Any]]] = {}
-    for p in probes:
-        by_metric.setdefault(p["metric"], {})[p["probe"]] = p
-    rows = [[metric, *(_rate(cells[n].get("rate")) if n in cells else "-" for n in names)]
-            for metric, cells in by_metric.items()]
-    first = next(iter(by_metric.values()))
-    counts = ", ".join(f"{n} {first[n]['n']}" + (f" ({first[n]['skipped']} not applicable)"
-                                                  if first[n].get("skipped") else "")
-                       for n in names if n in first)
-    return ["metric", *(f"{n} ({expect[n]})" for n in names)], rows, counts
-
-
 def _notes(blocks: Sequence[dict[str, Any]]) -> list[str]:
     """Notes of these blocks, each text once, with the settings it applies to."""
-    seen: dict[str, list[str]] = {}
-    for b in blocks:
-        for note in b["notes"]:
-            seen.setdefault(note["text"], []).append(setting_label(b["level"], b["grouping"]))
-    return [f"{text} ({', '.join(where)})" for text, where in seen.items()]
+    return [f"{text} ({', '.join(where)})" for text, where in notes(blocks).items()]
 
 
-def _statuses(counts: dict[str, int] | None) -> str:
-    if not counts:
-        return "unknown"
-    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-
-
-def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.4f}"
+def section_markdown(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """The "Agreement, error and calibration" section (judgebench.auditing.agreement) as
+    Markdown lines (none without entries)."""
+    if not entries:
+        return []
+    out = ["## Agreement, error and calibration", "", AGREEMENT_INTRO, ""]
+    for e in (e for e in entries if e["type"] == "confusion"):
+        header, rows = confusion_rows(e)
+        out += [f"### {text(e['metric'])} · {text(e['human'])}: confusion", ""]
+        out += table(header, rows)
+        out.append("")
+    for e in (e for e in entries if e["type"] == "reliability"):
+        out += [f"### {text(e['metric'])} · {text(e['human'])}: reliability "
+                f"({text(e['binning'])} bins)", "",
+                f"ECE {number(e['ece'])}, Brier {number(e['brier'])}, n = {e['n']}.", ""]
+        out += table(["bin", "units", "mean p", "observed"],
+                     [[bin_label(e["binning"], lo, hi), c, f"{p:.3f}", f"{f:.3f}"]
+                      for lo, hi, c, p, f in zip(e["low"], e["high"], e["count"],
+                                                 e["mean_probability"], e["frequency"],
+                                                 strict=True)])
+        out.append("")
+    return out

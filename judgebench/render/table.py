@@ -3,7 +3,7 @@
 A `Table` is plain data: column names and rows of cells (str, int, float, bool, None, or a
 list/dict, which is written as JSON text in a cell). `render(table, fmt)` is the only place a
 command turns rows into one of those formats (`meta-eval`, `aggregate` and `metrics NAME` all
-use it), so escaping is decided once:
+use it; each format's own module of judgebench.render writes it), so escaping is decided once:
 
 - text: aligned columns for the terminal; None as "-".
 - json: an array of one object per row, values as they are (None as null).
@@ -20,14 +20,15 @@ Text, markdown and latex show floats with `digits` decimals; csv and json keep e
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgebench.services.aggregate import AggregateResult, RuleInfo
+    from judgebench.services.meta_eval import MetaEvalResult
 
 FORMATS = ("text", "json", "csv", "markdown", "latex")
 
@@ -64,14 +65,42 @@ def results_table(records: Sequence[Mapping[str, Any]], fmt: str, shown: Sequenc
     return Table.from_records(records, [c for c in shown if any(c in r for r in records)])
 
 
+#: The fields of a meta-eval result a markdown or latex table shows (csv has them first, then
+#: the rest).
+META_EVAL_COLUMNS = ("metric", "human", "statistic", "level", "grouping", "value", "ci_low",
+                     "ci_high", "p_value", "n", "cluster")
+#: What a csv, markdown or latex table of an aggregate result holds (its system_rows).
+AGGREGATE_COLUMNS = ("rule", "rank", "system", "score", "winner", "rank_low", "rank_high",
+                     "p_win")
+RULE_COLUMNS = ("name", "inputs", "description", "missing", "options")
+
+
+def meta_eval_table(result: MetaEvalResult, fmt: str) -> Table:
+    """`meta-eval -f csv|markdown|latex`: one row per result object; `failed_as` shown where
+    a failed cell was counted (or the convention is not the default)."""
+    records = result.to_dict()
+    counted = result.failed_as.kind != "missing" or any(
+        (r.get("failed") or {}).get("rows") for r in records)
+    return results_table(records, fmt,
+                         (*META_EVAL_COLUMNS, "failed_as") if counted else META_EVAL_COLUMNS)
+
+
+def aggregate_table(result: AggregateResult, fmt: str) -> Table:
+    """`aggregate -f csv|markdown|latex`: one row per (rule, system)."""
+    return results_table(result.system_rows(), fmt, AGGREGATE_COLUMNS)
+
+
+def rules_table(rules: Sequence[RuleInfo], fmt: str) -> Table:
+    """`aggregate --list-rules -f csv|markdown|latex`: one row per rule."""
+    return results_table([r.to_dict() for r in rules], fmt, RULE_COLUMNS)
+
+
 def render(table: Table, fmt: str, *, digits: int = 4) -> str:
     """`table` as text, json, csv, markdown or latex (see the module docstring)."""
-    if fmt == "json":
-        return json.dumps([dict(zip(table.columns, row, strict=True)) for row in table.rows],
-                          indent=2, allow_nan=False, default=str)
-    if fmt == "csv":
-        return _csv(table)
-    renderers = {"text": _text, "markdown": _markdown, "latex": _latex}
+    from judgebench.render import csv, json, latex, markdown, text
+
+    renderers = {"json": json.table, "csv": csv.table, "text": text.table,
+                 "markdown": markdown.pipe_table, "latex": latex.table}
     if fmt not in renderers:
         raise ValueError(f"unknown table format {fmt!r}; use one of {', '.join(FORMATS)}")
     return renderers[fmt](table, digits)
@@ -82,7 +111,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _numeric(table: Table) -> list[bool]:
+def numeric(table: Table) -> list[bool]:
     """Per column: every non-empty cell is a number."""
     columns = [[row[i] for row in table.rows] for i in range(len(table.columns))]
     return [any(v is not None for v in cells) and all(v is None or _is_number(v) for v in cells)
@@ -97,7 +126,7 @@ def _whole(table: Table) -> list[bool]:
             for i in range(len(table.columns))]
 
 
-def _shown_cells(table: Table, digits: int, empty: str) -> list[list[str]]:
+def shown_cells(table: Table, digits: int, empty: str) -> list[list[str]]:
     whole = _whole(table)
     return [[_shown(v, digits, empty, whole[i]) for i, v in enumerate(row)]
             for row in table.rows]
@@ -125,7 +154,7 @@ def _shown(value: Any, digits: int, empty: str, whole: bool = False) -> str:
     return str(value)
 
 
-def _exact(value: Any) -> str:
+def exact(value: Any) -> str:
     """A cell as a machine reads it back: every digit, true/false, JSON for lists."""
     if value is None:
         return ""
@@ -136,72 +165,3 @@ def _exact(value: Any) -> str:
     if isinstance(value, list | tuple | dict):
         return json.dumps(value, default=str)
     return str(value)
-
-
-# -- formats --------------------------------------------------------------------------------
-def _text(table: Table, digits: int) -> str:
-    cells = _shown_cells(table, digits, "-")
-    numeric = _numeric(table)
-    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(table.columns)]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w)
-                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
-
-    return "\n".join([line(table.columns), *(line(row) for row in cells)])
-
-
-def _csv(table: Table) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(table.columns)
-    writer.writerows([_exact(v) for v in row] for row in table.rows)
-    return out.getvalue().rstrip("\n")
-
-
-_MARKDOWN = re.compile(r"[\\|*`<>]")
-
-
-def markdown_escape(text: str) -> str:
-    """`text` for one cell of a Markdown pipe table."""
-    escaped = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
-    return escaped.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
-
-
-def _markdown(table: Table, digits: int) -> str:
-    numeric = _numeric(table)
-    header = "| " + " | ".join(markdown_escape(c) for c in table.columns) + " |"
-    rule = "|" + "|".join("---:" if n else "---" for n in numeric) + "|"
-    rows = ["| " + " | ".join(markdown_escape(v) for v in row) + " |"
-            for row in _shown_cells(table, digits, "")]
-    return "\n".join([header, rule, *rows])
-
-
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-          "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-          "|": r"\textbar{}", "\n": " ", "\r": " "}
-_LATEX_SPECIAL = re.compile("|".join(re.escape(c) for c in _LATEX))
-
-
-def latex_escape(text: str) -> str:
-    """`text` as LaTeX source that prints it literally (one pass, so nothing is escaped
-    twice)."""
-    return _LATEX_SPECIAL.sub(lambda m: _LATEX[m.group()], text)
-
-
-def _latex(table: Table, digits: int) -> str:
-    numeric = _numeric(table)
-
-    def line(values: Iterable[str]) -> str:
-        return " & ".join(latex_escape(v) for v in values) + r" \\"
-
-    return "\n".join([
-        r"\begin{tabular}{" + "".join("r" if n else "l" for n in numeric) + "}",
-        r"\toprule",
-        line(table.columns),
-        r"\midrule",
-        *(line(row) for row in _shown_cells(table, digits, "--")),
-        r"\bottomrule",
-        r"\end{tabular}",
-    ])

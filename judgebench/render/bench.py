@@ -4,7 +4,7 @@ A bench card starts with its verdict sentences, then one table per protocol and 
 the user's metrics, the published baselines (the printed value, and the recomputed one where
 the suite stores the baseline's verdicts) and the human ceiling, each with its bootstrap CI
 and significance cluster. The HTML page reuses the audit's self-contained page (CSS,
-Content-Security-Policy, tables: judgebench.auditing.html).
+Content-Security-Policy, tables: judgebench.render.html).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _aligned(rows: Sequence[Sequence[str]]) -> str:
 
 
 def _md(text: str) -> str:
-    from judgebench.tables import markdown_escape
+    from judgebench.render.markdown import markdown_escape
 
     return markdown_escape(text)
 
@@ -105,7 +105,7 @@ def render_json(result: BenchResult) -> str:
 
 def render_html(result: BenchResult) -> str:
     from judgebench import __version__
-    from judgebench.auditing.html import CSP, CSS, _table
+    from judgebench.render.html import CSP, CSS, table_html
 
     body = ["<h1>judgebench bench</h1>"]
     for card in result.cards:
@@ -114,7 +114,7 @@ def render_html(result: BenchResult) -> str:
                  for v in card.verdicts]
         for heading, rows in _groups(card):
             body.append(f"<h3>{escape(heading)}</h3>")
-            body.append(_table([escape(h) for h in HEADER],
+            body.append(table_html([escape(h) for h in HEADER],
                                [[escape(c) for c in _cells(r)] for r in rows],
                                ["sentinel" if r.kind != "yours" else "" for r in rows]))
         body += [f'<p class="note">{escape(n)}</p>' for n in card.notes]
@@ -148,8 +148,8 @@ def listing(suites: Sequence[Suite]) -> list[dict[str, Any]]:
 
 
 def render_listing(rows: Sequence[dict[str, Any]]) -> str:
-    from judgebench.tables import Table
-    from judgebench.tables import render as render_table
+    from judgebench.render.table import Table
+    from judgebench.render.table import render as render_table
 
     table = Table(["name", "kind", "size", "criteria", "protocols", "licence"],
                   [[r["name"], r["kind"], r["size"], ", ".join(r["criteria"]),

@@ -5,6 +5,8 @@ ci_chart      one row per metric/sentinel: the statistic, its CI bar, coloured b
 scatter       metric against human: system means (dots) over a sample of segments (grey).
 margin_chart  per metric and setting: statistic minus the best sentinel's, green where the
               gate passed and red where it failed.
+reliability_svg  a reliability diagram: observed frequency against mean predicted
+              probability per bin, with the diagonal of perfect calibration.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 from typing import Any, TypeGuard
+
+from judgebench.render.card import bin_label, number
 
 PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
            "#1f78b4", "#b2df8a", "#fb9a99")
@@ -202,4 +206,44 @@ def margin_chart(rows: Sequence[dict[str, Any]], *, settings: Sequence[str], tit
             body.append(f'<rect x="{x1:.1f}" y="{y:.1f}" width="{max(x2 - x1, 1):.1f}" '
                         f'height="10" fill="{colour}"><title>{escape(s)}: '
                         f'{margin:+.3f} vs {escape(str(cell.get("sentinel")))}</title></rect>')
+    return _svg(width, height, body, title)
+
+
+def reliability_svg(entry: dict[str, Any], *, width: int = 260, height: int = 260) -> str:
+    """The reliability diagram: observed frequency (y) against mean predicted probability
+    (x) per bin, dot area by count, with the diagonal of perfect calibration."""
+    left, right, top, bottom = 40, 12, 34, 36
+    x = Scale(0.0, 1.0, left, width - right)
+    y = Scale(0.0, 1.0, height - bottom, top)
+    title = f"{entry['metric']} vs {entry['human']} ({entry['binning']} bins)"
+    body = [f'<text x="4" y="13" class="t">{escape(title[:44])}</text>',
+            f'<text x="4" y="26" class="tick">ECE {number(entry["ece"])}, Brier '
+            f'{number(entry["brier"])}, n = {entry["n"]}</text>',
+            f'<rect x="{left}" y="{top}" width="{width - left - right}" '
+            f'height="{height - top - bottom}" class="frame"/>',
+            f'<line x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(1):.1f}" y2="{y(1):.1f}" '
+            'class="zero" stroke-dasharray="4 3"/>']
+    for t in nice_ticks(0.0, 1.0, 5):
+        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 12}" class="tick" '
+                    f'text-anchor="middle">{t:g}</text>')
+        body.append(f'<text x="{left - 3}" y="{y(t) + 3:.1f}" class="tick" '
+                    f'text-anchor="end">{t:g}</text>')
+    biggest = max(entry["count"], default=1)
+    points = []
+    for low, high, count, p, f in zip(entry["low"], entry["high"], entry["count"],
+                                      entry["mean_probability"], entry["frequency"],
+                                      strict=True):
+        radius = 2.5 + 5.5 * (count / biggest) ** 0.5
+        points.append(f"{x(p):.1f},{y(f):.1f}")
+        body.append(f'<circle cx="{x(p):.1f}" cy="{y(f):.1f}" r="{radius:.1f}" class="sys">'
+                    f"<title>bin {bin_label(entry['binning'], low, high)}: {count} units, "
+                    f"mean p {p:.3f}, observed {f:.3f}</title></circle>")
+    if len(points) > 1:
+        body.insert(4, f'<polyline points="{" ".join(points)}" fill="none" stroke="#1f6feb" '
+                       'stroke-width="1.2"/>')
+    body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" class="tick" '
+                'text-anchor="middle">mean predicted probability</text>')
+    middle = (top + height - bottom) / 2
+    body.append(f'<text x="10" y="{middle:.0f}" class="tick" text-anchor="middle" '
+                f'transform="rotate(-90 10 {middle:.0f})">observed frequency</text>')
     return _svg(width, height, body, title)

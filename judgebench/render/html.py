@@ -1,7 +1,7 @@
-"""The report card as one self-contained HTML page.
+"""The audit's report card as one self-contained HTML page.
 
 No scripts, no stylesheets, fonts or images from anywhere: the CSS is inline, the plots are
-inline SVG (judgebench.auditing.svg), links are fragments within the page, and a
+inline SVG (judgebench.render.svg), links are fragments within the page, and a
 Content-Security-Policy meta tag forbids the browser to load anything else.
 """
 
@@ -12,18 +12,23 @@ from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
-from judgebench.auditing import svg
-from judgebench.auditing.agreement import section_html
-from judgebench.auditing.markdown import (
-    GATE_RULE,
-    fmt,
-    gate_matrix,
-    probe_matrix,
-    setting_label,
-)
-from judgebench.auditing.pairwise import grids
 from judgebench.auditing.report import Report
 from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
+from judgebench.render import svg
+from judgebench.render.card import (
+    AGREEMENT_INTRO,
+    GATE_RULE,
+    confusion_rows,
+    fmt,
+    gate_matrix,
+    grids,
+    money,
+    notes,
+    probe_matrix,
+    rate,
+    setting_label,
+    statuses,
+)
 from meta_eval import statistics
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -72,7 +77,7 @@ def _anchor(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() else "-" for c in p.lower()) for p in parts)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
+def table_html(header: Sequence[str], rows: Sequence[Sequence[str]],
            classes: Sequence[str] | None = None) -> str:
     """Cells are HTML already (escape text before passing it)."""
     head = "".join(f"<th>{h}</th>" for h in header)
@@ -84,14 +89,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
 def _statuses(counts: dict[str, int] | None) -> str:
-    if not counts:
-        return "unknown"
-    return escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return escape(statuses(counts))
 
 
 def render_html(report: Report | dict[str, Any]) -> str:
@@ -166,7 +165,7 @@ def _verdict(data: dict[str, Any]) -> str:
                      f'<h3>{escape(v["human"])}: <span class="state">'
                      f'{escape(heading(v))}</span></h3>'
                      f'<p class="summary">{escape(v["summary"])}</p>'
-                     + _table(["setting", "verdict", "passes the gate",
+                     + table_html(["setting", "verdict", "passes the gate",
                                "does not beat the sentinel (why)", "reason"], rows, classes)
                      + (f"<p>{metrics}</p>" if metrics else "") + "</div>")
     if data.get("failures"):
@@ -190,7 +189,7 @@ def _gate(data: dict[str, Any]) -> str:
                        for cell in r["cells"])])
     return (f'<h2 id="gate">Gate</h2><p>{escape(GATE_RULE)}</p>'
             f'<p class="muted">Marks per cell, in this order: {escape(", ".join(order))}.</p>'
-            + _table([escape(h) for h in header], body))
+            + table_html([escape(h) for h in header], body))
 
 
 def margins(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -258,14 +257,9 @@ def _agreement(data: dict[str, Any]) -> str:
                                        f"{_units(b)})", width=560))
         parts.append(f'<div class="grid">{"".join(charts)}</div>')
         parts.append(_agreement_table(blocks))
-        seen: dict[str, list[str]] = {}
-        for b in blocks:
-            for note in b["notes"]:
-                seen.setdefault(note["text"], []).append(
-                    setting_label(b["level"], b["grouping"]))
         parts += [f'<div class="note">{escape(text)} <span class="muted">('
                   f'{escape(", ".join(where))})</span></div>'
-                  for text, where in seen.items()]
+                  for text, where in notes(blocks).items()]
     return "".join(parts)
 
 
@@ -295,7 +289,7 @@ def _agreement_table(blocks: Sequence[dict[str, Any]]) -> str:
         rows.append(line)
         classes.append("sentinel" if kinds[name] == "sentinel" else "")
     header = ["metric", *(escape(setting_label(b["level"], b["grouping"])) for b in blocks)]
-    return _table(header, rows, classes)
+    return table_html(header, rows, classes)
 
 
 def _scatter(data: dict[str, Any]) -> str:
@@ -330,8 +324,7 @@ def _scatter(data: dict[str, Any]) -> str:
 def _cards(data: dict[str, Any]) -> str:
     metric_rows = [[escape(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
                     escape(c.get("kind") or "–"), _statuses(c.get("statuses")),
-                    _rate(c.get("parse_failure_rate")),
-                    "unknown" if c.get("cost_usd") is None else f"{c['cost_usd']:.4f}",
+                    rate(c.get("parse_failure_rate")), money(c.get("cost_usd")),
                     fmt(c.get("time_s"), 1),
                     f"<code>{escape(c['signature'])}</code>" if c.get("signature")
                     else "unknown (no .meta.json beside the table)"]
@@ -342,9 +335,9 @@ def _cards(data: dict[str, Any]) -> str:
                       else _statuses(next(iter(s["statuses"].values()), {})),
                       f"<code>{escape(s['signature'])}</code>"] for s in data["sentinels"]]
     return ('<h2 id="cards">Metrics and sentinels</h2>'
-            + _table(["column", "kind", "statuses", "parse failures", "cost (USD)",
+            + table_html(["column", "kind", "statuses", "parse failures", "cost (USD)",
                       "time (s)", "signature"], metric_rows)
-            + _table(["sentinel", "what it sees", "statuses", "signature"], sentinel_rows))
+            + table_html(["sentinel", "what it sees", "statuses", "signature"], sentinel_rows))
 
 
 def _probes(data: dict[str, Any]) -> str:
@@ -369,7 +362,7 @@ def _probes(data: dict[str, Any]) -> str:
             "outputs whose score moved the right way (expected move in brackets; "
             "<em>same</em>: must not move; <em>best</em>: the reference as output scores at "
             "least the item's best system). Hover a cell for n and the mean change.</p>"
-            + _table([escape(h) for h in header], body)
+            + table_html([escape(h) for h in header], body)
             + f'<p class="muted">Scored pairs per probe: {escape(counts)}.</p>')
 
 
@@ -391,7 +384,7 @@ def _pairwise(data: dict[str, Any]) -> str:
                                       f"{escape(str(grid.category))}"
                                       if grid.category is not None else "")
         parts.append(f"<h3>{title}</h3>")
-        parts.append(_table(["judge", *grid.statistics],
+        parts.append(table_html(["judge", *grid.statistics],
                             [[escape(j), *(escape(c) for c in cells)]
                              for j, cells in zip(grid.judges, grid.cells, strict=True)]))
     return "".join(parts)
@@ -403,7 +396,7 @@ def _bias(data: dict[str, Any]) -> str:
     rows = [[escape(b["judge"]), escape(b["probe"]), escape(b["measure"]), fmt(b.get("value")),
              str(b["n"]), escape(b.get("note", ""))] for b in data["bias"]]
     return ('<h2 id="bias">Judge bias</h2>'
-            + _table(["judge", "probe", "measure", "value", "n", "note"], rows))
+            + table_html(["judge", "probe", "measure", "value", "n", "note"], rows))
 
 
 def _combinations(data: dict[str, Any]) -> str:
@@ -419,7 +412,7 @@ def _combinations(data: dict[str, Any]) -> str:
     return ('<h2 id="combinations">Learned combinations</h2><p>A combination improves on its '
             "metrics only if it beats every sentinel and its best component lands in a worse "
             "significance cluster.</p>"
-            + _table(["combination", "human", "setting", "value", "best component", "verdict",
+            + table_html(["combination", "human", "setting", "value", "best component", "verdict",
                       "reason"], rows))
 
 
@@ -432,3 +425,26 @@ def _warnings(data: dict[str, Any]) -> str:
         return ""
     return ('<h2 id="warnings">Warnings</h2>'
             + "".join(f'<div class="warn">{escape(w)}</div>' for w in data["warnings"]))
+
+
+def section_html(entries: Sequence[dict[str, Any]]) -> str:
+    """The "Agreement, error and calibration" section (judgebench.auditing.agreement) as
+    HTML (empty without entries)."""
+    if not entries:
+        return ""
+    parts = ['<h2 id="agreement-error-calibration">Agreement, error and calibration</h2>',
+             f'<p class="muted">{escape(AGREEMENT_INTRO)}</p>']
+    for e in (e for e in entries if e["type"] == "confusion"):
+        header, rows = confusion_rows(e)
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f'<td class="num">{escape(c)}</td>' if k else
+                                        f"<th>{escape(c)}</th>" for k, c in enumerate(row))
+                       + "</tr>" for row in rows)
+        parts.append(f"<h3>{escape(e['metric'])} · {escape(e['human'])}: confusion</h3>"
+                     f'<div class="scroll"><table class="confusion"><thead><tr>{head}</tr>'
+                     f"</thead><tbody>{body}</tbody></table></div>")
+    diagrams = [svg.reliability_svg(e) for e in entries if e["type"] == "reliability"]
+    if diagrams:
+        parts.append('<h3>Reliability</h3><div class="grid" id="reliability-diagrams">'
+                     f'{"".join(diagrams)}</div>')
+    return "".join(parts)

@@ -1,0 +1,163 @@
+"""The audit's report card as cells of text, shared by its Markdown and HTML renderers: the
+gate and probe matrices, the pairwise judges' grids, the confusion tables, and the words and
+numbers both print alike. Each function takes the report as data (`Report.to_dict()`) and
+returns plain strings, unescaped: each renderer escapes them for its own format."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+GATE_RULE = ("A metric passes the gate in a setting when it lands in a strictly better "
+             "significance cluster than every sentinel (Perrella et al. 2024). Cluster 1 is "
+             "the best; a new cluster starts where a metric is significantly worse than a "
+             "member of the one above.")
+
+AGREEMENT_INTRO = (
+    "Computed on the metric values as they are (not negated). Confusion tables: judge "
+    "category (rows) against the human score rounded half up to an integer (columns). "
+    "Reliability diagrams: per bin, the mean predicted probability against the share of "
+    "label 1; the dashed diagonal is perfect calibration.")
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def setting_label(level: str, grouping: str) -> str:
+    return "system" if level == "system" else f"segment/{grouping}"
+
+
+def statuses(counts: dict[str, int] | None) -> str:
+    if not counts:
+        return "unknown"
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
+
+
+_MARKS: dict[bool | None, str] = {True: "✓", False: "✗", None: "·"}
+
+
+def gate_matrix(data: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """The gate as a matrix: one row per metric, one column per (human, statistic), and in
+    each cell one mark per setting ("✓", "✗", or "·" where not computed)."""
+    order = [setting_label(x["level"], x["grouping"]) for x in data["settings"]["levels"]]
+    columns = [(h, st) for h in data["humans"] for st in data["settings"]["statistics"]]
+    verdict: dict[tuple[str, str, str, str], bool | None] = {}
+    for b in data["blocks"]:
+        for g in b["gate"]:
+            key = (g["metric"], b["human"], b["statistic"],
+                   setting_label(b["level"], b["grouping"]))
+            verdict[key] = g["passed"]
+    rows = []
+    for summary in data["gate_summary"]:
+        name = summary["metric"]
+        cells = [[_MARKS[verdict.get((name, h, st, label))]
+                  for label in order] for h, st in columns]
+        rows.append({"metric": name, "passed": f"{summary['passed']}/{summary['total']}",
+                     "cells": cells})
+    header = ["metric", "passed", *(f"{h} · {st}" for h, st in columns)]
+    return header, rows, order
+
+
+def probe_matrix(probes: Sequence[dict[str, Any]]
+                 ) -> tuple[list[str], list[list[str]], str]:
+    """Metrics x probes, each cell the share moved the right way."""
+    names = list(dict.fromkeys(p["probe"] for p in probes))
+    expect = {p["probe"]: p["expect"] for p in probes}
+    by_metric: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in probes:
+        by_metric.setdefault(p["metric"], {})[p["probe"]] = p
+    rows = [[metric, *(rate(cells[n].get("rate")) if n in cells else "-" for n in names)]
+            for metric, cells in by_metric.items()]
+    first = next(iter(by_metric.values()))
+    counts = ", ".join(f"{n} {first[n]['n']}" + (f" ({first[n]['skipped']} not applicable)"
+                                                  if first[n].get("skipped") else "")
+                       for n in names if n in first)
+    return ["metric", *(f"{n} ({expect[n]})" for n in names)], rows, counts
+
+
+def notes(blocks: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Notes of these blocks, each text once, with the settings it applies to."""
+    seen: dict[str, list[str]] = {}
+    for b in blocks:
+        for note in b["notes"]:
+            seen.setdefault(note["text"], []).append(setting_label(b["level"], b["grouping"]))
+    return seen
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One table of the report: a row per judge, a column per statistic, for one human
+    column and category (None: all pairs)."""
+
+    human: str
+    category: str | None
+    judges: list[str]
+    statistics: list[str]
+    cells: list[list[str]]  # per judge, per statistic: "value [ci_low, ci_high] c<cluster>"
+
+
+def grids(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[Grid]:
+    """The report's tables of `rows` (meta-eval --pairwise's result objects)."""
+    from meta_eval.pairwise_eval import CALIBRATION, CEILING, HUMAN_FREE, STATISTICS
+
+    judges = list(dict.fromkeys(r["metric"] for r in rows if r["metric"] != CEILING))
+    if any(r["metric"] == CEILING for r in rows):
+        judges.append(CEILING)
+    categories = list(dict.fromkeys(r.get("category") for r in rows))
+    statistics = [*STATISTICS, *(c for c in CALIBRATION if any(r["statistic"] == c
+                                                                for r in rows))]
+    found = {(r["metric"], r["statistic"], r.get("category"), r["human"]): r for r in rows}
+    out = []
+    for human in humans:
+        for category in categories:
+            cells = []
+            for judge in judges:
+                line = []
+                for statistic in statistics:
+                    want = None if statistic in HUMAN_FREE and judge != CEILING else human
+                    row = found.get((judge, statistic, category, want))
+                    line.append("" if row is None else pairwise_cell(row))
+                cells.append(line)
+            out.append(Grid(human, category, judges, statistics, cells))
+    return out
+
+
+def pairwise_cell(row: dict[str, Any]) -> str:
+    value = row.get("value")
+    text = "n/a" if value is None else f"{value:.3f}"
+    if row.get("ci_low") is not None and row.get("ci_high") is not None:
+        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    if row.get("cluster") is not None:
+        text += f" c{row['cluster']}"
+    return text
+
+
+def number(value: float) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def confusion_rows(entry: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["judge \\ human", *(str(h) for h in entry["human_labels"]), "total"]
+    rows = [[str(label), *(str(c) for c in counts), str(sum(counts))]
+            for label, counts in zip(entry["metric_labels"], entry["counts"], strict=True)]
+    totals = [sum(col) for col in zip(*entry["counts"], strict=True)] if entry["counts"] else []
+    rows.append(["total", *(str(t) for t in totals), str(entry["n"])])
+    return header, rows
+
+
+def bin_label(binning: str, low: float, high: float) -> str:
+    """Equal-width bins are [low, high) but the last, [low, 1]; equal-mass ones are named by
+    the lowest and highest probability in them."""
+    close = "]" if binning == "mass" or high >= 1 else ")"
+    return f"[{low:.3g}, {high:.3g}{close}"

@@ -1,0 +1,758 @@
+"""Text for the terminal: every command's result as people read it, and a `Table`
+(judgebench.render.table) as aligned columns.
+
+Each function takes a command's result (the typed objects judgebench.services return, or
+their plain dicts) and returns the text the command prints; names from the user's files are
+made terminal-safe by the command (judgebench.display.safe) as it prints.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from judgebench.failed import header
+from judgebench.render.table import Table, numeric, shown_cells
+from meta_eval.statistics import get
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from judgebench.metric_card import MetricCard
+    from judgebench.runner import RunResult
+    from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
+    from judgebench.services.combine import CombineResult
+    from judgebench.services.compare_judges import ComparisonResult
+    from judgebench.services.items import ItemsResult
+    from judgebench.services.meta_eval import CeilingRow, MetaEvalResult, MetricRow
+    from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
+    from judgebench.services.runs import Call, LogEntry, LogsResult, RunRow, RunsResult
+    from meta_eval.aggregation import RuleResult
+
+
+def table(table: Table, digits: int = 4) -> str:
+    """`table` as aligned columns: numbers right-aligned, floats to `digits` decimals, None
+    as "-"."""
+    cells = shown_cells(table, digits, "-")
+    numbers = numeric(table)
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(table.columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if numbers[i] else v.ljust(w)
+                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
+
+    return "\n".join([line(table.columns), *(line(row) for row in cells)])
+
+
+def failed_lines(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per column with failed cells (judgebench.failed): how many, how they were counted
+    and what told them from never-judged ones."""
+    return [f"  {column}: {f['rows']} failed, counted {f['counted_as']} (told by "
+            f"{f['told_by']})" for column, f in cells.items() if f["rows"]]
+
+
+def aligned(header: list[str], rows: list[list[str]]) -> str:
+    """Cells of text in left-aligned columns two spaces apart (no trailing spaces)."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+             for line in [header, *rows]]
+    return "\n".join(lines)
+
+
+# -- meta-eval ------------------------------------------------------------------------------
+BETTER = {"higher": "", "lower": " (lower is better)", "zero": " (best at 0)"}
+CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different; "
+                "cluster k+1 is significantly worse than a member of cluster k.")
+
+
+def meta_eval(result: MetaEvalResult, *, verbose: bool = False) -> str:
+    """The readable table: one block per human column and statistic (the ceilings of one
+    statistic together), metrics best first; `verbose` adds each block's pairwise tests."""
+    from judgebench.services.meta_eval import CeilingRow
+
+    blocks: dict[tuple[str, str], list[MetricRow | CeilingRow]] = {}
+    for row in result.rows:
+        key = ("" if isinstance(row, CeilingRow) else row.human, row.task.statistic)
+        blocks.setdefault(key, []).append(row)
+    lines: list[str] = []
+    for (human, statistic), rows in blocks.items():
+        lines += ["", f"{_title(human, statistic, rows[0])} · {header(result.failed_as)}"]
+        width = max(len(row.metric) for row in rows)
+        lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
+                  else _metric_line(row, width) for row in rows]
+        for row in rows:
+            if not isinstance(row, CeilingRow) and row.confusion is not None:
+                lines += _confusion_lines(row.metric, row.confusion)
+        if verbose:
+            lines += _test_lines([r for r in rows if not isinstance(r, CeilingRow)])
+    if result.compare:
+        lines += ["", CLUSTER_NOTE]
+    return "\n".join(lines).lstrip("\n")
+
+
+def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
+    title = f"{human or 'raters'} · {statistic}{BETTER[get(statistic).better]} · {first.task.level}"
+    if first.task.level == "segment":
+        title += f", grouping {first.task.grouping}"
+    return title
+
+
+def _test_lines(rows: list[MetricRow]) -> list[str]:
+    """Every pairwise test of a compared block: `a > b  p=...` (one-sided, H1: a is better)."""
+    tests = [(row.metric, t) for row in rows for t in row.comparisons]
+    if not tests:
+        return []
+    width = max(len(f"{a} > {t.against}") for a, t in tests)
+    lines = [f"  p-values ({rows[0].task.method}, one-sided, H1: the first is better):"]
+    for a, t in tests:
+        c = t.test
+        how = f"{c.resamples} resamples" if c.resamples else "closed form"
+        early = ", stopped early" if c.p_value_early else ""
+        lines.append(f"    {f'{a} > {t.against}':<{width}}  p={c.p_value:.4g}  "
+                     f"delta={c.delta:.4f}  ({how}{early})")
+    return lines
+
+
+def _confusion_lines(metric: str, table: dict) -> list[str]:
+    """The judge x human table of a categorical statistic (up to 12 categories)."""
+    labels = table["human_labels"]
+    if len(labels) > 12:
+        return [f"  confusion of {metric}: {len(labels)} categories, see --json"]
+    cell = max(4, *(len(str(v)) + 1 for v in (*labels, table["n"])))
+    lines = [f"  confusion of {metric} (rows: its scores; columns: human, rounded half up)",
+             "    " + " " * cell + "".join(f"{v!s:>{cell}}" for v in labels)]
+    lines += ["    " + f"{label!s:>{cell}}" + "".join(f"{c:>{cell}}" for c in counts)
+              for label, counts in zip(table["metric_labels"], table["counts"], strict=True)]
+    return lines
+
+
+def _value(value: float | None) -> str:
+    return "   n/a" if value is None else f"{value:7.4f}"
+
+
+def _ceiling_line(row: CeilingRow, width: int) -> str:
+    return "  ".join([f"  {row.metric:<{width}}", _value(row.value), f"n={row.n}"])
+
+
+def _metric_line(row: MetricRow, width: int) -> str:
+    o = row.outcome
+    parts = [f"  {row.metric:<{width}}", _value(row.value)]
+    if not row.info.higher_is_better and not get(row.task.statistic).on_scale:
+        parts.append("(lower is better: negated)")
+    if o.given:
+        parts.append("[corpus score]")
+        if row.task.compare:
+            parts.append("not compared")
+    if o.error:
+        parts.append(o.error)
+    if row.ci is not None:
+        parts.append(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]")
+    parts.append(f"n={o.result.n}")
+    if o.result.skipped:
+        parts.append(f"skipped={o.result.skipped}")
+    if row.failed and row.failed["rows"]:
+        parts.append(f"failed={row.failed['rows']} ({row.failed['counted_as']})")
+    if row.epsilon is not None:
+        parts.append(f"eps={row.epsilon:.4g}")
+    if o.cluster is not None:
+        parts.append(f"cluster {o.cluster}")
+    if o.ceiling_fraction is not None:
+        parts.append(f"{100 * o.ceiling_fraction:.0f}% of ceiling")
+    return "  ".join(parts)
+
+
+# -- meta-eval --pairwise -------------------------------------------------------------------
+def _pairwise_cell(row: PairwiseRow | None) -> str:
+    if row is None:
+        return "-"
+    r = row.result.result
+    text = "n/a" if row.to_dict()["value"] is None else f"{r.value:.4f}"
+    if r.ci_low is not None and r.ci_high is not None:
+        text += f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+    return text
+
+
+def pairwise_meta_eval(result: PairwiseMetaEvalResult) -> str:
+    """One block per (human column, category): a row per judge, a column per statistic (the
+    human-free ones, consistency, tie-rate and kappa-orders, repeated in every block)."""
+    from judgebench.services.pairwise import CEILING
+    from meta_eval.pairwise_eval import CALIBRATION, HUMAN_FREE, STATISTICS
+
+    rows = result.rows
+    shown = [*STATISTICS, *(c for c in CALIBRATION if any(r.result.statistic == c for r in rows))]
+    categories = list(dict.fromkeys(r.result.category for r in rows))
+    ties = rows[0].ties if rows else "drop"
+    lines: list[str] = []
+    for human in result.humans:
+        for category in categories:
+            def find(judge: str, statistic: str, category: str | None = category,
+                     human: str = human) -> PairwiseRow | None:
+                want = None if statistic in HUMAN_FREE else human
+                return next((r for r in rows if r.result.judge == judge
+                             and r.result.statistic == statistic
+                             and r.result.category == category
+                             and (r.result.human == want or judge == CEILING)), None)
+
+            names = [*result.judges, *([CEILING] if len(result.humans) > 1 else [])]
+            table = [["judge", *shown]]
+            for judge in names:
+                table.append([judge, *(_pairwise_cell(find(judge, s)) for s in shown)])
+                accuracy = find(judge, "accuracy")
+                if accuracy is not None and accuracy.result.cluster is not None:
+                    table[-1][0] += f" (cluster {accuracy.result.cluster})"
+                if accuracy is not None and accuracy.result.ceiling_fraction is not None:
+                    table[-1][0] += (f" ({100 * accuracy.result.ceiling_fraction:.0f}% of "
+                                     "ceiling)")
+            title = f"{human} · human ties {ties} · {header(result.failed_as)}"
+            if category is not None:
+                title += f" · {rows[0].by} = {category}"
+            lines += ["", title, aligned(table[0], table[1:])]
+    failures = _pairwise_failures(result)
+    if failures:
+        lines += ["", "failed verdicts (pairs):", *(f"  {f}" for f in failures)]
+    if result.compare:
+        lines += ["", "cluster: judges in one cluster are not significantly different in "
+                  "accuracy (paired test on per-pair credit: exact McNemar, or sign-flip)."]
+    return "\n".join(lines).lstrip("\n")
+
+
+def _pairwise_failures(result: PairwiseMetaEvalResult) -> list[str]:
+    """Per judge with failed verdicts: how many pairs each statistic found failed and how
+    it counted them (over all pairs: no category, or the macro rows)."""
+    out = []
+    for judge in result.judges:
+        counted: dict[str, list[str]] = {}
+        for row in result.rows:
+            r = row.result
+            if r.judge == judge and r.failed and r.failed["rows"] and r.category in (
+                    None, "(macro)") and r.human in (None, result.humans[0]):
+                key = f"{r.failed['rows']} counted {r.failed['counted_as']}"
+                counted.setdefault(key, []).append(r.statistic)
+        if counted:
+            out.append(f"{judge}: " + "; ".join(f"{'/'.join(dict.fromkeys(s))} {k}"
+                                                 for k, s in counted.items()))
+    return out
+
+
+# -- aggregate ------------------------------------------------------------------------------
+def rules(rules: list[RuleInfo]) -> str:
+    """`aggregate --list-rules`: a line per rule (and one for its missing-score policy)."""
+    lines = []
+    for rule in rules:
+        options = f" [options: {', '.join(rule.options)}]" if rule.options else ""
+        lines.append(f"{rule.name:<15} {'+'.join(rule.inputs):<17} "
+                     f"{rule.description}{options}")
+        if rule.missing:
+            lines.append(f"{'':<15} {'':<17} missing scores: {rule.missing}")
+    return "\n".join(lines)
+
+
+def _fmt(value: float | int | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def aggregate(result: AggregateResult) -> str:
+    """The rankings side by side, then each rule's extras, failures, agreement between the
+    rules and with people, bootstrap, make-win and the failed cells."""
+    good = [(o, o.result) for o in result.ok if o.result is not None]
+    width = max((len(o.spec) for o in result.outcomes), default=0)
+    sections = [_rankings(good, width), _extras(good),
+                [f"{o.spec}: failed: {o.reason}" for o in result.failed],
+                _agreement(good), _against_people(good, result.human_source),
+                _bootstraps(good), _make_win(good, result.make_win), _failed_cells(result)]
+    return "\n".join(line for section in sections for line in section)
+
+
+Ranked = list[tuple["RuleOutcome", "RuleResult"]]
+
+
+def _failed_cells(result: AggregateResult) -> list[str]:
+    """The convention, and each column's failed rows and how they were counted."""
+    return ["", header(result.failed_as), *failed_lines(result.failed_cells)]
+
+
+def _ranked_cells(ranked: RuleResult) -> list[str]:
+    """A ranking's column: each system with the rule's score for it (a rule without scores,
+    such as kemeny, ranks only), tied ones marked with their shared rank."""
+    ties = ranked.ties
+    tied = {s: i for i, tier in enumerate(ties) for s in tier}
+    rank_of = {s: position for position, s in enumerate(ranked.ranking, start=1)}
+    scores = ranked.to_dict()["scores"]
+    cells = []
+    for s in ranked.ranking:
+        cell = s if scores is None else f"{s} {_score(scores.get(s))}"
+        cells.append(f"{cell} (={min(rank_of[t] for t in ties[tied[s]])})" if s in tied
+                     else cell)
+    return cells
+
+
+def _score(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+def _rankings(good: Ranked, width: int) -> list[str]:
+    if not good:
+        return []
+    depth = max(len(r.ranking) for _, r in good)
+    columns = [cells + [""] * (depth - len(cells)) for cells in (_ranked_cells(r) for _, r in good)]
+    rows = [[str(i + 1), *[col[i] for col in columns]] for i in range(depth)]
+    lines = [aligned(["rank", *[o.spec for o, _ in good]], rows), "", "winners:"]
+    lines += [f"  {o.spec:<{width}}  {', '.join(r.winners) or 'none'}" for o, r in good]
+    notes = [(o.spec, r.note) for o, r in good if r.note]
+    if notes:
+        lines += ["notes:", *[f"  {spec:<{width}}  {note}" for spec, note in notes]]
+    return lines
+
+
+def _extras(good: Ranked) -> list[str]:
+    """Per rule with per-system figures (win rates' standard errors, rating intervals): one
+    table, a row per ranked system."""
+    lines: list[str] = []
+    for o, r in good:
+        if not r.extra:
+            continue
+        keys = list(r.extra)
+        scores = r.scores or {}
+        rows = [[system, _figure(scores.get(system)),
+                 *[_figure(r.extra[key].get(system)) for key in keys]]
+                for system in r.ranking if system in scores]
+        lines += [f"\n{o.spec}:", aligned(["  system", "score", *keys],
+                                         [["  " + row[0], *row[1:]] for row in rows])]
+    return lines
+
+
+def _figure(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1e4 else f"{value:.6g}"
+    return str(value)
+
+
+def _agreement(good: Ranked) -> list[str]:
+    if len(good) < 2:
+        return []
+    names = [o.spec for o, _ in good]
+    rows = [[o.spec, *[("1" if o.spec == b else _fmt((o.agreement or {}).get(b)))
+                       for b in names]] for o, _ in good]
+    return ["\nKendall tau-b between the rules' rankings:", aligned(["", *names], rows)]
+
+
+def _against_people(good: Ranked, source: str | None) -> list[str]:
+    if source is None or not good:
+        return []
+    rows = []
+    for o, _ in good:
+        assert o.human is not None
+        h = o.human.agreement.to_dict()
+        rows.append([o.spec, _fmt(h["kendall_tau"]), _fmt(h["pairwise_accuracy"]),
+                     str(h["n_systems"])])
+    return [f"\nAgainst people ({source}):",
+            aligned(["rule", "kendall_tau", "pairwise_accuracy", "systems"], rows)]
+
+
+def _bootstraps(good: Ranked) -> list[str]:
+    boots = [(o.spec, o.bootstrap) for o, _ in good if o.bootstrap is not None]
+    if not boots:
+        return []
+    b0 = boots[0][1]
+    lines = [f"\nBootstrap: {b0.n} resamples of the voters (seed {b0.seed}), "
+             f"{b0.level:.0%} rank intervals; P(win) splits ties:"]
+    for spec, b in boots:
+        d = b.to_dict()
+        failed = f", {b.n_failed} failed resamples" if b.n_failed else ""
+        lines.append(f"{spec}: top-1 stability {_fmt(d['top1_stability'])}, "
+                     f"top-{b.k} stability {_fmt(d['topk_stability'])}, "
+                     f"mean tau to the full ranking {_fmt(d['mean_tau'])}{failed}")
+        rows = [["  " + system, "-" if s["rank_low"] is None
+                 else f"{s['rank_low']:g}-{s['rank_high']:g}", _fmt(s["p_win"])]
+                for system, s in d["systems"].items()]
+        lines.append(aligned(["  system", "rank", "P(win)"], rows))
+    return lines
+
+
+def _make_win(good: Ranked, system: str | None) -> list[str]:
+    wins = [(o.spec, o.make_win) for o, _ in good if o.make_win is not None]
+    if system is None or not wins:
+        return []
+    lines = [f"\nWhich voter weights make {system} win:"]
+    lines += [_make_win_line(spec, m) for spec, m in wins if m.supported]
+    unsupported = [(spec, m) for spec, m in wins if not m.supported]
+    if unsupported:
+        lines.append(f"  not computed for {', '.join(spec for spec, _ in unsupported)}: "
+                     f"{unsupported[0][1].note}")
+    return lines
+
+
+def _make_win_line(spec: str, m: MakeWin) -> str:
+    if m.found is None:
+        return f"  {spec}: {m.error}"
+    found = m.found
+    if not (found.possible or found.can_tie):
+        return f"  {spec}: no (best margin {found.margin:.4g}): {found.note}"
+    weights = ", ".join(f"{k}={v:.3g}" for k, v in (found.weights or {}).items() if v > 0)
+    verdict = "yes" if found.possible else "only a tie for first"
+    return (f"  {spec}: {verdict} (margin {found.margin:.4g}); weights: {weights}"
+            + (f" [{found.note}]" if found.note else ""))
+
+
+# -- combine --------------------------------------------------------------------------------
+def combine(result: CombineResult) -> str:
+    lines = [f"column: {result.column}",
+             f"wrote {result.out} ({result.scored} of {result.rows} rows scored out of fold; "
+             f"{result.folds} folds over items)", "",
+             f"out-of-fold {result.settings[0].statistic if result.settings else ''} "
+             "against " + result.human]
+    width = max(len(m) for m in [*result.inputs, "combination"])
+    for setting in result.settings:
+        label = ("system" if setting.level == "system"
+                 else f"segment, grouping {setting.grouping}")
+        best = setting.best
+        lines.append(f"  {label}:")
+        lines.append(f"    {'combination':<{width}}  {_value(setting.combined)}")
+        for name, value in setting.components.items():
+            mark = "  (best component)" if best and best[0] == name else ""
+            lines.append(f"    {name:<{width}}  {_value(value)}{mark}")
+    weights = result.weights
+    if "per_unit" in weights:
+        lines += ["", "weights (full-data fit, standardised metrics; for reading only):"]
+        lines += [f"  {m}: {w:+.4f}" for m, w in weights["standardised"].items()]
+    elif "relevance" in weights:
+        lines += ["", f"kernel: {weights['fitted_kernel']}",
+                  "relevance (1 / length scale, full-data fit):"]
+        lines += [f"  {m}: {w:.4f}" for m, w in weights["relevance"].items()]
+    return "\n".join(lines)
+
+
+# -- items ----------------------------------------------------------------------------------
+def _maybe(value: float | None, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+SHOWN_FLAGS = 20
+
+
+def items(result: ItemsResult) -> str:
+    summary = result.summary()
+    lines = [f"{result.metric} · {result.model} · outcome: {result.outcome}",
+             f"{summary['informative_items']} of {summary['items']} items informative, "
+             f"{summary['systems']} systems; EM {summary['iterations']} cycles, converged "
+             f"{summary['converged']}; log-likelihood Rasch {result.rasch_loglik:.2f}, "
+             f"2PL {result.two_pl.loglik:.2f}", ""]
+    rows = result.system_rows()
+    width = max(len(r["system"]) for r in rows)
+    lines.append(f"  {'rank':>4}  {'system':<{width}}  ability  [{int(result.ci * 100)}% CI]"
+                 "        raw")
+    for r in rows:
+        interval = (f"[{_maybe(r['ci_low'])}, {_maybe(r['ci_high'])}]" if r["ci_low"] is not None
+                    else f"({r['extreme']})")
+        lines.append(f"  {r['rank']:>4}  {r['system']:<{width}}  {_maybe(r['ability']):>7}  "
+                     f"{interval:<20}  {r['raw_score']}/{r['answered']}")
+    flags = [r for r in result.item_rows() if r["flag"]]
+    lines += ["", f"flagged items: {len(flags)}"]
+    lines += [f"  {r['item']}: {r['flag']}" for r in flags[:SHOWN_FLAGS]]
+    if len(flags) > SHOWN_FLAGS:
+        lines.append(f"  ... and {len(flags) - SHOWN_FLAGS} more (--json lists all)")
+    sub = result.subset_row()
+    if sub is not None:
+        lines += ["", f"recommended subset: {sub['size']} items ({sub['method']}); Kendall "
+                      f"tau with the full ranking {_maybe(sub['kendall_tau'])} (random subsets "
+                      f"of that size: {_maybe(sub['random_kendall_tau'])} ± "
+                      f"{_maybe(sub['random_kendall_tau_sd'])}, {sub['random_draws']} draws)",
+                  "  " + ", ".join(sub["items"])]
+    pw = result.power_row()
+    if pw is not None:
+        needed = pw["items_needed"]
+        lines += ["", f"power (top {pw['top_k']}, alpha {pw['alpha']}, power {pw['power']}; "
+                      f"{pw['method']}): {pw['items_now']} informative items now; "
+                      f"{'n/a (tied abilities)' if needed is None else int(needed)} needed"]
+        for p in pw["pairs"]:
+            lines.append(f"  {p['better']} > {p['worse']}: difference {p['difference']:.3f}, "
+                         f"z {p['z']:.2f}, p {p['p_value']:.3g}, "
+                         f"{'separated' if p['separated'] else 'not separated'}; items "
+                         f"needed {_maybe(p['items_needed'], '.0f')}")
+    if summary["notes"]:
+        lines += ["", *[f"note: {n}" for n in summary["notes"]]]
+    return "\n".join(lines)
+
+
+# -- compare-judges -------------------------------------------------------------------------
+def compare_judges(result: ComparisonResult, *, table: Path, judge_a: str, judge_b: str,
+                   human: str | None) -> str:
+    """What was compared, each column's failed cells, then a line per statistic."""
+    lines = [f"{result.shape} table {table}: A = {judge_a}, B = {judge_b}"
+             + (f", human = {human}" if human else "")
+             + (f", human ties {result.human_ties}" if result.human_ties else "")
+             + f", {header(result.failed_as)}"]
+    lines += failed_lines(result.failed)
+    for e in result.estimates:
+        interval = ("" if e.ci_low is None or e.ci_high is None
+                    else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")
+        lines.append(f"  {e.statistic:<16} {e.value:.4f}{interval}  (n={e.n})")
+    return "\n".join(lines)
+
+
+# -- runs and logs --------------------------------------------------------------------------
+RUNS_HEADER = (f"{'ID':>4}  {'STARTED (UTC)':<19}  {'TIME':>7}  {'ENDED':<11}  {'OK':>6}  "
+               f"{'FAILED':>6}  {'COST':>9}  METRICS | COMMAND")
+
+
+def runs(result: RunsResult, store: Path) -> str:
+    """`judgebench runs`: a header and a line per run, or that the store has none."""
+    if not result.runs:
+        return f"no runs in {store}"
+    return "\n".join([RUNS_HEADER, *(run_line(run) for run in result.runs)])
+
+
+def run_line(run: RunRow) -> str:
+    """One run on one line: id, start, duration, how it ended, ok and failed scores, cost,
+    its columns and its command line."""
+    started = run.started[:19].replace("T", " ")
+    metrics = ", ".join(run.metrics or {}) or "-"
+    return (f"{run.id:>4}  {started:<19}  {duration(run.wall_s):>7}  "
+            f"{run.outcome or 'unrecorded':<11}  {_count(run.ok):>6}  {_count(run.failed):>6}  "
+            f"{cost(run.cost_usd):>9}  {metrics} | {run.command or '-'}")
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def cost(usd: float | None) -> str:
+    return "-" if usd is None else f"${usd:.4f}"
+
+
+def _count(n: int | None) -> str:
+    return "-" if n is None else str(n)
+
+
+def logs(result: LogsResult) -> str:
+    """`judgebench logs`: a block per score, each followed by an empty line."""
+    return "".join(block(entry) + "\n" for entry in result.entries)
+
+
+def logs_note(result: LogsResult) -> str | None:
+    """What `logs` says on stderr after the blocks: how many it left out, or that none
+    matched."""
+    shown = len(result.entries)
+    if shown < result.matched:
+        return (f"showing {shown} of {result.matched} scores of run {result.run.id}: -n 0 "
+                "shows them all")
+    if not shown:
+        reused = (f" (it reused {result.run.reused} scores of earlier runs)"
+                  if result.run.reused else "")
+        return f"run {result.run.id} wrote no score that matches{reused}"
+    return None
+
+
+def block(entry: LogEntry) -> str:
+    """One score as a block of lines: a head line, then what the judge was asked and said."""
+    where = (f"item {entry.item!r} system {entry.system!r}" if entry.item is not None
+             else f"corpus, system {entry.system!r}")
+    head = f"run {entry.run_id} | {entry.column or entry.metric} | {where} | {entry.status}"
+    if entry.reason:
+        head += f": {entry.reason}"
+    lines = [head]
+    facts = [f"value {'-' if entry.value is None else f'{entry.value:g}'}"]
+    if entry.tokens_in is not None or entry.tokens_out is not None:
+        facts.append(f"tokens {_n(entry.tokens_in)} in / {_n(entry.tokens_out)} out")
+    if entry.cost_usd is not None:
+        facts.append(f"cost ${entry.cost_usd:.6f}")
+    if entry.latency_s is not None:
+        facts.append(f"latency {entry.latency_s:.2f}s")
+    lines.append("  " + "   ".join(facts))
+    for number, call in enumerate(entry.calls, start=1):
+        lines += _call_lines(call, number, len(entry.calls))
+    if entry.raw and not any(call.answer for call in entry.calls):
+        lines += ["  answer:", _indent(entry.raw)]
+    if entry.rationale:
+        lines += ["  rationale:", _indent(entry.rationale)]
+    if entry.extra:
+        lines.append(f"  extra: {json.dumps(entry.extra, ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"
+
+
+def _call_lines(call: Call, number: int, total: int) -> list[str]:
+    title = f"  call {number} of {total} ({call.key[:12]})"
+    if not call.found:
+        return [f"{title}: not in the judge cache (another --cache, or cache=false)"]
+    lines = [f"{title}:"]
+    if call.messages:
+        for message in call.messages:
+            lines += [f"    [{message.get('role', '?')}]", _indent(message.get("content", ""), 6)]
+    elif call.prompt is not None:
+        lines += ["    [prompt]", _indent(call.prompt, 6)]
+    if call.error:
+        lines.append(f"    failed: {call.error}")
+    elif call.answer is not None:
+        lines += ["    [answer]", _indent(call.answer, 6)]
+    return lines
+
+
+def _indent(text: str, spaces: int = 4) -> str:
+    return textwrap.indent(text.rstrip("\n") or "(empty)", " " * spaces, lambda _: True)
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+# -- metrics and plugins --------------------------------------------------------------------
+def metrics(rows: list[dict[str, Any]]) -> str:
+    """`judgebench metrics`: a line per metric (its MetricInfo, plugin and options)."""
+    return "\n".join(
+        f"{row['name']:<24} {row['kind']:<9} needs {','.join(row['requires']):<18} "
+        f"{'higher' if row['higher_is_better'] else 'lower':<6} "
+        f"{_range(*row['value_range']):<12} "
+        f"{row['level'] + ('+corpus' if row['has_corpus'] else ''):<14} "
+        f"options: {', '.join(row['options']) or '-'}" for row in rows)
+
+
+def plugins(rows: list[dict[str, Any]]) -> str:
+    """`judgebench plugins`: a line per plugin, its version and hooks or why it failed."""
+    return "\n".join(
+        f"{row['name']:<24} {row['version']:<10} "
+        + (f"FAILED: {row['error']}" if row["error"] else ", ".join(row["hooks"]))
+        for row in rows)
+
+
+def metric_card(card: MetricCard) -> str:
+    """The card as text for the terminal."""
+    d = card.to_dict()
+    level = d["level"] + (", with a corpus score (not the mean of its segment scores)"
+                          if d["has_corpus"] else "")
+    facts = Table(["", ""], [
+        ["kind", d["kind"]],
+        ["needs", ", ".join(d["requires"]) or "nothing"],
+        ["direction", "higher is better" if d["higher_is_better"] else "lower is better"],
+        ["range", _range(*d["value_range"])],
+        ["level", level],
+        ["deterministic", "yes" if d["deterministic"] else "no"],
+    ])
+    empty_text = card.entry.info.empty_text
+    empty = empty_text.describe() if empty_text is not None else "(not declared)"
+    lines = [f"{d['name']} (version {d['version']}; plugin {d['plugin']} "
+             f"{d['plugin_version']})".replace(" )", ")"),
+             *_wrapped(d["description"] or "(no description)", ""), "",
+             *table(facts).splitlines()[1:], "", "options:",
+             *_options(card), "", "empty text:", *_wrapped(empty, "  "),
+             "", "citation:", *_wrapped(d["citation"] or "(none given)", "  "),
+             "", "example:", f"  {d['example']}"]
+    return "\n".join(lines)
+
+
+def _options(card: MetricCard) -> list[str]:
+    if card.options is None:
+        return ["  not declared (registered as a factory function)"]
+    lines = ["  none"] if not card.options else []
+    if card.options:
+        described = any(o.description for o in card.options)
+        options = Table(["name", "type", "default", "values", *(["description"] * described)], [
+            [o.name, o.type, "(required)" if o.required else _default(o.default),
+             o.allowed, *([o.description] * described)] for o in card.options])
+        lines = ["  " + line for line in table(options).splitlines()]
+    if card.extra_options:
+        lines.append("  any other option is passed on (see the description)")
+    return lines
+
+
+def _default(value: object) -> str:
+    """A default as it is written in a spec: 13a, true, 0.5; '-' for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, width=96, initial_indent=indent, subsequent_indent=indent)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    return f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+
+
+# -- score ----------------------------------------------------------------------------------
+def score_summary(result: RunResult, output: Path | None, store: Path,
+                  has_corpus_file: bool) -> str:
+    """What `score` says on stderr when it is done: rows, where they went, the judge cache,
+    each column's statuses and signature, and each corpus score's best and worst system."""
+    where = f" -> {output}" if output else ""
+    lines = [f"scored {result.rows} rows{where} (computed {result.computed}, reused "
+             f"{result.reused} from {store})"]
+    if result.cached_answers or result.sent_calls or any(
+            p.metric.info.kind == "judge" for p in result.metrics):
+        lines.append(f"  judge answers: {result.cached_answers} from the judge cache, "
+                     f"{result.sent_calls} asked of a model")
+    for p in result.metrics:
+        counts: Mapping[str, int] = result.statuses.get(p.column, {})
+        text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "corpus only"
+        lines.append(f"  {p.column}: {text}\n    {p.signature}")
+    direction = {p.column: p.metric.info.higher_is_better for p in result.metrics}
+    by_metric: dict[str, list[Any]] = {}
+    for c in result.corpus:
+        by_metric.setdefault(c.metric, []).append(c)
+    for column, rows in by_metric.items():
+        higher = direction.get(column, True)
+        ok = sorted((c for c in rows if c.value is not None), key=lambda c: c.value,
+                    reverse=higher)
+        failed = len(rows) - len(ok)
+        text = (f"best {ok[0].system} {ok[0].value:.4f}, worst {ok[-1].system} "
+                f"{ok[-1].value:.4f} ({'higher' if higher else 'lower'} is better)"
+                if ok else "no value")
+        lines.append(f"  corpus {column}: {len(rows)} systems, {text}"
+                     + (f", {failed} failed" if failed else "")
+                     + ("" if has_corpus_file or output is not None
+                        else " (--corpus FILE writes them all)"))
+    return "\n".join(lines)
+
+
+def score_failures(result: RunResult, store: Path, top: int) -> str | None:
+    """Per metric with failed scores, its `top` most frequent reasons, and where to read
+    them all (None: nothing failed)."""
+    if not result.failed:
+        return None
+    lines = [f"{result.failed} score{'' if result.failed == 1 else 's'} failed:"]
+    for p in result.metrics:
+        reasons = result.reasons(p.column)
+        if not reasons:
+            continue
+        lines.append(f"  {p.column}:")
+        for reason in reasons[:top]:
+            lines.append(f"    {reason['count']} {reason['status']}: "
+                         f"{reason['reason'] or '(no reason)'}")
+        if len(reasons) > top:
+            rest = sum(r["count"] for r in reasons[top:])
+            lines.append(f"    {rest} more, {len(reasons) - top} other reasons")
+    run = f" {result.run_id}" if result.run_id is not None else ""
+    lines.append(f"see each one: judgebench logs{run} --store {shlex.quote(str(store))} "
+                 "--failed")
+    return "\n".join(lines)
+
+
+def score_estimates(rows: list[dict[str, Any]]) -> str:
+    """`score --dry-run`: a line per column, its calls, tokens and cost."""
+    lines = []
+    for row in rows:
+        cost = row.get("cost_usd")
+        cost_text = "unknown" if cost is None else f"${cost:.4f}"
+        lines.append(f"{row['column']}: {row.get('calls', 0)} calls, "
+                     f"{row.get('tokens_in', 0)} tokens in, {row.get('tokens_out', 0)} tokens "
+                     f"out, cost {cost_text}")
+    return "\n".join(lines)
