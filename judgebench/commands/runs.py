@@ -33,6 +33,8 @@ def command(store_path: Path, limit: int, as_json: bool) -> None:
           f"{'FAILED':>6}  {'COST':>9}  METRICS | COMMAND", file=out)
     for run in result.runs:
         print(line(run), file=out)
+        for warning in run.warnings:
+            print(f"      warning: {warning}", file=out)
 
 
 def line(run: RunRow) -> str:

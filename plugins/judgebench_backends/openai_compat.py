@@ -353,6 +353,7 @@ class OpenAICompatBackend(RemoteBackend):
 
         if self.server_option == "auto":
             await asyncio.to_thread(self.server_kind)
+        await asyncio.to_thread(self.served_model)  # each answer's fingerprint names it
         connector = aiohttp.TCPConnector(limit=self.concurrency)
         return aiohttp.ClientSession(connector=connector,
                                      timeout=aiohttp.ClientTimeout(total=self.timeout_s))
@@ -446,7 +447,9 @@ class OpenAICompatBackend(RemoteBackend):
 
     def parse(self, raw: Any, latency_s: float) -> Response:
         request, answer, enforced = raw
-        response = parse_answer(self, answer, latency_s)
+        # the checkpoint GET /models named when the identity was built (never asked here)
+        served = self._served if self._served_known else None
+        response = parse_answer(self, answer, latency_s, revision=served)
         if not response.ok:
             return response
         if request.prompt is None:
