@@ -32,6 +32,9 @@ whatever model was asked for (a snapshot behind an alias); ``POST /_fingerprint`
 ``{"system_fingerprint": FP, "model": NAME}`` changes either while the server runs (a silent
 snapshot change mid-run); ``--fingerprint-after N=FP`` switches to FP after N answers.
 
+``--score-salt S`` draws ``{score}``/``{choice}`` from a hash of S and the request instead:
+deterministic answers of another judge (two stores made with different judge answers).
+
 ``GET /_inflight`` says how many chat requests are being answered now (a test waits for 0
 after killing a client, instead of sleeping). Every answered request (status 200) is appended
 to ``--log`` as one JSON line, flushed at once, so a test can count calls across a kill and
@@ -94,7 +97,9 @@ class _State:
                 self.log.flush()
 
 
-def _reply_for(template: str, digest: str, key: str = "") -> str:
+def _reply_for(template: str, digest: str, key: str = "", salt: str = "") -> str:
+    if salt:  # another judge: answers that are a function of the request all the same
+        digest = hashlib.sha256((salt + digest).encode()).hexdigest()
     value = int(digest[:8], 16)
     return template.format(score=1 + value % 5, choice="ABC"[value % 3], key=key)
 
@@ -246,7 +251,7 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "nochoices":
             return self._json(200, {"id": "x", "object": "chat.completion", "model": "judge"})
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        reply = _reply_for(state.reply, digest, key)
+        reply = _reply_for(state.reply, digest, key, state.args.score_salt)
         finish = "stop"
         if fault == "refuse":
             reply, finish = "", "content_filter"
@@ -301,6 +306,7 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--fingerprint", default="")
     parser.add_argument("--served-model", default="")
     parser.add_argument("--fingerprint-after", default="")
+    parser.add_argument("--score-salt", default="")
     args = parser.parse_args(argv)
     ThreadingHTTPServer.allow_reuse_address = True
     ThreadingHTTPServer.daemon_threads = True
