@@ -210,3 +210,22 @@ def test_pairwise_tables_flip_verdicts_and_move_the_winner(tmp_path) -> None:
     assert (col["winner_a"], col["winner_b"]) == (winner(va), winner(vb))
     assert winner(va) != "z" and winner(vb) == "z"
     assert result["moved"] == [f"judge: winner {winner(va)} -> z"]
+
+
+def test_a_column_can_be_named_by_its_signature(runs) -> None:
+    import sqlite3
+
+    tmp = runs["tmp"]
+    with sqlite3.connect(tmp / "a.db") as conn:
+        (signature,) = conn.execute("SELECT DISTINCT signature FROM scores WHERE metric ="
+                                    " 'judge.rubric'").fetchone()
+    proc = run_cli("diff", str(tmp / "a.db"), str(tmp / "b.db"), "--column-a", signature,
+                   "--column-b", signature, "--bootstrap", "0", "--json", cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    (col,) = json.loads(proc.stdout)["columns"]
+    ja, jb = runs["a"][runs["judge"]], runs["b"][runs["judge"]]
+    assert col["column_a"] == signature
+    assert col["estimates"][0]["value"] == pytest.approx(float(np.mean(ja != jb)))
+    half = run_cli("diff", str(tmp / "a.db"), str(tmp / "b.db"), "--column-a", signature,
+                   cwd=tmp)
+    assert half.returncode == 2 and "--column-b" in half.stderr
