@@ -142,6 +142,7 @@ def test_litellm_and_openai_compat_read_what_answered(monkeypatch):
         for name, model in (("litellm", "openai/judge"), ("openai_compat", "judge")):
             b = get_backend(name, model=model, api_base=server.url, max_attempts=1,
                             api_key_env="JB_FP_KEY")
+            b.identity()  # as every run does first: openai_compat asks GET /models there
             (r,) = b.generate([Request.chat(("user", "hello"), max_tokens=8)])
             assert r.ok, r.error
             assert r.system_fingerprint == "fp_x" and r.model == "judge-snap", name

@@ -353,7 +353,6 @@ class OpenAICompatBackend(RemoteBackend):
 
         if self.server_option == "auto":
             await asyncio.to_thread(self.server_kind)
-        await asyncio.to_thread(self.served_model)  # each answer's fingerprint names it
         connector = aiohttp.TCPConnector(limit=self.concurrency)
         return aiohttp.ClientSession(connector=connector,
                                      timeout=aiohttp.ClientTimeout(total=self.timeout_s))
