@@ -33,6 +33,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("judgebench.commands.audit", "Audit metrics: sentinels, probes, report card."),
     "compare-judges": ("judgebench.commands.compare_judges",
                        "Compare two judges: flips, kappa, flips against people, KL/JS."),
+    "diff": ("judgebench.commands.diff", "Compare two runs (tables or stores): flips, "
+             "statistic changes, moved conclusions, fingerprints."),
     "plugins": ("judgebench.commands.plugins", "List installed plugins and their hooks."),
     "metrics": ("judgebench.commands.metrics", "List every registered metric, or show one "
                 "metric's card."),

@@ -87,10 +87,11 @@ from judgebench.registry import (
 )
 from judgebench.sentinel import Sentinel
 from judgebench.spec import parse_spec
-from judgebench.store import REQUEST_KEYS
+from judgebench.store import FINGERPRINT, REQUEST_KEYS
 
 __all__ = [
     "ENGINE_OPTIONS",
+    "FINGERPRINT",
     "KINDS",
     "MAX_BATCH",
     "MAX_COUNT",

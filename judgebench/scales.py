@@ -3,12 +3,13 @@
 These statistics (`meta_eval.statistics`: `on_scale`) compare a metric's values with the
 human scores themselves, so `meta-eval` and `audit` check the columns before any work:
 
-- categorical (kappa, kappa-linear, qwk, krippendorff-ordinal, krippendorff-nominal): every
-  metric value must be an integer (a judge's 1-5 score); human scores are rounded half up to
-  integers (`meta_eval.agreement.categories`: 3.667 -> 4, 3.5 -> 4), so a mean of raters needs
-  no preparation. A metric off an integer scale (G-Eval's probability-weighted mean, BLEU) is
-  an InputError naming the file, line or row, and column; round it yourself, or use
-  krippendorff (interval), mae or rmse, which take any values.
+- categorical (kappa, kappa-linear, qwk, krippendorff-ordinal, krippendorff-nominal, ckld,
+  ckld-uniform, wasserstein): every metric value must be an integer (a judge's 1-5 score);
+  human scores are rounded half up to integers (`meta_eval.agreement.categories`: 3.667 ->
+  4, 3.5 -> 4), so a mean of raters needs no preparation. A metric off an integer scale
+  (G-Eval's probability-weighted mean, BLEU) is an InputError naming the file, line or row,
+  and column; round it yourself, or use krippendorff (interval), mae or rmse, which take
+  any values.
 - probabilities (brier, ece, ece-mass): every metric value in [0, 1] and every human value 0
   or 1, else an InputError naming the file, line or row, and column.
 - non-negative (krippendorff-ratio): every metric and human value >= 0 (a ratio scale has an

@@ -35,7 +35,7 @@ from judgebench.redact import redact
 #: ``PRAGMA application_id`` of a judgebench store: the bytes "JBST".
 APPLICATION_ID = 0x4A425354
 #: ``PRAGMA user_version``: the schema version this code writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The store `score`, `runs` and `logs` use without --store.
 DEFAULT_STORE = "judgebench.db"
 #: Seconds to wait for another process's write lock (overridable per Store or by this env var).
@@ -51,6 +51,8 @@ _SCORE_COLUMNS = (
 )
 #: Columns added by version 2: the judge-cache keys of a score's requests (a JSON list).
 _SCORE_COLUMNS_V2 = ("request_keys",)
+#: Columns added by version 3: what answered a score's judge (a JSON object: `FINGERPRINT`).
+_SCORE_COLUMNS_V3 = ("fingerprint",)
 _CORPUS_COLUMNS = (
     "signature", "system", "items_hash", "metric", "value", "status", "reason", "n", "created_at",
 )
@@ -101,6 +103,7 @@ SCHEMA = (
     created_at  REAL NOT NULL,
     run_id      INTEGER REFERENCES runs(id),
     request_keys TEXT,
+    fingerprint TEXT,
     PRIMARY KEY (signature, item, system, sample_index, sample_hash)
 )""",
     """CREATE TABLE corpus_scores (
@@ -128,9 +131,11 @@ RUN_COLUMNS = (
 #: Columns of each table in this schema version.
 _TABLES = {
     "runs": RUN_COLUMNS,
-    "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2),
+    "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2, *_SCORE_COLUMNS_V3),
     "corpus_scores": (*_CORPUS_COLUMNS, "run_id"),
 }
+#: Version 2 (before fingerprints): no `fingerprint` column.
+_TABLES_V2 = {**_TABLES, "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2)}
 #: Version 1 (judgebench 0.1.0, main at 1710a54): a bare `runs` table, no request keys.
 _TABLES_V1 = {
     "runs": ("id", "started_at", "pid", "version"),
@@ -167,6 +172,8 @@ MIGRATION_V2: tuple[str, ...] = (
     "ALTER TABLE runs_v2 RENAME TO runs",
     "ALTER TABLE scores ADD COLUMN request_keys TEXT",
 )
+#: Version 2 -> 3: `scores` gets `fingerprint` (NULL for the rows written before: unknown).
+MIGRATION_V3: tuple[str, ...] = ("ALTER TABLE scores ADD COLUMN fingerprint TEXT",)
 
 #: Statuses that a rerun would reproduce; `error` (a crash, a timeout) is always retried.
 FINAL_STATUSES = (Status.OK, Status.PARSE_ERROR, Status.REFUSED, Status.SKIPPED)
@@ -183,6 +190,31 @@ RunOutcome = Literal["running", "ok", "interrupted", "budget_stop", "error"]
 #: The key of `Score.extra` where a judge lists its requests' judge-cache keys; the store keeps
 #: them in the `request_keys` column instead.
 REQUEST_KEYS = "request_keys"
+#: The key of `Score.extra` where a judge says what answered it (`Response.fingerprint`: the
+#: returned model name, the API's system_fingerprint, the served checkpoint or weights' hash);
+#: the store keeps it in the `fingerprint` column instead. Never part of a signature.
+FINGERPRINT = "fingerprint"
+
+
+#: signature -> run id -> fingerprint (canonical JSON text) -> number of scores.
+FingerprintCounts = dict[str, dict[int | None, dict[str, int]]]
+
+
+def fingerprint_counts(conn: sqlite3.Connection, signatures: Iterable[str]
+                       ) -> FingerprintCounts:
+    """For each of `signatures`, how many of its stored scores each run wrote with each
+    fingerprint (scores without one, e.g. of a metric that calls no model, are left out)."""
+    wanted = sorted(set(signatures))
+    found: FingerprintCounts = {}
+    if not wanted:
+        return found
+    cursor = conn.execute(
+        "SELECT signature, run_id, fingerprint, COUNT(*) FROM scores WHERE signature IN"
+        f" ({','.join('?' * len(wanted))}) AND fingerprint IS NOT NULL"
+        " GROUP BY signature, run_id, fingerprint", wanted)
+    for signature, run_id, text, count in cursor:
+        found.setdefault(signature, {}).setdefault(run_id, {})[text] = int(count)
+    return found
 
 
 def iso_utc(timestamp: float) -> str:
@@ -339,8 +371,8 @@ class Store:
             probe.close()
 
     def _inspect(self, conn: sqlite3.Connection) -> str:
-        """'current', 'v1' or 'legacy' (to migrate) or 'empty' (to create); anything else is
-        refused."""
+        """'current', 'v2', 'v1' or 'legacy' (to migrate) or 'empty' (to create); anything
+        else is refused."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         objects = conn.execute(
@@ -350,6 +382,8 @@ class Store:
         if app_id == APPLICATION_ID:
             if version == 1 and tables == _TABLES_V1 and not others:
                 return "v1"
+            if version == 2 and tables == _TABLES_V2 and not others:
+                return "v2"
             if version > SCHEMA_VERSION:
                 raise InputError(
                     f"store of schema version {version}, written by a newer judgebench (this "
@@ -382,7 +416,8 @@ class Store:
         if kind == "current":
             return
         # The legacy migration builds this version's tables directly.
-        statements = {"empty": SCHEMA, "legacy": LEGACY_MIGRATION, "v1": MIGRATION_V2}[kind]
+        statements = {"empty": SCHEMA, "legacy": LEGACY_MIGRATION,
+                      "v1": MIGRATION_V2 + MIGRATION_V3, "v2": MIGRATION_V3}[kind]
         for statement in statements:
             self.conn.execute(statement)
         self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -557,18 +592,21 @@ class Store:
             run_id = self._run()
             rows = []
             for s, digest in zip(scores, hashes, strict=True):
-                extra = {k: v for k, v in s.extra.items() if k != REQUEST_KEYS}
+                extra = {k: v for k, v in s.extra.items() if k not in (REQUEST_KEYS,
+                                                                        FINGERPRINT)}
                 keys = s.extra.get(REQUEST_KEYS)
+                fingerprint = s.extra.get(FINGERPRINT)
                 rows.append((
                     s.signature, s.item, s.system, s.sample_index, digest, s.metric, s.value,
                     str(s.status), s.reason, s.raw, s.rationale,
                     json.dumps(extra) if extra else None,
                     s.tokens_in, s.tokens_out, s.cost_usd, s.latency_s, elapsed_s, now, run_id,
                     json.dumps(keys) if keys else None,
+                    json.dumps(fingerprint, sort_keys=True) if fingerprint else None,
                 ))
             self.conn.executemany(
-                f"INSERT OR REPLACE INTO scores ({_SCORE_LIST}, run_id, request_keys)"
-                f" VALUES ({','.join('?' * (len(_SCORE_COLUMNS) + 2))})", rows
+                f"INSERT OR REPLACE INTO scores ({_SCORE_LIST}, run_id, request_keys,"
+                f" fingerprint) VALUES ({','.join('?' * (len(_SCORE_COLUMNS) + 3))})", rows
             )
         self._count_tokens(scores)
 
@@ -608,6 +646,11 @@ class Store:
                      rationale=rationale, extra=parsed_extra, tokens_in=tokens_in,
                      tokens_out=tokens_out, cost_usd=cost_usd, latency_s=latency_s,
                      signature=signature)
+
+    def fingerprints(self, signatures: Iterable[str]) -> FingerprintCounts:
+        """What answered the stored scores of `signatures` (`fingerprint_counts`)."""
+        with self._guard():
+            return fingerprint_counts(self.conn, signatures)
 
     def costs(self, signature: str) -> dict[str, float | int | None]:
         """Cost, tokens and compute time of `signature`'s rows ({} when it has none)."""

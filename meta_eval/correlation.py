@@ -267,8 +267,9 @@ def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "ken
 def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
                  epsilon: float = 0.0, domain: Sequence[float] | None = None) -> np.ndarray:
     """Per-group values of a kernel: a correlation (see the module docstring), or an
-    agreement, error or calibration kernel (`meta_eval.agreement`, `deviation`,
-    `reliability`); `domain`: the declared labels or values of a kappa or alpha kernel."""
+    agreement, distribution, error or calibration kernel (`meta_eval.agreement`,
+    `distribution`, `deviation`, `reliability`); `domain`: the declared labels or values of
+    a kappa, alpha, CKLD or Wasserstein kernel."""
     if statistic in ("pearson", "pdp"):
         return pearson_groups(human=human, metric=metric)
     if statistic == "spearman":
@@ -282,13 +283,17 @@ def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
 
 def _on_scale_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray,
                      domain: Sequence[float] | None = None) -> np.ndarray:
-    """Agreement, error and calibration kernels (their modules import this one)."""
+    """Agreement, distribution, error and calibration kernels (their modules import this
+    one)."""
     from meta_eval.agreement import ALPHAS, KAPPAS, agreement_groups
     from meta_eval.deviation import ERRORS, error_groups
+    from meta_eval.distribution import DISTRIBUTIONS, distribution_groups
     from meta_eval.reliability import CALIBRATION, calibration_groups
 
     if statistic in KAPPAS or statistic in ALPHAS:
         return agreement_groups(statistic, human=human, metric=metric, domain=domain)
+    if statistic in DISTRIBUTIONS:
+        return distribution_groups(statistic, human=human, metric=metric, domain=domain)
     if domain is not None:
         raise ValueError(f"{statistic} takes no declared domain (kappa and alpha do)")
     if statistic in ERRORS:

@@ -159,6 +159,18 @@ _TABLE = (
     Statistic("krippendorff-nominal", "krippendorff-nominal", "none", ("segment",),
               "Krippendorff's alpha, nominal, of rounded integer scores", "Krippendorff 2011",
               on_scale=True, categorical=True, declared=True),
+    *(Statistic(name, name, "none", ("segment",), description, paper, better="lower",
+                on_scale=True, categorical=True, declared=True)
+      for name, description, paper in (
+          ("ckld", "choice KL divergence KL(people || judge) of the rounded verdict "
+           "distributions, judge add-1/2 smoothed (lower is better)",
+           "Choi et al. 2025, Mitigating Selection Bias (CKLD)"),
+          ("ckld-uniform", "choice KL divergence KL(uniform || judge) of the rounded "
+           "verdicts: the judge's choice bias (lower is better)",
+           "Choi et al. 2025, Mitigating Selection Bias (CKLD)"),
+          ("wasserstein", "Wasserstein-1 between the judge's and people's rating "
+           "histograms over ordinal bins, in scale points (lower is better)",
+           "Vallender 1974; scipy.stats.wasserstein_distance"))),
     Statistic("mae", "mae", "none", ALL_LEVELS, "mean absolute error |judge - human| "
               "(lower is better)", "Willmott and Matsuura 2005", better="lower", on_scale=True),
     Statistic("rmse", "rmse", "none", ALL_LEVELS, "root mean squared error (lower is better)",

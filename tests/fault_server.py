@@ -26,6 +26,15 @@ completion): 1 is an exact estimate, below 1 a provider that counts fewer tokens
 that counts more. ``--models-fail N`` answers the first N ``GET /models`` with 503, as a server
 still starting does.
 
+``--fingerprint FP`` puts ``"system_fingerprint": FP`` in every answer (as OpenAI's API says
+which backend configuration answered) and ``--served-model NAME`` answers ``"model": NAME``
+whatever model was asked for (a snapshot behind an alias); ``POST /_fingerprint`` with
+``{"system_fingerprint": FP, "model": NAME}`` changes either while the server runs (a silent
+snapshot change mid-run); ``--fingerprint-after N=FP`` switches to FP after N answers.
+
+``--score-salt S`` draws ``{score}``/``{choice}`` from a hash of S and the request instead:
+deterministic answers of another judge (two stores made with different judge answers).
+
 ``GET /_inflight`` says how many chat requests are being answered now (a test waits for 0
 after killing a client, instead of sleeping). Every answered request (status 200) is appended
 to ``--log`` as one JSON line, flushed at once, so a test can count calls across a kill and
@@ -60,6 +69,9 @@ class _State:
         self.attempts: dict[str, int] = {}
         self.queue: list[str] = []
         self.reply = args.reply
+        self.fingerprint = args.fingerprint or None
+        self.served_model = args.served_model or None
+        self.answered = 0  # chat requests answered (status 200)
         self.log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
         self.key = os.environ.get(args.require_key_env) if args.require_key_env else None
         self.models_asked = 0
@@ -85,7 +97,9 @@ class _State:
                 self.log.flush()
 
 
-def _reply_for(template: str, digest: str, key: str = "") -> str:
+def _reply_for(template: str, digest: str, key: str = "", salt: str = "") -> str:
+    if salt:  # another judge: answers that are a function of the request all the same
+        digest = hashlib.sha256((salt + digest).encode()).hexdigest()
     value = int(digest[:8], 16)
     return template.format(score=1 + value % 5, choice="ABC"[value % 3], key=key)
 
@@ -177,6 +191,15 @@ class Handler(BaseHTTPRequestHandler):
             with state.lock:
                 state.queue.extend(json.loads(raw or b"{}").get("next", []))
             return self._json(200, {"queued": len(state.queue)})
+        if path == "/_fingerprint":
+            change = json.loads(raw or b"{}")
+            with state.lock:
+                if "system_fingerprint" in change:
+                    state.fingerprint = change["system_fingerprint"]
+                if "model" in change:
+                    state.served_model = change["model"]
+            return self._json(200, {"system_fingerprint": state.fingerprint,
+                                    "model": state.served_model})
         if path == "/_reply":
             state.reply = json.loads(raw)["reply"]
             return self._json(200, {"reply": state.reply})
@@ -228,7 +251,7 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "nochoices":
             return self._json(200, {"id": "x", "object": "chat.completion", "model": "judge"})
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        reply = _reply_for(state.reply, digest, key)
+        reply = _reply_for(state.reply, digest, key, state.args.score_salt)
         finish = "stop"
         if fault == "refuse":
             reply, finish = "", "content_filter"
@@ -251,10 +274,18 @@ class Handler(BaseHTTPRequestHandler):
             "id": "chatcmpl-" + digest[:12],
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model", "judge"),
+            "model": state.served_model or body.get("model", "judge"),
             "choices": [choice],
             "usage": usage,
         }
+        with state.lock:
+            state.answered += 1
+            after, _, switched = state.args.fingerprint_after.partition("=")
+            if after and state.answered > int(after):
+                state.fingerprint = switched
+            fingerprint = state.fingerprint
+        if fingerprint is not None:
+            answer["system_fingerprint"] = fingerprint
         state.record({"digest": digest, "time": time.time(), "fault": fault,
                       "model": body.get("model"), "schema": bool(body.get("response_format")),
                       "logprobs": bool(body.get("logprobs")), "usage": usage})
@@ -272,6 +303,10 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--require-key-env", default="")
     parser.add_argument("--usage-scale", type=float, default=None)
     parser.add_argument("--models-fail", type=int, default=0)
+    parser.add_argument("--fingerprint", default="")
+    parser.add_argument("--served-model", default="")
+    parser.add_argument("--fingerprint-after", default="")
+    parser.add_argument("--score-salt", default="")
     args = parser.parse_args(argv)
     ThreadingHTTPServer.allow_reuse_address = True
     ThreadingHTTPServer.daemon_threads = True

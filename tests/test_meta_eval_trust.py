@@ -153,7 +153,8 @@ def test_the_table_is_what_callers_accept():
     assert names == ["pearson", "spearman", "kendall", "kendall-c", "kendall-23", "acc-23",
                      "acc-eq", "pairwise-accuracy", "spa", "weighted-tau", "pdp", "kappa",
                      "kappa-linear", "qwk", "krippendorff", "krippendorff-ratio",
-                     "krippendorff-ordinal", "krippendorff-nominal", "mae",
+                     "krippendorff-ordinal", "krippendorff-nominal", "ckld",
+                     "ckld-uniform", "wasserstein", "mae",
                      "rmse", "bias", "brier", "ece", "ece-mass"]
     for name in names:
         for level in ("system", "segment"):

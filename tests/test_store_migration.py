@@ -65,7 +65,7 @@ def test_every_old_row_is_kept_unchanged_by_the_migration(old_store: Path) -> No
     Store(old_store).close()
 
     conn = sqlite3.connect(old_store)
-    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (2,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
     assert _rows(old_store, "scores", V1_SCORE_COLUMNS) == scores
     assert conn.execute("SELECT COUNT(*) FROM scores WHERE request_keys IS NOT NULL"
                         ).fetchone() == (0,)

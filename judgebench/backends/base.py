@@ -274,6 +274,10 @@ class Failure:
         return f"{self.kind}{tries}: {self.message}"
 
 
+#: The fields of a Response that say what answered (`Response.fingerprint`).
+FINGERPRINT_FIELDS = ("model", "system_fingerprint", "revision")
+
+
 @dataclass(frozen=True)
 class Response:
     """The answer to one Request (or why there is none: `error`)."""
@@ -291,10 +295,22 @@ class Response:
     error: Failure | None = None
     constrained: Enforced | None = None
     choice_logprobs: tuple[tuple[str, float], ...] | None = None
+    #: What answered, beside `model` (the model name the answer returned): the API's
+    #: ``system_fingerprint`` (its backend configuration), and the served checkpoint or the
+    #: weights' hash of a local or self-hosted model (`revision`). Not in any signature.
+    system_fingerprint: str | None = None
+    revision: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def fingerprint(self) -> dict[str, str] | None:
+        """What answered: `model`, `system_fingerprint` and `revision`, those set (None when
+        none is)."""
+        found = {name: str(value) for name in FINGERPRINT_FIELDS
+                 if (value := getattr(self, name)) not in (None, "")}
+        return found or None
 
     @classmethod
     def failed(cls, kind: FailureKind, message: str, **kwargs: Any) -> Response:

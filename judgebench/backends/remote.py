@@ -386,16 +386,21 @@ class RemoteBackend(Backend):
     def answer(self, *, text: str | None, finish_reason: str | None = None,
                refusal: str | None = None, logprobs: tuple[TokenLogprob, ...] | None = None,
                tokens_in: int | None = None, tokens_out: int | None = None,
-               model: str | None = None, latency_s: float | None = None) -> Response:
+               model: str | None = None, latency_s: float | None = None,
+               system_fingerprint: str | None = None, revision: str | None = None) -> Response:
         """A parsed answer as a scrubbed, priced Response: refused answers are final (and
-        charged), an answer with no text raises `Retryable("malformed")`."""
+        charged), an answer with no text raises `Retryable("malformed")`. `model` (the name
+        the answer returned, default the one asked for), `system_fingerprint` and `revision`
+        say what answered (`Response.fingerprint`)."""
         cost = None
         price = self.price()
         if price is not None and tokens_in is not None and tokens_out is not None:
             cost = tokens_in * price[0] + tokens_out * price[1]
         common: dict[str, Any] = {"tokens_in": tokens_in, "tokens_out": tokens_out,
                                   "cost_usd": cost, "latency_s": latency_s,
-                                  "model": model or self.model}
+                                  "model": model or self.model,
+                                  "system_fingerprint": system_fingerprint,
+                                  "revision": revision}
         kind, reason = classify_answer(text=text, finish_reason=finish_reason, refusal=refusal)
         if kind == "refused":
             return Response.failed("refused", reason, finish_reason=finish_reason,

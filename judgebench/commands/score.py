@@ -169,6 +169,7 @@ def command(
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
+    _echo_fingerprints(result, store_path)
     if budget_usd is not None:
         # A score answered from the judge cache keeps the cost it was paid at (its
         # `cost_usd`, with extra.cached), which this run did not pay.
@@ -231,6 +232,22 @@ def _echo_failures(result: RunResult, store_path: Path) -> None:
     failures = text_out.score_failures(result, store_path, TOP_REASONS)
     if failures is not None:
         print(failures, file=SafeWriter(sys.stderr))
+
+
+def _echo_fingerprints(result: RunResult, store_path: Path) -> None:
+    """Warn when what answered a judge changed during this run or since the latest earlier
+    run of its signature (`judgebench.fingerprints`)."""
+    from judgebench import fingerprints
+    from judgebench.store import Store
+
+    if result.run_id is None:
+        return
+    columns = {p.column: p.signature for p in result.metrics}
+    with Store(store_path, readonly=True) as store:
+        found = store.fingerprints(columns.values())
+    err = SafeWriter(sys.stderr)
+    for warning in fingerprints.warnings(found, result.run_id, columns):
+        print(f"warning: {warning}", file=err)
 
 
 def _echo_time(estimate: TimeEstimate) -> None:

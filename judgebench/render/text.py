@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
     from judgebench.services.combine import CombineResult
     from judgebench.services.compare_judges import ComparisonResult
+    from judgebench.services.diff import DiffResult
     from judgebench.services.items import ItemsResult
     from judgebench.services.meta_eval import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
@@ -510,7 +511,11 @@ def runs(result: RunsResult, store: Path) -> str:
     """`judgebench runs`: a header and a line per run, or that the store has none."""
     if not result.runs:
         return f"no runs in {store}"
-    return "\n".join([RUNS_HEADER, *(run_line(run) for run in result.runs)])
+    lines = [RUNS_HEADER]
+    for run in result.runs:
+        lines.append(run_line(run))
+        lines += [f"      warning: {warning}" for warning in run.warnings]
+    return "\n".join(lines)
 
 
 def run_line(run: RunRow) -> str:
@@ -755,4 +760,37 @@ def score_estimates(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{row['column']}: {row.get('calls', 0)} calls, "
                      f"{row.get('tokens_in', 0)} tokens in, {row.get('tokens_out', 0)} tokens "
                      f"out, cost {cost_text}")
+    return "\n".join(lines)
+
+
+def diff(result: DiffResult) -> str:
+    """`judgebench diff`: a block per column (flips, KL/JS, winner and cluster, each
+    statistic's change, flips per pair of fingerprints), then what moved."""
+    from judgebench.fingerprints import describe
+
+    lines = [f"{result.shape} {result.a} -> {result.b}"
+             + (f", human = {result.human}" if result.human else "")]
+    for c in result.columns:
+        name = c.column_a if c.column_a == c.column_b else f"{c.column_a} -> {c.column_b}"
+        lines.append(f"  {name}: {c.units} units, KL(A||B) {c.kl:.4f}, JS {c.js:.4f}, "
+                     f"winner {c.winner_a} -> {c.winner_b}"
+                     + (f", cluster {c.cluster_a} -> {c.cluster_b}"
+                        if c.cluster_a is not None else ""))
+        for e in c.estimates:
+            interval = ("" if e.ci_low is None or e.ci_high is None
+                        else f"  [{e.ci_low:.4f}, {e.ci_high:.4f}]")
+            lines.append(f"    {e.statistic:<16} {e.value:.4f}{interval}  (n={e.n})")
+        for s in c.statistics:
+            interval = ("" if s.ci_low is None or s.ci_high is None
+                        else f"  [{s.ci_low:+.4f}, {s.ci_high:+.4f}]")
+            lines.append(f"    {s.statistic:<16} {s.value_a:.4f} -> {s.value_b:.4f}  "
+                         f"delta {s.delta:+.4f}{interval}"
+                         + ("  significant" if s.significant else ""))
+        for row in c.flips_by_fingerprint:
+            fa = describe(row["fingerprint_a"]) if row["fingerprint_a"] else "-"
+            fb = describe(row["fingerprint_b"]) if row["fingerprint_b"] else "-"
+            lines.append(f"    answered by {fa} -> {fb}: {row['units']} units, "
+                         f"flip rate {row['flip_rate']:.4f}")
+    lines.append("  moved: " + ("; ".join(result.moved) or "nothing"))
+    lines.append(f"  drift: {'yes' if result.drift else 'no'}")
     return "\n".join(lines)

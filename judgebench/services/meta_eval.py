@@ -322,8 +322,9 @@ def _check_declared(statistics: Sequence[str], labels: Sequence[float] | None,
     if labels is None:
         return None
     if not any(get(name).declared for name in statistics):
-        raise InputError("declares the categories of the kappa family and the values of "
-                         "Krippendorff's alpha; ask for one of them with --statistic",
+        raise InputError("declares the categories of the kappa family, ckld and "
+                         "wasserstein and the values of Krippendorff's alpha; ask for one "
+                         "of them with --statistic",
                          field="--labels")
     return tuple(sorted(set(float(v) for v in labels)))
 

@@ -10,6 +10,7 @@ row names it; `cache=` reads another): a score row lists the cache keys of its r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sqlite3
@@ -29,6 +30,7 @@ RUN_FIELDS = (
     "id", "started", "ended", "wall_s", "outcome", "error", "command", "input_path",
     "input_hash", "selection", "metrics", "statuses", "rows", "computed", "reused", "ok",
     "failed", "tokens_in", "tokens_out", "cost_usd", "version", "pid", "cache",
+    "fingerprints", "warnings",
 )
 #: The fields of one `logs --json` object, in order (README: "Runs, logs and the store").
 LOG_FIELDS = (
@@ -69,6 +71,11 @@ class RunRow:
     version: str
     pid: int
     cache: str | None
+    #: Per column, what answered its scores of this run ({fingerprint text: scores}).
+    fingerprints: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: What answered changed during this run, or since the latest earlier run of a signature
+    #: (`judgebench.fingerprints`).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -177,7 +184,7 @@ def _reading(path: str | Path) -> Iterator[sqlite3.Connection]:
 _JSON_SHAPES: dict[str, Any] = {
     "runs.selection": dict[str, Any], "runs.metrics": dict[str, str],
     "runs.statuses": dict[str, dict[str, int]], "scores.extra": dict[str, Any],
-    "scores.request_keys": list[str],
+    "scores.request_keys": list[str], "scores.fingerprint": dict[str, str],
 }
 
 
@@ -229,12 +236,22 @@ def _run_row(row: sqlite3.Row, store: str | Path) -> RunRow:
 
 
 def runs(store: str | Path, *, limit: int = 20) -> RunsResult:
-    """The `limit` most recent runs of `store` (0: all), newest first."""
+    """The `limit` most recent runs of `store` (0: all), newest first, each with what
+    answered its judges and the fingerprint warnings (`judgebench.fingerprints`)."""
+    from judgebench import fingerprints
+    from judgebench.store import fingerprint_counts
+
     with _reading(store) as conn:
         conn.row_factory = sqlite3.Row
         query = "SELECT * FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
-        rows = conn.execute(query, (limit,) if limit else ()).fetchall()
-    return RunsResult(store=str(store), runs=[_run_row(r, store) for r in rows])
+        rows = [_run_row(r, store) for r in conn.execute(query, (limit,) if limit else ())]
+        found = fingerprint_counts(conn, {sig for run in rows
+                                          for sig in (run.metrics or {}).values()})
+    return RunsResult(store=str(store), runs=[dataclasses.replace(
+        run, fingerprints={column: found[sig][run.id]
+                           for column, sig in (run.metrics or {}).items()
+                           if run.id in found.get(sig, {})},
+        warnings=fingerprints.warnings(found, run.id, run.metrics or {})) for run in rows])
 
 
 def logs(store: str | Path, run: int | None = None, *, metric: str | None = None,
@@ -286,8 +303,8 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
         bound = " LIMIT ?" if limit else ""
         rows = conn.execute(
             "SELECT rowid, item, system, metric, signature, status, reason, value, raw,"
-            " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s, request_keys"
-            " FROM scores"
+            " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s, request_keys,"
+            " fingerprint FROM scores"
             f" WHERE {' AND '.join(segment_where)} ORDER BY rowid{bound}",
             [*segment_params, *([limit] if limit else [])]).fetchall()
         entries = [_segment_entry(about.id, r, columns, store) for r in rows]
@@ -336,7 +353,9 @@ def _segment_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str],
         run_id=run_id, level="segment", column=columns.get(r["signature"]), metric=r["metric"],
         signature=r["signature"], item=r["item"], system=r["system"], status=r["status"],
         reason=r["reason"], value=r["value"], raw=r["raw"], rationale=r["rationale"],
-        extra=cell("extra") or {}, tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
+        extra={**(cell("extra") or {}),
+               **({"fingerprint": fp} if (fp := cell("fingerprint")) else {})},
+        tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
         cost_usd=r["cost_usd"], latency_s=r["latency_s"],
         calls=[Call(key=key) for key in cell("request_keys") or []])
 

@@ -446,7 +446,9 @@ class OpenAICompatBackend(RemoteBackend):
 
     def parse(self, raw: Any, latency_s: float) -> Response:
         request, answer, enforced = raw
-        response = parse_answer(self, answer, latency_s)
+        # the checkpoint GET /models named when the identity was built (never asked here)
+        served = self._served if self._served_known else None
+        response = parse_answer(self, answer, latency_s, revision=served)
         if not response.ok:
             return response
         if request.prompt is None:

@@ -80,10 +80,12 @@ def rejects_response_format(status: int, body: bytes) -> bool:
                                          "response format", "structured output"))
 
 
-def parse_answer(backend: RemoteBackend, raw: Any, latency_s: float) -> Response:
+def parse_answer(backend: RemoteBackend, raw: Any, latency_s: float,
+                 revision: str | None = None) -> Response:
     """``choices[0]`` (its ``message.content`` or ``text``, ``finish_reason`` and token
-    logprobs) and ``usage`` of an OpenAI-shaped answer, through `RemoteBackend.answer`;
-    raises `Retryable("malformed")` when there is no choice."""
+    logprobs), ``usage``, and what answered (``model``, ``system_fingerprint``) of an
+    OpenAI-shaped answer, through `RemoteBackend.answer`; raises `Retryable("malformed")`
+    when there is no choice. `revision`: the checkpoint a server says it serves."""
     choices = getattr(raw, "choices", None)
     if not choices:
         raise Retryable("malformed", "the answer has no choices")
@@ -100,9 +102,16 @@ def parse_answer(backend: RemoteBackend, raw: Any, latency_s: float) -> Response
         logprobs=token_logprobs(choice),
         tokens_in=getattr(usage, "prompt_tokens", None) if usage is not None else None,
         tokens_out=getattr(usage, "completion_tokens", None) if usage is not None else None,
-        model=getattr(raw, "model", None),
+        model=_text(getattr(raw, "model", None)),
         latency_s=latency_s,
+        system_fingerprint=_text(getattr(raw, "system_fingerprint", None)),
+        revision=revision,
     )
+
+
+def _text(value: Any) -> str | None:
+    """A string field of an answer, None when absent or not a string."""
+    return value if isinstance(value, str) and value else None
 
 
 def refusal(message: Any) -> str | None:

@@ -395,7 +395,8 @@ class TransformersBackend(Backend):
                     continue
                 latency = time.perf_counter() - t0
                 for (i, _), answer in zip(chunk, answers, strict=True):
-                    yield i, Response(**answer, latency_s=latency, model=self.model, cost_usd=0.0)
+                    yield i, Response(**answer, latency_s=latency, model=self.model,
+                                      cost_usd=0.0, revision=self.revision or None)
 
     def eos_ids(self) -> list[int]:
         model, tokenizer = self.load()

@@ -100,13 +100,14 @@ def _top(entry: dict[int, Any], k: int) -> tuple[tuple[str, float], ...]:
 
 
 def parse_output(output: Any, request: Request, latency_s: float, model: str,
-                 decode: Any = None) -> Response:
+                 decode: Any = None, revision: str | None = None) -> Response:
     """A vLLM RequestOutput (``prompt_token_ids``, ``prompt_logprobs``, ``outputs[0]`` with
     ``text``, ``token_ids``, ``logprobs``, ``finish_reason``) -> Response.
 
     vLLM's logprob entries map token id -> Logprob(logprob, rank, decoded_token) and hold the
     chosen token plus the top-k alternatives. `decode` (token ids -> text) names the first
-    prompt token, which vLLM leaves unscored and undecoded.
+    prompt token, which vLLM leaves unscored and undecoded. `revision`: the weights' revision
+    (the answer's fingerprint).
     """
     prompt_ids = list(output.prompt_token_ids or [])
     prompt_logprobs = None
@@ -141,7 +142,7 @@ def parse_output(output: Any, request: Request, latency_s: float, model: str,
     if request.max_tokens == 0:  # scoring only: drop the one token vLLM had to generate
         return Response(text="", finish_reason="prompt_only", prompt_logprobs=prompt_logprobs,
                         tokens_in=len(prompt_ids), tokens_out=0, cost_usd=0.0,
-                        latency_s=latency_s, model=model)
+                        latency_s=latency_s, model=model, revision=revision)
     return Response(
         text=completion.text,
         constrained=None if request.constraint is None else request.constraint.kind,
@@ -153,6 +154,7 @@ def parse_output(output: Any, request: Request, latency_s: float, model: str,
         cost_usd=0.0,
         latency_s=latency_s,
         model=model,
+        revision=revision,
     )
 
 
@@ -378,7 +380,8 @@ class VLLMBackend(Backend):
             started = time.perf_counter()
             outputs = llm.generate(prompts, params, use_tqdm=False, **extra)
             latency = time.perf_counter() - started
-        return [parse_output(out, req, latency, self.model, tokenizer.decode)
+        return [parse_output(out, req, latency, self.model, tokenizer.decode,
+                             revision=self.revision or None)
                 for out, req in zip(outputs, requests, strict=True)]
 
     def pool(self, task: str, inputs: Sequence[Any]) -> list[list[float]]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.plugin_api import (
     ENGINE_OPTIONS,
+    FINGERPRINT,
     MAX_BATCH,
     MAX_COUNT,
     MAX_MAGNITUDE,
@@ -603,12 +604,15 @@ def accounting(responses: Sequence[Response]) -> dict[str, Any]:
 
 
 def call_extra(responses: Sequence[Response]) -> dict[str, Any]:
-    """Calls, whether all were cached, and what the backend enforced on the last answer
-    (the one the score is read from) when it enforced anything."""
+    """Calls, whether all were cached, what the backend enforced on the last answer (the
+    one the score is read from) when it enforced anything, and what answered it
+    (`FINGERPRINT`: `Response.fingerprint`, the store keeps it in a column of its own)."""
     extra: dict[str, Any] = {"calls": len(responses),
                              "cached": all(r.cached for r in responses)}
     if responses and responses[-1].constrained is not None:
         extra["constrained"] = responses[-1].constrained
+    if responses and (fingerprint := responses[-1].fingerprint()) is not None:
+        extra[FINGERPRINT] = fingerprint
     return extra
 
 
