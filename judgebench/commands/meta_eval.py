@@ -37,8 +37,9 @@ def _log(message: str) -> None:
 
 @click.command("meta-eval")
 @click.argument("scores", type=click.Path(path_type=Path))
-@click.option("--human", "humans", multiple=True, required=True, metavar="COL",
-              help="Human judgment column; repeatable.")
+@click.option("--human", "humans", multiple=True, metavar="COL",
+              help="Human judgment column; repeatable (required, except with --alt-test, "
+                   "where the default is every human.* column).")
 @click.option("--metric", "metrics", multiple=True, metavar="COL",
               help="Metric column; repeatable. Default: every numeric column that is not a "
                    "human column (nor item, system, human.*).")
@@ -102,6 +103,14 @@ def _log(message: str) -> None:
                    "every .ab/.ba pair and every other column holding verdicts only.")
 @pairwise_options
 @failed_as_option
+@click.option("--alt-test", is_flag=True,
+              help="The alternative-annotator test (Calderon et al. 2025): each human.* "
+                   "column is one annotator, each metric a candidate judge; needs --epsilon.")
+@click.option("--alt-score", type=click.Choice(("accuracy", "neg-rmse")), default="accuracy",
+              show_default=True, help="--alt-test: how an answer agrees with the other "
+                                      "annotators (categorical or numeric labels).")
+@click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
+              help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
@@ -110,9 +119,16 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
             pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str,
             labels: tuple[float, ...] | None, average: str,
-            replace_nans_with_zeros: bool, failed_as: str) -> None:
+            replace_nans_with_zeros: bool, failed_as: str, alt_test: bool = False,
+            alt_score: str = "accuracy", alt_min_items: int = 30) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
+    if alt_test:
+        _run_alt_test(scores, humans, metrics, epsilon, alt_score, alpha, alt_min_items,
+                      output_format)
+        return
+    if not humans:
+        raise click.UsageError("Missing option '--human'.")
     if pairwise:
         if metrics or raters:
             raise click.UsageError("--pairwise takes --judge (not --metric) and several "
@@ -153,6 +169,27 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         table = results_table(records, output_format,
                               (*TABLE_COLUMNS, "failed_as") if counted else TABLE_COLUMNS)
         click.echo(safe(render_table(table, output_format)))
+
+
+def _run_alt_test(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
+                  epsilon: float, alt_score: str, alpha: float, min_items: int,
+                  output_format: str) -> None:
+    from click.core import ParameterSource
+
+    from judgebench.services.alt_test import alt_test, render
+
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("epsilon") is ParameterSource.DEFAULT:
+        raise click.UsageError("--alt-test needs --epsilon, the annotators' cost-benefit "
+                               "margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd)")
+    if output_format not in ("text", "json"):
+        raise click.UsageError("--alt-test prints text or json (--format text|json)")
+    report = alt_test(scores, humans=humans, metrics=metrics, epsilon=epsilon,
+                      score=alt_score, alpha=alpha, min_items=min_items, log=_log)
+    if output_format == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(safe(render(report)))
 
 
 def parse_labels(value: str | None) -> tuple[float, ...] | None:

@@ -1,0 +1,140 @@
+"""`meta-eval --alt-test`: can each judge replace a human annotator (`meta_eval.alt_test`)?
+
+Every `human.*` column (or the `--human` columns named) is one annotator, an empty cell an
+item it did not label; every metric column is a candidate judge, a failed or empty cell an
+item it did not answer. One `AltTestRow` per judge; `to_dict()` is the `--json` array.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.columns import metric_columns, numeric_columns
+from judgebench.errors import InputError
+from judgebench.failed import MISSING, apply_numeric, find_failed
+from judgebench.results import Result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from meta_eval.alt_test import AltTestResult
+
+Log = Callable[[str], None]
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class AltTestRow:
+    """The alt-test of one judge against the annotators."""
+
+    metric: str
+    annotators: tuple[str, ...]
+    score: str
+    epsilon: float
+    alpha: float
+    result: AltTestResult
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {"metric": self.metric, "human": ",".join(self.annotators),
+                "statistic": "alt-test", "alt_score": self.score, "epsilon": self.epsilon,
+                "alpha": self.alpha, "n": r.items,
+                "alt-test-winning-rate": _finite(r.winning_rate),
+                "alt-test-advantage-probability": _finite(r.advantage_probability),
+                "passed": r.passed if r.annotators else None,
+                "per_annotator": [t.to_dict() for t in r.annotators],
+                "skipped_annotators": dict(r.skipped)}
+
+
+@dataclass(frozen=True)
+class AltTestReport(Result):
+    """Every judge's alt-test, best advantage probability first."""
+
+    rows: list[AltTestRow]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.rows]
+
+
+def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
+             metrics: Sequence[str] = (), epsilon: float, score: str = "accuracy",
+             alpha: float = 0.05, min_items: int = 30,
+             log: Log | None = None) -> AltTestReport:
+    """The alt-test of each metric column of `scores` against the annotator columns
+    (`humans`, default every `human.*` column). Bad input raises `InputError`."""
+    from judgebench.services.meta_eval import _load
+    from meta_eval.alt_test import SCORES
+    from meta_eval.alt_test import alt_test as kernel
+
+    log = log or (lambda _message: None)
+    if score not in SCORES:
+        raise InputError(f"one of {', '.join(SCORES)}", field="--alt-score")
+    if not epsilon >= 0:
+        raise InputError("must be >= 0", field="--epsilon")
+    table = _load(scores, None, (), ())
+    where = str(table.path)
+    frame = table.frame
+    annotators = list(humans) or [str(c) for c in frame.columns
+                                  if str(c).startswith("human.")]
+    if len(annotators) < 2:
+        raise InputError(f"the alt-test needs two or more annotator columns (human.*), found "
+                         f"{len(annotators)}", path=where, field="--human")
+    numeric_columns(frame, annotators, where)
+    failed = find_failed(frame, list(metrics) or [
+        str(c) for c in frame.columns if c not in {"item", "system", *annotators}
+        and not str(c).startswith("human.")], sidecar=table.sidecar)
+    for note in failed.notes:
+        log(note)
+    if metrics:
+        numeric_columns(frame, metrics, where)
+    judges = list(metrics) or metric_columns(frame, exclude=annotators, warn=log, path=where)
+    if not judges:
+        raise InputError("no judge columns: name them with --metric", path=where)
+    apply_numeric(frame, failed, judges, MISSING)
+    humans_matrix = frame[annotators].to_numpy(dtype=float)
+    log(f"alt-test: {len(frame)} rows, {len(annotators)} annotators, {len(judges)} judge(s), "
+        f"{score}, epsilon {epsilon}, q {alpha}")
+    rows = [AltTestRow(judge, tuple(annotators), score, epsilon, alpha,
+                       kernel(humans=humans_matrix, judge=frame[judge].to_numpy(dtype=float),
+                              epsilon=epsilon, score=score, alpha=alpha, min_items=min_items,
+                              names=annotators))
+            for judge in judges]
+    for row in rows:
+        for name, why in row.result.skipped.items():
+            log(f"{row.metric}: annotator {name} not tested ({why})")
+    rows.sort(key=lambda r: -(r.result.advantage_probability
+                              if math.isfinite(r.result.advantage_probability) else -1.0))
+    return AltTestReport(rows)
+
+
+def render(report: AltTestReport) -> str:
+    """The readable table: one line per judge, then its annotators' tests."""
+    if not report.rows:
+        return ""
+    first = report.rows[0]
+    lines = [f"alt-test ({first.score}, epsilon {first.epsilon:g}, BY q={first.alpha:g}) · "
+             f"annotators: {', '.join(first.annotators)}"]
+    width = max(len(r.metric) for r in report.rows)
+    for row in report.rows:
+        r = row.result
+        if not r.annotators:
+            lines.append(f"  {row.metric:<{width}}  not tested: no annotator has enough items")
+            continue
+        verdict = "PASSED" if r.passed else "failed"
+        lines.append(f"  {row.metric:<{width}}  winning rate {r.winning_rate:.2f}  "
+                     f"advantage probability {r.advantage_probability:.2f}  {verdict}  "
+                     f"n={r.items}")
+        for t in r.annotators:
+            lines.append(f"    vs {t.annotator}: rho_judge={t.judge_advantage:.3f} "
+                         f"rho_annotator={t.annotator_advantage:.3f} p={t.p_value:.4g} "
+                         f"{'rejected' if t.rejected else 'not rejected'} (n={t.n})")
+    lines.append("A judge passes when it wins against half the annotators or more "
+                 "(Calderon et al. 2025).")
+    return "\n".join(lines)
