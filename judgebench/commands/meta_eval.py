@@ -109,6 +109,11 @@ def _log(message: str) -> None:
 @click.option("--alt-score", type=click.Choice(("accuracy", "neg-rmse")), default="accuracy",
               show_default=True, help="--alt-test: how an answer agrees with the other "
                                       "annotators (categorical or numeric labels).")
+@click.option("--missing-bounds", is_flag=True,
+              help="Each statistic's worst and best case (Manski bounds) over every way its "
+                   "missing human values and failed scores could have come out, and the "
+                   "tipping point: how many failed rows against a metric would put it at or "
+                   "below the next one.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
@@ -120,7 +125,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str,
             labels: tuple[float, ...] | None, average: str,
             replace_nans_with_zeros: bool, failed_as: str, alt_test: bool = False,
-            alt_score: str = "accuracy", alt_min_items: int = 30) -> None:
+            alt_score: str = "accuracy", alt_min_items: int = 30,
+            missing_bounds: bool = False) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if alt_test:
@@ -156,7 +162,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
                        permutations=permutations, seed=seed, labels=labels,
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                       failed_as=failed_as, log=_log)
+                       failed_as=failed_as, log=_log, missing_bounds=missing_bounds)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
@@ -316,4 +322,14 @@ def _metric_line(row: MetricRow, width: int) -> str:
         parts.append(f"cluster {o.cluster}")
     if o.ceiling_fraction is not None:
         parts.append(f"{100 * o.ceiling_fraction:.0f}% of ceiling")
+    bounds = (row.bounds or {}).get("missing_bounds")
+    if bounds and bounds["cells"]:
+        low, high = (_value(bounds[k]).strip() for k in ("low", "high"))
+        parts.append(f"bounds [{low}, {high}]{'' if bounds['exact'] else ' (at least)'} over "
+                     f"{bounds['cells']} missing cells")
+    tip = (row.bounds or {}).get("tipping_point")
+    if tip and tip["of"]:
+        parts.append(f"tips below {tip['against']} at {tip['cells']}/{tip['of']} failed"
+                     if tip["cells"] is not None else
+                     f"stays above {tip['against']} with all {tip['of']} failed against it")
     return "  ".join(parts)

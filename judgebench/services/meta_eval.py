@@ -80,6 +80,8 @@ class MetricRow:
     #: how failed scores were counted (`--failed-as`) and the column's failed rows
     failed_as: FailedAs = MISSING
     failed: dict[str, Any] | None = None
+    #: with --missing-bounds: `missing_bounds` and `tipping_point` (services.missingness)
+    bounds: dict[str, Any] | None = None
 
     @property
     def metric(self) -> str:
@@ -134,6 +136,8 @@ class MetricRow:
             out["compare_note"] = self.compare_note
         if task.raters and not o.given:
             out["ceiling_fraction"] = o.ceiling_fraction
+        if self.bounds is not None:
+            out |= self.bounds
         return out
 
 
@@ -227,7 +231,7 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
               seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
               replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
-              log: Log | None = None) -> MetaEvalResult:
+              log: Log | None = None, missing_bounds: bool = False) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
@@ -235,7 +239,9 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
     "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
     failed score counts as `failed_as` says (missing, min, max or a number;
-    judgebench.failed). Bad input raises `InputError` naming the option."""
+    judgebench.failed). `missing_bounds`: each statistic's Manski bounds over its missing
+    cells and its tipping point (judgebench.services.missingness). Bad input raises
+    `InputError` naming the option."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=False)
     statistics = tuple(statistics) or ("pearson",)
@@ -273,6 +279,12 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                      *((raw.columns, cols, raw_given) if statistic in on_scale
                        else (matrices.columns, cols, given)), log)
               for human in humans for statistic in statistics]
+    if missing_bounds:
+        from judgebench.services.missingness import present_cells, with_bounds
+
+        blocks = with_bounds(blocks, lambda s: raw.columns if s in on_scale
+                             else matrices.columns,
+                             present_cells(cols.frame, matrices.items, matrices.systems))
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
                           convention)
 
