@@ -114,6 +114,10 @@ def _log(message: str) -> None:
                    "missing human values and failed scores could have come out, and the "
                    "tipping point: how many failed rows against a metric would put it at or "
                    "below the next one.")
+@click.option("--construct", "construct_pairs", multiple=True, metavar="METRIC=HUMAN",
+              help="Construct validity (Campbell and Fiske's multitrait-multimethod matrix): "
+                   "METRIC is meant to measure criterion HUMAN; repeatable. Tests that each "
+                   "agrees with its criterion more than with the other --human columns.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
@@ -126,7 +130,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             labels: tuple[float, ...] | None, average: str,
             replace_nans_with_zeros: bool, failed_as: str, alt_test: bool = False,
             alt_score: str = "accuracy", alt_min_items: int = 30,
-            missing_bounds: bool = False) -> None:
+            missing_bounds: bool = False, construct_pairs: tuple[str, ...] = ()) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if alt_test:
@@ -135,6 +139,10 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         return
     if not humans:
         raise click.UsageError("Missing option '--human'.")
+    if construct_pairs:
+        _run_construct(scores, construct_pairs, humans, statistics, level, grouping, method,
+                       alpha, resamples, seed, lower, higher, excluded, output_format)
+        return
     if pairwise:
         if metrics or raters:
             raise click.UsageError("--pairwise takes --judge (not --metric) and several "
@@ -192,6 +200,26 @@ def _run_alt_test(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...
         raise click.UsageError("--alt-test prints text or json (--format text|json)")
     report = alt_test(scores, humans=humans, metrics=metrics, epsilon=epsilon,
                       score=alt_score, alpha=alpha, min_items=min_items, log=_log)
+    if output_format == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(safe(render(report)))
+
+
+def _run_construct(scores: Path, pairs: tuple[str, ...], humans: tuple[str, ...],
+                   statistics: tuple[str, ...], level: str, grouping: str, method: str,
+                   alpha: float, resamples: int, seed: int, lower: tuple[str, ...],
+                   higher: tuple[str, ...], excluded: tuple[str, ...],
+                   output_format: str) -> None:
+    from judgebench.services.construct import construct, parse_pairs, render
+
+    if len(statistics) > 1 or output_format not in ("text", "json"):
+        raise click.UsageError("--construct takes one --statistic and prints text or json")
+    report = construct(scores, intended=parse_pairs(pairs), humans=humans,
+                       statistic=statistics[0] if statistics else "pearson", level=level,
+                       grouping=grouping, method=method, alpha=alpha, resamples=resamples,
+                       seed=seed, lower=lower, higher=higher, exclude_systems=excluded,
+                       log=_log)
     if output_format == "json":
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
