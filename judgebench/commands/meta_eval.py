@@ -118,6 +118,10 @@ def _log(message: str) -> None:
               help="Construct validity (Campbell and Fiske's multitrait-multimethod matrix): "
                    "METRIC is meant to measure criterion HUMAN; repeatable. Tests that each "
                    "agrees with its criterion more than with the other --human columns.")
+@click.option("--transitivity", is_flag=True,
+              help="--pairwise: the share of system triples with cyclic majority preferences "
+                   "(item-bootstrap CI, --bootstrap), the pairs in the cycles and a "
+                   "likelihood-ratio test of Bradley-Terry, per judge and human column.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
@@ -130,7 +134,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             labels: tuple[float, ...] | None, average: str,
             replace_nans_with_zeros: bool, failed_as: str, alt_test: bool = False,
             alt_score: str = "accuracy", alt_min_items: int = 30,
-            missing_bounds: bool = False, construct_pairs: tuple[str, ...] = ()) -> None:
+            missing_bounds: bool = False, construct_pairs: tuple[str, ...] = (),
+            transitivity: bool = False) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if alt_test:
@@ -154,6 +159,15 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
 
         if output_format not in ("text", "json"):
             raise click.UsageError("--pairwise prints text or json (--format text|json)")
+        if transitivity:
+            from judgebench.services import transitivity as service
+
+            report = service.transitivity(scores, humans=humans, judges=judges,
+                                          bootstrap=bootstrap or 1000, ci=ci, seed=seed,
+                                          log=_log)
+            click.echo(json.dumps(report.to_dict(), indent=2) if output_format == "json"
+                       else safe(service.render(report)))
+            return
         run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
                      resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log,
