@@ -122,6 +122,12 @@ def _log(message: str) -> None:
               help="--pairwise: the share of system triples with cyclic majority preferences "
                    "(item-bootstrap CI, --bootstrap), the pairs in the cycles and a "
                    "likelihood-ratio test of Bradley-Terry, per judge and human column.")
+@click.option("--power-for", type=float, metavar="DELTA",
+              help="From this pilot table: how many items (and, with --rater, annotators) a "
+                   "study needs to separate the best metric from each other one if their "
+                   "Pearson r with --human differ by DELTA (simulated Williams tests).")
+@click.option("--target-power", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.8, show_default=True, help="--power-for: the power to reach.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
@@ -135,7 +141,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             replace_nans_with_zeros: bool, failed_as: str, alt_test: bool = False,
             alt_score: str = "accuracy", alt_min_items: int = 30,
             missing_bounds: bool = False, construct_pairs: tuple[str, ...] = (),
-            transitivity: bool = False) -> None:
+            transitivity: bool = False, power_for: float | None = None,
+            target_power: float = 0.8) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if alt_test:
@@ -144,6 +151,18 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         return
     if not humans:
         raise click.UsageError("Missing option '--human'.")
+    if power_for is not None:
+        from judgebench.services import power as planning
+
+        if len(humans) != 1 or output_format not in ("text", "json"):
+            raise click.UsageError("--power-for takes one --human and prints text or json")
+        plan = planning.power_for(scores, power_for, human=humans[0], metrics=metrics,
+                                 raters=raters, alpha=alpha, target=target_power, seed=seed,
+                                 lower=lower, higher=higher, exclude_systems=excluded,
+                                 log=_log)
+        click.echo(json.dumps(plan.to_dict(), indent=2) if output_format == "json"
+                   else safe(planning.render(plan)))
+        return
     if construct_pairs:
         _run_construct(scores, construct_pairs, humans, statistics, level, grouping, method,
                        alpha, resamples, seed, lower, higher, excluded, output_format)
@@ -160,13 +179,13 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         if output_format not in ("text", "json"):
             raise click.UsageError("--pairwise prints text or json (--format text|json)")
         if transitivity:
-            from judgebench.services import transitivity as service
+            from judgebench.services import transitivity as cycles
 
-            report = service.transitivity(scores, humans=humans, judges=judges,
+            report = cycles.transitivity(scores, humans=humans, judges=judges,
                                           bootstrap=bootstrap or 1000, ci=ci, seed=seed,
                                           log=_log)
             click.echo(json.dumps(report.to_dict(), indent=2) if output_format == "json"
-                       else safe(service.render(report)))
+                       else safe(cycles.render(report)))
             return
         run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
