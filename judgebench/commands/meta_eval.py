@@ -128,6 +128,14 @@ def _log(message: str) -> None:
                    "Pearson r with --human differ by DELTA (simulated Williams tests).")
 @click.option("--target-power", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.8, show_default=True, help="--power-for: the power to reach.")
+@click.option("--system-sensitivity", is_flag=True,
+              help="How often the winning metric, the order and (with --compare) each "
+                   "cluster change when systems leave (--leave-out K) or are resampled "
+                   "(--system-bootstrap N).")
+@click.option("--leave-out", type=click.IntRange(min=0), default=1, show_default=True,
+              help="--system-sensitivity: systems left out at a time (0: none).")
+@click.option("--system-bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+              help="--system-sensitivity: system resamples with replacement.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
@@ -142,7 +150,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             alt_score: str = "accuracy", alt_min_items: int = 30,
             missing_bounds: bool = False, construct_pairs: tuple[str, ...] = (),
             transitivity: bool = False, power_for: float | None = None,
-            target_power: float = 0.8) -> None:
+            target_power: float = 0.8, system_sensitivity: bool = False,
+            leave_out: int = 1, system_bootstrap: int = 0) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if alt_test:
@@ -203,7 +212,9 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
                        permutations=permutations, seed=seed, labels=labels,
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                       failed_as=failed_as, log=_log, missing_bounds=missing_bounds)
+                       failed_as=failed_as, log=_log, missing_bounds=missing_bounds,
+                       leave_systems_out=leave_out if system_sensitivity else 0,
+                       system_bootstrap=system_bootstrap if system_sensitivity else 0)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
@@ -383,14 +394,25 @@ def _metric_line(row: MetricRow, width: int) -> str:
         parts.append(f"cluster {o.cluster}")
     if o.ceiling_fraction is not None:
         parts.append(f"{100 * o.ceiling_fraction:.0f}% of ceiling")
-    bounds = (row.bounds or {}).get("missing_bounds")
+    bounds = (row.extra or {}).get("missing_bounds")
     if bounds and bounds["cells"]:
         low, high = (_value(bounds[k]).strip() for k in ("low", "high"))
         parts.append(f"bounds [{low}, {high}]{'' if bounds['exact'] else ' (at least)'} over "
                      f"{bounds['cells']} missing cells")
-    tip = (row.bounds or {}).get("tipping_point")
+    tip = (row.extra or {}).get("tipping_point")
     if tip and tip["of"]:
         parts.append(f"tips below {tip['against']} at {tip['cells']}/{tip['of']} failed"
                      if tip["cells"] is not None else
                      f"stays above {tip['against']} with all {tip['of']} failed against it")
+    for s in (row.extra or {}).get("system_sensitivity", []):
+        what = "without" if s["kind"] == "leave-k-out" else "over"
+        how = (f"{s['k']} system(s)" if s["kind"] == "leave-k-out"
+               else f"{s['resamples']} system resamples")
+        parts.append(f"wins {100 * s['winner_share']:.0f}% {what} {how}")
+        if "cluster_changed" in s:
+            parts.append(f"cluster changes {100 * s['cluster_changed']:.0f}%")
+        if s["study_winner"] and s.get("flips"):
+            left = ", ".join("+".join(x) for x in s["flips"][:3])
+            parts.append(f"loses the lead without {left}"
+                         f"{' ...' if len(s['flips']) > 3 else ''}")
     return "  ".join(parts)

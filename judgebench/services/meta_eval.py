@@ -80,8 +80,9 @@ class MetricRow:
     #: how failed scores were counted (`--failed-as`) and the column's failed rows
     failed_as: FailedAs = MISSING
     failed: dict[str, Any] | None = None
-    #: with --missing-bounds: `missing_bounds` and `tipping_point` (services.missingness)
-    bounds: dict[str, Any] | None = None
+    #: robustness fields merged into `to_dict()`: `missing_bounds` and `tipping_point`
+    #: (--missing-bounds, services.missingness), `system_sensitivity` (services.robustness)
+    extra: dict[str, Any] | None = None
 
     @property
     def metric(self) -> str:
@@ -136,8 +137,8 @@ class MetricRow:
             out["compare_note"] = self.compare_note
         if task.raters and not o.given:
             out["ceiling_fraction"] = o.ceiling_fraction
-        if self.bounds is not None:
-            out |= self.bounds
+        if self.extra is not None:
+            out |= self.extra
         return out
 
 
@@ -231,7 +232,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
               seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
               replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
-              log: Log | None = None, missing_bounds: bool = False) -> MetaEvalResult:
+              log: Log | None = None, missing_bounds: bool = False,
+              leave_systems_out: int = 0, system_bootstrap: int = 0) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
@@ -240,7 +242,9 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
     failed score counts as `failed_as` says (missing, min, max or a number;
     judgebench.failed). `missing_bounds`: each statistic's Manski bounds over its missing
-    cells and its tipping point (judgebench.services.missingness). Bad input raises
+    cells and its tipping point (judgebench.services.missingness); `leave_systems_out` (k)
+    and `system_bootstrap` (N): how often the conclusions change without k systems or over
+    N system resamples (judgebench.services.robustness). Bad input raises
     `InputError` naming the option."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=False)
@@ -285,6 +289,16 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         blocks = with_bounds(blocks, lambda s: raw.columns if s in on_scale
                              else matrices.columns,
                              present_cells(cols.frame, matrices.items, matrices.systems))
+    if leave_systems_out or system_bootstrap:
+        from judgebench.services.robustness import with_sensitivity
+
+        if leave_systems_out < 0 or leave_systems_out > len(matrices.systems) - 2:
+            raise InputError(f"leave 1 to {len(matrices.systems) - 2} of the "
+                             f"{len(matrices.systems)} systems out", field="--leave-out")
+        blocks = with_sensitivity(blocks, lambda s: raw.columns if s in on_scale
+                                  else matrices.columns, list(matrices.systems),
+                                  leave_out=leave_systems_out, bootstrap=system_bootstrap,
+                                  seed=seed)
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
                           convention)
 

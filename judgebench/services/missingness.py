@@ -61,7 +61,8 @@ def with_bounds(blocks: Sequence[MetaEvalBlock], columns: Callable[[str], dict[s
                 rows.append(row)
                 continue
             if statistic in NOT_BOUNDED:
-                rows.append(replace(row, bounds={"note": NOT_BOUNDED[statistic]}))
+                note = {"missing_bounds_note": NOT_BOUNDED[statistic]}
+                rows.append(replace(row, extra={**(row.extra or {}), **note}))
                 continue
             metric = matrices[row.metric]
             bounds = manski_bounds(value, human=human, metric=metric, present=present,
@@ -76,7 +77,7 @@ def with_bounds(blocks: Sequence[MetaEvalBlock], columns: Callable[[str], dict[s
                                     threshold=below[0].value, goodness=goodness,
                                     limit=limit)
                 info["tipping_point"] = {"against": below[0].metric, **tip.to_dict()}
-            rows.append(replace(row, bounds=info))
+            rows.append(replace(row, extra={**(row.extra or {}), **info}))
         out.append(replace(block, rows=rows))
     return out
 
