@@ -136,6 +136,20 @@ def _log(message: str) -> None:
               help="--system-sensitivity: systems left out at a time (0: none).")
 @click.option("--system-bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
               help="--system-sensitivity: system resamples with replacement.")
+@click.option("--sequential", is_flag=True,
+              help="Replay the study taking items in batches and report when anytime-valid "
+                   "confidence sequences would have settled the clusters (or --top-k), and "
+                   "the items, labels and judge calls saved (--grouping item).")
+@click.option("--order", "sequential_order", type=click.Choice(("random", "greedy")),
+              default="random", show_default=True,
+              help="--sequential: items in seeded random order (anytime-valid) or the "
+                   "metrics' most disagreed-about items first.")
+@click.option("--batch", type=click.IntRange(min=1), default=10, show_default=True,
+              help="--sequential: items per batch (the stopping rule is checked after each).")
+@click.option("--margin", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="--sequential: two metrics closer than this are decided equivalent.")
+@click.option("--top-k", type=click.IntRange(min=1), default=None,
+              help="--sequential: stop once the k best are settled against the rest.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
@@ -151,7 +165,9 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             missing_bounds: bool = False, construct_pairs: tuple[str, ...] = (),
             transitivity: bool = False, power_for: float | None = None,
             target_power: float = 0.8, system_sensitivity: bool = False,
-            leave_out: int = 1, system_bootstrap: int = 0) -> None:
+            leave_out: int = 1, system_bootstrap: int = 0, sequential: bool = False,
+            sequential_order: str = "random", batch: int = 10, margin: float = 0.0,
+            top_k: int | None = None) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
     if alt_test:
@@ -214,7 +230,9 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
                        failed_as=failed_as, log=_log, missing_bounds=missing_bounds,
                        leave_systems_out=leave_out if system_sensitivity else 0,
-                       system_bootstrap=system_bootstrap if system_sensitivity else 0)
+                       system_bootstrap=system_bootstrap if system_sensitivity else 0,
+                       sequential={"order": sequential_order, "batch": batch, "margin": margin,
+                                   "top_k": top_k} if sequential else None)
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "text":
@@ -404,6 +422,11 @@ def _metric_line(row: MetricRow, width: int) -> str:
         parts.append(f"tips below {tip['against']} at {tip['cells']}/{tip['of']} failed"
                      if tip["cells"] is not None else
                      f"stays above {tip['against']} with all {tip['of']} failed against it")
+    seq = (row.extra or {}).get("sequential")
+    if seq:
+        parts.append(f"sequential: cluster {seq['cluster']} after {seq['items_used']}/"
+                     f"{seq['items_total']} items"
+                     + ("" if seq["settled"] else " (not settled)"))
     for s in (row.extra or {}).get("system_sensitivity", []):
         what = "without" if s["kind"] == "leave-k-out" else "over"
         how = (f"{s['k']} system(s)" if s["kind"] == "leave-k-out"

@@ -233,7 +233,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
               replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
               log: Log | None = None, missing_bounds: bool = False,
-              leave_systems_out: int = 0, system_bootstrap: int = 0) -> MetaEvalResult:
+              leave_systems_out: int = 0, system_bootstrap: int = 0,
+              sequential: dict[str, Any] | None = None) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
@@ -244,11 +245,17 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     judgebench.failed). `missing_bounds`: each statistic's Manski bounds over its missing
     cells and its tipping point (judgebench.services.missingness); `leave_systems_out` (k)
     and `system_bootstrap` (N): how often the conclusions change without k systems or over
-    N system resamples (judgebench.services.robustness). Bad input raises
+    N system resamples (judgebench.services.robustness); `sequential` (order, batch,
+    margin, top_k): when a study taking items in batches would have stopped
+    (judgebench.services.sequential). Bad input raises
     `InputError` naming the option."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=False)
     statistics = tuple(statistics) or ("pearson",)
+    if sequential is not None:
+        from judgebench.services.sequential import check
+
+        check(statistics, level, grouping)
     _check_options(statistics, level, grouping, epsilon, raters)
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
                              method)
@@ -299,6 +306,11 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                                   else matrices.columns, list(matrices.systems),
                                   leave_out=leave_systems_out, bootstrap=system_bootstrap,
                                   seed=seed)
+    if sequential is not None:
+        from judgebench.services.sequential import with_sequential
+
+        blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=alpha, seed=seed,
+                                 **sequential)
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
                           convention)
 
