@@ -200,6 +200,15 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                     sentinels=sentinel_names, statistic=statistic, level=level,
                     grouping=grouping, options=options,
                     given=raw_given if statistic in on_scale else given))
+                if options.robustness:
+                    from judgebench.auditing.robustness import block_robustness
+                    from judgebench.services.missingness import present_cells
+
+                    blocks[-1].robustness = block_robustness(
+                        blocks[-1], human=mats[human],
+                        columns=raw if statistic in on_scale else matrices,
+                        present=present_cells(table, mats.items, mats.systems),
+                        systems=list(mats.systems))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
     for card in cards:
@@ -218,7 +227,8 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                   "levels": [{"level": lv, "grouping": g} for lv, g in settings],
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "test": options.method,
-                  "resamples": options.resamples, "epsilon": options.epsilon},
+                  "resamples": options.resamples, "epsilon": options.epsilon,
+                  **({"robustness": True} if options.robustness else {})},
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
         blocks=blocks, scatter=scatter, warnings=[*warnings, *(
             f"{c}: {f['rows']} failed scores, counted {f['counted_as']} (--failed-as "

@@ -1,0 +1,119 @@
+"""`audit --robustness`: could a block's gate verdict be overturned by its failed or missing
+cells, or by which systems are in the study?
+
+Per block, for each gated metric (meta_eval.missingness, meta_eval.system_sensitivity):
+
+- `missing`: its Manski bounds over the block's missing human values and failed scores, and
+  for a metric that passes, the tipping point against the best sentinel's value: how many
+  of its failed rows, scored against it, would put it at or below the sentinel. A pass is
+  `overturnable` by failures when its worst case is at or below the sentinel's value.
+- `systems`: leaving one system out at a time, the share of subsets in which the block's
+  best metric changes, and in which a passing metric falls to or below the best sentinel's
+  value, with the systems whose leaving does either.
+
+These compare values, not re-run significance tests: they say when a conclusion *could*
+change, which is what the verdict then says first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from meta_eval.statistics import get
+
+
+def block_robustness(block: Any, *, human: np.ndarray, columns: Mapping[str, np.ndarray],
+                     present: np.ndarray, systems: Sequence[str], limit: int = 4096
+                     ) -> dict[str, Any]:
+    """The robustness of one audit block (`judgebench.auditing.blocks.Block`)."""
+    from meta_eval.levels import evaluate
+    from meta_eval.missingness import domain, manski_bounds, tipping_point
+    from meta_eval.system_sensitivity import system_sensitivity
+
+    spec = get(block.statistic)
+    goodness = spec.goodness
+    values = {r.column: r.result.value for r in block.rows}
+    gate = {g.metric: g for g in block.gate}
+    sentinel = next((g.sentinel for g in block.gate if g.sentinel), None)
+    bar = values.get(sentinel, math.nan) if sentinel else math.nan
+    out: dict[str, Any] = {"sentinel": sentinel,
+                           "sentinel_value": bar if math.isfinite(bar) else None,
+                           "metrics": {}}
+    if spec.kernel == "spa":
+        out["note"] = "SPA resamples in every evaluation: no robustness analysis"
+        return out
+
+    def value(h: np.ndarray, m: np.ndarray) -> float:
+        return evaluate(block.statistic, human=h, metric=m, level=block.level,
+                        grouping=block.grouping).value
+
+    gated = [m for m in gate if m in columns]
+    for name in gated:
+        metric = columns[name]
+        bounds = manski_bounds(value, human=human, metric=metric, present=present,
+                               human_domain=domain(human), metric_domain=domain(metric),
+                               goodness=goodness, limit=limit)
+        entry: dict[str, Any] = {"missing_bounds": bounds.to_dict()}
+        worst = min((goodness(v) for v in (bounds.low, bounds.high) if math.isfinite(v)),
+                    default=math.nan)
+        if gate[name].passed and math.isfinite(bar) and bounds.cells:
+            tip = tipping_point(value, human=human, metric=metric, present=present,
+                                metric_domain=domain(metric), threshold=bar,
+                                goodness=goodness, limit=limit)
+            entry["tipping_point"] = tip.to_dict()
+            entry["overturnable"] = bool(math.isfinite(worst) and worst <= goodness(bar))
+        out["metrics"][name] = entry
+    n_systems = human.shape[1]
+    if n_systems >= (5 if block.level == "system" else 3) and len(gated) >= 1:
+        names = [*gated, *([sentinel] if sentinel and sentinel in columns else [])]
+        result = system_sensitivity(
+            human=human, metrics={m: columns[m] for m in names},
+            values=lambda h, ms: {m: value(h, x) for m, x in ms.items()},
+            systems=list(systems), leave_out=1, goodness=goodness)[0]
+        flips = [subset[0] for subset in result.flips]
+        passing = [m for m in gated if gate[m].passed]
+        falls: dict[str, list[str]] = {}
+        if sentinel and sentinel in columns and passing:
+            for j, system in enumerate(systems):
+                keep = [k for k in range(n_systems) if k != j]
+                h = human[:, keep]
+                bar_j = value(h, columns[sentinel][:, keep])
+                for m in passing:
+                    v = value(h, columns[m][:, keep])
+                    if math.isfinite(bar_j) and (not math.isfinite(v)
+                                                 or goodness(v) <= goodness(bar_j)):
+                        falls.setdefault(m, []).append(system)
+        out["systems"] = {"left_out": 1, "resamples": result.resamples,
+                          "winner_changed": result.winner_changed, "winner_flips": flips,
+                          "falls_to_sentinel": falls}
+    return out
+
+
+def caveats(block: dict[str, Any], at: str) -> list[str]:
+    """Sentences for a block (as data) whose conclusion is not robust."""
+    robust = block.get("robustness")
+    if not robust:
+        return []
+    passed = {g["metric"] for g in block.get("gate", []) if g["passed"]}
+    out = []
+    for name, entry in robust.get("metrics", {}).items():
+        if name in passed and entry.get("overturnable"):
+            tip = entry.get("tipping_point") or {}
+            many = (f"{tip['cells']} of its {tip['of']} failed rows"
+                    if tip.get("cells") is not None else "its failed rows")
+            out.append(f"{name}'s pass at {at} could be overturned by its failures "
+                       f"({many}, scored against it, would put it at "
+                       f"{robust.get('sentinel')}'s value)")
+    systems = robust.get("systems") or {}
+    if systems.get("winner_flips"):
+        left = systems["winner_flips"]
+        out.append(f"the best metric at {at} changes without {', '.join(left[:3])}"
+                   f"{' ...' if len(left) > 3 else ''}")
+    for name, left in (systems.get("falls_to_sentinel") or {}).items():
+        out.append(f"{name}'s pass at {at} rests on the systems: without "
+                   f"{', '.join(left[:3])} it falls to {robust.get('sentinel')}'s value")
+    return out

@@ -1,0 +1,84 @@
+"""`audit --robustness`: per block, Manski bounds and tipping points of the gated metrics
+against the best sentinel and leave-one-system-out sensitivity; the verdict's first sentence
+says when a conclusion could be overturned (a metric whose pass rests on many failed rows)
+and not when it could not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from conftest import run_cli
+
+from judgebench.auditing.robustness import caveats
+from meta_eval.levels import evaluate
+from meta_eval.missingness import domain, manski_bounds
+
+
+def table(path: Path, failed: int) -> Path:
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(12):
+        for j in range(6):
+            q = rng.normal() + 0.4 * j
+            rows.append({"item": f"i{i}", "system": f"s{j}",
+                         "human.q": round(q + rng.normal() * 0.5, 2),
+                         "weak": q + rng.normal(), "strong": q + rng.normal() * 0.3})
+    frame = pd.DataFrame(rows).astype({"weak": object})
+    frame.loc[rng.choice(len(frame), failed, replace=False), "weak"] = "failed"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def audit(tmp_path: Path, failed: int) -> dict:
+    scores = table(tmp_path / f"scores{failed}.csv", failed)
+    report = tmp_path / f"report{failed}.json"
+    proc = run_cli("audit", str(scores), "--human", "human.q", "--level", "segment",
+                   "--grouping", "none", "--bootstrap", "0", "--resamples", "200",
+                   "--robustness", "--report", str(report))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(report.read_text())
+
+
+def test_a_pass_that_rests_on_failures_says_so_first(tmp_path):
+    data = audit(tmp_path, failed=30)
+    (verdict,) = data["verdict"]
+    assert verdict["summary"].startswith("Not robust: weak's pass at segment level, no "
+                                         "grouping could be overturned by its failures")
+    (block,) = data["blocks"]
+    robust = block["robustness"]
+    weak = robust["metrics"]["weak"]
+    assert weak["overturnable"] and weak["missing_bounds"]["cells"] == 30
+    assert 0 < weak["tipping_point"]["cells"] <= 30
+    assert robust["metrics"]["strong"]["missing_bounds"]["cells"] == 0
+    # the bounds are the kernel's on the table's matrices
+    frame = pd.read_csv(tmp_path / "scores30.csv")
+    h = frame["human.q"].to_numpy(float).reshape(12, 6)
+    m = pd.to_numeric(frame["weak"], errors="coerce").to_numpy(float).reshape(12, 6)
+    bounds = manski_bounds(lambda a, b: evaluate("pearson", human=a, metric=b).value,
+                           human=h, metric=m, present=np.ones((12, 6), bool),
+                           human_domain=domain(h), metric_domain=domain(m))
+    assert weak["missing_bounds"]["low"] == bounds.low
+    assert weak["missing_bounds"]["high"] == bounds.high
+    assert robust["systems"]["resamples"] == 6
+
+
+def test_a_robust_pass_has_no_caveat(tmp_path):
+    data = audit(tmp_path, failed=2)
+    (verdict,) = data["verdict"]
+    assert not verdict["summary"].startswith("Not robust")
+    assert not data["blocks"][0]["robustness"]["metrics"]["weak"]["overturnable"]
+
+
+def test_caveats_for_systems():
+    block = {"gate": [{"metric": "m", "passed": True}],
+             "robustness": {"sentinel": "sentinel.cand", "metrics": {},
+                            "systems": {"winner_flips": ["s1"],
+                                        "falls_to_sentinel": {"m": ["s2", "s3"]}}}}
+    assert caveats(block, "system level") == [
+        "the best metric at system level changes without s1",
+        "m's pass at system level rests on the systems: without s2, s3 it falls to "
+        "sentinel.cand's value"]
+    assert caveats({"gate": []}, "x") == []
