@@ -14,14 +14,16 @@ score failed (or is empty). With D_h and D_m the values a human and a metric cel
 values (a judge's 1-5), else its minimum, quartiles and maximum. The bounds are exact (every
 filling enumerated) when there are at most `limit` fillings; otherwise coordinate search
 (each cell in turn set to its best value for the side sought, from the all-lowest,
-all-highest, agreeing and disagreeing fillings, until no cell changes) gives attained
-fillings, so the reported interval lies inside the true one (`exact` False).
+all-highest, agreeing and disagreeing fillings, until no cell changes or `budget`
+evaluations are spent) gives attained fillings, so the reported interval lies inside the
+true one (`exact` False).
 
 Tipping point: the fewest of the metric's missing cells that, filled against it (the other
 missing cells left out), bring its goodness to the threshold or below (the metric ranked just
 below it, the sentinel it must beat): exact over every subset and filling up to `limit`
-evaluations, else greedy (each step adds the cell and value that lowers goodness most), an
-upper bound on the fewest.
+evaluations, else greedy (cells ranked by the damage each does alone at its worst value,
+then the shortest prefix of that ranking that reaches the threshold), an upper bound on the
+fewest.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def _cells(human: np.ndarray, metric: np.ndarray, present: np.ndarray,
 def manski_bounds(value: Value, *, human: np.ndarray, metric: np.ndarray,
                   present: np.ndarray, human_domain: Sequence[float],
                   metric_domain: Sequence[float], goodness: Callable[[float], float] = float,
-                  limit: int = 4096) -> Bounds:
+                  limit: int = 4096, budget: int = 20_000) -> Bounds:
     """[L, U] of `value(human, metric)` over every filling of the cells of `present` (the
     table's rows) that are NaN in `human` or `metric` (module docstring)."""
     cells = _cells(human, metric, present)
@@ -125,8 +127,10 @@ def manski_bounds(value: Value, *, human: np.ndarray, metric: np.ndarray,
         low, high = (float(values.min()), float(values.max())) if values.size else (
             math.nan, math.nan)
         return Bounds(low, high, len(cells), True, filler.evaluations)
-    worst = _search(filler, cells, domains, human, metric, lambda v: -goodness(v))
-    best = _search(filler, cells, domains, human, metric, goodness)
+    worst = _search(filler, cells, domains, human, metric, lambda v: -goodness(v),
+                    budget=filler.evaluations + budget // 2)
+    best = _search(filler, cells, domains, human, metric, goodness,
+                   budget=filler.evaluations + budget // 2)
     found = [v for v in (worst, best) if math.isfinite(v)]
     low, high = (min(found), max(found)) if found else (math.nan, math.nan)
     return Bounds(low, high, len(cells), False, filler.evaluations)
@@ -152,7 +156,8 @@ def _starts(cells: list[tuple[int, tuple[int, int]]], domains: list[tuple[float,
 
 def _search(filler: _Filler, cells: list[tuple[int, tuple[int, int]]],
             domains: list[tuple[float, ...]], human: np.ndarray, metric: np.ndarray,
-            score: Callable[[float], float], sweeps: int = 20) -> float:
+            score: Callable[[float], float], sweeps: int = 20,
+            budget: int = 10_000) -> float:
     """The statistic at the best `score` that coordinate search reaches from each start."""
     def key(v: float) -> float:
         return score(v) if math.isfinite(v) else -math.inf
@@ -163,6 +168,8 @@ def _search(filler: _Filler, cells: list[tuple[int, tuple[int, int]]],
         for _ in range(sweeps):
             changed = False
             for k, d in enumerate(domains):
+                if filler.evaluations >= budget:
+                    break
                 for v in d:
                     if v == fill[k]:
                         continue
@@ -209,17 +216,19 @@ def tipping_point(value: Value, *, human: np.ndarray, metric: np.ndarray,
                     if low_enough(fill):
                         return TippingPoint(threshold, j, n, True)
         return TippingPoint(threshold, None, n, True)
+    # each cell's most damaging value alone, cells ranked by that damage, then the shortest
+    # prefix of the ranking that reaches the threshold
+    worst: list[tuple[float, int, float]] = []
+    for k in range(n):
+        options = [(goodness(got), k, v) for v in d
+                   if math.isfinite(got := filler([*([math.nan] * k), v,
+                                                   *([math.nan] * (n - k - 1))]))]
+        if options:
+            worst.append(min(options))
+    worst.sort()
     fill = [math.nan] * n
-    for j in range(1, n + 1):
-        best: tuple[float, int, float] | None = None
-        for k in (k for k in range(n) if math.isnan(fill[k])):
-            for v in d:
-                got = filler([*fill[:k], v, *fill[k + 1:]])
-                if math.isfinite(got) and (best is None or goodness(got) < best[0]):
-                    best = (goodness(got), k, v)
-        if best is None:
-            break
-        fill[best[1]] = best[2]
-        if best[0] <= target:
+    for j, (_, k, v) in enumerate(worst, start=1):
+        fill[k] = v
+        if low_enough(fill):
             return TippingPoint(threshold, j, n, False)
     return TippingPoint(threshold, None, n, False)
