@@ -14,8 +14,8 @@ score failed (or is empty). With D_h and D_m the values a human and a metric cel
 values (a judge's 1-5), else its minimum, quartiles and maximum. The bounds are exact (every
 filling enumerated) when there are at most `limit` fillings; otherwise coordinate search
 (each cell in turn set to its best value for the side sought, from the all-lowest,
-all-highest, agreeing and disagreeing fillings, until no cell changes or `budget`
-evaluations are spent) gives attained fillings, so the reported interval lies inside the
+all-highest, agreeing and disagreeing fillings, from the best of them until no cell changes
+or `budget` evaluations are spent) gives attained fillings, so the reported interval lies inside the
 true one (`exact` False).
 
 Tipping point: the fewest of the metric's missing cells that, filled against it (the other
@@ -110,7 +110,7 @@ def _cells(human: np.ndarray, metric: np.ndarray, present: np.ndarray,
 def manski_bounds(value: Value, *, human: np.ndarray, metric: np.ndarray,
                   present: np.ndarray, human_domain: Sequence[float],
                   metric_domain: Sequence[float], goodness: Callable[[float], float] = float,
-                  limit: int = 4096, budget: int = 20_000) -> Bounds:
+                  limit: int = 4096, budget: int = 4_000) -> Bounds:
     """[L, U] of `value(human, metric)` over every filling of the cells of `present` (the
     table's rows) that are NaN in `human` or `metric` (module docstring)."""
     cells = _cells(human, metric, present)
@@ -157,31 +157,29 @@ def _starts(cells: list[tuple[int, tuple[int, int]]], domains: list[tuple[float,
 def _search(filler: _Filler, cells: list[tuple[int, tuple[int, int]]],
             domains: list[tuple[float, ...]], human: np.ndarray, metric: np.ndarray,
             score: Callable[[float], float], sweeps: int = 20,
-            budget: int = 10_000) -> float:
-    """The statistic at the best `score` that coordinate search reaches from each start."""
+            budget: int = 2_000) -> float:
+    """The statistic at the best `score` that coordinate search reaches from the best of the
+    starts, within `budget` evaluations."""
     def key(v: float) -> float:
         return score(v) if math.isfinite(v) else -math.inf
 
-    found = math.nan
-    for fill in _starts(cells, domains, human, metric):
-        current = filler(fill)
-        for _ in range(sweeps):
-            changed = False
-            for k, d in enumerate(domains):
-                if filler.evaluations >= budget:
-                    break
-                for v in d:
-                    if v == fill[k]:
-                        continue
-                    trial = [*fill[:k], v, *fill[k + 1:]]
-                    got = filler(trial)
-                    if key(got) > key(current):
-                        fill, current, changed = trial, got, True
-            if not changed:
-                break
-        if not math.isfinite(found) or key(current) > key(found):
-            found = current
-    return found
+    tried = [(filler(f), f) for f in _starts(cells, domains, human, metric)]
+    current, fill = max(tried, key=lambda t: key(t[0]))
+    for _ in range(sweeps):
+        changed = False
+        for k, d in enumerate(domains):
+            if filler.evaluations >= budget:
+                return current
+            for v in d:
+                if v == fill[k]:
+                    continue
+                trial = [*fill[:k], v, *fill[k + 1:]]
+                got = filler(trial)
+                if key(got) > key(current):
+                    fill, current, changed = trial, got, True
+        if not changed:
+            break
+    return current
 
 
 def tipping_point(value: Value, *, human: np.ndarray, metric: np.ndarray,
