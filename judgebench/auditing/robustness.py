@@ -49,7 +49,7 @@ def block_robustness(block: Any, *, human: np.ndarray, columns: Mapping[str, np.
 
     def value(h: np.ndarray, m: np.ndarray) -> float:
         return evaluate(block.statistic, human=h, metric=m, level=block.level,
-                        grouping=block.grouping).value
+                        grouping=block.grouping, with_p_value=False).value
 
     gated = [m for m in gate if m in columns]
     for name in gated:

@@ -34,7 +34,7 @@ def _value_of(block: MetaEvalBlock) -> Callable[[np.ndarray, np.ndarray], float]
         return evaluate(t.statistic, human=h, metric=m, level=t.level, grouping=t.grouping,
                         epsilon=t.epsilon, permutations=t.permutations, average=t.average,
                         replace_nans_with_zeros=t.replace_nans_with_zeros,
-                        domain=t.domain).value
+                        domain=t.domain, with_p_value=False).value
     return value
 
 

@@ -46,7 +46,8 @@ def with_sensitivity(blocks: Sequence[MetaEvalBlock],
         def values(h: np.ndarray, ms: Mapping[str, np.ndarray],
                    options: dict[str, Any] = options, t: Any = t) -> dict[str, float]:
             return {m: evaluate(t.statistic, human=h, metric=x, level=t.level,
-                                grouping=t.grouping, **options).value for m, x in ms.items()}
+                                grouping=t.grouping, **options, with_p_value=False).value
+                    for m, x in ms.items()}
 
         def clusters(h: np.ndarray, ms: Mapping[str, np.ndarray], v: dict[str, float],
                      t: Any = t) -> dict[str, int]:
