@@ -25,7 +25,8 @@ stops when every pair is decided (clusters settled: the WMT walk on the decided 
 with `top_k`, when each of the k best is decided better than every other metric, or when the
 items run out. Items with an undefined value for a pair are skipped for that pair.
 
-Order: `random` (seeded; the guarantee above holds) or `greedy` (items whose metrics disagree
+Order: `random` (seeded; the guarantee above holds), `given` (the caller's order, which it
+drew at random: `score --until-settled`) or `greedy` (items whose metrics disagree
 most about the order of the systems first: it needs only the metrics' scores, not the people's,
 and usually stops sooner, but the items are then not an i.i.d. sample: no guarantee,
 `anytime_valid` False).
@@ -101,7 +102,7 @@ class SequentialResult:
         return self.items_total - self.items_used
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": self.order, "anytime_valid": self.order == "random",
+        return {"order": self.order, "anytime_valid": self.order != "greedy",
                 "items_total": self.items_total, "items_used": self.items_used,
                 "items_saved": self.items_saved, "settled": self.settled,
                 "alpha": self.alpha, "margin": self.margin, "top_k": self.top_k,
@@ -161,12 +162,14 @@ def sequential_clusters(values: np.ndarray, names: list[str], *, alpha: float = 
         raise ValueError("the sequential procedure compares two or more metrics")
     if order == "random":
         permutation = np.random.default_rng(seed).permutation(n)
+    elif order == "given":  # already random: `score --until-settled` draws it
+        permutation = np.arange(n)
     elif order == "greedy":
         if metric_scores is None:
             raise ValueError("greedy order needs the metrics' scores")
         permutation = greedy_order(metric_scores)
     else:
-        raise ValueError(f"order must be random or greedy, not {order!r}")
+        raise ValueError(f"order must be random, given or greedy, not {order!r}")
     v = v[permutation]
     per_pair = alpha / (k * (k - 1) / 2)
     checks = np.unique(np.append(np.arange(batch, n + 1, batch), n))
