@@ -82,3 +82,30 @@ def test_caveats_for_systems():
         "m's pass at system level rests on the systems: without s2, s3 it falls to "
         "sentinel.cand's value"]
     assert caveats({"gate": []}, "x") == []
+
+
+def test_a_judge_of_overall_quality_is_named(tmp_path):
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(40):
+        for j in range(6):
+            base = rng.normal()
+            a, b = base + rng.normal(), base + rng.normal()
+            rows.append({"item": f"i{i}", "system": f"s{j}", "human.a": a, "human.b": b,
+                         "specific": a + rng.normal(scale=0.5),
+                         "overall": (a + b) / 2 + rng.normal(scale=0.3)})
+    scores = tmp_path / "two.csv"
+    pd.DataFrame(rows).to_csv(scores, index=False)
+    report = tmp_path / "two.json"
+    proc = run_cli("audit", str(scores), "--human", "human.a", "--human", "human.b",
+                   "--level", "segment", "--grouping", "none", "--bootstrap", "0",
+                   "--test", "williams", "--robustness", "--report", str(report))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(report.read_text())
+    block = next(b for b in data["blocks"] if b["human"] == "human.a")
+    construct = block["robustness"]["construct"]
+    assert construct["specific"]["discriminant"] and not construct["specific"]["general"]
+    assert construct["overall"]["general"]
+    verdict = next(v for v in data["verdict"] if v["human"] == "human.a")
+    assert verdict["summary"].startswith("Not robust: overall passes at segment level, no "
+                                         "grouping but measures overall quality, not human.a")

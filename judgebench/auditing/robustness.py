@@ -13,6 +13,13 @@ Per block, for each gated metric (meta_eval.missingness, meta_eval.system_sensit
 
 These compare values, not re-run significance tests: they say when a conclusion *could*
 change, which is what the verdict then says first.
+
+- `construct` (two or more human criteria, a symmetric statistic): per metric the
+  multitrait-multimethod tests of `meta_eval.construct` with the block's criterion as the
+  metric's own: `discriminant` when it agrees significantly more with this criterion than
+  with every other, `general` when no test rejects and it agrees at least as well with the
+  criteria's mean. A pass by a `general` metric gets a sentence in the verdict: it measures
+  overall quality, not this criterion.
 """
 
 from __future__ import annotations
@@ -93,6 +100,29 @@ def block_robustness(block: Any, *, human: np.ndarray, columns: Mapping[str, np.
     return out
 
 
+def add_construct(blocks: Sequence[Any], criteria: Mapping[str, np.ndarray],
+                  columns: Mapping[str, np.ndarray], *, method: str, alpha: float,
+                  resamples: int, seed: int) -> None:
+    """Put `construct` into the robustness of each block (in place; module docstring)."""
+    from meta_eval.construct import SYMMETRIC, construct_validity
+
+    if len(criteria) < 2:
+        return
+    for block in blocks:
+        if block.statistic not in SYMMETRIC or block.robustness is None:
+            continue
+        metrics = [g.metric for g in block.gate if g.metric in columns]
+        williams = method == "williams" and block.statistic == "pearson" \
+            and (block.level == "system" or block.grouping == "none")
+        rows = construct_validity(
+            criteria=criteria, metrics={m: columns[m] for m in metrics},
+            intended={m: block.human for m in metrics}, statistic=block.statistic,
+            level=block.level, grouping=block.grouping,
+            method="williams" if williams else "permutation", alpha=alpha,
+            resamples=resamples, seed=seed)
+        block.robustness["construct"] = {r.metric: r.to_dict() for r in rows}
+
+
 def caveats(block: dict[str, Any], at: str) -> list[str]:
     """Sentences for a block (as data) whose conclusion is not robust."""
     robust = block.get("robustness")
@@ -116,4 +146,8 @@ def caveats(block: dict[str, Any], at: str) -> list[str]:
     for name, left in (systems.get("falls_to_sentinel") or {}).items():
         out.append(f"{name}'s pass at {at} rests on the systems: without "
                    f"{', '.join(left[:3])} it falls to {robust.get('sentinel')}'s value")
+    for name, entry in (robust.get("construct") or {}).items():
+        if name in passed and entry.get("general"):
+            out.append(f"{name} passes at {at} but measures overall quality, not "
+                       f"{block['human']} (no closer to it than to the other criteria)")
     return out

@@ -211,6 +211,13 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                         systems=list(mats.systems))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
+    if options.robustness and len(humans) > 1:
+        from judgebench.auditing.robustness import add_construct
+
+        every = meta_eval.score_matrices(oriented, [*humans, *columns])
+        add_construct(blocks, {h: every[h] for h in humans},
+                      {c: every[c] for c in columns}, method=options.method,
+                      alpha=options.alpha, resamples=options.resamples, seed=options.seed)
     for card in cards:
         if not card.higher_is_better:
             warnings.append(f"{card.column} is lower-is-better: negated for the audit")
