@@ -109,3 +109,25 @@ def test_a_judge_of_overall_quality_is_named(tmp_path):
     verdict = next(v for v in data["verdict"] if v["human"] == "human.a")
     assert verdict["summary"].startswith("Not robust: overall passes at segment level, no "
                                          "grouping but measures overall quality, not human.a")
+
+
+def test_a_cyclic_pairwise_judge_is_not_robust(tmp_path):
+    from test_transitivity import simulate
+
+    items, a, b, p = simulate(np.random.default_rng(3), systems=4, items=40, cycle=2.0)
+    verdict = np.where(np.isnan(p), "failed", np.where(p == 0.5, "tie",
+                                                       np.where(p == 1, "a", "b")))
+    human = np.where(np.random.default_rng(4).random(p.size) < 0.5, "a", "b")
+    pairs = tmp_path / "pairs.csv"
+    pd.DataFrame({"item": items, "system_a": a, "system_b": b, "judge.x": verdict,
+                  "human.pref": human}).to_csv(pairs, index=False)
+    report = tmp_path / "pairs.json"
+    proc = run_cli("audit", str(pairs), "--pairwise", "--human", "human.pref",
+                   "--bootstrap", "50", "--resamples", "100", "--robustness",
+                   "--report", str(report))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(report.read_text())
+    (summary,) = data["pairwise_summary"]
+    assert summary["text"].startswith("Not robust: judge.x's verdicts rank no single order")
+    assert any(t["judge"] == "judge.x" and t["bt_p_value"] < 0.05
+               for t in data["transitivity"])
