@@ -203,3 +203,33 @@ def test_cli_needs_epsilon_and_annotators(tmp_path):
     assert result.exit_code == 2 and "human.zz" in result.output
     result = CliRunner().invoke(cli, ["meta-eval", str(path)])
     assert result.exit_code == 2 and "--human" in result.output
+
+
+def test_cli_per_criterion(tmp_path):
+    """Annotators named human.<criterion>.<annotator>: one test per criterion, each against
+    the paper's procedure on that criterion's annotators only."""
+    rng = np.random.default_rng(12)
+    columns = {}
+    judges = {}
+    for criterion, judge_noise in (("fluency", 0.05), ("relevance", 0.9)):
+        humans, judge = simulate(rng, 60, 3, categorical=True, human_noise=0.4,
+                                 judge_noise=judge_noise)
+        columns |= {f"human.{criterion}.a{j}": humans[:, j] for j in range(3)}
+        judges[criterion] = judge
+    frame = pd.DataFrame({"item": [f"i{k}" for k in range(60)], "system": "s",
+                          "judge": judges["fluency"], **columns})
+    path = tmp_path / "criteria.csv"
+    frame.to_csv(path, index=False)
+    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test", "--epsilon",
+                                      "0.1", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    out = {r["criterion"]: r for r in json.loads(result.stdout)}
+    assert set(out) == {"fluency", "relevance"}
+    for criterion, row in out.items():
+        names = [f"human.{criterion}.a{j}" for j in range(3)]
+        wr, ap, _ = paper_alt_test(*reversed(as_dicts(frame[names].to_numpy(float),
+                                                      frame["judge"].to_numpy(float))),
+                                   "accuracy", 0.1, 0.05)
+        assert row["alt-test-winning-rate"] == wr
+        assert row["alt-test-advantage-probability"] == pytest.approx(ap, rel=1e-12)
+    assert out["fluency"]["passed"]

@@ -2,7 +2,9 @@
 
 Every `human.*` column (or the `--human` columns named) is one annotator, an empty cell an
 item it did not label; every metric column is a candidate judge, a failed or empty cell an
-item it did not answer. One `AltTestRow` per judge; `to_dict()` is the `--json` array.
+item it did not answer. Annotators named `human.<criterion>.<annotator>` are grouped by
+criterion, and each criterion is tested on its own. One `AltTestRow` per judge and criterion;
+`to_dict()` is the `--json` array.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class AltTestRow:
 
     metric: str
     annotators: tuple[str, ...]
+    criterion: str | None
     score: str
     epsilon: float
     alpha: float
@@ -44,8 +47,9 @@ class AltTestRow:
     def to_dict(self) -> dict[str, Any]:
         r = self.result
         return {"metric": self.metric, "human": ",".join(self.annotators),
-                "statistic": "alt-test", "alt_score": self.score, "epsilon": self.epsilon,
-                "alpha": self.alpha, "n": r.items,
+                "criterion": self.criterion, "statistic": "alt-test",
+                "alt_score": self.score, "epsilon": self.epsilon, "alpha": self.alpha,
+                "n": r.items,
                 "alt-test-winning-rate": _finite(r.winning_rate),
                 "alt-test-advantage-probability": _finite(r.advantage_probability),
                 "passed": r.passed if r.annotators else None,
@@ -98,43 +102,69 @@ def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
     if not judges:
         raise InputError("no judge columns: name them with --metric", path=where)
     apply_numeric(frame, failed, judges, MISSING)
-    humans_matrix = frame[annotators].to_numpy(dtype=float)
-    log(f"alt-test: {len(frame)} rows, {len(annotators)} annotators, {len(judges)} judge(s), "
+    groups = criteria(annotators)
+    log(f"alt-test: {len(frame)} rows, {len(annotators)} annotators"
+        f"{f' in {len(groups)} criteria' if len(groups) > 1 else ''}, {len(judges)} judge(s), "
         f"{score}, epsilon {epsilon}, q {alpha}")
-    rows = [AltTestRow(judge, tuple(annotators), score, epsilon, alpha,
-                       kernel(humans=humans_matrix, judge=frame[judge].to_numpy(dtype=float),
-                              epsilon=epsilon, score=score, alpha=alpha, min_items=min_items,
-                              names=annotators))
-            for judge in judges]
+    rows = []
+    for criterion, names in groups.items():
+        if len(names) < 2:
+            raise InputError(f"criterion {criterion!r} has one annotator column ({names[0]}): "
+                             "the alt-test needs two or more", path=where, field=names[0])
+        matrix = frame[names].to_numpy(dtype=float)
+        for judge in judges:
+            rows.append(AltTestRow(judge, tuple(names), criterion, score, epsilon, alpha,
+                                   kernel(humans=matrix,
+                                          judge=frame[judge].to_numpy(dtype=float),
+                                          epsilon=epsilon, score=score, alpha=alpha,
+                                          min_items=min_items, names=names)))
     for row in rows:
         for name, why in row.result.skipped.items():
             log(f"{row.metric}: annotator {name} not tested ({why})")
-    rows.sort(key=lambda r: -(r.result.advantage_probability
-                              if math.isfinite(r.result.advantage_probability) else -1.0))
+    rows.sort(key=lambda r: (list(groups).index(r.criterion),
+                             -(r.result.advantage_probability
+                               if math.isfinite(r.result.advantage_probability) else -1.0)))
     return AltTestReport(rows)
+
+
+def criteria(annotators: Sequence[str]) -> dict[str | None, list[str]]:
+    """Annotator columns by criterion: `human.<criterion>.<annotator>` columns grouped by
+    criterion when every column is named so, else one group (criterion None)."""
+    parts = [str(a).split(".") for a in annotators]
+    if all(len(p) >= 3 and p[0] == "human" for p in parts):
+        out: dict[str | None, list[str]] = {}
+        for name, p in zip(annotators, parts, strict=True):
+            out.setdefault(p[1], []).append(name)
+        return out
+    return {None: list(annotators)}
 
 
 def render(report: AltTestReport) -> str:
     """The readable table: one line per judge, then its annotators' tests."""
     if not report.rows:
         return ""
-    first = report.rows[0]
-    lines = [f"alt-test ({first.score}, epsilon {first.epsilon:g}, BY q={first.alpha:g}) · "
-             f"annotators: {', '.join(first.annotators)}"]
-    width = max(len(r.metric) for r in report.rows)
-    for row in report.rows:
-        r = row.result
-        if not r.annotators:
-            lines.append(f"  {row.metric:<{width}}  not tested: no annotator has enough items")
-            continue
-        verdict = "PASSED" if r.passed else "failed"
-        lines.append(f"  {row.metric:<{width}}  winning rate {r.winning_rate:.2f}  "
-                     f"advantage probability {r.advantage_probability:.2f}  {verdict}  "
-                     f"n={r.items}")
-        for t in r.annotators:
-            lines.append(f"    vs {t.annotator}: rho_judge={t.judge_advantage:.3f} "
-                         f"rho_annotator={t.annotator_advantage:.3f} p={t.p_value:.4g} "
-                         f"{'rejected' if t.rejected else 'not rejected'} (n={t.n})")
+    lines: list[str] = []
+    for criterion in dict.fromkeys(r.criterion for r in report.rows):
+        rows = [r for r in report.rows if r.criterion == criterion]
+        first = rows[0]
+        lines.append(f"alt-test{f' · {criterion}' if criterion else ''} ({first.score}, "
+                     f"epsilon {first.epsilon:g}, BY q={first.alpha:g}) · annotators: "
+                     f"{', '.join(first.annotators)}")
+        width = max(len(r.metric) for r in rows)
+        for row in rows:
+            r = row.result
+            if not r.annotators:
+                lines.append(f"  {row.metric:<{width}}  not tested: no annotator has enough "
+                             "items")
+                continue
+            verdict = "PASSED" if r.passed else "failed"
+            lines.append(f"  {row.metric:<{width}}  winning rate {r.winning_rate:.2f}  "
+                         f"advantage probability {r.advantage_probability:.2f}  {verdict}  "
+                         f"n={r.items}")
+            for t in r.annotators:
+                lines.append(f"    vs {t.annotator}: rho_judge={t.judge_advantage:.3f} "
+                             f"rho_annotator={t.annotator_advantage:.3f} p={t.p_value:.4g} "
+                             f"{'rejected' if t.rejected else 'not rejected'} (n={t.n})")
     lines.append("A judge passes when it wins against half the annotators or more "
                  "(Calderon et al. 2025).")
     return "\n".join(lines)
