@@ -131,3 +131,23 @@ def test_a_cyclic_pairwise_judge_is_not_robust(tmp_path):
     assert summary["text"].startswith("Not robust: judge.x's verdicts rank no single order")
     assert any(t["judge"] == "judge.x" and t["bt_p_value"] < 0.05
                for t in data["transitivity"])
+
+
+def test_gate_without_each_system_is_the_gate_of_the_smaller_study(tmp_path):
+    data = audit(tmp_path, failed=30)
+    gate_without = data["blocks"][0]["robustness"]["gate_without"]
+    assert gate_without["changed"] == len(gate_without["flips"]) / 6
+    full = {g["metric"]: g["passed"] for g in data["blocks"][0]["gate"]}
+    frame = pd.read_csv(tmp_path / "scores30.csv")
+    for system in ("s0", "s3"):
+        smaller = tmp_path / f"without_{system}.csv"
+        frame[frame["system"] != system].to_csv(smaller, index=False)
+        report = tmp_path / f"without_{system}.json"
+        proc = run_cli("audit", str(smaller), "--human", "human.q", "--level", "segment",
+                       "--grouping", "none", "--bootstrap", "0", "--resamples", "200",
+                       "--report", str(report))
+        assert proc.returncode == 0, proc.stderr
+        gate = {g["metric"]: g["passed"]
+                for g in json.loads(report.read_text())["blocks"][0]["gate"]}
+        changed = sorted(m for m in full if gate[m] != full[m])
+        assert gate_without["flips"].get(system, []) == changed

@@ -14,6 +14,10 @@ Per block, for each gated metric (meta_eval.missingness, meta_eval.system_sensit
 These compare values, not re-run significance tests: they say when a conclusion *could*
 change, which is what the verdict then says first.
 
+- `gate_without`: the gate itself (clusters with the permutation or Williams test, then the
+  sentinel gate) re-run without each system in turn: `changed`, the share of systems whose
+  leaving changes some metric's pass or fail, and `flips`, per such system the metrics
+  whose verdict changes.
 - `construct` (two or more human criteria, a symmetric statistic): per metric the
   multitrait-multimethod tests of `meta_eval.construct` with the block's criterion as the
   metric's own: `discriminant` when it agrees significantly more with this criterion than
@@ -100,6 +104,35 @@ def block_robustness(block: Any, *, human: np.ndarray, columns: Mapping[str, np.
     return out
 
 
+def gate_without(block: Any, *, human: np.ndarray, columns: Mapping[str, np.ndarray],
+                 sentinels: Sequence[str], options: Any, given: Mapping[str, np.ndarray],
+                 systems: Sequence[str]) -> dict[str, Any]:
+    """The block's gate re-run without each system (module docstring)."""
+    import dataclasses
+
+    from judgebench.auditing.blocks import evaluate_block
+
+    n = human.shape[1]
+    if n < (5 if block.level == "system" else 3):
+        return {"changed": None, "flips": {}, "note": "too few systems to leave one out"}
+    passed = {g.metric: g.passed for g in block.gate}
+    quick = dataclasses.replace(options, bootstrap=0, robustness=False)
+    flips: dict[str, list[str]] = {}
+    for j, system in enumerate(systems):
+        keep = [k for k in range(n) if k != j]
+        again = evaluate_block(human=human[:, keep], human_name=block.human,
+                               columns={c: m[:, keep] for c, m in columns.items()},
+                               sentinels=[s for s in sentinels if s in columns],
+                               statistic=block.statistic, level=block.level,
+                               grouping=block.grouping, options=quick,
+                               given={c: np.asarray(v)[keep] for c, v in given.items()})
+        now = {g.metric: g.passed for g in again.gate}
+        changed = sorted(m for m in passed if now.get(m) != passed[m])
+        if changed:
+            flips[system] = changed
+    return {"changed": len(flips) / n, "flips": flips}
+
+
 def add_construct(blocks: Sequence[Any], criteria: Mapping[str, np.ndarray],
                   columns: Mapping[str, np.ndarray], *, method: str, alpha: float,
                   resamples: int, seed: int) -> None:
@@ -138,6 +171,11 @@ def caveats(block: dict[str, Any], at: str) -> list[str]:
             out.append(f"{name}'s pass at {at} could be overturned by its failures "
                        f"({many}, scored against it, would put it at "
                        f"{robust.get('sentinel')}'s value)")
+    gate_flips = (robust.get("gate_without") or {}).get("flips") or {}
+    if gate_flips:
+        named = [f"{s} ({', '.join(ms)})" for s, ms in list(gate_flips.items())[:3]]
+        out.append(f"the gate's verdict at {at} changes without "
+                   f"{'; '.join(named)}{' ...' if len(gate_flips) > 3 else ''}")
     systems = robust.get("systems") or {}
     if systems.get("winner_flips"):
         left = systems["winner_flips"]

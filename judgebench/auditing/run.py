@@ -201,13 +201,20 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                     grouping=grouping, options=options,
                     given=raw_given if statistic in on_scale else given))
                 if options.robustness:
-                    from judgebench.auditing.robustness import block_robustness
+                    from judgebench.auditing.robustness import block_robustness, gate_without
                     from judgebench.services.missingness import present_cells
 
+                    block_columns = _block_columns(statistic, raw if statistic in on_scale
+                                                   else matrices, sentinel_names, warnings)
+                    block_given = raw_given if statistic in on_scale else given
                     blocks[-1].robustness = block_robustness(
                         blocks[-1], human=mats[human],
                         columns=raw if statistic in on_scale else matrices,
                         present=present_cells(table, mats.items, mats.systems),
+                        systems=list(mats.systems))
+                    blocks[-1].robustness["gate_without"] = gate_without(
+                        blocks[-1], human=mats[human], columns=block_columns,
+                        sentinels=sentinel_names, options=options, given=block_given,
                         systems=list(mats.systems))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
