@@ -991,15 +991,20 @@ def current_umask() -> int:
     return mask
 
 
-def write_table(frame: pd.DataFrame, path: str | Path, *, csv_safe: bool = False) -> Path:
-    """Write a table in the format its extension names, atomically.
+def write_table(frame: pd.DataFrame, path: str | Path, *, csv_safe: bool = False,
+                sidecar: Mapping[str, Any] | None = None) -> Path:
+    """Write a table in the format its extension names, atomically; with `sidecar`, also
+    `PATH.meta.json`, the two renamed into place together (both or neither).
 
     Every float reads back (`read_table`) bit for bit in every format: CSV and JSONL write
     the shortest text that round-trips (Python's `repr`), Parquet stores the doubles. A
     missing value is an empty CSV cell or JSON null; inf is written as `inf` / `Infinity`,
     never dropped (a reader rejects it with its line). `csv_safe`: see `table_csv`."""
     fmt = file_format(path)
-    with atomic_path(path) as tmp:
+    meta = [f"{path}.meta.json"] if sidecar is not None else []
+    with atomic_paths(path, *meta) as (tmp, *meta_tmp):
+        for m in meta_tmp:
+            m.write_text(json.dumps(sidecar, indent=2), encoding="utf-8")
         if fmt == "csv":
             tmp.write_text(table_csv(frame, csv_safe=csv_safe), encoding="utf-8", newline="")
         elif fmt == "jsonl":

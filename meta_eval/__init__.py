@@ -80,6 +80,27 @@ Agreement (`agreement`, `pairwise`)
         leave-one-annotator-out ceiling, McNemar / sign-flip significance clusters.
     paired_sign_test(*, credit_a, credit_b) -> Comparison (exact McNemar where credit is
         binary, else a sign-flip permutation test).
+
+How far a conclusion can be trusted (import from the modules; issue 27)
+    alt_test.alt_test(*, humans, judge, epsilon, score="accuracy" | "neg-rmse", alpha=0.05,
+                      min_items=30) -> AltTestResult (winning_rate, advantage_probability)
+        The alternative-annotator test (Calderon, Reichart and Dror 2025).
+    missingness.manski_bounds(value, *, human, metric, present, human_domain,
+                              metric_domain) -> Bounds;  missingness.tipping_point(...)
+        A statistic's worst and best case over its missing cells (Manski); how many failed
+        cells against a metric reach a threshold.
+    construct.construct_validity(*, criteria, metrics, intended, ...) -> [ConstructResult]
+        Campbell and Fiske's multitrait-multimethod tests.
+    transitivity.transitivity(*, items, system_a, system_b, preference) -> Transitivity
+        Cyclic majority triples and the Bradley-Terry likelihood-ratio misfit test.
+    power.power_plan(delta, *, r_a, r_ab, rho=None, ...) -> PowerPlan
+        Items (and annotators) to separate two correlations by delta (Williams' test).
+    system_sensitivity.system_sensitivity(*, human, metrics, values, systems, leave_out=1,
+                                          bootstrap=0) -> [Sensitivity]
+        Leave-k-systems-out and system bootstrap of the winner, order and clusters.
+    sequential.sequential_clusters(values, names, *, alpha, margin, batch, top_k, order)
+        -> SequentialResult;  sequential.eb_confidence_sequence(x, alpha)
+        Anytime-valid empirical-Bernstein confidence sequences; when a study is settled.
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
              bootstrap: int = 0, ci: float = 0.95, seed: int = 0,
              permutations: int = 1000, average: str = "macro",
              replace_nans_with_zeros: bool = False,
-             domain: Sequence[float] | None = None) -> Result:
+             domain: Sequence[float] | None = None, with_p_value: bool = True) -> Result:
     """`statistic` of `metric` against `human` ((items, systems) matrices) at a level.
 
     `statistic` is a name in `meta_eval.STATISTICS`; its entry decides the kernel and the
@@ -301,7 +301,8 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
     resamples. A (1, systems) matrix at system level is one score per system, used as is.
     `average` ("macro" or "micro") and `replace_nans_with_zeros`: how groups are averaged
     (module docstring). `domain`: the declared labels (kappa family) or values
-    (Krippendorff's alpha); a value outside it is a ValueError.
+    (Krippendorff's alpha); a value outside it is a ValueError. `with_p_value=False` skips
+    scipy's p-value (callers that evaluate many fillings or resamples need only the value).
     """
     spec = check_options(statistic, level, grouping)
     check_averaging(spec, average, replace_nans_with_zeros)
@@ -336,7 +337,7 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
             values = group_values(spec.kernel, human=h, metric=m, epsilon=eps, domain=domain)
             value, n, skipped = _summarise(values, _units(h, m), grouped, average,
                                            replace_nans_with_zeros)
-        if not grouped and spec.scipy_p_value:
+        if not grouped and spec.scipy_p_value and with_p_value:
             p = p_value(spec.kernel, human=h, metric=m)
 
     low = high = None

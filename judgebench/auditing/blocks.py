@@ -36,6 +36,9 @@ class Options:
     resamples: int = 1000
     epsilon: float = 0.0
     permutations: int = 1000
+    #: `audit --robustness`: missingness bounds and system sensitivity per block
+    #: (judgebench.auditing.robustness)
+    robustness: bool = False
 
     def task(self, human: str, statistic: str, level: str, grouping: str) -> Task:
         """The block's setting as a meta_eval Task (audit blocks always cluster)."""
@@ -68,6 +71,7 @@ class Block:
     gate: list[GateResult]
     notes: list[dict[str, str]] = field(default_factory=list)
     tests: int = 0
+    robustness: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -77,7 +81,8 @@ class Block:
         return {"human": self.human, "statistic": self.statistic, "level": self.level,
                 "grouping": self.grouping, "rows": [r.to_dict() for r in self.rows],
                 "gate": [g.to_dict() for g in self.gate], "notes": self.notes,
-                "tests": self.tests}
+                "tests": self.tests,
+                **({"robustness": self.robustness} if self.robustness is not None else {})}
 
 
 def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, np.ndarray],

@@ -36,6 +36,12 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
                                 bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
                                 compare=True, resamples=options.resamples,
                                 alpha=options.alpha, failed_as=failed_as, log=log)
+    cycles: list[dict[str, Any]] = []
+    if options.robustness:
+        from judgebench.services.transitivity import transitivity
+
+        cycles = transitivity(pairs, humans=humans, bootstrap=options.bootstrap, ci=options.ci,
+                              seed=options.seed, log=log).to_dict()
     return Report(
         title=f"Audit of {pairs.name}",
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -47,7 +53,7 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "resamples": options.resamples},
         humans=list(result.humans), metrics=[], sentinels=[], blocks=[],
-        pairwise=result.to_dict())
+        pairwise=result.to_dict(), transitivity=cycles)
 
 
 @dataclass(frozen=True)
@@ -69,9 +75,13 @@ class PairwiseSummary:
         return asdict(self)
 
 
-def summaries(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[PairwiseSummary]:
+def summaries(rows: Sequence[dict[str, Any]], humans: Sequence[str],
+              cycles: Sequence[dict[str, Any]] | None = None,
+              alpha: float = 0.05) -> list[PairwiseSummary]:
     """Per human column, each judge's accuracy, both-correct and consistency (overall, or the
-    macro average over categories), best accuracy first, and a sentence saying it."""
+    macro average over categories), best accuracy first, and a sentence saying it; with
+    `cycles` (`audit --robustness`), a best judge whose verdicts no ranking explains (cyclic
+    triples, or Bradley-Terry rejected at `alpha`) is said to be so first."""
     overall = [r for r in rows if r.get("category") in (None, "(macro)")]
     out = []
     for human in humans:
@@ -87,7 +97,18 @@ def summaries(rows: Sequence[dict[str, Any]], humans: Sequence[str]) -> list[Pai
             if row["statistic"] == "accuracy" and row.get("cluster") is not None:
                 judges[row["metric"]] = JudgeLine(line.judge, line.values, row["cluster"])
         ranked = sorted(judges.values(), key=lambda j: -_value(j, "accuracy"))
-        out.append(PairwiseSummary(human, ranked, _sentence(human, ranked)))
+        text = _sentence(human, ranked)
+        found = {c["judge"]: c for c in cycles or [] if c.get("kind") == "judge"}
+        if ranked and ranked[0].judge in found:
+            c = found[ranked[0].judge]
+            misfit = c.get("bt_p_value") is not None and c["bt_p_value"] <= alpha
+            if c.get("cyclic_triples") or misfit:
+                why = [f"{c['cyclic_triples']} of {c['triples']} system triples are cyclic"]
+                if misfit:
+                    why.append(f"Bradley-Terry is rejected (p={c['bt_p_value']:.3g})")
+                text = (f"Not robust: {ranked[0].judge}'s verdicts rank no single order of "
+                        f"the systems ({'; '.join(why)}). {text[0].upper()}{text[1:]}")
+        out.append(PairwiseSummary(human, ranked, text))
     return out
 
 

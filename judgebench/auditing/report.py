@@ -72,6 +72,9 @@ class Report(Result):
     pairwise: list[dict[str, Any]] = field(default_factory=list)
     #: Per metric column: its failed scores and how they were counted (judgebench.failed).
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: `audit --pairwise --robustness`: each judge's cyclic triples and Bradley-Terry misfit
+    #: (judgebench.services.transitivity)
+    transitivity: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -131,8 +134,11 @@ class Report(Result):
             from judgebench.auditing.pairwise import summaries
 
             data["pairwise"] = _clean_tree(self.pairwise)
-            data["pairwise_summary"] = [s.to_dict() for s in summaries(data["pairwise"],
-                                                                        self.humans)]
+            if self.transitivity:
+                data["transitivity"] = _clean_tree(self.transitivity)
+            data["pairwise_summary"] = [s.to_dict() for s in summaries(
+                data["pairwise"], self.humans, data.get("transitivity"),
+                float(self.settings.get("alpha", 0.05)))]
         head = {k: data[k] for k in ("format", "format_version", "title")}
         return head | {"verdict": [v.to_dict() for v in verdicts(data)]} | data
 

@@ -200,8 +200,31 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                     sentinels=sentinel_names, statistic=statistic, level=level,
                     grouping=grouping, options=options,
                     given=raw_given if statistic in on_scale else given))
+                if options.robustness:
+                    from judgebench.auditing.robustness import block_robustness, gate_without
+                    from judgebench.services.missingness import present_cells
+
+                    block_columns = _block_columns(statistic, raw if statistic in on_scale
+                                                   else matrices, sentinel_names, warnings)
+                    block_given = raw_given if statistic in on_scale else given
+                    blocks[-1].robustness = block_robustness(
+                        blocks[-1], human=mats[human],
+                        columns=raw if statistic in on_scale else matrices,
+                        present=present_cells(table, mats.items, mats.systems),
+                        systems=list(mats.systems))
+                    blocks[-1].robustness["gate_without"] = gate_without(
+                        blocks[-1], human=mats[human], columns=block_columns,
+                        sentinels=sentinel_names, options=options, given=block_given,
+                        systems=list(mats.systems))
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
+    if options.robustness and len(humans) > 1:
+        from judgebench.auditing.robustness import add_construct
+
+        every = meta_eval.score_matrices(oriented, [*humans, *columns])
+        add_construct(blocks, {h: every[h] for h in humans},
+                      {c: every[c] for c in columns}, method=options.method,
+                      alpha=options.alpha, resamples=options.resamples, seed=options.seed)
     for card in cards:
         if not card.higher_is_better:
             warnings.append(f"{card.column} is lower-is-better: negated for the audit")
@@ -218,7 +241,8 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                   "levels": [{"level": lv, "grouping": g} for lv, g in settings],
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "test": options.method,
-                  "resamples": options.resamples, "epsilon": options.epsilon},
+                  "resamples": options.resamples, "epsilon": options.epsilon,
+                  **({"robustness": True} if options.robustness else {})},
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
         blocks=blocks, scatter=scatter, warnings=[*warnings, *(
             f"{c}: {f['rows']} failed scores, counted {f['counted_as']} (--failed-as "

@@ -115,6 +115,9 @@ def verdicts(data: dict[str, Any]) -> list[CriterionVerdict]:
         gated = [s for s in settings if s.passed or s.failed]
         state = state_of(sum(1 for s in gated if s.passed), len(gated))
         summary = _summary(state, gated, metrics)
+        fragile = _fragile(data, human, len(statistics) > 1)
+        if fragile:  # a conclusion that is not robust says so first
+            summary = f"Not robust: {'; '.join(fragile)}. {summary[0].upper()}{summary[1:]}"
         not_run, against, caveat = not_run_caveat(data, human)
         out.append(CriterionVerdict(human, state, f"{summary} {caveat}" if caveat else summary,
                                     settings, metrics, not_run, against))
@@ -156,6 +159,15 @@ def of_report(data: dict[str, Any]) -> list[dict[str, Any]]:
     before reports carried one."""
     found = data.get("verdict")
     return found if isinstance(found, list) else [v.to_dict() for v in verdicts(data)]
+
+
+def _fragile(data: dict[str, Any], human: str, name_statistic: bool) -> list[str]:
+    """What `audit --robustness` found could overturn this criterion's conclusions."""
+    from judgebench.auditing.robustness import caveats
+
+    return [c for b in data["blocks"] if b["human"] == human
+            for c in caveats(b, where(b["level"], b["grouping"],
+                                      b["statistic"] if name_statistic else None))]
 
 
 def _setting(block: dict[str, Any], human: str, name_statistic: bool) -> SettingVerdict:

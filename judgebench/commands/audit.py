@@ -127,6 +127,10 @@ def report_format(path: Path) -> str:
                    "(meta-eval --pairwise), with the bias probes of --judge on --pairs.")
 @pairwise_options
 @failed_as_option
+@click.option("--robustness", is_flag=True,
+              help="Per block: whether failed or missing cells (Manski bounds, tipping "
+                   "points) or leaving out a system could overturn the gate; the verdict "
+                   "says so first.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
@@ -140,7 +144,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             paraphrases: tuple[str, ...], judge_family: str | None,
             system_families: tuple[str, ...], reports: tuple[Path, ...],
             fail_on: tuple[str, ...], previous_path: Path | None, pairwise: bool,
-            by: str | None, human_ties: str, failed_as: str, as_json: bool) -> None:
+            by: str | None, human_ties: str, failed_as: str, as_json: bool,
+            robustness: bool = False) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.auditing.blocks import Options
@@ -157,7 +162,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     ])
     formats = [(path, report_format(path)) for path in reports]
     options = Options(bootstrap=bootstrap, ci=ci, seed=seed, alpha=alpha, method=method,
-                      resamples=resamples, epsilon=epsilon)
+                      resamples=resamples, epsilon=epsilon, robustness=robustness)
     report = audit(scores, humans=humans, samples=samples_path, metrics=metrics,
                    levels=levels, groupings=groupings, statistics=statistics,
                    sentinels=sentinels, lower=lower, higher=higher, store=store_path,

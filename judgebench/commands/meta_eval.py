@@ -32,8 +32,9 @@ def _log(message: str) -> None:
 
 @click.command("meta-eval")
 @click.argument("scores", type=click.Path(path_type=Path))
-@click.option("--human", "humans", multiple=True, required=True, metavar="COL",
-              help="Human judgment column; repeatable.")
+@click.option("--human", "humans", multiple=True, metavar="COL",
+              help="Human judgment column; repeatable (required, except with --alt-test, "
+                   "where the default is every human.* column).")
 @click.option("--metric", "metrics", multiple=True, metavar="COL",
               help="Metric column; repeatable. Default: every numeric column that is not a "
                    "human column (nor item, system, human.*).")
@@ -97,6 +98,55 @@ def _log(message: str) -> None:
                    "every .ab/.ba pair and every other column holding verdicts only.")
 @pairwise_options
 @failed_as_option
+@click.option("--alt-test", is_flag=True,
+              help="The alternative-annotator test (Calderon et al. 2025): each human.* "
+                   "column is one annotator, each metric a candidate judge; needs --epsilon.")
+@click.option("--alt-score", type=click.Choice(("accuracy", "neg-rmse")), default="accuracy",
+              show_default=True, help="--alt-test: how an answer agrees with the other "
+                                      "annotators (categorical or numeric labels).")
+@click.option("--missing-bounds", is_flag=True,
+              help="Each statistic's worst and best case (Manski bounds) over every way its "
+                   "missing human values and failed scores could have come out, and the "
+                   "tipping point: how many failed rows against a metric would put it at or "
+                   "below the next one.")
+@click.option("--construct", "construct_pairs", multiple=True, metavar="METRIC=HUMAN",
+              help="Construct validity (Campbell and Fiske's multitrait-multimethod matrix): "
+                   "METRIC is meant to measure criterion HUMAN; repeatable. Tests that each "
+                   "agrees with its criterion more than with the other --human columns.")
+@click.option("--transitivity", is_flag=True,
+              help="--pairwise: the share of system triples with cyclic majority preferences "
+                   "(item-bootstrap CI, --bootstrap), the pairs in the cycles and a "
+                   "likelihood-ratio test of Bradley-Terry, per judge and human column.")
+@click.option("--power-for", type=float, metavar="DELTA",
+              help="From this pilot table: how many items (and, with --rater, annotators) a "
+                   "study needs to separate the best metric from each other one if their "
+                   "Pearson r with --human differ by DELTA (simulated Williams tests).")
+@click.option("--target-power", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.8, show_default=True, help="--power-for: the power to reach.")
+@click.option("--system-sensitivity", is_flag=True,
+              help="How often the winning metric, the order and (with --compare) each "
+                   "cluster change when systems leave (--leave-out K) or are resampled "
+                   "(--system-bootstrap N).")
+@click.option("--leave-out", type=click.IntRange(min=0), default=1, show_default=True,
+              help="--system-sensitivity: systems left out at a time (0: none).")
+@click.option("--system-bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+              help="--system-sensitivity: system resamples with replacement.")
+@click.option("--sequential", is_flag=True,
+              help="Replay the study taking items in batches and report when anytime-valid "
+                   "confidence sequences would have settled the clusters (or --top-k), and "
+                   "the items, labels and judge calls saved (--grouping item).")
+@click.option("--order", "sequential_order", type=click.Choice(("random", "greedy")),
+              default="random", show_default=True,
+              help="--sequential: items in seeded random order (anytime-valid) or the "
+                   "metrics' most disagreed-about items first.")
+@click.option("--batch", type=click.IntRange(min=1), default=10, show_default=True,
+              help="--sequential: items per batch (the stopping rule is checked after each).")
+@click.option("--margin", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="--sequential: two metrics closer than this are decided equivalent.")
+@click.option("--top-k", type=click.IntRange(min=1), default=None,
+              help="--sequential: stop once the k best are settled against the rest.")
+@click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
+              help="--alt-test: an annotator with fewer items is not tested.")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
             grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
@@ -105,9 +155,38 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             raters: tuple[str, ...], permutations: int, seed: int, output_format: str,
             pairwise: bool, judges: tuple[str, ...], by: str | None, human_ties: str,
             labels: tuple[float, ...] | None, average: str,
-            replace_nans_with_zeros: bool, failed_as: str) -> None:
+            replace_nans_with_zeros: bool, failed_as: str, alt_test: bool = False,
+            alt_score: str = "accuracy", alt_min_items: int = 30,
+            missing_bounds: bool = False, construct_pairs: tuple[str, ...] = (),
+            transitivity: bool = False, power_for: float | None = None,
+            target_power: float = 0.8, system_sensitivity: bool = False,
+            leave_out: int = 1, system_bootstrap: int = 0, sequential: bool = False,
+            sequential_order: str = "random", batch: int = 10, margin: float = 0.0,
+            top_k: int | None = None) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
+    if alt_test:
+        _run_alt_test(scores, humans, metrics, epsilon, alt_score, alpha, alt_min_items,
+                      output_format)
+        return
+    if not humans:
+        raise click.UsageError("Missing option '--human'.")
+    if power_for is not None:
+        from judgebench.services import power as planning
+
+        if len(humans) != 1 or output_format not in ("text", "json"):
+            raise click.UsageError("--power-for takes one --human and prints text or json")
+        plan = planning.power_for(scores, power_for, human=humans[0], metrics=metrics,
+                                 raters=raters, alpha=alpha, target=target_power, seed=seed,
+                                 lower=lower, higher=higher, exclude_systems=excluded,
+                                 log=_log)
+        click.echo(json_out.document(plan.to_dict()) if output_format == "json"
+                   else safe(text_out.power_report(plan)))
+        return
+    if construct_pairs:
+        _run_construct(scores, construct_pairs, humans, statistics, level, grouping, method,
+                       alpha, resamples, seed, lower, higher, excluded, output_format)
+        return
     if pairwise:
         if metrics or raters:
             raise click.UsageError("--pairwise takes --judge (not --metric) and several "
@@ -119,6 +198,15 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
 
         if output_format not in ("text", "json"):
             raise click.UsageError("--pairwise prints text or json (--format text|json)")
+        if transitivity:
+            from judgebench.services import transitivity as cycles
+
+            report = cycles.transitivity(scores, humans=humans, judges=judges,
+                                          bootstrap=bootstrap or 1000, ci=ci, seed=seed,
+                                          log=_log)
+            click.echo(json_out.document(report.to_dict()) if output_format == "json"
+                       else safe(text_out.transitivity_report(report)))
+            return
         run_pairwise(scores, humans=humans, judges=judges, by=by, human_ties=human_ties,
                      bootstrap=bootstrap, ci=ci, seed=seed, compare=compare,
                      resamples=resamples, alpha=alpha, as_json=output_format == "json", log=_log,
@@ -136,7 +224,12 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        method=method, resamples=resamples, alpha=alpha, raters=raters,
                        permutations=permutations, seed=seed, labels=labels,
                        average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                       failed_as=failed_as, log=_log, host=given_host())
+                       failed_as=failed_as, log=_log, host=given_host(),
+                       missing_bounds=missing_bounds,
+                       leave_systems_out=leave_out if system_sensitivity else 0,
+                       system_bootstrap=system_bootstrap if system_sensitivity else 0,
+                       sequential={"order": sequential_order, "batch": batch, "margin": margin,
+                                   "top_k": top_k} if sequential else None)
     if output_format == "json":
         click.echo(json_out.document(result.to_dict()))
     elif output_format == "text":
@@ -144,6 +237,43 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
         click.echo(safe(text_out.meta_eval(result, verbose=verbose or bool(root.get("verbose")))))
     else:
         click.echo(safe(render_table(meta_eval_table(result, output_format), output_format)))
+
+
+def _run_alt_test(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
+                  epsilon: float, alt_score: str, alpha: float, min_items: int,
+                  output_format: str) -> None:
+    from click.core import ParameterSource
+
+    from judgebench.services.alt_test import alt_test
+
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("epsilon") is ParameterSource.DEFAULT:
+        raise click.UsageError("--alt-test needs --epsilon, the annotators' cost-benefit "
+                               "margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd)")
+    if output_format not in ("text", "json"):
+        raise click.UsageError("--alt-test prints text or json (--format text|json)")
+    report = alt_test(scores, humans=humans, metrics=metrics, epsilon=epsilon,
+                      score=alt_score, alpha=alpha, min_items=min_items, log=_log)
+    click.echo(json_out.document(report.to_dict()) if output_format == "json"
+               else safe(text_out.alt_test_report(report)))
+
+
+def _run_construct(scores: Path, pairs: tuple[str, ...], humans: tuple[str, ...],
+                   statistics: tuple[str, ...], level: str, grouping: str, method: str,
+                   alpha: float, resamples: int, seed: int, lower: tuple[str, ...],
+                   higher: tuple[str, ...], excluded: tuple[str, ...],
+                   output_format: str) -> None:
+    from judgebench.services.construct import construct, parse_pairs
+
+    if len(statistics) > 1 or output_format not in ("text", "json"):
+        raise click.UsageError("--construct takes one --statistic and prints text or json")
+    report = construct(scores, intended=parse_pairs(pairs), humans=humans,
+                       statistic=statistics[0] if statistics else "pearson", level=level,
+                       grouping=grouping, method=method, alpha=alpha, resamples=resamples,
+                       seed=seed, lower=lower, higher=higher, exclude_systems=excluded,
+                       log=_log)
+    click.echo(json_out.document(report.to_dict()) if output_format == "json"
+               else safe(text_out.construct_report(report)))
 
 
 def parse_labels(value: str | None) -> tuple[float, ...] | None:

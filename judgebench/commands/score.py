@@ -9,7 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -97,6 +97,20 @@ TOP_REASONS = 3
               help="Score N rows drawn at random (with --seed; the same seed draws the same "
                    "rows of the same file).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@click.option("--until-settled", "until_settled", metavar="HUMAN",
+              help="Score the items in seeded random batches (--seed) and stop once "
+                   "anytime-valid confidence sequences settle the metrics' clusters against "
+                   "this human score (segment level, grouped by item); needs -o.")
+@click.option("--settle-batch", type=click.IntRange(min=1), default=10, show_default=True,
+              help="--until-settled: items per batch.")
+@click.option("--settle-margin", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="--until-settled: metrics closer than this are decided equivalent.")
+@click.option("--settle-top-k", type=click.IntRange(min=1), default=None,
+              help="--until-settled: stop once the k best are settled against the rest.")
+@click.option("--settle-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True, help="--until-settled: the error level.")
+@click.option("--settle-statistic", default="pearson", show_default=True,
+              help="--until-settled: the per-item correlation.")
 def command(
     input_path: Path | str,
     metric_specs: tuple[str, ...],
@@ -123,6 +137,12 @@ def command(
     limit: int | None,
     sample_rows: int | None,
     seed: int,
+    until_settled: str | None = None,
+    settle_batch: int = 10,
+    settle_margin: float = 0.0,
+    settle_top_k: int | None = None,
+    settle_alpha: float = 0.05,
+    settle_statistic: str = "pearson",
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
 
@@ -135,6 +155,11 @@ def command(
         raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
+    if until_settled is not None:
+        _until_settled(input_path, specs, output, store_path, until_settled, as_json,
+                       batch=settle_batch, margin=settle_margin, top_k=settle_top_k,
+                       alpha=settle_alpha, statistic=settle_statistic, seed=seed)
+        return
     rows = Rows(limit=limit, sample=sample_rows, seed=seed)
     ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
     if is_uri(input_path) and dry_run:
@@ -181,6 +206,29 @@ def command(
         click.echo(json_out.document(summary_rows(result)))
     if result.failed and not allow_failures:
         click.get_current_context().exit(EXIT_FAILED_SCORES)
+
+
+def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path | None,
+                   store_path: Path, human: str, as_json: bool, **options: Any) -> None:
+    from judgebench.io import write_table
+    from judgebench.scores_table import SIDECAR_ATTR
+    from judgebench.services.until_settled import score_until_settled
+
+    if output is None:
+        raise InputError("--until-settled writes the rows it scored: give -o")
+    destinations.check([destinations.read("INPUT", Path(input_path)),
+                        destinations.table("-o", output, sidecar=True),
+                        destinations.database("--store", store_path)])
+    done = score_until_settled(input_path, specs, human=human, store=store_path,
+                               log=lambda m: print(f"score: {m}", file=sys.stderr),
+                               **options)
+    write_table(done.table, output, sidecar=done.table.attrs[SIDECAR_ATTR])
+    summary = done.to_dict()
+    print(f"score: {'settled' if summary['settled'] else 'not settled'} after "
+          f"{summary['items_scored']} of {summary['items_total']} items; "
+          f"{summary['judge_calls_saved']} metric calls saved", file=sys.stderr)
+    if as_json:
+        click.echo(json_out.document(summary))
 
 
 def _ray_config(engine: str, address: str | None, replicas: int | None,

@@ -24,13 +24,17 @@ if TYPE_CHECKING:
     from judgebench.metric_card import MetricCard
     from judgebench.runner import RunResult
     from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
+    from judgebench.services.alt_test import AltTestReport
     from judgebench.services.combine import CombineResult
     from judgebench.services.compare_judges import ComparisonResult
+    from judgebench.services.construct import ConstructReport
     from judgebench.services.diff import DiffResult
     from judgebench.services.items import ItemsResult
     from judgebench.services.meta_eval import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
+    from judgebench.services.power import PowerReport
     from judgebench.services.runs import Call, LogEntry, LogsResult, RunRow, RunsResult
+    from judgebench.services.transitivity import TransitivityReport
     from meta_eval.aggregation import RuleResult
 
 
@@ -162,6 +166,32 @@ def _metric_line(row: MetricRow, width: int) -> str:
         parts.append(f"cluster {o.cluster}")
     if o.ceiling_fraction is not None:
         parts.append(f"{100 * o.ceiling_fraction:.0f}% of ceiling")
+    bounds = (row.extra or {}).get("missing_bounds")
+    if bounds and bounds["cells"]:
+        low, high = (_value(bounds[k]).strip() for k in ("low", "high"))
+        parts.append(f"bounds [{low}, {high}]{'' if bounds['exact'] else ' (at least)'} over "
+                     f"{bounds['cells']} missing cells")
+    tip = (row.extra or {}).get("tipping_point")
+    if tip and tip["of"]:
+        parts.append(f"tips below {tip['against']} at {tip['cells']}/{tip['of']} failed"
+                     if tip["cells"] is not None else
+                     f"stays above {tip['against']} with all {tip['of']} failed against it")
+    seq = (row.extra or {}).get("sequential")
+    if seq:
+        parts.append(f"sequential: cluster {seq['cluster']} after {seq['items_used']}/"
+                     f"{seq['items_total']} items"
+                     + ("" if seq["settled"] else " (not settled)"))
+    for s in (row.extra or {}).get("system_sensitivity", []):
+        what = "without" if s["kind"] == "leave-k-out" else "over"
+        how = (f"{s['k']} system(s)" if s["kind"] == "leave-k-out"
+               else f"{s['resamples']} system resamples")
+        parts.append(f"wins {100 * s['winner_share']:.0f}% {what} {how}")
+        if "cluster_changed" in s:
+            parts.append(f"cluster changes {100 * s['cluster_changed']:.0f}%")
+        if s["study_winner"] and s.get("flips"):
+            left = ", ".join("+".join(x) for x in s["flips"][:3])
+            parts.append(f"loses the lead without {left}"
+                         f"{' ...' if len(s['flips']) > 3 else ''}")
     return "  ".join(parts)
 
 
@@ -793,4 +823,88 @@ def diff(result: DiffResult) -> str:
                          f"flip rate {row['flip_rate']:.4f}")
     lines.append("  moved: " + ("; ".join(result.moved) or "nothing"))
     lines.append(f"  drift: {'yes' if result.drift else 'no'}")
+    return "\n".join(lines)
+
+
+# -- meta-eval --alt-test, --construct, --power-for, --pairwise --transitivity -----------
+def alt_test_report(report: AltTestReport) -> str:
+    """The readable table: one line per judge, then its annotators' tests."""
+    if not report.rows:
+        return ""
+    lines: list[str] = []
+    for criterion in dict.fromkeys(r.criterion for r in report.rows):
+        rows = [r for r in report.rows if r.criterion == criterion]
+        first = rows[0]
+        lines.append(f"alt-test{f' · {criterion}' if criterion else ''} ({first.score}, "
+                     f"epsilon {first.epsilon:g}, BY q={first.alpha:g}) · annotators: "
+                     f"{', '.join(first.annotators)}")
+        width = max(len(r.metric) for r in rows)
+        for row in rows:
+            r = row.result
+            if not r.annotators:
+                lines.append(f"  {row.metric:<{width}}  not tested: no annotator has enough "
+                             "items")
+                continue
+            verdict = "PASSED" if r.passed else "failed"
+            lines.append(f"  {row.metric:<{width}}  winning rate {r.winning_rate:.2f}  "
+                         f"advantage probability {r.advantage_probability:.2f}  {verdict}  "
+                         f"n={r.items}")
+            for t in r.annotators:
+                lines.append(f"    vs {t.annotator}: rho_judge={t.judge_advantage:.3f} "
+                             f"rho_annotator={t.annotator_advantage:.3f} p={t.p_value:.4g} "
+                             f"{'rejected' if t.rejected else 'not rejected'} (n={t.n})")
+    lines.append("A judge passes when it wins against half the annotators or more "
+                 "(Calderon et al. 2025).")
+    return "\n".join(lines)
+
+def construct_report(report: ConstructReport) -> str:
+    """The matrix (metrics x criteria, own criterion starred) and each metric's verdict."""
+    if not report.rows:
+        return ""
+    criteria = list(report.rows[0].values)
+    width = max(len(r.metric) for r in report.rows)
+    cell = max(9, *(len(c) + 2 for c in criteria))
+    lines = [f"construct validity · {report.statistic} · {report.level}, grouping "
+             f"{report.grouping} · {report.method}, alpha {report.alpha:g}",
+             " " * (width + 2) + "".join(f"{c:>{cell}}" for c in (*criteria, "overall"))]
+    for r in report.rows:
+        values = "".join(f"{_number(v) + ('*' if c == r.criterion else ' '):>{cell}}"
+                         for c, v in r.values.items())
+        verdict = ("discriminant" if r.discriminant else
+                   "measures overall quality" if r.general else "not discriminant")
+        lines.append(f"  {r.metric:<{width}}{values}{_number(r.overall) + ' ':>{cell}}  "
+                     f"{verdict}")
+    lines.append("*: the metric's own criterion; discriminant: significantly closer to it "
+                 "than to every other criterion (Campbell and Fiske 1959).")
+    return "\n".join(lines)
+
+
+def _number(v: float) -> str:
+    return f"{v:.4f}" if v == v else "n/a"
+
+def power_report(report: PowerReport) -> str:
+    lines = [f"items needed to separate metrics whose Pearson r with {report.human} differs "
+             "by delta (Williams' test, segment level)"]
+    for a, b, plan in report.rows:
+        lines.append(f"  {a} (r={plan.r_a:.3f}) vs {b} (r(A,B)={plan.r_ab:.3f}), delta "
+                     f"{plan.delta:g}, alpha {plan.alpha:g}, power {plan.target:g}:")
+        for k, (n, p, d) in plan.needed.items():
+            who = f"{k} annotator{'s' if k > 1 else ''}" if report.rho is not None \
+                else "as piloted"
+            lines.append(f"    {who}: " + (f"{n} items (power {p:.3f}, delta {d:.3f})"
+                                           if n is not None else "not reachable"))
+    return "\n".join(lines)
+
+def transitivity_report(report: TransitivityReport) -> str:
+    lines = []
+    for name, kind, t in report.rows:
+        share = f"{t.share:.3f}" if t.triples else "n/a"
+        ci = f" [{t.ci[0]:.3f}, {t.ci[1]:.3f}]" if t.ci else ""
+        bt = (f"BT misfit G={t.lr_statistic:.2f} df={t.df} p={t.p_value:.3g}"
+              if t.p_value is not None and t.lr_statistic is not None else f"BT: {t.note}")
+        lines.append(f"{name} ({kind}): cyclic triples {t.cyclic}/{t.triples} = {share}{ci}"
+                     f" · {bt}")
+        for pair in t.cycle_pairs[:5]:
+            lines.append(f"    {pair['system_a']} vs {pair['system_b']}: in {pair['cycles']} "
+                         f"cycle(s), majority {pair['winner']}")
     return "\n".join(lines)

@@ -81,6 +81,9 @@ class MetricRow:
     #: how failed scores were counted (`--failed-as`) and the column's failed rows
     failed_as: FailedAs = MISSING
     failed: dict[str, Any] | None = None
+    #: robustness fields merged into `to_dict()`: `missing_bounds` and `tipping_point`
+    #: (--missing-bounds, services.missingness), `system_sensitivity` (services.robustness)
+    extra: dict[str, Any] | None = None
 
     @property
     def metric(self) -> str:
@@ -135,6 +138,8 @@ class MetricRow:
             out["compare_note"] = self.compare_note
         if task.raters and not o.given:
             out["ceiling_fraction"] = o.ceiling_fraction
+        if self.extra is not None:
+            out |= self.extra
         return out
 
 
@@ -228,7 +233,10 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
               seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
               replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
-              log: Log | None = None, host: PluginHost | None = None) -> MetaEvalResult:
+              log: Log | None = None, host: PluginHost | None = None,
+              missing_bounds: bool = False, leave_systems_out: int = 0,
+              system_bootstrap: int = 0, sequential: dict[str, Any] | None = None
+              ) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
@@ -237,11 +245,20 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
     failed score counts as `failed_as` says (missing, min, max or a number;
     judgebench.failed). A column's direction not given by a flag or the sidecar is its
-    registered metric's in `host` (default: the installed plugins, built only then). Bad
-    input raises `InputError` naming the option."""
+    registered metric's in `host` (default: the installed plugins, built only then).
+    `missing_bounds`: each statistic's Manski bounds over its missing
+    cells and its tipping point (judgebench.services.missingness); `leave_systems_out` (k)
+    and `system_bootstrap` (N): how often the conclusions change without k systems or over
+    N system resamples (judgebench.services.robustness); `sequential` (order, batch,
+    margin, top_k): when a study taking items in batches would have stopped
+    (judgebench.services.sequential). Bad input raises `InputError` naming the option."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=False)
     statistics = tuple(statistics) or ("pearson",)
+    if sequential is not None:
+        from judgebench.services.sequential import check
+
+        check(statistics, level, grouping)
     _check_options(statistics, level, grouping, epsilon, raters)
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
                              method)
@@ -276,6 +293,27 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                      *((raw.columns, cols, raw_given) if statistic in on_scale
                        else (matrices.columns, cols, given)), log)
               for human in humans for statistic in statistics]
+    if missing_bounds:
+        from judgebench.services.missingness import present_cells, with_bounds
+
+        blocks = with_bounds(blocks, lambda s: raw.columns if s in on_scale
+                             else matrices.columns,
+                             present_cells(cols.frame, matrices.items, matrices.systems))
+    if leave_systems_out or system_bootstrap:
+        from judgebench.services.robustness import with_sensitivity
+
+        if leave_systems_out < 0 or leave_systems_out > len(matrices.systems) - 2:
+            raise InputError(f"leave 1 to {len(matrices.systems) - 2} of the "
+                             f"{len(matrices.systems)} systems out", field="--leave-out")
+        blocks = with_sensitivity(blocks, lambda s: raw.columns if s in on_scale
+                                  else matrices.columns, list(matrices.systems),
+                                  leave_out=leave_systems_out, bootstrap=system_bootstrap,
+                                  seed=seed)
+    if sequential is not None:
+        from judgebench.services.sequential import with_sequential
+
+        blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=alpha, seed=seed,
+                                 **sequential)
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
                           convention)
 

@@ -1,0 +1,139 @@
+"""`meta-eval --alt-test`: can each judge replace a human annotator (`meta_eval.alt_test`)?
+
+Every `human.*` column (or the `--human` columns named) is one annotator, an empty cell an
+item it did not label; every metric column is a candidate judge, a failed or empty cell an
+item it did not answer. Annotators named `human.<criterion>.<annotator>` are grouped by
+criterion, and each criterion is tested on its own. One `AltTestRow` per judge and criterion;
+`to_dict()` is the `--json` array.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.columns import metric_columns, numeric_columns
+from judgebench.errors import InputError
+from judgebench.failed import MISSING, apply_numeric, find_failed
+from judgebench.results import Result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from meta_eval.alt_test import AltTestResult
+
+Log = Callable[[str], None]
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class AltTestRow:
+    """The alt-test of one judge against the annotators."""
+
+    metric: str
+    annotators: tuple[str, ...]
+    criterion: str | None
+    score: str
+    epsilon: float
+    alpha: float
+    result: AltTestResult
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {"metric": self.metric, "human": ",".join(self.annotators),
+                "criterion": self.criterion, "statistic": "alt-test",
+                "alt_score": self.score, "epsilon": self.epsilon, "alpha": self.alpha,
+                "n": r.items,
+                "alt-test-winning-rate": _finite(r.winning_rate),
+                "alt-test-advantage-probability": _finite(r.advantage_probability),
+                "passed": r.passed if r.annotators else None,
+                "per_annotator": [t.to_dict() for t in r.annotators],
+                "skipped_annotators": dict(r.skipped)}
+
+
+@dataclass(frozen=True)
+class AltTestReport(Result):
+    """Every judge's alt-test, best advantage probability first."""
+
+    rows: list[AltTestRow]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.rows]
+
+
+def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
+             metrics: Sequence[str] = (), epsilon: float, score: str = "accuracy",
+             alpha: float = 0.05, min_items: int = 30,
+             log: Log | None = None) -> AltTestReport:
+    """The alt-test of each metric column of `scores` against the annotator columns
+    (`humans`, default every `human.*` column). Bad input raises `InputError`."""
+    from judgebench.services.meta_eval import _load
+    from meta_eval.alt_test import SCORES
+    from meta_eval.alt_test import alt_test as kernel
+
+    log = log or (lambda _message: None)
+    if score not in SCORES:
+        raise InputError(f"one of {', '.join(SCORES)}", field="--alt-score")
+    if not epsilon >= 0:
+        raise InputError("must be >= 0", field="--epsilon")
+    table = _load(scores, None, (), (), None)
+    where = str(table.path)
+    frame = table.frame
+    annotators = list(humans) or [str(c) for c in frame.columns
+                                  if str(c).startswith("human.")]
+    if len(annotators) < 2:
+        raise InputError(f"the alt-test needs two or more annotator columns (human.*), found "
+                         f"{len(annotators)}", path=where, field="--human")
+    numeric_columns(frame, annotators, where)
+    failed = find_failed(frame, list(metrics) or [
+        str(c) for c in frame.columns if c not in {"item", "system", *annotators}
+        and not str(c).startswith("human.")], sidecar=table.sidecar)
+    for note in failed.notes:
+        log(note)
+    if metrics:
+        numeric_columns(frame, metrics, where)
+    judges = list(metrics) or metric_columns(frame, exclude=annotators, warn=log, path=where)
+    if not judges:
+        raise InputError("no judge columns: name them with --metric", path=where)
+    apply_numeric(frame, failed, judges, MISSING)
+    groups = criteria(annotators)
+    log(f"alt-test: {len(frame)} rows, {len(annotators)} annotators"
+        f"{f' in {len(groups)} criteria' if len(groups) > 1 else ''}, {len(judges)} judge(s), "
+        f"{score}, epsilon {epsilon}, q {alpha}")
+    rows = []
+    for criterion, names in groups.items():
+        if len(names) < 2:
+            raise InputError(f"criterion {criterion!r} has one annotator column ({names[0]}): "
+                             "the alt-test needs two or more", path=where, field=names[0])
+        matrix = frame[names].to_numpy(dtype=float)
+        for judge in judges:
+            rows.append(AltTestRow(judge, tuple(names), criterion, score, epsilon, alpha,
+                                   kernel(humans=matrix,
+                                          judge=frame[judge].to_numpy(dtype=float),
+                                          epsilon=epsilon, score=score, alpha=alpha,
+                                          min_items=min_items, names=names)))
+    for row in rows:
+        for name, why in row.result.skipped.items():
+            log(f"{row.metric}: annotator {name} not tested ({why})")
+    rows.sort(key=lambda r: (list(groups).index(r.criterion),
+                             -(r.result.advantage_probability
+                               if math.isfinite(r.result.advantage_probability) else -1.0)))
+    return AltTestReport(rows)
+
+
+def criteria(annotators: Sequence[str]) -> dict[str | None, list[str]]:
+    """Annotator columns by criterion: `human.<criterion>.<annotator>` columns grouped by
+    criterion when every column is named so, else one group (criterion None)."""
+    parts = [str(a).split(".") for a in annotators]
+    if all(len(p) >= 3 and p[0] == "human" for p in parts):
+        out: dict[str | None, list[str]] = {}
+        for name, p in zip(annotators, parts, strict=True):
+            out.setdefault(p[1], []).append(name)
+        return out
+    return {None: list(annotators)}
