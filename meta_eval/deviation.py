@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meta_eval.correlation import power_of_two_scale
-
-ERRORS = ("mae", "rmse", "bias")
+from meta_eval.numerics import power_of_two_scale
 
 
 def _differences(human: np.ndarray, metric: np.ndarray
@@ -80,14 +78,3 @@ def rmse_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     d = np.ldexp(d, -s)
     root = np.sqrt(_mean(d * d, ok.sum(axis=-1)))
     return np.ldexp(root, (e + s)[..., 0])
-
-
-def error_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Per-group values of one of ERRORS."""
-    if statistic == "mae":
-        return mae_groups(human=human, metric=metric)
-    if statistic == "rmse":
-        return rmse_groups(human=human, metric=metric)
-    if statistic == "bias":
-        return bias_groups(human=human, metric=metric)
-    raise ValueError(f"unknown error statistic {statistic!r}; use one of {ERRORS}")

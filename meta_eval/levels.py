@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from meta_eval.calibration import calibrate_groups
-from meta_eval.correlation import group_values, p_value, pdp_pooled
+from meta_eval.correlation import pdp_pooled
 from meta_eval.pairs import snap
 from meta_eval.results import Result
 from meta_eval.statistics import Statistic, get
@@ -235,8 +235,7 @@ def group_statistic(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
             pairable = (units.astype(float) ** 2).sum(axis=-1) >= 2
             value = np.where(np.isnan(value) & pairable, 0.0, value)
         return value
-    values = group_values(spec.kernel, human=human, metric=metric, epsilon=epsilon,
-                          domain=domain)
+    values = spec.group_values(human=human, metric=metric, epsilon=epsilon, domain=domain)
     return average_groups(values, grouped, units=units, average=average,
                           replace_nans_with_zeros=replace_nans_with_zeros)
 
@@ -333,11 +332,11 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         elif spec.kernel == "pdp":
             value, n, skipped = _pooled(h, m, grouped, replace_nans_with_zeros)
         else:
-            values = group_values(spec.kernel, human=h, metric=m, epsilon=eps, domain=domain)
+            values = spec.group_values(human=h, metric=m, epsilon=eps, domain=domain)
             value, n, skipped = _summarise(values, _units(h, m), grouped, average,
                                            replace_nans_with_zeros)
-        if not grouped and spec.scipy_p_value:
-            p = p_value(spec.kernel, human=h, metric=m)
+        if not grouped and spec.p_value is not None:
+            p = spec.p_value(human=h, metric=m)
 
     low = high = None
     if bootstrap > 0 and np.isfinite(value):
@@ -389,8 +388,7 @@ def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, l
                                "replace_nans_with_zeros": replace_nans_with_zeros}
     if level == "segment" and grouping == "item" and spec.kernel != "pdp":
         # Items are the groups: resampling items resamples the per-item values.
-        values = group_values(spec.kernel, human=human, metric=metric, epsilon=eps,
-                              domain=domain)
+        values = spec.group_values(human=human, metric=metric, epsilon=eps, domain=domain)
         return average_groups(values[index], True, units=_units(human, metric)[index],
                               **options)
     out = np.empty(index.shape[0])

@@ -31,7 +31,7 @@ the others, ref_r = hard label of the mean of their P(A better) (a majority vote
 where r or all others are missing drop for r only), with the same credit or kappa; the
 ceiling is the mean over raters. Each judge is scored against the same references and
 `ceiling_fraction` = mean_r judge(ref_r) / ceiling (accuracy-type statistics against the
-accuracy ceiling, kappa against the kappa ceiling), as `meta_eval.agreement.human_ceiling`
+accuracy ceiling, kappa against the kappa ceiling), as `meta_eval.ceiling.human_ceiling`
 does for correlations.
 """
 

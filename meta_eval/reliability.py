@@ -42,7 +42,6 @@ from meta_eval.results import Result
 
 BINS = 10
 BINNINGS = ("width", "mass")
-CALIBRATION = {"brier": None, "ece": "width", "ece-mass": "mass"}
 
 
 def _checked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,16 +116,6 @@ def ece_groups(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS,
     n = count.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, np.abs(sum_y - sum_p).sum(axis=-1) / np.maximum(n, 1), np.nan)
-
-
-def calibration_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Per-group values of brier, ece or ece-mass (BINS bins)."""
-    if statistic == "brier":
-        return brier_groups(human=human, metric=metric)
-    if statistic in ("ece", "ece-mass"):
-        return ece_groups(human=human, metric=metric, binning=CALIBRATION[statistic] or "")
-    raise ValueError(f"unknown calibration statistic {statistic!r}; use one of "
-                     f"{tuple(CALIBRATION)}")
 
 
 def brier_score(*, human: np.ndarray, metric: np.ndarray) -> Result:

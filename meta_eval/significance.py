@@ -62,7 +62,6 @@ from typing import TypedDict
 
 import numpy as np
 
-from meta_eval.correlation import group_values, power_of_two_scale
 from meta_eval.levels import (
     EXACT_ITEMS,
     arrange,
@@ -77,9 +76,10 @@ from meta_eval.levels import (
     limbs,
     snapped_system_means,
 )
+from meta_eval.numerics import power_of_two_scale
 from meta_eval.pairs import snap
 from meta_eval.results import Comparison, RankedMetric, Ranking
-from meta_eval.statistics import Statistic
+from meta_eval.statistics import Statistic, group_values
 from meta_eval.system import spa
 
 EARLY_CONFIDENCE = 0.99  # confidence of the interval for p that early stopping uses

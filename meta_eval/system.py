@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from meta_eval.correlation import kendall_groups, power_of_two_scale
+from meta_eval.correlation import kendall_groups
+from meta_eval.numerics import power_of_two_scale
 from meta_eval.results import Result
 
 

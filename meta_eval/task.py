@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.agreement import Ceiling, human_ceiling
+from meta_eval.ceiling import Ceiling, human_ceiling
 from meta_eval.corpus import evaluate_given
 from meta_eval.levels import evaluate
 from meta_eval.results import Ranking, Result

@@ -219,7 +219,7 @@ def test_kappa_with_declared_labels_is_sklearns(statistic: str, weights: str | N
 def test_kappa_labels_refuse_other_categories() -> None:
     human = np.array([[1.0, 2.0, 3.5]])
     with pytest.raises(ValueError, match="category 4 is not in the declared values"):
-        kappa_groups(human=human, metric=np.array([[1.0, 2.0, 3.0]]), labels=[1, 2, 3])
+        kappa_groups(human=human, metric=np.array([[1.0, 2.0, 3.0]]), domain=[1, 2, 3])
     assert categories(np.array([3.5]))[0] == 4  # the human mean rounds half up first
 
 
@@ -553,7 +553,7 @@ def test_raters_as_coders(seed: int, statistic: str, level: str, grouping: str) 
 
 
 def test_two_coders_agree_with_the_statistic() -> None:
-    from meta_eval.agreement import coder_alpha
+    from meta_eval.ceiling import coder_alpha
 
     coders, judge = panel(3)
     for statistic in ("krippendorff", "krippendorff-ratio", "krippendorff-ordinal"):

@@ -37,7 +37,7 @@ from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 if TYPE_CHECKING:
     import pandas as pd
 
-    from meta_eval.agreement import Ceiling
+    from meta_eval.ceiling import Ceiling
     from meta_eval.results import Comparison
 
 Log = Callable[[str], None]
