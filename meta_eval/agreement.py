@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
 from meta_eval.numerics import paired, power_of_two_scale
 from meta_eval.results import Result
 
@@ -78,7 +79,7 @@ KAPPA_WEIGHTS = (None, "linear", "quadratic")
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
-def _present(x: np.ndarray) -> np.ndarray:
+def _present(x: AnyArray) -> BoolArray:
     if x.dtype.kind in "fc":
         return np.isfinite(x)
     return np.array([v is not None and v == v and v != "" for v in x], dtype=bool)
@@ -135,7 +136,7 @@ def _numeric(x: Sequence) -> bool:
     return True
 
 
-def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval",
+def krippendorff_alpha(*, ratings: FloatArray, level: str = "interval",
                        domain: Sequence[float] | None = None) -> Result:
     """Krippendorff's alpha of a (raters, units) matrix of numeric ratings, NaN = missing.
 
@@ -189,7 +190,7 @@ def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval",
     return Result(name, value, n=round(n))
 
 
-def ratio_distance(c: np.ndarray, k: np.ndarray) -> np.ndarray:
+def ratio_distance(c: FloatArray, k: FloatArray) -> FloatArray:
     """Krippendorff's ratio distance ((c - k) / (c + k))^2 elementwise, 0 where c = k = 0;
     each pair is scaled by a power of two above max(|c|, |k|) first (exact), so c + k
     cannot overflow."""
@@ -201,21 +202,21 @@ def ratio_distance(c: np.ndarray, k: np.ndarray) -> np.ndarray:
         return np.where(total != 0, ((c - k) / np.where(total != 0, total, 1.0)) ** 2, 0.0)
 
 
-def _check_ratio(values: np.ndarray) -> None:
+def _check_ratio(values: FloatArray) -> None:
     negative = values[values < 0]
     if negative.size:
         raise ValueError(f"the ratio level needs values >= 0 (a scale with an absolute "
                          f"zero), got {float(negative[0])!r}")
 
 
-def _domain(domain: Sequence[float]) -> np.ndarray:
+def _domain(domain: Sequence[float]) -> FloatArray:
     values = np.unique(np.asarray(list(domain), dtype=float))
     if values.size == 0 or not np.isfinite(values).all():
         raise ValueError("a declared domain needs one or more finite values")
     return values
 
 
-def _check_domain(present: np.ndarray, values: np.ndarray, what: str) -> None:
+def _check_domain(present: FloatArray, values: FloatArray, what: str) -> None:
     outside = present[~np.isin(present, values)]
     if outside.size:
         shown = ", ".join(_label_text(v) for v in values[:12]) + (", ..." if values.size > 12
@@ -236,7 +237,7 @@ _CELLS = 1 << 22  # (rows x categories) cells per chunk
 _PAIRED_UNITS = 128  # up to this many pooled values per row, ratio pairs by broadcasting
 
 
-def categories(x: np.ndarray) -> np.ndarray:
+def categories(x: FloatArray) -> FloatArray:
     """`x` rounded half up to integers (see the module docstring); NaN stays NaN."""
     x = np.asarray(x, dtype=float)
     low = np.floor(x)
@@ -244,12 +245,12 @@ def categories(x: np.ndarray) -> np.ndarray:
         return low + (x - low >= 0.5 - HALF_TOL)
 
 
-def _rows(x: np.ndarray) -> np.ndarray:
+def _rows(x: FloatArray) -> FloatArray:
     return x.reshape(-1, x.shape[-1]) if x.shape[-1] else x.reshape(-1, 0)
 
 
-def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None = None,
-                 domain: Sequence[float] | None = None) -> np.ndarray:
+def kappa_groups(*, human: FloatArray, metric: FloatArray, weights: str | None = None,
+                 domain: Sequence[float] | None = None) -> FloatArray:
     """Per-group Cohen's kappa of the two sides' categories (see the module docstring);
     `domain`: the declared labels (weights by position among them)."""
     if weights not in KAPPA_WEIGHTS:
@@ -276,8 +277,8 @@ def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None =
     return out.reshape(lead)
 
 
-def _kappa_rows(h: np.ndarray, m: np.ndarray, ok: np.ndarray, n: np.ndarray,
-                cats: np.ndarray, scaled: np.ndarray, weights: str | None) -> np.ndarray:
+def _kappa_rows(h: FloatArray, m: FloatArray, ok: BoolArray, n: IntArray,
+                cats: FloatArray, scaled: FloatArray, weights: str | None) -> FloatArray:
     rows, k = h.shape[0], cats.size
     ih = np.searchsorted(cats, np.where(ok, h, cats[0]))
     im = np.searchsorted(cats, np.where(ok, m, cats[0]))
@@ -311,7 +312,7 @@ def _kappa_rows(h: np.ndarray, m: np.ndarray, ok: np.ndarray, n: np.ndarray,
     return np.where((n >= 2) & (expected > 0), value, np.nan)
 
 
-def _positions(x: np.ndarray, labels: Sequence[float]) -> np.ndarray:
+def _positions(x: FloatArray, labels: Sequence[float]) -> FloatArray:
     """Categories as their positions among the declared `labels` (NaN stays NaN)."""
     values = _domain(labels)
     ok = np.isfinite(x)
@@ -319,8 +320,8 @@ def _positions(x: np.ndarray, labels: Sequence[float]) -> np.ndarray:
     return np.where(ok, np.searchsorted(values, np.where(ok, x, values[0])), np.nan)
 
 
-def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interval",
-                 domain: Sequence[float] | None = None) -> np.ndarray:
+def alpha_groups(*, human: FloatArray, metric: FloatArray, level: str = "interval",
+                 domain: Sequence[float] | None = None) -> FloatArray:
     """Per-group Krippendorff's alpha with human and metric as two coders of each unit
     (see the module docstring); ordinal and nominal on `categories`; `domain`: the
     declared values (a value outside it is a ValueError)."""
@@ -375,7 +376,7 @@ def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interva
     return np.where((units >= 2) & (spread > 0), value, np.nan)
 
 
-def _ratio_pair_sums(x: np.ndarray) -> np.ndarray:
+def _ratio_pair_sums(x: FloatArray) -> FloatArray:
     """sum over ordered pairs of finite values v, w in each row of the last axis of
     ratio_distance(v, w): by broadcasting for short rows, else over each row's distinct
     values weighted by their counts (n_c n_k d2(c, k)), in chunks."""
@@ -403,7 +404,7 @@ def _ratio_pair_sums(x: np.ndarray) -> np.ndarray:
     return out.reshape(lead)
 
 
-def _same_pairs(x: np.ndarray) -> np.ndarray:
+def _same_pairs(x: FloatArray) -> FloatArray:
     """sum over values c of n_c^2 per row of the last axis (NaN ignored): each value counts
     the length of its run of equal values in the sorted row."""
     s = np.sort(x, axis=-1)  # NaN last
@@ -441,7 +442,7 @@ def _label(v: float) -> float | int:
     return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
 
 
-def confusion_table(*, human: np.ndarray, metric: np.ndarray) -> Confusion:
+def confusion_table(*, human: FloatArray, metric: FloatArray) -> Confusion:
     """The judge x human table of `categories` over the units where both are present; each
     side's labels are every integer from the lowest to the highest category on either side
     (at most 101 of them; beyond that, only the categories seen)."""

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from meta_eval.arrays import BoolArray, FloatArray, IntArray
 from meta_eval.pairs import SortedUnits, snap
 
 DEFAULT_BUDGET = 1 << 20  # pairs held in memory at once
@@ -55,8 +56,8 @@ class Calibration:
     evaluations: int = 0  # epsilons evaluated with the sorted index (for benchmarks)
 
 
-def calibrate_epsilon(*, human: np.ndarray, metric: np.ndarray,
-                      groups: np.ndarray | None = None, budget: int = DEFAULT_BUDGET,
+def calibrate_epsilon(*, human: FloatArray, metric: FloatArray,
+                      groups: IntArray | None = None, budget: int = DEFAULT_BUDGET,
                       seed: int = 0) -> Calibration:
     """Epsilon maximising acc-23 of `metric` against `human` (group-averaged if `groups`).
 
@@ -79,7 +80,7 @@ def calibrate_epsilon(*, human: np.ndarray, metric: np.ndarray,
         return _Search(units, budget, seed).run()
 
 
-def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
+def calibrate_groups(*, human: FloatArray, metric: FloatArray,
                      budget: int = DEFAULT_BUDGET, seed: int = 0) -> Calibration:
     """`calibrate_epsilon` for padded (groups, units) arrays (NaN = missing unit).
 
@@ -105,8 +106,8 @@ def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
     return _sweep_pairs(dh, dm, valid, valid.sum(axis=1))
 
 
-def _exhaustive(human: np.ndarray, metric: np.ndarray,
-                groups: np.ndarray | None) -> Calibration:
+def _exhaustive(human: FloatArray, metric: FloatArray,
+                groups: IntArray | None) -> Calibration:
     """All pairs fit in the budget: enumerate them per group and sweep."""
     n = human.size
     order = np.argsort(groups, kind="stable") if groups is not None else np.arange(n)
@@ -123,8 +124,8 @@ def _exhaustive(human: np.ndarray, metric: np.ndarray,
     return _sweep_pairs(dh, dm, None, sizes * (sizes - 1) // 2, pair_group)
 
 
-def _sweep_pairs(dh: np.ndarray, dm: np.ndarray, valid: np.ndarray | None,
-                 group_pairs: np.ndarray, pair_group: np.ndarray | None = None
+def _sweep_pairs(dh: FloatArray, dm: FloatArray, valid: BoolArray | None,
+                 group_pairs: IntArray, pair_group: IntArray | None = None
                  ) -> Calibration:
     """Exact search over pair differences. Pairs are rows of (groups, pairs) arrays with a
     `valid` mask, or one row whose pairs belong to groups `pair_group`."""
@@ -191,7 +192,7 @@ class _Search:
             self.tol = 1e-9 * max(1.0, self.n_groups)
         self.evaluations = 0
 
-    def evaluate(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def evaluate(self, eps: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """A(eps), T_both(eps) (weighted) and the number of metric-tied pairs, per epsilon."""
         eps = np.asarray(eps, dtype=float)
         self.evaluations += eps.size

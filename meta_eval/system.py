@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from meta_eval.arrays import BoolArray, FloatArray
 from meta_eval.correlation import kendall_groups
 from meta_eval.numerics import power_of_two_scale
 from meta_eval.results import Result
 
 
-def random_signs(permutations: int, n: int, seed: int) -> np.ndarray:
+def random_signs(permutations: int, n: int, seed: int) -> FloatArray:
     """(permutations, n) matrix of +-1, drawn as mt-metrics-eval `pce.py` draws them."""
     rng = np.random.default_rng(seed)
     return np.where(rng.random((permutations, n), dtype=np.float32) > 0.5, 1.0, -1.0)
 
 
-def pairwise_p_values(scores: np.ndarray, *, signs: np.ndarray,
-                      valid: np.ndarray | None = None) -> np.ndarray:
+def pairwise_p_values(scores: FloatArray, *, signs: FloatArray,
+                      valid: BoolArray | None = None) -> FloatArray:
     """p[i, j] (i < j) of a paired permutation test that system i beats system j.
 
     `scores` is (items, systems); `signs` is (permutations, items) of +-1; `valid` masks
@@ -59,7 +60,7 @@ def pairwise_p_values(scores: np.ndarray, *, signs: np.ndarray,
     return out
 
 
-def spa(*, human: np.ndarray, metric: np.ndarray, permutations: int = 1000,
+def spa(*, human: FloatArray, metric: FloatArray, permutations: int = 1000,
         seed: int = 0) -> Result:
     """Soft pairwise accuracy of `metric` against `human`, both (items, systems) matrices.
 
@@ -83,7 +84,7 @@ def spa(*, human: np.ndarray, metric: np.ndarray, permutations: int = 1000,
                   level="system", grouping="none")
 
 
-def pairwise_accuracy(*, human: np.ndarray, metric: np.ndarray) -> Result:
+def pairwise_accuracy(*, human: FloatArray, metric: FloatArray) -> Result:
     """Kocmi et al. 2021 pairwise accuracy of system-level scores (1-D, one per system)."""
     human = np.asarray(human, dtype=float).reshape(-1)
     metric = np.asarray(metric, dtype=float).reshape(-1)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from meta_eval.arrays import FloatArray
+
 
 @dataclass(frozen=True)
 class ScoreMatrices:
@@ -15,9 +17,9 @@ class ScoreMatrices:
 
     items: list[str]
     systems: list[str]
-    columns: dict[str, np.ndarray]
+    columns: dict[str, FloatArray]
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> FloatArray:
         return self.columns[name]
 
 

@@ -24,11 +24,12 @@ import numpy as np
 
 from judgebench.auditing.svg import Scale, _svg, nice_ticks
 from meta_eval.agreement import confusion_table
+from meta_eval.arrays import FloatArray
 from meta_eval.reliability import reliability_curve
 from meta_eval.statistics import get
 
 
-def scale_section(*, matrices: Mapping[str, np.ndarray], human: str, metrics: Sequence[str],
+def scale_section(*, matrices: Mapping[str, FloatArray], human: str, metrics: Sequence[str],
                   statistics: Sequence[str]) -> list[dict[str, Any]]:
     """Entries of the section for one human column: `matrices` maps the human column and each
     metric to its raw (items, systems) matrix."""

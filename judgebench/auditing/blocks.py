@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import meta_eval
 from judgebench.auditing.gate import GateResult, explain, gate
+from meta_eval.arrays import FloatArray
 from meta_eval.task import MetricOutcome, Task, TaskResult
 
 SETTINGS: tuple[tuple[str, str], ...] = (
@@ -80,9 +79,9 @@ class Block:
                 "tests": self.tests}
 
 
-def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, np.ndarray],
+def evaluate_block(*, human: FloatArray, human_name: str, columns: Mapping[str, FloatArray],
                    sentinels: Sequence[str], statistic: str, level: str, grouping: str,
-                   options: Options, given: Mapping[str, np.ndarray] | None = None,
+                   options: Options, given: Mapping[str, FloatArray] | None = None,
                    progress: Callable[[str], None] | None = None) -> Block:
     """One block. `columns` maps every metric and sentinel name to its (items, systems)
     matrix, oriented so that higher is better; names in `sentinels` are the sentinels; a

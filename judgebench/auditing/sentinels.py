@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray
 
 
 @dataclass
@@ -43,7 +44,7 @@ class SentinelRun:
     signature: str
     description: str
     trained: bool
-    values: dict[str, np.ndarray] = field(default_factory=dict)
+    values: dict[str, FloatArray] = field(default_factory=dict)
     statuses: dict[str, dict[str, int]] = field(default_factory=dict)
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -72,7 +73,7 @@ def parse_sentinels(texts: Sequence[str], host: PluginHost) -> list[MetricSpec]:
 
 
 def align_samples(frame: pd.DataFrame, samples: Sequence[Sample] | None
-                  ) -> tuple[list[Sample], np.ndarray]:
+                  ) -> tuple[list[Sample], FloatArray]:
     """One Sample per table row (a bare one where the generations have none) and a mask of
     the rows that have generations."""
     items = frame["item"].astype(str).tolist()
