@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
+from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.numerics import paired, power_of_two_scale
 from meta_eval.results import Result
 
@@ -136,7 +136,7 @@ def _numeric(x: Sequence) -> bool:
     return True
 
 
-def krippendorff_alpha(*, ratings: FloatArray, level: str = "interval",
+def krippendorff_alpha(*, ratings: ArrayLike, level: str = "interval",
                        domain: Sequence[float] | None = None) -> Result:
     """Krippendorff's alpha of a (raters, units) matrix of numeric ratings, NaN = missing.
 

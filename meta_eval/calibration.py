@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
+from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.pairs import SortedUnits, snap
 
 DEFAULT_BUDGET = 1 << 20  # pairs held in memory at once
@@ -56,8 +56,8 @@ class Calibration:
     evaluations: int = 0  # epsilons evaluated with the sorted index (for benchmarks)
 
 
-def calibrate_epsilon(*, human: FloatArray, metric: FloatArray,
-                      groups: IntArray | None = None, budget: int = DEFAULT_BUDGET,
+def calibrate_epsilon(*, human: ArrayLike, metric: ArrayLike,
+                      groups: ArrayLike | None = None, budget: int = DEFAULT_BUDGET,
                       seed: int = 0) -> Calibration:
     """Epsilon maximising acc-23 of `metric` against `human` (group-averaged if `groups`).
 
@@ -192,7 +192,7 @@ class _Search:
             self.tol = 1e-9 * max(1.0, self.n_groups)
         self.evaluations = 0
 
-    def evaluate(self, eps: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    def evaluate(self, eps: FloatArray) -> tuple[AnyArray, AnyArray, IntArray]:
         """A(eps), T_both(eps) (weighted) and the number of metric-tied pairs, per epsilon."""
         eps = np.asarray(eps, dtype=float)
         self.evaluations += eps.size

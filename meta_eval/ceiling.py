@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from meta_eval.agreement import ALPHAS, categories, krippendorff_alpha
-from meta_eval.arrays import FloatArray
+from meta_eval.arrays import ArrayLike
 from meta_eval.levels import arrange, average_groups, evaluate
 
 
@@ -37,8 +37,8 @@ class Ceiling:
     extra: dict = field(default_factory=dict)
 
 
-def human_ceiling(statistic: str, *, raters: Sequence[FloatArray],
-                  metric: FloatArray | None = None, level: str = "segment",
+def human_ceiling(statistic: str, *, raters: Sequence[ArrayLike],
+                  metric: ArrayLike | None = None, level: str = "segment",
                   grouping: str = "none", **options) -> Ceiling:
     """Leave-one-rater-out ceiling of `statistic` over (items, systems) rater matrices.
 
@@ -72,7 +72,7 @@ def human_ceiling(statistic: str, *, raters: Sequence[FloatArray],
     return Ceiling(statistic, value, per_rater, metric_value, fraction)
 
 
-def coder_alpha(statistic: str, *, coders: Sequence[FloatArray], grouping: str = "none",
+def coder_alpha(statistic: str, *, coders: Sequence[ArrayLike], grouping: str = "none",
                 domain: Sequence[float] | None = None, average: str = "macro",
                 replace_nans_with_zeros: bool = False) -> float:
     """Krippendorff's alpha (`statistic` in ALPHAS) with each (items, systems) matrix of
@@ -97,8 +97,8 @@ def coder_alpha(statistic: str, *, coders: Sequence[FloatArray], grouping: str =
                                 replace_nans_with_zeros=replace_nans_with_zeros)[0])
 
 
-def coder_ceiling(statistic: str, *, raters: Sequence[FloatArray],
-                  metric: FloatArray | None = None, level: str = "segment",
+def coder_ceiling(statistic: str, *, raters: Sequence[ArrayLike],
+                  metric: ArrayLike | None = None, level: str = "segment",
                   grouping: str = "none", domain: Sequence[float] | None = None,
                   average: str = "macro", replace_nans_with_zeros: bool = False,
                   **_options: Any) -> Ceiling:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
+from meta_eval.arrays import ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.calibration import calibrate_groups
 from meta_eval.correlation import pdp_pooled
 from meta_eval.pairs import snap
@@ -133,7 +133,7 @@ def means_and_scales(x: FloatArray, ok: BoolArray) -> tuple[FloatArray, FloatArr
     return mean, scale
 
 
-def system_means(*, human: FloatArray, metric: FloatArray) -> tuple[FloatArray, FloatArray]:
+def system_means(*, human: ArrayLike, metric: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """Per-system means over the items where both are present.
 
     (..., items, systems) -> (..., systems); NaN for a system with no such item. The sums
@@ -185,7 +185,7 @@ def resampled_system_means(*, human: FloatArray, metric: FloatArray, index: IntA
     return out[0], out[1]
 
 
-def arrange(*, human: FloatArray, metric: FloatArray, level: str,
+def arrange(*, human: ArrayLike, metric: ArrayLike, level: str,
             grouping: str) -> tuple[FloatArray, FloatArray]:
     """(..., items, systems) matrices -> padded (..., groups, units) arrays for the kernels.
 
@@ -287,7 +287,7 @@ def _pooled(h: FloatArray, m: FloatArray, grouped: bool,
     return value, int(units.sum()), 0
 
 
-def evaluate(statistic: str, *, human: FloatArray, metric: FloatArray,
+def evaluate(statistic: str, *, human: ArrayLike, metric: ArrayLike,
              level: str = "segment", grouping: str = "none", epsilon: float = 0.0,
              bootstrap: int = 0, ci: float = 0.95, seed: int = 0,
              permutations: int = 1000, average: str = "macro",
@@ -356,7 +356,7 @@ def evaluate(statistic: str, *, human: FloatArray, metric: FloatArray,
                   epsilon=eps if spec.reports_epsilon() else None)
 
 
-def bootstrap_values(statistic: str, *, human: FloatArray, metric: FloatArray, level: str,
+def bootstrap_values(statistic: str, *, human: ArrayLike, metric: ArrayLike, level: str,
                      grouping: str, epsilon: float | None = None, resamples: int = 1000,
                      seed: int = 0, permutations: int = 1000,
                      index: IntArray | None = None, average: str = "macro",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray
+from meta_eval.arrays import ArrayLike, BoolArray, FloatArray
 from meta_eval.correlation import kendall_groups
 from meta_eval.numerics import power_of_two_scale
 from meta_eval.results import Result
@@ -60,7 +60,7 @@ def pairwise_p_values(scores: FloatArray, *, signs: FloatArray,
     return out
 
 
-def spa(*, human: FloatArray, metric: FloatArray, permutations: int = 1000,
+def spa(*, human: ArrayLike, metric: ArrayLike, permutations: int = 1000,
         seed: int = 0) -> Result:
     """Soft pairwise accuracy of `metric` against `human`, both (items, systems) matrices.
 
@@ -84,7 +84,7 @@ def spa(*, human: FloatArray, metric: FloatArray, permutations: int = 1000,
                   level="system", grouping="none")
 
 
-def pairwise_accuracy(*, human: FloatArray, metric: FloatArray) -> Result:
+def pairwise_accuracy(*, human: ArrayLike, metric: ArrayLike) -> Result:
     """Kocmi et al. 2021 pairwise accuracy of system-level scores (1-D, one per system)."""
     human = np.asarray(human, dtype=float).reshape(-1)
     metric = np.asarray(metric, dtype=float).reshape(-1)

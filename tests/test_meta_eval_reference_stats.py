@@ -64,7 +64,7 @@ def kripp_reference(ratings: np.ndarray, level: str, domain=None) -> float:
         if level == "ratio":
             return ((c - k) / (c + k)) ** 2 if c + k else Fraction(0)
         lo, hi = min(c, k), max(c, k)
-        return (sum(n_c[g] for g in values if lo <= g <= hi) - (n_c[c] + n_c[k]) / 2) ** 2
+        return Fraction(sum(n_c[g] for g in values if lo <= g <= hi) - (n_c[c] + n_c[k]) / 2) ** 2
 
     observed = sum(o[c, k] * delta(c, k) for c in values for k in values)
     expected = sum(n_c[c] * n_c[k] * delta(c, k) for c in values for k in values)
@@ -169,7 +169,7 @@ def test_against_the_krippendorff_package() -> None:
     import krippendorff
     for seed in range(4):
         data = ratio_ratings(seed, raters=4)
-        domain = np.arange(0.0, 9.0)
+        domain = [float(v) for v in range(9)]
         for level in ("nominal", "ordinal", "interval", "ratio"):
             ours = krippendorff_alpha(ratings=data, level=level, domain=domain).value
             theirs = krippendorff.alpha(reliability_data=data, level_of_measurement=level,
@@ -356,7 +356,8 @@ def test_averaging_options_reach_bootstrap_and_permutation_test() -> None:
     for options in ({"average": "micro"}, {"replace_nans_with_zeros": True}, {}):
         result = evaluate("pearson", human=human, metric=metric, grouping="system",
                           bootstrap=200, **options)
-        assert result.ci_low is not None and result.ci_low <= result.value <= result.ci_high
+        assert result.ci_low is not None and result.ci_high is not None
+        assert result.ci_low <= result.value <= result.ci_high
         ranking = significance_clusters("pearson", human=human,
                                         metrics={"a": metric, "b": other},
                                         grouping="system", resamples=100, **options)
@@ -548,6 +549,7 @@ def test_raters_as_coders(seed: int, statistic: str, level: str, grouping: str) 
         assert close(ceiling.per_rater[r], reference_panel_alpha(others, level, grouping))
     stand_ins = [reference_panel_alpha([*coders[:r], judge, *coders[r + 1:]], level, grouping)
                  for r in range(3)]
+    assert ceiling.metric_value is not None and ceiling.fraction is not None
     assert close(ceiling.metric_value, float(np.nanmean(stand_ins)))
     assert close(ceiling.fraction, float(np.nanmean(stand_ins)) / ceiling.value)
 

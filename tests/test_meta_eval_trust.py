@@ -15,6 +15,7 @@ import pkgutil
 import warnings
 from fractions import Fraction
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -507,7 +508,7 @@ def test_early_stopping_decides_as_the_full_test_does(seed):
     # True p near 0.01: stopping at fixed thresholds (p < 0.02) decided these against
     # the full 1,000 resamples at alpha 0.01.
     human, metrics = near_alpha(seed)
-    common = {"grouping": "item", "alpha": 0.01, "resamples": 1000, "seed": 0}
+    common: dict[str, Any] = {"grouping": "item", "alpha": 0.01, "resamples": 1000, "seed": 0}
     early = significance_clusters("pearson", human=human, metrics=metrics, **common)
     full = significance_clusters("pearson", human=human, metrics=metrics, early_stop=False,
                                  **common)
@@ -584,11 +585,12 @@ def test_swapped_positional_pair_disagreements_is_refused():
     a = np.array([[1.0, 3.0, 2.0]])
     b = np.array([[3.0, 2.0, 1.0]])
     with pytest.raises(TypeError):
-        pair_disagreements(h, b, a, 0.0, 0.0)
+        pair_disagreements(h, b, a, 0.0, 0.0)  # type: ignore[call-arg]
     from meta_eval.levels import arrange, system_means
     from meta_eval.statistics import group_values
-    for call in (lambda: group_values("pearson", h, a), lambda: system_means(h, a),
-                 lambda: arrange(h, a, "segment", "none")):
+    for call in (lambda: group_values("pearson", h, a),  # type: ignore[call-arg]
+                 lambda: system_means(h, a),  # type: ignore[call-arg]
+                 lambda: arrange(h, a, "segment", "none")):  # type: ignore[call-arg]
         with pytest.raises(TypeError):
             call()
 
