@@ -67,13 +67,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.numerics import paired, power_of_two_scale
 from meta_eval.results import Result
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")

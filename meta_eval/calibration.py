@@ -35,11 +35,14 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.pairs import SortedUnits, snap
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 
 DEFAULT_BUDGET = 1 << 20  # pairs held in memory at once
 _SPLITS = 32  # breakpoints per split of an interval

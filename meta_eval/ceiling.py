@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from meta_eval.agreement import ALPHAS, categories, krippendorff_alpha
-from meta_eval.arrays import ArrayLike
 from meta_eval.levels import arrange, average_groups, evaluate
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike
 
 
 @dataclass(frozen=True)

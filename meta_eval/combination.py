@@ -11,10 +11,13 @@ cross-fitting; MetaMetrics, Anugraha et al. 2024, fit their combinations on held
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from meta_eval.arrays import FloatArray, IntArray
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
+
 
 
 def item_folds(items: Sequence[str], folds: int, seed: int) -> IntArray:

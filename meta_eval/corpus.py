@@ -14,12 +14,16 @@ flips segment-score differences) and the permutation tests of `compare`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from meta_eval.arrays import ArrayLike, FloatArray
 from meta_eval.levels import evaluate, system_means
 from meta_eval.results import Result
 from meta_eval.statistics import STATISTICS
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, FloatArray
 
 NEEDS_SEGMENTS = tuple(name for name, s in STATISTICS.items() if s.needs_segments)
 

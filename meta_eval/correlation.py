@@ -53,11 +53,15 @@ signs and the tie rule on differences, which stay right when a difference overfl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
 from meta_eval.numerics import constant, paired, power_of_two_scale
 from meta_eval.pairs import pair_counts, snap
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
 CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "pdp")

@@ -22,10 +22,14 @@ near its largest |d| before squaring, so neither 1e200^2 overflows nor 1e-200^2 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
 from meta_eval.numerics import power_of_two_scale
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 
 def _differences(human: FloatArray, metric: FloatArray

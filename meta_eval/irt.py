@@ -56,11 +56,13 @@ apart are separated by a two-sided Wald test at level alpha with power 1 - beta 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
+
 
 MODELS = ("rasch", "2pl")
 PRIOR_SLOPE_MEAN = 1.0

@@ -41,19 +41,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from meta_eval.agreement import cohen_kappa
-from meta_eval.arrays import BoolArray, FloatArray
 from meta_eval.results import _clean
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray
 
 VERDICT_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}
 DEFAULT_EPSILON = 1e-12
 #: A statistic of the units weighted by `weights` (1 each; a bootstrap draw's counts):
 #: (value, units it used).
-Statistic = Callable[[FloatArray], tuple[float, int]]
+Statistic = Callable[["FloatArray"], tuple[float, int]]
 
 
 class VerdictError(ValueError):

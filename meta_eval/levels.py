@@ -36,17 +36,19 @@ chosen on the full data is kept in every resample (the CI is conditional on it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.arrays import ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.calibration import calibrate_groups
 from meta_eval.correlation import pdp_pooled
 from meta_eval.pairs import snap
 from meta_eval.results import Result
 from meta_eval.statistics import Statistic, get
 from meta_eval.system import spa
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, BoolArray, FloatArray, IntArray
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")

@@ -12,13 +12,15 @@ constant(x): whether each slice's finite values along the last axis are all equa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import numpy.typing as npt
 
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, BoolArray, FloatArray, IntArray
 
 
-def power_of_two_scale(x: npt.ArrayLike, axis: int | None = -1) -> IntArray:
+def power_of_two_scale(x: ArrayLike, axis: int | None = -1) -> IntArray:
     """Exponent e per slice with max |x| < 2**e (0 for an all-zero or empty slice);
     `np.ldexp(x, -e)` then scales exactly into (-1, 1)."""
     with np.errstate(invalid="ignore"):
@@ -27,7 +29,7 @@ def power_of_two_scale(x: npt.ArrayLike, axis: int | None = -1) -> IntArray:
     return exponent
 
 
-def paired(*, human: npt.ArrayLike, metric: npt.ArrayLike
+def paired(*, human: ArrayLike, metric: ArrayLike
            ) -> tuple[FloatArray, FloatArray]:
     """`human` and `metric` as float arrays of one (broadcast) shape, NaN where either side
     is missing."""

@@ -40,10 +40,13 @@ of groups; several epsilons are evaluated in one vectorised pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, FloatArray, IntArray
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, FloatArray, IntArray
+
 
 TIE_RTOL = 1e-12  # values closer than this (relative) are one value: see `snap`
 _TABLE_LIMIT = 1 << 23  # entries of the prefix-count tables (int32)

@@ -55,11 +55,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, BoolArray, FloatArray
 from meta_eval.results import Comparison, _clean
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from meta_eval.arrays import AnyArray, BoolArray, FloatArray
 
 WORDS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 TIE_POLICIES = ("drop", "half", "class")

@@ -39,11 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
 from meta_eval.pairwise import (
     FAILED,
     TIE_POLICIES,
@@ -54,6 +53,9 @@ from meta_eval.pairwise import (
 )
 from meta_eval.results import Ranking, Result
 from meta_eval.significance import assign_clusters
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
 
 STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "both-correct", "consistency",
               "tie-rate", "kappa-orders", "kappa")

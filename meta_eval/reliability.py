@@ -34,12 +34,14 @@ preference_labels(values): pairwise human preferences a / b / tie as labels 1 / 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, FloatArray, IntArray
 from meta_eval.results import Result
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, FloatArray, IntArray
 
 BINS = 10
 BINNINGS = ("width", "mass")

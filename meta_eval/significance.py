@@ -58,11 +58,10 @@ upper triangle of mt-metrics-eval's `ComputeSigMatrix`), each test seeded as in 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from meta_eval.levels import (
     EXACT_ITEMS,
     arrange,
@@ -82,6 +81,9 @@ from meta_eval.pairs import snap
 from meta_eval.results import Comparison, RankedMetric, Ranking
 from meta_eval.statistics import Statistic, group_values
 from meta_eval.system import spa
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 
 EARLY_CONFIDENCE = 0.99  # confidence of the interval for p that early stopping uses
 _CELLS = 1 << 22  # matrix cells per permutation block

@@ -48,10 +48,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from meta_eval.agreement import alpha_groups, kappa_groups
-from meta_eval.arrays import FloatArray
 from meta_eval.correlation import (
     kendall_groups,
     kendall_p_value,
@@ -64,8 +63,11 @@ from meta_eval.correlation import (
 from meta_eval.deviation import bias_groups, mae_groups, rmse_groups
 from meta_eval.reliability import brier_groups, ece_groups
 
-Value = TypeVar("Value", float, FloatArray)
-Kernel = Callable[..., FloatArray]
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
+
+Value = TypeVar("Value", float, "FloatArray")
+Kernel = Callable[..., "FloatArray"]
 PValue = Callable[..., "float | None"]
 
 EPSILON_MODES = ("none", "given", "zero", "calibrated")

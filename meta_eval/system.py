@@ -21,12 +21,16 @@ a side is scaled, so each side is first scaled exactly by a power of two near it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from meta_eval.arrays import ArrayLike, BoolArray, FloatArray
 from meta_eval.correlation import kendall_groups
 from meta_eval.numerics import power_of_two_scale
 from meta_eval.results import Result
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, BoolArray, FloatArray
 
 
 def random_signs(permutations: int, n: int, seed: int) -> FloatArray:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from meta_eval.arrays import FloatArray
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
+
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from meta_eval.arrays import FloatArray
 from meta_eval.ceiling import Ceiling, human_ceiling
 from meta_eval.corpus import evaluate_given
 from meta_eval.levels import evaluate
@@ -35,6 +34,8 @@ from meta_eval.table import ScoreMatrices, score_matrices
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from meta_eval.arrays import FloatArray
 
 Progress = Callable[[str, str], None]
 

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from judgebench.auditing.svg import Scale, _svg, nice_ticks
 from meta_eval.agreement import confusion_table
-from meta_eval.arrays import FloatArray
 from meta_eval.reliability import reliability_curve
 from meta_eval.statistics import get
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 
 def scale_section(*, matrices: Mapping[str, FloatArray], human: str, metrics: Sequence[str],

@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import meta_eval
 from judgebench.auditing.gate import GateResult, explain, gate
-from meta_eval.arrays import FloatArray
 from meta_eval.task import MetricOutcome, Task, TaskResult
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 SETTINGS: tuple[tuple[str, str], ...] = (
     ("system", "none"), ("segment", "none"), ("segment", "item"), ("segment", "system"),

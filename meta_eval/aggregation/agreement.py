@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from meta_eval.aggregation.base import RuleResult
-from meta_eval.arrays import FloatArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 
 def _signs(x: FloatArray) -> FloatArray:

@@ -15,11 +15,13 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from meta_eval.arrays import BoolArray, FloatArray
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray
+
 
 PROFILE = "profile"
 PAIRWISE = "pairwise"

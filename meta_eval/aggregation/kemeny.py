@@ -36,13 +36,16 @@ several (a second solve excluding the first), not how many.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse
 
 from meta_eval.aggregation.base import RuleResult
 from meta_eval.aggregation.majority import _absent_last, _counts, _sub
-from meta_eval.arrays import FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
 
 DP_SYSTEMS = 16  # the dynamic programme up to this many systems, the integer programme beyond
 MAX_EXACT = 64

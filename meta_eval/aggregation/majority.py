@@ -25,13 +25,17 @@ scored it; in pairwise data, it is in no comparison) is ranked last.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
 from meta_eval.aggregation.base import RuleResult, layered_result, scored_result
 from meta_eval.aggregation.positional import _profile, borda_matrix
 from meta_eval.aggregation.profile import PairwiseCounts
-from meta_eval.arrays import BoolArray, FloatArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray
 
 
 def _counts(data: object) -> PairwiseCounts:

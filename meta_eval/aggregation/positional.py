@@ -34,11 +34,15 @@ voter scored (so a partial ballot gives fewer Borda points: #beaten among those 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from meta_eval.aggregation.base import NotApplicable, RuleResult, data_kind, scored_result
 from meta_eval.aggregation.profile import PairwiseCounts, Profile
-from meta_eval.arrays import FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
 
 
 def _profile(data: object, rule: str) -> Profile:

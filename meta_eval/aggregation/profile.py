@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from meta_eval.aggregation.base import PAIRWISE, PROFILE
-from meta_eval.arrays import BoolArray, FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 _BLOCK = 2_000_000  # cells of a voters x systems x systems block held at once
 

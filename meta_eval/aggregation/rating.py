@@ -31,6 +31,8 @@ the compared pairs (`meta_eval.aggregation.intervals`), in the result's extra.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.optimize import minimize
 from scipy.sparse.csgraph import connected_components
@@ -38,7 +40,9 @@ from scipy.sparse.csgraph import connected_components
 from meta_eval.aggregation.base import RuleResult, scored_result
 from meta_eval.aggregation.intervals import with_intervals
 from meta_eval.aggregation.majority import _absent_last, _counts, _sub
-from meta_eval.arrays import FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
 
 FALLBACK_PRIOR = 0.01
 NEWTON_MAX_SYSTEMS = 1000

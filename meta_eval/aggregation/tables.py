@@ -20,12 +20,15 @@ Bad input raises TableError naming the row (0-based position in the frame) and t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from meta_eval.aggregation.profile import Comparisons, Profile
-from meta_eval.arrays import FloatArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 LEADERBOARD, SCORES, PAIRWISE_TABLE = "leaderboard", "scores", "pairwise"
 KINDS = (LEADERBOARD, SCORES, PAIRWISE_TABLE)

@@ -21,7 +21,7 @@ the way the rules do.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import linprog
@@ -38,7 +38,9 @@ from meta_eval.aggregation.positional import (
     voter_points,
 )
 from meta_eval.aggregation.profile import Profile
-from meta_eval.arrays import FloatArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 SUPPORTED = ("mean", "borda", "dowdall", "plurality", "condorcet")
 _RULES = {"mean": mean, "borda": borda, "dowdall": dowdall, "plurality": plurality,

@@ -35,7 +35,7 @@ from all its models; here the per-system fit is unpenalised by default (`penalty
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -43,7 +43,9 @@ from scipy.special import expit
 
 from meta_eval.aggregation.base import RuleResult, scored_result
 from meta_eval.aggregation.tables import LENGTH_COLUMNS, TableError
-from meta_eval.arrays import FloatArray, IntArray
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
 
 
 # -- the statistics of one system's oriented preferences ---------------------------------------
