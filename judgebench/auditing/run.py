@@ -131,7 +131,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         and not str(c).startswith(("human.", "sentinel."))],
         sidecar=sidecar, statuses=None if store_path is None else store_statuses(
             store_path, sidecar, metrics or frame.columns,
-            list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))))
+            list(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))))
     for note in failed.notes:
         log(note)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))

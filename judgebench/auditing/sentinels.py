@@ -76,8 +76,8 @@ def align_samples(frame: pd.DataFrame, samples: Sequence[Sample] | None
                   ) -> tuple[list[Sample], FloatArray]:
     """One Sample per table row (a bare one where the generations have none) and a mask of
     the rows that have generations."""
-    items = frame["item"].astype(str).tolist()
-    systems = frame["system"].astype(str).tolist()
+    items = frame["item"].astype("str").tolist()
+    systems = frame["system"].astype("str").tolist()
     if samples is None:
         bare = [Sample(item=i, system=s) for i, s in zip(items, systems, strict=True)]
         return bare, np.zeros(len(bare), dtype=bool)

@@ -160,7 +160,7 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
                          path=where, field=human)
     from meta_eval.combination import cross_fit, item_folds
 
-    fold_of = item_folds(frame["item"].astype(str).tolist(), folds, seed)
+    fold_of = item_folds(frame["item"].astype("str").tolist(), folds, seed)
     rows = np.flatnonzero(complete)
     # cross_fit's indices are positions among the complete rows: the model sees only them
     fit_predict = _model(model, x[rows], alpha=alpha, seed=seed, gp_max_rows=gp_max_rows)

@@ -300,9 +300,9 @@ def _categorical(human: FloatArray, a: FloatArray, b: FloatArray) -> bool:
 
 def _store_keys(frame: pd.DataFrame, shape: Shape) -> list[tuple[str, str]]:
     """(item, system as the store names it) per row: a pair's system is "A vs B"."""
-    items = frame["item"].astype(str).tolist()
+    items = frame["item"].astype("str").tolist()
     if shape == "wide":
-        return list(zip(items, frame["system"].astype(str).tolist(), strict=True))
+        return list(zip(items, frame["system"].astype("str").tolist(), strict=True))
     return [(item, f"{sa} vs {sb}") for item, sa, sb in
             zip(items, frame["system_a"].astype(str), frame["system_b"].astype(str),
                 strict=True)]

@@ -56,7 +56,7 @@ def check_pairs(frame: pd.DataFrame, where: str) -> None:
         if column not in frame.columns:
             raise InputError(f"a pairwise table needs columns {', '.join(PAIR_KEY)}; columns "
                              f"are {list(frame.columns)}", path=where, field=column)
-        empty = frame[column].isna() | (frame[column].astype(str).str.strip() == "")
+        empty = frame[column].isna() | (frame[column].astype("str").str.strip() == "")
         if empty.any():
             raise InputError("empty cell in a key column", path=where, field=column,
                              **_where(frame, where, int(empty.to_numpy().argmax())))
