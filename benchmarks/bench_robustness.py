@@ -73,11 +73,11 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def cases(size: str) -> list[dict[str, Any]]:
     from meta_eval.alt_test import alt_test
     from meta_eval.construct import construct_validity
-    from meta_eval.correlation import group_values
     from meta_eval.levels import evaluate
     from meta_eval.missingness import domain, manski_bounds, tipping_point
     from meta_eval.power import power_plan
     from meta_eval.sequential import sequential_clusters
+    from meta_eval.statistics import group_values
     from meta_eval.system_sensitivity import system_sensitivity
     from meta_eval.transitivity import transitivity
 

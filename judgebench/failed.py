@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from judgebench.errors import InputError
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
+
+    from meta_eval.arrays import BoolArray
 
 FAILED_TEXT = "failed"
 FAILED_STATUSES = ("parse_error", "refused", "error")
@@ -98,11 +99,11 @@ class FailedCells:
     """The failed cells of a table's columns (a boolean mask per column, row order of the
     frame), how they were told (`told_by`), and notes on the empty cells left missing."""
 
-    masks: dict[str, np.ndarray] = field(default_factory=dict)
+    masks: dict[str, BoolArray] = field(default_factory=dict)
     told_by: dict[str, ToldBy] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def mask(self, column: str, rows: int) -> np.ndarray:
+    def mask(self, column: str, rows: int) -> BoolArray:
         import numpy as np
 
         return self.masks.get(column, np.zeros(rows, dtype=bool))
@@ -127,7 +128,7 @@ def _statuses(sidecar: Mapping[str, Any] | None, column: str) -> dict[str, int] 
             else None)
 
 
-def failed_text(values: pd.Series) -> np.ndarray:
+def failed_text(values: pd.Series) -> BoolArray:
     """The cells reading `failed` (any case, surrounding space ignored)."""
     import numpy as np
     import pandas as pd
@@ -204,7 +205,7 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
         texts[column] = text
     order_of = {c: judge for judge, cs in (judges or {}).items() for c in cs[1:]}
     combined_of = {judge: cs[0] for judge, cs in (judges or {}).items()}
-    from_sidecar: dict[str, np.ndarray] = {}
+    from_sidecar: dict[str, BoolArray] = {}
     told: dict[str, ToldBy] = {}
     for column in wanted:
         if column in order_of:
@@ -242,12 +243,12 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
         if mask.any():
             out.masks[column] = mask
     if sidecar is None:
-        empty = [c for c in wanted if (frame[c].isna().to_numpy() & ~texts[c]).any()]
-        if empty:
+        with_empty = [c for c in wanted if (frame[c].isna().to_numpy() & ~texts[c]).any()]
+        if with_empty:
             out.notes.append(f"no sidecar: empty cells are missing (never judged), and a "
                              f"cell reading {FAILED_TEXT!r} is a failed verdict "
-                             f"(empty cells in {', '.join(map(repr, empty[:5]))}"
-                             f"{' ...' if len(empty) > 5 else ''})")
+                             f"(empty cells in {', '.join(map(repr, with_empty[:5]))}"
+                             f"{' ...' if len(with_empty) > 5 else ''})")
     return out
 
 

@@ -27,10 +27,10 @@ from judgebench.errors import InputError
 from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray
 
 DirectionSource = Literal["flag", "sidecar", "metric", "default"]
 CORPUS_COLUMNS = ("system", "metric", "value")
@@ -144,7 +144,7 @@ class ScoresTable:
         return out
 
     def oriented_system_scores(self, columns: Iterable[str], systems: Sequence[str]
-                               ) -> dict[str, np.ndarray]:
+                               ) -> dict[str, FloatArray]:
         """Column -> its corpus score per system, negated where lower is better, for the
         columns of `columns` that have corpus scores (their system score at system level)."""
         import numpy as np

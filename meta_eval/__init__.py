@@ -109,16 +109,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from meta_eval.agreement import (
-        Ceiling,
-        categories,
-        cohen_kappa,
-        confusion_table,
-        human_ceiling,
-        krippendorff_alpha,
-    )
+    from meta_eval.agreement import categories, cohen_kappa, confusion_table, krippendorff_alpha
     from meta_eval.calibration import Calibration, calibrate_epsilon, calibrate_groups
-    from meta_eval.correlation import group_values
+    from meta_eval.ceiling import Ceiling, human_ceiling
     from meta_eval.levels import GROUPINGS, LEVELS, bootstrap_values, evaluate
     from meta_eval.pairs import TIE_RTOL, PairCounts, pair_counts, snap
     from meta_eval.pairwise import (
@@ -137,7 +130,7 @@ if TYPE_CHECKING:
         williams,
         williams_test,
     )
-    from meta_eval.statistics import STATISTICS, Statistic
+    from meta_eval.statistics import STATISTICS, Statistic, group_values
     from meta_eval.statistics import help_text as statistic_help
     from meta_eval.system import pairwise_accuracy, spa
     from meta_eval.table import ScoreMatrices, score_matrices
@@ -193,7 +186,7 @@ __all__ = [
 # help text does) does not import scipy and pandas.
 _WHERE = {
     "Calibration": ("meta_eval.calibration", "Calibration"),
-    "Ceiling": ("meta_eval.agreement", "Ceiling"),
+    "Ceiling": ("meta_eval.ceiling", "Ceiling"),
     "Comparison": ("meta_eval.results", "Comparison"),
     "GROUPINGS": ("meta_eval.levels", "GROUPINGS"),
     "LEVELS": ("meta_eval.levels", "LEVELS"),
@@ -222,8 +215,8 @@ _WHERE = {
     "reliability_curve": ("meta_eval.reliability", "reliability_curve"),
     "compare": ("meta_eval.significance", "compare"),
     "evaluate": ("meta_eval.levels", "evaluate"),
-    "group_values": ("meta_eval.correlation", "group_values"),
-    "human_ceiling": ("meta_eval.agreement", "human_ceiling"),
+    "group_values": ("meta_eval.statistics", "group_values"),
+    "human_ceiling": ("meta_eval.ceiling", "human_ceiling"),
     "krippendorff_alpha": ("meta_eval.agreement", "krippendorff_alpha"),
     "pair_counts": ("meta_eval.pairs", "pair_counts"),
     "pairwise_accuracy": ("meta_eval.system", "pairwise_accuracy"),

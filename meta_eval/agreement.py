@@ -1,4 +1,4 @@
-"""Agreement between raters, or between a judge and raters, and the human ceiling.
+"""Agreement between raters, or between a judge and raters.
 
 cohen_kappa (Cohen 1960; weighted: Cohen 1968): with observed joint proportions o_ij and
     chance proportions e_ij = o_i. o_.j over the k categories (sorted union of both sides),
@@ -60,35 +60,28 @@ categories(x): the rounding rule, in one place: floor(x) + [x - floor(x) >= 1/2]
 
 confusion_table(*, human, metric): counts of (metric category, human category).
 
-human_ceiling: with several raters of one criterion, each rater's scores are correlated
-    with the mean of the others under the same statistic, level and grouping, and these
-    leave-one-rater-out values are averaged; a metric is scored against the same
-    leave-one-out references, so `fraction` = metric / ceiling compares like with like.
-    For Krippendorff's alpha (a statistic of coders, not of a mean) the raters are the
-    coders instead (`coder_ceiling`): the ceiling is alpha with every rater as a coder of
-    each (item, system) unit, per group and averaged as the grouping says; `per_rater[r]`
-    is alpha of the raters without r; the metric's value is the mean over r of alpha with
-    the metric standing in for rater r (the same number of coders), and `fraction` that
-    over the ceiling.
+The human ceiling (raters against each other) is `meta_eval.ceiling`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from meta_eval.correlation import power_of_two_scale
-from meta_eval.levels import evaluate
+from meta_eval.numerics import paired, power_of_two_scale
 from meta_eval.results import Result
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
-def _present(x: np.ndarray) -> np.ndarray:
+def _present(x: AnyArray) -> BoolArray:
     if x.dtype.kind in "fc":
         return np.isfinite(x)
     return np.array([v is not None and v == v and v != "" for v in x], dtype=bool)
@@ -145,7 +138,7 @@ def _numeric(x: Sequence) -> bool:
     return True
 
 
-def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval",
+def krippendorff_alpha(*, ratings: ArrayLike, level: str = "interval",
                        domain: Sequence[float] | None = None) -> Result:
     """Krippendorff's alpha of a (raters, units) matrix of numeric ratings, NaN = missing.
 
@@ -199,7 +192,7 @@ def krippendorff_alpha(*, ratings: np.ndarray, level: str = "interval",
     return Result(name, value, n=round(n))
 
 
-def ratio_distance(c: np.ndarray, k: np.ndarray) -> np.ndarray:
+def ratio_distance(c: FloatArray, k: FloatArray) -> FloatArray:
     """Krippendorff's ratio distance ((c - k) / (c + k))^2 elementwise, 0 where c = k = 0;
     each pair is scaled by a power of two above max(|c|, |k|) first (exact), so c + k
     cannot overflow."""
@@ -211,21 +204,21 @@ def ratio_distance(c: np.ndarray, k: np.ndarray) -> np.ndarray:
         return np.where(total != 0, ((c - k) / np.where(total != 0, total, 1.0)) ** 2, 0.0)
 
 
-def _check_ratio(values: np.ndarray) -> None:
+def _check_ratio(values: FloatArray) -> None:
     negative = values[values < 0]
     if negative.size:
         raise ValueError(f"the ratio level needs values >= 0 (a scale with an absolute "
                          f"zero), got {float(negative[0])!r}")
 
 
-def _domain(domain: Sequence[float]) -> np.ndarray:
+def _domain(domain: Sequence[float]) -> FloatArray:
     values = np.unique(np.asarray(list(domain), dtype=float))
     if values.size == 0 or not np.isfinite(values).all():
         raise ValueError("a declared domain needs one or more finite values")
     return values
 
 
-def _check_domain(present: np.ndarray, values: np.ndarray, what: str) -> None:
+def _check_domain(present: FloatArray, values: FloatArray, what: str) -> None:
     outside = present[~np.isin(present, values)]
     if outside.size:
         shown = ", ".join(_label_text(v) for v in values[:12]) + (", ..." if values.size > 12
@@ -238,118 +231,15 @@ def _label_text(v: float) -> str:
     return str(_label(v))
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """Leave-one-rater-out human agreement and, optionally, a metric on the same footing."""
-
-    statistic: str
-    value: float  # mean over raters of stat(rater, mean of the other raters)
-    per_rater: list[float]
-    metric_value: float | None = None  # mean over raters of stat(metric, mean of the others)
-    fraction: float | None = None  # metric_value / value
-    extra: dict = field(default_factory=dict)
-
-
-def human_ceiling(statistic: str, *, raters: Sequence[np.ndarray],
-                  metric: np.ndarray | None = None, level: str = "segment",
-                  grouping: str = "none", **options) -> Ceiling:
-    """Leave-one-rater-out ceiling of `statistic` over (items, systems) rater matrices.
-
-    `options` go to `evaluate` (epsilon, seed, permutations).
-    """
-    mats = [np.asarray(r, dtype=float) for r in raters]
-    if len(mats) < 2:
-        raise ValueError("the human ceiling needs at least two raters")
-    if any(m.shape != mats[0].shape for m in mats):
-        raise ValueError("every rater matrix must have the same (items, systems) shape")
-    if statistic in ALPHAS:
-        return coder_ceiling(statistic, raters=mats, metric=metric, level=level,
-                             grouping=grouping, **options)
-    stack = np.stack(mats)
-    per_rater, metric_values = [], []
-    for r in range(len(mats)):
-        others = np.delete(stack, r, axis=0)
-        present = np.isfinite(others).sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reference = np.where(present > 0, np.nansum(others, axis=0) / present, np.nan)
-        per_rater.append(evaluate(statistic, human=reference, metric=mats[r], level=level,
-                                  grouping=grouping, **options).value)
-        if metric is not None:
-            metric_values.append(evaluate(statistic, human=reference, metric=metric,
-                                          level=level, grouping=grouping, **options).value)
-    value = float(np.nanmean(per_rater)) if np.isfinite(per_rater).any() else float("nan")
-    metric_value = fraction = None
-    if metric is not None and np.isfinite(metric_values).any():
-        metric_value = float(np.nanmean(metric_values))
-        fraction = metric_value / value if np.isfinite(value) and value != 0 else None
-    return Ceiling(statistic, value, per_rater, metric_value, fraction)
-
-
-def coder_alpha(statistic: str, *, coders: Sequence[np.ndarray], grouping: str = "none",
-                domain: Sequence[float] | None = None, average: str = "macro",
-                replace_nans_with_zeros: bool = False) -> float:
-    """Krippendorff's alpha (`statistic` in ALPHAS) with each (items, systems) matrix of
-    `coders` as one coder of every (item, system) unit, at segment level: per group of
-    `grouping` (a group needs 2 or more pairable units), averaged (`meta_eval.levels`).
-    Ordinal and nominal alpha code `categories`."""
-    from meta_eval.levels import arrange, average_groups
-
-    level = ALPHAS[statistic]
-    mats = [np.asarray(c, dtype=float) for c in coders]
-    if level in ("ordinal", "nominal"):
-        mats = [categories(c) for c in mats]
-    grouped = [arrange(human=c, metric=c, level="segment", grouping=grouping)[0]
-               for c in mats]
-    stack = np.stack(grouped)  # coders x groups x units
-    values = np.full(stack.shape[1], np.nan)
-    pairable = (np.isfinite(stack).sum(axis=0) >= 2).sum(axis=-1)
-    for g in range(stack.shape[1]):
-        if pairable[g] >= 2:
-            values[g] = krippendorff_alpha(ratings=stack[:, g], level=level,
-                                           domain=domain).value
-    return float(average_groups(values[None], grouping != "none",
-                                units=pairable[None].astype(float), average=average,
-                                replace_nans_with_zeros=replace_nans_with_zeros)[0])
-
-
-def coder_ceiling(statistic: str, *, raters: Sequence[np.ndarray],
-                  metric: np.ndarray | None = None, level: str = "segment",
-                  grouping: str = "none", domain: Sequence[float] | None = None,
-                  average: str = "macro", replace_nans_with_zeros: bool = False,
-                  **_options: Any) -> Ceiling:
-    """The human ceiling of Krippendorff's alpha with the raters as coders (module
-    docstring); `domain`, `average`, `replace_nans_with_zeros` as `meta_eval.evaluate`."""
-    if level != "segment":
-        raise ValueError(f"{statistic} is a segment-level statistic: use level 'segment'")
-    mats = [np.asarray(r, dtype=float) for r in raters]
-    options: dict[str, Any] = {"grouping": grouping, "domain": domain, "average": average,
-                               "replace_nans_with_zeros": replace_nans_with_zeros}
-    value = coder_alpha(statistic, coders=mats, **options)
-    per_rater = [coder_alpha(statistic, coders=mats[:r] + mats[r + 1:], **options)
-                 if len(mats) > 2 else float("nan") for r in range(len(mats))]
-    metric_value = fraction = None
-    if metric is not None:
-        stand_ins = [coder_alpha(statistic, coders=[*mats[:r], np.asarray(metric, float),
-                                                    *mats[r + 1:]], **options)
-                     for r in range(len(mats))]
-        if np.isfinite(stand_ins).any():
-            metric_value = float(np.nanmean(stand_ins))
-            fraction = metric_value / value if np.isfinite(value) and value != 0 else None
-    return Ceiling(statistic, value, per_rater, metric_value, fraction,
-                   extra={"ceiling": "raters as coders"})
-
-
 # -- judge against people, per group (kernels of meta_eval.statistics) ---------------------
-KAPPAS = {"kappa": None, "kappa-linear": "linear", "qwk": "quadratic"}
 ALPHAS = {"krippendorff": "interval", "krippendorff-ordinal": "ordinal",
           "krippendorff-nominal": "nominal", "krippendorff-ratio": "ratio"}
-CATEGORICAL = (*KAPPAS, "krippendorff-ordinal", "krippendorff-nominal")
 HALF_TOL = 1e-9  # a fraction within this of 1/2 rounds up (means of raters in float)
 _CELLS = 1 << 22  # (rows x categories) cells per chunk
 _PAIRED_UNITS = 128  # up to this many pooled values per row, ratio pairs by broadcasting
 
 
-def categories(x: np.ndarray) -> np.ndarray:
+def categories(x: FloatArray) -> FloatArray:
     """`x` rounded half up to integers (see the module docstring); NaN stays NaN."""
     x = np.asarray(x, dtype=float)
     low = np.floor(x)
@@ -357,25 +247,19 @@ def categories(x: np.ndarray) -> np.ndarray:
         return low + (x - low >= 0.5 - HALF_TOL)
 
 
-def _pair_masked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    h, m = np.broadcast_arrays(np.asarray(human, dtype=float), np.asarray(metric, dtype=float))
-    ok = np.isfinite(h) & np.isfinite(m)
-    return np.where(ok, h, np.nan), np.where(ok, m, np.nan)
-
-
-def _rows(x: np.ndarray) -> np.ndarray:
+def _rows(x: FloatArray) -> FloatArray:
     return x.reshape(-1, x.shape[-1]) if x.shape[-1] else x.reshape(-1, 0)
 
 
-def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None = None,
-                 labels: Sequence[float] | None = None) -> np.ndarray:
+def kappa_groups(*, human: FloatArray, metric: FloatArray, weights: str | None = None,
+                 domain: Sequence[float] | None = None) -> FloatArray:
     """Per-group Cohen's kappa of the two sides' categories (see the module docstring);
-    `labels`: the declared categories (weights by position among them)."""
+    `domain`: the declared labels (weights by position among them)."""
     if weights not in KAPPA_WEIGHTS:
         raise ValueError(f"unknown weights {weights!r}; use None, 'linear' or 'quadratic'")
-    h, m = _pair_masked(categories(human), categories(metric))
-    if labels is not None:
-        h, m = _positions(h, labels), _positions(m, labels)
+    h, m = paired(human=categories(human), metric=categories(metric))
+    if domain is not None:
+        h, m = _positions(h, domain), _positions(m, domain)
     lead = h.shape[:-1]
     rows_h, rows_m = _rows(h), _rows(m)
     ok = np.isfinite(rows_h)
@@ -395,8 +279,8 @@ def kappa_groups(*, human: np.ndarray, metric: np.ndarray, weights: str | None =
     return out.reshape(lead)
 
 
-def _kappa_rows(h: np.ndarray, m: np.ndarray, ok: np.ndarray, n: np.ndarray,
-                cats: np.ndarray, scaled: np.ndarray, weights: str | None) -> np.ndarray:
+def _kappa_rows(h: FloatArray, m: FloatArray, ok: BoolArray, n: IntArray,
+                cats: FloatArray, scaled: FloatArray, weights: str | None) -> FloatArray:
     rows, k = h.shape[0], cats.size
     ih = np.searchsorted(cats, np.where(ok, h, cats[0]))
     im = np.searchsorted(cats, np.where(ok, m, cats[0]))
@@ -430,7 +314,7 @@ def _kappa_rows(h: np.ndarray, m: np.ndarray, ok: np.ndarray, n: np.ndarray,
     return np.where((n >= 2) & (expected > 0), value, np.nan)
 
 
-def _positions(x: np.ndarray, labels: Sequence[float]) -> np.ndarray:
+def _positions(x: FloatArray, labels: Sequence[float]) -> FloatArray:
     """Categories as their positions among the declared `labels` (NaN stays NaN)."""
     values = _domain(labels)
     ok = np.isfinite(x)
@@ -438,8 +322,8 @@ def _positions(x: np.ndarray, labels: Sequence[float]) -> np.ndarray:
     return np.where(ok, np.searchsorted(values, np.where(ok, x, values[0])), np.nan)
 
 
-def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interval",
-                 domain: Sequence[float] | None = None) -> np.ndarray:
+def alpha_groups(*, human: FloatArray, metric: FloatArray, level: str = "interval",
+                 domain: Sequence[float] | None = None) -> FloatArray:
     """Per-group Krippendorff's alpha with human and metric as two coders of each unit
     (see the module docstring); ordinal and nominal on `categories`; `domain`: the
     declared values (a value outside it is a ValueError)."""
@@ -449,7 +333,7 @@ def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interva
         raise ValueError(f"unknown level {level!r}; use one of {ALPHA_LEVELS}")
     if level in ("ordinal", "nominal"):
         human, metric = categories(human), categories(metric)
-    h, m = _pair_masked(human, metric)
+    h, m = paired(human=human, metric=metric)
     ok = np.isfinite(h)
     if domain is not None:
         values = _domain(domain)
@@ -494,7 +378,7 @@ def alpha_groups(*, human: np.ndarray, metric: np.ndarray, level: str = "interva
     return np.where((units >= 2) & (spread > 0), value, np.nan)
 
 
-def _ratio_pair_sums(x: np.ndarray) -> np.ndarray:
+def _ratio_pair_sums(x: FloatArray) -> FloatArray:
     """sum over ordered pairs of finite values v, w in each row of the last axis of
     ratio_distance(v, w): by broadcasting for short rows, else over each row's distinct
     values weighted by their counts (n_c n_k d2(c, k)), in chunks."""
@@ -522,7 +406,7 @@ def _ratio_pair_sums(x: np.ndarray) -> np.ndarray:
     return out.reshape(lead)
 
 
-def _same_pairs(x: np.ndarray) -> np.ndarray:
+def _same_pairs(x: FloatArray) -> FloatArray:
     """sum over values c of n_c^2 per row of the last axis (NaN ignored): each value counts
     the length of its run of equal values in the sorted row."""
     s = np.sort(x, axis=-1)  # NaN last
@@ -538,20 +422,6 @@ def _same_pairs(x: np.ndarray) -> np.ndarray:
     first = np.maximum.accumulate(np.where(starts, index, 0), axis=-1)
     last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, index, size), -1), axis=-1), -1)
     return np.where(ok, last - first + 1, 0).sum(axis=-1).astype(float)
-
-
-def agreement_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray,
-                     domain: Sequence[float] | None = None) -> np.ndarray:
-    """Per-group values of a kappa or Krippendorff kernel (names in KAPPAS and ALPHAS);
-    `domain`: the declared labels (kappa) or values (alpha)."""
-    if statistic in KAPPAS:
-        return kappa_groups(human=human, metric=metric, weights=KAPPAS[statistic],
-                            labels=domain)
-    if statistic in ALPHAS:
-        return alpha_groups(human=human, metric=metric, level=ALPHAS[statistic],
-                            domain=domain)
-    raise ValueError(f"unknown agreement kernel {statistic!r}; use one of "
-                     f"{(*KAPPAS, *ALPHAS)}")
 
 
 @dataclass(frozen=True)
@@ -574,11 +444,12 @@ def _label(v: float) -> float | int:
     return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
 
 
-def confusion_table(*, human: np.ndarray, metric: np.ndarray) -> Confusion:
+def confusion_table(*, human: FloatArray, metric: FloatArray) -> Confusion:
     """The judge x human table of `categories` over the units where both are present; each
     side's labels are every integer from the lowest to the highest category on either side
     (at most 101 of them; beyond that, only the categories seen)."""
-    h, m = _pair_masked(categories(np.ravel(human)), categories(np.ravel(metric)))
+    h, m = paired(human=categories(np.ravel(human)),
+                  metric=categories(np.ravel(metric)))
     ok = np.isfinite(h)
     h, m = h[ok], m[ok]
     seen = np.unique(np.concatenate([h, m]))

@@ -35,10 +35,14 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from meta_eval.pairs import SortedUnits, snap
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 
 DEFAULT_BUDGET = 1 << 20  # pairs held in memory at once
 _SPLITS = 32  # breakpoints per split of an interval
@@ -55,8 +59,8 @@ class Calibration:
     evaluations: int = 0  # epsilons evaluated with the sorted index (for benchmarks)
 
 
-def calibrate_epsilon(*, human: np.ndarray, metric: np.ndarray,
-                      groups: np.ndarray | None = None, budget: int = DEFAULT_BUDGET,
+def calibrate_epsilon(*, human: ArrayLike, metric: ArrayLike,
+                      groups: ArrayLike | None = None, budget: int = DEFAULT_BUDGET,
                       seed: int = 0) -> Calibration:
     """Epsilon maximising acc-23 of `metric` against `human` (group-averaged if `groups`).
 
@@ -79,7 +83,7 @@ def calibrate_epsilon(*, human: np.ndarray, metric: np.ndarray,
         return _Search(units, budget, seed).run()
 
 
-def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
+def calibrate_groups(*, human: FloatArray, metric: FloatArray,
                      budget: int = DEFAULT_BUDGET, seed: int = 0) -> Calibration:
     """`calibrate_epsilon` for padded (groups, units) arrays (NaN = missing unit).
 
@@ -105,8 +109,8 @@ def calibrate_groups(*, human: np.ndarray, metric: np.ndarray,
     return _sweep_pairs(dh, dm, valid, valid.sum(axis=1))
 
 
-def _exhaustive(human: np.ndarray, metric: np.ndarray,
-                groups: np.ndarray | None) -> Calibration:
+def _exhaustive(human: FloatArray, metric: FloatArray,
+                groups: IntArray | None) -> Calibration:
     """All pairs fit in the budget: enumerate them per group and sweep."""
     n = human.size
     order = np.argsort(groups, kind="stable") if groups is not None else np.arange(n)
@@ -123,8 +127,8 @@ def _exhaustive(human: np.ndarray, metric: np.ndarray,
     return _sweep_pairs(dh, dm, None, sizes * (sizes - 1) // 2, pair_group)
 
 
-def _sweep_pairs(dh: np.ndarray, dm: np.ndarray, valid: np.ndarray | None,
-                 group_pairs: np.ndarray, pair_group: np.ndarray | None = None
+def _sweep_pairs(dh: FloatArray, dm: FloatArray, valid: BoolArray | None,
+                 group_pairs: IntArray, pair_group: IntArray | None = None
                  ) -> Calibration:
     """Exact search over pair differences. Pairs are rows of (groups, pairs) arrays with a
     `valid` mask, or one row whose pairs belong to groups `pair_group`."""
@@ -191,7 +195,7 @@ class _Search:
             self.tol = 1e-9 * max(1.0, self.n_groups)
         self.evaluations = 0
 
-    def evaluate(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def evaluate(self, eps: FloatArray) -> tuple[AnyArray, AnyArray, IntArray]:
         """A(eps), T_both(eps) (weighted) and the number of metric-tied pairs, per epsilon."""
         eps = np.asarray(eps, dtype=float)
         self.evaluations += eps.size

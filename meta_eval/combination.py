@@ -11,11 +11,16 @@ cross-fitting; MetaMetrics, Anugraha et al. 2024, fit their combinations on held
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
 
-def item_folds(items: Sequence[str], folds: int, seed: int) -> np.ndarray:
+
+
+def item_folds(items: Sequence[str], folds: int, seed: int) -> IntArray:
     """Fold number per position; every sample of one item lands in the same fold."""
     unique = sorted(set(items))
     k = min(folds, len(unique))
@@ -24,8 +29,8 @@ def item_folds(items: Sequence[str], folds: int, seed: int) -> np.ndarray:
     return np.array([fold_of[i] for i in items], dtype=int)
 
 
-def cross_fit(fit_predict: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-              target: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
+def cross_fit(fit_predict: Callable[[IntArray, FloatArray, IntArray], FloatArray],
+              target: FloatArray, folds: IntArray) -> tuple[FloatArray, dict[int, int]]:
     """Out-of-fold predictions.
 
     `fit_predict(train_index, train_target, test_index)` fits on the rows `train_index` and

@@ -14,16 +14,21 @@ flips segment-score differences) and the permutation tests of `compare`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from meta_eval.levels import evaluate, system_means
 from meta_eval.results import Result
 from meta_eval.statistics import STATISTICS
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, FloatArray
+
 NEEDS_SEGMENTS = tuple(name for name, s in STATISTICS.items() if s.needs_segments)
 
 
-def human_system_means(*, human: np.ndarray) -> np.ndarray:
+def human_system_means(*, human: ArrayLike) -> FloatArray:
     """Each system's mean human score over the items it was judged on ((items, systems) ->
     (systems,)); NaN for a system nobody judged."""
     human = np.asarray(human, dtype=float)
@@ -31,7 +36,7 @@ def human_system_means(*, human: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(human).any(axis=0), means, np.nan)
 
 
-def evaluate_given(statistic: str, *, human: np.ndarray, metric: np.ndarray,
+def evaluate_given(statistic: str, *, human: ArrayLike, metric: ArrayLike,
                    epsilon: float = 0.0, replace_nans_with_zeros: bool = False) -> Result:
     """`statistic` between the systems' mean human scores (`human`: (items, systems)) and
     given system scores (`metric`: (systems,)), at level "system"; an undefined value is 0

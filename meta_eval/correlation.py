@@ -34,8 +34,9 @@ pdp          pairwise-difference Pearson (mt-metrics-eval stats.py, `Pearson(pdp
                  pdp = sum_g n_g S_hm(g) / sqrt(sum_g n_g S_hh(g) sum_g n_g S_mm(g)),
 
              exact and O(n) (the differences are symmetric, so their mean is 0). One group
-             (no grouping, system level): pdp = pearson. `group_values("pdp")` gives each
-             group's Pearson; `pdp_pooled` the pooled value that `evaluate` reports.
+             (no grouping, system level): pdp = pearson. The per-group kernel of pdp
+             (`meta_eval.statistics.group_values("pdp")`) gives each group's Pearson;
+             `pdp_pooled` the pooled value that `evaluate` reports.
 
 kendall and kendall-c use exact ties (epsilon = 0). Pair counts come from an O(U^2)
 vectorised pass for small groups and from the sort-based `meta_eval.pairs` otherwise.
@@ -52,11 +53,15 @@ signs and the tie rule on differences, which stay right when a difference overfl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from meta_eval.numerics import constant, paired, power_of_two_scale
 from meta_eval.pairs import pair_counts, snap
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
 CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "pdp")
@@ -66,30 +71,7 @@ _SORTED_UNITS = 1 << 19  # units per sort-based counting call
 _ROW_UNITS = 1 << 12  # at epsilon 0, rows of at least this many units are counted one by one
 
 
-def _masked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    human = np.asarray(human, dtype=float)
-    metric = np.asarray(metric, dtype=float)
-    human, metric = np.broadcast_arrays(human, metric)
-    ok = np.isfinite(human) & np.isfinite(metric)
-    return np.where(ok, human, np.nan), np.where(ok, metric, np.nan)
-
-
-def _constant(x: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        lo = np.fmin.reduce(x, axis=-1)
-        hi = np.fmax.reduce(x, axis=-1)
-    return ~(hi > lo)
-
-
-def power_of_two_scale(x: np.ndarray, axis: int | None = -1) -> np.ndarray:
-    """Exponent e per slice with max |x| < 2**e (0 for an all-zero or empty slice);
-    `np.ldexp(x, -e)` then scales exactly into (-1, 1)."""
-    with np.errstate(invalid="ignore"):
-        top = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)
-    return np.frexp(top)[1]
-
-
-def _centred(x: np.ndarray, ok: np.ndarray, n: np.ndarray) -> np.ndarray:
+def _centred(x: FloatArray, ok: BoolArray, n: IntArray) -> FloatArray:
     """x - mean over the last axis where ok (0 elsewhere), scaled by a power of two."""
     x = np.where(ok, x, 0.0)
     x = np.ldexp(x, -power_of_two_scale(x))
@@ -98,9 +80,9 @@ def _centred(x: np.ndarray, ok: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.ldexp(c, -power_of_two_scale(c))
 
 
-def pearson_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def pearson_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group Pearson r over the last axis; NaN where undefined."""
-    h, m = _masked(human, metric)
+    h, m = paired(human=human, metric=metric)
     ok = np.isfinite(h)
     n = ok.sum(axis=-1)
     hc, mc = _centred(h, ok, n), _centred(m, ok, n)
@@ -109,15 +91,15 @@ def pearson_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
         r = cov / (np.sqrt((hc * hc).sum(axis=-1)) * np.sqrt((mc * mc).sum(axis=-1)))
     r = np.clip(r, -1.0, 1.0)
     r = np.where(n == 2, np.round(r), r)  # exactly +-1 for two units, as scipy
-    undefined = (n < 2) | _constant(h) | _constant(m)
+    undefined = (n < 2) | constant(h) | constant(m)
     return np.where(undefined, np.nan, r)
 
 
-def spearman_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def spearman_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group Spearman rho (average ranks for ties) over the last axis."""
     import scipy.stats
 
-    h, m = _masked(human, metric)
+    h, m = paired(human=human, metric=metric)
     if h.shape[-1] == 0:
         return np.full(h.shape[:-1], np.nan)
     rh = scipy.stats.rankdata(snap(h), axis=-1, nan_policy="omit")
@@ -125,31 +107,31 @@ def spearman_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     return pearson_groups(human=rh, metric=rm)
 
 
-def weighted_tau_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def weighted_tau_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group scipy.stats.weightedtau (its defaults) over the last axis, on the snapped
     values of the units both sides scored; NaN where undefined."""
     import scipy.stats
 
-    h, m = _masked(human, metric)
+    h, m = paired(human=human, metric=metric)
     lead, units = h.shape[:-1], h.shape[-1]
     rows_h, rows_m = snap(h).reshape(-1, units), snap(m).reshape(-1, units)
     out = np.full(rows_h.shape[0], np.nan)
     for i, (rh, rm) in enumerate(zip(rows_h, rows_m, strict=True)):
         ok = np.isfinite(rh)
-        if ok.sum() >= 2 and not (_constant(rh[ok]) or _constant(rm[ok])):
+        if ok.sum() >= 2 and not (constant(rh[ok]) or constant(rm[ok])):
             out[i] = scipy.stats.weightedtau(rh[ok], rm[ok]).statistic
     return out.reshape(lead)
 
 
-def pdp_pooled(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def pdp_pooled(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Pairwise-difference Pearson of padded (..., G, U) arrays, pooled over the G groups
     (module docstring) -> (...,); NaN where no group has two units or a side's differences
     are all 0."""
-    h, m = _masked(human, metric)
+    h, m = paired(human=human, metric=metric)
     ok = np.isfinite(h)
     n = ok.sum(axis=-1)
 
-    def centred(x: np.ndarray) -> np.ndarray:
+    def centred(x: FloatArray) -> FloatArray:
         # One power of two for all groups of a side (the groups are pooled), then centred.
         x = np.where(ok, x, 0.0)
         x = np.ldexp(x, -power_of_two_scale(x, axis=None))
@@ -166,7 +148,7 @@ def pdp_pooled(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     return np.clip(r, -1.0, 1.0)
 
 
-def _distinct(x: np.ndarray) -> np.ndarray:
+def _distinct(x: FloatArray) -> IntArray:
     """Distinct finite values along the last axis."""
     s = np.sort(x, axis=-1)  # NaN sorts last
     ok = np.isfinite(s)
@@ -175,14 +157,15 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return (new & ok).sum(axis=-1)
 
 
-def group_pair_counts(*, human: np.ndarray, metric: np.ndarray,
-                      epsilon: float = 0.0) -> dict[str, np.ndarray]:
+def group_pair_counts(*, human: FloatArray, metric: FloatArray,
+                      epsilon: float = 0.0) -> dict[str, IntArray]:
     """Concordant/discordant/tie counts per group (arrays of shape (..., G)) of the values
     as given (no snapping)."""
-    h, m = _masked(human, metric)
+    h, m = paired(human=human, metric=metric)
     lead, units = h.shape[:-1], h.shape[-1]
     rows_h = h.reshape(-1, units)
     rows_m = m.reshape(-1, units)
+    out: dict[str, IntArray]
     if units <= _SMALL_GROUP:
         out = _broadcast_counts(rows_h, rows_m, epsilon)
     else:
@@ -207,11 +190,11 @@ def group_pair_counts(*, human: np.ndarray, metric: np.ndarray,
     return {k: v.reshape(lead) for k, v in out.items()}
 
 
-def _broadcast_counts(h: np.ndarray, m: np.ndarray, epsilon: float) -> dict[str, np.ndarray]:
+def _broadcast_counts(h: FloatArray, m: FloatArray, epsilon: float) -> dict[str, IntArray]:
     rows, units = h.shape
     iu, ju = np.triu_indices(units, 1)
     names = ("concordant", "discordant", "ties_human", "ties_metric", "ties_both")
-    out = {k: np.zeros(rows, dtype=np.int64) for k in names}
+    out: dict[str, IntArray] = {k: np.zeros(rows, dtype=np.int64) for k in names}
     if iu.size == 0:
         return out
     step = max(1, _CHUNK // iu.size)
@@ -233,8 +216,8 @@ def _broadcast_counts(h: np.ndarray, m: np.ndarray, epsilon: float) -> dict[str,
     return out
 
 
-def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "kendall",
-                   epsilon: float = 0.0) -> np.ndarray:
+def kendall_groups(*, human: FloatArray, metric: FloatArray, variant: str = "kendall",
+                   epsilon: float = 0.0) -> FloatArray:
     """Per-group Kendall statistic: variant in kendall (tau-b), kendall-c, kendall-23,
     acc-23. `epsilon` (metric tie threshold) applies to the -23 variants only."""
     if variant not in KENDALL_FAMILY:
@@ -242,7 +225,7 @@ def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "ken
     if epsilon < 0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     eps = epsilon if variant in ("kendall-23", "acc-23") else 0.0
-    human, metric = _masked(human, metric)
+    human, metric = paired(human=human, metric=metric)
     human, metric = snap(human), snap(metric)
     c = group_pair_counts(human=human, metric=metric, epsilon=eps)
     con, dis = c["concordant"].astype(float), c["discordant"].astype(float)
@@ -264,60 +247,45 @@ def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "ken
     return value
 
 
-def group_values(statistic: str, *, human: np.ndarray, metric: np.ndarray,
-                 epsilon: float = 0.0, domain: Sequence[float] | None = None) -> np.ndarray:
-    """Per-group values of a kernel: a correlation (see the module docstring), or an
-    agreement, distribution, error or calibration kernel (`meta_eval.agreement`,
-    `distribution`, `deviation`, `reliability`); `domain`: the declared labels or values of
-    a kappa, alpha, CKLD or Wasserstein kernel."""
-    if statistic in ("pearson", "pdp"):
-        return pearson_groups(human=human, metric=metric)
-    if statistic == "spearman":
-        return spearman_groups(human=human, metric=metric)
-    if statistic in KENDALL_FAMILY:
-        return kendall_groups(human=human, metric=metric, variant=statistic, epsilon=epsilon)
-    if statistic == "weighted-tau":
-        return weighted_tau_groups(human=human, metric=metric)
-    return _on_scale_groups(statistic, human=human, metric=metric, domain=domain)
-
-
-def _on_scale_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray,
-                     domain: Sequence[float] | None = None) -> np.ndarray:
-    """Agreement, distribution, error and calibration kernels (their modules import this
-    one)."""
-    from meta_eval.agreement import ALPHAS, KAPPAS, agreement_groups
-    from meta_eval.deviation import ERRORS, error_groups
-    from meta_eval.distribution import DISTRIBUTIONS, distribution_groups
-    from meta_eval.reliability import CALIBRATION, calibration_groups
-
-    if statistic in KAPPAS or statistic in ALPHAS:
-        return agreement_groups(statistic, human=human, metric=metric, domain=domain)
-    if statistic in DISTRIBUTIONS:
-        return distribution_groups(statistic, human=human, metric=metric, domain=domain)
-    if domain is not None:
-        raise ValueError(f"{statistic} takes no declared domain (kappa and alpha do)")
-    if statistic in ERRORS:
-        return error_groups(statistic, human=human, metric=metric)
-    if statistic in CALIBRATION:
-        return calibration_groups(statistic, human=human, metric=metric)
-    raise ValueError(f"unknown correlation {statistic!r}; use one of {CORRELATIONS}")
-
-
-def p_value(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy (pearson, spearman, kendall)."""
-    import scipy.stats
-
-    h, m = _masked(np.ravel(human), np.ravel(metric))
+def _p_value_units(human: FloatArray, metric: FloatArray
+                   ) -> tuple[FloatArray, FloatArray] | None:
+    """The units both sides scored, flattened; None where scipy gives no p-value (fewer than
+    3 units or a constant side)."""
+    h, m = paired(human=np.ravel(human), metric=np.ravel(metric))
     ok = np.isfinite(h)
     h, m = h[ok], m[ok]
-    if h.size < 3 or _constant(h) or _constant(m):
+    if h.size < 3 or constant(h) or constant(m):
         return None
-    if statistic == "pearson":
-        # scipy's p depends on r only; r is scale-free, so scale exactly out of overflow.
-        h, m = (np.ldexp(x, -power_of_two_scale(x)) for x in (h, m))
-        return float(scipy.stats.pearsonr(h, m).pvalue)
-    if statistic == "spearman":
-        return float(scipy.stats.spearmanr(snap(h), snap(m)).pvalue)
-    if statistic == "kendall":
-        return float(scipy.stats.kendalltau(snap(h), snap(m)).pvalue)
-    return None
+    return h, m
+
+
+def pearson_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
+    """Two-sided p-value of 'no association' from scipy.stats.pearsonr."""
+    import scipy.stats
+
+    units = _p_value_units(human, metric)
+    if units is None:
+        return None
+    # scipy's p depends on r only; r is scale-free, so scale exactly out of overflow.
+    h, m = (np.ldexp(x, -power_of_two_scale(x)) for x in units)
+    return float(scipy.stats.pearsonr(h, m).pvalue)
+
+
+def spearman_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
+    """Two-sided p-value of 'no association' from scipy.stats.spearmanr (snapped values)."""
+    import scipy.stats
+
+    units = _p_value_units(human, metric)
+    if units is None:
+        return None
+    return float(scipy.stats.spearmanr(snap(units[0]), snap(units[1])).pvalue)
+
+
+def kendall_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
+    """Two-sided p-value of 'no association' from scipy.stats.kendalltau (snapped values)."""
+    import scipy.stats
+
+    units = _p_value_units(human, metric)
+    if units is None:
+        return None
+    return float(scipy.stats.kendalltau(snap(units[0]), snap(units[1])).pvalue)

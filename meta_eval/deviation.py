@@ -22,15 +22,18 @@ near its largest |d| before squaring, so neither 1e200^2 overflows nor 1e-200^2 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from meta_eval.correlation import power_of_two_scale
+from meta_eval.numerics import power_of_two_scale
 
-ERRORS = ("mae", "rmse", "bias")
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 
-def _differences(human: np.ndarray, metric: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _differences(human: FloatArray, metric: FloatArray
+                 ) -> tuple[FloatArray, BoolArray, IntArray]:
     """(d scaled by 2**-e, 0 where missing; ok mask; e per group with keepdims)."""
     h, m = np.broadcast_arrays(np.asarray(human, dtype=float), np.asarray(metric, dtype=float))
     ok = np.isfinite(h) & np.isfinite(m)
@@ -40,18 +43,18 @@ def _differences(human: np.ndarray, metric: np.ndarray
     return d, ok, e
 
 
-def _mean(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+def _mean(x: FloatArray, n: IntArray) -> FloatArray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, x.sum(axis=-1) / np.maximum(n, 1), np.nan)
 
 
-def mae_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def mae_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group mean absolute error over the last axis."""
     d, ok, e = _differences(human, metric)
     return np.ldexp(_mean(np.abs(d), ok.sum(axis=-1)), e[..., 0])
 
 
-def bias_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def bias_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group mean of metric - human over the last axis (positive: more lenient).
 
     The sum is exact before its one rounding (`math.fsum` of both sides' scaled values), so
@@ -73,21 +76,10 @@ def bias_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     return np.ldexp(mean, e[..., 0])
 
 
-def rmse_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def rmse_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group root mean squared error over the last axis."""
     d, ok, e = _differences(human, metric)
     s = power_of_two_scale(d)
     d = np.ldexp(d, -s)
     root = np.sqrt(_mean(d * d, ok.sum(axis=-1)))
     return np.ldexp(root, (e + s)[..., 0])
-
-
-def error_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Per-group values of one of ERRORS."""
-    if statistic == "mae":
-        return mae_groups(human=human, metric=metric)
-    if statistic == "rmse":
-        return rmse_groups(human=human, metric=metric)
-    if statistic == "bias":
-        return bias_groups(human=human, metric=metric)
-    raise ValueError(f"unknown error statistic {statistic!r}; use one of {ERRORS}")

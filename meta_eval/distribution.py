@@ -36,7 +36,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-DISTRIBUTIONS = ("ckld", "ckld-uniform", "wasserstein")
+from meta_eval.agreement import _domain, _positions, categories
+from meta_eval.numerics import paired
+
 SMOOTHING = 0.5  # Jeffreys' pseudo-count added to each of the judge's categories
 _CELLS = 1 << 22  # (rows x categories) cells per chunk
 
@@ -45,13 +47,9 @@ def _histograms(human: np.ndarray, metric: np.ndarray, domain: Sequence[float] |
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
     """(counts of people's categories (rows, K), the judge's (rows, K), the K categories in
     order (positions among `domain` if declared), the leading shape)."""
-    from meta_eval.agreement import _pair_masked, _positions, categories
-
-    h, m = _pair_masked(categories(human), categories(metric))
+    h, m = paired(human=categories(human), metric=categories(metric))
     if domain is not None:
         h, m = _positions(h, domain), _positions(m, domain)
-        from meta_eval.agreement import _domain
-
         cats = np.arange(_domain(domain).size, dtype=float)
     else:
         ok = np.isfinite(h)
@@ -114,14 +112,3 @@ def wasserstein_groups(*, human: np.ndarray, metric: np.ndarray,
     return np.where(n > 0, value, np.nan).reshape(lead)
 
 
-def distribution_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray,
-                        domain: Sequence[float] | None = None) -> np.ndarray:
-    """Per-group values of one of DISTRIBUTIONS."""
-    if statistic == "ckld":
-        return ckld_groups(human=human, metric=metric, domain=domain)
-    if statistic == "ckld-uniform":
-        return ckld_groups(human=human, metric=metric, reference="uniform", domain=domain)
-    if statistic == "wasserstein":
-        return wasserstein_groups(human=human, metric=metric, domain=domain)
-    raise ValueError(f"unknown distribution statistic {statistic!r}; use one of "
-                     f"{DISTRIBUTIONS}")

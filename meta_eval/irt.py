@@ -56,9 +56,13 @@ apart are separated by a two-sided Wald test at level alpha with power 1 - beta 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
+
 
 MODELS = ("rasch", "2pl")
 PRIOR_SLOPE_MEAN = 1.0
@@ -73,9 +77,9 @@ class ItemFit:
     """Item parameters of one fitted model (arrays over all items; NaN where not informative)."""
 
     model: str
-    difficulty: np.ndarray
-    discrimination: np.ndarray
-    informative: np.ndarray  # bool: entered the fit
+    difficulty: FloatArray
+    discrimination: FloatArray
+    informative: BoolArray  # entered the fit
     loglik: float  # marginal log-likelihood (without the priors) at the estimate
     iterations: int
     converged: bool
@@ -87,20 +91,20 @@ class ItemFit:
 class Abilities:
     """ML abilities of the systems with standard errors; see the module for `extreme`."""
 
-    ability: np.ndarray
-    se: np.ndarray
-    extreme: np.ndarray  # int: +1 all right, -1 all wrong, 0 finite
-    information: np.ndarray  # test information at the estimate
+    ability: FloatArray
+    se: FloatArray
+    extreme: IntArray  # +1 all right, -1 all wrong, 0 finite
+    information: FloatArray  # test information at the estimate
 
-    def interval(self, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, ci: float = 0.95) -> tuple[FloatArray, FloatArray]:
         z = _z(0.5 + ci / 2)
         return self.ability - z * self.se, self.ability + z * self.se
 
-    def order(self) -> np.ndarray:
+    def order(self) -> IntArray:
         """System indices best first: +inf extremes, finite abilities, -inf extremes."""
         return np.argsort(-self.sort_key(), kind="stable")
 
-    def sort_key(self) -> np.ndarray:
+    def sort_key(self) -> FloatArray:
         big = np.nanmax(np.abs(self.ability)) + 1 if np.isfinite(self.ability).any() else 1.0
         return np.where(self.extreme == 0, self.ability, self.extreme * big)
 
@@ -111,7 +115,7 @@ def _z(p: float) -> float:
     return float(norm.ppf(p))
 
 
-def binary_responses(*, metric: np.ndarray, threshold: float) -> np.ndarray:
+def binary_responses(*, metric: FloatArray, threshold: float) -> FloatArray:
     """y = 1 where metric >= threshold, 0 below, NaN where the metric is missing."""
     metric = np.asarray(metric, dtype=float)
     out = (metric >= threshold).astype(float)
@@ -119,7 +123,7 @@ def binary_responses(*, metric: np.ndarray, threshold: float) -> np.ndarray:
     return out
 
 
-def agreement_responses(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def agreement_responses(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """y_ij = 1 where, within item i, the metric orders system j against the other systems as
     people do in at least half of j's pairs (pairs people rate equal, or with a missing score,
     do not count; a metric tie counts as a disagreement); NaN where j has no such pair."""
@@ -144,7 +148,7 @@ def agreement_responses(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_responses(responses: np.ndarray) -> np.ndarray:
+def _check_responses(responses: FloatArray) -> FloatArray:
     y = np.asarray(responses, dtype=float)
     if y.ndim != 2:
         raise ValueError(f"responses must be an (items, systems) matrix, got shape {y.shape}")
@@ -156,7 +160,7 @@ def _check_responses(responses: np.ndarray) -> np.ndarray:
     return y
 
 
-def informative_items(*, responses: np.ndarray) -> np.ndarray:
+def informative_items(*, responses: FloatArray) -> BoolArray:
     """Items answered by at least 2 systems, not all alike."""
     y = _check_responses(responses)
     ok = np.isfinite(y)
@@ -165,19 +169,19 @@ def informative_items(*, responses: np.ndarray) -> np.ndarray:
     return (n >= 2) & (ones > 0) & (ones < n)
 
 
-def quadrature(points: int) -> tuple[np.ndarray, np.ndarray]:
+def quadrature(points: int) -> tuple[FloatArray, FloatArray]:
     """Gauss-Hermite nodes and weights (summing to 1) for a standard normal."""
     nodes, weights = np.polynomial.hermite_e.hermegauss(points)
     return nodes, weights / weights.sum()
 
 
-def _log_sigmoid(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _log_sigmoid(z: FloatArray) -> tuple[FloatArray, FloatArray]:
     """log P and log (1 - P) for P = 1 / (1 + exp(-z))."""
     return -np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)
 
 
-def _posterior(y1: np.ndarray, y0: np.ndarray, slope: np.ndarray, intercept: np.ndarray,
-               nodes: np.ndarray, log_weights: np.ndarray) -> tuple[np.ndarray, float]:
+def _posterior(y1: FloatArray, y0: FloatArray, slope: FloatArray, intercept: FloatArray,
+               nodes: FloatArray, log_weights: FloatArray) -> tuple[FloatArray, float]:
     """Each system's posterior over the nodes (systems, nodes) and the marginal loglik."""
     z = slope[:, None] * nodes[None, :] + intercept[:, None]
     log_p, log_q = _log_sigmoid(z)
@@ -187,7 +191,7 @@ def _posterior(y1: np.ndarray, y0: np.ndarray, slope: np.ndarray, intercept: np.
     return np.exp(joint - marginal[:, None]), float(marginal.sum())
 
 
-def log_posterior(*, responses: np.ndarray, slope: np.ndarray, intercept: np.ndarray,
+def log_posterior(*, responses: FloatArray, slope: FloatArray, intercept: FloatArray,
                   points: int = 41, common: bool = False) -> float:
     """The objective `fit_items` maximises: the marginal log-likelihood of `responses`
     (informative items only) under slope-intercept parameters, plus the log priors of the
@@ -201,13 +205,13 @@ def log_posterior(*, responses: np.ndarray, slope: np.ndarray, intercept: np.nda
                                common=common)
 
 
-def _log_prior(slope: np.ndarray, intercept: np.ndarray, *, common: bool) -> float:
+def _log_prior(slope: FloatArray, intercept: FloatArray, *, common: bool) -> float:
     slopes = slope[:1] if common else slope
     return float(-0.5 * (((slopes - PRIOR_SLOPE_MEAN) / PRIOR_SLOPE_SD) ** 2).sum()
                  - 0.5 * ((intercept / PRIOR_INTERCEPT_SD) ** 2).sum())
 
 
-def fit_items(*, responses: np.ndarray, model: str = "2pl", points: int = 41,
+def fit_items(*, responses: FloatArray, model: str = "2pl", points: int = 41,
               max_iter: int = 5000, tol: float = 1e-8) -> ItemFit:
     """Item parameters by MML-EM (Bock & Aitkin 1981) with the priors of the module.
 
@@ -262,9 +266,9 @@ def fit_items(*, responses: np.ndarray, model: str = "2pl", points: int = 41,
                    converged=converged, scale=scale)
 
 
-def _m_step(right: np.ndarray, total: np.ndarray, slope: np.ndarray, intercept: np.ndarray,
-            nodes: np.ndarray, *, common: bool, steps: int = 3
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _m_step(right: FloatArray, total: FloatArray, slope: FloatArray, intercept: FloatArray,
+            nodes: FloatArray, *, common: bool, steps: int = 3
+            ) -> tuple[FloatArray, FloatArray]:
     """Newton (Fisher scoring) steps on each item's expected complete-data log posterior."""
     slope, intercept = slope.copy(), intercept.copy()
     inv_va, inv_vc = PRIOR_SLOPE_SD ** -2.0, PRIOR_INTERCEPT_SD ** -2.0
@@ -294,13 +298,13 @@ def _m_step(right: np.ndarray, total: np.ndarray, slope: np.ndarray, intercept: 
     return slope, intercept
 
 
-def _slope_intercept(fit: ItemFit) -> tuple[np.ndarray, np.ndarray]:
+def _slope_intercept(fit: ItemFit) -> tuple[FloatArray, FloatArray]:
     """(slope, intercept) of every item on the fit's own scale (NaN where not informative)."""
     return fit.discrimination, -fit.discrimination * fit.difficulty
 
 
-def item_information(*, ability: np.ndarray, discrimination: np.ndarray,
-                     difficulty: np.ndarray) -> np.ndarray:
+def item_information(*, ability: FloatArray, discrimination: FloatArray,
+                     difficulty: FloatArray) -> FloatArray:
     """Fisher information of each item at each ability: a_i^2 P_ij (1 - P_ij), (items,
     systems); 0 for an item with NaN parameters."""
     a = np.nan_to_num(np.asarray(discrimination, float))[:, None]
@@ -309,8 +313,8 @@ def item_information(*, ability: np.ndarray, discrimination: np.ndarray,
     return a ** 2 * p * (1 - p)
 
 
-def estimate_abilities(*, responses: np.ndarray, discrimination: np.ndarray,
-                       difficulty: np.ndarray, max_iter: int = 100,
+def estimate_abilities(*, responses: FloatArray, discrimination: FloatArray,
+                       difficulty: FloatArray, max_iter: int = 100,
                        tol: float = 1e-10) -> Abilities:
     """ML ability of each system given the item parameters, with SE = 1/sqrt(I(theta)).
 
@@ -351,7 +355,7 @@ def estimate_abilities(*, responses: np.ndarray, discrimination: np.ndarray,
                      information=np.where(finite, info, 0.0))
 
 
-def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
+def kendall_tau(x: FloatArray, y: FloatArray) -> float:
     """Kendall's tau-b between two score vectors (scipy)."""
     from scipy.stats import kendalltau
 
@@ -363,16 +367,16 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
 class Selection:
     """A recommended item subset and how well it keeps the ranking."""
 
-    items: np.ndarray  # indices into all items, in the order chosen
+    items: IntArray  # indices into all items, in the order chosen
     tau: float  # Kendall tau-b of the subset's ranking against the full one
     random_tau: float  # mean over `draws` random subsets of the same size
     random_tau_sd: float
     draws: int
 
 
-def select_items(*, responses: np.ndarray, fit: ItemFit, abilities: Abilities, size: int,
+def select_items(*, responses: FloatArray, fit: ItemFit, abilities: Abilities, size: int,
                  seed: int = 0, draws: int = 20, eps: float = 1e-3,
-                 exclude: np.ndarray | None = None) -> Selection:
+                 exclude: BoolArray | None = None) -> Selection:
     """Greedy D-optimal subset of `size` informative items (see the module), with Kendall
     tau-b between the subset's ranking and the full ranking, and the same for random subsets
     of the same candidates (the baseline a selection must beat). Items where `exclude` is
@@ -409,14 +413,14 @@ def select_items(*, responses: np.ndarray, fit: ItemFit, abilities: Abilities, s
                      random_tau_sd=float(np.nanstd(taus)), draws=draws)
 
 
-def _scale_params(fit: ItemFit) -> tuple[np.ndarray, np.ndarray]:
+def _scale_params(fit: ItemFit) -> tuple[FloatArray, FloatArray]:
     """Discrimination and difficulty on the scale abilities are estimated on (the fit's own:
     for a Rasch fit, the logit scale with slope 1)."""
     return fit.discrimination, fit.difficulty
 
 
-def _subset_tau(y: np.ndarray, a: np.ndarray, b: np.ndarray, items: np.ndarray,
-                full: np.ndarray) -> float:
+def _subset_tau(y: FloatArray, a: FloatArray, b: FloatArray, items: IntArray,
+                full: FloatArray) -> float:
     sub = estimate_abilities(responses=y[items], discrimination=a[items], difficulty=b[items])
     return kendall_tau(sub.sort_key(), full)
 

@@ -41,18 +41,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from meta_eval.agreement import cohen_kappa
 from meta_eval.results import _clean
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray
+
 VERDICT_CODES = {"a": 1.0, "tie": 0.0, "b": -1.0}
 DEFAULT_EPSILON = 1e-12
 #: A statistic of the units weighted by `weights` (1 each; a bootstrap draw's counts):
 #: (value, units it used).
-Statistic = Callable[[np.ndarray], tuple[float, int]]
+Statistic = Callable[["FloatArray"], tuple[float, int]]
 
 
 class VerdictError(ValueError):
@@ -63,7 +66,7 @@ class VerdictError(ValueError):
         super().__init__(f"row {row}: {detail}")
 
 
-def verdict_codes(values: Sequence[Any]) -> np.ndarray:
+def verdict_codes(values: Sequence[Any]) -> FloatArray:
     """Pairwise verdicts or preferences to codes, as `meta_eval.pairwise.normalise_labels`:
     "a" -> 1, "tie" -> 0, "b" -> -1 (any case); a number p in [0, 1], P(A is better), by its
     side: 1 if p > 0.5, -1 if p < 0.5, 0 if p = 0.5 (text spelling a number is that number);
@@ -95,12 +98,12 @@ def verdict_codes(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def _weights(weights: np.ndarray | None, size: int) -> np.ndarray:
+def _weights(weights: FloatArray | None, size: int) -> FloatArray:
     return np.ones(size) if weights is None else np.asarray(weights, dtype=float)
 
 
-def flip_rate(*, judge_a: np.ndarray, judge_b: np.ndarray, tolerance: float = 0.0,
-              weights: np.ndarray | None = None) -> tuple[float, int]:
+def flip_rate(*, judge_a: FloatArray, judge_b: FloatArray, tolerance: float = 0.0,
+              weights: FloatArray | None = None) -> tuple[float, int]:
     """(share of units where the judges differ by more than `tolerance`, units). `weights`
     (default 1) counts each unit that many times (the bootstrap's draw counts)."""
     a, b = np.asarray(judge_a, dtype=float), np.asarray(judge_b, dtype=float)
@@ -114,8 +117,8 @@ def flip_rate(*, judge_a: np.ndarray, judge_b: np.ndarray, tolerance: float = 0.
     return float(w[both][differ].sum()) / total, int(both.sum())
 
 
-def human_flips(*, human: np.ndarray, judge_a: np.ndarray, judge_b: np.ndarray,
-                tolerance: float = 0.0, weights: np.ndarray | None = None
+def human_flips(*, human: FloatArray, judge_a: FloatArray, judge_b: FloatArray,
+                tolerance: float = 0.0, weights: FloatArray | None = None
                 ) -> tuple[dict[str, float], int]:
     """({negative, positive, accuracy_a, accuracy_b}, units) against people (see the module
     docstring): all over the units where all three are present; `weights` as in
@@ -133,14 +136,14 @@ def human_flips(*, human: np.ndarray, judge_a: np.ndarray, judge_b: np.ndarray,
         right_a = np.abs(a[present] - h[present]) <= tolerance
         right_b = np.abs(b[present] - h[present]) <= tolerance
 
-    def share(mask: np.ndarray) -> float:
+    def share(mask: BoolArray) -> float:
         return float(wp[mask].sum()) / total
 
     return {"negative": share(right_a & ~right_b), "positive": share(~right_a & right_b),
             "accuracy_a": share(right_a), "accuracy_b": share(right_b)}, int(present.sum())
 
 
-def kappa(*, judge_a: np.ndarray, judge_b: np.ndarray) -> tuple[float, int]:
+def kappa(*, judge_a: FloatArray, judge_b: FloatArray) -> tuple[float, int]:
     """(Cohen's kappa between two label arrays, units with both labels):
     `meta_eval.agreement.cohen_kappa`, unweighted."""
     result = cohen_kappa(human=np.asarray(judge_a, dtype=float).tolist(),
@@ -155,7 +158,7 @@ class PairCounts:
     `meta_eval.agreement.cohen_kappa`, unweighted, with the same categories: the sorted
     union of the labels present in both). Undefined (NaN) when p_e = 1."""
 
-    def __init__(self, judge_a: np.ndarray, judge_b: np.ndarray) -> None:
+    def __init__(self, judge_a: FloatArray, judge_b: FloatArray) -> None:
         a, b = np.asarray(judge_a, dtype=float), np.asarray(judge_b, dtype=float)
         self.present = np.isfinite(a) & np.isfinite(b)
         categories = np.unique(np.concatenate([a[self.present], b[self.present]]))
@@ -163,7 +166,7 @@ class PairCounts:
         self.pair = (np.searchsorted(categories, a[self.present]) * self.k
                      + np.searchsorted(categories, b[self.present]))
 
-    def __call__(self, weights: np.ndarray) -> tuple[float, int]:
+    def __call__(self, weights: FloatArray) -> tuple[float, int]:
         w = np.asarray(weights, dtype=float)[self.present]
         total = float(w.sum())
         if total == 0 or self.k < 2:
@@ -176,7 +179,7 @@ class PairCounts:
         return value, int((w > 0).sum())
 
 
-def is_whole(values: np.ndarray) -> bool:
+def is_whole(values: FloatArray) -> bool:
     """Every present value is a whole number (a category on an integer scale)."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
@@ -196,7 +199,7 @@ def normalised(distribution: Mapping[str, float]) -> dict[str, float]:
 
 
 def aligned(*, p: Mapping[str, float], q: Mapping[str, float]
-            ) -> tuple[np.ndarray, np.ndarray]:
+            ) -> tuple[FloatArray, FloatArray]:
     """Two distributions (normalised) as arrays over the sorted union of their labels."""
     p, q = normalised(p), normalised(q)
     support = sorted(set(p) | set(q))
@@ -204,7 +207,7 @@ def aligned(*, p: Mapping[str, float], q: Mapping[str, float]
             np.array([q.get(k, 0.0) for k in support]))
 
 
-def kl_divergence(*, p: np.ndarray, q: np.ndarray, epsilon: float = DEFAULT_EPSILON) -> float:
+def kl_divergence(*, p: FloatArray, q: FloatArray, epsilon: float = DEFAULT_EPSILON) -> float:
     """KL(p || q) in nats, each side smoothed by `epsilon` and renormalised."""
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     k = p.size
@@ -213,12 +216,12 @@ def kl_divergence(*, p: np.ndarray, q: np.ndarray, epsilon: float = DEFAULT_EPSI
     return float(np.sum(ps[positive] * np.log(ps[positive] / qs[positive])))
 
 
-def js_divergence(*, p: np.ndarray, q: np.ndarray) -> float:
+def js_divergence(*, p: FloatArray, q: FloatArray) -> float:
     """Jensen-Shannon divergence in nats (0 to ln 2), unsmoothed."""
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     m = (p + q) / 2
 
-    def kl_to_m(x: np.ndarray) -> float:
+    def kl_to_m(x: FloatArray) -> float:
         positive = x > 0
         return float(np.sum(x[positive] * np.log(x[positive] / m[positive])))
 
@@ -226,7 +229,7 @@ def js_divergence(*, p: np.ndarray, q: np.ndarray) -> float:
 
 
 def divergences(*, p: Sequence[Mapping[str, float]], q: Sequence[Mapping[str, float]],
-                epsilon: float = DEFAULT_EPSILON) -> tuple[np.ndarray, np.ndarray]:
+                epsilon: float = DEFAULT_EPSILON) -> tuple[FloatArray, FloatArray]:
     """Per unit (KL(p_u || q_u), JS(p_u, q_u)), as two arrays."""
     if len(p) != len(q):
         raise ValueError("p and q must hold one distribution per unit each")
@@ -251,7 +254,7 @@ class Estimate:
         return {k: _clean(v) for k, v in asdict(self).items()}
 
 
-def item_bootstrap(statistic: Callable[[np.ndarray], float], *, items: Sequence[Any],
+def item_bootstrap(statistic: Callable[[FloatArray], float], *, items: Sequence[Any],
                    resamples: int, seed: int = 0, ci: float = 0.95
                    ) -> tuple[float | None, float | None]:
     """Percentile CI of `statistic(weights)` over `resamples` draws of the items with
@@ -289,8 +292,8 @@ def estimate(name: str, statistic: Statistic, *, items: Sequence[Any], bootstrap
     return Estimate(name, point, n, low, high)
 
 
-def compare_labels(*, judge_a: np.ndarray, judge_b: np.ndarray, items: Sequence[Any],
-                   human: np.ndarray | None = None, tolerance: float = 0.0,
+def compare_labels(*, judge_a: FloatArray, judge_b: FloatArray, items: Sequence[Any],
+                   human: FloatArray | None = None, tolerance: float = 0.0,
                    human_categorical: bool = True, bootstrap: int = 1000, seed: int = 0,
                    ci: float = 0.95) -> list[Estimate]:
     """Every comparison of two judges' coded values on the same units: `flip_rate`, `kappa`
@@ -303,10 +306,10 @@ def compare_labels(*, judge_a: np.ndarray, judge_b: np.ndarray, items: Sequence[
         raise ValueError("judge_a, judge_b and items must have one length")
     options: dict[str, Any] = {"items": items, "bootstrap": bootstrap, "seed": seed, "ci": ci}
 
-    def flips(w: np.ndarray) -> tuple[float, int]:
+    def flips(w: FloatArray) -> tuple[float, int]:
         return flip_rate(judge_a=a, judge_b=b, tolerance=tolerance, weights=w)
 
-    def kappa_estimate(name: str, x: np.ndarray, y: np.ndarray) -> Estimate:
+    def kappa_estimate(name: str, x: FloatArray, y: FloatArray) -> Estimate:
         return estimate(name, PairCounts(x, y), value=kappa(judge_a=x, judge_b=y), **options)
 
     out = [estimate("flip_rate", flips, **options)]
@@ -327,9 +330,9 @@ def compare_labels(*, judge_a: np.ndarray, judge_b: np.ndarray, items: Sequence[
     return out
 
 
-def _flips_on(h: np.ndarray, a: np.ndarray, b: np.ndarray, tolerance: float, key: str
+def _flips_on(h: FloatArray, a: FloatArray, b: FloatArray, tolerance: float, key: str
               ) -> Statistic:
-    def statistic(w: np.ndarray) -> tuple[float, int]:
+    def statistic(w: FloatArray) -> tuple[float, int]:
         found, n = human_flips(human=h, judge_a=a, judge_b=b, tolerance=tolerance, weights=w)
         return found[key], n
 
@@ -344,8 +347,8 @@ def compare_distributions(*, p: Sequence[Mapping[str, float]],
     (mean JS divergence), in nats, with item-bootstrap CIs."""
     kl, js = divergences(p=p, q=q, epsilon=epsilon)
 
-    def mean(values: np.ndarray) -> Statistic:
-        def statistic(w: np.ndarray) -> tuple[float, int]:
+    def mean(values: FloatArray) -> Statistic:
+        def statistic(w: FloatArray) -> tuple[float, int]:
             total = float(w.sum())
             return (float(w @ values) / total if total else math.nan, int((w > 0).sum()))
 

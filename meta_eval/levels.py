@@ -36,16 +36,19 @@ chosen on the full data is kept in every resample (the CI is conditional on it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from meta_eval.calibration import calibrate_groups
-from meta_eval.correlation import group_values, p_value, pdp_pooled
+from meta_eval.correlation import pdp_pooled
 from meta_eval.pairs import snap
 from meta_eval.results import Result
 from meta_eval.statistics import Statistic, get
 from meta_eval.system import spa
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, BoolArray, FloatArray, IntArray
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
@@ -86,12 +89,12 @@ def check_averaging(spec: Statistic, average: str = "macro",
                          "it has no average (use macro)")
 
 
-def column_exponents(x: np.ndarray) -> np.ndarray:
+def column_exponents(x: FloatArray) -> IntArray:
     """e per column of (..., items, systems) x, with every |x| < 2**e (0 for all zeros)."""
     return np.frexp(np.max(np.abs(x), axis=-2, initial=0.0))[1]
 
 
-def limbs(x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def limbs(x: FloatArray, e: IntArray) -> tuple[FloatArray, FloatArray]:
     """Finite x (0 where missing) as hi 2**(e - 32) + lo 2**(e - 64) + a remainder below
     2**(e - 64), with hi, lo integer-valued floats below 2**32 in magnitude; e has one
     entry per column (broadcast over the item axis). Sums of limbs are exact in any order
@@ -103,8 +106,8 @@ def limbs(x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, np.trunc(t, out=t)
 
 
-def limb_means(hi: np.ndarray, lo: np.ndarray, e: np.ndarray, count: np.ndarray
-               ) -> np.ndarray:
+def limb_means(hi: FloatArray, lo: FloatArray, e: IntArray, count: FloatArray | IntArray
+               ) -> FloatArray:
     """Means from sums of limbs (`limbs`) over `count` items, rounded once; NaN where no
     item counted."""
     total = np.ldexp(hi, -32) + np.ldexp(lo, -64)
@@ -112,13 +115,13 @@ def limb_means(hi: np.ndarray, lo: np.ndarray, e: np.ndarray, count: np.ndarray
         return np.where(count > 0, np.ldexp(total / count, e), np.nan)
 
 
-def _column_sum(x: np.ndarray) -> np.ndarray:
+def _column_sum(x: FloatArray) -> FloatArray:
     if x.shape[-2] < EXACT_ITEMS:
         return x.sum(axis=-2)
     return x.astype(np.int64).sum(axis=-2).astype(float)
 
 
-def means_and_scales(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def means_and_scales(x: FloatArray, ok: BoolArray) -> tuple[FloatArray, FloatArray]:
     """Exact, order-independent means over axis -2 of x where ok, and the means of |x| (the
     scale of each mean's rounding, for `snap`)."""
     x = np.where(ok, x, 0.0)
@@ -132,7 +135,7 @@ def means_and_scales(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndar
     return mean, scale
 
 
-def system_means(*, human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def system_means(*, human: ArrayLike, metric: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """Per-system means over the items where both are present.
 
     (..., items, systems) -> (..., systems); NaN for a system with no such item. The sums
@@ -145,20 +148,20 @@ def system_means(*, human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, 
     return means_and_scales(human, ok)[0], means_and_scales(metric, ok)[0]
 
 
-def snapped_system_means(*, human: np.ndarray, metric: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def snapped_system_means(*, human: FloatArray, metric: FloatArray
+                         ) -> tuple[FloatArray, FloatArray]:
     """`system_means`, snapped (`meta_eval.pairs.snap`) with each mean's noise scale (the
     mean of |x| it came from): means that differ only by rounding are one value."""
     ok = np.isfinite(human) & np.isfinite(metric)
     return _snapped(*means_and_scales(human, ok)), _snapped(*means_and_scales(metric, ok))
 
 
-def _snapped(means: np.ndarray, scales: np.ndarray) -> np.ndarray:
+def _snapped(means: FloatArray, scales: FloatArray) -> FloatArray:
     return snap(means) if scales is means else snap(means, scale=scales)
 
 
-def resampled_system_means(*, human: np.ndarray, metric: np.ndarray, index: np.ndarray
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def resampled_system_means(*, human: FloatArray, metric: FloatArray, index: IntArray
+                           ) -> tuple[FloatArray, FloatArray]:
     """Snapped system means of (items, systems) matrices on item resamples `index`
     ((resamples, items) indices): -> two (resamples, systems) arrays.
 
@@ -184,8 +187,8 @@ def resampled_system_means(*, human: np.ndarray, metric: np.ndarray, index: np.n
     return out[0], out[1]
 
 
-def arrange(*, human: np.ndarray, metric: np.ndarray, level: str,
-            grouping: str) -> tuple[np.ndarray, np.ndarray]:
+def arrange(*, human: ArrayLike, metric: ArrayLike, level: str,
+            grouping: str) -> tuple[FloatArray, FloatArray]:
     """(..., items, systems) matrices -> padded (..., groups, units) arrays for the kernels.
 
     At system level the units are the system means, snapped (`meta_eval.pairs.snap`) with
@@ -204,9 +207,10 @@ def arrange(*, human: np.ndarray, metric: np.ndarray, level: str,
     return np.swapaxes(human, -1, -2), np.swapaxes(metric, -1, -2)
 
 
-def average_groups(values: np.ndarray, grouped: bool, *, units: np.ndarray | None = None,
+def average_groups(values: FloatArray, grouped: bool, *,
+                   units: IntArray | FloatArray | None = None,
                    average: str = "macro", replace_nans_with_zeros: bool = False
-                   ) -> np.ndarray:
+                   ) -> FloatArray:
     """(..., groups) statistic values -> (...,): the mean of the defined groups when
     grouped (weighted by `units`, the units per group, for `average="micro"`), else the
     single group's value; `replace_nans_with_zeros` counts an undefined group of 2 or more
@@ -222,10 +226,10 @@ def average_groups(values: np.ndarray, grouped: bool, *, units: np.ndarray | Non
                 / (weights * counted).sum(axis=-1))
 
 
-def group_statistic(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
+def group_statistic(spec: Statistic, *, human: FloatArray, metric: FloatArray,
                     epsilon: float, grouped: bool, average: str = "macro",
                     replace_nans_with_zeros: bool = False,
-                    domain: Sequence[float] | None = None) -> np.ndarray:
+                    domain: Sequence[float] | None = None) -> FloatArray:
     """`spec`'s value per leading index of arranged (..., groups, units) arrays: its kernel
     per group, averaged (`average_groups`), or pooled for pdp."""
     units = _units(human, metric)
@@ -235,13 +239,12 @@ def group_statistic(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
             pairable = (units.astype(float) ** 2).sum(axis=-1) >= 2
             value = np.where(np.isnan(value) & pairable, 0.0, value)
         return value
-    values = group_values(spec.kernel, human=human, metric=metric, epsilon=epsilon,
-                          domain=domain)
+    values = spec.group_values(human=human, metric=metric, epsilon=epsilon, domain=domain)
     return average_groups(values, grouped, units=units, average=average,
                           replace_nans_with_zeros=replace_nans_with_zeros)
 
 
-def kernel_epsilon(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
+def kernel_epsilon(spec: Statistic, *, human: FloatArray, metric: FloatArray,
                    epsilon: float) -> float:
     """The tie threshold `spec`'s kernel gets on arranged (groups, units) arrays: the given
     one, 0, or the one calibrated on these arrays."""
@@ -250,11 +253,11 @@ def kernel_epsilon(spec: Statistic, *, human: np.ndarray, metric: np.ndarray,
     return spec.tie_threshold(epsilon)
 
 
-def _units(h: np.ndarray, m: np.ndarray) -> np.ndarray:
+def _units(h: FloatArray, m: FloatArray) -> IntArray:
     return (np.isfinite(h) & np.isfinite(m)).sum(axis=-1)
 
 
-def _summarise(values: np.ndarray, units: np.ndarray, grouped: bool, average: str = "macro",
+def _summarise(values: FloatArray, units: IntArray, grouped: bool, average: str = "macro",
                replace_nans_with_zeros: bool = False) -> tuple[float, int, int]:
     """Average defined groups -> (value, n, skipped): n counts the groups in the average
     (or the units, ungrouped), skipped the undefined groups (replaced by 0 or not)."""
@@ -270,7 +273,7 @@ def _summarise(values: np.ndarray, units: np.ndarray, grouped: bool, average: st
     return value, int(units[counted][0]), skipped
 
 
-def _pooled(h: np.ndarray, m: np.ndarray, grouped: bool,
+def _pooled(h: FloatArray, m: FloatArray, grouped: bool,
             replace_nans_with_zeros: bool) -> tuple[float, int, int]:
     """pdp of arranged (groups, units) arrays -> (value, n, skipped): n counts the groups
     with two or more units (the units, ungrouped), skipped the others."""
@@ -286,7 +289,7 @@ def _pooled(h: np.ndarray, m: np.ndarray, grouped: bool,
     return value, int(units.sum()), 0
 
 
-def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
+def evaluate(statistic: str, *, human: ArrayLike, metric: ArrayLike,
              level: str = "segment", grouping: str = "none", epsilon: float = 0.0,
              bootstrap: int = 0, ci: float = 0.95, seed: int = 0,
              permutations: int = 1000, average: str = "macro",
@@ -334,11 +337,11 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
         elif spec.kernel == "pdp":
             value, n, skipped = _pooled(h, m, grouped, replace_nans_with_zeros)
         else:
-            values = group_values(spec.kernel, human=h, metric=m, epsilon=eps, domain=domain)
+            values = spec.group_values(human=h, metric=m, epsilon=eps, domain=domain)
             value, n, skipped = _summarise(values, _units(h, m), grouped, average,
                                            replace_nans_with_zeros)
-        if not grouped and spec.scipy_p_value and with_p_value:
-            p = p_value(spec.kernel, human=h, metric=m)
+        if not grouped and spec.p_value is not None and with_p_value:
+            p = spec.p_value(human=h, metric=m)
 
     low = high = None
     if bootstrap > 0 and np.isfinite(value):
@@ -356,12 +359,12 @@ def evaluate(statistic: str, *, human: np.ndarray, metric: np.ndarray,
                   epsilon=eps if spec.reports_epsilon() else None)
 
 
-def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
+def bootstrap_values(statistic: str, *, human: ArrayLike, metric: ArrayLike, level: str,
                      grouping: str, epsilon: float | None = None, resamples: int = 1000,
                      seed: int = 0, permutations: int = 1000,
-                     index: np.ndarray | None = None, average: str = "macro",
+                     index: IntArray | None = None, average: str = "macro",
                      replace_nans_with_zeros: bool = False,
-                     domain: Sequence[float] | None = None) -> np.ndarray:
+                     domain: Sequence[float] | None = None) -> FloatArray:
     """The statistic on `resamples` item resamples (with replacement), seeded.
 
     `index` ((resamples, items) item indices) replaces the seeded draw. `epsilon`: the tie
@@ -390,8 +393,7 @@ def bootstrap_values(statistic: str, *, human: np.ndarray, metric: np.ndarray, l
                                "replace_nans_with_zeros": replace_nans_with_zeros}
     if level == "segment" and grouping == "item" and spec.kernel != "pdp":
         # Items are the groups: resampling items resamples the per-item values.
-        values = group_values(spec.kernel, human=human, metric=metric, epsilon=eps,
-                              domain=domain)
+        values = spec.group_values(human=human, metric=metric, epsilon=eps, domain=domain)
         return average_groups(values[index], True, units=_units(human, metric)[index],
                               **options)
     out = np.empty(index.shape[0])

@@ -40,16 +40,20 @@ of groups; several epsilons are evaluated in one vectorised pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-IntArray = np.ndarray
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, FloatArray, IntArray
+
+
 TIE_RTOL = 1e-12  # values closer than this (relative) are one value: see `snap`
 _TABLE_LIMIT = 1 << 23  # entries of the prefix-count tables (int32)
 
 
-def snap(values: np.ndarray, *, scale: np.ndarray | None = None,
-         groups: np.ndarray | None = None, rtol: float = TIE_RTOL) -> np.ndarray:
+def snap(values: FloatArray, *, scale: FloatArray | None = None,
+         groups: IntArray | None = None, rtol: float = TIE_RTOL) -> FloatArray:
     """`values` with floating-point near-ties made exact ties (see the module docstring).
 
     Each row along the last axis is one group; with `groups` (1-D `values` only) the groups
@@ -100,15 +104,15 @@ def snap(values: np.ndarray, *, scale: np.ndarray | None = None,
 class PairCounts:
     """Pair counts for one group (or arrays of them, one entry per group)."""
 
-    concordant: np.ndarray
-    discordant: np.ndarray
-    ties_human: np.ndarray  # tied in the human scores only
-    ties_metric: np.ndarray  # tied in the metric scores only
-    ties_both: np.ndarray
-    units: np.ndarray  # units per group
+    concordant: IntArray
+    discordant: IntArray
+    ties_human: IntArray  # tied in the human scores only
+    ties_metric: IntArray  # tied in the metric scores only
+    ties_both: IntArray
+    units: IntArray  # units per group
 
     @property
-    def pairs(self) -> np.ndarray:
+    def pairs(self) -> IntArray:
         return (self.concordant + self.discordant + self.ties_human + self.ties_metric
                 + self.ties_both)
 
@@ -120,8 +124,8 @@ class SortedUnits:
     per unit (pairs are only formed within a group).
     """
 
-    def __init__(self, *, human: np.ndarray, metric: np.ndarray,
-                 groups: np.ndarray | None = None) -> None:
+    def __init__(self, *, human: FloatArray, metric: FloatArray,
+                 groups: IntArray | None = None) -> None:
         human = np.asarray(human, dtype=float)
         metric = np.asarray(metric, dtype=float)
         n = human.size
@@ -196,7 +200,7 @@ class SortedUnits:
             total[sel] += ((block + 1) << level) - found
         return total
 
-    def upper(self, epsilon: float | np.ndarray) -> IntArray:
+    def upper(self, epsilon: float | FloatArray) -> IntArray:
         """U[i] = first position p in (i, end of group] with m[p] - m[i] > epsilon.
 
         With an array of k epsilons the result has shape (k, n). A searchsorted on
@@ -206,7 +210,7 @@ class SortedUnits:
         with np.errstate(over="ignore"):  # huge scores: an inf difference still compares
             return self._upper(epsilon)
 
-    def _upper(self, epsilon: float | np.ndarray) -> IntArray:
+    def _upper(self, epsilon: float | FloatArray) -> IntArray:
         eps = np.asarray(epsilon, dtype=float)
         shape = (*eps.shape, self.n)
         start = self.pos + 1 if self.first_greater is None else self.first_greater
@@ -255,8 +259,8 @@ class SortedUnits:
         return PairCounts(concordant, discordant, ties_human, ties_metric, ties_both,
                           units=self.group_units.copy())
 
-    def correct_pairs(self, epsilon: np.ndarray, weights: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def correct_pairs(self, epsilon: FloatArray, weights: FloatArray | IntArray
+                      ) -> tuple[AnyArray, AnyArray, IntArray]:
         """For each epsilon: the weighted number of pairs acc-23 counts as correct
         (concordant or tied in both), the weighted number tied in both, and the number of
         pairs tied in the metric. `weights` has one weight per unit (its group's pair weight).
@@ -279,8 +283,8 @@ class SortedUnits:
         return i, j
 
 
-def inversions(values: np.ndarray, group: np.ndarray | None = None,
-               n_groups: int = 1) -> np.ndarray:
+def inversions(values: IntArray, group: IntArray | None = None,
+               n_groups: int = 1) -> IntArray:
     """Per group: pairs of positions i < j with values[i] > values[j] (strictly), for
     non-negative integer `values` that are group-major (every value of a group below every
     value of a later group, so no pair across groups counts); `group[v]` is the group of
@@ -331,13 +335,13 @@ def inversions(values: np.ndarray, group: np.ndarray | None = None,
     return out
 
 
-def _dense_rank(x: np.ndarray) -> tuple[np.ndarray, int]:
+def _dense_rank(x: AnyArray) -> tuple[IntArray, int]:
     values, rank = np.unique(x, return_inverse=True)
     return rank.reshape(-1).astype(np.int64), values.size
 
 
-def _class_pairs(rank: np.ndarray, size: int, group_of: np.ndarray | None,
-                 n_groups: int) -> np.ndarray:
+def _class_pairs(rank: IntArray, size: int, group_of: IntArray | None,
+                 n_groups: int) -> IntArray:
     """Per group: pairs of units of equal (dense, group-major) rank."""
     counts = np.bincount(rank, minlength=size).astype(np.int64)
     pairs = counts * (counts - 1) // 2
@@ -346,8 +350,8 @@ def _class_pairs(rank: np.ndarray, size: int, group_of: np.ndarray | None,
     return np.bincount(group_of, weights=pairs, minlength=n_groups).astype(np.int64)
 
 
-def exact_pair_counts(*, human: np.ndarray, metric: np.ndarray,
-                      groups: np.ndarray | None = None) -> PairCounts:
+def exact_pair_counts(*, human: FloatArray, metric: FloatArray,
+                      groups: IntArray | None = None) -> PairCounts:
     """`pair_counts` at epsilon 0 (exact ties only) in O(n log n), for finite scores;
     `groups`, if given, are labels 0..G-1.
 
@@ -397,8 +401,8 @@ def exact_pair_counts(*, human: np.ndarray, metric: np.ndarray,
                       tied_both, units=units)
 
 
-def pair_counts(*, human: np.ndarray, metric: np.ndarray, epsilon: float = 0.0,
-                groups: np.ndarray | None = None) -> PairCounts:
+def pair_counts(*, human: FloatArray, metric: FloatArray, epsilon: float = 0.0,
+                groups: IntArray | None = None) -> PairCounts:
     """Concordant/discordant/tied pair counts per group (one group when `groups` is None).
 
     Units with a missing (NaN) human or metric score are dropped first. At epsilon 0 the

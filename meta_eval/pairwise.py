@@ -60,6 +60,8 @@ from meta_eval.results import Comparison, _clean
 if TYPE_CHECKING:
     import pandas as pd
 
+    from meta_eval.arrays import AnyArray, BoolArray, FloatArray
+
 WORDS = {"a": 1.0, "b": 0.0, "tie": 0.5}
 TIE_POLICIES = ("drop", "half", "class")
 #: The default tie policy of every reader of human pairwise labels (LLMBar and RewardBench
@@ -89,8 +91,8 @@ class LabelError(ValueError):
         self.row = row
 
 
-def preferences(values: Sequence[Any] | np.ndarray | pd.Series, *, name: str = "label"
-                ) -> np.ndarray:
+def preferences(values: Sequence[Any] | AnyArray | pd.Series, *, name: str = "label"
+                ) -> FloatArray:
     """Labels to P(A is better) in [0, 1], NaN for missing; LabelError at the first value
     that is neither a, b, tie (any case) nor a number in [0, 1]."""
     import pandas as pd
@@ -141,7 +143,7 @@ def _one_label(value: Any) -> float:
     return float("inf")
 
 
-def _check_range(p: np.ndarray, name: str, series: Any) -> None:
+def _check_range(p: FloatArray, name: str, series: Any) -> None:
     outside = ~np.isnan(p) & ~((p >= 0) & (p <= 1))
     if outside.any():
         row = int(outside.argmax())
@@ -149,17 +151,17 @@ def _check_range(p: np.ndarray, name: str, series: Any) -> None:
                          "is P(A is better) (0.5 = tie)", row)
 
 
-def hard_labels(p: np.ndarray) -> np.ndarray:
+def hard_labels(p: FloatArray) -> FloatArray:
     """P(A better) to +1 (P > 0.5), -1 (P < 0.5), 0 (P = 0.5), NaN (missing)."""
     return np.sign(np.asarray(p, dtype=float) - 0.5)
 
 
-def normalise_labels(values: Sequence[Any], *, name: str = "label") -> np.ndarray:
+def normalise_labels(values: Sequence[Any], *, name: str = "label") -> FloatArray:
     """Labels to +1 (A wins), -1 (B wins), 0 (tie), NaN (missing); see `preferences`."""
     return hard_labels(preferences(values, name=name))
 
 
-def credit(*, human: np.ndarray, verdict: np.ndarray, ties: str = "drop") -> np.ndarray:
+def credit(*, human: FloatArray, verdict: FloatArray, ties: str = "drop") -> FloatArray:
     """Per-pair credit of hard-label `verdict` against `human` under the tie policy (module
     docstring); NaN where the pair is not scored."""
     if ties not in TIE_POLICIES:
@@ -172,7 +174,7 @@ def credit(*, human: np.ndarray, verdict: np.ndarray, ties: str = "drop") -> np.
     return np.where(scored, np.where(v == FAILED, 0.0, value), np.nan)
 
 
-def kappa_from_counts(counts: np.ndarray) -> np.ndarray:
+def kappa_from_counts(counts: FloatArray) -> FloatArray:
     """Cohen's kappa of confusion counts (..., k, k); NaN where n = 0 or p_e = 1."""
     c = np.asarray(counts, dtype=float)
     n = c.sum(axis=(-1, -2))
@@ -183,7 +185,7 @@ def kappa_from_counts(counts: np.ndarray) -> np.ndarray:
     return np.where((n > 0) & (chance < 1.0), kappa, np.nan)
 
 
-def paired_sign_test(*, credit_a: np.ndarray, credit_b: np.ndarray, resamples: int = 1000,
+def paired_sign_test(*, credit_a: FloatArray, credit_b: FloatArray, resamples: int = 1000,
                      seed: int = 0, statistic: str = "accuracy") -> Comparison:
     """One-sided test of H1: judge A earns more credit than judge B on the same pairs (exact
     McNemar where credit is binary, else a sign-flip permutation test; module docstring).
@@ -234,7 +236,7 @@ class PairwiseAgreement:
         return {k: _clean(v) for k, v in asdict(self).items()}
 
 
-def _share(mask: np.ndarray, among: np.ndarray) -> float:
+def _share(mask: BoolArray, among: BoolArray) -> float:
     return float(mask[among].mean()) if among.any() else float("nan")
 
 

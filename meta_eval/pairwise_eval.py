@@ -31,7 +31,7 @@ the others, ref_r = hard label of the mean of their P(A better) (a majority vote
 where r or all others are missing drop for r only), with the same credit or kappa; the
 ceiling is the mean over raters. Each judge is scored against the same references and
 `ceiling_fraction` = mean_r judge(ref_r) / ceiling (accuracy-type statistics against the
-accuracy ceiling, kappa against the kappa ceiling), as `meta_eval.agreement.human_ceiling`
+accuracy ceiling, kappa against the kappa ceiling), as `meta_eval.ceiling.human_ceiling`
 does for correlations.
 """
 
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from meta_eval.pairwise import (
 )
 from meta_eval.results import Ranking, Result
 from meta_eval.significance import assign_clusters
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
 
 STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "both-correct", "consistency",
               "tie-rate", "kappa-orders", "kappa")
@@ -68,27 +71,27 @@ class Verdicts:
     missing or failed), the failed cells of each (`failed_ab`, ...) and how a failed verdict
     is counted (`failed_as`, see `FAILED_AS`)."""
 
-    ab: np.ndarray | None = None
-    ba: np.ndarray | None = None
-    combined: np.ndarray | None = None
-    failed_ab: np.ndarray | None = None
-    failed_ba: np.ndarray | None = None
-    failed_combined: np.ndarray | None = None
+    ab: FloatArray | None = None
+    ba: FloatArray | None = None
+    combined: FloatArray | None = None
+    failed_ab: BoolArray | None = None
+    failed_ba: BoolArray | None = None
+    failed_combined: BoolArray | None = None
     failed_as: str = "missing"
 
-    def _counted(self, labels: np.ndarray, failed: np.ndarray | None) -> np.ndarray:
+    def _counted(self, labels: FloatArray, failed: BoolArray | None) -> FloatArray:
         """Hard labels with the failed cells as the convention counts them: missing (NaN),
         tie (0) or wrong (`FAILED`, a value of its own)."""
         if failed is None or not failed.any():
             return labels
         return np.where(failed, FAILED_LABEL[self.failed_as], labels)
 
-    def orders(self) -> dict[str, np.ndarray]:
+    def orders(self) -> dict[str, FloatArray]:
         failed = {"ab": self.failed_ab, "ba": self.failed_ba}
         return {k: self._counted(hard_labels(v), failed[k])
                 for k, v in (("ab", self.ab), ("ba", self.ba)) if v is not None}
 
-    def combined_failed(self) -> np.ndarray | None:
+    def combined_failed(self) -> BoolArray | None:
         """The pairs whose combined verdict failed: its own cell, or without a combined
         column a failed order (judge.pairwise fails a score whose order failed)."""
         if self.combined is not None:
@@ -97,7 +100,7 @@ class Verdicts:
                  if m is not None and v is not None]
         return np.logical_or.reduce(masks) if masks else None
 
-    def combined_labels(self) -> np.ndarray:
+    def combined_labels(self) -> FloatArray:
         if self.combined is not None:
             return self._counted(hard_labels(self.combined), self.failed_combined)
         orders = [hard_labels(v) for v in (self.ab, self.ba) if v is not None]
@@ -109,7 +112,7 @@ class Verdicts:
                                                          np.where(ab == ba, ab, 0.0)))
         return self._counted(labels, self.combined_failed())
 
-    def failed_rows(self, statistic: str) -> np.ndarray | None:
+    def failed_rows(self, statistic: str) -> BoolArray | None:
         """The pairs where a verdict that `statistic` reads failed (None: none known)."""
         ab = self.failed_ab if self.ab is not None else None
         ba = self.failed_ba if self.ba is not None else None
@@ -122,7 +125,7 @@ class Verdicts:
         masks = [m for m in (ab, ba) if m is not None]
         return np.logical_or.reduce(masks) if masks else None
 
-    def failed_info(self, statistic: str, rows: np.ndarray | None = None) -> dict[str, Any]:
+    def failed_info(self, statistic: str, rows: BoolArray | None = None) -> dict[str, Any]:
         """How many of the pairs (`rows`: a mask, default all) `statistic` found failed, and
         how it counted them."""
         failed = self.failed_rows(statistic)
@@ -177,22 +180,22 @@ class PairwiseEvaluation:
 class _Sums:
     """Per-pair features summed per group: columns of a (groups, K) matrix."""
 
-    def __init__(self, group: np.ndarray, n_groups: int):
+    def __init__(self, group: IntArray, n_groups: int):
         self.group, self.n_groups = group, n_groups
-        self.columns: list[np.ndarray] = []
+        self.columns: list[AnyArray] = []  # float sums (np.bincount's stub says int)
 
-    def add(self, values: np.ndarray) -> int:
+    def add(self, values: FloatArray | BoolArray) -> int:
         v = np.asarray(values, dtype=float)
         self.columns.append(np.bincount(self.group, weights=np.where(np.isnan(v), 0.0, v),
                                         minlength=self.n_groups))
         return len(self.columns) - 1
 
-    def ratio(self, values: np.ndarray) -> tuple[str, list[int]]:
+    def ratio(self, values: FloatArray | BoolArray) -> tuple[str, list[int]]:
         """Mean of `values` over the pairs where they are defined."""
         defined = np.isfinite(values)
         return "ratio", [self.add(np.where(defined, values, 0.0)), self.add(defined)]
 
-    def kappa(self, x: np.ndarray, y: np.ndarray) -> tuple[str, list[int]]:
+    def kappa(self, x: FloatArray, y: FloatArray) -> tuple[str, list[int]]:
         """Cohen's kappa of hard labels x, y (pairs with both): classes b, tie, a and a
         failed verdict (`FAILED`, counted as its own value); a class nobody used adds
         nothing."""
@@ -200,7 +203,7 @@ class _Sums:
         cell = np.where(both, (np.nan_to_num(x) + 1) * 4 + np.nan_to_num(y) + 1, -1)
         return "kappa", [self.add(cell == k) for k in range(16)]
 
-    def matrix(self) -> np.ndarray:
+    def matrix(self) -> FloatArray:
         return np.stack(self.columns, axis=1) if self.columns else np.zeros((self.n_groups, 0))
 
 
@@ -217,7 +220,7 @@ class _Plan:
         self.quantities.append(spec)
         return len(self.quantities) - 1
 
-    def judge(self, name: str, verdicts: Verdicts, human: np.ndarray | None, key: Any,
+    def judge(self, name: str, verdicts: Verdicts, human: FloatArray | None, key: Any,
               ties: str) -> None:
         """The statistics of one judge: against `human` (hard labels) under `key`, or the
         human-free ones (human None)."""
@@ -255,7 +258,7 @@ class _Plan:
         out[(name, key, "kappa")] = [self.quantity(s.kappa(combined, gold))]
 
 
-def _finish(plan: _Plan, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _finish(plan: _Plan, totals: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Quantity values and counts from summed features (..., K) -> (..., Q) twice."""
     values = np.empty((*totals.shape[:-1], len(plan.quantities)))
     counts = np.empty_like(values)
@@ -277,7 +280,7 @@ def _finish(plan: _Plan, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, counts
 
 
-def _nanmean(values: np.ndarray) -> Any:
+def _nanmean(values: FloatArray) -> Any:
     """Mean over the first axis of the finite entries (NaN where none)."""
     defined = np.isfinite(values)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -285,7 +288,7 @@ def _nanmean(values: np.ndarray) -> Any:
                         / defined.sum(axis=0), np.nan)
 
 
-def _macro(values: np.ndarray) -> np.ndarray:
+def _macro(values: FloatArray) -> FloatArray:
     """(..., categories, Q) -> (..., Q): mean over the categories where defined."""
     defined = np.isfinite(values)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -294,9 +297,9 @@ def _macro(values: np.ndarray) -> np.ndarray:
                         np.nan)
 
 
-def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np.ndarray],
-                      items: Sequence[Any] | np.ndarray,
-                      categories: Sequence[Any] | np.ndarray | None = None,
+def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, FloatArray],
+                      items: Sequence[Any] | AnyArray,
+                      categories: Sequence[Any] | AnyArray | None = None,
                       ties: str = "drop", bootstrap: int = 0, ci: float = 0.95, seed: int = 0,
                       compare: bool = False, resamples: int = 1000, alpha: float = 0.05
                       ) -> PairwiseEvaluation:
@@ -310,8 +313,8 @@ def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np
         raise ValueError(f"unknown tie policy {ties!r}; use one of {TIE_POLICIES}")
     item_index, item_names = pd.factorize(pd.Series(np.asarray(items, dtype=object)))
     n_pairs = len(item_index)
-    cat_index: np.ndarray = np.zeros(n_pairs, dtype=np.int64)
-    cat_names: np.ndarray = np.array([None])
+    cat_index: IntArray = np.zeros(n_pairs, dtype=np.int64)
+    cat_names: AnyArray = np.array([None])
     if categories is not None:
         cat_index, found = pd.factorize(pd.Series(np.asarray(categories, dtype=object)))
         cat_names = np.asarray(found, dtype=object)
@@ -364,9 +367,9 @@ def evaluate_pairwise(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np
     return PairwiseEvaluation(results, rankings)
 
 
-def _bootstrap(plan: _Plan, features: np.ndarray, group_item: np.ndarray,
-               group_cat: np.ndarray, n_items: int, n_cats: int, resamples: int,
-               seed: int) -> np.ndarray:
+def _bootstrap(plan: _Plan, features: FloatArray, group_item: IntArray,
+               group_cat: IntArray, n_items: int, n_cats: int, resamples: int,
+               seed: int) -> FloatArray:
     rng = np.random.default_rng(seed)
     out = np.empty((resamples, n_cats, len(plan.quantities)))
     masks = [group_cat == c for c in range(n_cats)]
@@ -384,7 +387,7 @@ def _bootstrap(plan: _Plan, features: np.ndarray, group_item: np.ndarray,
     return out
 
 
-def _ci(samples: np.ndarray | None, ci: float) -> tuple[float | None, float | None]:
+def _ci(samples: FloatArray | None, ci: float) -> tuple[float | None, float | None]:
     if samples is None:
         return None, None
     finite = samples[np.isfinite(samples)]
@@ -395,11 +398,11 @@ def _ci(samples: np.ndarray | None, ci: float) -> tuple[float | None, float | No
     return float(low), float(high)
 
 
-def _results(plan: _Plan, point: np.ndarray, counts: np.ndarray, samples: np.ndarray | None,
-             cat_names: np.ndarray, by: bool, ci: float, raters: list[str]
+def _results(plan: _Plan, point: FloatArray, counts: FloatArray, samples: FloatArray | None,
+             cat_names: AnyArray, by: bool, ci: float, raters: list[str]
              ) -> list[PairwiseResult]:
     """Point values, CIs, ceilings and fractions for every statistic and category."""
-    slots: list[tuple[str | None, np.ndarray, np.ndarray, np.ndarray | None]] = []
+    slots: list[tuple[str | None, FloatArray, FloatArray, FloatArray | None]] = []
     if by:
         for c, name in enumerate(cat_names):
             slots.append((str(name), point[c], counts[c],
@@ -412,10 +415,10 @@ def _results(plan: _Plan, point: np.ndarray, counts: np.ndarray, samples: np.nda
     out: list[PairwiseResult] = []
     stats = plan.statistics
     for category, values, ns, draws in slots:
-        def value(qs: list[int], v: np.ndarray = values) -> Any:
+        def value(qs: list[int], v: FloatArray = values) -> Any:
             return v[..., qs].mean(axis=-1)
 
-        def loo(judge: str, statistic: str, v: np.ndarray = values) -> Any:
+        def loo(judge: str, statistic: str, v: FloatArray = values) -> Any:
             per = [value(stats[(judge, ("loo", r), statistic)], v) for r in raters
                    if (judge, ("loo", r), statistic) in stats]
             return _nanmean(np.stack(per)) if per else None
@@ -449,7 +452,7 @@ def _results(plan: _Plan, point: np.ndarray, counts: np.ndarray, samples: np.nda
     return out
 
 
-def pair_credit(verdicts: Verdicts, human: np.ndarray, ties: str) -> np.ndarray:
+def pair_credit(verdicts: Verdicts, human: FloatArray, ties: str) -> FloatArray:
     """Per-pair credit of a judge: the mean over its orders (the combined verdict for a
     judge without orders); NaN where no order is scored."""
     orders = verdicts.orders()
@@ -462,7 +465,7 @@ def pair_credit(verdicts: Verdicts, human: np.ndarray, ties: str) -> np.ndarray:
                         np.nan)
 
 
-def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, np.ndarray], ties: str,
+def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, FloatArray], ties: str,
               results: list[PairwiseResult], resamples: int, alpha: float, seed: int
               ) -> dict[str, Ranking]:
     names = list(judges)
@@ -472,7 +475,7 @@ def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, np.ndarray], t
         values = {n: float(np.nanmean(c)) if np.isfinite(c).any() else float("nan")
                   for n, c in credits.items()}
 
-        def test(better: str, worse: str, credits: dict[str, np.ndarray] = credits) -> Any:
+        def test(better: str, worse: str, credits: dict[str, FloatArray] = credits) -> Any:
             test_seed = int(np.random.SeedSequence(
                 [seed, names.index(better), names.index(worse)]).generate_state(1)[0])
             return paired_sign_test(credit_a=credits[better], credit_b=credits[worse],
@@ -491,7 +494,7 @@ def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
 
 
 def _with_failed(r: PairwiseResult, judges: Mapping[str, Verdicts],
-                 categories: Sequence[Any] | np.ndarray | None) -> PairwiseResult:
+                 categories: Sequence[Any] | AnyArray | None) -> PairwiseResult:
     """`r` with its judge's failed verdicts in its category (all pairs for the macro row)."""
     if r.judge not in judges:
         return r
@@ -506,7 +509,7 @@ def _with_failed(r: PairwiseResult, judges: Mapping[str, Verdicts],
 CALIBRATION = ("brier", "ece")
 
 
-def is_soft(values: np.ndarray | None) -> bool:
+def is_soft(values: FloatArray | None) -> bool:
     """Whether `values` (P(A better), NaN missing) hold a probability that is not a verdict."""
     if values is None:
         return False
@@ -514,8 +517,8 @@ def is_soft(values: np.ndarray | None) -> bool:
     return bool(np.isin(present, (0.0, 0.5, 1.0), invert=True).any())
 
 
-def calibration(*, judges: Mapping[str, Verdicts], humans: Mapping[str, np.ndarray],
-                items: np.ndarray, bootstrap: int = 0, ci: float = 0.95, seed: int = 0
+def calibration(*, judges: Mapping[str, Verdicts], humans: Mapping[str, FloatArray],
+                items: AnyArray, bootstrap: int = 0, ci: float = 0.95, seed: int = 0
                 ) -> list[PairwiseResult]:
     """Brier score and ECE (10 equal-width bins) of each soft judge's combined verdict (or
     its A-first verdict) as P(A is better), against each human column's preference as the

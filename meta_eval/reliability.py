@@ -34,18 +34,20 @@ preference_labels(values): pairwise human preferences a / b / tie as labels 1 / 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from meta_eval.results import Result
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, FloatArray, IntArray
+
 BINS = 10
 BINNINGS = ("width", "mass")
-CALIBRATION = {"brier": None, "ece": "width", "ece-mass": "mass"}
 
 
-def _checked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _checked(human: FloatArray, metric: FloatArray) -> tuple[FloatArray, FloatArray]:
     h, m = np.broadcast_arrays(np.asarray(human, dtype=float), np.asarray(metric, dtype=float))
     ok = np.isfinite(h) & np.isfinite(m)
     h, m = np.where(ok, h, np.nan), np.where(ok, m, np.nan)
@@ -56,7 +58,7 @@ def _checked(human: np.ndarray, metric: np.ndarray) -> tuple[np.ndarray, np.ndar
     return h, m
 
 
-def brier_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
+def brier_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     """Per-group Brier score over the last axis."""
     h, m = _checked(human, metric)
     ok = np.isfinite(h)
@@ -66,7 +68,7 @@ def brier_groups(*, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
         return np.where(n > 0, sq / np.maximum(n, 1), np.nan)
 
 
-def bin_index(metric: np.ndarray, *, bins: int = BINS, binning: str = "width") -> np.ndarray:
+def bin_index(metric: FloatArray, *, bins: int = BINS, binning: str = "width") -> IntArray:
     """Bin of each probability along the last axis (-1 where missing); see the docstring."""
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
@@ -94,8 +96,8 @@ def bin_index(metric: np.ndarray, *, bins: int = BINS, binning: str = "width") -
     return np.where(ok, index, -1)
 
 
-def _bin_sums(h: np.ndarray, m: np.ndarray, bins: int, binning: str
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _bin_sums(h: FloatArray, m: FloatArray, bins: int, binning: str
+              ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(count, sum p, sum y) per (..., group, bin)."""
     index = bin_index(m, bins=bins, binning=binning)
     ok = index >= 0
@@ -103,14 +105,14 @@ def _bin_sums(h: np.ndarray, m: np.ndarray, bins: int, binning: str
     rows = int(np.prod(lead))
     flat = (np.arange(rows).reshape(*lead, 1) * bins + index)[ok]
 
-    def total(weights: np.ndarray | None) -> np.ndarray:
+    def total(weights: FloatArray | None) -> AnyArray:  # int counts without weights
         return np.bincount(flat, weights=weights, minlength=rows * bins).reshape(*lead, bins)
 
     return total(None).astype(float), total(m[ok]), total(h[ok])
 
 
-def ece_groups(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS,
-               binning: str = "width") -> np.ndarray:
+def ece_groups(*, human: FloatArray, metric: FloatArray, bins: int = BINS,
+               binning: str = "width") -> FloatArray:
     """Per-group expected calibration error over the last axis."""
     h, m = _checked(human, metric)
     count, sum_p, sum_y = _bin_sums(h, m, bins, binning)
@@ -119,24 +121,14 @@ def ece_groups(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS,
         return np.where(n > 0, np.abs(sum_y - sum_p).sum(axis=-1) / np.maximum(n, 1), np.nan)
 
 
-def calibration_groups(statistic: str, *, human: np.ndarray, metric: np.ndarray) -> np.ndarray:
-    """Per-group values of brier, ece or ece-mass (BINS bins)."""
-    if statistic == "brier":
-        return brier_groups(human=human, metric=metric)
-    if statistic in ("ece", "ece-mass"):
-        return ece_groups(human=human, metric=metric, binning=CALIBRATION[statistic] or "")
-    raise ValueError(f"unknown calibration statistic {statistic!r}; use one of "
-                     f"{tuple(CALIBRATION)}")
-
-
-def brier_score(*, human: np.ndarray, metric: np.ndarray) -> Result:
+def brier_score(*, human: FloatArray, metric: FloatArray) -> Result:
     """Brier score of probabilities `metric` against labels `human` (1-D)."""
     value = float(brier_groups(human=np.ravel(human)[None], metric=np.ravel(metric)[None])[0])
     n = int((np.isfinite(np.ravel(human)) & np.isfinite(np.ravel(metric))).sum())
     return Result("brier", value, n=n, skipped=0 if n else 1)
 
 
-def expected_calibration_error(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS,
+def expected_calibration_error(*, human: FloatArray, metric: FloatArray, bins: int = BINS,
                                binning: str = "width") -> Result:
     """ECE of probabilities `metric` against labels `human` (1-D) over `bins` bins."""
     value = float(ece_groups(human=np.ravel(human)[None], metric=np.ravel(metric)[None],
@@ -170,7 +162,7 @@ class Reliability:
                 "ece": self.ece, "brier": self.brier, "n": self.n}
 
 
-def reliability_curve(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS,
+def reliability_curve(*, human: FloatArray, metric: FloatArray, bins: int = BINS,
                       binning: str = "width") -> Reliability:
     """Per-bin mean probability and observed frequency of 1-D `metric`, `human`."""
     h, m = _checked(np.ravel(human), np.ravel(metric))
@@ -196,7 +188,7 @@ def reliability_curve(*, human: np.ndarray, metric: np.ndarray, bins: int = BINS
     return Reliability(binning, bins, low, high, count, mean_p, freq, ece, brier, int(h.size))
 
 
-def preference_labels(values: object) -> np.ndarray:
+def preference_labels(values: object) -> FloatArray:
     """Pairwise human preferences as labels for calibrating P(A is better): "a" -> 1,
     "b" -> 0, a tie or a missing value -> NaN (dropped: a binary label has no tie), a number
     in [0, 1] -> itself (1 and 0 are "a" and "b"). ValueError for anything else."""

@@ -73,7 +73,7 @@ def icc_one_way(draws: np.ndarray) -> float:
     n = ok.sum(axis=1).astype(float)
     total = n.sum()
     # scaled by a power of two first (exact), so squares of huge or tiny scores stay finite
-    from meta_eval.correlation import power_of_two_scale
+    from meta_eval.numerics import power_of_two_scale
 
     e = int(power_of_two_scale(np.where(ok, x, 0.0), axis=None).item())
     x = np.ldexp(np.where(ok, x, 0.0), -e)

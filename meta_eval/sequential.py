@@ -112,7 +112,7 @@ class SequentialResult:
 def greedy_order(metrics: np.ndarray) -> np.ndarray:
     """Items most disagreed about first: per item, the mean over metric pairs of 1 - the
     Spearman correlation of their scores across the item's systems (metrics only)."""
-    from meta_eval.correlation import group_values
+    from meta_eval.statistics import group_values
 
     k, items = metrics.shape[0], metrics.shape[1]
     disagreement = np.zeros(items)

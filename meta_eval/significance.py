@@ -58,11 +58,10 @@ upper triangle of mt-metrics-eval's `ComputeSigMatrix`), each test seeded as in 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from meta_eval.correlation import group_values, power_of_two_scale
 from meta_eval.levels import (
     EXACT_ITEMS,
     arrange,
@@ -77,10 +76,14 @@ from meta_eval.levels import (
     limbs,
     snapped_system_means,
 )
+from meta_eval.numerics import power_of_two_scale
 from meta_eval.pairs import snap
 from meta_eval.results import Comparison, RankedMetric, Ranking
-from meta_eval.statistics import Statistic
+from meta_eval.statistics import Statistic, group_values
 from meta_eval.system import spa
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 
 EARLY_CONFIDENCE = 0.99  # confidence of the interval for p that early stopping uses
 _CELLS = 1 << 22  # matrix cells per permutation block
@@ -99,14 +102,14 @@ class _Options(TypedDict):
     domain: Sequence[float] | None
 
 
-def _common(human: np.ndarray, a: np.ndarray, b: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _common(human: FloatArray, a: FloatArray, b: FloatArray
+            ) -> tuple[FloatArray, FloatArray, FloatArray]:
     ok = np.isfinite(human) & np.isfinite(a) & np.isfinite(b)
     nan = np.nan
     return np.where(ok, human, nan), np.where(ok, a, nan), np.where(ok, b, nan)
 
 
-def _zscore(x: np.ndarray) -> np.ndarray:
+def _zscore(x: FloatArray) -> FloatArray:
     """(x - mean) / sd over the finite entries, scaled exactly by a power of two first so
     that huge or tiny scores neither overflow nor underflow."""
     ok = np.isfinite(x)
@@ -129,10 +132,10 @@ def early_decision(hits: int, done: int, alpha: float,
     return upper < alpha or lower > alpha
 
 
-def _batch(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
+def _batch(statistic: str, *, human: FloatArray, metric: FloatArray, level: str,
            grouping: str, epsilon: float, permutations: int, seed: int,
            average: str = "macro", replace_nans_with_zeros: bool = False,
-           domain: Sequence[float] | None = None) -> np.ndarray:
+           domain: Sequence[float] | None = None) -> FloatArray:
     """Statistic per leading index of metric (k, items, systems) -> (k,)."""
     spec = check_options(statistic, level, grouping)
     if spec.kernel == "spa":
@@ -145,8 +148,8 @@ def _batch(statistic: str, *, human: np.ndarray, metric: np.ndarray, level: str,
                            domain=domain)
 
 
-def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
-                     metric_b: np.ndarray, level: str = "segment", grouping: str = "none",
+def permutation_test(statistic: str, *, human: ArrayLike, metric_a: ArrayLike,
+                     metric_b: ArrayLike, level: str = "segment", grouping: str = "none",
                      epsilon: float = 0.0, resamples: int = 1000, seed: int = 0,
                      block: int = 200, early_stop: bool = True, alpha: float = 0.05,
                      permutations: int = 1000, average: str = "macro",
@@ -224,21 +227,21 @@ def permutation_test(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
                       n_units, done, p_value_early=early)
 
 
-def _group_layout(x: np.ndarray, grouping: str) -> np.ndarray:
+def _group_layout(x: AnyArray, grouping: str) -> AnyArray:
     """(k, items, systems) -> (k, groups, units), as `arrange` lays out segment scores."""
     if grouping == "none":
         return x.reshape(x.shape[0], 1, -1)
     return x if grouping == "item" else np.swapaxes(x, -1, -2)
 
 
-def random_swaps(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+def random_swaps(rng: np.random.Generator, shape: tuple[int, ...]) -> BoolArray:
     """Independent fair coin flips (bool array of `shape`), eight per random byte."""
     size = int(np.prod(shape))
     bits = np.unpackbits(rng.integers(0, 256, size=(size + 7) // 8, dtype=np.uint8))
     return bits[:size].reshape(shape).view(bool)
 
 
-def swap_dots(swaps: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+def swap_dots(swaps: BoolArray, vectors: FloatArray) -> FloatArray:
     """(V, k, groups) dot products of k swap patterns (k, groups, units) with per-group
     vectors (groups, units, V): batched matrix products over a float copy of a few patterns
     at a time (exact where every partial sum is an integer below 2**53)."""
@@ -264,7 +267,7 @@ class _SystemSwaps:
     shared exponent), at the cost of dot products. Means are snapped with their scales.
     """
 
-    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray):
+    def __init__(self, human: FloatArray, a: FloatArray, b: FloatArray):
         ok = np.isfinite(human) & np.isfinite(a) & np.isfinite(b)
         self.count = ok.sum(axis=0).astype(float)
         self.human = snapped_system_means(human=human, metric=a)[0]
@@ -279,12 +282,12 @@ class _SystemSwaps:
         diff = np.stack([y - x for x, y in zip(parts_a, parts_b, strict=True)], axis=-1)
         self.vectors = np.ascontiguousarray(diff.transpose(1, 0, 2))  # (systems, items, 4)
 
-    def _means(self, sums: np.ndarray) -> np.ndarray:
+    def _means(self, sums: FloatArray) -> FloatArray:
         mean = limb_means(sums[0], sums[1], self.e, self.count)
         scale = limb_means(sums[2], sums[3], self.e, self.count)
         return snap(mean, scale=scale)[:, None, :]
 
-    def __call__(self, swaps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def __call__(self, swaps: BoolArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """(k, items, systems) swaps -> human, hybrid A', hybrid B' as (k, 1, systems)."""
         moved = swap_dots(swaps.transpose(0, 2, 1), self.vectors)  # (4, k, systems)
         human = np.broadcast_to(self.human, (swaps.shape[0], 1, self.human.size))
@@ -309,13 +312,13 @@ class _PearsonSwaps:
     S is exact (nothing or everything swapped in the group).
     """
 
-    def __init__(self, human: np.ndarray, a: np.ndarray, b: np.ndarray, grouped: bool):
+    def __init__(self, human: FloatArray, a: FloatArray, b: FloatArray, grouped: bool):
         ok = np.isfinite(human) & np.isfinite(a) & np.isfinite(b)
         self.grouped = grouped
         self.n = ok.sum(axis=-1).astype(float)
         count = np.maximum(self.n, 1)[:, None]
 
-        def centred(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        def centred(x: FloatArray) -> tuple[FloatArray, FloatArray]:
             # Two passes: the second removes the rounding error of the first mean, so that
             # the centred scores sum to zero to their own precision, not to that of x.
             mean = x.sum(axis=-1, keepdims=True) / count
@@ -349,7 +352,7 @@ class _PearsonSwaps:
             self.live = (self.n >= 2) & ~(np.fmax.reduce(np.where(ok, human, np.nan), -1)
                                           <= np.fmin.reduce(np.where(ok, human, np.nan), -1))
 
-    def _r(self, spread: np.ndarray, cov: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    def _r(self, spread: FloatArray, cov: FloatArray, exact: FloatArray) -> FloatArray:
         with np.errstate(invalid="ignore", divide="ignore"):
             r = cov / (self.sd_h * np.sqrt(spread))
         np.clip(r, -1.0, 1.0, out=r)
@@ -358,7 +361,7 @@ class _PearsonSwaps:
         defined = self.live & (spread > np.where(exact, 0.0, self.noise))
         return np.where(defined, r, np.nan)
 
-    def __call__(self, swaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, swaps: BoolArray) -> tuple[FloatArray, FloatArray]:
         k, s_e, s_q, s_a, s_h = swap_dots(swaps, self.vectors)
         sq_a, sq_b, cov_a, cov_b = self.base
         shift = s_e / self.count  # (s.e)/n
@@ -377,16 +380,15 @@ class _PearsonSwaps:
         return average_groups(ra, self.grouped), average_groups(rb, self.grouped)
 
 
-def _correct(dh: np.ndarray, dm: np.ndarray, eps: float) -> np.ndarray:
+def _correct(dh: FloatArray, dm: FloatArray, eps: float) -> BoolArray:
     """acc-23 outcome per pair: concordant, or tied in both (metric tie: |dm| <= eps)."""
     ht = dh == 0
     mt = np.abs(dm) <= eps
     return (ht & mt) | (~ht & ~mt & ((dh > 0) == (dm > 0)))
 
 
-def pair_disagreements(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.ndarray,
-                       eps_a: float, eps_b: float) -> tuple[np.ndarray, np.ndarray,
-                                                            np.ndarray]:
+def pair_disagreements(*, human: FloatArray, metric_a: FloatArray, metric_b: FloatArray,
+                       eps_a: float, eps_b: float) -> tuple[IntArray, IntArray, IntArray]:
     """Per group of padded (G, U) arrays: pairs where only A is right (acc-23 outcome with
     A's tie threshold `eps_a`), only B is right, and all pairs. Values are snapped first
     (`meta_eval.pairs.snap`), as the statistics snap them. Pairs are enumerated in chunks
@@ -433,7 +435,7 @@ def pair_disagreements(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.
     return only_a, only_b, total
 
 
-def _pair_test(spec: Statistic, human: np.ndarray, a: np.ndarray, b: np.ndarray, level: str,
+def _pair_test(spec: Statistic, human: FloatArray, a: FloatArray, b: FloatArray, level: str,
                grouping: str, epsilon: float, resamples: int, seed: int) -> Comparison:
     import scipy.stats
 
@@ -443,7 +445,7 @@ def _pair_test(spec: Statistic, human: np.ndarray, a: np.ndarray, b: np.ndarray,
     eps_b = kernel_epsilon(spec, human=h, metric=mb, epsilon=epsilon)
     grouped = level == "segment" and grouping != "none"
 
-    def value(m: np.ndarray, eps: float) -> float:
+    def value(m: FloatArray, eps: float) -> float:
         return float(average_groups(group_values(spec.kernel, human=h, metric=m, epsilon=eps),
                                     grouped))
 
@@ -488,7 +490,7 @@ def williams_test(*, r_ha: float, r_hb: float, r_ab: float, n: int) -> float:
     return float(scipy.stats.t.sf(num / den, n - 3))
 
 
-def williams(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.ndarray,
+def williams(*, human: ArrayLike, metric_a: ArrayLike, metric_b: ArrayLike,
              level: str = "segment", grouping: str = "none") -> Comparison:
     """Williams' test on Pearson correlations of (items, systems) matrices."""
     check_options("pearson", level, grouping)
@@ -506,8 +508,8 @@ def williams(*, human: np.ndarray, metric_a: np.ndarray, metric_b: np.ndarray,
     return Comparison("pearson", "williams", r_ha, r_hb, r_ha - r_hb, p, n, 0)
 
 
-def compare(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
-            metric_b: np.ndarray, level: str = "segment", grouping: str = "none",
+def compare(statistic: str, *, human: ArrayLike, metric_a: ArrayLike,
+            metric_b: ArrayLike, level: str = "segment", grouping: str = "none",
             method: str = "permutation", **options) -> Comparison:
     """Test H1: metric_a is better than metric_b; `method` is permutation or williams."""
     if method == "williams":
@@ -522,8 +524,8 @@ def compare(statistic: str, *, human: np.ndarray, metric_a: np.ndarray,
                             level=level, grouping=grouping, **options)
 
 
-def significance_clusters(statistic: str, *, human: np.ndarray,
-                          metrics: Mapping[str, np.ndarray], level: str = "segment",
+def significance_clusters(statistic: str, *, human: ArrayLike,
+                          metrics: Mapping[str, ArrayLike], level: str = "segment",
                           grouping: str = "none", method: str = "permutation",
                           alpha: float = 0.05, seed: int = 0,
                           values: Mapping[str, float] | None = None,

@@ -21,20 +21,26 @@ a side is scaled, so each side is first scaled exactly by a power of two near it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from meta_eval.correlation import kendall_groups, power_of_two_scale
+from meta_eval.correlation import kendall_groups
+from meta_eval.numerics import power_of_two_scale
 from meta_eval.results import Result
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, BoolArray, FloatArray
 
-def random_signs(permutations: int, n: int, seed: int) -> np.ndarray:
+
+def random_signs(permutations: int, n: int, seed: int) -> FloatArray:
     """(permutations, n) matrix of +-1, drawn as mt-metrics-eval `pce.py` draws them."""
     rng = np.random.default_rng(seed)
     return np.where(rng.random((permutations, n), dtype=np.float32) > 0.5, 1.0, -1.0)
 
 
-def pairwise_p_values(scores: np.ndarray, *, signs: np.ndarray,
-                      valid: np.ndarray | None = None) -> np.ndarray:
+def pairwise_p_values(scores: FloatArray, *, signs: FloatArray,
+                      valid: BoolArray | None = None) -> FloatArray:
     """p[i, j] (i < j) of a paired permutation test that system i beats system j.
 
     `scores` is (items, systems); `signs` is (permutations, items) of +-1; `valid` masks
@@ -58,7 +64,7 @@ def pairwise_p_values(scores: np.ndarray, *, signs: np.ndarray,
     return out
 
 
-def spa(*, human: np.ndarray, metric: np.ndarray, permutations: int = 1000,
+def spa(*, human: ArrayLike, metric: ArrayLike, permutations: int = 1000,
         seed: int = 0) -> Result:
     """Soft pairwise accuracy of `metric` against `human`, both (items, systems) matrices.
 
@@ -82,7 +88,7 @@ def spa(*, human: np.ndarray, metric: np.ndarray, permutations: int = 1000,
                   level="system", grouping="none")
 
 
-def pairwise_accuracy(*, human: np.ndarray, metric: np.ndarray) -> Result:
+def pairwise_accuracy(*, human: ArrayLike, metric: ArrayLike) -> Result:
     """Kocmi et al. 2021 pairwise accuracy of system-level scores (1-D, one per system)."""
     human = np.asarray(human, dtype=float).reshape(-1)
     metric = np.asarray(metric, dtype=float).reshape(-1)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
+
 
 
 @dataclass(frozen=True)
@@ -15,9 +20,9 @@ class ScoreMatrices:
 
     items: list[str]
     systems: list[str]
-    columns: dict[str, np.ndarray]
+    columns: dict[str, FloatArray]
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> FloatArray:
         return self.columns[name]
 
 

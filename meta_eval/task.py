@@ -24,9 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from meta_eval.agreement import Ceiling, human_ceiling
+from meta_eval.ceiling import Ceiling, human_ceiling
 from meta_eval.corpus import evaluate_given
 from meta_eval.levels import evaluate
 from meta_eval.results import Ranking, Result
@@ -36,6 +34,8 @@ from meta_eval.table import ScoreMatrices, score_matrices
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from meta_eval.arrays import FloatArray
 
 Progress = Callable[[str, str], None]
 
@@ -77,8 +77,8 @@ class Task:
         return {"average": self.average, "replace_nans_with_zeros": self.replace_nans_with_zeros,
                 "domain": self.domain}
 
-    def run(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, np.ndarray],
-            metrics: Sequence[str], *, given: Mapping[str, np.ndarray] | None = None,
+    def run(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, FloatArray],
+            metrics: Sequence[str], *, given: Mapping[str, FloatArray] | None = None,
             progress: Progress | None = None) -> TaskResult:
         """Evaluate `metrics` (columns of `data`: score matrices, a mapping of (items,
         systems) matrices, or a wide table with item and system columns) against the human
@@ -95,9 +95,9 @@ class Task:
         return TaskResult(self, outcomes, ranking, ceiling)
 
     # -- steps ------------------------------------------------------------------------------
-    def _matrices(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, np.ndarray],
-                  metrics: Sequence[str], given: Mapping[str, np.ndarray] | None
-                  ) -> Mapping[str, np.ndarray]:
+    def _matrices(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, FloatArray],
+                  metrics: Sequence[str], given: Mapping[str, FloatArray] | None
+                  ) -> Mapping[str, FloatArray]:
         if isinstance(data, ScoreMatrices):
             return data.columns
         if isinstance(data, Mapping):
@@ -110,14 +110,14 @@ class Task:
     def _system_score(self) -> str | None:
         return "mean" if self.level == "system" else None
 
-    def _evaluated(self, name: str, human: np.ndarray, matrix: np.ndarray) -> MetricOutcome:
+    def _evaluated(self, name: str, human: FloatArray, matrix: FloatArray) -> MetricOutcome:
         result = evaluate(self.statistic, human=human, metric=matrix, level=self.level,
                           grouping=self.grouping, epsilon=self.epsilon,
                           bootstrap=self.bootstrap, ci=self.ci, seed=self.seed,
                           permutations=self.permutations, **self._averaging)
         return MetricOutcome(name, result, system_score=self._system_score)
 
-    def _given(self, name: str, human: np.ndarray, scores: np.ndarray) -> MetricOutcome:
+    def _given(self, name: str, human: FloatArray, scores: FloatArray) -> MetricOutcome:
         try:
             result = evaluate_given(self.statistic, human=human, metric=scores,
                                     epsilon=self.epsilon,
@@ -127,7 +127,7 @@ class Task:
             return MetricOutcome(name, failed, system_score="corpus", error=str(exc))
         return MetricOutcome(name, result, system_score="corpus")
 
-    def _cluster(self, human: np.ndarray, matrices: Mapping[str, np.ndarray],
+    def _cluster(self, human: FloatArray, matrices: Mapping[str, FloatArray],
                  outcomes: dict[str, MetricOutcome], progress: Progress | None) -> Ranking:
         tested = {n: matrices[n] for n, o in outcomes.items() if not o.given}
         options: dict[str, Any] = {}
@@ -146,7 +146,7 @@ class Task:
             outcomes[ranked.metric].cluster = ranked.cluster
         return ranking
 
-    def _ceiling(self, matrices: Mapping[str, np.ndarray],
+    def _ceiling(self, matrices: Mapping[str, FloatArray],
                  outcomes: dict[str, MetricOutcome]) -> Ceiling:
         raters = [matrices[r] for r in self.raters]
         common: dict[str, Any] = {"level": self.level, "grouping": self.grouping,

@@ -230,7 +230,7 @@ def _quiet_environment_is_restored() -> Iterator[None]:
             os.environ[name] = value
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if CHANGED_SIGINT:
         terminalreporter.write_line(
             f"SIGINT handler changed (and put back) by: {', '.join(CHANGED_SIGINT)}")

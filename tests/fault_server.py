@@ -353,7 +353,8 @@ class FaultServer:
                 return self
             self.proc.wait()
             if time.monotonic() > deadline:  # the port may linger briefly after a kill
-                raise RuntimeError(f"fault server did not start: {self.proc.stderr.read()}")
+                stderr = self.proc.stderr.read() if self.proc.stderr else ""
+                raise RuntimeError(f"fault server did not start: {stderr}")
             time.sleep(0.2)
 
     def post(self, path: str, obj: Any) -> Any:

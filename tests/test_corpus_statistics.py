@@ -43,9 +43,9 @@ def _summed(metric: Metric, samples: list[Sample]) -> float:
     return float(outcome_of(metric.corpus_from_statistics(total)).value)  # type: ignore[arg-type]
 
 
-def _streams(samples: list[Sample]) -> list[list[str | None]]:
+def _streams(samples: list[Sample]) -> list[list[Any]]:
     """sacrebleu's reference streams, built here rather than by the plugin: one per position,
-    None where an item has fewer references."""
+    None where an item has fewer references (sacrebleu takes it; its annotation says str)."""
     width = max(len(s.references) for s in samples)
     return [[s.references[i] if i < len(s.references) else None for s in samples]
             for i in range(width)]
@@ -63,7 +63,8 @@ def _sacrebleu(name: str, samples: list[Sample]) -> float:
     return sacrebleu.corpus_ter(hyps, _streams(samples)).score
 
 
-METRICS = {"bleu": Bleu, "chrf": Chrf, "chrf++": ChrfPlusPlus, "ter": Ter}
+METRICS: dict[str, type[SacrebleuMetric[Any]]] = {"bleu": Bleu, "chrf": Chrf,
+                                                  "chrf++": ChrfPlusPlus, "ter": Ter}
 
 
 @pytest.mark.parametrize("name", ["bleu", "chrf", "chrf++",

@@ -15,7 +15,7 @@ from conftest import run_cli, write_jsonl
 import judgebench.cli as cli_module
 from judgebench import plugins
 from judgebench.backends import Request
-from judgebench.models import Sample
+from judgebench.models import Outcome, Sample
 from judgebench.plugins import PluginHost, build_host
 from judgebench.spec import parse_spec
 from judgebench.store import Store
@@ -82,8 +82,9 @@ def two_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PluginHo
 def _panel_value(host: PluginHost) -> float | None:
     panel = host.metric("judge.panel").build(judge="judge.rubric", models="m1;m2",
                                              backends="fixed", protocol="text", cache=False)
-    assert all(member.host is host for member in panel.members)
+    assert all(member.host is host for member in panel.members)  # type: ignore[attr-defined]
     outcome = panel.score([QA])[0]
+    assert isinstance(outcome, Outcome)
     return outcome.value
 
 

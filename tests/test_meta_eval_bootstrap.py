@@ -32,6 +32,7 @@ def test_ci_brackets_the_value_and_is_seeded(statistic, level, grouping):
                      bootstrap=200, seed=3)
     other = evaluate(statistic, human=human, metric=metric, level=level, grouping=grouping,
                      bootstrap=200, seed=4)
+    assert first.ci_low is not None and first.ci_high is not None
     assert first.ci_low <= first.value <= first.ci_high
     assert first.ci_low < first.ci_high
     assert (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)

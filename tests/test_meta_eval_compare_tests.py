@@ -126,8 +126,8 @@ def test_system_level_compares_the_columns_without_corpus_scores(tmp_path):
         for c in by[name]["comparisons"]:
             # system means over the units where the human and both metrics have a score
             ok = frame[[name, c["against"], "human.q"]].notna().all(axis=1)
-            means = frame[ok].groupby("system")[[name, c["against"], "human.q"]].mean()
-            a, b, h = (means.loc[systems, col].to_numpy()
+            pair_means = frame[ok].groupby("system")[[name, c["against"], "human.q"]].mean()
+            a, b, h = (pair_means.loc[systems, col].to_numpy()
                        for col in (name, c["against"], "human.q"))
             assert c["p_value"] == pytest.approx(williams_p(h, a, b), rel=1e-6, abs=1e-12)
     text = run_cli("meta-eval", str(path), "--human", "human.q", "--level", "system",

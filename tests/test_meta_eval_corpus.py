@@ -3,6 +3,9 @@ on data with ties, missing values and extreme magnitudes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -11,8 +14,9 @@ from hypothesis import strategies as st
 
 from meta_eval.corpus import evaluate_given, human_system_means
 
-SCIPY = {"pearson": scipy.stats.pearsonr, "spearman": scipy.stats.spearmanr,
-         "kendall": scipy.stats.kendalltau}
+SCIPY: dict[str, Callable[..., Any]] = {"pearson": scipy.stats.pearsonr,
+                                        "spearman": scipy.stats.spearmanr,
+                                        "kendall": scipy.stats.kendalltau}
 
 
 @settings(max_examples=60, deadline=None)

@@ -73,7 +73,7 @@ def test_tie_aware_statistics_are_bounded_and_linked(data, group, eps):
     assert 0 <= acc <= 1
     assert abs(tau - (2 * acc - 1)) < 1e-9  # tau_23 = 2 acc_23 - 1
     eq = evaluate("acc-eq", human=human, metric=metric, grouping=group)
-    assert eq.value >= acc - 1e-12 and eq.epsilon >= 0
+    assert eq.epsilon is not None and eq.value >= acc - 1e-12 and eq.epsilon >= 0
 
 
 @fast

@@ -64,7 +64,7 @@ def kripp_reference(ratings: np.ndarray, level: str, domain=None) -> float:
         if level == "ratio":
             return ((c - k) / (c + k)) ** 2 if c + k else Fraction(0)
         lo, hi = min(c, k), max(c, k)
-        return (sum(n_c[g] for g in values if lo <= g <= hi) - (n_c[c] + n_c[k]) / 2) ** 2
+        return Fraction(sum(n_c[g] for g in values if lo <= g <= hi) - (n_c[c] + n_c[k]) / 2) ** 2
 
     observed = sum(o[c, k] * delta(c, k) for c in values for k in values)
     expected = sum(n_c[c] * n_c[k] * delta(c, k) for c in values for k in values)
@@ -169,7 +169,7 @@ def test_against_the_krippendorff_package() -> None:
     import krippendorff
     for seed in range(4):
         data = ratio_ratings(seed, raters=4)
-        domain = np.arange(0.0, 9.0)
+        domain = [float(v) for v in range(9)]
         for level in ("nominal", "ordinal", "interval", "ratio"):
             ours = krippendorff_alpha(ratings=data, level=level, domain=domain).value
             theirs = krippendorff.alpha(reliability_data=data, level_of_measurement=level,
@@ -219,7 +219,7 @@ def test_kappa_with_declared_labels_is_sklearns(statistic: str, weights: str | N
 def test_kappa_labels_refuse_other_categories() -> None:
     human = np.array([[1.0, 2.0, 3.5]])
     with pytest.raises(ValueError, match="category 4 is not in the declared values"):
-        kappa_groups(human=human, metric=np.array([[1.0, 2.0, 3.0]]), labels=[1, 2, 3])
+        kappa_groups(human=human, metric=np.array([[1.0, 2.0, 3.0]]), domain=[1, 2, 3])
     assert categories(np.array([3.5]))[0] == 4  # the human mean rounds half up first
 
 
@@ -356,7 +356,8 @@ def test_averaging_options_reach_bootstrap_and_permutation_test() -> None:
     for options in ({"average": "micro"}, {"replace_nans_with_zeros": True}, {}):
         result = evaluate("pearson", human=human, metric=metric, grouping="system",
                           bootstrap=200, **options)
-        assert result.ci_low is not None and result.ci_low <= result.value <= result.ci_high
+        assert result.ci_low is not None and result.ci_high is not None
+        assert result.ci_low <= result.value <= result.ci_high
         ranking = significance_clusters("pearson", human=human,
                                         metrics={"a": metric, "b": other},
                                         grouping="system", resamples=100, **options)
@@ -548,12 +549,13 @@ def test_raters_as_coders(seed: int, statistic: str, level: str, grouping: str) 
         assert close(ceiling.per_rater[r], reference_panel_alpha(others, level, grouping))
     stand_ins = [reference_panel_alpha([*coders[:r], judge, *coders[r + 1:]], level, grouping)
                  for r in range(3)]
+    assert ceiling.metric_value is not None and ceiling.fraction is not None
     assert close(ceiling.metric_value, float(np.nanmean(stand_ins)))
     assert close(ceiling.fraction, float(np.nanmean(stand_ins)) / ceiling.value)
 
 
 def test_two_coders_agree_with_the_statistic() -> None:
-    from meta_eval.agreement import coder_alpha
+    from meta_eval.ceiling import coder_alpha
 
     coders, judge = panel(3)
     for statistic in ("krippendorff", "krippendorff-ratio", "krippendorff-ordinal"):

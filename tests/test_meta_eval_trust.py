@@ -15,6 +15,7 @@ import pkgutil
 import warnings
 from fractions import Fraction
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -129,7 +130,8 @@ def test_a_statistic_is_added_in_one_place(monkeypatch):
 
     extra = table.Statistic("acc-23-exact", "acc-23", "zero", table.ALL_LEVELS,
                             "acc-23 with exact metric ties", "Deutsch et al. 2023",
-                            swaps="pairs", credits_ties=True)
+                            swaps="pairs", credits_ties=True,
+                            groups=table.get("acc-23").groups)
     monkeypatch.setattr(table, "STATISTICS",
                         MappingProxyType({**table.STATISTICS, extra.name: extra}))
     human, a, b = system_data(1)
@@ -167,6 +169,59 @@ def test_the_table_is_what_callers_accept():
             assert accepted == ok, (name, level)
     help_lines = meta_eval.statistic_help().split("; ")
     assert [line.split(":")[0] for line in help_lines] == names
+
+
+def test_each_entry_holds_the_kernel_it_names():
+    from meta_eval import agreement, correlation, deviation, reliability
+    from meta_eval.statistics import STATISTICS, Statistic, get, group_values
+
+    rng = np.random.default_rng(3)
+    human = rng.integers(0, 2, (4, 7)).astype(float)
+    metric = np.round(rng.random((4, 7)), 1)
+    human[0, 1] = metric[2, 3] = np.nan
+    expected = {
+        "pearson": correlation.pearson_groups(human=human, metric=metric),
+        "pdp": correlation.pearson_groups(human=human, metric=metric),
+        "spearman": correlation.spearman_groups(human=human, metric=metric),
+        "weighted-tau": correlation.weighted_tau_groups(human=human, metric=metric),
+        **{v: correlation.kendall_groups(human=human, metric=metric, variant=v, epsilon=0.25)
+           for v in ("kendall-23", "acc-23")},
+        **{v: correlation.kendall_groups(human=human, metric=metric, variant=v)
+           for v in ("kendall", "kendall-c")},
+        **{k: agreement.kappa_groups(human=human, metric=metric, weights=w)
+           for k, w in (("kappa", None), ("kappa-linear", "linear"), ("qwk", "quadratic"))},
+        **{k: agreement.alpha_groups(human=human, metric=metric, level=level)
+           for k, level in (("krippendorff", "interval"), ("krippendorff-ratio", "ratio"),
+                            ("krippendorff-ordinal", "ordinal"),
+                            ("krippendorff-nominal", "nominal"))},
+        "mae": deviation.mae_groups(human=human, metric=metric),
+        "rmse": deviation.rmse_groups(human=human, metric=metric),
+        "bias": deviation.bias_groups(human=human, metric=metric),
+        "brier": reliability.brier_groups(human=human, metric=metric),
+        "ece": reliability.ece_groups(human=human, metric=metric, binning="width"),
+        "ece-mass": reliability.ece_groups(human=human, metric=metric, binning="mass"),
+    }
+    kernels = [s.name for s in STATISTICS.values() if s.kernel == s.name and s.groups]
+    assert sorted(kernels) == sorted(expected)
+    for name in kernels:
+        got = group_values(name, human=human, metric=metric, epsilon=0.25)
+        np.testing.assert_array_equal(got, expected[name], err_msg=name)
+    for spec in STATISTICS.values():
+        if spec.groups is not None:
+            assert spec.groups is get(spec.kernel).groups, spec.name
+    assert get("pearson").p_value is correlation.pearson_p_value
+    assert [s.name for s in STATISTICS.values() if s.scipy_p_value] == [
+        "pearson", "spearman", "kendall"]
+    for name in ("acc-eq", "pairwise-accuracy", "spa"):
+        with pytest.raises(ValueError, match=f"{name} is not a kernel|{name} has no"):
+            group_values(name, human=human, metric=metric)
+    with pytest.raises(ValueError, match="mae takes no declared domain"):
+        group_values("mae", human=human, metric=metric, domain=[0, 1])
+    np.testing.assert_array_equal(  # a correlation has no domain to check: as before
+        group_values("pearson", human=human, metric=metric, domain=[0, 1]),
+        expected["pearson"])
+    with pytest.raises(ValueError, match="needs its kernel function"):
+        Statistic("acc-23-exact", "acc-23", "zero", ("system",), "d", "p")
 
 
 # -- 8: ties are ties after arithmetic -----------------------------------------------------
@@ -454,7 +509,7 @@ def test_early_stopping_decides_as_the_full_test_does(seed):
     # True p near 0.01: stopping at fixed thresholds (p < 0.02) decided these against
     # the full 1,000 resamples at alpha 0.01.
     human, metrics = near_alpha(seed)
-    common = {"grouping": "item", "alpha": 0.01, "resamples": 1000, "seed": 0}
+    common: dict[str, Any] = {"grouping": "item", "alpha": 0.01, "resamples": 1000, "seed": 0}
     early = significance_clusters("pearson", human=human, metrics=metrics, **common)
     full = significance_clusters("pearson", human=human, metrics=metrics, early_stop=False,
                                  **common)
@@ -531,11 +586,12 @@ def test_swapped_positional_pair_disagreements_is_refused():
     a = np.array([[1.0, 3.0, 2.0]])
     b = np.array([[3.0, 2.0, 1.0]])
     with pytest.raises(TypeError):
-        pair_disagreements(h, b, a, 0.0, 0.0)
-    from meta_eval.correlation import group_values
+        pair_disagreements(h, b, a, 0.0, 0.0)  # type: ignore[call-arg]
     from meta_eval.levels import arrange, system_means
-    for call in (lambda: group_values("pearson", h, a), lambda: system_means(h, a),
-                 lambda: arrange(h, a, "segment", "none")):
+    from meta_eval.statistics import group_values
+    for call in (lambda: group_values("pearson", h, a),  # type: ignore[call-arg]
+                 lambda: system_means(h, a),  # type: ignore[call-arg]
+                 lambda: arrange(h, a, "segment", "none")):  # type: ignore[call-arg]
         with pytest.raises(TypeError):
             call()
 

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from conftest import run_cli, write_jsonl
 
-from meta_eval.correlation import group_values
 from meta_eval.sequential import sequential_clusters
+from meta_eval.statistics import group_values
 
 ITEMS, SYSTEMS = 200, 5
 

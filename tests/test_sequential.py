@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from judgebench.cli import cli
-from meta_eval.correlation import group_values
 from meta_eval.sequential import eb_confidence_sequence, sequential_clusters
+from meta_eval.statistics import group_values
 
 
 def loop_cs(x, alpha):

@@ -17,16 +17,17 @@ with the human scale), over every unit where both are present:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from meta_eval.agreement import confusion_table
 from meta_eval.reliability import reliability_curve
 from meta_eval.statistics import get
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
-def scale_section(*, matrices: Mapping[str, np.ndarray], human: str, metrics: Sequence[str],
+
+def scale_section(*, matrices: Mapping[str, FloatArray], human: str, metrics: Sequence[str],
                   statistics: Sequence[str]) -> list[dict[str, Any]]:
     """Entries of the section for one human column: `matrices` maps the human column and each
     metric to its raw (items, systems) matrix."""

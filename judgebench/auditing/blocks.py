@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 import meta_eval
 from judgebench.auditing.gate import GateResult, explain, gate
 from meta_eval.task import MetricOutcome, Task, TaskResult
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 SETTINGS: tuple[tuple[str, str], ...] = (
     ("system", "none"), ("segment", "none"), ("segment", "item"), ("segment", "system"),
@@ -85,9 +86,9 @@ class Block:
                 **({"robustness": self.robustness} if self.robustness is not None else {})}
 
 
-def evaluate_block(*, human: np.ndarray, human_name: str, columns: Mapping[str, np.ndarray],
+def evaluate_block(*, human: FloatArray, human_name: str, columns: Mapping[str, FloatArray],
                    sentinels: Sequence[str], statistic: str, level: str, grouping: str,
-                   options: Options, given: Mapping[str, np.ndarray] | None = None,
+                   options: Options, given: Mapping[str, FloatArray] | None = None,
                    progress: Callable[[str], None] | None = None) -> Block:
     """One block. `columns` maps every metric and sentinel name to its (items, systems)
     matrix, oriented so that higher is better; names in `sentinels` are the sentinels; a

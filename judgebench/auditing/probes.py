@@ -34,6 +34,7 @@ from judgebench.spec import MetricSpec
 
 if TYPE_CHECKING:
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray
 
 RTOL, ATOL = 1e-6, 1e-9
 
@@ -138,7 +139,7 @@ def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
     oriented = np.array([np.nan if v is None else sign * v for v in values])
     original = oriented[:len(samples)]
     moved = oriented[len(samples):len(samples) + len(changed)]
-    baselines: dict[str, np.ndarray] = {}
+    baselines: dict[str, FloatArray] = {}
     start = len(samples) + len(changed)
     for name, indices in rebased.items():
         baselines[name] = original.copy()
@@ -168,7 +169,7 @@ def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
     return results
 
 
-def _summarise(probe: Probe, metric: str, before: np.ndarray, after: np.ndarray, *,
+def _summarise(probe: Probe, metric: str, before: FloatArray, after: FloatArray, *,
                skipped: int) -> ProbeResult:
     both = np.isfinite(before) & np.isfinite(after)
     failed = int((~both).sum())
@@ -184,7 +185,7 @@ def _summarise(probe: Probe, metric: str, before: np.ndarray, after: np.ndarray,
 
 
 def _best(probe: Probe, metric: str, samples: Sequence[Sample],
-          rows: list[tuple[int, int]], baseline: np.ndarray, after: np.ndarray,
+          rows: list[tuple[int, int]], baseline: FloatArray, after: FloatArray,
           skipped: int) -> ProbeResult:
     """Per item: the changed sample must score at least the item's best system, all scored
     against the changed sample's references (`baseline`: the systems' scores so)."""

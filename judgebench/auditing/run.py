@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray
 
 PARSE_FAILURES = ("parse_error",)
 SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
@@ -78,8 +79,8 @@ def metric_cards(table: ScoresTable, columns: Sequence[str], *, store_path: Path
     return cards
 
 
-def scatter_data(human: np.ndarray, columns: dict[str, np.ndarray], systems: list[str],
-                 seed: int, given: dict[str, np.ndarray] | None = None
+def scatter_data(human: FloatArray, columns: dict[str, FloatArray], systems: list[str],
+                 seed: int, given: dict[str, FloatArray] | None = None
                  ) -> dict[str, dict[str, Any]]:
     """Per column: system scores of human and metric (means, or the metric's corpus scores
     in `given`), and a seeded sample of segments."""
@@ -130,7 +131,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         and not str(c).startswith(("human.", "sentinel."))],
         sidecar=sidecar, statuses=None if store_path is None else store_statuses(
             store_path, sidecar, metrics or frame.columns,
-            list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))))
+            list(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))))
     for note in failed.notes:
         log(note)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))
@@ -250,8 +251,8 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         scales=scale_entries, failed=counts)
 
 
-def _block_columns(statistic: str, columns: dict[str, np.ndarray],
-                   sentinels: Sequence[str], warnings: list[str]) -> dict[str, np.ndarray]:
+def _block_columns(statistic: str, columns: dict[str, FloatArray],
+                   sentinels: Sequence[str], warnings: list[str]) -> dict[str, FloatArray]:
     """The columns of one block: for brier/ece, a sentinel that is not a probability (a
     noise or length score) cannot be scored and is left out, with a warning; so is a
     sentinel with a negative value for krippendorff-ratio."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray
 
 
 @dataclass
@@ -44,7 +45,7 @@ class SentinelRun:
     signature: str
     description: str
     trained: bool
-    values: dict[str, np.ndarray] = field(default_factory=dict)
+    values: dict[str, FloatArray] = field(default_factory=dict)
     statuses: dict[str, dict[str, int]] = field(default_factory=dict)
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -73,11 +74,11 @@ def parse_sentinels(texts: Sequence[str], host: PluginHost) -> list[MetricSpec]:
 
 
 def align_samples(frame: pd.DataFrame, samples: Sequence[Sample] | None
-                  ) -> tuple[list[Sample], np.ndarray]:
+                  ) -> tuple[list[Sample], FloatArray]:
     """One Sample per table row (a bare one where the generations have none) and a mask of
     the rows that have generations."""
-    items = frame["item"].astype(str).tolist()
-    systems = frame["system"].astype(str).tolist()
+    items = frame["item"].astype("str").tolist()
+    systems = frame["system"].astype("str").tolist()
     if samples is None:
         bare = [Sample(item=i, system=s) for i, s in zip(items, systems, strict=True)]
         return bare, np.zeros(len(bare), dtype=bool)

@@ -541,7 +541,7 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
     if r.human_column is not None:
         values = agg.tables.numeric_column(frame, r.human_column)
         human = (r.human_column, {s: float(v) for s, v in
-                                  zip(frame[system].astype(str).str.strip(), values,
+                                  zip(frame[system].astype("str").str.strip(), values,
                                       strict=True) if v == v})
     data = _drop_missing(data, r.missing)
     return Loaded(data, human, _note(r, data, "voters (columns)", lower), r.failed_as, failed)

@@ -210,7 +210,7 @@ def _run_checks(report: Report, checks: Sequence[Check], previous: Clusters | No
 
     shares = None
     if store is not None and any(c.kind == "parse-rate" for c in checks):
-        keys = set(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))
+        keys = set(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))
         shares = store_shares(Path(store), report.metrics, keys)
     report.fail_on = [c.expression for c in checks]
     report.failures = [f.to_dict() for f in failures(report, checks, previous=previous,

@@ -37,10 +37,10 @@ from judgebench.errors import InputError
 from judgebench.results import Result
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray, IntArray
 
 Log = Callable[[str], None]
 MODELS = ("ridge", "isotonic", "gp")
@@ -162,7 +162,7 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
                          path=where, field=human)
     from meta_eval.combination import cross_fit, item_folds
 
-    fold_of = item_folds(frame["item"].astype(str).tolist(), folds, seed)
+    fold_of = item_folds(frame["item"].astype("str").tolist(), folds, seed)
     rows = np.flatnonzero(complete)
     # cross_fit's indices are positions among the complete rows: the model sees only them
     fit_predict = _model(model, x[rows], alpha=alpha, seed=seed, gp_max_rows=gp_max_rows)
@@ -186,12 +186,12 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
     return result
 
 
-def _model(model: str, x: np.ndarray, *, alpha: float, seed: int, gp_max_rows: int
-           ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+def _model(model: str, x: FloatArray, *, alpha: float, seed: int, gp_max_rows: int
+           ) -> Callable[[IntArray, FloatArray, IntArray], FloatArray]:
     """fit_predict(train, y, test) over rows of `x`, for meta_eval.combination.cross_fit."""
     import numpy as np
 
-    def fit_predict(train: np.ndarray, y: np.ndarray, test: np.ndarray) -> np.ndarray:
+    def fit_predict(train: IntArray, y: FloatArray, test: IntArray) -> FloatArray:
         if model == "gp" and train.size > gp_max_rows:
             keep = np.sort(np.random.default_rng(seed).choice(train.size, gp_max_rows,
                                                               replace=False))
@@ -247,16 +247,16 @@ class RidgeThenIsotonic:
         self.ridge = make_pipeline(StandardScaler(), Ridge(alpha=alpha))
         self.isotonic = IsotonicRegression(increasing=True, out_of_bounds="clip")
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> RidgeThenIsotonic:
+    def fit(self, x: FloatArray, y: FloatArray) -> RidgeThenIsotonic:
         self.ridge.fit(x, y)
         self.isotonic.fit(self.ridge.predict(x), y)
         return self
 
-    def predict(self, x: np.ndarray) -> np.ndarray:
+    def predict(self, x: FloatArray) -> FloatArray:
         return self.isotonic.predict(self.ridge.predict(x))
 
 
-def _full_fit(model: str, x: np.ndarray, y: np.ndarray, metrics: Sequence[str], *,
+def _full_fit(model: str, x: FloatArray, y: FloatArray, metrics: Sequence[str], *,
               alpha: float, seed: int, gp_max_rows: int) -> dict[str, Any]:
     """What a fit on every labelled row says (for reading; the column is out of fold)."""
     import numpy as np

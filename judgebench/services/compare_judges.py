@@ -43,8 +43,9 @@ from meta_eval.judge_comparison import (
 from meta_eval.pairwise import FAILED
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
+
+    from meta_eval.arrays import FloatArray
 
 Shape = Literal["pairwise", "wide"]
 PAIR_KEY = ("item", "system_a", "system_b")
@@ -262,14 +263,14 @@ def _shape(frame: pd.DataFrame, path: str) -> Shape:
     return shape
 
 
-def _verdicts(frame: pd.DataFrame, column: str, path: str, lines: Sequence[int]) -> np.ndarray:
+def _verdicts(frame: pd.DataFrame, column: str, path: str, lines: Sequence[int]) -> FloatArray:
     try:
         return verdict_codes(frame[column].tolist())
     except VerdictError as exc:
         raise InputError(exc.detail, path=path, line=lines[exc.row], field=column) from None
 
 
-def _numbers(frame: pd.DataFrame, column: str, path: str, lines: Sequence[int]) -> np.ndarray:
+def _numbers(frame: pd.DataFrame, column: str, path: str, lines: Sequence[int]) -> FloatArray:
     import numpy as np
     import pandas as pd
 
@@ -285,7 +286,7 @@ def _numbers(frame: pd.DataFrame, column: str, path: str, lines: Sequence[int]) 
     return values
 
 
-def _categorical(human: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+def _categorical(human: FloatArray, a: FloatArray, b: FloatArray) -> bool:
     """Human labels are categorical on the judges' scale: whole numbers, all within the
     range the two judges' scores span."""
     import numpy as np
@@ -299,9 +300,9 @@ def _categorical(human: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
 
 def _store_keys(frame: pd.DataFrame, shape: Shape) -> list[tuple[str, str]]:
     """(item, system as the store names it) per row: a pair's system is "A vs B"."""
-    items = frame["item"].astype(str).tolist()
+    items = frame["item"].astype("str").tolist()
     if shape == "wide":
-        return list(zip(items, frame["system"].astype(str).tolist(), strict=True))
+        return list(zip(items, frame["system"].astype("str").tolist(), strict=True))
     return [(item, f"{sa} vs {sb}") for item, sa, sb in
             zip(items, frame["system_a"].astype(str), frame["system_b"].astype(str),
                 strict=True)]

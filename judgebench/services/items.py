@@ -21,9 +21,9 @@ from judgebench.errors import InputError
 from judgebench.results import Result
 
 if TYPE_CHECKING:
-    import numpy as np
 
     from judgebench.plugins import PluginHost
+    from meta_eval.arrays import FloatArray, IntArray
     from meta_eval.irt import Abilities, ItemFit, Power, Selection
 
 Log = Callable[[str], None]
@@ -52,10 +52,10 @@ class ItemsResult(Result):
     fit: ItemFit
     two_pl: ItemFit
     abilities: Abilities
-    raw: np.ndarray  # per system: outcomes of 1 on informative items
-    answered: np.ndarray  # per system: informative items answered
-    share: np.ndarray  # per item: share of ones among the systems that answered
-    answers: np.ndarray  # per item: systems that answered
+    raw: FloatArray  # per system: outcomes of 1 on informative items
+    answered: IntArray  # per system: informative items answered
+    share: FloatArray  # per item: share of ones among the systems that answered
+    answers: IntArray  # per item: systems that answered
     ci: float
     subset: Selection | None = None
     power: Power | None = None

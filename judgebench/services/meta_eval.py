@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
-    from meta_eval.agreement import Ceiling
+    from meta_eval.arrays import FloatArray
+    from meta_eval.ceiling import Ceiling
     from meta_eval.results import Comparison
 
 Log = Callable[[str], None]
@@ -278,8 +279,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     on_scale = [s for s in statistics if get(s).on_scale]
     # Agreement and error statistics compare values on the human scale: never negated.
     raw = me.score_matrices(cols.frame, names) if on_scale else matrices
-    raw_given = {c: np.asarray(cols.table.system_scores(c, raw.systems), dtype=float)
-                 for c in given}
+    raw_given: dict[str, FloatArray] = {
+        c: np.asarray(cols.table.system_scores(c, raw.systems), dtype=float) for c in given}
     _log_setting(cols, given, matrices, humans, statistics, level, grouping, log)
     compare = compare and len(cols.metrics) > 1
     _check_compare(compare, method, statistics)
@@ -435,7 +436,7 @@ def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.Dat
     return kept
 
 
-def _log_setting(cols: _Columns, given: dict[str, np.ndarray], matrices: Any,
+def _log_setting(cols: _Columns, given: dict[str, FloatArray], matrices: Any,
                  humans: Sequence[str], statistics: Sequence[str], level: str, grouping: str,
                  log: Log) -> None:
     flipped = [c for c in cols.metrics if not cols.infos[c].higher_is_better]
@@ -456,8 +457,8 @@ def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> Non
                          "--test permutation", field="--test")
 
 
-def _block(task: Task, matrices: dict[str, np.ndarray], cols: _Columns,
-           given: dict[str, np.ndarray], log: Log) -> MetaEvalBlock:
+def _block(task: Task, matrices: dict[str, FloatArray], cols: _Columns,
+           given: dict[str, FloatArray], log: Log) -> MetaEvalBlock:
     def progress(a: str, b: str) -> None:
         log(f"{task.human} {task.statistic}: {a} vs {b}")
 
@@ -487,7 +488,7 @@ def _pair_tests(result: TaskResult, metric: str) -> tuple[PairTest, ...]:
                  if (metric, m.metric) in tests)
 
 
-def _confusion(matrices: dict[str, np.ndarray], human: str, metric: str) -> dict[str, Any]:
+def _confusion(matrices: dict[str, FloatArray], human: str, metric: str) -> dict[str, Any]:
     from meta_eval.agreement import confusion_table
 
     return confusion_table(human=matrices[human], metric=matrices[metric]).to_dict()

@@ -27,8 +27,9 @@ from meta_eval.pairwise_eval import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
+
+    from meta_eval.arrays import FloatArray
 
 Log = Callable[[str], None]
 PAIR_KEY = ("item", "system_a", "system_b")
@@ -55,14 +56,14 @@ def check_pairs(frame: pd.DataFrame, where: str) -> None:
         if column not in frame.columns:
             raise InputError(f"a pairwise table needs columns {', '.join(PAIR_KEY)}; columns "
                              f"are {list(frame.columns)}", path=where, field=column)
-        empty = frame[column].isna() | (frame[column].astype(str).str.strip() == "")
+        empty = frame[column].isna() | (frame[column].astype("str").str.strip() == "")
         if empty.any():
             raise InputError("empty cell in a key column", path=where, field=column,
                              **_where(frame, where, int(empty.to_numpy().argmax())))
         frame[column] = frame[column].astype(str)
 
 
-def labels(frame: pd.DataFrame, column: str, where: str) -> np.ndarray:
+def labels(frame: pd.DataFrame, column: str, where: str) -> FloatArray:
     """P(A better) of one column; InputError naming file, line/row and column."""
     if column not in frame.columns:
         raise InputError(f"no such column; columns are {list(frame.columns)}", path=where,

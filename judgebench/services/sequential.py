@@ -42,8 +42,8 @@ def with_sequential(blocks: Sequence[MetaEvalBlock],
                     seed: int) -> list[MetaEvalBlock]:
     """`blocks` with `sequential` on each in-table metric row."""
     from judgebench.services.meta_eval import MetricRow
-    from meta_eval.correlation import group_values
     from meta_eval.sequential import sequential_clusters
+    from meta_eval.statistics import group_values
 
     out = []
     for block in blocks:

@@ -57,8 +57,8 @@ def score_until_settled(input_path: str | Path, specs: Sequence[MetricSpec], *, 
     from judgebench.services.score import ScoreResult
     from judgebench.services.sequential import check
     from judgebench.store import Store
-    from meta_eval.correlation import group_values
     from meta_eval.sequential import sequential_clusters
+    from meta_eval.statistics import group_values
     from meta_eval.table import score_matrices
 
     log = log or (lambda _message: None)

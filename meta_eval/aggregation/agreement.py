@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -22,8 +23,11 @@ import pandas as pd
 
 from meta_eval.aggregation.base import RuleResult
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
-def _signs(x: np.ndarray) -> np.ndarray:
+
+def _signs(x: FloatArray) -> FloatArray:
     first, second = np.triu_indices(len(x), 1)
     return np.sign(x[first] - x[second])
 
@@ -48,7 +52,7 @@ def pairwise_accuracy(*, x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     return float((_signs(xs) == _signs(ys)).mean())
 
 
-def tier_scores(result: RuleResult, systems: Sequence[str]) -> np.ndarray:
+def tier_scores(result: RuleResult, systems: Sequence[str]) -> FloatArray:
     """The ranking as numbers for correlation: minus the tier index (NaN: not ranked)."""
     index = {s: -float(t) for t, tier in enumerate(result.tiers) for s in tier}
     return np.array([index.get(s, np.nan) for s in systems])

@@ -15,9 +15,13 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray
+
 
 PROFILE = "profile"
 PAIRWISE = "pairwise"
@@ -224,7 +228,7 @@ def data_kind(data: Any) -> str:
 
 
 def tiers_from_scores(
-    systems: Sequence[str], scores: np.ndarray, *, rtol: float = 1e-9, atol: float = 0.0
+    systems: Sequence[str], scores: FloatArray, *, rtol: float = 1e-9, atol: float = 0.0
 ) -> tuple[tuple[str, ...], ...]:
     """Tiers from scores, higher first; equal scores (within tolerance) share a tier.
 
@@ -252,7 +256,7 @@ def tiers_from_scores(
 def scored_result(
     rule: str,
     systems: Sequence[str],
-    scores: np.ndarray,
+    scores: FloatArray,
     *,
     note: str = "",
     exact: bool = True,
@@ -280,9 +284,9 @@ def scored_result(
 def layered_result(
     rule: str,
     systems: Sequence[str],
-    beats: np.ndarray,
+    beats: BoolArray,
     *,
-    scores: np.ndarray | None = None,
+    scores: FloatArray | None = None,
     note: str = "",
 ) -> RuleResult:
     """A result from a transitive 'beats' relation: tier 1 is every system nobody beats,

@@ -36,6 +36,7 @@ several (a second solve excluding the first), not how many.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse
@@ -43,20 +44,23 @@ import scipy.sparse
 from meta_eval.aggregation.base import RuleResult
 from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
+
 DP_SYSTEMS = 16  # the dynamic programme up to this many systems, the integer programme beyond
 MAX_EXACT = 64
 HARD_LIMIT = 20  # most systems the dynamic programme accepts
 MILP_SECONDS = 10.0  # time limit of each integer programme solve
 
 
-def agreement(support: np.ndarray, order: np.ndarray | list[int]) -> float:
+def agreement(support: FloatArray, order: IntArray | list[int]) -> float:
     """A(order): the support the ordering agrees with."""
     order = np.asarray(order)
     placed = support[np.ix_(order, order)]
     return float(np.triu(placed, 1).sum())
 
 
-def kemeny_dp(support: np.ndarray, *, rtol: float = 1e-9
+def kemeny_dp(support: FloatArray, *, rtol: float = 1e-9
               ) -> tuple[list[int], float, int, list[int]]:
     """Exact Kemeny ordering by dynamic programming over subsets.
 
@@ -123,7 +127,7 @@ def kemeny_dp(support: np.ndarray, *, rtol: float = 1e-9
     return order, agreement(support, order), round(float(ways[full])), heads
 
 
-def kemeny_local_search(support: np.ndarray, start: list[int], *, max_passes: int = 1000
+def kemeny_local_search(support: FloatArray, start: list[int], *, max_passes: int = 1000
                         ) -> tuple[list[int], float]:
     """Improve an ordering by moving one system at a time to its best position, until no
     move increases the agreement (a local optimum of the insertion neighbourhood)."""
@@ -150,7 +154,7 @@ def kemeny_local_search(support: np.ndarray, start: list[int], *, max_passes: in
 class _LinearOrdering:
     """The linear-ordering integer programme of a support matrix (module docstring)."""
 
-    def __init__(self, support: np.ndarray, seconds: float):
+    def __init__(self, support: FloatArray, seconds: float):
         from scipy.optimize import LinearConstraint
 
         n = support.shape[0]
@@ -171,8 +175,8 @@ class _LinearOrdering:
         matrix = scipy.sparse.csr_array((vals, (rows, cols)), shape=(i.size, self.iu.size))
         self.constraints = [LinearConstraint(matrix, 0.0, 1.0)] if i.size else []
 
-    def solve(self, lower: np.ndarray, upper: np.ndarray,
-              extra: list | None = None) -> tuple[np.ndarray, float] | None:
+    def solve(self, lower: FloatArray, upper: FloatArray,
+              extra: list | None = None) -> tuple[FloatArray, float] | None:
         """The best y within the bounds (and extra constraints), with its agreement;
         None when HiGHS does not prove optimality in time (or nothing is feasible)."""
         from scipy.optimize import Bounds, milp
@@ -187,14 +191,14 @@ class _LinearOrdering:
         y = np.round(result.x)
         return y, self.base - float(self.cost @ y)
 
-    def order(self, y: np.ndarray) -> list[int]:
+    def order(self, y: FloatArray) -> list[int]:
         """The ordering of a transitive y: a system's place is the number placed above it."""
         above = np.zeros((self.n, self.n))
         above[self.iu, self.ju] = y
         above[self.ju, self.iu] = 1 - y
         return [int(k) for k in np.argsort(above.sum(axis=0), kind="stable")]
 
-    def first(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def first(self, k: int) -> tuple[FloatArray, FloatArray]:
         """Bounds that put system k above every other."""
         lower, upper = np.zeros(self.iu.size), np.ones(self.iu.size)
         for j in range(self.n):
@@ -205,7 +209,7 @@ class _LinearOrdering:
         return lower, upper
 
 
-def kemeny_milp(support: np.ndarray, *, seconds: float = MILP_SECONDS, rtol: float = 1e-9
+def kemeny_milp(support: FloatArray, *, seconds: float = MILP_SECONDS, rtol: float = 1e-9
                 ) -> tuple[list[int], float, bool, bool, list[int]] | None:
     """Exact Kemeny ordering by the linear-ordering integer programme (module docstring).
 

@@ -25,6 +25,8 @@ scored it; in pairwise data, it is in no comparison) is ranked last.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
@@ -32,12 +34,15 @@ from meta_eval.aggregation.base import RuleResult, layered_result, scored_result
 from meta_eval.aggregation.positional import _profile, borda_matrix
 from meta_eval.aggregation.profile import PairwiseCounts
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray
+
 
 def _counts(data: object) -> PairwiseCounts:
     return data.counts  # type: ignore[attr-defined]
 
 
-def _absent_last(result: RuleResult, systems: tuple[str, ...], present: np.ndarray) -> RuleResult:
+def _absent_last(result: RuleResult, systems: tuple[str, ...], present: BoolArray) -> RuleResult:
     absent = tuple(sorted(s for s, ok in zip(systems, present, strict=True) if not ok))
     if not absent:
         return result
@@ -53,7 +58,7 @@ def _absent_last(result: RuleResult, systems: tuple[str, ...], present: np.ndarr
     )
 
 
-def _sub(counts: PairwiseCounts, keep: np.ndarray) -> PairwiseCounts:
+def _sub(counts: PairwiseCounts, keep: BoolArray) -> PairwiseCounts:
     idx = np.flatnonzero(keep)
     return PairwiseCounts(
         systems=tuple(counts.systems[i] for i in idx),
@@ -96,7 +101,7 @@ def minimax(data: object, variant: str = "margins") -> RuleResult:
     return _absent_last(result, counts.systems, present)
 
 
-def strongest_paths(defeat: np.ndarray) -> np.ndarray:
+def strongest_paths(defeat: FloatArray) -> FloatArray:
     """Widest-path (bottleneck) strengths between all pairs, Floyd-Warshall style:
     p[i, j] = max over paths i -> j of the weakest link."""
     p = defeat.copy()
@@ -124,7 +129,7 @@ def schulze(data: object, strength: str = "winning_votes") -> RuleResult:
     return _absent_last(result, counts.systems, present)
 
 
-def majority_components(margin: np.ndarray) -> list[list[int]]:
+def majority_components(margin: FloatArray) -> list[list[int]]:
     """Strongly connected components of the graph i -> j when margin[i, j] >= 0, best
     first. Every pair has an edge one way or both, so the components are totally ordered;
     the first is the Smith set."""

@@ -34,10 +34,15 @@ voter scored (so a partial ballot gives fewer Borda points: #beaten among those 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from meta_eval.aggregation.base import NotApplicable, RuleResult, data_kind, scored_result
 from meta_eval.aggregation.profile import PairwiseCounts, Profile
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
 
 
 def _profile(data: object, rule: str) -> Profile:
@@ -49,7 +54,7 @@ def _profile(data: object, rule: str) -> Profile:
     return data
 
 
-def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _weighted_mean(values: FloatArray, weights: FloatArray) -> FloatArray:
     """Per system (column) sum_v w_v x_v / sum_v w_v over the voters that scored it.
 
     Each column is divided by a power of two near its largest |x| (exact) and the weights
@@ -87,7 +92,7 @@ def geometric_mean(data: Profile) -> RuleResult:
     return scored_result("geometric-mean", p.systems, np.exp(_weighted_mean(logs, p.weights)))
 
 
-def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+def weighted_median(values: FloatArray, weights: FloatArray) -> float:
     """The weighted median: the value where the cumulative weight reaches half the total;
     when it lands exactly on half, the mean of that value and the next (so equal weights
     give the ordinary median). NaN values are dropped; NaN if nothing is left."""
@@ -122,7 +127,7 @@ def check_ties(ties: str) -> str:
     return ties
 
 
-def score_vector(rule: str, m: int) -> np.ndarray:
+def score_vector(rule: str, m: int) -> FloatArray:
     """The points s_1..s_m of positions 1..m of a ballot of m systems under `rule`:
     plurality (1, 0, ..., 0), borda (m-1, ..., 1, 0), dowdall (1, 1/2, ..., 1/m)."""
     if rule == "plurality":
@@ -134,8 +139,8 @@ def score_vector(rule: str, m: int) -> np.ndarray:
     raise ValueError(f"no positional rule '{rule}'; rules: {', '.join(POSITIONAL)}")
 
 
-def tie_points(vector: np.ndarray, better: np.ndarray, tied: np.ndarray,
-               ties: str = "average") -> np.ndarray:
+def tie_points(vector: FloatArray, better: IntArray | int, tied: IntArray | int,
+               ties: str = "average") -> FloatArray:
     """Points of systems under the score vector s_1 >= ... >= s_m (`vector`) when a system
     has `better` systems strictly above it and `tied` others tied with it, i.e. shares
     positions better+1 .. better+tied+1: their mean (average), min (low) or max (high) of
@@ -154,7 +159,7 @@ def tie_points(vector: np.ndarray, better: np.ndarray, tied: np.ndarray,
     return (cumulative[better + tied + 1] - cumulative[better]) / (tied + 1.0)
 
 
-def voter_points(p: Profile, rule: str, ties: str = "average") -> np.ndarray:
+def voter_points(p: Profile, rule: str, ties: str = "average") -> FloatArray:
     """Points each voter gives each system under a positional rule (voters x systems):
     'plurality', 'borda' or 'dowdall', the voter's ties scored by `ties` (see the module
     docstring); 0 for the systems a voter did not score. Linear in the voter weights,
@@ -194,7 +199,7 @@ def dowdall(data: Profile, ties: str = "average") -> RuleResult:
     return _positional(data, "dowdall", ties)
 
 
-def borda_matrix(counts: PairwiseCounts, ties: str = "average") -> np.ndarray:
+def borda_matrix(counts: PairwiseCounts, ties: str = "average") -> FloatArray:
     """B[i, j] = strict[i, j] + lambda ties[i, j], lambda = 1/2 (average), 0 (low), 1 (high).
 
     Summed over the systems j of any subset R, this is i's weighted Borda count on the

@@ -22,12 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from meta_eval.aggregation.base import PAIRWISE, PROFILE
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 _BLOCK = 2_000_000  # cells of a voters x systems x systems block held at once
 
@@ -38,20 +41,20 @@ class PairwiseCounts:
     equal. support = strict + ties / 2 (a tie is half a vote each way)."""
 
     systems: tuple[str, ...]
-    strict: np.ndarray
-    ties: np.ndarray
+    strict: FloatArray
+    ties: FloatArray
 
     @cached_property
-    def support(self) -> np.ndarray:
+    def support(self) -> FloatArray:
         return self.strict + 0.5 * self.ties
 
     @cached_property
-    def margin(self) -> np.ndarray:
+    def margin(self) -> FloatArray:
         """margin[i, j] = strict[i, j] - strict[j, i]: i's majority over j (negative: j's)."""
         return self.strict - self.strict.T
 
     @cached_property
-    def compared(self) -> np.ndarray:
+    def compared(self) -> FloatArray:
         """Total weight of the judgements of each pair."""
         return self.strict + self.strict.T + self.ties
 
@@ -65,9 +68,9 @@ class Profile:
     """
 
     systems: tuple[str, ...]
-    scores: np.ndarray
-    weights: np.ndarray
-    higher_is_better: np.ndarray
+    scores: FloatArray
+    weights: FloatArray
+    higher_is_better: BoolArray
     voters: tuple[str, ...]
 
     kind: ClassVar[str] = PROFILE
@@ -147,24 +150,24 @@ class Profile:
         return self.scores.shape[0]
 
     @cached_property
-    def oriented(self) -> np.ndarray:
+    def oriented(self) -> FloatArray:
         """Scores with every voter oriented so that higher is better."""
         return np.where(self.higher_is_better[:, None], self.scores, -self.scores)
 
     @cached_property
-    def scored(self) -> np.ndarray:
+    def scored(self) -> BoolArray:
         return ~np.isnan(self.scores)
 
     @cached_property
-    def present(self) -> np.ndarray:
+    def present(self) -> BoolArray:
         """Systems some voter of positive weight scored; rules rank the others last."""
         return np.asarray((self.scored & (self.weights[:, None] > 0)).any(axis=0))
 
     @cached_property
     def counts(self) -> PairwiseCounts:
         n = self.n_systems
-        strict: np.ndarray = np.zeros(n * n)
-        ties: np.ndarray = np.zeros(n * n)
+        strict: FloatArray = np.zeros(n * n)
+        ties: FloatArray = np.zeros(n * n)
         for o, w in _blocks(self.oriented, self.weights, n):
             # Compare, never subtract: o_i - o_j can overflow for huge scores.
             above = o[:, :, None] > o[:, None, :]
@@ -177,7 +180,7 @@ class Profile:
         return PairwiseCounts(self.systems, strict, ties)
 
     @cached_property
-    def positions(self) -> tuple[np.ndarray, np.ndarray]:
+    def positions(self) -> tuple[IntArray, IntArray]:
         """(better, tied): per voter and system, how many systems the voter scored strictly
         higher, and how many it scored equal (the system itself excluded). Unscored: 0."""
         n = self.n_systems
@@ -193,7 +196,7 @@ class Profile:
         return better, tied
 
     # -- derived data ---------------------------------------------------------------------
-    def take(self, voters: np.ndarray) -> Profile:
+    def take(self, voters: IntArray) -> Profile:
         """The profile of the given voters (with repetition: a bootstrap resample)."""
         voters = np.asarray(voters)
         return Profile(
@@ -204,7 +207,7 @@ class Profile:
             voters=tuple(self.voters[v] for v in voters),
         )
 
-    def with_weights(self, weights: np.ndarray) -> Profile:
+    def with_weights(self, weights: FloatArray) -> Profile:
         return Profile(self.systems, self.scores, weights, self.higher_is_better, self.voters)
 
     def comparisons(self) -> Comparisons:
@@ -227,8 +230,8 @@ class Profile:
         )
 
 
-def _blocks(oriented: np.ndarray, weights: np.ndarray, n: int
-            ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _blocks(oriented: FloatArray, weights: FloatArray, n: int
+            ) -> Iterator[tuple[FloatArray, FloatArray]]:
     size = max(1, _BLOCK // max(1, n * n))
     for start in range(0, oriented.shape[0], size):
         yield oriented[start:start + size], weights[start:start + size]
@@ -245,12 +248,12 @@ class Comparisons:
     """
 
     systems: tuple[str, ...]
-    a: np.ndarray
-    b: np.ndarray
-    outcome: np.ndarray
-    weights: np.ndarray
-    groups: np.ndarray
-    lengths: np.ndarray | None
+    a: IntArray
+    b: IntArray
+    outcome: FloatArray
+    weights: FloatArray
+    groups: IntArray
+    lengths: FloatArray | None
 
     kind: ClassVar[str] = PAIRWISE
 
@@ -309,7 +312,7 @@ class Comparisons:
         return int(self.groups.max()) + 1 if len(self.groups) else 0
 
     @cached_property
-    def present(self) -> np.ndarray:
+    def present(self) -> BoolArray:
         """Systems in some comparison of positive weight; rules rank the others last."""
         return self.counts.compared.sum(axis=1) > 0
 
@@ -332,12 +335,12 @@ class Comparisons:
         return PairwiseCounts(self.systems, strict, ties)
 
     @cached_property
-    def _group_slices(self) -> tuple[np.ndarray, np.ndarray]:
+    def _group_slices(self) -> tuple[IntArray, IntArray]:
         order = np.argsort(self.groups, kind="stable")
         bounds = np.searchsorted(self.groups[order], np.arange(self.n_units + 1))
         return order, bounds
 
-    def take(self, units: np.ndarray) -> Comparisons:
+    def take(self, units: IntArray) -> Comparisons:
         """The comparisons of the given groups (with repetition: a bootstrap resample)."""
         order, bounds = self._group_slices
         units = np.asarray(units)

@@ -31,6 +31,8 @@ the compared pairs (`meta_eval.aggregation.intervals`), in the result's extra.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.optimize import minimize
 from scipy.sparse.csgraph import connected_components
@@ -39,12 +41,15 @@ from meta_eval.aggregation.base import RuleResult, scored_result
 from meta_eval.aggregation.intervals import with_intervals
 from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
+
 FALLBACK_PRIOR = 0.01
 NEWTON_MAX_SYSTEMS = 1000
 
 
-def _bt_objective(params: np.ndarray, wins: np.ndarray, ties: np.ndarray, n_pair: np.ndarray,
-                  with_ties: bool, prior: float) -> tuple[float, np.ndarray]:
+def _bt_objective(params: FloatArray, wins: FloatArray, ties: FloatArray, n_pair: FloatArray,
+                  with_ties: bool, prior: float) -> tuple[float, FloatArray]:
     n = wins.shape[0]
     theta = params[:n]
     half = (theta[:, None] - theta[None, :]) / 2.0
@@ -74,8 +79,8 @@ def _bt_objective(params: np.ndarray, wins: np.ndarray, ties: np.ndarray, n_pair
     return float(nll), g
 
 
-def _bt_hessian(params: np.ndarray, wins: np.ndarray, ties: np.ndarray, n_pair: np.ndarray,
-                with_ties: bool, prior: float) -> np.ndarray:
+def _bt_hessian(params: FloatArray, wins: FloatArray, ties: FloatArray, n_pair: FloatArray,
+                with_ties: bool, prior: float) -> FloatArray:
     """Exact Hessian of `_bt_objective`: a weighted graph Laplacian in theta (plus the row
     and column of the tie parameter)."""
     n = wins.shape[0]
@@ -102,8 +107,8 @@ def _bt_hessian(params: np.ndarray, wins: np.ndarray, ties: np.ndarray, n_pair: 
     return h
 
 
-def fit_bradley_terry(wins: np.ndarray, ties: np.ndarray, *, prior: float = 0.0
-                      ) -> tuple[np.ndarray, float, bool, str]:
+def fit_bradley_terry(wins: FloatArray, ties: FloatArray, *, prior: float = 0.0
+                      ) -> tuple[FloatArray, float, bool, str]:
     """Fit Davidson's Bradley-Terry model to counts.
 
     wins[i, j]: weight of i beating j; ties[i, j] = ties[j, i]: weight of ties.
@@ -135,7 +140,7 @@ def fit_bradley_terry(wins: np.ndarray, ties: np.ndarray, *, prior: float = 0.0
     return theta, nu, converged, "" if converged else str(res.message)
 
 
-def mle_exists(wins: np.ndarray, ties: np.ndarray) -> bool:
+def mle_exists(wins: FloatArray, ties: FloatArray) -> bool:
     """Ford's condition: every system can be reached from every other along 'won or tied
     against' edges (the graph is strongly connected)."""
     n = wins.shape[0]
@@ -183,17 +188,17 @@ def _bradley_terry(data: object, prior: float) -> RuleResult:
 
 def elo_ratings(
     n_systems: int,
-    a: np.ndarray,
-    b: np.ndarray,
-    outcome: np.ndarray,
-    weights: np.ndarray,
+    a: IntArray,
+    b: IntArray,
+    outcome: FloatArray,
+    weights: FloatArray,
     *,
     k: float = 4.0,
     scale: float = 400.0,
     initial: float = 1000.0,
     permutations: int = 100,
     seed: int = 0,
-) -> np.ndarray:
+) -> FloatArray:
     """Elo ratings averaged over `permutations` seeded random orders of the comparisons,
     which are first put in a canonical order (so the input order does not matter)."""
     swap = a > b

@@ -20,11 +20,15 @@ Bad input raises TableError naming the row (0-based position in the frame) and t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from meta_eval.aggregation.profile import Comparisons, Profile
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 LEADERBOARD, SCORES, PAIRWISE_TABLE = "leaderboard", "scores", "pairwise"
 KINDS = (LEADERBOARD, SCORES, PAIRWISE_TABLE)
@@ -59,7 +63,7 @@ def detect_kind(columns: Iterable[str]) -> str:
     return LEADERBOARD
 
 
-def numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
+def numeric_column(frame: pd.DataFrame, column: str) -> FloatArray:
     """A column as floats (empty cells and NaN are missing: NaN). A cell that is not a finite
     number (text, a boolean, inf, -inf) is a TableError at its row."""
     raw = frame[column]
@@ -254,7 +258,7 @@ def _probability(value: object, a: str, b: str) -> float | str:
 
 
 def verdict_probabilities(frame: pd.DataFrame, column: str, first: Sequence[str],
-                          second: Sequence[str]) -> np.ndarray:
+                          second: Sequence[str]) -> FloatArray:
     """A verdict column as P(A is better) per row: a -> 1, b -> 0, tie/draw -> 0.5, the name
     of system_a -> 1 or system_b -> 0, a number in [0, 1] as it is; missing (empty) -> NaN.
     Anything else (text, a number outside [0, 1], inf) is a TableError at its row."""
@@ -272,7 +276,7 @@ def verdict_probabilities(frame: pd.DataFrame, column: str, first: Sequence[str]
     return out
 
 
-def output_lengths(frame: pd.DataFrame) -> np.ndarray | None:
+def output_lengths(frame: pd.DataFrame) -> FloatArray | None:
     """(rows, 2) lengths of A's and B's outputs: the numbers in length_a and length_b, else
     the number of characters of output_a and output_b; None when the table has neither
     pair of columns. An empty cell is a missing length (NaN: only the rules that need

@@ -21,7 +21,7 @@ the way the rules do.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import linprog
@@ -38,6 +38,9 @@ from meta_eval.aggregation.positional import (
     voter_points,
 )
 from meta_eval.aggregation.profile import Profile
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 SUPPORTED = ("mean", "borda", "dowdall", "plurality", "condorcet")
 _RULES = {"mean": mean, "borda": borda, "dowdall": dowdall, "plurality": plurality,
@@ -61,7 +64,7 @@ class WinningWeights:
                 "verified": self.verified, "note": self.note}
 
 
-def _advantage(p: Profile, target: int, rule: str, ties: str) -> np.ndarray:
+def _advantage(p: Profile, target: int, rule: str, ties: str) -> FloatArray:
     """A[j, v]: how much voter v favours the target over rival j (per unit weight)."""
     rivals = [j for j in range(p.n_systems) if j != target]
     if rule == "condorcet":

@@ -35,7 +35,7 @@ from all its models; here the per-system fit is unpenalised by default (`penalty
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -44,15 +44,18 @@ from scipy.special import expit
 from meta_eval.aggregation.base import RuleResult, scored_result
 from meta_eval.aggregation.tables import LENGTH_COLUMNS, TableError
 
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray, IntArray
+
 
 # -- the statistics of one system's oriented preferences ---------------------------------------
-def win_rate(*, preferences: np.ndarray) -> float:
+def win_rate(*, preferences: FloatArray) -> float:
     """100 * mean P(system is better); NaN when there is no comparison."""
     p = np.asarray(preferences, dtype=float)
     return float(100.0 * p.mean()) if len(p) else float("nan")
 
 
-def standard_error(*, preferences: np.ndarray) -> float:
+def standard_error(*, preferences: FloatArray) -> float:
     """100 * sd(p, ddof=1) / sqrt(n) (AlpacaEval's standard_error); NaN when n < 2."""
     p = np.asarray(preferences, dtype=float)
     if len(p) < 2:
@@ -60,13 +63,13 @@ def standard_error(*, preferences: np.ndarray) -> float:
     return float(100.0 * p.std(ddof=1) / np.sqrt(len(p)))
 
 
-def outcome_counts(*, preferences: np.ndarray) -> tuple[int, int, int, int]:
+def outcome_counts(*, preferences: FloatArray) -> tuple[int, int, int, int]:
     """(n_wins, n_draws, n_losses, n_total): p > 0.5, p == 0.5, p < 0.5, all."""
     p = np.asarray(preferences, dtype=float)
     return int((p > 0.5).sum()), int((p == 0.5).sum()), int((p < 0.5).sum()), len(p)
 
 
-def discrete_win_rate(*, preferences: np.ndarray) -> float:
+def discrete_win_rate(*, preferences: FloatArray) -> float:
     """100 * (n_wins + n_draws / 2) / n (AlpacaEval's discrete_win_rate); NaN when n = 0."""
     wins, draws, _, total = outcome_counts(preferences=preferences)
     return float(100.0 * (wins + 0.5 * draws) / total) if total else float("nan")
@@ -78,10 +81,10 @@ class Oriented:
     """The comparisons of one system, from its side: P(it is better), the opponent's index,
     the item group, and its length minus the opponent's (NaN without lengths)."""
 
-    preferences: np.ndarray
-    opponents: np.ndarray
-    groups: np.ndarray
-    length_delta: np.ndarray
+    preferences: FloatArray
+    opponents: IntArray
+    groups: IntArray
+    length_delta: FloatArray
 
 
 def oriented(data: object, system: int, *, opponent: int | None = None) -> Oriented:
@@ -196,27 +199,27 @@ def _with_extra(result: RuleResult, extra: dict[str, dict[str, float | int]]) ->
 # -- logistic regression with soft targets ----------------------------------------------------
 @dataclass(frozen=True)
 class LogisticFit:
-    coef: np.ndarray
+    coef: FloatArray
     converged: bool
     separated: bool
     message: str
 
 
-def _nll(beta: np.ndarray, x: Any, y: np.ndarray, penalty: np.ndarray
-         ) -> tuple[float, np.ndarray]:
+def _nll(beta: FloatArray, x: Any, y: FloatArray, penalty: FloatArray
+         ) -> tuple[float, FloatArray]:
     eta = x @ beta
     value = float(np.logaddexp(0.0, eta).sum() - y @ eta + 0.5 * (penalty * beta) @ beta)
     grad = x.T @ (expit(eta) - y) + penalty * beta
     return value, np.asarray(grad)
 
 
-def _hessp(beta: np.ndarray, v: np.ndarray, x: Any, y: np.ndarray, penalty: np.ndarray
-           ) -> np.ndarray:
+def _hessp(beta: FloatArray, v: FloatArray, x: Any, y: FloatArray, penalty: FloatArray
+           ) -> FloatArray:
     p = expit(x @ beta)
     return np.asarray(x.T @ ((p * (1.0 - p)) * (x @ v))) + penalty * v
 
 
-def fit_soft_logistic(*, design: Any, target: np.ndarray, penalty: float = 0.0
+def fit_soft_logistic(*, design: Any, target: FloatArray, penalty: float = 0.0
                       ) -> LogisticFit:
     """Maximise sum_i [y_i log s(x_i b) + (1 - y_i) log(1 - s(x_i b))] - penalty/2 |b|^2
     for targets y in [0, 1] (no intercept unless `design` has one; a dense array or a
@@ -246,7 +249,7 @@ def fit_soft_logistic(*, design: Any, target: np.ndarray, penalty: float = 0.0
     return LogisticFit(beta, converged, separated, "" if converged else str(res.message))
 
 
-def separation(*, design: Any, target: np.ndarray) -> bool:
+def separation(*, design: Any, target: FloatArray) -> bool:
     """Whether the soft-target log-likelihood keeps increasing to infinity along some
     direction d (so no finite maximum): X d >= 0 where y = 1, X d <= 0 where y = 0, X d = 0
     where 0 < y < 1, and X d != 0 somewhere. Decided exactly by a linear programme
@@ -274,7 +277,7 @@ def separation(*, design: Any, target: np.ndarray) -> bool:
 
 
 # -- lc-win-rate -----------------------------------------------------------------------------
-def _length_feature(delta: np.ndarray) -> np.ndarray | None:
+def _length_feature(delta: FloatArray) -> FloatArray | None:
     """tanh(delta / sd(delta)), None when the spread is 0 (fewer than two, or all equal)."""
     if len(delta) < 2:
         return None
@@ -285,7 +288,7 @@ def _length_feature(delta: np.ndarray) -> np.ndarray | None:
 
 
 def instruction_difficulty(data: object, baseline: int, systems: list[int], *,
-                           penalty: float = 1.0) -> np.ndarray:
+                           penalty: float = 1.0) -> FloatArray:
     """gamma per item group: the item coefficients of the joint fit logit p = theta_s +
     phi_s tanh(delta_s / sd_s) + gamma_x over the systems' comparisons with the baseline,
     L2 penalty `penalty` on every coefficient (identifies theta and gamma together)."""
