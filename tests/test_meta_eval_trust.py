@@ -172,7 +172,7 @@ def test_the_table_is_what_callers_accept():
 
 
 def test_each_entry_holds_the_kernel_it_names():
-    from meta_eval import agreement, correlation, deviation, reliability
+    from meta_eval import agreement, correlation, deviation, distribution, reliability
     from meta_eval.statistics import STATISTICS, Statistic, get, group_values
 
     rng = np.random.default_rng(3)
@@ -200,6 +200,10 @@ def test_each_entry_holds_the_kernel_it_names():
         "brier": reliability.brier_groups(human=human, metric=metric),
         "ece": reliability.ece_groups(human=human, metric=metric, binning="width"),
         "ece-mass": reliability.ece_groups(human=human, metric=metric, binning="mass"),
+        "ckld": distribution.ckld_groups(human=human, metric=metric),
+        "ckld-uniform": distribution.ckld_groups(human=human, metric=metric,
+                                                 reference="uniform"),
+        "wasserstein": distribution.wasserstein_groups(human=human, metric=metric),
     }
     kernels = [s.name for s in STATISTICS.values() if s.kernel == s.name and s.groups]
     assert sorted(kernels) == sorted(expected)
