@@ -5,7 +5,8 @@ Direction of a column, first that applies:
 1. the user's flag (`--lower-is-better COL` / `--higher-is-better COL`, one spelling on every
    command);
 2. `higher_is_better` in the table's sidecar (`OUT.meta.json`, written by `judgebench score`);
-3. the registered metric the column names (`lexical.ter:normalized=true` names `lexical.ter`);
+3. the registered metric the column names (`lexical.ter:normalized=true` names `lexical.ter`),
+   read from a cached registry without importing plugins (`judgebench.directions`);
 4. higher is better.
 
 System scores of a column: its corpus scores (one per system, e.g. corpus BLEU or MAUVE) where
@@ -63,8 +64,8 @@ class ScoresTable:
     corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # column -> system -> v
     lower: frozenset[str] = frozenset()
     higher: frozenset[str] = frozenset()
-    # metric name -> MetricInfo; None: the plugin host's, read when a column first needs it
-    registered: Mapping[str, Any] | None = None
+    # metric name -> higher_is_better; None: read when a column first needs it
+    registered: Mapping[str, bool] | None = None
     #: column -> the systems whose corpus score failed (parse_error, refused, error)
     corpus_failed: dict[str, set[str]] = field(default_factory=dict)
 
@@ -76,7 +77,7 @@ class ScoresTable:
         source: DirectionSource = "default"
         higher = True
         if registered is not None:
-            higher, source = bool(registered.higher_is_better), "metric"
+            higher, source = registered, "metric"
         if "higher_is_better" in described:
             higher, source = bool(described["higher_is_better"]), "sidecar"
         if column in self.lower:
@@ -88,12 +89,13 @@ class ScoresTable:
                           signature=described.get("signature"),
                           in_table=column in self.frame.columns)
 
-    def registered_metrics(self) -> Mapping[str, Any]:
-        """Metric name -> MetricInfo of every registered metric (builds the plugin host)."""
+    def registered_metrics(self) -> Mapping[str, bool]:
+        """Metric name -> higher_is_better of every registered metric
+        (`judgebench.directions`: no plugin is imported when the registry is cached)."""
         if self.registered is None:
-            from judgebench.plugins import get_host
+            from judgebench.directions import metric_directions
 
-            self.registered = {name: entry.info for name, entry in get_host().metrics().items()}
+            self.registered = metric_directions(None)
         return self.registered
 
     def described(self, column: str) -> dict[str, Any]:
@@ -287,8 +289,9 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
         corpus |= replaced
         failed = {c: s for c, s in failed.items() if c not in replaced}
         failed |= corpus_failures(given)
-    registered = (None if host is None
-                  else {name: entry.info for name, entry in host.metrics().items()})
+    from judgebench.directions import metric_directions
+
+    registered = None if host is None else metric_directions(host)
     return ScoresTable(path=Path(path), frame=frame, sidecar=sidecar, corpus=corpus,
                        lower=frozenset(lower), higher=frozenset(higher), registered=registered,
                        corpus_failed=failed)
