@@ -46,6 +46,7 @@ def before_module(commit: str) -> types.ModuleType:
     source = subprocess.run(["git", "show", f"{commit}:meta_eval/calibration.py"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
     module = types.ModuleType("calibration_before")
+    sys.modules[module.__name__] = module  # its dataclass looks its module up
     exec(compile(source, "calibration_before", "exec"), module.__dict__)
     return module
 
