@@ -5,7 +5,8 @@ Direction of a column, first that applies:
 1. the user's flag (`--lower-is-better COL` / `--higher-is-better COL`, one spelling on every
    command);
 2. `higher_is_better` in the table's sidecar (`OUT.meta.json`, written by `judgebench score`);
-3. the registered metric the column names (`lexical.ter:normalized=true` names `lexical.ter`);
+3. the registered metric the column names (`lexical.ter:normalized=true` names `lexical.ter`),
+   read from a cached registry without importing plugins (`judgebench.directions`);
 4. higher is better.
 
 System scores of a column: its corpus scores (one per system, e.g. corpus BLEU or MAUVE) where
@@ -63,10 +64,11 @@ class ScoresTable:
     corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # column -> system -> v
     lower: frozenset[str] = frozenset()
     higher: frozenset[str] = frozenset()
-    # metric name -> MetricInfo; None: `host`'s, read when a column first needs it
-    registered: Mapping[str, Any] | None = None
-    #: The plugin host whose metrics give a column's direction; None: one of the installed
-    #: plugins, built when a column first needs it (meta-eval starts without a host).
+    # metric name -> higher_is_better; None: read when a column first needs it
+    registered: Mapping[str, bool] | None = None
+    #: The plugin host whose metrics give a column's direction; None: the installed
+    #: plugins' (judgebench.directions), read when a column first needs it (meta-eval
+    #: starts without a host).
     host: PluginHost | None = field(default=None, compare=False, repr=False)
     #: column -> the systems whose corpus score failed (parse_error, refused, error)
     corpus_failed: dict[str, set[str]] = field(default_factory=dict)
@@ -79,7 +81,7 @@ class ScoresTable:
         source: DirectionSource = "default"
         higher = True
         if registered is not None:
-            higher, source = bool(registered.higher_is_better), "metric"
+            higher, source = registered, "metric"
         if "higher_is_better" in described:
             higher, source = bool(described["higher_is_better"]), "sidecar"
         if column in self.lower:
@@ -91,14 +93,14 @@ class ScoresTable:
                           signature=described.get("signature"),
                           in_table=column in self.frame.columns)
 
-    def registered_metrics(self) -> Mapping[str, Any]:
-        """Metric name -> MetricInfo of every registered metric (builds a plugin host if the
-        table was read without one)."""
+    def registered_metrics(self) -> Mapping[str, bool]:
+        """Metric name -> higher_is_better of every registered metric: `host`'s, else the
+        installed plugins' (`judgebench.directions`: no plugin is imported when the
+        registry is cached)."""
         if self.registered is None:
-            from judgebench.plugins import build_host
+            from judgebench.directions import metric_directions
 
-            host = self.host or build_host()
-            self.registered = {name: entry.info for name, entry in host.metrics().items()}
+            self.registered = metric_directions(self.host)
         return self.registered
 
     def described(self, column: str) -> dict[str, Any]:

@@ -22,9 +22,12 @@ over intervals of epsilon, split at sampled pair differences, prunes every inter
 bound cannot beat the best value found; an interval with at most `budget` pairs is swept
 exactly by sorting its pairs. With untied human scores the bound equals A(0) everywhere and
 the search ends after one evaluation; the worst case is a quadratic-time exact sweep, still
-in memory O(budget + n log n). When every pair fits in the budget (e.g. small groups), the
-pairs are enumerated at once and the ones that gain (human ties) and lose (concordant) are
-sorted apart: a smallest maximiser is always where a gaining pair enters.
+in memory O(budget + n log n). When every group's pairs fit in the budget (e.g. WMT's
+item groups of 15-20 systems) and all pairs in 16 budgets, the pairs of whole groups are
+enumerated a budget at a time, only the differences of the ones that gain (human ties) and
+lose (concordant) are kept (8 bytes a pair, 16 with unequal group weights), and those are
+sorted apart: a smallest maximiser is always where a gaining pair enters. That path is
+O(P log P) in the number of pairs P at every size.
 
 Both sides are snapped within each group first (`meta_eval.pairs.snap`): values within
 relative 1e-12 of each other are ties, as in every rank statistic.
@@ -42,10 +45,11 @@ import numpy as np
 from meta_eval.pairs import SortedUnits, snap
 
 if TYPE_CHECKING:
-    from meta_eval.arrays import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
+    from meta_eval.arrays import AnyArray, ArrayLike, FloatArray, IntArray
 
-DEFAULT_BUDGET = 1 << 20  # pairs held in memory at once
+DEFAULT_BUDGET = 1 << 20  # pairs enumerated at once
 _SPLITS = 32  # breakpoints per split of an interval
+_RETAINED = 16  # budgets of pairs whose differences the small-group sweep keeps
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,10 @@ def calibrate_epsilon(*, human: ArrayLike, metric: ArrayLike,
     sizes = np.bincount(gid) if gid is not None and gid.size else np.array([human.size])
     # A difference of two huge scores may overflow to inf: still the right comparison.
     with np.errstate(over="ignore"):
-        if int((sizes * (sizes - 1) // 2).sum()) <= budget:
-            return _exhaustive(human, metric, gid)
+        group_pairs = sizes * (sizes - 1) // 2
+        if (int(group_pairs.max(initial=0)) <= budget
+                and int(group_pairs.sum()) <= _RETAINED * budget):
+            return _exhaustive(human, metric, gid, budget)
         units = SortedUnits(human=human, metric=metric, groups=gid)
         return _Search(units, budget, seed).run()
 
@@ -109,59 +115,97 @@ def calibrate_groups(*, human: FloatArray, metric: FloatArray,
     return _sweep_pairs(dh, dm, valid, valid.sum(axis=1))
 
 
-def _exhaustive(human: FloatArray, metric: FloatArray,
-                groups: IntArray | None) -> Calibration:
-    """All pairs fit in the budget: enumerate them per group and sweep."""
+def _exhaustive(human: np.ndarray, metric: np.ndarray, groups: np.ndarray | None,
+                budget: int = DEFAULT_BUDGET) -> Calibration:
+    """Every group fits in the budget: enumerate the pairs of whole groups, at most `budget`
+    at a time, keep the differences of the pairs that move with epsilon, and sweep."""
     n = human.size
     order = np.argsort(groups, kind="stable") if groups is not None else np.arange(n)
-    gid = groups[order] if groups is not None else np.zeros(n, dtype=np.int64)
     h, m = human[order], metric[order]
+    gid = groups[order] if groups is not None else np.zeros(n, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if n else np.zeros(0, int)
     sizes = np.diff(np.r_[starts, n])
-    end = np.repeat(starts + sizes, sizes)
-    counts = end - np.arange(n) - 1
-    i = np.repeat(np.arange(n), counts)
-    j = i + 1 + (np.arange(i.size) - np.repeat(np.cumsum(counts) - counts, counts))
-    pair_group = np.repeat(np.arange(sizes.size), sizes)[i]
-    dh, dm = (h[j] - h[i])[None], (m[j] - m[i])[None]
-    return _sweep_pairs(dh, dm, None, sizes * (sizes - 1) // 2, pair_group)
-
-
-def _sweep_pairs(dh: FloatArray, dm: FloatArray, valid: BoolArray | None,
-                 group_pairs: IntArray, pair_group: IntArray | None = None
-                 ) -> Calibration:
-    """Exact search over pair differences. Pairs are rows of (groups, pairs) arrays with a
-    `valid` mask, or one row whose pairs belong to groups `pair_group`."""
+    group_pairs = sizes * (sizes - 1) // 2
     live = group_pairs[group_pairs > 0]
     if live.size == 0:
         return Calibration(0.0, float("nan"), 0, 0)
+    equal = bool(np.all(live == live[0]))
+    weight = np.where(group_pairs > 0, 1.0 / np.maximum(group_pairs, 1), 0.0)
+    start_value: float = 0
+    plus, minus, plus_w, minus_w = [], [], [], []
+    cum = np.cumsum(group_pairs)
+    first = 0
+    while first < sizes.size:
+        stop = max(int(np.searchsorted(cum, cum[first] - group_pairs[first] + budget,
+                                       side="right")), first + 1)
+        lo, hi = int(starts[first]), int(starts[stop - 1] + sizes[stop - 1])
+        chunk_sizes = sizes[first:stop]
+        end = np.repeat(np.cumsum(chunk_sizes), chunk_sizes)
+        counts = end - np.arange(hi - lo) - 1
+        i = np.repeat(np.arange(hi - lo), counts)
+        j = i + 1 + (np.arange(i.size) - np.repeat(np.cumsum(counts) - counts, counts))
+        dh, dm = h[lo:hi][j] - h[lo:hi][i], m[lo:hi][j] - m[lo:hi][i]
+        right, gaining, concordant = _moving(dh, dm)
+        if equal:
+            start_value += int(right.sum())
+        else:
+            pair_weight = weight[first:stop][np.repeat(np.arange(stop - first),
+                                                       chunk_sizes)[i]]
+            start_value += float(pair_weight[right].sum())
+            plus_w.append(pair_weight[gaining])
+            minus_w.append(pair_weight[concordant])
+        plus.append(np.abs(dm[gaining]))
+        minus.append(np.abs(dm[concordant]))
+        first = stop
+    return _best(start_value, np.concatenate(plus), np.concatenate(minus),
+                 (np.concatenate(plus_w), np.concatenate(minus_w)) if not equal else None,
+                 live)
+
+
+def _moving(dh: np.ndarray, dm: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Masks of the pairs right at epsilon 0, and of those that gain (human ties) and lose
+    (concordant pairs) when epsilon passes |dm| and they become metric ties (exact metric
+    ties, dm == 0, are ties at every epsilon)."""
     human_tie = dh == 0
     concordant = ~human_tie & (dm != 0) & ((dh > 0) == (dm > 0))
-    # Raising epsilon past |dm| turns a pair into a metric tie: a human tie gains, a
-    # concordant pair loses (exact metric ties, dm == 0, are ties at every epsilon).
-    gaining = human_tie & (dm != 0)
-    right = concordant | (human_tie & (dm == 0))
-    if valid is not None:
-        concordant, gaining, right = concordant & valid, gaining & valid, right & valid
+    return concordant | (human_tie & (dm == 0)), human_tie & (dm != 0), concordant
+
+
+def _sweep_pairs(dh: np.ndarray, dm: np.ndarray, valid: np.ndarray,
+                 group_pairs: np.ndarray) -> Calibration:
+    """Exact search over pair differences: pairs are rows of (groups, pairs) arrays with a
+    `valid` mask."""
+    live = group_pairs[group_pairs > 0]
+    if live.size == 0:
+        return Calibration(0.0, float("nan"), 0, 0)
+    right, gaining, concordant = (x & valid for x in _moving(dh, dm))
     if np.all(live == live[0]):
+        return _best(int(right.sum()), np.abs(dm[gaining]), np.abs(dm[concordant]), None,
+                     live)
+    group_weight = np.where(group_pairs > 0, 1.0 / np.maximum(group_pairs, 1), 0.0)
+    weight = np.broadcast_to(group_weight[:, None], dh.shape)
+    return _best(float(weight[right].sum()), np.abs(dm[gaining]), np.abs(dm[concordant]),
+                 (weight[gaining], weight[concordant]), live)
+
+
+def _best(start_value: float, plus: np.ndarray, minus: np.ndarray,
+          weights: tuple[np.ndarray, np.ndarray] | None, live: np.ndarray) -> Calibration:
+    """The smallest epsilon maximising A: A(0) = `start_value`, and A gains (loses) a pair's
+    weight (1 with `weights` None) once epsilon reaches its difference in `plus` (`minus`)."""
+    if weights is None:
         norm = float(live[0] * live.size)
-        start_value: float = int(right.sum())
         # A smallest maximiser sits where a gaining pair enters: sort the two kinds apart.
-        plus, minus = np.sort(np.abs(dm[gaining])), np.sort(np.abs(dm[concordant]))
+        plus, minus = np.sort(plus), np.sort(minus)
         candidates = plus[np.r_[plus[1:] != plus[:-1], True]] if plus.size else plus
         values = (start_value + np.searchsorted(plus, candidates, side="right")
                   - np.searchsorted(minus, candidates, side="right"))
         tol = 0.0
     else:
         norm = float(live.size)
-        group_weight = np.where(group_pairs > 0, 1.0 / np.maximum(group_pairs, 1), 0.0)
-        weight = (np.broadcast_to(group_weight[:, None], dh.shape) if pair_group is None
-                  else group_weight[pair_group][None])
-        start_value = float(weight[right].sum())
-        moving = gaining | concordant
-        diffs = np.abs(dm[moving])
-        gain = np.where(gaining[moving], weight[moving], -weight[moving])
-        sort = np.argsort(diffs)
+        diffs = np.r_[plus, minus]
+        gain = np.r_[weights[0], -weights[1]]
+        sort = np.argsort(diffs, kind="stable")
         diffs, values = diffs[sort], start_value + np.cumsum(gain[sort])
         ends = np.r_[diffs[1:] != diffs[:-1], True] if diffs.size else np.zeros(0, bool)
         candidates, values = diffs[ends], values[ends]

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from meta_eval.numerics import constant, paired, power_of_two_scale
-from meta_eval.pairs import pair_counts, snap
+from meta_eval.pairs import pair_counts, snap, snapped_exact_counts
 
 if TYPE_CHECKING:
     from meta_eval.arrays import BoolArray, FloatArray, IntArray
@@ -216,8 +216,27 @@ def _broadcast_counts(h: FloatArray, m: FloatArray, epsilon: float) -> dict[str,
     return out
 
 
-def kendall_groups(*, human: FloatArray, metric: FloatArray, variant: str = "kendall",
-                   epsilon: float = 0.0) -> FloatArray:
+def _long_row_counts(human: np.ndarray, metric: np.ndarray
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Exact-tie pair counts of long rows (units scored on both sides), snapped and counted
+    one row at a time (`meta_eval.pairs.snapped_exact_counts`), and min(distinct values)
+    per row."""
+    lead, units = human.shape[:-1], human.shape[-1]
+    rows_h, rows_m = human.reshape(-1, units), metric.reshape(-1, units)
+    names = ("concordant", "discordant", "ties_human", "ties_metric", "ties_both", "units")
+    out = {k: np.zeros(rows_h.shape[0], dtype=np.int64) for k in names}
+    distinct = np.zeros(rows_h.shape[0], dtype=np.int64)
+    for r, (h, m) in enumerate(zip(rows_h, rows_m, strict=True)):
+        ok = np.isfinite(h) & np.isfinite(m)
+        pc, n_h, n_m = snapped_exact_counts(human=h[ok], metric=m[ok])
+        for name in names:
+            out[name][r] = getattr(pc, name)[0]
+        distinct[r] = min(n_h, n_m)
+    return {k: v.reshape(lead) for k, v in out.items()}, distinct.reshape(lead)
+
+
+def kendall_groups(*, human: np.ndarray, metric: np.ndarray, variant: str = "kendall",
+                   epsilon: float = 0.0) -> np.ndarray:
     """Per-group Kendall statistic: variant in kendall (tau-b), kendall-c, kendall-23,
     acc-23. `epsilon` (metric tie threshold) applies to the -23 variants only."""
     if variant not in KENDALL_FAMILY:
@@ -225,9 +244,15 @@ def kendall_groups(*, human: FloatArray, metric: FloatArray, variant: str = "ken
     if epsilon < 0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     eps = epsilon if variant in ("kendall-23", "acc-23") else 0.0
-    human, metric = paired(human=human, metric=metric)
-    human, metric = snap(human), snap(metric)
-    c = group_pair_counts(human=human, metric=metric, epsilon=eps)
+    distinct = None
+    if eps == 0 and np.broadcast_shapes(np.shape(human), np.shape(metric))[-1] >= _ROW_UNITS:
+        human, metric = np.broadcast_arrays(np.asarray(human, dtype=float),
+                                            np.asarray(metric, dtype=float))
+        c, distinct = _long_row_counts(human, metric)
+    else:
+        human, metric = paired(human=human, metric=metric)
+        human, metric = snap(human), snap(metric)
+        c = group_pair_counts(human=human, metric=metric, epsilon=eps)
     con, dis = c["concordant"].astype(float), c["discordant"].astype(float)
     th, tm, tb = c["ties_human"], c["ties_metric"], c["ties_both"]
     pairs = (con + dis + th + tm + tb).astype(float)
@@ -236,7 +261,8 @@ def kendall_groups(*, human: FloatArray, metric: FloatArray, variant: str = "ken
             denom = np.sqrt((pairs - th - tb) * (pairs - tm - tb))
             value = np.where(denom > 0, (con - dis) / np.where(denom > 0, denom, 1), np.nan)
         elif variant == "kendall-c":
-            k = np.minimum(_distinct(human), _distinct(metric)).astype(float)
+            k = (distinct if distinct is not None
+                 else np.minimum(_distinct(human), _distinct(metric))).astype(float)
             n = c["units"].astype(float)
             value = np.where(k >= 2, 2 * (con - dis) / (n * n * (k - 1) / np.maximum(k, 1)),
                              np.nan)

@@ -155,3 +155,65 @@ def test_calibration_holds_no_quadratic_memory():
     # The value at the chosen epsilon is what acc-23 gives there.
     c = pair_counts(human=human, metric=metric, epsilon=result.epsilon)
     assert result.value == pytest.approx(float((c.concordant + c.ties_both)[0] / c.pairs[0]))
+
+
+def _search(h, m, groups, budget):
+    """The branch-and-bound search, whatever the pair count (the path past the budget)."""
+    from meta_eval.calibration import _Search
+    from meta_eval.pairs import SortedUnits, snap
+
+    ok = np.isfinite(h) & np.isfinite(m)
+    gid = np.unique(groups, return_inverse=True)[1].reshape(-1)[ok]
+    h, m = snap(h[ok], groups=gid), snap(m[ok], groups=gid)
+    with np.errstate(over="ignore"):
+        return _Search(SortedUnits(human=h, metric=m, groups=gid), budget, 0).run()
+
+
+@pytest.mark.parametrize("equal_sizes", [True, False])
+def test_calibration_of_many_small_groups_sweeps_in_chunks(equal_sizes):
+    # Past the pair budget, groups that each fit are swept a budget of pairs at a time: the
+    # same answer as the branch-and-bound search and as a loop over every candidate.
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        n_groups, size = int(rng.integers(2, 40)), int(rng.integers(2, 9))
+        groups = np.repeat(np.arange(n_groups), size)
+        if not equal_sizes:
+            groups = np.sort(rng.integers(0, n_groups, groups.size))
+        n = groups.size
+        h = rng.integers(0, 3, n).astype(float)
+        m = np.round(rng.normal(size=n) * 3, int(rng.integers(0, 3)))
+        if trial % 4 == 1:
+            m = m * 1e300  # differences overflow to inf
+        elif trial % 4 == 2:
+            m, h = m * 1e-300, h * 1e-300
+        h[rng.random(n) < 0.05] = np.nan
+        m[rng.random(n) < 0.05] = np.nan
+        sizes = np.bincount(groups[np.isfinite(h) & np.isfinite(m)])
+        pairs = sizes * (sizes - 1) // 2
+        budget = max(int(pairs.max(initial=1)), int(pairs.sum()) // int(rng.integers(2, 6)), 1)
+        got = calibrate_epsilon(human=h, metric=m, groups=groups, budget=budget)
+        assert got.evaluations == 0  # swept, not searched
+        ref = _search(h, m, groups, budget)
+        assert (got.epsilon, got.groups, got.pairs) == (ref.epsilon, ref.groups, ref.pairs)
+        assert got.value == pytest.approx(ref.value, rel=1e-12, abs=0)
+        if n <= 60:
+            ok = np.isfinite(h) & np.isfinite(m)
+            eps, value = loop_calibration(h[ok], m[ok], groups[ok])
+            assert got.epsilon == eps
+            assert got.value == pytest.approx(value, abs=1e-12)
+
+
+def test_calibration_of_small_groups_is_linear_in_pairs():
+    # 8,000 items x 20 systems = 1.5M pairs (past the budget): swept in chunks, never searched,
+    # the same answer as the search.
+    rng = np.random.default_rng(0)
+    items, systems = 8_000, 20
+    q = rng.normal(size=(items, systems))
+    human = np.clip(np.round(q[None] + 3 + rng.normal(size=(3, items, systems))), 1, 5)
+    human = human.mean(axis=0).reshape(-1)
+    metric = (q + rng.normal(size=q.shape) * 0.8).reshape(-1)
+    groups = np.repeat(np.arange(items), systems)
+    got = calibrate_epsilon(human=human, metric=metric, groups=groups)
+    assert got.evaluations == 0 and got.pairs == items * 190
+    ref = _search(human, metric, groups, 1 << 20)
+    assert (got.epsilon, got.value) == (ref.epsilon, pytest.approx(ref.value, rel=1e-12))

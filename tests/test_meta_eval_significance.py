@@ -231,3 +231,16 @@ def test_pearson_swaps_by_sufficient_statistics_equal_recomputation(grouping):
     want_b = _batch("pearson", human=human, metric=np.where(swaps, za, zb), **options)
     assert got_a == pytest.approx(want_a, abs=1e-12)
     assert got_b == pytest.approx(want_b, abs=1e-12)
+
+
+@pytest.mark.parametrize("cells", [1, 37, 1 << 19])
+def test_swap_dots_are_the_plain_products(cells, monkeypatch):
+    # Chunks of any size (the last one partial) give exactly einsum's products.
+    import meta_eval.significance as significance
+
+    monkeypatch.setattr(significance, "_SWAP_CELLS", cells)
+    rng = np.random.default_rng(cells)
+    swaps = rng.random((23, 7, 5)) < 0.5
+    vectors = rng.integers(-50, 50, size=(7, 5, 4)).astype(float)
+    got = significance.swap_dots(swaps, vectors)
+    assert np.array_equal(got, np.einsum("kgu,guv->vkg", swaps.astype(float), vectors))

@@ -91,12 +91,17 @@ def test_no_plugin_host_when_the_sidecar_gives_every_direction(
 
 
 @pytest.mark.parametrize("table", ["plain.csv", "ter.csv"])
-def test_the_host_is_built_for_a_column_without_a_sidecar_direction(
-        scored: Path, table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_host_is_built_for_a_column_without_a_sidecar_direction_once(
+        scored: Path, table: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Then the cached registry (judgebench.directions) answers, with the same output.
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     builds = _count_builds(monkeypatch)
-    proc = run_cli("meta-eval", str(scored / table), "--human", "human.relevance", "--json")
-    assert proc.returncode == 0, proc.stderr
+    argv = ("meta-eval", str(scored / table), "--human", "human.relevance", "--json")
+    first, second = run_cli(*argv), run_cli(*argv)
+    assert first.returncode == 0, first.stderr
     assert builds == [1]
+    assert (second.returncode, second.stdout, second.stderr) == (
+        first.returncode, first.stdout, first.stderr)
 
 
 def test_a_local_plugin_still_loads_at_start_up(scored: Path, tmp_path: Path,

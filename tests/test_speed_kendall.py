@@ -135,3 +135,59 @@ def test_every_variant_at_epsilon_zero_is_unchanged_grouped(variant):
         for value, row_h, row_m in zip(got, h, m, strict=True):
             ok = np.isfinite(row_m)
             assert abs(value - scipy.stats.kendalltau(row_h[ok], row_m[ok]).statistic) < 1e-12
+
+
+def brute_counts(h: np.ndarray, m: np.ndarray) -> tuple[int, ...]:
+    i, j = np.triu_indices(h.size, 1)
+    ht, mt = h[i] == h[j], m[i] == m[j]
+    agree = (h[i] > h[j]) == (m[i] > m[j])
+    return tuple(int(x.sum()) for x in (~ht & ~mt & agree, ~ht & ~mt & ~agree, ht & ~mt,
+                                        mt & ~ht, ht & mt))
+
+
+@pytest.mark.parametrize("fenwick", [True, False])
+@pytest.mark.parametrize("seed", range(30))
+def test_snapped_counts_equal_brute_force_on_snapped_values(seed, fenwick, monkeypatch):
+    # Two sorts, scipy's Fenwick count (or the radix fallback), joint ties from a histogram
+    # (few values) or from the tied runs (many): the counts of a loop over the snapped pairs.
+    import sys
+
+    from meta_eval.pairs import snapped_exact_counts
+
+    if not fenwick:
+        monkeypatch.setitem(sys.modules, "scipy.stats._stats", None)
+    rng = np.random.default_rng(300 + seed)
+    n = int(rng.integers(0, 900))
+    if seed % 3 == 0:
+        h, m = tied_data(rng, n)
+    elif seed % 3 == 1:  # many distinct values on both sides, ties in runs
+        h = rng.integers(0, max(n // 2, 1), size=n) * 0.1
+        m = rng.integers(0, max(n // 3, 1), size=n) * (1 + 1e-14 * rng.integers(0, 3, size=n))
+    else:
+        h = rng.normal(size=n) * 1e300
+        m = np.round(rng.normal(size=n), 1) * 1e-300
+        h[rng.random(n) < 0.2] = 1e300 * (1 + 3e-16)  # near-ties of the human side
+    ok = np.isfinite(h) & np.isfinite(m)
+    h, m = h[ok], m[ok]
+    got, n_h, n_m = snapped_exact_counts(human=h, metric=m)
+    sh, sm = snap(h), snap(m)
+    assert tuple(int(getattr(got, f)[0]) for f in FIELDS[:5]) == brute_counts(sh, sm)
+    assert (got.units[0], n_h, n_m) == (h.size, np.unique(sh).size, np.unique(sm).size)
+    old = exact_pair_counts(human=sh, metric=sm)
+    for field in FIELDS:
+        assert np.array_equal(getattr(got, field), getattr(old, field)), field
+
+
+@pytest.mark.parametrize("variant", ["kendall", "kendall-c", "kendall-23", "acc-23"])
+def test_long_rows_give_the_values_of_the_general_path(variant, monkeypatch):
+    import meta_eval.correlation as correlation
+
+    rng = np.random.default_rng(12)
+    h, m = tied_data(rng, 3 * 5000)
+    h, m = h.reshape(3, 5000), m.reshape(3, 5000)
+    m[1] = np.nan  # a row with no unit
+    got = kendall_groups(human=h, metric=m, variant=variant)
+    monkeypatch.setattr(correlation, "_ROW_UNITS", 1 << 30)
+    want = kendall_groups(human=h, metric=m, variant=variant)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isnan(got[1]) and np.isfinite(got[[0, 2]]).all()
