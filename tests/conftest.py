@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -62,6 +63,21 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 def summeval_small(tmp_path: Path) -> Path:
     """32 SummEval rows: 2 documents x 16 systems, 11 references each."""
     return write_jsonl(tmp_path / "small.jsonl", summeval_records(32))
+
+
+def write_wide_table(path: Path, human: Any, columns: dict[str, Any]) -> Path:
+    """A wide scores table (CSV) of an (items, systems) grid: `human.x` and each of
+    `columns`, one row per item and system (items i0.., systems s0..)."""
+    import numpy as np
+    import pandas as pd
+
+    items, systems = human.shape
+    frame = pd.DataFrame({"item": np.repeat([f"i{i}" for i in range(items)], systems),
+                          "system": np.tile([f"s{s}" for s in range(systems)], items),
+                          "human.x": human.ravel(),
+                          **{k: v.ravel() for k, v in columns.items()}})
+    frame.to_csv(path, index=False)
+    return path
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,

@@ -36,6 +36,20 @@ def verdict_for(system: str, user: str) -> str:
     return f"Compared them carefully. [[{letter}]]"
 
 
+def any_judges_form(system: str, user: str) -> str:
+    """A well-formed answer for whichever built-in judge's prompt `user` is (pairwise,
+    Prometheus relative, reference, G-Eval, else a rubric score of 2)."""
+    if "<response_a>" in user:
+        return "Both were read. [[A]]"
+    if "###Response A:" in user:
+        return "Feedback: both read. [RESULT] A"
+    if "Response to grade:" in user:
+        return "It was compared. [[CORRECT]]"
+    if "Evaluation form" in user:
+        return "2"
+    return "Feedback: it was read. [RESULT] 2"
+
+
 def _quality(text: str) -> int:
     found = _QUALITY.search(text)
     return int(found.group(1)) if found else 0

@@ -25,7 +25,7 @@ import pytest
 import sacrebleu
 from conftest import column, run_cli, write_jsonl
 from rouge_score import rouge_scorer
-from scripted_judge import ScriptedJudge
+from scripted_judge import ScriptedJudge, any_judges_form
 
 import judgebench
 from judgebench.io import read_samples, samples_from_frame
@@ -474,18 +474,6 @@ def test_text_sentinels_skip_an_empty_text_with_a_reason(field: str) -> None:
 
 
 # -- judges judge an empty output, the prompt shows it as empty -----------------------------
-def _reply(system: str, user: str) -> str:
-    if "<response_a>" in user:
-        return "Both were read. [[A]]"
-    if "###Response A:" in user:
-        return "Feedback: both read. [RESULT] A"
-    if "Response to grade:" in user:
-        return "It was compared. [[CORRECT]]"
-    if "Evaluation form" in user:
-        return "2"
-    return "Feedback: it was read. [RESULT] 2"
-
-
 JUDGES = {
     "judge.rubric": "protocol=text",
     "judge.reference": "protocol=text",
@@ -509,7 +497,7 @@ def test_judges_judge_an_empty_output_shown_as_empty(tmp_path: Path, name: str) 
                    {"item": "2", "system": "s", "input": "Say hi.", "output": "hi",
                     "reference": ""}]
     data = write_jsonl(tmp_path / "in.jsonl", records)
-    with ScriptedJudge(reply=_reply) as server:
+    with ScriptedJudge(reply=any_judges_form) as server:
         options = JUDGES[name]
         backend = "" if name == "judge.panel" else ",model=m"
         spec = (f"{name}:backend=openai_compat{backend},api_base={server.url},"

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, run_cli, write_jsonl
 from judgebench_audit.regressors import SrcSentinel
 from judgebench_neural.base import context_texts
-from scripted_judge import ScriptedJudge
+from scripted_judge import ScriptedJudge, any_judges_form
 
 from judgebench.errors import InputError
 from judgebench.metric import Metric
@@ -60,18 +60,6 @@ def test_a_metric_that_requires_input_is_satisfied_by_a_source() -> None:
         survey(bare).check_requirements(prepared)
 
 
-def _reply(system: str, user: str) -> str:
-    if "<response_a>" in user:
-        return "Both were read. [[A]]"
-    if "###Response A:" in user:
-        return "Feedback: both read. [RESULT] A"
-    if "Response to grade:" in user:
-        return "It was compared. [[CORRECT]]"
-    if "Evaluation form" in user:
-        return "2"
-    return "Feedback: it was read. [RESULT] 2"
-
-
 JUDGES = {
     "judge.rubric": "protocol=text",
     "judge.reference": "protocol=text",
@@ -96,7 +84,7 @@ def test_every_judge_asks_the_input_else_the_source(tmp_path: Path, name: str,
                for k, fields in enumerate(asked, start=1)]
     data = write_jsonl(tmp_path / "in.jsonl", records)
     monkeypatch.setenv("JB_INPUT_KEY", "sk-input-test")
-    with ScriptedJudge(reply=_reply) as server:
+    with ScriptedJudge(reply=any_judges_form) as server:
         spec = (f"{name}:backend=openai_compat,model=m,api_base={server.url},"
                 "api_key_env=JB_INPUT_KEY" + (f",{JUDGES[name]}" if JUDGES[name] else ""))
         proc = run_cli("score", str(data), "-m", spec, "-o", str(tmp_path / "out.csv"),

@@ -13,12 +13,12 @@ import math
 import warnings
 from decimal import Decimal, getcontext
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import SUMMEVAL, run_cli
+from conftest import write_wide_table as write_table
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error, mean_squared_error
 
 import meta_eval
@@ -326,16 +326,6 @@ def test_confusion_table_by_hand():
 
 
 # -- the command ---------------------------------------------------------------------------
-def write_table(path: Path, human: np.ndarray, columns: dict[str, np.ndarray]) -> Path:
-    items, systems = human.shape
-    frame = pd.DataFrame({"item": np.repeat([f"i{i}" for i in range(items)], systems),
-                          "system": np.tile([f"s{s}" for s in range(systems)], items),
-                          "human.x": human.ravel(),
-                          **{k: v.ravel() for k, v in columns.items()}})
-    frame.to_csv(path, index=False)
-    return path
-
-
 def test_cli_agreement_statistics_json(tmp_path):
     human, judge = judge_data(11, holes=0.0)
     rng = np.random.default_rng(0)

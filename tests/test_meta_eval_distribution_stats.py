@@ -12,13 +12,12 @@ import json
 import math
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.stats
 from conftest import run_cli
+from conftest import write_wide_table as write_table
 
 from meta_eval import evaluate, significance_clusters
 
@@ -146,16 +145,6 @@ def test_clusters_put_the_less_biased_judge_first():
                                 resamples=200, seed=0)
     assert [m.metric for m in res.metrics] == ["fair", "lenient"]
     assert res.cluster_of("fair") == 1 and res.cluster_of("lenient") == 2
-
-
-def write_table(path: Path, human: np.ndarray, columns: dict[str, np.ndarray]) -> Path:
-    items, systems = human.shape
-    frame = pd.DataFrame({"item": np.repeat([f"i{i}" for i in range(items)], systems),
-                          "system": np.tile([f"s{s}" for s in range(systems)], items),
-                          "human.x": human.ravel(),
-                          **{k: v.ravel() for k, v in columns.items()}})
-    frame.to_csv(path, index=False)
-    return path
 
 
 def test_cli_json_and_a_continuous_metric_refused(tmp_path):
