@@ -20,6 +20,7 @@ from test_alt_test import as_dicts, paper_alt_test, simulate
 from test_audit_report import Browser, _need_chromium
 from test_power import monte_carlo_power
 
+from meta_eval.alt_test import alt_test, epsilon_to_pass
 from meta_eval.sequential import sequential_clusters
 
 ITEMS, SYSTEMS = 40, 5
@@ -76,9 +77,11 @@ def test_alt_test_in_the_verdict_matches_the_paper(tmp_path):
         assert row["annotators"] == names and row["human"] == "human.q"
     assert rows["judge.good"]["passed"] and not rows["judge.bad"]["passed"]
     (verdict,) = data["verdict"]
+    needed = rows["judge.good"]["epsilon_to_pass"]
+    assert needed is not None and needed < 0.15
     good = (f"judge.good can replace an annotator on human.q (winning rate 1.00, advantage "
             f"probability {rows['judge.good']['alt-test-advantage-probability']:.2f}, "
-            "epsilon 0.15)")
+            f"epsilon 0.15; it passes from epsilon {needed:g})")
     assert "Replacing an annotator: " + good in verdict["summary"]
     assert "judge.bad cannot replace an annotator on human.q (winning rate 0.00" in \
         verdict["summary"]
@@ -88,6 +91,25 @@ def test_alt_test_in_the_verdict_matches_the_paper(tmp_path):
     assert good in data["_stdout"]
     html = data["_html"].read_text()
     assert good in html and 'class="replacement"' in html
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_epsilon_to_pass_against_every_epsilon(seed):
+    """The smallest passing epsilon is the first of the grid 0, 0.001, ..., 1 at which the
+    alt-test passes, every epsilon tried one by one."""
+    rng = np.random.default_rng(seed)
+    humans, judge = simulate(rng, 60, 3, categorical=bool(seed % 2),
+                             human_noise=0.3 + 0.1 * seed, judge_noise=0.4 + 0.1 * seed)
+    score = "accuracy" if seed % 2 else "neg-rmse"
+    grid = np.round(np.arange(0, 1001) * 0.001, 12)
+    passes = [alt_test(humans=humans, judge=judge, epsilon=float(e), score=score,
+                       min_items=20).passed for e in grid]
+    assert passes == sorted(passes)  # monotone, as the bisection assumes
+    first = next((float(e) for e, p in zip(grid, passes, strict=True) if p), None)
+    assert epsilon_to_pass(humans=humans, judge=judge, score=score, min_items=20) == first
+    never = epsilon_to_pass(humans=humans, judge=rng.integers(0, 4, 60).astype(float) * 9,
+                            score=score, min_items=20)
+    assert never is None or never > 0.3
 
 
 def test_alt_test_per_criterion_and_raters(tmp_path):

@@ -84,14 +84,15 @@ def alt_tests(scores: Path, *, annotators: Mapping[str, Sequence[str]],
                         "note": f"no annotator columns ({human}.<annotator>)"})
             continue
         report = alt_test(scores, humans=names, metrics=metrics, epsilon=epsilon,
-                          score=score, alpha=alpha, min_items=min_items, log=log)
+                          score=score, alpha=alpha, min_items=min_items, search_epsilon=True,
+                          log=log)
         out += [{**row.to_dict(), "human": human, "annotators": list(names)}
                 for row in report.rows]
     return out
 
 
 def study_power(scores: Path, delta: float, *, human: str, metrics: Sequence[str],
-                alpha: float, target: float, seed: int,
+                alpha: float, target: float, seed: int, systems: int,
                 lower: Sequence[str] = (), higher: Sequence[str] = (),
                 log: Log | None = None) -> dict[str, Any]:
     """Can this study separate metrics `delta` apart (module docstring)?"""
@@ -102,6 +103,8 @@ def study_power(scores: Path, delta: float, *, human: str, metrics: Sequence[str
                        target=target, seed=seed, lower=lower, higher=higher,
                        infeasible="skip", log=log)
     units = report.pilot_items
+    # Williams' test runs on the (item, system) rows: they are the items of a one-system table
+    units_word = "items" if systems == 1 else "segments"
     skipped = [{"metric": a, "against": b, "reason": why} for a, b, why in report.skipped]
     comparisons: list[dict[str, Any]] = []
     for best, other, plan in report.rows:
@@ -113,7 +116,7 @@ def study_power(scores: Path, delta: float, *, human: str, metrics: Sequence[str
                             "power_at_n": power, "plan": plan.to_dict()["plan"]})
     weakest = min(comparisons, key=lambda c: c["power_at_n"], default=None)
     return {"human": human, "statistic": "pearson", "delta": delta, "alpha": alpha,
-            "target_power": target, "n": units,
+            "target_power": target, "n": units, "units": units_word,
             "separates": None if weakest is None else
             all(c["power_at_n"] >= target for c in comparisons),
             "weakest": None if weakest is None else
@@ -197,8 +200,14 @@ def _replacement(rows: Sequence[Mapping[str, Any]]) -> str:
                          "has enough items)")
             continue
         can = "can" if r["passed"] else "cannot"
+        needed = r.get("epsilon_to_pass")
+        margin = ("" if "epsilon_to_pass" not in r else
+                  "; not even at epsilon 1" if needed is None else
+                  f"; it passes from epsilon {needed:g}" if r["passed"] else
+                  f"; it would need epsilon {needed:g}")
         parts.append(f"{r['metric']} {can} replace an annotator on {r['human']} (winning "
-                     f"rate {w:.2f}, advantage probability {p:.2f}, epsilon {r['epsilon']:g})")
+                     f"rate {w:.2f}, advantage probability {p:.2f}, epsilon "
+                     f"{r['epsilon']:g}{margin})")
     return f"Replacing an annotator: {'; '.join(parts)}."
 
 
@@ -208,16 +217,16 @@ def _power(power: Mapping[str, Any]) -> str:
         return (f"No pair of metrics can be {power['delta']:g} apart in Pearson r with "
                 f"{power['human']} given how they correlate with each other: no power "
                 "analysis.")
-    needed = (f"{power['target_power']:.0%} power needs {w['items_needed']} items"
+    needed = (f"{power['target_power']:.0%} power needs {w['items_needed']} {power['units']}"
               if w["items_needed"] is not None else
               f"{power['target_power']:.0%} power is out of reach")
     detail = (f"Pearson r with {power['human']}; power {w['power_at_n']:.2f} for "
               f"{w['metric']} against {w['against']}; {needed}")
     if power["separates"]:
         return (f"This study can separate metrics {power['delta']:g} apart at alpha "
-                f"{power['alpha']:g} with its {power['n']} items ({detail}).")
+                f"{power['alpha']:g} with its {power['n']} {power['units']} ({detail}).")
     return (f"this study cannot separate metrics closer than {power['delta']:g} at alpha "
-            f"{power['alpha']:g} with its {power['n']} items ({detail})")
+            f"{power['alpha']:g} with its {power['n']} {power['units']} ({detail})")
 
 
 def _unconfirmed(seq: Mapping[str, Any], at: str) -> list[str]:

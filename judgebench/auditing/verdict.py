@@ -187,7 +187,8 @@ def _replacement(data: dict[str, Any], human: str) -> list[dict[str, Any]]:
     return [{"metric": r["metric"], "passed": r["passed"],
              "winning_rate": r["alt-test-winning-rate"],
              "advantage_probability": r["alt-test-advantage-probability"],
-             "epsilon": r["epsilon"], "annotators": r["annotators"]}
+             "epsilon": r["epsilon"], "epsilon_to_pass": r.get("epsilon_to_pass"),
+             "annotators": r["annotators"]}
             for r in data.get("alt_test") or [] if r["human"] == human and r.get("metric")]
 
 

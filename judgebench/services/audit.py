@@ -232,7 +232,8 @@ def _conclusions(report: Report, scores: Path, *, humans: Sequence[str],
             raise InputError("--power-for compares two or more metrics", field="--metric")
         report.power = [study_power(scores, power_for, human=h, metrics=metrics,
                                     alpha=options.alpha,
-                                    target=target_power, seed=options.seed, lower=lower,
+                                    target=target_power, seed=options.seed,
+                                    systems=int(report.inputs["systems"]), lower=lower,
                                     higher=higher, log=log) for h in humans]
         report.settings |= {"power_for": {"delta": power_for, "target_power": target_power}}
 
