@@ -243,11 +243,31 @@ def test_sequential_in_the_verdict(tmp_path, items, confirmed):
         assert seq["human_labels_saved"] == (items - seq["items_used"]) * SYSTEMS
     else:
         assert not seq["settled"]
-        assert verdict["summary"].startswith(
-            "Not robust: m.good's pass at segment level, grouped by item is not confirmed "
-            f"by an anytime-valid sequential test: its lead over {sentinel} is undecided "
-            f"with all {items} items")
-        assert "is not confirmed by an anytime-valid sequential test" in data["_md"]
+        assert not verdict["summary"].startswith("Not robust")  # open, not contradicted
+        head = ("At segment level, grouped by item an anytime-valid sequential test leaves "
+                "the lead of m.good ([")
+        tail = (f"]) over {sentinel} undecided with all {items} items: only the gate's test "
+                "at this fixed number of items decides it.")
+        markdown = data["_md"].replace("\\[", "[").replace("\\]", "]")  # escaped there
+        for text in (verdict["summary"], markdown):
+            assert head in text and tail in text
+
+
+def test_a_pass_the_sequence_contradicts_is_not_robust():
+    from judgebench.auditing.conclusions import sentences
+
+    seq = {"human": "h", "statistic": "pearson", "level": "segment", "grouping": "item",
+           "sentinel": "sentinel.cand", "passed": ["m"], "settled": True, "items_used": 30,
+           "items_total": 90, "human_labels_saved": 60, "judge_calls_saved": 60,
+           "decisions": [{"metric": "sentinel.cand", "against": "m", "decision": "better",
+                          "low": 0.1, "high": 0.4, "decided_at": 30}]}
+    fragile, found = sentences({"sequential": [seq]}, "h", lambda b: "here")
+    assert fragile == ["m's pass at here is contradicted by an anytime-valid sequential "
+                       "test: it decides sentinel.cand better after 30 items (difference "
+                       "in [-0.400, -0.100])"]
+    assert found == ["At here an anytime-valid sequential study would have decided every "
+                     "comparison after 30 of 90 items (60 human labels and 60 judge calls "
+                     "saved)."]
 
 
 def test_sequential_against_the_kernel(tmp_path):

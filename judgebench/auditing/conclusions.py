@@ -17,13 +17,13 @@
 - Sequential: per block at segment level grouped by item (a statistic bounded in [-1, 1]),
   the anytime-valid replay of `meta-eval --sequential` (`meta_eval.sequential`) over the
   gated metrics and the best sentinel: when every comparison would have been decided, and
-  whether each passing metric's lead over the sentinel is confirmed by the confidence
-  sequence.
+  whether the confidence sequence confirms, leaves open or contradicts each passing
+  metric's lead over the sentinel.
 
 `sentences(data, human, at)` turns these (the report as data) into the verdict's sentences:
 `fragile` ones (a study that cannot separate metrics DELTA apart; a pass the confidence
-sequence does not confirm) go into the verdict's "Not robust:" first sentence, the others
-after the gate's summary.
+sequence contradicts) go into the verdict's "Not robust:" first sentence, the others (a
+pass it leaves undecided among them) after the gate's summary.
 """
 
 from __future__ import annotations
@@ -176,8 +176,16 @@ def sentences(data: Mapping[str, Any], human: str,
         if seq["human"] != human:
             continue
         at = where(seq)
-        fragile += _unconfirmed(seq, at)
-        if seq["settled"]:
+        reversed_, open_ = _unconfirmed(seq, at)
+        fragile += reversed_
+        if open_:
+            one = len(open_) == 1
+            leads = ", ".join(open_[:-1]) + (" and " if not one else "") + open_[-1]
+            found.append(f"At {at} an anytime-valid sequential test leaves the lead"
+                         f"{'' if one else 's'} of {leads} over {seq['sentinel']} undecided "
+                         f"with all {seq['items_used']} items: only the gate's test at this "
+                         f"fixed number of items decides {'it' if one else 'them'}.")
+        elif seq["settled"]:
             found.append(f"At {at} an anytime-valid sequential study would have decided "
                          f"every comparison after {seq['items_used']} of "
                          f"{seq['items_total']} items ({seq['human_labels_saved']} human "
@@ -229,12 +237,14 @@ def _power(power: Mapping[str, Any]) -> str:
             f"{power['alpha']:g} with its {power['n']} {power['units']} ({detail})")
 
 
-def _unconfirmed(seq: Mapping[str, Any], at: str) -> list[str]:
-    """A passing metric whose lead over the sentinel the confidence sequence leaves open."""
+def _unconfirmed(seq: Mapping[str, Any], at: str) -> tuple[list[str], list[str]]:
+    """Passing metrics whose lead over the sentinel the confidence sequence reverses (the
+    sentinel decided better: not robust) or leaves open (a sentence: a study that stops
+    when settled would not have stopped on it)."""
     sentinel = seq.get("sentinel")
     if not sentinel:
-        return []
-    out = []
+        return [], []
+    reversed_, open_ = [], []
     for name in seq["passed"]:
         decision = next((d for d in seq["decisions"]
                          if {d["metric"], d["against"]} == {name, sentinel}), None)
@@ -244,11 +254,11 @@ def _unconfirmed(seq: Mapping[str, Any], at: str) -> list[str]:
         low, high = decision["low"], decision["high"]
         sign = 1.0 if decision["metric"] == name else -1.0
         lo, hi = sorted((sign * low, sign * high)) if math.isfinite(low) else (low, high)
-        state = ("reversed" if decision["decision"] == "better" else
-                 "equivalent" if decision["decision"] == "equivalent" else "undecided")
-        out.append(f"{name}'s pass at {at} is not confirmed by an anytime-valid sequential "
-                   f"test: its lead over {sentinel} is {state} "
-                   + (f"after {decision['decided_at']} items " if decision['decided_at']
-                      else f"with all {seq['items_used']} items ")
-                   + f"(difference in [{lo:.3f}, {hi:.3f}])")
-    return out
+        bounds = f"([{lo:.3f}, {hi:.3f}])"
+        if decision["decision"] == "better":  # the sentinel's lead is decided
+            reversed_.append(f"{name}'s pass at {at} is contradicted by an anytime-valid "
+                             f"sequential test: it decides {sentinel} better after "
+                             f"{decision['decided_at']} items (difference in {bounds[1:]}")
+        else:
+            open_.append(f"{name} {bounds}")
+    return reversed_, open_
