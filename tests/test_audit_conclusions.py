@@ -327,3 +327,21 @@ def test_html_with_every_conclusion_renders_in_chromium(tmp_path):
         assert isinstance(width, int | float) and width > 200
     finally:
         browser.close()
+
+
+def test_the_pytest_fixture_passes_them_on(tmp_path):
+    from judgebench.pytest_plugin import Auditor
+
+    scores = annotated(tmp_path / "scores.csv")
+    found = Auditor()(scores, human="human.q", levels=["segment"], groupings=["item"],
+                      sentinels=["sentinel.random"], resamples=200, alt_test=0.15,
+                      alt_score="neg-rmse", power_for=0.3, sequential=True)
+    verdict = found.verdict("human.q")
+    assert [r["metric"] for r in verdict["replacement"] if r["passed"]] == ["judge.good"]
+    # judge.bad is uncorrelated with judge.good: no study has them 0.3 apart in r
+    assert verdict["power"]["separates"] is None
+    assert [(s["metric"], s["against"]) for s in found.report.power[0]["skipped"]] == [
+        ("judge.good", "judge.bad")]
+    assert "No pair of metrics can be 0.3 apart in Pearson r with human.q" in \
+        verdict["summary"]
+    assert found.report.sequential and found.report.sequential[0]["grouping"] == "item"
