@@ -133,6 +133,17 @@ def test_alt_test_per_criterion_and_raters(tmp_path):
                 "human.fluency.a0", "--rater", "human.fluency.a1", name="raters")
     assert {r["human"]: r["annotators"] for r in one["alt_test"]} == {
         "human.fluency": ["human.fluency.a0", "human.fluency.a1"]}
+    # raters with names of their own, with one --human: never audited as metrics
+    renamed = pd.read_csv(scores).rename(columns={f"human.fluency.a{a}": f"r{a}"
+                                                  for a in range(3)})
+    renamed.to_csv(tmp_path / "renamed.csv", index=False)
+    own = audit(tmp_path, tmp_path / "renamed.csv", "--human", "human.fluency", "--level",
+                "system", "--alt-test", "0.1", "--alt-score", "neg-rmse", "--rater", "r0",
+                "--rater", "r1", "--rater", "r2", name="own")
+    assert {r["metric"] for r in own["blocks"][0]["rows"] if r["kind"] == "metric"} == {
+        "judge.good", "judge.bad"}
+    assert [(r["metric"], r["passed"]) for r in own["alt_test"]] == [
+        ("judge.good", True), ("judge.bad", False)]
     # a rater that names no criterion when there are several, one annotator, no --alt-test
     for args, message in (
             (["--human", "human.fluency", "--human", "human.relevance", "--rater", "judge.bad"],
