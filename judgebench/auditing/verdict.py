@@ -80,7 +80,8 @@ class CriterionVerdict:
     sentinels_not_run: list[str] = field(default_factory=list)
     against: str | None = None
     #: `audit --alt-test`: per judge whether it can replace an annotator on this criterion
-    #: ({"metric", "passed", "winning_rate", "advantage_probability", "epsilon"}).
+    #: ({"metric", "passed", "winning_rate", "advantage_probability", "epsilon",
+    #: "epsilon_to_pass", "annotators"}).
     replacement: list[dict[str, Any]] = field(default_factory=list)
     #: `audit --power-for`: whether this study separates metrics DELTA apart.
     power: dict[str, Any] | None = None
