@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 #: Keyword arguments that set `judgebench.auditing.blocks.Options` rather than the service.
 OPTION_NAMES = ("bootstrap", "ci", "seed", "alpha", "method", "resamples", "epsilon",
-                "permutations")
+                "permutations", "robustness", "sequential")
 
 
 @dataclass

@@ -144,3 +144,34 @@ def alt_test(*, humans: np.ndarray, judge: np.ndarray, epsilon: float,
     return AltTestResult(float(rejected.mean()),
                          float(np.mean([t.judge_advantage for t in tests])), tests, skipped,
                          int(keep.sum()))
+
+
+def epsilon_to_pass(*, humans: np.ndarray, judge: np.ndarray, score: str = "accuracy",
+                    alpha: float = 0.05, min_items: int = 30, min_annotators: int = 2,
+                    high: float = 1.0, tol: float = 1e-3) -> float | None:
+    """The smallest epsilon (a multiple of `tol`) at which `judge` passes the alt-test: how
+    much cost-benefit margin the replacement needs. The winning rate does not fall as
+    epsilon grows (each annotator's p-value falls, and Benjamini-Yekutieli rejects more as
+    p-values fall), so bisection on [0, `high`] finds it; the multiple of `tol` returned
+    passes and the one below does not. 0.0: it passes at epsilon 0; None: not even at
+    `high` (or no annotator has `min_items` items)."""
+    import math
+
+    def passes(epsilon: float) -> bool:
+        result = alt_test(humans=humans, judge=judge, epsilon=epsilon, score=score,
+                          alpha=alpha, min_items=min_items, min_annotators=min_annotators)
+        return bool(result.annotators) and result.passed
+
+    if passes(0.0):
+        return 0.0
+    steps = math.ceil(high / tol)
+    if not passes(steps * tol):
+        return None
+    low, up = 0, steps  # passes(up * tol), not passes(low * tol)
+    while up - low > 1:
+        mid = (low + up) // 2
+        if passes(mid * tol):
+            up = mid
+        else:
+            low = mid
+    return round(up * tol, 12)

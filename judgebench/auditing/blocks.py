@@ -40,6 +40,9 @@ class Options:
     #: `audit --robustness`: missingness bounds and system sensitivity per block
     #: (judgebench.auditing.robustness)
     robustness: bool = False
+    #: `audit --sequential`: the anytime-valid replay of each segment-level, item-grouped
+    #: block (judgebench.auditing.conclusions)
+    sequential: bool = False
 
     def task(self, human: str, statistic: str, level: str, grouping: str) -> Task:
         """The block's setting as a meta_eval Task (audit blocks always cluster)."""

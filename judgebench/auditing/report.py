@@ -4,8 +4,9 @@
 result objects that `judgebench audit --json` prints (DESIGN.md: a JSON array on stdout),
 each with a `type`: "correlation" (one metric or sentinel in one block), "pairwise" (one
 statistic of one pairwise judge, `audit --pairwise`), "probe" (one
-metamorphic probe of one metric), "bias" (one judge-bias probe of one judge) or "failure"
-(one finding of a `--fail-on` check). The JSON report opens with the `verdict`
+metamorphic probe of one metric), "bias" (one judge-bias probe of one judge), "alt-test"
+(one judge on one criterion), "power" (one criterion), "sequential" (one block) or
+"failure" (one finding of a `--fail-on` check). The JSON report opens with the `verdict`
 (judgebench.auditing.verdict) and the `--fail-on` failures.
 """
 
@@ -75,6 +76,12 @@ class Report(Result):
     #: `audit --pairwise --robustness`: each judge's cyclic triples and Bradley-Terry misfit
     #: (judgebench.services.transitivity)
     transitivity: list[dict[str, Any]] = field(default_factory=list)
+    #: `audit --alt-test`, `--power-for`, `--sequential` (judgebench.auditing.conclusions):
+    #: per judge and criterion the alt-test, per criterion the study's power, per
+    #: segment-level item-grouped block the sequential replay.
+    alt_test: list[dict[str, Any]] = field(default_factory=list)
+    power: list[dict[str, Any]] = field(default_factory=list)
+    sequential: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -108,6 +115,9 @@ class Report(Result):
         rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
+        rows += [{"type": "alt-test", **r} for r in _clean_tree(self.alt_test)]
+        rows += [{"type": "power", **p} for p in _clean_tree(self.power)]
+        rows += [{"type": "sequential", **s} for s in _clean_tree(self.sequential)]
         rows += [{"type": "failure", **f} for f in self.failures]
         return rows
 
@@ -130,6 +140,9 @@ class Report(Result):
             "scales": _clean_tree(self.scales),
             "failed": _clean_tree(self.failed),
         }
+        for key in ("alt_test", "power", "sequential"):
+            if getattr(self, key):
+                data[key] = _clean_tree(getattr(self, key))
         if self.pairwise:
             from judgebench.auditing.pairwise import summaries
 

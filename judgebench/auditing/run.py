@@ -20,6 +20,7 @@ import numpy as np
 import meta_eval
 from judgebench.auditing.agreement import scale_section
 from judgebench.auditing.blocks import Block, Options, evaluate_block
+from judgebench.auditing.conclusions import block_sequential, sequential_applies
 from judgebench.auditing.report import MetricCard, Report
 from judgebench.auditing.sentinels import SentinelRun, compute_sentinels
 from judgebench.columns import KEY, metric_columns, numeric_columns
@@ -120,14 +121,16 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
               sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
               store_path: Path | None = None, lower: Sequence[str] = (),
               higher: Sequence[str] = (), failed_as: FailedAs = MISSING,
+              raters: Sequence[str] = (),
               progress: Callable[[str], None] | None = None) -> Report:
     """The whole audit of the metric columns of `frame` (a wide scores table); a failed
-    score counts as `failed_as` says (judgebench.failed)."""
+    score counts as `failed_as` says (judgebench.failed); `raters` (annotator columns) are
+    not metrics."""
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
     sidecar = read_sidecar(Path(scores_path))
     failed = find_failed(frame, list(metrics) or [
-        str(c) for c in frame.columns if c not in (*KEY, *humans)
+        str(c) for c in frame.columns if c not in (*KEY, *humans, *raters)
         and not str(c).startswith(("human.", "sentinel."))],
         sidecar=sidecar, statuses=None if store_path is None else store_statuses(
             store_path, sidecar, metrics or frame.columns,
@@ -136,7 +139,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
         log(note)
     numeric_columns(frame, [*humans, *metrics], str(scores_path))
     columns = list(dict.fromkeys(metrics)) or metric_columns(
-        frame, exclude=humans, prefixes=("human.", "sentinel."), warn=log,
+        frame, exclude=[*humans, *raters], prefixes=("human.", "sentinel."), warn=log,
         path=str(scores_path))
     if not columns:
         raise InputError("no metric columns: name them with --metric", path=str(scores_path))
@@ -164,6 +167,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     warnings = _sentinel_warnings(runs, humans)
 
     blocks: list[Block] = []
+    sequential: list[dict[str, Any]] = []
     scatter: dict[str, dict[str, dict[str, Any]]] = {}
     for human in humans:
         table = oriented[[*KEY, human, *columns]].copy()
@@ -217,6 +221,14 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                         blocks[-1], human=mats[human], columns=block_columns,
                         sentinels=sentinel_names, options=options, given=block_given,
                         systems=list(mats.systems))
+                if options.sequential and sequential_applies(statistic, level, grouping):
+                    replay = block_sequential(
+                        blocks[-1], human=mats[human],
+                        columns=_block_columns(statistic, raw if statistic in on_scale
+                                               else matrices, sentinel_names, warnings),
+                        alpha=options.alpha, seed=options.seed)
+                    if replay is not None:
+                        sequential.append(replay)
                 log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
                     f"{time.perf_counter() - began:.1f} s")
     if options.robustness and len(humans) > 1:
@@ -243,12 +255,13 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "test": options.method,
                   "resamples": options.resamples, "epsilon": options.epsilon,
-                  **({"robustness": True} if options.robustness else {})},
+                  **({"robustness": True} if options.robustness else {}),
+                  **({"sequential": True} if options.sequential else {})},
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
         blocks=blocks, scatter=scatter, warnings=[*warnings, *(
             f"{c}: {f['rows']} failed scores, counted {f['counted_as']} (--failed-as "
             f"{failed_as.name})" for c, f in counts.items() if f["rows"])],
-        scales=scale_entries, failed=counts)
+        scales=scale_entries, failed=counts, sequential=sequential)
 
 
 def _block_columns(statistic: str, columns: dict[str, FloatArray],

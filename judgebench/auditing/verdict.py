@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from judgebench.auditing.conclusions import sentences
+
 State = Literal["pass", "partial", "fail"]
 
 #: What it means about the human scores when nothing beats this sentinel (by base name).
@@ -77,6 +79,12 @@ class CriterionVerdict:
     #: generations were given, else "<the sentinels that ran> only"; None when all ran.
     sentinels_not_run: list[str] = field(default_factory=list)
     against: str | None = None
+    #: `audit --alt-test`: per judge whether it can replace an annotator on this criterion
+    #: ({"metric", "passed", "winning_rate", "advantage_probability", "epsilon",
+    #: "epsilon_to_pass", "annotators"}).
+    replacement: list[dict[str, Any]] = field(default_factory=list)
+    #: `audit --power-for`: whether this study separates metrics DELTA apart.
+    power: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,11 +124,17 @@ def verdicts(data: dict[str, Any]) -> list[CriterionVerdict]:
         state = state_of(sum(1 for s in gated if s.passed), len(gated))
         summary = _summary(state, gated, metrics)
         fragile = _fragile(data, human, len(statistics) > 1)
+        more, findings = sentences(data, human, lambda b: where(
+            b["level"], b["grouping"], b["statistic"] if len(statistics) > 1 else None))
+        fragile += more
+        if findings:
+            summary = f"{summary} {' '.join(findings)}"
         if fragile:  # a conclusion that is not robust says so first
             summary = f"Not robust: {'; '.join(fragile)}. {summary[0].upper()}{summary[1:]}"
         not_run, against, caveat = not_run_caveat(data, human)
         out.append(CriterionVerdict(human, state, f"{summary} {caveat}" if caveat else summary,
-                                    settings, metrics, not_run, against))
+                                    settings, metrics, not_run, against,
+                                    _replacement(data, human), _power(data, human)))
     return out
 
 
@@ -168,6 +182,21 @@ def _fragile(data: dict[str, Any], human: str, name_statistic: bool) -> list[str
     return [c for b in data["blocks"] if b["human"] == human
             for c in caveats(b, where(b["level"], b["grouping"],
                                       b["statistic"] if name_statistic else None))]
+
+
+def _replacement(data: dict[str, Any], human: str) -> list[dict[str, Any]]:
+    return [{"metric": r["metric"], "passed": r["passed"],
+             "winning_rate": r["alt-test-winning-rate"],
+             "advantage_probability": r["alt-test-advantage-probability"],
+             "epsilon": r["epsilon"], "epsilon_to_pass": r.get("epsilon_to_pass"),
+             "annotators": r["annotators"]}
+            for r in data.get("alt_test") or [] if r["human"] == human and r.get("metric")]
+
+
+def _power(data: dict[str, Any], human: str) -> dict[str, Any] | None:
+    found = next((p for p in data.get("power") or [] if p["human"] == human), None)
+    return None if found is None else {k: found[k] for k in (
+        "separates", "delta", "alpha", "n", "target_power", "weakest")}
 
 
 def _setting(block: dict[str, Any], human: str, name_statistic: bool) -> SettingVerdict:

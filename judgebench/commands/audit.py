@@ -131,6 +131,30 @@ def report_format(path: Path) -> str:
               help="Per block: whether failed or missing cells (Manski bounds, tipping "
                    "points) or leaving out a system could overturn the gate; the verdict "
                    "says so first.")
+@click.option("--alt-test", "alt_test", type=float, metavar="EPSILON",
+              help="Can each metric replace an annotator of each --human criterion? The "
+                   "alternative-annotator test at this cost-benefit epsilon (0.2 experts, "
+                   "0.15 skilled, 0.1 crowd) against the criterion's annotator columns "
+                   "(<human>.<annotator>, or --rater); the verdict says so.")
+@click.option("--alt-score", type=click.Choice(("accuracy", "neg-rmse")), default="accuracy",
+              show_default=True, help="--alt-test: how an answer agrees with the other "
+                                      "annotators.")
+@click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
+              help="--alt-test: an annotator with fewer items is not tested.")
+@click.option("--rater", "raters", multiple=True, metavar="COL",
+              help="An annotator column for --alt-test; repeatable. Named "
+                   "<human>.<annotator> it belongs to that --human criterion. Default: "
+                   "every <human>.<annotator> column.")
+@click.option("--power-for", type=float, metavar="DELTA",
+              help="Can this study separate metrics whose Pearson r with each --human "
+                   "criterion differs by DELTA (Williams' test at --alpha, simulated)? The "
+                   "verdict says so first when it cannot.")
+@click.option("--target-power", type=float, default=0.8, show_default=True,
+              help="--power-for: the power that counts as separating.")
+@click.option("--sequential", is_flag=True,
+              help="Replay each segment-level, item-grouped block as an anytime-valid "
+                   "sequential study: when it would have settled, and whether each pass "
+                   "is confirmed against the sentinel.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
@@ -145,7 +169,10 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             system_families: tuple[str, ...], reports: tuple[Path, ...],
             fail_on: tuple[str, ...], previous_path: Path | None, pairwise: bool,
             by: str | None, human_ties: str, failed_as: str, as_json: bool,
-            robustness: bool = False) -> None:
+            robustness: bool = False, alt_test: float | None = None,
+            alt_score: str = "accuracy", alt_min_items: int = 30,
+            raters: tuple[str, ...] = (), power_for: float | None = None,
+            target_power: float = 0.8, sequential: bool = False) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.auditing.blocks import Options
@@ -162,7 +189,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
     ])
     formats = [(path, report_format(path)) for path in reports]
     options = Options(bootstrap=bootstrap, ci=ci, seed=seed, alpha=alpha, method=method,
-                      resamples=resamples, epsilon=epsilon, robustness=robustness)
+                      resamples=resamples, epsilon=epsilon, robustness=robustness,
+                      sequential=sequential)
     report = audit(scores, humans=humans, samples=samples_path, metrics=metrics,
                    levels=levels, groupings=groupings, statistics=statistics,
                    sentinels=sentinels, lower=lower, higher=higher, store=store_path,
@@ -171,7 +199,9 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                    paraphrases=paraphrases, judge_family=judge_family,
                    system_families=_families(system_families), fail_on=fail_on,
                    previous=previous_path, pairwise=pairwise, by=by, human_ties=human_ties,
-                   failed_as=failed_as, log=_log, host=context_host())
+                   failed_as=failed_as, raters=raters, alt_test=alt_test,
+                   alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
+                   target_power=target_power, log=_log, host=context_host())
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")

@@ -167,13 +167,32 @@ def _verdict(data: dict[str, Any]) -> str:
                      f'<p class="summary">{escape(v["summary"])}</p>'
                      + table_html(["setting", "verdict", "passes the gate",
                                "does not beat the sentinel (why)", "reason"], rows, classes)
-                     + (f"<p>{metrics}</p>" if metrics else "") + "</div>")
+                     + (f"<p>{metrics}</p>" if metrics else "") + _replacement(v)
+                     + "</div>")
     if data.get("failures"):
         parts.append('<div class="warn"><strong>--fail-on: '
                      f'{len(data["failures"])} failure(s)</strong><ul class="reasons">'
                      + "".join(f'<li>FAIL {escape(f["metric"])}: {escape(f["message"])}</li>'
                                for f in data["failures"]) + "</ul></div>")
     return "".join(parts) + "</section>"
+
+
+def _replacement(verdict: dict[str, Any]) -> str:
+    """`audit --alt-test`: whether each metric can replace an annotator of the criterion."""
+    rows = verdict.get("replacement") or []
+    if not rows:
+        return ""
+
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    return '<div class="replacement">' + table_html(
+        ["can replace an annotator?", "winning rate", "advantage probability", "epsilon",
+         "annotators"],
+        [[escape(r["metric"]), "yes" if r["passed"] else "no", number(r["winning_rate"]),
+          number(r["advantage_probability"]), f"{r['epsilon']:g}",
+          escape(", ".join(r["annotators"]))] for r in rows],
+        ["verdict-pass" if r["passed"] else "verdict-fail" for r in rows]) + "</div>"
 
 
 def _gate(data: dict[str, Any]) -> str:

@@ -246,6 +246,13 @@ def verdict_lines(data: dict[str, Any]) -> list[str]:
                        text(st["reason"]) + (f" (not gated: {text(', '.join(st['ungated']))})"
                                              if st["ungated"] else "")]
                       for st in v["settings"]])
+        if v.get("replacement"):
+            out += ["", *table(["can replace an annotator?", "winning rate",
+                                "advantage probability", "epsilon", "annotators"],
+                               [[text(r["metric"]), "yes" if r["passed"] else "no",
+                                 _number(r["winning_rate"]), _number(r["advantage_probability"]),
+                                 f"{r['epsilon']:g}", text(", ".join(r["annotators"]))]
+                                for r in v["replacement"]])]
         if v["metrics"]:
             out += ["", "Per metric: " + "; ".join(
                 f"{text(m['metric'])} {STATE_WORDS[m['state']]}" for m in v["metrics"]) + "."]
@@ -255,6 +262,10 @@ def verdict_lines(data: dict[str, Any]) -> list[str]:
                 *(f"- FAIL {text(f['metric'])}: {text(f['message'])}"
                   for f in data["failures"]), ""]
     return out
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _notes(blocks: Sequence[dict[str, Any]]) -> list[str]:

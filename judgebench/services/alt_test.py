@@ -43,10 +43,15 @@ class AltTestRow:
     epsilon: float
     alpha: float
     result: AltTestResult
+    #: `epsilon_to_pass` (meta_eval.alt_test): the smallest epsilon at which it passes,
+    #: when asked for (`searched`); None: not even at epsilon 1
+    epsilon_to_pass: float | None = None
+    searched: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
-        return {"metric": self.metric, "human": ",".join(self.annotators),
+        extra = {"epsilon_to_pass": self.epsilon_to_pass} if self.searched else {}
+        return {**extra, "metric": self.metric, "human": ",".join(self.annotators),
                 "criterion": self.criterion, "statistic": "alt-test",
                 "alt_score": self.score, "epsilon": self.epsilon, "alpha": self.alpha,
                 "n": r.items,
@@ -69,12 +74,13 @@ class AltTestReport(Result):
 
 def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
              metrics: Sequence[str] = (), epsilon: float, score: str = "accuracy",
-             alpha: float = 0.05, min_items: int = 30,
+             alpha: float = 0.05, min_items: int = 30, search_epsilon: bool = False,
              log: Log | None = None) -> AltTestReport:
     """The alt-test of each metric column of `scores` against the annotator columns
-    (`humans`, default every `human.*` column). Bad input raises `InputError`."""
+    (`humans`, default every `human.*` column); with `search_epsilon`, also the smallest
+    epsilon at which each passes. Bad input raises `InputError`."""
     from judgebench.services.meta_eval import _load
-    from meta_eval.alt_test import SCORES
+    from meta_eval.alt_test import SCORES, epsilon_to_pass
     from meta_eval.alt_test import alt_test as kernel
 
     log = log or (lambda _message: None)
@@ -113,11 +119,13 @@ def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
                              "the alt-test needs two or more", path=where, field=names[0])
         matrix = frame[names].to_numpy(dtype=float)
         for judge in judges:
+            answers = frame[judge].to_numpy(dtype=float)
+            needed = epsilon_to_pass(humans=matrix, judge=answers, score=score, alpha=alpha,
+                                     min_items=min_items) if search_epsilon else None
             rows.append(AltTestRow(judge, tuple(names), criterion, score, epsilon, alpha,
-                                   kernel(humans=matrix,
-                                          judge=frame[judge].to_numpy(dtype=float),
-                                          epsilon=epsilon, score=score, alpha=alpha,
-                                          min_items=min_items, names=names)))
+                                   kernel(humans=matrix, judge=answers, epsilon=epsilon,
+                                          score=score, alpha=alpha, min_items=min_items,
+                                          names=names), needed, search_epsilon))
     for row in rows:
         for name, why in row.result.skipped.items():
             log(f"{row.metric}: annotator {name} not tested ({why})")

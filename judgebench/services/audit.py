@@ -66,7 +66,10 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
           judge_family: str | None = None, system_families: dict[str, str] | None = None,
           fail_on: Sequence[str] = (), previous: str | Path | None = None,
           pairwise: bool = False, by: str | None = None, human_ties: str = "drop",
-          failed_as: str | None = None, host: PluginHost | None = None,
+          failed_as: str | None = None, raters: Sequence[str] = (),
+          alt_test: float | None = None, alt_score: str = "accuracy",
+          alt_min_items: int = 30, power_for: float | None = None,
+          target_power: float = 0.8, host: PluginHost | None = None,
           log: Log | None = None) -> Report:
     """Audit the metric columns of the scores table `scores` against `humans`, as
     `judgebench audit` does: sentinels (`sentinels`: specs; default every registered one),
@@ -78,7 +81,11 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     pairwise table: its judges' statistics against `humans` (per `by` category, ties as
     `human_ties`; judgebench.auditing.pairwise) replace sentinels and gate. A failed verdict
     counts as `failed_as` says (judgebench.failed: pairwise missing, wrong or tie; scores
-    missing, min, max or a number). Bad input raises `InputError` before any scoring."""
+    missing, min, max or a number). `alt_test` (the cost-benefit epsilon) tests each metric
+    as an annotator of each criterion, `power_for` (DELTA) asks whether the study separates
+    metrics DELTA apart, `options.sequential` replays the item-grouped blocks
+    (judgebench.auditing.conclusions; `raters`: the annotator columns). Bad input raises
+    `InputError` before any scoring."""
     from judgebench.auditing.checks import parse_checks, read_previous
     from judgebench.auditing.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.auditing.sentinels import parse_sentinels
@@ -91,6 +98,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     options = options or Options()
     statistics = tuple(statistics) or ("pearson",)
     _check_options(options, statistics)
+    _check_conclusions(alt_test, alt_score, power_for, target_power, options, levels,
+                       groupings, statistics, pairwise, raters)
     sentinel_specs = parse_sentinels(sentinels, host)
     judge_specs = [parse_spec(j) for j in judges]
     paraphrase_specs = [parse_spec(p) for p in paraphrases]
@@ -126,6 +135,12 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
         raise InputError("probes need the generations: give --samples", field="--samples")
     scores_path = Path(scores)
     frame = read_table(scores_path)
+    annotators = None
+    if alt_test is not None:
+        from judgebench.auditing.conclusions import annotators_of
+
+        annotators = annotators_of([str(c) for c in frame.columns], humans, raters,
+                                   path=str(scores_path))
     generations = read_samples(samples_path) if samples_path is not None else None
     settings = settings_of(levels, groupings)
     if not settings:
@@ -135,7 +150,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                        samples=generations, samples_path=samples_path, settings=settings,
                        statistics=statistics, sentinel_specs=sentinel_specs, options=options,
                        host=host, store_path=Path(store) if store is not None else None,
-                       lower=lower, higher=higher, failed_as=convention, progress=log)
+                       lower=lower, higher=higher, failed_as=convention, raters=raters,
+                       progress=log)
     _warn_not_run(report, humans, log)
     from judgebench.auditing.combination import combination_verdicts, combinations_in
 
@@ -155,9 +171,71 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                  progress=log)
         report.inputs["pairs"] = (str(pairs_path) if pairs_path
                                   else f"{len(chosen)} drawn from --samples")
+    _conclusions(report, scores_path, humans=humans, annotators=annotators, alt_test=alt_test,
+                 alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
+                 target_power=target_power, options=options, lower=lower, higher=higher,
+                 log=log)
     if checks:
         _run_checks(report, checks, clusters, frame, store)
     return report
+
+
+def _check_conclusions(alt_test: float | None, alt_score: str, power_for: float | None,
+                       target_power: float, options: Options, levels: Sequence[str],
+                       groupings: Sequence[str], statistics: Sequence[str], pairwise: bool,
+                       raters: Sequence[str]) -> None:
+    """The alt-test, power and sequential options, before any work."""
+    from judgebench.auditing.conclusions import sequential_applies
+    from meta_eval.alt_test import SCORES
+
+    asked = {"--alt-test": alt_test is not None, "--power-for": power_for is not None,
+             "--sequential": options.sequential, "--rater": bool(raters)}
+    if pairwise and any(asked.values()):
+        raise InputError("audits a wide scores table, not a pairwise one",
+                         field=next(k for k, v in asked.items() if v))
+    if raters and alt_test is None:
+        raise InputError("annotator columns for --alt-test: give it", field="--rater")
+    if alt_test is not None and not alt_test >= 0:
+        raise InputError("the cost-benefit epsilon: must be >= 0", field="--alt-test")
+    if alt_score not in SCORES:
+        raise InputError(f"one of {', '.join(SCORES)}", field="--alt-score")
+    if power_for is not None and not 0 < power_for < 2:
+        raise InputError("a difference of two correlations: 0 < DELTA < 2", field="--power-for")
+    if not 0 < target_power < 1:
+        raise InputError("must be in (0, 1)", field="--target-power")
+    if options.sequential and not any(
+            sequential_applies(st, lv, g) for st in statistics
+            for lv, g in settings_of(levels, groupings)):
+        raise InputError("the sequential replay averages per-item values: it needs segment "
+                         "level grouped by item and a correlation whose per-item value lies "
+                         "in [-1, 1] (pearson, spearman, the Kendall family, acc-23)",
+                         field="--sequential")
+
+
+def _conclusions(report: Report, scores: Path, *, humans: Sequence[str],
+                 annotators: dict[str, list[str]] | None, alt_test: float | None,
+                 alt_score: str, alt_min_items: int, power_for: float | None,
+                 target_power: float, options: Options, lower: Sequence[str],
+                 higher: Sequence[str], log: Log | None) -> None:
+    """`report.alt_test` and `report.power` (judgebench.auditing.conclusions)."""
+    from judgebench.auditing.conclusions import alt_tests, study_power
+
+    metrics = [c.column for c in report.metrics]
+    if alt_test is not None and annotators is not None:
+        report.alt_test = alt_tests(scores, annotators=annotators, metrics=metrics,
+                                    epsilon=alt_test, score=alt_score, alpha=options.alpha,
+                                    min_items=alt_min_items, log=log)
+        report.settings |= {"alt_test": {"epsilon": alt_test, "score": alt_score,
+                                         "min_items": alt_min_items}}
+    if power_for is not None:
+        if len(metrics) < 2:
+            raise InputError("--power-for compares two or more metrics", field="--metric")
+        report.power = [study_power(scores, power_for, human=h, metrics=metrics,
+                                    alpha=options.alpha,
+                                    target=target_power, seed=options.seed,
+                                    systems=int(report.inputs["systems"]), lower=lower,
+                                    higher=higher, log=log) for h in humans]
+        report.settings |= {"power_for": {"delta": power_for, "target_power": target_power}}
 
 
 def _warn_not_run(report: Report, humans: Sequence[str], log: Log | None) -> None:

@@ -30,6 +30,8 @@ class PowerReport(Result):
     pilot_annotators: int
     pilot_items: int
     rows: list[tuple[str, str, PowerPlan]]  # (metric A, metric B, plan)
+    #: (metric A, metric B, why) for a comparison no planned study can have (`infeasible`)
+    skipped: tuple[tuple[str, str, str], ...] = ()
 
     def to_dict(self) -> list[dict[str, Any]]:
         return [{"metric": a, "against": b, "human": self.human, "statistic": "pearson",
@@ -48,8 +50,11 @@ def power_for(scores: str | Path | pd.DataFrame, delta: float, *, human: str,
               metrics: Sequence[str] = (), raters: Sequence[str] = (), alpha: float = 0.05,
               target: float = 0.8, sims: int = 2000, seed: int = 0,
               lower: Sequence[str] = (), higher: Sequence[str] = (),
-              exclude_systems: Sequence[str] = (), log: Log | None = None) -> PowerReport:
-    """The plan for the pilot's best metric against each other metric."""
+              exclude_systems: Sequence[str] = (), infeasible: str = "error",
+              log: Log | None = None) -> PowerReport:
+    """The plan for the pilot's best metric against each other metric. A comparison with
+    no joint distribution at DELTA (r(A,B) too low for r(H,B) = r_a - DELTA) is an input
+    error, or with `infeasible="skip"` left out and named in `skipped`."""
     import meta_eval as me
     from judgebench.services.meta_eval import _columns
     from meta_eval.power import power_plan
@@ -82,15 +87,19 @@ def power_for(scores: str | Path | pd.DataFrame, delta: float, *, human: str,
     grid = tuple(sorted({1, 2, 3, 5, k0, 2 * k0})) if rho is not None else ()
     best = ranked[0]
     rows = []
+    skipped = []
     for other in ranked[1:]:
         try:
             plan = power_plan(delta, r_a=r[best], r_ab=_r(flat[best], flat[other]),
                               alpha=alpha, target=target, sims=sims, seed=seed, rho=rho,
                               pilot_annotators=k0, annotators=grid)
         except ValueError as exc:
-            raise InputError(f"{best} vs {other}: {exc}", field="--power-for") from None
+            if infeasible != "skip":
+                raise InputError(f"{best} vs {other}: {exc}", field="--power-for") from None
+            skipped.append((best, other, str(exc)))
+            continue
         rows.append((best, other, plan))
     units = int(np.isfinite(flat[human]).sum())
     log(f"power: pilot of {units} units, best metric {best} (r={r[best]:.4f}), "
         f"{len(rows)} comparison(s), {sims} simulated studies per size")
-    return PowerReport(human, rho, k0, units, rows)
+    return PowerReport(human, rho, k0, units, rows, tuple(skipped))
