@@ -288,7 +288,7 @@ def _echo_fingerprints(result: RunResult, store_path: Path) -> None:
     from judgebench import fingerprints
     from judgebench.store import Store
 
-    if result.run_id is None:
+    if result.run_id is None or str(store_path) == ":memory:":  # nothing kept to compare
         return
     columns = {p.column: p.signature for p in result.metrics}
     with Store(store_path, readonly=True) as store:
