@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
@@ -37,6 +39,7 @@ from judgebench.scoring import (
     prepare_metrics,
     score_batch,
     score_streamed,
+    with_repeats,
 )
 from judgebench.spec import MetricSpec
 from judgebench.store import (
@@ -81,6 +84,9 @@ class RunResult:
     #: process (the judges on Ray actors are not counted).
     cached_answers: int = 0
     sent_calls: int = 0
+    #: The store the run wrote (its absolute path; ":memory:"): the sidecar names it where
+    #: a column was drawn more than once (`score --repeats`), for meta-eval to read the draws.
+    store_path: str = ":memory:"
 
     def count_failures(self, column: str, scores: Iterable[Score | CorpusScore]) -> None:
         found = self.failures.setdefault(column, Counter())
@@ -114,6 +120,7 @@ class RunResult:
                     "higher_is_better": p.metric.info.higher_is_better,
                     "level": p.metric.info.level,
                     "has_corpus": p.corpus_level,
+                    "repeats": p.repeats,
                     "statuses": dict(self.statuses.get(p.column, {})),
                 }
                 for p in self.metrics
@@ -124,6 +131,8 @@ class RunResult:
             "rows": self.rows,
             "selection": self.selection,
         }
+        if any(p.repeats > 1 for p in self.metrics):
+            summary["store"] = self.store_path
         return describe(summary) if self.pairwise else summary
 
 
@@ -205,7 +214,7 @@ def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
     for name in ("reason", "raw", "rationale"):  # third-party metrics too
         data[name] = redact(data[name])
     return Score(item=sample.item, system=sample.system, metric=p.metric.info.name,
-                 signature=p.signature, **data)
+                 signature=p.signature, sample_index=p.repeat, **data)
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -305,7 +314,14 @@ def run_stream(
     prepared = prepare_metrics(specs, host, entries)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
-    result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise)
+    # --repeats K: draw 0 is `prepared` (the table's columns), the further draws follow
+    drawn = with_repeats(prepared, host, settings.repeats, settings.repeats_allow_greedy)
+    if pairwise and len(drawn) > len(prepared):
+        raise InputError("--repeats draws pointwise judges: a pairwise table's verdicts per "
+                         "order are not averaged yet", field="--repeats")
+    result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise,
+                       store_path=store.path if store.path == ":memory:"
+                       else str(Path(store.path).absolute()))
     table_of: Callable[..., pd.DataFrame] = (
         partial(build_pairwise_table, has_category=surveyed.pairs.has_category) if pairwise
         else build_table)
@@ -327,7 +343,7 @@ def run_stream(
                 return result
             # before any call: a budget needs known prices
             settings.budget.preflight((p.column, p.metric) for p in prepared)
-            segment = [p for p in prepared if p.segment_level]
+            segment = [p for p in drawn if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
             result.selection = about.selection if about is not None else None
             recording.enter_context(_recorded(store, about, prepared, result, settings))
@@ -344,19 +360,24 @@ def run_stream(
                     for sample in chunk:
                         keys_digest.update(_key_bytes(sample))
                     return _PlannedChunk(chunk, hashes, keys, [
-                        _plan_segments(p, chunk, keys, store, resume, bar, result, scheduler)
+                        _plan_segments(p, chunk, keys, store, resume, bar, result,
+                                       scheduler if p.repeat == 0 else None)
                         for p in segment])
 
                 def finish(planned: _PlannedChunk) -> None:
-                    stored = {work.p.column: _finish_segments(work, planned.keys, store, bar,
-                                                              result)
-                              for work in planned.segments}
+                    draws: dict[str, list[dict[SampleKey, Score]]] = {}
+                    for work in planned.segments:
+                        draws.setdefault(work.p.column, []).append(
+                            _finish_segments(work, planned.keys, store, bar, result))
+                    stored = {column: found[0] for column, found in draws.items()}
                     if corpus:
                         _collect_corpus(corpus, by_system, planned.samples, planned.keys, stored)
                     if sink is not None:
+                        cells = {column: mean_of_draws(found) if len(found) > 1 else found[0]
+                                 for column, found in draws.items()}
                         sink.write(table_of(planned.samples, prepared, store,
                                             hashes=planned.hashes,
-                                            human_names=surveyed.human_names, stored=stored))
+                                            human_names=surveyed.human_names, stored=cells))
 
                 # One chunk ahead: the next chunk is read and its worker batches sent before
                 # this one is finished, so workers do not wait while the parent commits,
@@ -379,7 +400,7 @@ def run_stream(
         result.cached_answers, result.sent_calls = REPLAYS.hits, REPLAYS.sent
         if scheduler is not None:
             scheduler.close()
-        for p in prepared:
+        for p in drawn:
             p.metric.close()
     return result
 
@@ -465,7 +486,7 @@ def _plan_segments(
     are sent now."""
     retry = current().retry
     final = {status for status in FINAL_STATUSES if str(status) not in retry}
-    done = store.lookup(p.signature, keys) if resume else {}
+    done = store.lookup(p.signature, keys, p.repeat) if resume else {}
     todo = [
         (s, key[2]) for s, key in zip(samples, keys, strict=True)
         if key not in done or done[key].status not in final
@@ -505,7 +526,7 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
 
 def _count_stored(p: PreparedMetric, keys: Sequence[SampleKey], store: Store,
                   result: RunResult) -> dict[SampleKey, Score]:
-    stored = store.lookup(p.signature, keys)
+    stored = store.lookup(p.signature, keys, p.repeat)
     result.statuses.setdefault(p.column, Counter()).update(
         str(score.status) for score in stored.values())
     result.count_failures(p.column, stored.values())
@@ -699,6 +720,24 @@ def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
     return dict(metric.estimate(list(samples)))
 
 
+def mean_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
+    """`score --repeats K`: per sample, the first draw's score with the mean of the values of
+    its draws that scored (status ok) as its value, and `extra["draws"]` how many did; a
+    sample no draw scored keeps its first draw's failure. One draw: that draw."""
+    if len(draws) == 1:
+        return dict(draws[0])
+    out: dict[SampleKey, Score] = {}
+    for key in {k for found in draws for k in found}:
+        scores = [found[key] for found in draws if key in found]
+        ok = [s.value for s in scores if s.status == Status.OK and s.value is not None]
+        first = scores[0]
+        out[key] = (first.model_copy(update={"value": math.fsum(ok) / len(ok),
+                                              "status": Status.OK,
+                                              "extra": {**first.extra, "draws": len(ok)}})
+                    if ok else first)
+    return out
+
+
 def build_table(
     samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store, *,
     hashes: Sequence[str] | None = None, human_names: Iterable[str] | None = None,
@@ -724,7 +763,7 @@ def build_table(
         if not p.segment_level:
             continue
         found = (stored[p.column] if stored is not None and p.column in stored
-                 else store.lookup(p.signature, keys))
+                 else mean_of_draws(store.draws(p.signature, keys, p.repeats)))
         data[p.column] = [found[k].value if k in found else None for k in keys]
     if human_names is None:
         human_names = survey(samples).human_names

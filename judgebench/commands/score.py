@@ -88,6 +88,13 @@ TOP_REASONS = 3
               help="Failed scores to ask again, comma-separated: parse_error, refused, error. "
                    "The judge answers behind them are not replayed from the judge cache, and "
                    "--resume does not keep them; other failed scores are kept.")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="K",
+              help="Draw K independent judgements per sample from each judge (each draw its "
+                   "own judge-cache keys, so a rerun replays the same K); the table's cell is "
+                   "their mean and the store keeps every draw (meta-eval's `repeats`).")
+@click.option("--repeats-allow-greedy", is_flag=True,
+              help="With --repeats K > 1: draw from a judge at temperature 0 too.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 even if some scores failed (error, parse_error, refused); without "
                    "it such a run exits 3.")
@@ -143,6 +150,8 @@ def command(
     settle_top_k: int | None = None,
     settle_alpha: float = 0.05,
     settle_statistic: str = "pearson",
+    repeats: int = 1,
+    repeats_allow_greedy: bool = False,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
 
@@ -175,7 +184,8 @@ def command(
     settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
-                           cache_path=cache_path, retry=retry)
+                           cache_path=cache_path, retry=retry, repeats=repeats,
+                           repeats_allow_greedy=repeats_allow_greedy)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,

@@ -1,0 +1,182 @@
+"""`score --repeats K` against the loopback server answering at random (`--random-scores`):
+K draws per sample, each its own judge-cache keys (a rerun replays the same K and sends
+nothing), every draw in the store, the table's cell their mean; reliabilities from the store's
+draws equal an independent computation (scipy's one-way ANOVA for ICC(1), the `krippendorff`
+package for alpha); a judge at temperature 0 is refused before any request; a run killed
+mid-way and resumed keeps every draw and pays for none twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("litellm", reason="the [api] extra is not installed")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import column, run_cli, summeval_records, write_jsonl
+from fault_server import FaultServer
+
+K = 4
+N = 12
+
+
+def spec(server: FaultServer, **options: str) -> str:
+    opts = {"backend": "openai_compat", "model": "judge", "api_base": server.url,
+            "timeout_s": "5", "max_attempts": "3", "temperature": "1", "protocol": "text",
+            **options}
+    return "judge.rubric:" + ",".join(f"{k}={v}" for k, v in opts.items())
+
+
+def score(tmp_path: Path, data: Path, metric: str, *extra: str):
+    return run_cli("score", str(data), "-m", metric, "--store", str(tmp_path / "runs.db"),
+                   "--cache", str(tmp_path / "cache.sqlite"), "-o", str(tmp_path / "out.csv"),
+                   *extra, cwd=tmp_path, env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "d")})
+
+
+def draws_of(store: Path) -> pd.DataFrame:
+    with sqlite3.connect(store) as conn:
+        return pd.read_sql("SELECT item, system, sample_index, value, status FROM scores"
+                           " ORDER BY item, system, sample_index", conn)
+
+
+def matrix(rows: pd.DataFrame) -> np.ndarray:
+    wide = rows.pivot_table(index=["item", "system"], columns="sample_index", values="value")
+    return wide.to_numpy(dtype=float)
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    with FaultServer("--random-scores", "7", log=tmp_path / "served.jsonl") as srv:
+        yield srv
+
+
+def test_k_draws_are_stored_the_cell_is_their_mean_and_a_rerun_replays_them(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
+    metric = spec(server)
+    done = score(tmp_path, data, metric, "--repeats", str(K))
+    assert done.returncode == 0, done.stderr
+    rows = draws_of(tmp_path / "runs.db")
+    assert len(rows) == N * K and set(rows.sample_index) == set(range(K))
+    assert (rows.status == "ok").all()
+    served = len(server.served())
+    assert served == N * K, "one call per draw (protocol=text): each draw is its own request"
+    draws = matrix(rows)
+    assert np.unique(draws).size > 1, "the server answers at random"
+    table = pd.read_csv(tmp_path / "out.csv")
+    means = rows.groupby(["item", "system"]).value.mean()
+    got = table.set_index(["item", "system"])[column(metric)]
+    assert np.allclose(got.loc[means.index].to_numpy(), means.to_numpy())
+    meta = json.loads((tmp_path / "out.csv.meta.json").read_text())
+    assert meta["columns"][column(metric)]["repeats"] == K
+    again = score(tmp_path, data, metric, "--repeats", str(K))
+    assert again.returncode == 0, again.stderr
+    assert len(server.served()) == served, "a rerun replays the K draws from the judge cache"
+    assert draws_of(tmp_path / "runs.db").equals(rows)
+    more = score(tmp_path, data, metric, "--repeats", str(K + 1), "--resume")
+    assert more.returncode == 0, more.stderr
+    assert len(server.served()) == served + N, "one more draw is one new call per sample"
+
+
+def independent_icc(draws: np.ndarray) -> float:
+    """ICC(1) of a balanced (units, k) array from scipy's one-way ANOVA F (Shrout and Fleiss
+    1979: (F - 1) / (F + k - 1))."""
+    from scipy.stats import f_oneway
+
+    k = draws.shape[1]
+    f = f_oneway(*draws).statistic  # each unit a group
+    return float((f - 1) / (f + k - 1))
+
+
+def test_meta_eval_reliabilities_of_random_draws_equal_an_independent_computation(
+        server, tmp_path):
+    import krippendorff
+    from scipy.stats import pearsonr
+
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
+    metric = spec(server)
+    done = score(tmp_path, data, metric, "--repeats", str(K))
+    assert done.returncode == 0, done.stderr
+    rows = draws_of(tmp_path / "runs.db")
+    draws = matrix(rows)
+    shown = run_cli("meta-eval", str(tmp_path / "out.csv"), "--human", "human.coherence",
+                    "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    (got,) = [r for r in json.loads(shown.stdout) if r["statistic"] == "repeats"]
+    assert got["metric"] == column(metric) and got["n"] == N and got["repeats"] == K
+    icc = independent_icc(draws)
+    assert got["icc"] == pytest.approx(icc, rel=1e-9, abs=1e-12)
+    assert got["icc_mean"] == pytest.approx(K * icc / (1 + (K - 1) * icc), rel=1e-9)
+    alpha = krippendorff.alpha(reliability_data=draws.T, level_of_measurement="interval")
+    assert got["alpha"] == pytest.approx(alpha, rel=1e-9, abs=1e-12)
+    assert got["spread"] == pytest.approx(float(np.mean(np.std(draws, axis=1, ddof=1))))
+    assert got["flip_share"] == pytest.approx(float(np.mean(draws.min(1) != draws.max(1))))
+    # the noise ceiling against people: units in the table's order
+    table = pd.read_csv(tmp_path / "out.csv")
+    index = rows.pivot_table(index=["item", "system"], columns="sample_index",
+                             values="value").index
+    human = table.set_index(["item", "system"]).loc[index, "human.coherence"].to_numpy()
+    r = pearsonr(human, draws.mean(axis=1)).statistic
+    noise = got["noise_ceiling"]["human.coherence"]
+    assert noise["agreement"] == pytest.approx(r, rel=1e-9)
+    rel = K * icc / (1 + (K - 1) * icc)
+    if rel > 0:
+        assert noise["ceiling"] == pytest.approx(np.sqrt(rel), rel=1e-9)
+        assert noise["noise_share"] == pytest.approx(
+            min(1.0, max(0.0, (1 - np.sqrt(rel)) / (1 - r))), rel=1e-9)
+    else:
+        assert noise["ceiling"] is None
+    text = run_cli("meta-eval", str(tmp_path / "out.csv"), "--human", "human.coherence",
+                   cwd=tmp_path)
+    assert text.returncode == 0 and "repeats" in text.stdout and "ICC(1)=" in text.stdout
+
+
+def test_a_judge_at_temperature_zero_is_refused_unless_greedy_is_allowed(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(3))
+    refused = score(tmp_path, data, spec(server, temperature="0"), "--repeats", "2")
+    assert refused.returncode == 2, refused.stderr
+    assert "temperature 0" in refused.stderr and "--repeats-allow-greedy" in refused.stderr
+    assert server.served() == [], "refused before any request"
+    allowed = score(tmp_path, data, spec(server, temperature="0"), "--repeats", "2",
+                    "--repeats-allow-greedy")
+    assert allowed.returncode == 0, allowed.stderr
+    assert len(server.served()) == 6
+
+
+def test_a_killed_run_resumed_keeps_every_draw_and_pays_for_none_twice(tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
+    log = tmp_path / "served.jsonl"
+    with FaultServer("--random-scores", "3", "--latency", "0.05", log=log) as server:
+        metric = spec(server, concurrency="1")
+        args = ["score", str(data), "-m", metric, "--store", str(tmp_path / "runs.db"),
+                "--cache", str(tmp_path / "cache.sqlite"), "-o", str(tmp_path / "out.csv"),
+                "--repeats", str(K)]
+        proc = subprocess.Popen([sys.executable, "-m", "judgebench.cli", *args], cwd=tmp_path,
+                                env=os.environ.copy(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        while len(server.served()) < N * K // 2 and proc.poll() is None:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        while not server.idle():
+            time.sleep(0.02)
+        before = len(server.served())
+        assert before < N * K, "the kill landed mid-run"
+        with sqlite3.connect(tmp_path / "cache.sqlite") as conn:
+            cached = conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        kept = len(draws_of(tmp_path / "runs.db"))
+        resumed = score(tmp_path, data, metric, "--repeats", str(K), "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        sent = len(server.served()) - before
+    assert sent == N * K - cached, "every cached answer is replayed, none asked twice"
+    rows = draws_of(tmp_path / "runs.db")
+    assert len(rows) == N * K and kept <= N * K and (rows.status == "ok").all()
