@@ -333,7 +333,8 @@ def run_stream(
                 timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
                                        rows=len(estimate_from or []), workers=workers, host=host)
                 for p in prepared:
-                    result.estimates[p.column] = _estimate(p.metric, estimate_from or [])
+                    result.estimates[p.column] = _repeated(
+                        _estimate(p.metric, estimate_from or []), p.repeats)
                     estimate = timed.get(p.column)
                     result.estimates[p.column]["estimated_s"] = (
                         None if estimate is None else round(estimate.seconds, 3))
@@ -718,6 +719,19 @@ def _corpus_outcome(metric: Metric, samples: list[Sample] | SummedStatistics) ->
 
 def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
     return dict(metric.estimate(list(samples)))
+
+
+def _repeated(estimate: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """A column's dry-run estimate for `--repeats K` draws: K times its calls, tokens and
+    cost (a draw is a judgement of its own)."""
+    if repeats == 1:
+        return estimate
+    out = {**estimate, "repeats": repeats}
+    for name in ("calls", "tokens_in", "tokens_out", "cost_usd"):
+        value = estimate.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = value * repeats
+    return out
 
 
 def mean_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:

@@ -180,3 +180,94 @@ def test_a_killed_run_resumed_keeps_every_draw_and_pays_for_none_twice(tmp_path)
     assert sent == N * K - cached, "every cached answer is replayed, none asked twice"
     rows = draws_of(tmp_path / "runs.db")
     assert len(rows) == N * K and kept <= N * K and (rows.status == "ok").all()
+
+
+def test_the_audit_reports_repeats_and_fails_on_a_flaky_judge(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
+    metric = spec(server)
+    assert score(tmp_path, data, metric, "--repeats", str(K)).returncode == 0
+    flips = float(np.mean(np.ptp(matrix(draws_of(tmp_path / "runs.db")), axis=1) > 0))
+    assert flips > 0.1, "random answers flip"
+    audited = run_cli("audit", str(tmp_path / "out.csv"), "--human", "human.coherence",
+                      "--fail-on", "flaky>0.1", "--report", str(tmp_path / "card.json"),
+                      cwd=tmp_path)
+    assert audited.returncode == 4, audited.stderr
+    assert f"FAIL {column(metric)}: its verdict flips between its {K} draws" in audited.stderr
+    assert "## Repeats" in audited.stdout
+    card = json.loads((tmp_path / "card.json").read_text())
+    (row,) = card["repeats"]
+    assert row["flip_share"] == pytest.approx(flips) and row["n"] == N
+    steady = tmp_path / "steady"
+    steady.mkdir()
+    with FaultServer(log=steady / "served.jsonl") as same:  # answers per prompt: no flip
+        greedy = score(steady, data, spec(same, temperature="0"), "--repeats", str(K),
+                       "--repeats-allow-greedy")
+        assert greedy.returncode == 0, greedy.stderr
+    calm = run_cli("audit", str(steady / "out.csv"), "--human", "human.coherence",
+                   "--fail-on", "flaky>0", cwd=steady)
+    assert calm.returncode == 0 and "FAIL" not in calm.stderr, calm.stderr
+
+
+def test_flaky_without_repeats_has_nothing_to_check(tmp_path):
+    from judgebench.auditing.checks import Check, _flaky, parse_checks
+
+    assert parse_checks(["flaky>5%"]) == [Check("flaky", "flaky>5%", 0.05)]
+    with pytest.raises(Exception, match="share of the items"):
+        parse_checks(["flaky>1"])
+    (failure,) = _flaky([], Check("flaky", "flaky>0", 0.0), 0.0)
+    assert "nothing to check" in failure.message
+
+
+def test_draw_zero_keeps_its_key_and_each_draw_has_its_own():
+    import hashlib
+
+    from judgebench.backends.base import Request
+
+    identity = {"backend": "openai_compat", "model": "judge", "revision": ""}
+    first = Request.chat(("user", "rate this"), temperature=1.0)
+    old = {name: getattr(first, name) for name in first.__dataclass_fields__
+           if name not in ("repeat", "constraint")}
+    old |= {"messages": [dict(m) for m in first.messages], "stop": []}
+    blob = json.dumps({"backend": dict(sorted(identity.items())), "request": old},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert first.content_hash(identity) == hashlib.sha256(blob.encode()).hexdigest()
+    keys = {first.__class__(**{**first.__dict__, "repeat": r}).content_hash(identity)
+            for r in range(5)}
+    assert len(keys) == 5
+
+
+def test_pass_at_k_of_binary_draws_against_brute_force():
+    from itertools import combinations
+
+    from judgebench.services.repeats import repeats_row
+
+    rng = np.random.default_rng(5)
+    draws = rng.integers(0, 2, size=(30, 5)).astype(float)
+    draws[3, 1] = np.nan
+    row = repeats_row("j", draws, {})
+    for k in range(1, 6):
+        at, hat = [], []
+        for unit in draws:
+            kept = unit[np.isfinite(unit)]
+            if kept.size < k:
+                continue
+            subsets = list(combinations(kept, k))
+            at.append(np.mean([max(s) for s in subsets]))
+            hat.append(np.mean([min(s) for s in subsets]))
+        assert row.pass_at[k] == pytest.approx(np.mean(at))
+        assert row.pass_hat[k] == pytest.approx(np.mean(hat))
+
+
+def test_a_dry_run_estimates_k_draws(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(5))
+    estimates = []
+    for k in ("1", "3"):
+        done = run_cli("score", str(data), "-m", spec(server), "--dry-run", "--json",
+                       "--repeats", k, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        estimates.append(json.loads(done.stdout))
+    assert server.served() == []
+    (one,), (three,) = estimates
+    assert three["repeats"] == 3 and "repeats" not in one
+    for name in ("calls", "tokens_in", "tokens_out"):
+        assert three[name] == 3 * one[name] > 0

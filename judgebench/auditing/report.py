@@ -75,6 +75,9 @@ class Report(Result):
     #: `audit --pairwise --robustness`: each judge's cyclic triples and Bradley-Terry misfit
     #: (judgebench.services.transitivity)
     transitivity: list[dict[str, Any]] = field(default_factory=list)
+    #: Per judge drawn with `score --repeats K`: the judge against itself
+    #: (judgebench.services.repeats: ICC, alpha, spread, flips, pass@k, the noise ceiling).
+    repeats: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -108,6 +111,7 @@ class Report(Result):
         rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
+        rows += [{"type": "repeats", **r} for r in self.repeats]
         rows += [{"type": "failure", **f} for f in self.failures]
         return rows
 
@@ -130,6 +134,8 @@ class Report(Result):
             "scales": _clean_tree(self.scales),
             "failed": _clean_tree(self.failed),
         }
+        if self.repeats:
+            data["repeats"] = _clean_tree(self.repeats)
         if self.pairwise:
             from judgebench.auditing.pairwise import summaries
 

@@ -155,9 +155,20 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                  progress=log)
         report.inputs["pairs"] = (str(pairs_path) if pairs_path
                                   else f"{len(chosen)} drawn from --samples")
+    report.repeats = _repeats(scores_path, frame, [c.column for c in report.metrics], humans)
     if checks:
         _run_checks(report, checks, clusters, frame, store)
     return report
+
+
+def _repeats(path: Path, frame: pd.DataFrame, columns: Sequence[str],
+             humans: Sequence[str]) -> list[dict[str, Any]]:
+    """The `repeats` section of the judges drawn with `score --repeats K`."""
+    from judgebench.scores_table import read_sidecar
+    from judgebench.services.repeats import repeats_rows
+
+    rows = repeats_rows(read_sidecar(path), frame, columns, humans, str(path))
+    return [row.to_dict() for row in rows]
 
 
 def _warn_not_run(report: Report, humans: Sequence[str], log: Log | None) -> None:
