@@ -173,13 +173,17 @@ def test_a_killed_run_resumed_keeps_every_draw_and_pays_for_none_twice(tmp_path)
         assert before < N * K, "the kill landed mid-run"
         with sqlite3.connect(tmp_path / "cache.sqlite") as conn:
             cached = conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-        kept = len(draws_of(tmp_path / "runs.db"))
+        kept = draws_of(tmp_path / "runs.db")
+        assert 0 < len(kept) < N * K
         resumed = score(tmp_path, data, metric, "--repeats", str(K), "--resume")
         assert resumed.returncode == 0, resumed.stderr
         sent = len(server.served()) - before
     assert sent == N * K - cached, "every cached answer is replayed, none asked twice"
     rows = draws_of(tmp_path / "runs.db")
-    assert len(rows) == N * K and kept <= N * K and (rows.status == "ok").all()
+    assert len(rows) == N * K and (rows.status == "ok").all()
+    merged = kept.merge(rows, on=["item", "system", "sample_index"], suffixes=("", "_now"))
+    assert len(merged) == len(kept) and (merged.value == merged.value_now).all(), \
+        "a draw committed before the kill is kept as it was"
 
 
 def test_the_audit_reports_repeats_and_fails_on_a_flaky_judge(server, tmp_path):
