@@ -121,6 +121,7 @@ class RunResult:
                     "level": p.metric.info.level,
                     "has_corpus": p.corpus_level,
                     "repeats": p.repeats,
+                    **({"repeats_cell": p.cell} if p.repeats > 1 else {}),
                     "statuses": dict(self.statuses.get(p.column, {})),
                 }
                 for p in self.metrics
@@ -315,10 +316,8 @@ def run_stream(
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
     # --repeats K: draw 0 is `prepared` (the table's columns), the further draws follow
-    drawn = with_repeats(prepared, host, settings.repeats, settings.repeats_allow_greedy)
-    if pairwise and len(drawn) > len(prepared):
-        raise InputError("--repeats draws pointwise judges: a pairwise table's verdicts per "
-                         "order are not averaged yet", field="--repeats")
+    drawn = with_repeats(prepared, host, settings.repeats, settings.repeats_allow_greedy,
+                         settings.repeats_cell, pairwise)
     result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise,
                        store_path=store.path if store.path == ":memory:"
                        else str(Path(store.path).absolute()))
@@ -374,8 +373,8 @@ def run_stream(
                     if corpus:
                         _collect_corpus(corpus, by_system, planned.samples, planned.keys, stored)
                     if sink is not None:
-                        cells = {column: mean_of_draws(found) if len(found) > 1 else found[0]
-                                 for column, found in draws.items()}
+                        cells = {p.column: cell_of_draws(draws[p.column], p, pairwise)
+                                 for p in prepared if p.column in draws}
                         sink.write(table_of(planned.samples, prepared, store,
                                             hashes=planned.hashes,
                                             human_names=surveyed.human_names, stored=cells))
@@ -734,6 +733,41 @@ def _repeated(estimate: dict[str, Any], repeats: int) -> dict[str, Any]:
     return out
 
 
+def cell_of_draws(draws: Sequence[Mapping[SampleKey, Score]], p: PreparedMetric,
+                  pairwise: bool = False) -> dict[SampleKey, Score]:
+    """The scores the table's cells of `p`'s column show: its one draw, else its draws
+    combined as `p.cell` says (`mean_of_draws`, `majority_of_draws`; a pairwise judge's
+    verdicts: `pairwise_table.majority_verdicts`)."""
+    if len(draws) == 1:
+        return dict(draws[0])
+    if pairwise:
+        from judgebench.pairwise_table import majority_verdicts
+
+        return majority_verdicts(draws)
+    return majority_of_draws(draws) if p.cell == "majority" else mean_of_draws(draws)
+
+
+def majority(values: Sequence[Any]) -> Any:
+    """The most frequent of `values`; among equally frequent ones, the one drawn first."""
+    counts = Counter(values)
+    top = max(counts.values())
+    return next(v for v in values if counts[v] == top)
+
+
+def majority_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
+    """As `mean_of_draws`, with the most frequent value of the draws that scored (among
+    equally frequent values, the one drawn first) instead of their mean."""
+    out: dict[SampleKey, Score] = {}
+    for key in {k for found in draws for k in found}:
+        scores = [found[key] for found in draws if key in found]
+        ok = [s.value for s in scores if s.status == Status.OK and s.value is not None]
+        first = scores[0]
+        out[key] = (first.model_copy(update={"value": majority(ok), "status": Status.OK,
+                                              "extra": {**first.extra, "draws": len(ok)}})
+                    if ok else first)
+    return out
+
+
 def mean_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
     """`score --repeats K`: per sample, the first draw's score with the mean of the values of
     its draws that scored (status ok) as its value, and `extra["draws"]` how many did; a
@@ -777,7 +811,7 @@ def build_table(
         if not p.segment_level:
             continue
         found = (stored[p.column] if stored is not None and p.column in stored
-                 else mean_of_draws(store.draws(p.signature, keys, p.repeats)))
+                 else cell_of_draws(store.draws(p.signature, keys, p.repeats), p))
         data[p.column] = [found[k].value if k in found else None for k in keys]
     if human_names is None:
         human_names = survey(samples).human_names

@@ -138,6 +138,9 @@ class RunSettings:
     #: and whether a judge at temperature 0 may draw more than once.
     repeats: int = 1
     repeats_allow_greedy: bool = False
+    #: `--repeats-cell`: how the table's cell combines the draws (None: the mean, or the
+    #: majority verdict of a pairwise judge).
+    repeats_cell: str | None = None
 
 
 #: What `--retry` takes.

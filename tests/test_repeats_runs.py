@@ -275,3 +275,62 @@ def test_a_dry_run_estimates_k_draws(server, tmp_path):
     assert three["repeats"] == 3 and "repeats" not in one
     for name in ("calls", "tokens_in", "tokens_out"):
         assert three[name] == 3 * one[name] > 0
+
+
+def first_majority(values: list) -> object:
+    """The most frequent value, the first drawn among equally frequent ones (by hand)."""
+    best, best_count = None, 0
+    for value in values:
+        count = sum(v == value for v in values)
+        if count > best_count:
+            best, best_count = value, count
+    return best
+
+
+def test_the_majority_cell_of_a_categorical_judge(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
+    metric = spec(server)
+    done = score(tmp_path, data, metric, "--repeats", "3", "--repeats-cell", "majority")
+    assert done.returncode == 0, done.stderr
+    rows = draws_of(tmp_path / "runs.db")
+    expected = {key: first_majority(list(group.sort_values("sample_index").value))
+                for key, group in rows.groupby(["item", "system"])}
+    table = pd.read_csv(tmp_path / "out.csv")
+    got = {(str(r.item), str(r.system)): float(v) for r, v in
+           zip(table.itertuples(), table[column(metric)], strict=True)}
+    assert got == expected
+    meta = json.loads((tmp_path / "out.csv.meta.json").read_text())
+    assert meta["columns"][column(metric)]["repeats_cell"] == "majority"
+
+
+def test_a_pairwise_judge_s_cells_are_the_majority_verdicts_of_its_draws(tmp_path):
+    from judgebench.pairwise_table import verdict_columns
+
+    records = summeval_records(9)
+    pairs = [{"item": r["item"], "input": r["input"], "output_a": r["output"],
+              "output_b": records[i + 1]["output"], "system_a": r["system"],
+              "system_b": records[i + 1]["system"], "human": {"pref": 1.0}}
+             for i, r in enumerate(records[:-1])]
+    data = write_jsonl(tmp_path / "pairs.jsonl", pairs)
+    with FaultServer("--random-scores", "2", reply="Because. [[{choice}]]") as server:
+        metric = spec(server).replace("judge.rubric", "judge.pairwise")
+        refused = score(tmp_path, data, metric, "--repeats", "3", "--repeats-cell", "mean")
+        assert refused.returncode == 2 and "majority" in refused.stderr
+        done = score(tmp_path, data, metric, "--repeats", "3")
+        assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        stored = conn.execute("SELECT system, sample_index, extra FROM scores"
+                              " ORDER BY system, sample_index").fetchall()
+    draws: dict[str, list[dict]] = {}
+    for system, _index, extra in stored:
+        draws.setdefault(system, []).append(json.loads(extra))
+    table = pd.read_csv(tmp_path / "out.csv", dtype=str)
+    names = verdict_columns(column(metric))
+    for row in table.itertuples(index=False):
+        got = dict(zip(table.columns, row, strict=True))
+        extras = draws[f"{got['system_a']} vs {got['system_b']}"]
+        assert len(extras) == 3
+        for field, name in zip(("winner", "verdict_ab", "verdict_ba"), names.values(),
+                               strict=True):
+            assert got[name] == first_majority([e[field] for e in extras]), (field, extras)
+    assert len(table) == len(pairs)

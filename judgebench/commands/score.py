@@ -93,6 +93,10 @@ TOP_REASONS = 3
               help="Draw K independent judgements per sample from each judge (each draw its "
                    "own judge-cache keys, so a rerun replays the same K); the table's cell is "
                    "their mean and the store keeps every draw (meta-eval's `repeats`).")
+@click.option("--repeats-cell", type=click.Choice(["mean", "majority"]), default=None,
+              help="With --repeats: the table's cell is the draws' mean (default) or their "
+                   "majority (a categorical judge's most frequent score; a pairwise judge's "
+                   "verdicts always).")
 @click.option("--repeats-allow-greedy", is_flag=True,
               help="With --repeats K > 1: draw from a judge at temperature 0 too.")
 @click.option("--allow-failures", is_flag=True,
@@ -152,6 +156,7 @@ def command(
     settle_statistic: str = "pearson",
     repeats: int = 1,
     repeats_allow_greedy: bool = False,
+    repeats_cell: str | None = None,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
 
@@ -185,7 +190,8 @@ def command(
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
                            cache_path=cache_path, retry=retry, repeats=repeats,
-                           repeats_allow_greedy=repeats_allow_greedy)
+                           repeats_allow_greedy=repeats_allow_greedy,
+                           repeats_cell=repeats_cell)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
