@@ -267,7 +267,8 @@ def test_a_dry_run_estimates_k_draws(server, tmp_path):
     estimates = []
     for k in ("1", "3"):
         done = run_cli("score", str(data), "-m", spec(server), "--dry-run", "--json",
-                       "--repeats", k, cwd=tmp_path)
+                       "--repeats", k, cwd=tmp_path,
+                       env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")})
         assert done.returncode == 0, done.stderr
         estimates.append(json.loads(done.stdout))
     assert server.served() == []
@@ -334,3 +335,23 @@ def test_a_pairwise_judge_s_cells_are_the_majority_verdicts_of_its_draws(tmp_pat
                                strict=True):
             assert got[name] == first_majority([e[field] for e in extras]), (field, extras)
     assert len(table) == len(pairs)
+
+
+def test_the_python_api_draws_k_times_and_meta_eval_reads_them(server, tmp_path,
+                                                                monkeypatch):
+    import judgebench
+
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+    records = summeval_records(N)
+    result = judgebench.score(records, [spec(server)], store=tmp_path / "api.db", repeats=3)
+    frame = result.to_frame()
+    assert len(server.served()) == 3 * N
+    shown = judgebench.meta_eval(frame, humans=["human.coherence"])
+    (row,) = shown.repeats
+    assert row.repeats == 3 and row.reliability.units == N
+    draws = matrix(draws_of(tmp_path / "api.db"))
+    assert row.reliability.icc == pytest.approx(independent_icc(draws), rel=1e-9, abs=1e-12)
+    with pytest.raises(Exception, match="names no store"):
+        judgebench.meta_eval(judgebench.score(records[:3], [spec(server)], repeats=2)
+                             .to_frame(), humans=["human.coherence"])

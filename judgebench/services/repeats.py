@@ -139,7 +139,9 @@ def repeats_rows(sidecar: dict[str, Any] | None, frame: pd.DataFrame, columns: S
     store = (sidecar or {}).get("store")
     if not isinstance(store, str) or store == ":memory:":
         raise InputError("the sidecar says columns were drawn with --repeats but names no "
-                         "store holding the draws", path=where, field="store")
+                         "store holding the draws (they were kept in memory: score with a "
+                         "store, store=PATH in Python, to read them)", path=where,
+                         field="store")
     human_values = {h: pd.to_numeric(frame[h], errors="coerce").to_numpy(dtype=float)
                     for h in humans if h in frame.columns}
     rows = []
