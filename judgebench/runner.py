@@ -346,7 +346,7 @@ def run_stream(
             segment = [p for p in drawn if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
             result.selection = about.selection if about is not None else None
-            recording.enter_context(_recorded(store, about, prepared, result, settings))
+            recording.enter_context(_recorded(store, about, drawn, result, settings))
             scheduler = (scheduler_factory or Scheduler)(workers, prepared, host, surveyed.rows,
                                                          on_estimate)
             by_system: dict[str, SystemCorpus] = {}
@@ -409,7 +409,8 @@ def run_stream(
 def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedMetric],
               result: RunResult, settings: RunSettings) -> Iterator[None]:
     """The scoring inside is one run in the store's `runs` table, ended with what it did and
-    how it ended (an error recording the end does not hide the run's own error)."""
+    how it ended (an error recording the end does not hide the run's own error). `prepared`
+    holds every draw of `--repeats` (one signature per column all the same)."""
     store.begin_run(replace(about or RunAbout(),
                             metrics={p.column: p.signature for p in prepared}))
     outcome: RunOutcome = "ok"

@@ -169,6 +169,9 @@ def command(
         raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
+    if until_settled is not None and repeats > 1:
+        raise InputError("--until-settled scores one draw per sample: leave --repeats out",
+                         field="--repeats")
     if until_settled is not None:
         _until_settled(input_path, specs, output, store_path, until_settled, as_json,
                        batch=settle_batch, margin=settle_margin, top_k=settle_top_k,
