@@ -194,10 +194,11 @@ def test_the_audit_reports_repeats_and_fails_on_a_flaky_judge(server, tmp_path):
     assert flips > 0.1, "random answers flip"
     audited = run_cli("audit", str(tmp_path / "out.csv"), "--human", "human.coherence",
                       "--fail-on", "flaky>0.1", "--report", str(tmp_path / "card.json"),
-                      cwd=tmp_path)
+                      "--report", str(tmp_path / "card.html"), cwd=tmp_path)
     assert audited.returncode == 4, audited.stderr
     assert f"FAIL {column(metric)}: its verdict flips between its {K} draws" in audited.stderr
     assert "## Repeats" in audited.stdout
+    assert '<h2 id="repeats">Repeats</h2>' in (tmp_path / "card.html").read_text()
     card = json.loads((tmp_path / "card.json").read_text())
     (row,) = card["repeats"]
     assert row["flip_share"] == pytest.approx(flips) and row["n"] == N
