@@ -356,3 +356,17 @@ def test_the_python_api_draws_k_times_and_meta_eval_reads_them(server, tmp_path,
     with pytest.raises(Exception, match="names no store"):
         judgebench.meta_eval(judgebench.score(records[:3], [spec(server)], repeats=2)
                              .to_frame(), humans=["human.coherence"])
+
+
+def test_a_seeded_judge_sends_each_draw_with_a_seed_of_its_own(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(4))
+    done = score(tmp_path, data, spec(server, seed="7"), "--repeats", "3")
+    assert done.returncode == 0, done.stderr
+    digests = [entry["digest"] for entry in server.served()]
+    assert len(digests) == 12 and len(set(digests)) == 12, "the seed differs per draw"
+    unseeded = tmp_path / "unseeded"
+    unseeded.mkdir()
+    before = len(server.served())
+    assert score(unseeded, data, spec(server), "--repeats", "3").returncode == 0
+    again = [entry["digest"] for entry in server.served()[before:]]
+    assert len(again) == 12 and len(set(again)) == 4, "without a seed the body is the same"
