@@ -336,6 +336,25 @@ def test_a_pairwise_judge_s_cells_are_the_majority_verdicts_of_its_draws(tmp_pat
                                strict=True):
             assert got[name] == first_majority([e[field] for e in extras]), (field, extras)
     assert len(table) == len(pairs)
+    # meta-eval --pairwise: the judge's verdicts (1 a, 0.5 tie, 0 b) against themselves
+    import krippendorff
+
+    by_pair: dict[str, list[float]] = {f"{r.system_a} vs {r.system_b}": []
+                                       for r in table.itertuples()}
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        for system, value in conn.execute("SELECT system, value FROM scores"
+                                          " ORDER BY sample_index"):
+            by_pair[system].append(value)
+    verdicts = np.array(list(by_pair.values()), dtype=float)
+    shown = run_cli("meta-eval", str(tmp_path / "out.csv"), "--pairwise", "--human",
+                    "human.pref", "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    (row,) = [r for r in json.loads(shown.stdout) if r.get("statistic") == "repeats"]
+    assert row["n"] == len(pairs) and row["repeats"] == 3
+    assert row["icc"] == pytest.approx(independent_icc(verdicts), rel=1e-9, abs=1e-12)
+    alpha = krippendorff.alpha(reliability_data=verdicts.T, level_of_measurement="interval")
+    assert row["alpha"] == pytest.approx(alpha, rel=1e-9, abs=1e-12)
+    assert row["flip_share"] == pytest.approx(float(np.mean(np.ptp(verdicts, axis=1) > 0)))
 
 
 def test_the_python_api_draws_k_times_and_meta_eval_reads_them(server, tmp_path,

@@ -280,6 +280,7 @@ def pairwise_meta_eval(result: PairwiseMetaEvalResult) -> str:
     if result.compare:
         lines += ["", "cluster: judges in one cluster are not significantly different in "
                   "accuracy (paired test on per-pair credit: exact McNemar, or sign-flip)."]
+    lines += repeats_lines(result.repeats)
     return "\n".join(lines).lstrip("\n")
 
 

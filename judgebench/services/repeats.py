@@ -123,14 +123,19 @@ def repeats_row(column: str, draws: np.ndarray, humans: dict[str, np.ndarray]) -
     noise = {}
     for human, values in humans.items():
         keep = np.isfinite(values)
-        noise[human] = noise_ceiling(draws[keep], values[keep])
+        if keep.sum() >= 2:
+            noise[human] = noise_ceiling(draws[keep], values[keep])
     return RepeatsRow(column, k, reliability(draws), pass_at, pass_hat, noise)
 
 
 def repeats_rows(sidecar: dict[str, Any] | None, frame: pd.DataFrame, columns: Sequence[str],
-                 humans: Sequence[str], where: str) -> list[RepeatsRow]:
+                 humans: Sequence[str], where: str,
+                 human_values: dict[str, np.ndarray] | None = None) -> list[RepeatsRow]:
     """The `repeats` section of the repeated columns among `columns` (none without
-    --repeats): their draws read from the store the sidecar names."""
+    --repeats): their draws read from the store the sidecar names. `frame` has `item` and
+    `system` (a pairwise table's "A vs B"); people's values are `human_values`, else the
+    `humans` columns of `frame` as numbers. A pairwise judge's draws are its stored values:
+    P(A better), 1 a, 0 b, 0.5 a tie."""
     import pandas as pd
 
     repeated = repeated_columns(sidecar, columns)
@@ -142,8 +147,9 @@ def repeats_rows(sidecar: dict[str, Any] | None, frame: pd.DataFrame, columns: S
                          "store holding the draws (they were kept in memory: score with a "
                          "store, store=PATH in Python, to read them)", path=where,
                          field="store")
-    human_values = {h: pd.to_numeric(frame[h], errors="coerce").to_numpy(dtype=float)
-                    for h in humans if h in frame.columns}
+    if human_values is None:
+        human_values = {h: pd.to_numeric(frame[h], errors="coerce").to_numpy(dtype=float)
+                        for h in humans if h in frame.columns}
     rows = []
     for column, k in repeated.items():
         signature = sidecar["columns"][column].get("signature")  # type: ignore[index]
