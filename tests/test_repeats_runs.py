@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("litellm", reason="the [api] extra is not installed")
+pytest.importorskip("aiohttp", reason="the [api] extra is not installed (openai_compat)")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import column, run_cli, summeval_records, write_jsonl
