@@ -95,6 +95,10 @@ class Metric(Generic[OptionsT]):
     #: (paid calls with their own concurrency, or a model in memory). A metric that loads a
     #: model, calls a server or keeps state across batches sets False.
     parallel_safe: ClassVar[bool | None] = None
+    #: Which draw of `score --repeats K` this instance makes (set by the runner on the
+    #: instance scoring draw r): a judge puts it in every request (`Request.repeat`), so each
+    #: draw has its own judge-cache keys. 0 without --repeats.
+    repeat: int = 0
     _host: PluginHost | None = None
 
     @property

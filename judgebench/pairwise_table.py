@@ -181,6 +181,41 @@ def verdicts_of(score: Score | None) -> tuple[str | None, str | None, str | None
             verdict_text(score.extra.get("verdict_ba")))
 
 
+def majority_verdicts(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
+    """`score --repeats K` of a pairwise judge: per pair, the first draw's score whose
+    combined verdict (of the draws that scored) and verdict per order (of the draws that
+    gave one) are the majority of the draws' (`runner.majority`: the first drawn among the
+    most frequent), or their mean where the verdicts are probabilities; one draw: that
+    draw."""
+    from judgebench.runner import majority
+
+    if len(draws) == 1:
+        return dict(draws[0])
+
+    def combined(texts: list[str]) -> str | float | None:
+        if not texts:
+            return None
+        if any(t in VERDICTS for t in texts):
+            return str(majority(texts))
+        return math.fsum(float(t) for t in texts) / len(texts)
+
+    out: dict[SampleKey, Score] = {}
+    for key in {k for found in draws for k in found}:
+        scores = [found[key] for found in draws if key in found]
+        seen = [verdicts_of(s) for s in scores]
+        winners = [v[0] for v in seen if v[0] is not None]
+        extra = {**scores[0].extra, "draws": len(winners)}
+        for position, name in ((1, "verdict_ab"), (2, "verdict_ba")):
+            extra[name] = combined([t for v in seen if (t := v[position]) is not None])
+        winner = combined(winners)
+        if winner is None:
+            out[key] = scores[0].model_copy(update={"extra": extra})
+        else:
+            out[key] = scores[0].model_copy(update={"extra": {**extra, "winner": winner},
+                                                    "status": Status.OK})
+    return out
+
+
 def build_pairwise_table(
     samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store, *,
     hashes: Sequence[str] | None = None, human_names: Iterable[str] | None = None,
@@ -207,7 +242,7 @@ def build_pairwise_table(
         data[name] = pd.array([None if o is None else len(o) for o in outputs], dtype="Int64")
     for p in prepared:
         found = (stored[p.column] if stored is not None and p.column in stored
-                 else store.lookup(p.signature, keys))
+                 else majority_verdicts(store.draws(p.signature, keys, p.repeats)))
         cells = [verdicts_of(found.get(k)) for k in keys]
         for position, column in enumerate(verdict_columns(p.column).values()):
             data[column] = pd.array([c[position] for c in cells], dtype="string")

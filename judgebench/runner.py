@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.errors import InputError, JudgebenchError
@@ -37,6 +39,7 @@ from judgebench.scoring import (
     prepare_metrics,
     score_batch,
     score_streamed,
+    with_repeats,
 )
 from judgebench.spec import MetricSpec
 from judgebench.store import (
@@ -81,6 +84,9 @@ class RunResult:
     #: process (the judges on Ray actors are not counted).
     cached_answers: int = 0
     sent_calls: int = 0
+    #: The store the run wrote (its absolute path; ":memory:"): the sidecar names it where
+    #: a column was drawn more than once (`score --repeats`), for meta-eval to read the draws.
+    store_path: str = ":memory:"
 
     def count_failures(self, column: str, scores: Iterable[Score | CorpusScore]) -> None:
         found = self.failures.setdefault(column, Counter())
@@ -114,6 +120,8 @@ class RunResult:
                     "higher_is_better": p.metric.info.higher_is_better,
                     "level": p.metric.info.level,
                     "has_corpus": p.corpus_level,
+                    "repeats": p.repeats,
+                    **({"repeats_cell": p.cell} if p.repeats > 1 else {}),
                     "statuses": dict(self.statuses.get(p.column, {})),
                 }
                 for p in self.metrics
@@ -124,6 +132,8 @@ class RunResult:
             "rows": self.rows,
             "selection": self.selection,
         }
+        if any(p.repeats > 1 for p in self.metrics):
+            summary["store"] = self.store_path
         return describe(summary) if self.pairwise else summary
 
 
@@ -205,7 +215,7 @@ def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
     for name in ("reason", "raw", "rationale"):  # third-party metrics too
         data[name] = redact(data[name])
     return Score(item=sample.item, system=sample.system, metric=p.metric.info.name,
-                 signature=p.signature, **data)
+                 signature=p.signature, sample_index=p.repeat, **data)
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -305,7 +315,12 @@ def run_stream(
     prepared = prepare_metrics(specs, host, entries)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
-    result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise)
+    # --repeats K: draw 0 is `prepared` (the table's columns), the further draws follow
+    drawn = with_repeats(prepared, host, settings.repeats, settings.repeats_allow_greedy,
+                         settings.repeats_cell, pairwise)
+    result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise,
+                       store_path=store.path if store.path == ":memory:"
+                       else str(Path(store.path).absolute()))
     table_of: Callable[..., pd.DataFrame] = (
         partial(build_pairwise_table, has_category=surveyed.pairs.has_category) if pairwise
         else build_table)
@@ -317,7 +332,8 @@ def run_stream(
                 timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
                                        rows=len(estimate_from or []), workers=workers, host=host)
                 for p in prepared:
-                    result.estimates[p.column] = _estimate(p.metric, estimate_from or [])
+                    result.estimates[p.column] = _repeated(
+                        _estimate(p.metric, estimate_from or []), p.repeats)
                     estimate = timed.get(p.column)
                     result.estimates[p.column]["estimated_s"] = (
                         None if estimate is None else round(estimate.seconds, 3))
@@ -327,10 +343,10 @@ def run_stream(
                 return result
             # before any call: a budget needs known prices
             settings.budget.preflight((p.column, p.metric) for p in prepared)
-            segment = [p for p in prepared if p.segment_level]
+            segment = [p for p in drawn if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
             result.selection = about.selection if about is not None else None
-            recording.enter_context(_recorded(store, about, prepared, result, settings))
+            recording.enter_context(_recorded(store, about, drawn, result, settings))
             scheduler = (scheduler_factory or Scheduler)(workers, prepared, host, surveyed.rows,
                                                          on_estimate)
             by_system: dict[str, SystemCorpus] = {}
@@ -344,19 +360,24 @@ def run_stream(
                     for sample in chunk:
                         keys_digest.update(_key_bytes(sample))
                     return _PlannedChunk(chunk, hashes, keys, [
-                        _plan_segments(p, chunk, keys, store, resume, bar, result, scheduler)
+                        _plan_segments(p, chunk, keys, store, resume, bar, result,
+                                       scheduler if p.repeat == 0 else None)
                         for p in segment])
 
                 def finish(planned: _PlannedChunk) -> None:
-                    stored = {work.p.column: _finish_segments(work, planned.keys, store, bar,
-                                                              result)
-                              for work in planned.segments}
+                    draws: dict[str, list[dict[SampleKey, Score]]] = {}
+                    for work in planned.segments:
+                        draws.setdefault(work.p.column, []).append(
+                            _finish_segments(work, planned.keys, store, bar, result))
+                    stored = {column: found[0] for column, found in draws.items()}
                     if corpus:
                         _collect_corpus(corpus, by_system, planned.samples, planned.keys, stored)
                     if sink is not None:
+                        cells = {p.column: cell_of_draws(draws[p.column], p, pairwise)
+                                 for p in prepared if p.column in draws}
                         sink.write(table_of(planned.samples, prepared, store,
                                             hashes=planned.hashes,
-                                            human_names=surveyed.human_names, stored=stored))
+                                            human_names=surveyed.human_names, stored=cells))
 
                 # One chunk ahead: the next chunk is read and its worker batches sent before
                 # this one is finished, so workers do not wait while the parent commits,
@@ -379,7 +400,7 @@ def run_stream(
         result.cached_answers, result.sent_calls = REPLAYS.hits, REPLAYS.sent
         if scheduler is not None:
             scheduler.close()
-        for p in prepared:
+        for p in drawn:
             p.metric.close()
     return result
 
@@ -388,7 +409,8 @@ def run_stream(
 def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedMetric],
               result: RunResult, settings: RunSettings) -> Iterator[None]:
     """The scoring inside is one run in the store's `runs` table, ended with what it did and
-    how it ended (an error recording the end does not hide the run's own error)."""
+    how it ended (an error recording the end does not hide the run's own error). `prepared`
+    holds every draw of `--repeats` (one signature per column all the same)."""
     store.begin_run(replace(about or RunAbout(),
                             metrics={p.column: p.signature for p in prepared}))
     outcome: RunOutcome = "ok"
@@ -465,7 +487,7 @@ def _plan_segments(
     are sent now."""
     retry = current().retry
     final = {status for status in FINAL_STATUSES if str(status) not in retry}
-    done = store.lookup(p.signature, keys) if resume else {}
+    done = store.lookup(p.signature, keys, p.repeat) if resume else {}
     todo = [
         (s, key[2]) for s, key in zip(samples, keys, strict=True)
         if key not in done or done[key].status not in final
@@ -505,7 +527,7 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
 
 def _count_stored(p: PreparedMetric, keys: Sequence[SampleKey], store: Store,
                   result: RunResult) -> dict[SampleKey, Score]:
-    stored = store.lookup(p.signature, keys)
+    stored = store.lookup(p.signature, keys, p.repeat)
     result.statuses.setdefault(p.column, Counter()).update(
         str(score.status) for score in stored.values())
     result.count_failures(p.column, stored.values())
@@ -699,6 +721,72 @@ def _estimate(metric: Metric, samples: Sequence[Sample]) -> dict[str, Any]:
     return dict(metric.estimate(list(samples)))
 
 
+def _repeated(estimate: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """A column's dry-run estimate for `--repeats K` draws: K times its calls, tokens and
+    cost (a draw is a judgement of its own)."""
+    if repeats == 1:
+        return estimate
+    out = {**estimate, "repeats": repeats}
+    for name in ("calls", "tokens_in", "tokens_out", "cost_usd"):
+        value = estimate.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = value * repeats
+    return out
+
+
+def cell_of_draws(draws: Sequence[Mapping[SampleKey, Score]], p: PreparedMetric,
+                  pairwise: bool = False) -> dict[SampleKey, Score]:
+    """The scores the table's cells of `p`'s column show: its one draw, else its draws
+    combined as `p.cell` says (`mean_of_draws`, `majority_of_draws`; a pairwise judge's
+    verdicts: `pairwise_table.majority_verdicts`)."""
+    if len(draws) == 1:
+        return dict(draws[0])
+    if pairwise:
+        from judgebench.pairwise_table import majority_verdicts
+
+        return majority_verdicts(draws)
+    return majority_of_draws(draws) if p.cell == "majority" else mean_of_draws(draws)
+
+
+def majority(values: Sequence[Any]) -> Any:
+    """The most frequent of `values`; among equally frequent ones, the one drawn first."""
+    counts = Counter(values)
+    top = max(counts.values())
+    return next(v for v in values if counts[v] == top)
+
+
+def majority_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
+    """As `mean_of_draws`, with the most frequent value of the draws that scored (among
+    equally frequent values, the one drawn first) instead of their mean."""
+    out: dict[SampleKey, Score] = {}
+    for key in {k for found in draws for k in found}:
+        scores = [found[key] for found in draws if key in found]
+        ok = [s.value for s in scores if s.status == Status.OK and s.value is not None]
+        first = scores[0]
+        out[key] = (first.model_copy(update={"value": majority(ok), "status": Status.OK,
+                                              "extra": {**first.extra, "draws": len(ok)}})
+                    if ok else first)
+    return out
+
+
+def mean_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
+    """`score --repeats K`: per sample, the first draw's score with the mean of the values of
+    its draws that scored (status ok) as its value, and `extra["draws"]` how many did; a
+    sample no draw scored keeps its first draw's failure. One draw: that draw."""
+    if len(draws) == 1:
+        return dict(draws[0])
+    out: dict[SampleKey, Score] = {}
+    for key in {k for found in draws for k in found}:
+        scores = [found[key] for found in draws if key in found]
+        ok = [s.value for s in scores if s.status == Status.OK and s.value is not None]
+        first = scores[0]
+        out[key] = (first.model_copy(update={"value": math.fsum(ok) / len(ok),
+                                              "status": Status.OK,
+                                              "extra": {**first.extra, "draws": len(ok)}})
+                    if ok else first)
+    return out
+
+
 def build_table(
     samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store, *,
     hashes: Sequence[str] | None = None, human_names: Iterable[str] | None = None,
@@ -724,7 +812,7 @@ def build_table(
         if not p.segment_level:
             continue
         found = (stored[p.column] if stored is not None and p.column in stored
-                 else store.lookup(p.signature, keys))
+                 else cell_of_draws(store.draws(p.signature, keys, p.repeats), p))
         data[p.column] = [found[k].value if k in found else None for k in keys]
     if human_names is None:
         human_names = survey(samples).human_names

@@ -134,6 +134,13 @@ class RunSettings:
     #: The failed statuses a rerun asks again (`--retry`): a stored score of another status
     #: is kept by --resume, and a judge answer behind one is replayed from the judge cache.
     retry: frozenset[str] = frozenset({"error"})
+    #: `--repeats K`: independent draws per sample of each judge (`scoring.with_repeats`),
+    #: and whether a judge at temperature 0 may draw more than once.
+    repeats: int = 1
+    repeats_allow_greedy: bool = False
+    #: `--repeats-cell`: how the table's cell combines the draws (None: the mean, or the
+    #: majority verdict of a pairwise judge).
+    repeats_cell: str | None = None
 
 
 #: What `--retry` takes.

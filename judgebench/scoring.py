@@ -39,6 +39,13 @@ class PreparedMetric:
     spec: MetricSpec
     metric: Metric
     signature: str
+    #: `score --repeats K`: the draw this instance scores (stored as the score's sample
+    #: index), and the draws its column has (the table's cell is their mean).
+    repeat: int = 0
+    repeats: int = 1
+    #: How the table's cell combines the draws: "mean", or "majority" (the most frequent
+    #: value; a pairwise judge's verdicts always).
+    cell: str = "mean"
 
     @property
     def column(self) -> str:
@@ -64,6 +71,50 @@ def prepare(spec: MetricSpec, host: PluginHost, entry: MetricEntry | None = None
     """`spec`'s metric, built and signed."""
     metric = build(spec, host, entry)
     return PreparedMetric(spec, metric, str(metric.signature()))
+
+
+def repeatable(metric: Metric) -> bool:
+    """Whether `score --repeats K` draws a metric K times: a judge, whose options say its
+    sampling temperature. A metric without one is deterministic and scored once."""
+    return metric.info.kind == "judge" and hasattr(metric.options, "temperature")
+
+
+def with_repeats(prepared: Sequence[PreparedMetric], host: PluginHost, repeats: int,
+                 allow_greedy: bool = False, cell: str | None = None, pairwise: bool = False
+                 ) -> list[PreparedMetric]:
+    """`score --repeats K`: each repeatable segment-level metric (`repeatable`) gets
+    `repeats` draws; the list is `prepared` (draw 0, the table's columns) then one instance
+    per further draw, built anew from its spec with the same signature. A judge at
+    temperature 0 draws K times only with `allow_greedy` (its draws would be copies, or
+    differ by the server's own noise): an InputError before any work otherwise. `cell`:
+    how the table's cell combines the draws, "mean" (default) or "majority" (a categorical
+    judge's most frequent score); a pairwise table's verdicts are always the majority."""
+    if repeats < 1:
+        raise InputError("--repeats must be >= 1", field="--repeats")
+    if cell not in (None, "mean", "majority"):
+        raise InputError(f"{cell!r} is not a cell: mean or majority", field="--repeats-cell")
+    if pairwise and cell == "mean":
+        raise InputError("a pairwise table's cell is a verdict: its draws combine by majority "
+                         "(leave --repeats-cell out, or give majority)", field="--repeats-cell")
+    how = "majority" if pairwise else cell or "mean"
+    if repeats == 1:
+        return list(prepared)
+    extra: list[PreparedMetric] = []
+    for p in prepared:
+        if not (p.segment_level and repeatable(p.metric)):
+            continue
+        if float(getattr(p.metric.options, "temperature", 0.0)) == 0.0 and not allow_greedy:
+            raise InputError(
+                f"--repeats {repeats}: {p.column} is a judge at temperature 0, whose draws "
+                "are not independent; give it temperature>0, or --repeats-allow-greedy to "
+                "draw anyway (a server's own noise)", field="--repeats")
+        p.repeats, p.cell = repeats, how
+        for r in range(1, repeats):
+            metric = build(p.spec, host)
+            metric.repeat = r
+            extra.append(PreparedMetric(p.spec, metric, p.signature, repeat=r,
+                                        repeats=repeats, cell=how))
+    return [*prepared, *extra]
 
 
 def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost,

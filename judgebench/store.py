@@ -531,9 +531,11 @@ class Store:
                 self._tokens[index] = (self._tokens[index] or 0) + sum(values)
 
     # -- segment scores -----------------------------------------------------------------
-    def lookup(self, signature: str, keys: Iterable[SampleKey]) -> dict[SampleKey, Score]:
-        """The stored score (sample index 0) of each of `keys` that the store holds: only rows
-        of exactly these samples, content hash included, whatever else the store holds.
+    def lookup(self, signature: str, keys: Iterable[SampleKey], sample_index: int = 0
+               ) -> dict[SampleKey, Score]:
+        """The stored score (draw `sample_index` of `score --repeats`, 0 the first) of each
+        of `keys` that the store holds: only rows of exactly these samples, content hash
+        included, whatever else the store holds.
 
         The keys go into a temporary table joined on the primary key, so the cost is in the
         number of keys asked for, not in the size of the store."""
@@ -556,13 +558,20 @@ class Store:
                 " s.raw, s.rationale, s.extra, s.tokens_in, s.tokens_out, s.cost_usd,"
                 " s.latency_s, s.rowid FROM temp.wanted w CROSS JOIN scores s"
                 " ON s.signature = ? AND s.item = w.item AND s.system = w.system"
-                " AND s.sample_index = 0 AND s.sample_hash = w.sample_hash",
-                (signature,),
+                " AND s.sample_index = ? AND s.sample_hash = w.sample_hash",
+                (signature, sample_index),
             )
             for r in cursor:
-                found[(r[0], r[1], r[2])] = self._score(signature, r[0], r[1], 0, *r[3:])
+                found[(r[0], r[1], r[2])] = self._score(signature, r[0], r[1], sample_index,
+                                                        *r[3:])
             self.conn.execute("DELETE FROM temp.wanted")
         return found
+
+    def draws(self, signature: str, keys: Iterable[SampleKey], repeats: int
+              ) -> list[dict[SampleKey, Score]]:
+        """`lookup` of each of the `repeats` draws (`score --repeats`), draw r at index r."""
+        wanted = list(keys)
+        return [self.lookup(signature, wanted, r) for r in range(repeats)]
 
     def request_keys(self, signature: str, keys: Iterable[SampleKey],
                      statuses: Iterable[str]) -> set[str]:

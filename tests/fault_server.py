@@ -35,6 +35,10 @@ snapshot change mid-run); ``--fingerprint-after N=FP`` switches to FP after N an
 ``--score-salt S`` draws ``{score}``/``{choice}`` from a hash of S and the request instead:
 deterministic answers of another judge (two stores made with different judge answers).
 
+``--random-scores SEED`` draws ``{score}``/``{choice}`` at random for every request, from one
+generator seeded with SEED (a judge at temperature > 0: the same request asked twice may get
+two answers); the drawn score is in the log line (``score``).
+
 ``GET /_inflight`` says how many chat requests are being answered now (a test waits for 0
 after killing a client, instead of sleeping). Every answered request (status 200) is appended
 to ``--log`` as one JSON line, flushed at once, so a test can count calls across a kill and
@@ -76,6 +80,10 @@ class _State:
         self.key = os.environ.get(args.require_key_env) if args.require_key_env else None
         self.models_asked = 0
         self.inflight = 0  # chat requests being answered now
+        import random
+
+        self.random = (random.Random(args.random_scores) if args.random_scores is not None
+                       else None)
 
     def fault_for(self, digest: str, text: str) -> str | None:
         with self.lock:
@@ -251,7 +259,12 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "nochoices":
             return self._json(200, {"id": "x", "object": "chat.completion", "model": "judge"})
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        reply = _reply_for(state.reply, digest, key, state.args.score_salt)
+        drawn = None
+        if state.random is not None:
+            with state.lock:
+                drawn = state.random.randrange(2**32)
+        reply = _reply_for(state.reply, digest if drawn is None else f"{drawn:08x}", key,
+                           state.args.score_salt)
         finish = "stop"
         if fault == "refuse":
             reply, finish = "", "content_filter"
@@ -288,7 +301,8 @@ class Handler(BaseHTTPRequestHandler):
             answer["system_fingerprint"] = fingerprint
         state.record({"digest": digest, "time": time.time(), "fault": fault,
                       "model": body.get("model"), "schema": bool(body.get("response_format")),
-                      "logprobs": bool(body.get("logprobs")), "usage": usage})
+                      "logprobs": bool(body.get("logprobs")), "usage": usage,
+                      "reply": reply})
         return self._json(200, answer)
 
 
@@ -307,6 +321,7 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--served-model", default="")
     parser.add_argument("--fingerprint-after", default="")
     parser.add_argument("--score-salt", default="")
+    parser.add_argument("--random-scores", type=int, default=None)
     args = parser.parse_args(argv)
     ThreadingHTTPServer.allow_reuse_address = True
     ThreadingHTTPServer.daemon_threads = True

@@ -6,6 +6,10 @@
                     table's .meta.json counted, and, with --store, the statuses the store
                     holds for the column's signature (the table's rows only); the worst of
                     the shares known counts
+    flaky>X         a judge drawn with `score --repeats K` flips its verdict between draws on
+                    more than a share X of its items (0 <= X < 1, or 5%): the report's
+                    `repeats` section (judgebench.services.repeats); a report with no
+                    repeated judge fails it (nothing to check)
     cluster-drop    a metric fell to a worse significance cluster than in a previous audit
                     (--previous: its JSON report or its --json output), per human criterion,
                     statistic, level and grouping
@@ -31,9 +35,9 @@ from judgebench.errors import InputError
 if TYPE_CHECKING:
     from judgebench.auditing.report import MetricCard, Report
 
-Kind = Literal["gate", "parse-rate", "cluster-drop"]
-USAGE = "use gate, parse-rate>X (X a share such as 0.05, or 5%) or cluster-drop"
-_RATE = re.compile(r"parse-rate\s*>\s*(?P<value>[^%\s]+)\s*(?P<percent>%?)")
+Kind = Literal["gate", "parse-rate", "flaky", "cluster-drop"]
+USAGE = ("use gate, parse-rate>X, flaky>X (X a share such as 0.05, or 5%) or cluster-drop")
+_RATE = re.compile(r"(?P<kind>parse-rate|flaky)\s*>\s*(?P<value>[^%\s]+)\s*(?P<percent>%?)")
 
 #: (human, statistic, level, grouping, metric) -> significance cluster, of a previous audit.
 Clusters = dict[tuple[str, str, str, str, str], int]
@@ -82,10 +86,12 @@ def parse_checks(expressions: Sequence[str]) -> list[Check]:
                              field="--fail-on") from None
         share = value / 100 if match["percent"] else value
         if not 0 <= share < 1 or not math.isfinite(share):
-            raise InputError(f"'{expression}': the threshold is a share of the scores, from "
+            raise InputError(f"'{expression}': the threshold is a share of the "
+                             f"{'items' if match['kind'] == 'flaky' else 'scores'}, from "
                              "0 (no failure allowed) to below 1 (or 0% to below 100%)",
                              field="--fail-on")
-        out.append(Check("parse-rate", expression, share))
+        out.append(Check("flaky" if match["kind"] == "flaky" else "parse-rate", expression,
+                         share))
     return out
 
 
@@ -134,8 +140,26 @@ def failures(report: Report, checks: Sequence[Check], *, previous: Clusters | No
             assert check.threshold is not None  # parse_checks sets it
             out += [f for card in report.metrics
                     if (f := _rate(card, check, check.threshold, store_shares or {}))]
+        elif check.kind == "flaky":
+            assert check.threshold is not None
+            out += _flaky(report.repeats, check, check.threshold)
         else:
             out += _drops(report, check, previous or {}, several)
+    return out
+
+
+def _flaky(repeats: Sequence[Mapping[str, Any]], check: Check, threshold: float
+           ) -> list[Failure]:
+    if not repeats:
+        return [Failure(check.expression, "(repeats)", "nothing to check: no column of the "
+                        "table was drawn more than once (score --repeats K)")]
+    out = []
+    for row in repeats:
+        share = row.get("flip_share")
+        if share is not None and share > threshold:
+            out.append(Failure(check.expression, str(row["metric"]),
+                               f"its verdict flips between its {row['repeats']} draws on "
+                               f"{share:.1%} of {row['n']} items, above {threshold:.1%}"))
     return out
 
 

@@ -82,6 +82,9 @@ class Report(Result):
     alt_test: list[dict[str, Any]] = field(default_factory=list)
     power: list[dict[str, Any]] = field(default_factory=list)
     sequential: list[dict[str, Any]] = field(default_factory=list)
+    #: Per judge drawn with `score --repeats K`: the judge against itself
+    #: (judgebench.services.repeats: ICC, alpha, spread, flips, pass@k, the noise ceiling).
+    repeats: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -118,6 +121,7 @@ class Report(Result):
         rows += [{"type": "alt-test", **r} for r in _clean_tree(self.alt_test)]
         rows += [{"type": "power", **p} for p in _clean_tree(self.power)]
         rows += [{"type": "sequential", **s} for s in _clean_tree(self.sequential)]
+        rows += [{"type": "repeats", **r} for r in self.repeats]
         rows += [{"type": "failure", **f} for f in self.failures]
         return rows
 
@@ -143,6 +147,8 @@ class Report(Result):
         for key in ("alt_test", "power", "sequential"):
             if getattr(self, key):
                 data[key] = _clean_tree(getattr(self, key))
+        if self.repeats:
+            data["repeats"] = _clean_tree(self.repeats)
         if self.pairwise:
             from judgebench.auditing.pairwise import summaries
 

@@ -209,6 +209,10 @@ class Request:
     json_schema: dict[str, Any] | None = None
     sample_index: int = 0
     constraint: Constraint | None = None
+    #: Which of `score --repeats K` independent draws of a judgement this call is (0: the
+    #: first, and every call without --repeats). In the cache key when > 0, so draw r is
+    #: replayed as draw r and K draws are K distinct keys; never sent to the model.
+    repeat: int = 0
 
     def __post_init__(self) -> None:
         if self.json_schema is not None and self.constraint is None:
@@ -227,6 +231,8 @@ class Request:
                 "system", "user", "assistant"
             ):
                 raise ValueError(f"a chat message is {{'role', 'content'}}, got {message!r}")
+        if self.repeat < 0:
+            raise ValueError("repeat must be >= 0")
         if self.max_tokens < 0 or (self.max_tokens == 0 and not self.prompt_logprobs):
             raise ValueError("max_tokens must be > 0 (or 0 with prompt_logprobs=True)")
         if self.top_logprobs < 0 or (self.top_logprobs and not self.logprobs):
@@ -254,6 +260,8 @@ class Request:
         constraint = data.pop("constraint")
         if constraint is not None and constraint.kind != "json":
             data["constraint"] = constraint.to_dict()
+        if not data["repeat"]:  # the first draw keeps the key it had before repeats existed
+            del data["repeat"]
         return data
 
     def content_hash(self, identity: dict[str, str]) -> str:

@@ -88,6 +88,17 @@ TOP_REASONS = 3
               help="Failed scores to ask again, comma-separated: parse_error, refused, error. "
                    "The judge answers behind them are not replayed from the judge cache, and "
                    "--resume does not keep them; other failed scores are kept.")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="K",
+              help="Draw K independent judgements per sample from each judge (each draw its "
+                   "own judge-cache keys, so a rerun replays the same K); the table's cell is "
+                   "their mean and the store keeps every draw (meta-eval's `repeats`).")
+@click.option("--repeats-cell", type=click.Choice(["mean", "majority"]), default=None,
+              help="With --repeats: the table's cell is the draws' mean (default) or their "
+                   "majority (a categorical judge's most frequent score; a pairwise judge's "
+                   "verdicts always).")
+@click.option("--repeats-allow-greedy", is_flag=True,
+              help="With --repeats K > 1: draw from a judge at temperature 0 too.")
 @click.option("--allow-failures", is_flag=True,
               help="Exit 0 even if some scores failed (error, parse_error, refused); without "
                    "it such a run exits 3.")
@@ -143,6 +154,9 @@ def command(
     settle_top_k: int | None = None,
     settle_alpha: float = 0.05,
     settle_statistic: str = "pearson",
+    repeats: int = 1,
+    repeats_allow_greedy: bool = False,
+    repeats_cell: str | None = None,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
 
@@ -155,6 +169,9 @@ def command(
         raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
+    if until_settled is not None and repeats > 1:
+        raise InputError("--until-settled scores one draw per sample: leave --repeats out",
+                         field="--repeats")
     if until_settled is not None:
         _until_settled(input_path, specs, output, store_path, until_settled, as_json,
                        batch=settle_batch, margin=settle_margin, top_k=settle_top_k,
@@ -175,7 +192,9 @@ def command(
     settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
-                           cache_path=cache_path, retry=retry)
+                           cache_path=cache_path, retry=retry, repeats=repeats,
+                           repeats_allow_greedy=repeats_allow_greedy,
+                           repeats_cell=repeats_cell)
     show = sys.stderr.isatty() if progress is None else progress
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,

@@ -102,7 +102,8 @@ def render_html(report: Report | dict[str, Any]) -> str:
     else:
         parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
                  _gate(data), _comparison(data), _agreement(data),
-                 section_html(data.get("scales", [])), _scatter(data), _cards(data),
+                 section_html(data.get("scales", [])), _repeats(data.get("repeats", [])),
+                 _scatter(data), _cards(data),
                  _probes(data), _bias(data), _combinations(data), _warnings(data)]
     title = escape(data["title"])
     return (
@@ -416,6 +417,28 @@ def _bias(data: dict[str, Any]) -> str:
              str(b["n"]), escape(b.get("note", ""))] for b in data["bias"]]
     return ('<h2 id="bias">Judge bias</h2>'
             + table_html(["judge", "probe", "measure", "value", "n", "note"], rows))
+
+
+def _repeats(rows: Sequence[dict[str, Any]]) -> str:
+    """The judges drawn with `score --repeats K` against themselves (as the Markdown card)."""
+    if not rows:
+        return ""
+    k = [str(r["repeats"]) for r in rows]
+    cells = [[escape(r["metric"]), escape(n), str(r["n"]), _num(r.get("icc")),
+              _num(r.get("icc_mean")), _num(r.get("alpha")), _num(r.get("spread")),
+              rate(r.get("flip_share")), _num((r.get("pass_at_k") or {}).get(n)),
+              _num((r.get("pass_hat_k") or {}).get(n))] for r, n in zip(rows, k, strict=True)]
+    noise = [[escape(r["metric"]), escape(h), _num(c.get("agreement")), _num(c.get("ceiling")),
+              _num(c.get("disattenuated")), rate(c.get("noise_share"))]
+             for r in rows for h, c in (r.get("noise_ceiling") or {}).items()]
+    return ('<h2 id="repeats">Repeats</h2><p>A judge against itself over K draws per item: '
+            "ICC(1) of one draw, ICC(K) of their mean, Krippendorff's alpha, the mean spread "
+            "per item, the share of items whose verdict flips; pass@K and pass^K for binary "
+            "judges; per human column the ceiling its own noise puts on agreement.</p>"
+            + table_html(["judge", "K", "n", "ICC(1)", "ICC(K)", "alpha", "spread", "flips",
+                          "pass@K", "pass^K"], cells)
+            + (table_html(["judge", "human", "r (mean of draws)", "ceiling", "disattenuated",
+                           "gap its noise explains"], noise) if noise else ""))
 
 
 def _combinations(data: dict[str, Any]) -> str:

@@ -167,6 +167,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
             out.append("")
 
     out += section_markdown(data.get("scales", []))
+    out += repeats_markdown(data.get("repeats", []))
     if data["probes"]:
         out += ["## Metamorphic probes", "",
                 "Share of changed outputs whose score moved the right way (expected move in "
@@ -177,6 +178,32 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
         out += ["", f"Scored pairs per probe: {text(counts)}.", ""]
     out += _bias_and_warnings(data)
     return "\n".join(out).rstrip() + "\n"
+
+
+def repeats_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The judges drawn with `score --repeats K` against themselves."""
+    if not rows:
+        return []
+    out = ["## Repeats", "",
+           "A judge against itself over K draws per item: ICC(1) of one draw, ICC(K) of their "
+           "mean (Spearman-Brown), Krippendorff's alpha, the mean spread (sd) per item, the "
+           "share of items whose verdict flips; pass@K and pass^K for binary judges; per "
+           "human column the noise ceiling sqrt(ICC(K)) and the share of the gap to "
+           "perfect agreement the judge's own noise explains.", ""]
+    out += table(["judge", "K", "n", "ICC(1)", "ICC(K)", "alpha", "spread", "flips",
+                  "pass@K", "pass^K"],
+                 [[text(r["metric"]), r["repeats"], r["n"], fmt(r.get("icc")),
+                   fmt(r.get("icc_mean")), fmt(r.get("alpha")), fmt(r.get("spread")),
+                   rate(r.get("flip_share")),
+                   fmt((r.get("pass_at_k") or {}).get(str(r["repeats"]))),
+                   fmt((r.get("pass_hat_k") or {}).get(str(r["repeats"])))] for r in rows])
+    noise = [[text(r["metric"]), text(h), fmt(n.get("agreement")), fmt(n.get("ceiling")),
+              fmt(n.get("disattenuated")), rate(n.get("noise_share"))]
+             for r in rows for h, n in (r.get("noise_ceiling") or {}).items()]
+    if noise:
+        out += ["", *table(["judge", "human", "r (mean of draws)", "ceiling",
+                            "disattenuated", "gap its noise explains"], noise)]
+    return [*out, ""]
 
 
 def _bias_and_warnings(data: dict[str, Any]) -> list[str]:

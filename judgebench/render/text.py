@@ -9,6 +9,7 @@ made terminal-safe by the command (judgebench.display.safe) as it prints.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from judgebench.services.meta_eval import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
     from judgebench.services.power import PowerReport
+    from judgebench.services.repeats import RepeatsRow
     from judgebench.services.runs import Call, LogEntry, LogsResult, RunRow, RunsResult
     from judgebench.services.transitivity import TransitivityReport
     from meta_eval.aggregation import RuleResult
@@ -95,7 +97,38 @@ def meta_eval(result: MetaEvalResult, *, verbose: bool = False) -> str:
             lines += _test_lines([r for r in rows if not isinstance(r, CeilingRow)])
     if result.compare:
         lines += ["", CLUSTER_NOTE]
+    lines += repeats_lines(result.repeats)
     return "\n".join(lines).lstrip("\n")
+
+
+def repeats_lines(rows: Sequence[RepeatsRow]) -> list[str]:
+    """The judges drawn with `score --repeats K` against themselves (judgebench.services.
+    repeats): one line of test-retest statistics each, pass@k/pass^k when binary, and per
+    human column the noise ceiling."""
+    if not rows:
+        return []
+    lines = ["", "repeats · a judge against itself over its draws"]
+    width = max(len(row.metric) for row in rows)
+    for row in rows:
+        r = row.reliability
+        lines.append(f"  {row.metric:<{width}}  K={row.repeats}  n={r.units}  "
+                     f"ICC(1)={_num(r.icc)}  ICC(K)={_num(r.icc_mean)}  "
+                     f"alpha={_num(r.alpha)}  spread={_num(r.spread)}  "
+                     f"flips={_num(r.flip_share)}")
+        if row.pass_at:
+            k = row.repeats
+            lines.append(f"  {'':<{width}}  pass@1={_num(row.pass_at[1])}  "
+                         f"pass@{k}={_num(row.pass_at[k])}  pass^{k}={_num(row.pass_hat[k])}")
+        for human, n in row.noise.items():
+            lines.append(f"  {'':<{width}}  {human}: r={_num(n.agreement)}  "
+                         f"ceiling sqrt(ICC(K))={_num(n.ceiling)}  "
+                         f"disattenuated={_num(n.disattenuated)}  "
+                         f"noise explains {_num(n.noise_share)} of the gap")
+    return lines
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}" if value is not None and math.isfinite(value) else "n/a"
 
 
 def _title(human: str, statistic: str, first: MetricRow | CeilingRow) -> str:
@@ -247,6 +280,7 @@ def pairwise_meta_eval(result: PairwiseMetaEvalResult) -> str:
     if result.compare:
         lines += ["", "cluster: judges in one cluster are not significantly different in "
                   "accuracy (paired test on per-pair credit: exact McNemar, or sign-flip)."]
+    lines += repeats_lines(result.repeats)
     return "\n".join(lines).lstrip("\n")
 
 

@@ -175,6 +175,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                  alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
                  target_power=target_power, options=options, lower=lower, higher=higher,
                  log=log)
+    report.repeats = _repeats(scores_path, frame, [c.column for c in report.metrics], humans)
     if checks:
         _run_checks(report, checks, clusters, frame, store)
     return report
@@ -236,6 +237,16 @@ def _conclusions(report: Report, scores: Path, *, humans: Sequence[str],
                                     systems=int(report.inputs["systems"]), lower=lower,
                                     higher=higher, log=log) for h in humans]
         report.settings |= {"power_for": {"delta": power_for, "target_power": target_power}}
+
+
+def _repeats(path: Path, frame: pd.DataFrame, columns: Sequence[str],
+             humans: Sequence[str]) -> list[dict[str, Any]]:
+    """The `repeats` section of the judges drawn with `score --repeats K`."""
+    from judgebench.scores_table import read_sidecar
+    from judgebench.services.repeats import repeats_rows
+
+    rows = repeats_rows(read_sidecar(path), frame, columns, humans, str(path))
+    return [row.to_dict() for row in rows]
 
 
 def _warn_not_run(report: Report, humans: Sequence[str], log: Log | None) -> None:

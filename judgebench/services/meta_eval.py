@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.services.repeats import RepeatsRow
     from meta_eval.arrays import FloatArray
     from meta_eval.ceiling import Ceiling
     from meta_eval.results import Comparison
@@ -195,13 +196,16 @@ class MetaEvalResult(Result):
     items: int
     systems: int
     failed_as: FailedAs = MISSING
+    #: Per judge column drawn with `score --repeats K`: the judge against itself
+    #: (judgebench.services.repeats); empty without repeats.
+    repeats: list[RepeatsRow] = field(default_factory=list)
 
     @property
     def rows(self) -> list[Row]:
         return [row for block in self.blocks for row in block.rows]
 
     def to_dict(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.rows]
+        return [row.to_dict() for row in self.rows] + [r.to_dict() for r in self.repeats]
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -315,8 +319,12 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
 
         blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=alpha, seed=seed,
                                  **sequential)
+    from judgebench.services.repeats import repeats_rows
+
+    repeats = repeats_rows(cols.table.sidecar, cols.frame, in_table, humans,
+                           str(cols.table.path))
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
-                          convention)
+                          convention, repeats)
 
 
 def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,

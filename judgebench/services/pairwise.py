@@ -29,6 +29,7 @@ from meta_eval.pairwise_eval import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.services.repeats import RepeatsRow
     from meta_eval.arrays import FloatArray
 
 Log = Callable[[str], None]
@@ -164,9 +165,12 @@ class PairwiseMetaEvalResult(Result):
     compare: bool
     failed_as: FailedAs = MISSING
     notes: list[str] = field(default_factory=list)
+    #: Per judge drawn with `score --repeats K`: its verdicts against themselves
+    #: (judgebench.services.repeats); empty without repeats.
+    repeats: list[RepeatsRow] = field(default_factory=list)
 
     def to_dict(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.rows]
+        return [row.to_dict() for row in self.rows] + [r.to_dict() for r in self.repeats]
 
 
 def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str],
@@ -228,9 +232,17 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                      if c in failed.told_by), "cells") for j in names}
     rows = [PairwiseRow(r, human_ties, by, alpha, convention, told.get(r.judge, "cells"))
             for r in [*evaluation.results, *soft]]
+    import numpy as np
+
+    from judgebench.services.repeats import repeats_rows
+
+    keyed = frame.assign(system=frame["system_a"].astype(str) + " vs "
+                         + frame["system_b"].astype(str))
+    repeats = repeats_rows(sidecar, keyed, names, list(human_p), where,
+                           {h: np.asarray(v, dtype=float) for h, v in human_p.items()})
     return PairwiseMetaEvalResult(rows, names, list(human_p), len(frame),
                                   len(set(items)), compare and len(names) > 1, convention,
-                                  failed.notes)
+                                  failed.notes, repeats)
 
 
 __all__ = ["CEILING", "PairwiseMetaEvalResult", "PairwiseRow", "pairwise_meta_eval",

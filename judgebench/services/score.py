@@ -79,22 +79,29 @@ def specs_of(metrics: Sequence[str | MetricSpec]) -> list[MetricSpec]:
 def score(data: str | Path | Iterable[Sample | dict[str, Any]] | pd.DataFrame,
           metrics: Sequence[str | MetricSpec], *, store: str | Path | None = None,
           resume: bool = False, progress: bool = False,
-          host: PluginHost | None = None) -> ScoreResult:
+          host: PluginHost | None = None, repeats: int = 1,
+          repeats_allow_greedy: bool = False, repeats_cell: str | None = None
+          ) -> ScoreResult:
     """Score `data` with metric specs such as ``"lexical.rouge2:multi_ref=mean"``.
 
     A DataFrame is read as the CLI reads a CSV or Parquet file (extra columns into
     `metadata`, `human.x` columns into `human`, NaN/None/pd.NA as missing, list cells as
     lists) and dicts as JSONL lines; an error names `row N` (1-based) and the field. Without
     `store`, scores are kept in memory only. The metrics are `host`'s (default: a host of the
-    installed plugins, built for the call)."""
+    installed plugins, built for the call). `repeats` (with `repeats_allow_greedy` and
+    `repeats_cell`) is `score --repeats K`: K draws of each judge, every one in the store,
+    the table's cell their mean (or majority); `meta_eval` reads the draws from `store`."""
     from judgebench.runner import run
+    from judgebench.runtime import RunSettings
     from judgebench.store import Store
 
     samples = read_data(data)
     specs = specs_of(metrics)
+    settings = RunSettings(repeats=repeats, repeats_allow_greedy=repeats_allow_greedy,
+                           repeats_cell=repeats_cell)
     with Store(store if store is not None else ":memory:") as db:
         return ScoreResult(run(samples, specs, store=db, resume=resume, progress=progress,
-                               host=host))
+                               settings=settings, host=host))
 
 
 def estimate(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, store: Store,

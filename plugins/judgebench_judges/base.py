@@ -31,6 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
+import hashlib
 import math
 import queue
 import threading
@@ -313,6 +315,13 @@ class JudgeMetric(Metric[JudgeOptionsT]):
         return follow, raw
 
     async def ask(self, request: Request) -> Response:
+        if self.repeat and request.repeat != self.repeat:  # draw r of `score --repeats K`
+            seed = request.seed
+            if seed is not None:  # a seeded judge's draw r: a seed of its own, from (seed, r)
+                digest = hashlib.sha256(f"{seed}:{self.repeat}".encode()).digest()
+                span = MAX_SEED64 - MIN_SEED64 + 1
+                seed = MIN_SEED64 + int.from_bytes(digest[:8], "big") % span
+            request = dataclasses.replace(request, repeat=self.repeat, seed=seed)
         keys = _request_keys.get()
         if keys is not None:  # the sample's score links to its cached requests (`logs`)
             keys.append(request.content_hash(self._dispatcher.backend.identity()))
