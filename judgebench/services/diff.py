@@ -366,13 +366,13 @@ def _winner(merged: pd.DataFrame, side: str, key: list[str], higher: bool,
 
     totals: dict[str, list[float]] = {}
     if "system" in key:
-        for system, v in zip(merged["system"].astype(str), values, strict=True):
+        for system, v in zip(merged["system"].astype("str"), values, strict=True):
             if np.isfinite(v):
                 totals.setdefault(system, []).append(float(v) if higher else -float(v))
         means = {s: math.fsum(v) / len(v) for s, v in totals.items()}
     else:
         means = {}
-        for sa, sb, v in zip(merged["system_a"].astype(str), merged["system_b"].astype(str),
+        for sa, sb, v in zip(merged["system_a"].astype("str"), merged["system_b"].astype("str"),
                              values, strict=True):
             means.setdefault(sa, 0.0)
             means.setdefault(sb, 0.0)
@@ -389,7 +389,7 @@ def _matrices(merged: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     import numpy as np
 
     items = sorted(merged["item"].astype(str).unique())
-    systems = sorted(merged["system"].astype(str).unique())
+    systems = sorted(merged["system"].astype("str").unique())
     ii = {v: k for k, v in enumerate(items)}
     si = {v: k for k, v in enumerate(systems)}
     out = [np.full((len(items), len(systems)), np.nan) for _ in range(3)]

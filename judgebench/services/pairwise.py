@@ -236,8 +236,8 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
 
     from judgebench.services.repeats import repeats_rows
 
-    keyed = frame.assign(system=frame["system_a"].astype(str) + " vs "
-                         + frame["system_b"].astype(str))
+    keyed = frame.assign(system=frame["system_a"].astype("str") + " vs "
+                         + frame["system_b"].astype("str"))
     repeats = repeats_rows(sidecar, keyed, names, list(human_p), where,
                            {h: np.asarray(v, dtype=float) for h, v in human_p.items()})
     return PairwiseMetaEvalResult(rows, names, list(human_p), len(frame),

@@ -106,7 +106,7 @@ def draw_matrix(store: Path, signature: str, frame: pd.DataFrame, repeats: int
         chosen = latest.get((item, system))
         if chosen is not None and chosen[1] == digest and status == "ok" and value is not None:
             values[(item, system, index)] = float(value)
-    keys = list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))
+    keys = list(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))
     return np.array([[values.get((item, system, r), math.nan) for r in range(repeats)]
                      for item, system in keys], dtype=float).reshape(len(keys), repeats)
 

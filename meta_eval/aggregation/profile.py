@@ -300,7 +300,7 @@ class Comparisons:
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "outcome", outcome)
         object.__setattr__(self, "weights", weights)
-        object.__setattr__(self, "groups", groups.astype(np.int64))
+        object.__setattr__(self, "groups", np.asarray(groups, dtype=np.int64))
 
     @property
     def n_systems(self) -> int:

@@ -72,7 +72,7 @@ def numeric_column(frame: pd.DataFrame, column: str) -> FloatArray:
     if pd.api.types.is_bool_dtype(raw) or boolean.any():
         row = int(np.flatnonzero(boolean)[0]) if boolean.any() else 0
         raise TableError(f"a boolean, not a score: {raw.iloc[row]!r}", row=row, field=column)
-    bad = values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+    bad = values.isna() & raw.notna() & (raw.astype("str").str.strip() != "")
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise TableError(f"not a number: {raw.iloc[row]!r}", row=row, field=column)
@@ -89,7 +89,7 @@ def _key_column(frame: pd.DataFrame, column: str) -> list[str]:
         raise TableError(f"no column '{column}'; columns are {list(frame.columns)}",
                          field=column)
     values = frame[column]
-    empty = values.isna() | (values.astype(str).str.strip() == "")
+    empty = values.isna() | (values.astype("str").str.strip() == "")
     if empty.any():
         raise TableError("empty cell", row=int(np.flatnonzero(empty.to_numpy())[0]),
                          field=column)
@@ -352,7 +352,7 @@ def pairwise_dropped(frame: pd.DataFrame, winner: str | None = None) -> int:
     """How many rows `comparisons_from_pairwise` leaves out for want of a verdict."""
     column = winner_column(frame.columns, winner)
     values = frame[column]
-    return int((values.isna() | (values.astype(str).str.strip() == "")).sum())
+    return int((values.isna() | (values.astype("str").str.strip() == "")).sum())
 
 
 def refuse_pairs_in_wide(frame: pd.DataFrame, *, system: str = "system") -> None:
@@ -362,7 +362,7 @@ def refuse_pairs_in_wide(frame: pd.DataFrame, *, system: str = "system") -> None
         return
     from meta_eval.pairwise import names_pairs
 
-    names = frame[system].astype(str).str.strip()
+    names = frame[system].astype("str").str.strip()
     if names_pairs(list(names)):
         raise TableError(
             f"the systems look like pairs ({names.iloc[0]!r}): this is a pairwise judge's "
