@@ -286,32 +286,34 @@ def _p_value_units(human: FloatArray, metric: FloatArray
 
 
 def pearson_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy.stats.pearsonr."""
-    import scipy.stats
+    """Two-sided p-value of 'no association', scipy.stats.pearsonr's (meta_eval.p_values)."""
+    from meta_eval.p_values import pearson_p
 
     units = _p_value_units(human, metric)
     if units is None:
         return None
     # scipy's p depends on r only; r is scale-free, so scale exactly out of overflow.
     h, m = (np.ldexp(x, -power_of_two_scale(x)) for x in units)
-    return float(scipy.stats.pearsonr(h, m).pvalue)
+    return pearson_p(h, m)
 
 
 def spearman_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy.stats.spearmanr (snapped values)."""
-    import scipy.stats
+    """Two-sided p-value of 'no association', scipy.stats.spearmanr's on the snapped values
+    (meta_eval.p_values)."""
+    from meta_eval.p_values import spearman_p
 
     units = _p_value_units(human, metric)
     if units is None:
         return None
-    return float(scipy.stats.spearmanr(snap(units[0]), snap(units[1])).pvalue)
+    return spearman_p(snap(units[0]), snap(units[1]))
 
 
 def kendall_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy.stats.kendalltau (snapped values)."""
-    import scipy.stats
+    """Two-sided p-value of 'no association', scipy.stats.kendalltau's on the snapped values
+    (meta_eval.p_values)."""
+    from meta_eval.p_values import kendall_p
 
     units = _p_value_units(human, metric)
     if units is None:
         return None
-    return float(scipy.stats.kendalltau(snap(units[0]), snap(units[1])).pvalue)
+    return kendall_p(snap(units[0]), snap(units[1]))
