@@ -316,4 +316,4 @@ def kendall_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
     units = _p_value_units(human, metric)
     if units is None:
         return None
-    return kendall_p(snap(units[0]), snap(units[1]))
+    return kendall_p(*units)

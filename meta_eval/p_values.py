@@ -69,24 +69,26 @@ def spearman_p(x: FloatArray, y: FloatArray) -> float:
     return float(2 * stdtr(dof, -abs(t)))
 
 
-def _tie_terms(x: FloatArray) -> tuple[int, int, int]:
-    """Pairs tied in x, sum t(t - 1)(t - 2) and sum t(t - 1)(2t + 5) over tie groups."""
-    cnt = np.unique(x, return_counts=True)[1].astype(np.int64)
-    cnt = cnt[cnt > 1]
+def _tie_terms(runs: np.ndarray) -> tuple[int, int, int]:
+    """Pairs tied, sum t(t - 1)(t - 2) and sum t(t - 1)(2t + 5) over tie groups of size t."""
+    cnt = runs[runs > 1]
     return (int((cnt * (cnt - 1) // 2).sum()), int((cnt * (cnt - 1.0) * (cnt - 2)).sum()),
             int((cnt * (cnt - 1.0) * (2 * cnt + 5)).sum()))
 
 
 def kendall_p(x: FloatArray, y: FloatArray) -> float:
-    """scipy.stats.kendalltau(x, y).pvalue (method 'auto')."""
-    from meta_eval.pairs import exact_pair_counts
+    """scipy.stats.kendalltau(snap(x), snap(y)).pvalue (method 'auto'), from the counts the
+    Kendall value of the same units used (`meta_eval.pairs.snapped_counts_and_ties`)."""
+    from meta_eval.pairs import snapped_counts_and_ties
 
-    counts = exact_pair_counts(human=x, metric=y)
+    counts, runs_x, runs_y = snapped_counts_and_ties(human=x, metric=y)
     con, dis = int(counts.concordant[0]), int(counts.discordant[0])
     size = x.size
-    xtie, x0, x1 = _tie_terms(x)
-    ytie, y0, y1 = _tie_terms(y)
+    xtie, x0, x1 = _tie_terms(runs_x)
+    ytie, y0, y1 = _tie_terms(runs_y)
     tot = size * (size - 1) // 2
+    if xtie == tot or ytie == tot:  # constant once snapped
+        return math.nan
     if xtie == 0 and ytie == 0 and (size <= 33 or min(dis, tot - dis) <= 1):
         return kendall_exact_p(size, tot - dis)
     from scipy.special import ndtr
