@@ -68,7 +68,9 @@ CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "pdp")
 _SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
 _CHUNK = 1 << 22  # pair entries per broadcast chunk
 _SORTED_UNITS = 1 << 19  # units per sort-based counting call
-_ROW_UNITS = 1 << 12  # at epsilon 0, rows of at least this many units are counted one by one
+_ROW_UNITS = 1 << 9  # kendall_groups at epsilon 0: rows of this many units snapped and
+# counted one by one (two sorts each; 2.5x faster than the grouped count at 2,000 units)
+_ALONE_UNITS = 1 << 12  # group_pair_counts at epsilon 0: rows counted one by one
 
 
 def _centred(x: FloatArray, ok: BoolArray, n: IntArray) -> FloatArray:
@@ -174,7 +176,7 @@ def group_pair_counts(*, human: FloatArray, metric: FloatArray,
         out = {k: np.zeros(rows_h.shape[0], dtype=np.int64) for k in names}
         # At epsilon 0 a long row is counted alone: grouping rows would add log2(rows)
         # radix levels to the count of discordant pairs.
-        step = 1 if epsilon == 0 and units >= _ROW_UNITS else max(1, _SORTED_UNITS // units)
+        step = 1 if epsilon == 0 and units >= _ALONE_UNITS else max(1, _SORTED_UNITS // units)
         for start in range(0, rows_h.shape[0], step):
             sl = slice(start, start + step)
             ok = np.isfinite(rows_h[sl])
