@@ -514,7 +514,8 @@ def _discordant(x: np.ndarray, y: np.ndarray) -> int:
             pass
         else:
             return int(_kendall_dis(x, y))
-    order = np.lexsort((y, x))  # ties of x in y order
+    # ties of x in y order; x is sorted already, so the sort of the joint key is nearly free
+    order = np.argsort(x.astype(np.int64) * (int(y.max()) + 1) + y, kind="stable")
     return int(inversions(y[order] - 1)[0])
 
 
