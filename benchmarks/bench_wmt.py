@@ -8,7 +8,15 @@ metrics (noisy views of the same latent quality, every third rounded to 2 decima
 fifth to 1 decimal, so they tie too). One CSV per language pair, with the `.meta.json`
 sidecar that `judgebench score` writes, and a copy without one.
 
-What is computed per language pair, as mt-metrics-eval computes it for a WMT table:
+What is computed per language pair, as mt-metrics-eval computes it for a WMT table. Ours:
+what a WMT user runs, two commands per language pair,
+
+    meta-eval T --human mqm --level system --level segment --grouping none --grouping item
+        --grouping system --statistic pearson --statistic kendall       ("levels")
+    meta-eval T --human mqm --level segment --grouping item --statistic acc-eq  ("acc-eq")
+
+(--separate: the one command per line below, 12 in all, as before meta-eval took several
+--level and --grouping values):
 
   system   --level system --statistic pearson --statistic kendall
            stats.Correlation(15, gold_means, metric_means).Pearson() / .Kendall()
@@ -39,7 +47,8 @@ so they are compared, not asserted: the table gives how many metrics get the sam
 The `uptime` load is recorded before and after each phase.
 
     .venv/bin/python benchmarks/bench_wmt.py \
-        --mtme /work/.mirror/google-research+mt-metrics-eval/repo [--repeat 2] [--json OUT]
+        --mtme /work/.mirror/google-research+mt-metrics-eval/repo [--repeat 2] [--separate]
+        [--json OUT]
 """
 
 from __future__ import annotations
