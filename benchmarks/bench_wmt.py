@@ -8,7 +8,15 @@ metrics (noisy views of the same latent quality, every third rounded to 2 decima
 fifth to 1 decimal, so they tie too). One CSV per language pair, with the `.meta.json`
 sidecar that `judgebench score` writes, and a copy without one.
 
-What is computed per language pair, as mt-metrics-eval computes it for a WMT table:
+What is computed per language pair, as mt-metrics-eval computes it for a WMT table. Ours:
+what a WMT user runs, two commands per language pair,
+
+    meta-eval T --human mqm --level system --level segment --grouping none --grouping item
+        --grouping system --statistic pearson --statistic kendall       ("levels")
+    meta-eval T --human mqm --level segment --grouping item --statistic acc-eq  ("acc-eq")
+
+(--separate: the one command per line below, 12 in all, as before meta-eval took several
+--level and --grouping values):
 
   system   --level system --statistic pearson --statistic kendall
            stats.Correlation(15, gold_means, metric_means).Pearson() / .Kendall()
@@ -39,7 +47,8 @@ so they are compared, not asserted: the table gives how many metrics get the sam
 The `uptime` load is recorded before and after each phase.
 
     .venv/bin/python benchmarks/bench_wmt.py \
-        --mtme /work/.mirror/google-research+mt-metrics-eval/repo [--repeat 2] [--json OUT]
+        --mtme /work/.mirror/google-research+mt-metrics-eval/repo [--repeat 2] [--separate]
+        [--json OUT]
 """
 
 from __future__ import annotations
@@ -68,7 +77,15 @@ from bench_meta_eval_command import environment, judgebench_command, mtme_on_pat
 PAIRS = ("en-de", "zh-en", "he-en")
 SYSTEMS, SEGMENTS, METRICS = 15, 2000, 30
 TOLERANCE = 1e-9
+# What a WMT user runs per language pair: every level and grouping from one read of the
+# table, and acc-eq where WMT reports it (segment level, item grouping).
 COMMANDS = {
+    "levels": ["--level", "system", "--level", "segment", "--grouping", "none",
+               "--grouping", "item", "--grouping", "system", "--statistic", "pearson",
+               "--statistic", "kendall"],
+    "acc-eq": ["--level", "segment", "--grouping", "item", "--statistic", "acc-eq"],
+}
+SEPARATE = {  # --separate: one command per level and grouping (the figure before)
     "system": ["--level", "system", "--statistic", "pearson", "--statistic", "kendall"],
     "none": ["--level", "segment", "--statistic", "pearson", "--statistic", "kendall"],
     "item": ["--level", "segment", "--grouping", "item", "--statistic", "pearson",
@@ -165,9 +182,14 @@ def run_ours(table: Path, case: str) -> tuple[float, float, list[dict[str, Any]]
     return cpu, wall, json.loads(proc.stdout)
 
 
+VIEWS = {("system", "none"): "system", ("segment", "none"): "none",
+         ("segment", "item"): "item", ("segment", "system"): "sys"}
+
+
 def ours_values(case: str, rows: list[dict[str, Any]]) -> tuple[Values, dict[str, int]]:
-    values = {(case, r["statistic"], r["metric"]): (r["value"], r.get("epsilon"))
-              for r in rows}
+    """Each row's value keyed by mt-metrics-eval's case (from its level and grouping)."""
+    values = {(case if case == "clusters" else VIEWS[r["level"], r["grouping"]],
+               r["statistic"], r["metric"]): (r["value"], r.get("epsilon")) for r in rows}
     return values, {r["metric"]: r["cluster"] for r in rows if "cluster" in r}
 
 
@@ -243,12 +265,18 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--clusters", action="store_true",
                         help="also the system-level significance clusters (see the docstring)")
+    parser.add_argument("--separate", action="store_true",
+                        help="one command per level and grouping (12 in all), as before "
+                             "meta-eval took several --level and --grouping")
     parser.add_argument("--quick", action="store_true",
                         help="4 metrics x 200 segments: a check of the script, not a figure")
     args = parser.parse_args()
     global SEGMENTS, METRICS
     if args.quick:
         SEGMENTS, METRICS = 200, 4
+    if args.separate:
+        COMMANDS.clear()
+        COMMANDS.update(SEPARATE)
     if args.clusters:
         COMMANDS["clusters"] = CLUSTERS
     if args.mtme is None:

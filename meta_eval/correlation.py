@@ -68,7 +68,9 @@ CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "pdp")
 _SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
 _CHUNK = 1 << 22  # pair entries per broadcast chunk
 _SORTED_UNITS = 1 << 19  # units per sort-based counting call
-_ROW_UNITS = 1 << 12  # at epsilon 0, rows of at least this many units are counted one by one
+_ROW_UNITS = 1 << 9  # kendall_groups at epsilon 0: rows of this many units snapped and
+# counted one by one (two sorts each; 2.5x faster than the grouped count at 2,000 units)
+_ALONE_UNITS = 1 << 12  # group_pair_counts at epsilon 0: rows counted one by one
 
 
 def _centred(x: FloatArray, ok: BoolArray, n: IntArray) -> FloatArray:
@@ -174,7 +176,7 @@ def group_pair_counts(*, human: FloatArray, metric: FloatArray,
         out = {k: np.zeros(rows_h.shape[0], dtype=np.int64) for k in names}
         # At epsilon 0 a long row is counted alone: grouping rows would add log2(rows)
         # radix levels to the count of discordant pairs.
-        step = 1 if epsilon == 0 and units >= _ROW_UNITS else max(1, _SORTED_UNITS // units)
+        step = 1 if epsilon == 0 and units >= _ALONE_UNITS else max(1, _SORTED_UNITS // units)
         for start in range(0, rows_h.shape[0], step):
             sl = slice(start, start + step)
             ok = np.isfinite(rows_h[sl])
@@ -286,32 +288,34 @@ def _p_value_units(human: FloatArray, metric: FloatArray
 
 
 def pearson_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy.stats.pearsonr."""
-    import scipy.stats
+    """Two-sided p-value of 'no association', scipy.stats.pearsonr's (meta_eval.p_values)."""
+    from meta_eval.p_values import pearson_p
 
     units = _p_value_units(human, metric)
     if units is None:
         return None
     # scipy's p depends on r only; r is scale-free, so scale exactly out of overflow.
     h, m = (np.ldexp(x, -power_of_two_scale(x)) for x in units)
-    return float(scipy.stats.pearsonr(h, m).pvalue)
+    return pearson_p(h, m)
 
 
 def spearman_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy.stats.spearmanr (snapped values)."""
-    import scipy.stats
+    """Two-sided p-value of 'no association', scipy.stats.spearmanr's on the snapped values
+    (meta_eval.p_values)."""
+    from meta_eval.p_values import spearman_p
 
     units = _p_value_units(human, metric)
     if units is None:
         return None
-    return float(scipy.stats.spearmanr(snap(units[0]), snap(units[1])).pvalue)
+    return spearman_p(snap(units[0]), snap(units[1]))
 
 
 def kendall_p_value(*, human: FloatArray, metric: FloatArray) -> float | None:
-    """Two-sided p-value of 'no association' from scipy.stats.kendalltau (snapped values)."""
-    import scipy.stats
+    """Two-sided p-value of 'no association', scipy.stats.kendalltau's on the snapped values
+    (meta_eval.p_values)."""
+    from meta_eval.p_values import kendall_p
 
     units = _p_value_units(human, metric)
     if units is None:
         return None
-    return float(scipy.stats.kendalltau(snap(units[0]), snap(units[1])).pvalue)
+    return kendall_p(*units)

@@ -1,5 +1,5 @@
 """`judgebench meta-eval` bookkeeping (issue 18): line numbers that pandas does not copy,
-and scipy.stats imported only by the statistics that need it."""
+and scipy.stats imported only by the statistics that need it (not by the p-values)."""
 
 from __future__ import annotations
 
@@ -76,8 +76,11 @@ def test_statistics_without_a_scipy_p_value_do_not_import_scipy_stats(tmp_path, 
         "scipy.stats": False, "meta_eval": True}
 
 
-def test_an_ungrouped_pearson_p_value_still_comes_from_scipy(tmp_path):
+@pytest.mark.parametrize("options", [[], ["--statistic", "kendall", "--level", "system"]])
+def test_ungrouped_p_values_do_not_import_scipy_stats(tmp_path, options):
+    # meta_eval.p_values: scipy.stats' p-values from scipy.special
     path = tmp_path / "t.csv"
     path.write_text("item,system,human.q,m1\n" + "".join(
         f"d{i},s{s},{(i + s) % 3},{i * 0.1 + s}\n" for i in range(6) for s in range(4)))
-    assert modules_after([str(path), "--human", "human.q"])["scipy.stats"]
+    assert modules_after([str(path), "--human", "human.q", *options]) == {
+        "scipy.stats": False, "meta_eval": True}

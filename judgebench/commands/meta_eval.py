@@ -26,6 +26,15 @@ LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
 
 
+def _views(levels: tuple[str, ...], groupings: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(level, grouping) pairs: a grouping is of the segment level, so with both levels the
+    system level is taken once, ungrouped."""
+    levels, groupings = levels or ("segment",), groupings or ("none",)
+    both = len(set(levels)) > 1
+    return list(dict.fromkeys((level, "none" if both and level == "system" else grouping)
+                              for level in levels for grouping in groupings))
+
+
 def _log(message: str) -> None:
     click.echo(f"meta-eval: {safe(message)}", err=True)
 
@@ -38,9 +47,11 @@ def _log(message: str) -> None:
 @click.option("--metric", "metrics", multiple=True, metavar="COL",
               help="Metric column; repeatable. Default: every numeric column that is not a "
                    "human column (nor item, system, human.*).")
-@click.option("--level", type=click.Choice(LEVELS), default="segment", show_default=True)
-@click.option("--grouping", type=click.Choice(GROUPINGS), default="none", show_default=True,
-              help="segment level: correlate within each item or system, then average.")
+@click.option("--level", "levels", type=click.Choice(LEVELS), multiple=True,
+              help="Repeatable: both levels from one read of the table.  [default: segment]")
+@click.option("--grouping", "groupings", type=click.Choice(GROUPINGS), multiple=True,
+              help="segment level: correlate within each item or system, then average. "
+                   "Repeatable: each grouping from one read of the table.  [default: none]")
 @click.option("--statistic", "statistics", multiple=True, metavar="NAME",
               help=f"{statistic_help()}. Repeatable; default: pearson.")
 @click.option("--epsilon", type=float, default=0.0, show_default=True,
@@ -147,8 +158,9 @@ def _log(message: str) -> None:
               help="--sequential: stop once the k best are settled against the rest.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
-def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], level: str,
-            grouping: str, statistics: tuple[str, ...], epsilon: float, bootstrap: int,
+def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
+            levels: tuple[str, ...], groupings: tuple[str, ...],
+            statistics: tuple[str, ...], epsilon: float, bootstrap: int,
             ci: float, lower: tuple[str, ...], higher: tuple[str, ...],
             corpus_path: Path | None, system_score: str, excluded: tuple[str, ...],
             compare: bool, method: str, resamples: int, alpha: float, verbose: bool,
@@ -165,6 +177,11 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
             top_k: int | None = None) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
+    views = _views(levels, groupings)
+    level, grouping = views[0]
+    if len(views) > 1 and (alt_test or power_for is not None or construct_pairs or pairwise):
+        raise click.UsageError("--alt-test, --power-for, --construct and --pairwise take one "
+                               "--level and one --grouping")
     if alt_test:
         _run_alt_test(scores, humans, metrics, epsilon, alt_score, alpha, alt_min_items,
                       output_format)
@@ -229,7 +246,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...], lev
                        leave_systems_out=leave_out if system_sensitivity else 0,
                        system_bootstrap=system_bootstrap if system_sensitivity else 0,
                        sequential={"order": sequential_order, "batch": batch, "margin": margin,
-                                   "top_k": top_k} if sequential else None)
+                                   "top_k": top_k} if sequential else None, views=views)
     if output_format == "json":
         click.echo(json_out.document(result.to_dict()))
     elif output_format == "text":

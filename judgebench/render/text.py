@@ -80,12 +80,13 @@ def meta_eval(result: MetaEvalResult, *, verbose: bool = False) -> str:
     statistic together), metrics best first; `verbose` adds each block's pairwise tests."""
     from judgebench.services.meta_eval import CeilingRow
 
-    blocks: dict[tuple[str, str], list[MetricRow | CeilingRow]] = {}
+    blocks: dict[tuple[str, str, str, str], list[MetricRow | CeilingRow]] = {}
     for row in result.rows:
-        key = ("" if isinstance(row, CeilingRow) else row.human, row.task.statistic)
+        key = ("" if isinstance(row, CeilingRow) else row.human, row.task.statistic,
+               row.task.level, row.task.grouping)
         blocks.setdefault(key, []).append(row)
     lines: list[str] = []
-    for (human, statistic), rows in blocks.items():
+    for (human, statistic, _, _), rows in blocks.items():
         lines += ["", f"{_title(human, statistic, rows[0])} · {header(result.failed_as)}"]
         width = max(len(row.metric) for row in rows)
         lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)

@@ -240,8 +240,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
               log: Log | None = None, host: PluginHost | None = None,
               missing_bounds: bool = False, leave_systems_out: int = 0,
-              system_bootstrap: int = 0, sequential: dict[str, Any] | None = None
-              ) -> MetaEvalResult:
+              system_bootstrap: int = 0, sequential: dict[str, Any] | None = None,
+              views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results). `system_score` "auto" uses a metric's corpus scores
     at system level where it has them; `compare` ranks the metrics into significance
@@ -256,18 +256,28 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     and `system_bootstrap` (N): how often the conclusions change without k systems or over
     N system resamples (judgebench.services.robustness); `sequential` (order, batch,
     margin, top_k): when a study taking items in batches would have stopped
-    (judgebench.services.sequential). Bad input raises `InputError` naming the option."""
+    (judgebench.services.sequential). `views`: several (level, grouping) pairs from one
+    read of the table, their blocks in that order (default: `level`, `grouping`); a
+    corpus-only metric is in the system-level views only. Bad input raises `InputError`
+    naming the option."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=False)
     statistics = tuple(statistics) or ("pearson",)
+    views = list(dict.fromkeys(views)) or [(level, grouping)]
+    if len(views) > 1 and (missing_bounds or leave_systems_out or system_bootstrap
+                           or sequential is not None):
+        raise InputError("takes one --level and one --grouping", field=(
+            "--missing-bounds" if missing_bounds else "--sequential" if sequential is not None
+            else "--system-sensitivity"))
     if sequential is not None:
         from judgebench.services.sequential import check
 
         check(statistics, level, grouping)
-    _check_options(statistics, level, grouping, epsilon, raters)
+    for level, grouping in views:
+        _check_options(statistics, level, grouping, epsilon, raters)
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
                              method)
-    use_corpus = level == "system" and system_score == "auto"
+    use_corpus = system_score == "auto" and any(v[0] == "system" for v in views)
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
                     excluded=exclude_systems, failed_as=convention, log=log, host=host)
@@ -285,19 +295,24 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     raw = me.score_matrices(cols.frame, names) if on_scale else matrices
     raw_given: dict[str, FloatArray] = {
         c: np.asarray(cols.table.system_scores(c, raw.systems), dtype=float) for c in given}
-    _log_setting(cols, given, matrices, humans, statistics, level, grouping, log)
+    _log_setting(cols, given, matrices, humans, statistics, views, log)
     compare = compare and len(cols.metrics) > 1
     _check_compare(compare, method, statistics)
-    blocks = [_block(Task(human=human, statistic=statistic, level=level, grouping=grouping,
-                          epsilon=epsilon, bootstrap=bootstrap, ci=ci, seed=seed,
-                          permutations=permutations, compare=compare, method=method,
-                          resamples=resamples, alpha=alpha, raters=tuple(raters),
-                          every_pair=True,
-                          average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                          domain=domain if get(statistic).declared else None),
-                     *((raw.columns, cols, raw_given) if statistic in on_scale
-                       else (matrices.columns, cols, given)), log)
-              for human in humans for statistic in statistics]
+    blocks = []
+    for level, grouping in views:
+        chosen = (cols.metrics if level == "system" or len(views) == 1 else in_table)
+        at_level = given if level == "system" else {}
+        raw_at_level = raw_given if level == "system" else {}
+        blocks += [_block(Task(human=human, statistic=statistic, level=level,
+                               grouping=grouping, epsilon=epsilon, bootstrap=bootstrap, ci=ci,
+                               seed=seed, permutations=permutations, compare=compare,
+                               method=method, resamples=resamples, alpha=alpha,
+                               raters=tuple(raters), every_pair=True, average=average,
+                               replace_nans_with_zeros=replace_nans_with_zeros,
+                               domain=domain if get(statistic).declared else None),
+                          *((raw.columns, cols, raw_at_level) if statistic in on_scale
+                            else (matrices.columns, cols, at_level)), log, chosen)
+                   for human in humans for statistic in statistics]
     if missing_bounds:
         from judgebench.services.missingness import present_cells, with_bounds
 
@@ -445,8 +460,8 @@ def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.Dat
 
 
 def _log_setting(cols: _Columns, given: dict[str, FloatArray], matrices: Any,
-                 humans: Sequence[str], statistics: Sequence[str], level: str, grouping: str,
-                 log: Log) -> None:
+                 humans: Sequence[str], statistics: Sequence[str],
+                 views: Sequence[tuple[str, str]], log: Log) -> None:
     flipped = [c for c in cols.metrics if not cols.infos[c].higher_is_better]
     if flipped:
         log(f"lower is better, negated: {', '.join(flipped)}")
@@ -454,7 +469,8 @@ def _log_setting(cols: _Columns, given: dict[str, FloatArray], matrices: Any,
         log(f"system scores are corpus scores for: {', '.join(given)}")
     log(f"{len(matrices.items)} items x {len(matrices.systems)} systems; "
         f"{len(cols.metrics)} metric(s) x {len(humans)} human column(s) x "
-        f"{len(statistics)} statistic(s), level {level}, grouping {grouping}")
+        f"{len(statistics)} statistic(s), "
+        + "; ".join(f"level {level}, grouping {grouping}" for level, grouping in views))
 
 
 def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> None:
@@ -466,12 +482,12 @@ def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> Non
 
 
 def _block(task: Task, matrices: dict[str, FloatArray], cols: _Columns,
-           given: dict[str, FloatArray], log: Log) -> MetaEvalBlock:
+           given: dict[str, FloatArray], log: Log, metrics: Sequence[str]) -> MetaEvalBlock:
     def progress(a: str, b: str) -> None:
         log(f"{task.human} {task.statistic}: {a} vs {b}")
 
     try:
-        result = task.run(matrices, cols.metrics, given=given, progress=progress)
+        result = task.run(matrices, list(metrics), given=given, progress=progress)
     except ComparisonError as exc:
         raise InputError(str(exc), field="--compare") from None
     categorical = get(task.statistic).categorical
