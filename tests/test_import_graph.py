@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ("meta_eval.correlation", "meta_eval.agreement", "meta_eval.deviation",
            "meta_eval.reliability", "meta_eval.pairs", "meta_eval.system")
-LOWER = {"meta_eval.arrays", "meta_eval.numerics", "meta_eval.pairs", "meta_eval.results",
+LOWER = {"meta_eval.arrays", "meta_eval.numerics", "meta_eval.p_values", "meta_eval.pairs",
+         "meta_eval.results",
          "meta_eval.correlation"}
 
 
