@@ -32,6 +32,10 @@ whatever model was asked for (a snapshot behind an alias); ``POST /_fingerprint`
 ``{"system_fingerprint": FP, "model": NAME}`` changes either while the server runs (a silent
 snapshot change mid-run); ``--fingerprint-after N=FP`` switches to FP after N answers.
 
+``--replies FILE`` scripts answers by content: FILE is a JSON list of ``[needle, reply]``
+pairs; a request whose last message contains a needle gets the first such pair's reply,
+literally (no placeholders: a JSON answer needs no escaping); others get ``--reply``.
+
 ``--score-salt S`` draws ``{score}``/``{choice}`` from a hash of S and the request instead:
 deterministic answers of another judge (two stores made with different judge answers).
 
@@ -73,6 +77,10 @@ class _State:
         self.attempts: dict[str, int] = {}
         self.queue: list[str] = []
         self.reply = args.reply
+        self.replies: list[tuple[str, str]] = []
+        if args.replies:
+            with open(args.replies, encoding="utf-8") as handle:
+                self.replies = [(str(n), str(r)) for n, r in json.load(handle)]
         self.fingerprint = args.fingerprint or None
         self.served_model = args.served_model or None
         self.answered = 0  # chat requests answered (status 200)
@@ -265,6 +273,8 @@ class Handler(BaseHTTPRequestHandler):
                 drawn = state.random.randrange(2**32)
         reply = _reply_for(state.reply, digest if drawn is None else f"{drawn:08x}", key,
                            state.args.score_salt)
+        last = str(messages[-1].get("content", "")) if messages else ""
+        reply = next((r for needle, r in state.replies if needle in last), reply)
         finish = "stop"
         if fault == "refuse":
             reply, finish = "", "content_filter"
@@ -322,6 +332,7 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--fingerprint-after", default="")
     parser.add_argument("--score-salt", default="")
     parser.add_argument("--random-scores", type=int, default=None)
+    parser.add_argument("--replies", default="")
     args = parser.parse_args(argv)
     ThreadingHTTPServer.allow_reuse_address = True
     ThreadingHTTPServer.daemon_threads = True

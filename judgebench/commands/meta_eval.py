@@ -158,6 +158,13 @@ def _log(message: str) -> None:
               help="--sequential: stop once the k best are settled against the rest.")
 @click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
               help="--alt-test: an annotator with fewer items is not tested.")
+@click.option("--spans", "spans", metavar="HUMAN",
+              help="Error spans: each span-marking judge's (judge.mqm) stored spans against "
+                   "people's, a JSONL file (item, system, start, end, severity) or a suite "
+                   "name: character- and span-level precision, recall, F1.")
+@click.option("--store", "store_path", type=click.Path(path_type=Path),
+              help="--spans: the store `score` wrote the spans to (default: the one the "
+                   "sidecar names, else judgebench.db).")
 def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
             levels: tuple[str, ...], groupings: tuple[str, ...],
             statistics: tuple[str, ...], epsilon: float, bootstrap: int,
@@ -174,9 +181,15 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
             target_power: float = 0.8, system_sensitivity: bool = False,
             leave_out: int = 1, system_bootstrap: int = 0, sequential: bool = False,
             sequential_order: str = "random", batch: int = 10, margin: float = 0.0,
-            top_k: int | None = None) -> None:
+            top_k: int | None = None, spans: str | None = None,
+            store_path: Path | None = None) -> None:
     """Correlate metric columns of SCORES (a wide scores table) with human judgments, or
     with --pairwise meta-evaluate pairwise judges on a table of compared pairs."""
+    if spans is not None:
+        _run_spans(scores, spans, metrics, store_path, output_format)
+        return
+    if store_path is not None:
+        raise click.UsageError("--store is for --spans")
     views = _views(levels, groupings)
     level, grouping = views[0]
     if len(views) > 1 and (alt_test or power_for is not None or construct_pairs or pairwise):
@@ -254,6 +267,20 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
         click.echo(safe(text_out.meta_eval(result, verbose=verbose or bool(root.get("verbose")))))
     else:
         click.echo(safe(render_table(meta_eval_table(result, output_format), output_format)))
+
+
+def _run_spans(scores: Path, spans: str, metrics: tuple[str, ...], store: Path | None,
+               output_format: str) -> None:
+    from judgebench.cli import given_host
+    from judgebench.render.spans import spans_report
+    from judgebench.services.spans import span_meta_eval
+
+    if output_format not in ("text", "json"):
+        raise click.UsageError("--spans prints text or json (--format text|json)")
+    result = span_meta_eval(scores, spans, metrics=metrics, store=store, host=given_host(),
+                            log=_log)
+    click.echo(json_out.document(result.to_dict()) if output_format == "json"
+               else safe(spans_report(result)))
 
 
 def _run_alt_test(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],

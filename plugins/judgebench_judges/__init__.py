@@ -1,6 +1,7 @@
 """LLM judges as a plugin: judge.rubric, judge.geval, judge.pairwise, judge.reference,
-judge.panel, and Prometheus 2's judge.prometheus and judge.prometheus_relative. Prompt
-templates live in templates/*.txt; pass ``template=PATH`` to override.
+judge.panel, Prometheus 2's judge.prometheus and judge.prometheus_relative, and GEMBA-MQM's
+error spans, judge.mqm. Prompt templates live in templates/*.txt; pass ``template=PATH`` to
+override.
 
 Registering imports no model library; a judge builds its backend on first use.
 """
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 @hookimpl
 def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.geval import GEvalJudge
+    from judgebench_judges.mqm import MqmJudge
     from judgebench_judges.pairwise import PairwiseJudge
     from judgebench_judges.panel import JudgePanel
     from judgebench_judges.prometheus import PrometheusJudge, PrometheusRelativeJudge
@@ -27,5 +29,5 @@ def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.rubric import RubricJudge
 
     for metric in (RubricJudge, GEvalJudge, PairwiseJudge, ReferenceJudge, JudgePanel,
-                   PrometheusJudge, PrometheusRelativeJudge):
+                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge):
         register(metric)

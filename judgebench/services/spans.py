@@ -1,0 +1,327 @@
+"""Error spans against people's MQM spans: `meta-eval --spans HUMAN` and the audit's `spans`
+section.
+
+The predicted spans are a judge's ``extra["spans"]`` (judge.mqm: text, start, end, category,
+severity) in the store the scores table's sidecar names, read for the table's rows under the
+column's signature (draw 0; a row whose sample the store holds under several contents reads
+the content written last). A column counts when some stored score of it has spans, or when
+``--metric`` names it. People's spans are either
+
+- a file (JSONL, or .jsonl.gz): one row per error with ``item``, ``system``, ``start``,
+  ``end`` (``[start, end)`` in code points of the output), ``severity``, and optional
+  ``rater``, ``category``, ``side``; a row with ``start`` and ``end`` null says the segment
+  was rated and has no error. Only the segments the file names are evaluated; or
+- a suite name (``wmt21-tedtalks-en-de``): its ``spans.jsonl.gz`` for the errors and its
+  ``human.jsonl.gz`` for which segments each rater rated, so rated segments with no error
+  count too.
+
+Spans marked in the source (``side: source``, as WMT MQM marks omissions) are left out and
+counted. Severities: Minor and Major (and the judge's Critical, as Major: WMT MQM and the
+WMT23 QE scorer have only these two); a Neutral span is left out and counted. A segment rated
+by several people counts once per rater, each rater's spans against the same prediction
+(the WMT TED files have one rater per translation). The evaluated segments are those people
+rated and the judge scored (status ok); a predicted span with no offsets (not found in the
+output) is not counted at either level, and the number of them is reported; identical
+predicted spans (same offsets and severity) count once. Statistics: `meta_eval.spans`, micro
+over the segments, overall and per system.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.errors import InputError
+from judgebench.results import Result
+
+if TYPE_CHECKING:
+    from judgebench.plugins import PluginHost
+    from meta_eval.spans import Counts, Spans
+
+SEVERITIES = {"minor": 0, "major": 1, "critical": 1}
+#: (level, variant) in report order; the variant is the kernel's option.
+VIEWS = (("character", "partial"), ("character", "match"), ("character", "ignore"),
+         ("span", "overlap"), ("span", "overlap+severity"), ("span", "exact"),
+         ("span", "exact+severity"))
+
+Key = tuple[str, str]  # item, system
+SpanTuple = tuple[int, int, int]  # start, end, severity code
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    metric: str
+    system: str | None  # None: every system
+    level: str
+    variant: str
+    precision: float
+    recall: float
+    f1: float
+    predicted: float
+    human: float
+    segments: int
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(value: float) -> float | None:
+            return None if math.isnan(value) else value
+        return {"metric": self.metric, "statistic": f"spans-{self.level}-{self.variant}",
+                "system": self.system, "level": self.level, "variant": self.variant,
+                "precision": clean(self.precision), "recall": clean(self.recall),
+                "f1": clean(self.f1), "predicted": self.predicted, "human": self.human,
+                "n": self.segments}
+
+
+@dataclass
+class HumanSpans:
+    """People's spans per rated segment (item, system, rater), and what was left out."""
+
+    rated: dict[tuple[str, str, str], list[SpanTuple]] = field(default_factory=dict)
+    #: per rated segment: its spans marked in the source, its Neutral spans (left out)
+    source_side: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    neutral: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    where: str = ""
+
+
+@dataclass
+class SpansResult(Result):
+    human: str
+    rows: list[SpanRow]
+    #: per metric column: segments evaluated, predicted spans not found in the output,
+    #: rated segments the judge did not score ok, people's spans in those segments left out
+    #: (marked in the source, Neutral)
+    notes: dict[str, dict[str, int]]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [{**row.to_dict(), **{f"{k}_spans" if k == "unlocated" else k: v
+                                     for k, v in self.notes.get(row.metric, {}).items()
+                                     if row.system is None}}
+                for row in self.rows]
+
+
+def _int(value: Any, where: str, line: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"'{name}' must be a non-negative integer, got {value!r}", path=where,
+                         line=line, field=name)
+    return value
+
+
+def _severity(value: Any, where: str, line: int) -> int | None:
+    """The severity code (None: a Neutral span, left out)."""
+    name = str(value).strip().lower() if isinstance(value, str) else None
+    if name == "neutral":
+        return None
+    if name not in SEVERITIES:
+        raise InputError(f"'severity' must be Minor, Major or Critical (or Neutral), got "
+                         f"{value!r}", path=where, line=line, field="severity")
+    return SEVERITIES[name]
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"not JSON: {exc.msg}", path=str(path),
+                                     line=line_no) from None
+                if not isinstance(row, dict):
+                    raise InputError("a row is a JSON object", path=str(path), line=line_no)
+                yield line_no, row
+    except OSError as exc:
+        raise InputError(f"cannot read the human spans: {exc.strerror or exc}",
+                         path=str(path), field="--spans") from None
+
+
+def add_span_rows(found: HumanSpans, rows: Iterator[tuple[int, dict[str, Any]]],
+                  where: str) -> None:
+    """People's span rows (module docstring) into `found`."""
+    for line, row in rows:
+        for name in ("item", "system"):
+            if row.get(name) in (None, ""):
+                raise InputError(f"no '{name}'", path=where, line=line, field=name)
+        key = (str(row["item"]), str(row["system"]), str(row.get("rater") or ""))
+        spans = found.rated.setdefault(key, [])
+        if row.get("start") is None and row.get("end") is None:
+            continue  # rated, no error
+        if str(row.get("side") or "target") != "target":
+            found.source_side[key] = found.source_side.get(key, 0) + 1
+            continue
+        start = _int(row.get("start"), where, line, "start")
+        end = _int(row.get("end"), where, line, "end")
+        if end < start:
+            raise InputError(f"'end' ({end}) is before 'start' ({start})", path=where,
+                             line=line, field="end")
+        severity = _severity(row.get("severity"), where, line)
+        if severity is None:
+            found.neutral[key] = found.neutral.get(key, 0) + 1
+            continue
+        spans.append((start, end, severity))
+
+
+def human_spans(spans: str | Path, *, host: PluginHost | None = None) -> HumanSpans:
+    """People's spans from a file, or from a suite by name (module docstring)."""
+    path = Path(spans)
+    found = HumanSpans(where=str(spans))
+    if path.exists():
+        add_span_rows(found, _rows(path), str(path))
+        return found
+    from judgebench.suite import resolve
+
+    if host is None:
+        from judgebench.plugins import build_host
+
+        host = build_host()
+    try:
+        (suite,) = resolve(str(spans), host=host)
+    except InputError:
+        raise InputError("neither a file nor a suite's name", path=str(spans),
+                         field="--spans") from None
+    if not (suite.folder / "spans.jsonl.gz").is_file():
+        raise InputError(f"suite '{suite.name}' ships no spans.jsonl.gz", field="--spans")
+    for row in suite.rows("human.jsonl.gz"):  # every rated translation, with its rater
+        found.rated.setdefault((str(row["item"]), str(row["system"]),
+                                str(row.get("rater") or "")), [])
+    where = str(suite.folder / "spans.jsonl.gz")
+    rated = set(found.rated)
+    add_span_rows(found, ((n, r) for n, r in enumerate(suite.rows("spans.jsonl.gz"), 1)
+                          if (str(r.get("item")), str(r.get("system")),
+                              str(r.get("rater") or "")) in rated), where)
+    return found
+
+
+def predicted_spans(store: Path, signature: str, keys: set[Key]
+                    ) -> tuple[dict[Key, list[SpanTuple]], dict[Key, int], bool]:
+    """Per (item, system) among `keys` scored ok: the located predicted spans, the number not
+    located, and whether any stored score of `signature` has spans at all."""
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT item, system, status, extra, created_at FROM scores WHERE signature = ?"
+            " AND sample_index = 0 ORDER BY created_at", (signature,)).fetchall()
+    latest: dict[Key, tuple[str, str | None]] = {}
+    for item, system, status, extra, _created in rows:  # the last written wins
+        latest[(item, system)] = (status, extra)
+    located: dict[Key, list[SpanTuple]] = {}
+    unlocated: dict[Key, int] = {}
+    any_spans = False
+    for key, (status, extra) in latest.items():
+        data = json.loads(extra) if extra else {}
+        spans = data.get("spans") if isinstance(data, dict) else None
+        any_spans = any_spans or isinstance(spans, list)
+        if key not in keys or status != "ok" or not isinstance(spans, list):
+            continue
+        kept: dict[SpanTuple, None] = {}
+        missing = 0
+        for span in spans:
+            start, end = span.get("start"), span.get("end")
+            severity = SEVERITIES.get(str(span.get("severity", "")).lower())
+            if not isinstance(start, int) or not isinstance(end, int) or severity is None:
+                missing += 1
+                continue
+            kept[(start, end, severity)] = None
+        located[key], unlocated[key] = list(kept), missing
+    return located, unlocated, any_spans
+
+
+def _spans(entries: Sequence[tuple[int, SpanTuple]]) -> Spans:
+    from meta_eval.spans import Spans
+
+    return Spans.of([s for s, _ in entries], [t[0] for _, t in entries],
+                    [t[1] for _, t in entries], [t[2] for _, t in entries])
+
+
+def _counts(level: str, variant: str, human: Spans, metric: Spans) -> Counts:
+    from meta_eval.spans import char_counts, span_counts
+
+    if level == "character":
+        return char_counts(human=human, metric=metric, credit=variant)  # type: ignore[arg-type]
+    match, _, severity = variant.partition("+")
+    return span_counts(human=human, metric=metric, match=match,  # type: ignore[arg-type]
+                       severity=bool(severity))
+
+
+def span_rows(metric: str, human: HumanSpans, located: dict[Key, list[SpanTuple]]
+              ) -> list[SpanRow]:
+    """The seven views (`VIEWS`) of `metric`, over every system and per system."""
+    segments = [(key, spans) for key, spans in sorted(human.rated.items())
+                if key[:2] in located]
+    by_system: dict[str | None, list[int]] = {None: list(range(len(segments)))}
+    for index, (key, _) in enumerate(segments):
+        by_system.setdefault(key[1], []).append(index)
+    rows = []
+    for system, indices in by_system.items():
+        h = _spans([(i, t) for i in indices for t in segments[i][1]])
+        m = _spans([(i, t) for i in indices for t in located[segments[i][0][:2]]])
+        for level, variant in VIEWS:
+            c = _counts(level, variant, h, m)
+            rows.append(SpanRow(metric, system, level, variant, c.precision, c.recall, c.f1,
+                                c.predicted, c.human, len(indices)))
+    return rows
+
+
+def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[str] = (),
+                   store: str | Path | None = None, host: PluginHost | None = None,
+                   log: Log | None = None) -> SpansResult:
+    """Every span-marking column of the scores table against people's spans. The judge's
+    spans are read from `store` (default: the store the sidecar names, else `score`'s
+    default store, judgebench.db)."""
+    from judgebench.io import read_table
+    from judgebench.scores_table import read_sidecar
+    from judgebench.store import DEFAULT_STORE
+
+    path = Path(scores)
+    sidecar = read_sidecar(path)
+    if sidecar is None:
+        raise InputError("--spans needs the table's .meta.json (the columns' signatures)",
+                         path=f"{path}.meta.json")
+    named = sidecar.get("store")
+    store = store or (named if isinstance(named, str) and named != ":memory:"
+                      else DEFAULT_STORE)
+    if not Path(store).is_file():
+        raise InputError("--spans reads the judge's spans from the store `score` wrote, and "
+                         "it is not there (name it with --store)", path=str(store),
+                         field="--store")
+    frame = read_table(path, key=("item", "system"))
+    keys = set(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))
+    described = sidecar.get("columns") or {}
+    columns = list(metrics) or [c for c in described if c in frame.columns]
+    people = human_spans(spans, host=host)
+    rows: list[SpanRow] = []
+    notes: dict[str, dict[str, int]] = {}
+    for column in columns:
+        info = described.get(column)
+        signature = info.get("signature") if isinstance(info, dict) else None
+        if not isinstance(signature, str):
+            raise InputError(f"no signature for column '{column}' in the sidecar",
+                             path=f"{path}.meta.json", field=column)
+        located, unlocated, any_spans = predicted_spans(Path(store), signature, keys)
+        if not any_spans:
+            if metrics:
+                raise InputError(f"column '{column}' marks no error spans (its stored scores "
+                                 "have no extra.spans)", field="--metric")
+            continue
+        rated = {k[:2] for k in people.rated if k[:2] in keys}
+        evaluated = {k for k in people.rated if k[:2] in located}
+        notes[column] = {"segments": len(evaluated),
+                         "unlocated": sum(unlocated.get(k[:2], 0) for k in evaluated),
+                         "not_scored": len(rated - set(located)),
+                         "source_side": sum(people.source_side.get(k, 0) for k in evaluated),
+                         "neutral": sum(people.neutral.get(k, 0) for k in evaluated)}
+        rows += span_rows(column, people, located)
+        if log is not None and notes[column]["unlocated"]:
+            log(f"{column}: {notes[column]['unlocated']} predicted span(s) not found in the "
+                "output are not counted")
+    if not rows:
+        raise InputError("no column of the table marks error spans (a judge such as "
+                         "judge.mqm keeps them in its scores' extra)", path=str(path))
+    return SpansResult(str(spans), rows, notes)
