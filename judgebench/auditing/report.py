@@ -85,6 +85,9 @@ class Report(Result):
     #: Per judge drawn with `score --repeats K`: the judge against itself
     #: (judgebench.services.repeats: ICC, alpha, spread, flips, pass@k, the noise ceiling).
     repeats: list[dict[str, Any]] = field(default_factory=list)
+    #: `audit --spans HUMAN`: the span-marking judges' error spans against people's
+    #: (judgebench.services.spans: one row per judge, system and view).
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -122,6 +125,7 @@ class Report(Result):
         rows += [{"type": "power", **p} for p in _clean_tree(self.power)]
         rows += [{"type": "sequential", **s} for s in _clean_tree(self.sequential)]
         rows += [{"type": "repeats", **r} for r in self.repeats]
+        rows += [{"type": "spans", **r} for r in self.spans]
         rows += [{"type": "failure", **f} for f in self.failures]
         return rows
 
@@ -149,6 +153,8 @@ class Report(Result):
                 data[key] = _clean_tree(getattr(self, key))
         if self.repeats:
             data["repeats"] = _clean_tree(self.repeats)
+        if self.spans:
+            data["spans"] = _clean_tree(self.spans)
         if self.pairwise:
             from judgebench.auditing.pairwise import summaries
 

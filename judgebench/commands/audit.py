@@ -155,6 +155,10 @@ def report_format(path: Path) -> str:
               help="Replay each segment-level, item-grouped block as an anytime-valid "
                    "sequential study: when it would have settled, and whether each pass "
                    "is confirmed against the sentinel.")
+@click.option("--spans", "spans", metavar="HUMAN",
+              help="People's error spans (a JSONL file: item, system, start, end, severity; "
+                   "or a suite name): the span-marking judges' (judge.mqm) spans against "
+                   "them, read from --store (default: judgebench.db).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array of result objects to stdout (and nothing else).")
 def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
@@ -172,7 +176,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             robustness: bool = False, alt_test: float | None = None,
             alt_score: str = "accuracy", alt_min_items: int = 30,
             raters: tuple[str, ...] = (), power_for: float | None = None,
-            target_power: float = 0.8, sequential: bool = False) -> None:
+            target_power: float = 0.8, sequential: bool = False,
+            spans: str | None = None) -> None:
     """Audit the metric columns of SCORES (a wide scores table) against human judgments:
     sentinel metrics, the sentinel gate at each level and grouping, and a report card."""
     from judgebench.auditing.blocks import Options
@@ -201,7 +206,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
                    previous=previous_path, pairwise=pairwise, by=by, human_ties=human_ties,
                    failed_as=failed_as, raters=raters, alt_test=alt_test,
                    alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
-                   target_power=target_power, log=_log, host=context_host())
+                   target_power=target_power, spans=spans, log=_log, host=context_host())
     for path, fmt in formats:
         write_report(report, path, fmt)
         _log(f"report -> {path}")

@@ -168,6 +168,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
 
     out += section_markdown(data.get("scales", []))
     out += repeats_markdown(data.get("repeats", []))
+    out += spans_markdown(data.get("spans", []))
     if data["probes"]:
         out += ["## Metamorphic probes", "",
                 "Share of changed outputs whose score moved the right way (expected move in "
@@ -178,6 +179,22 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
         out += ["", f"Scored pairs per probe: {text(counts)}.", ""]
     out += _bias_and_warnings(data)
     return "\n".join(out).rstrip() + "\n"
+
+
+def spans_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The span-marking judges' error spans against people's (every system)."""
+    overall = [r for r in rows if r.get("system") is None]
+    if not overall:
+        return []
+    out = ["## Error spans", "",
+           "Each span-marking judge's error spans against people's MQM spans, micro over "
+           "the segments both rated: character level (WMT23 QE task 2: severity as half "
+           "credit, must match, or ignored) and span level (overlap or exact match, with or "
+           "without the same severity).", ""]
+    out += table(["judge", "level", "variant", "P", "R", "F1", "segments"],
+                 [[text(r["metric"]), r["level"], r["variant"], fmt(r.get("precision")),
+                   fmt(r.get("recall")), fmt(r.get("f1")), r["n"]] for r in overall])
+    return [*out, ""]
 
 
 def repeats_markdown(rows: list[dict[str, Any]]) -> list[str]:

@@ -6,7 +6,7 @@ character-level F1 (partial credit) per system."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgebench.services.spans import SpansResult
@@ -46,3 +46,35 @@ def spans_lines(result: SpansResult) -> list[str]:
 
 def spans_report(result: SpansResult) -> str:
     return "\n".join(spans_lines(result))
+
+
+def marked(output: str, spans: list[dict[str, Any]]) -> str:
+    """`output` with span n (1-based, located ones only) marked ``[text](n)``."""
+    marks: list[tuple[int, int, str]] = []  # position, closes before opens, text
+    for n, span in enumerate(spans, 1):
+        start, end = span.get("start"), span.get("end")
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(output):
+            marks += [(start, 1, "["), (end, 0, f"]({n})")]
+    out, at = [], 0
+    for position, _, text in sorted(marks, key=lambda m: (m[0], m[1])):
+        out += [output[at:position], text]
+        at = position
+    return "".join(out) + output[at:]
+
+
+def span_log_lines(extra: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """For `logs`: a span-marking judge's output with its spans marked and the list of
+    spans, and the rest of `extra` (empty lines and `extra` itself when it has no spans)."""
+    spans, output = extra.get("spans"), extra.get("output")
+    if not isinstance(spans, list) or not isinstance(output, str):
+        return [], extra
+    lines = ["  spans:", "    " + (marked(output, spans) or "(empty output)")]
+    for n, span in enumerate(spans, 1):
+        where = (f"{span.get('start')}-{span.get('end')}" if span.get("start") is not None
+                 else "not in the output")
+        lines.append(f"    ({n}) {span.get('severity')} {span.get('category')} "
+                     f"weight {span.get('weight')} [{where}]: {span.get('text')!r}")
+    if not spans:
+        lines.append("    no error marked")
+    rest = {k: v for k, v in extra.items() if k not in ("spans", "output")}
+    return lines, rest

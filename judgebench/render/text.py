@@ -652,8 +652,12 @@ def block(entry: LogEntry) -> str:
         lines += ["  answer:", _indent(entry.raw)]
     if entry.rationale:
         lines += ["  rationale:", _indent(entry.rationale)]
-    if entry.extra:
-        lines.append(f"  extra: {json.dumps(entry.extra, ensure_ascii=False)}")
+    from judgebench.render.spans import span_log_lines
+
+    span_lines, extra = span_log_lines(entry.extra)
+    lines += span_lines
+    if extra:
+        lines.append(f"  extra: {json.dumps(extra, ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
 
 

@@ -69,8 +69,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
           failed_as: str | None = None, raters: Sequence[str] = (),
           alt_test: float | None = None, alt_score: str = "accuracy",
           alt_min_items: int = 30, power_for: float | None = None,
-          target_power: float = 0.8, host: PluginHost | None = None,
-          log: Log | None = None) -> Report:
+          target_power: float = 0.8, spans: str | Path | None = None,
+          host: PluginHost | None = None, log: Log | None = None) -> Report:
     """Audit the metric columns of the scores table `scores` against `humans`, as
     `judgebench audit` does: sentinels (`sentinels`: specs; default every registered one),
     agreement, clusters and the gate per (statistic, level, grouping); metamorphic `probes`
@@ -84,8 +84,9 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     missing, min, max or a number). `alt_test` (the cost-benefit epsilon) tests each metric
     as an annotator of each criterion, `power_for` (DELTA) asks whether the study separates
     metrics DELTA apart, `options.sequential` replays the item-grouped blocks
-    (judgebench.auditing.conclusions; `raters`: the annotator columns). Bad input raises
-    `InputError` before any scoring."""
+    (judgebench.auditing.conclusions; `raters`: the annotator columns). `spans` (people's
+    error spans: a file or a suite name) adds the span-marking judges' span statistics
+    (judgebench.services.spans). Bad input raises `InputError` before any scoring."""
     from judgebench.auditing.checks import parse_checks, read_previous
     from judgebench.auditing.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.auditing.sentinels import parse_sentinels
@@ -176,6 +177,12 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                  target_power=target_power, options=options, lower=lower, higher=higher,
                  log=log)
     report.repeats = _repeats(scores_path, frame, [c.column for c in report.metrics], humans)
+    if spans is not None:
+        from judgebench.services.spans import span_meta_eval
+
+        report.spans = span_meta_eval(scores_path, spans, store=store, host=host,
+                                      log=log).to_dict()
+        report.inputs["spans"] = str(spans)
     if checks:
         _run_checks(report, checks, clusters, frame, store)
     return report

@@ -29,8 +29,9 @@ does in GEMBA. Weights (``weights=``):
   non-translation counted as critical; only the first five errors count, and the total is
   capped at 25.
 
-The spans are in ``extra["spans"]`` (text, start, end, category, severity, weight), read by
-``meta-eval --spans`` and shown by ``logs``.
+The spans are in ``extra["spans"]`` (text, start, end, category, severity, weight) with the
+output their offsets index (``extra["output"]``), read by ``meta-eval --spans`` and shown by
+``logs`` (the output with the spans marked, then the list).
 """
 
 from __future__ import annotations
@@ -362,5 +363,5 @@ class MqmJudge(JudgeMetric[MqmOptions]):
                               for s in spans) or "no error"
         outcome = judged([answer], value + 0.0, answer.text, rationale)
         extra = {**outcome.extra, "spans": spans, "unlocated": unlocated,
-                 "weights": o.weights}
+                 "weights": o.weights, "output": sample.output or ""}
         return outcome.model_copy(update={"extra": extra})
