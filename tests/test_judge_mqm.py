@@ -168,3 +168,33 @@ def test_judge_against_a_loopback_server(tmp_path, protocol) -> None:
     assert logs.returncode == 0, logs.stderr
     assert "Ich möchte [euch](" in logs.stdout and "[Sekunde](" in logs.stdout
     assert "not in the output" in logs.stdout
+
+
+def test_the_schema_enumerates_spans_only_where_it_can() -> None:
+    from judgebench_judges.mqm import MAX_RUNS, MqmJudge
+
+    judge = MqmJudge(backend="openai_compat", model="m", api_base="http://127.0.0.1:9/v1")
+    span = judge.schema(OUTPUT)["properties"]["errors"]["items"]["properties"]["span"]
+    assert span == {"enum": word_runs(OUTPUT, 6)}
+    long = " ".join(f"w{k}" for k in range(MAX_RUNS))
+    for text in ("", long):
+        span = judge.schema(text)["properties"]["errors"]["items"]["properties"]["span"]
+        assert span == {"type": "string"}
+
+
+def test_an_empty_output_is_judged_and_shown_empty(tmp_path) -> None:
+    (tmp_path / "replies.json").write_text(json.dumps([["```", '{"errors": []}']]))
+    data = write_samples(tmp_path / "in.jsonl", [""])
+    with FaultServer("--replies", str(tmp_path / "replies.json"),
+                     log=tmp_path / "served.jsonl") as server:
+        spec = (f"judge.mqm:backend=openai_compat,model=judge,api_base={server.url},"
+                "examples=false")
+        proc = run_cli("score", str(data), "-m", spec, "-o", str(tmp_path / "s.csv"),
+                       "--store", str(tmp_path / "s.db"),
+                       env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "c")})
+        assert proc.returncode == 0, proc.stderr
+    [(value,)] = sqlite3.connect(tmp_path / "s.db").execute("SELECT value FROM scores")
+    assert value == 0.0
+    logs = run_cli("logs", "--store", str(tmp_path / "s.db"),
+                   env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "c")})
+    assert "translation:\n      ``````" in logs.stdout, logs.stdout

@@ -11,8 +11,9 @@ Answer forms, by protocol:
   output, or llguidance on the transformers backend): ``{"errors": [{"span", "category",
   "severity"}]}``, at most ``max_errors`` errors, category and severity from GEMBA's lists,
   and with ``spans=output`` (default) each span one of the translation's runs of 1 to
-  ``max_span_words`` words and punctuation marks: a span the backend enforces is in the
-  output by construction.
+  ``max_span_words`` words and punctuation marks (up to 500 runs; a longer output, an
+  empty one or ``spans=free`` gets a free-text span): a span the backend enforces is in
+  the output by construction.
 - ``text`` (elsewhere): GEMBA's own format, ``Critical:`` / ``Major:`` / ``Minor:`` headers
   each followed by ``category - "span"`` lines or ``no-error``.
 
@@ -101,6 +102,9 @@ EXAMPLES: tuple[tuple[str, str, str, str, tuple[tuple[str, str, str], ...]], ...
 )
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+#: The most spans a schema enumerates (OpenAI's structured outputs take at most 1,000 enum
+#: values per schema); an output with more word runs gets a free-text span.
+MAX_RUNS = 500
 _LINE = re.compile(r'^(?P<category>[a-z][a-z /-]*?)\s*-\s*"(?P<span>.*)"\s*$')
 
 
@@ -265,7 +269,7 @@ def locate(output: str, errors: list[tuple[str, str, str]], scheme: str
 
 class MqmJudge(JudgeMetric[MqmOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
-        name="judge.mqm", version="1", kind="judge", requires=("output", "source"),
+        name="judge.mqm", version="1", kind="judge", requires=("output", "input"),
         empty_text=JUDGED_EMPTY, higher_is_better=True, value_range=(None, 0.0),
         deterministic=False,
         description="GEMBA-MQM: error spans with MQM category and severity; score = minus "
@@ -295,7 +299,7 @@ class MqmJudge(JudgeMetric[MqmOptions]):
     def schema(self, output: str) -> dict[str, Any]:
         o = self.options
         runs = word_runs(output, o.max_span_words) if o.spans == "output" else None
-        return error_schema(runs or None, o.max_errors)
+        return error_schema(runs if runs and len(runs) <= MAX_RUNS else None, o.max_errors)
 
     def format_instruction(self) -> str:
         o = self.options
