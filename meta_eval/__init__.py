@@ -101,6 +101,13 @@ How far a conclusion can be trusted (import from the modules; issue 27)
     sequential.sequential_clusters(values, names, *, alpha, margin, batch, top_k, order)
         -> SequentialResult;  sequential.eb_confidence_sequence(x, alpha)
         Anytime-valid empirical-Bernstein confidence sequences; when a study is settled.
+
+Error spans against people's (import from `spans`; issue 30)
+    Spans.of(segment, start, end, severity) -> Spans (parallel arrays of [start, end) spans)
+    char_counts / char_precision / char_recall / char_f1(*, human, metric,
+        credit="partial" | "match" | "ignore") (WMT23 QE task 2, xCOMET: per character)
+    span_counts / span_precision / span_recall / span_f1(*, human, metric,
+        match="overlap" | "exact", severity=False) (per span; any-match, micro)
 """
 
 from __future__ import annotations

@@ -215,7 +215,11 @@ def predicted_spans(store: Path, signature: str, keys: set[Key]
     unlocated: dict[Key, int] = {}
     any_spans = False
     for key, (status, extra) in latest.items():
-        data = json.loads(extra) if extra else {}
+        try:
+            data = json.loads(extra) if extra else {}
+        except json.JSONDecodeError:
+            raise InputError(f"the stored extra of item {key[0]!r} system {key[1]!r} is not "
+                             "JSON", path=str(store), field="extra") from None
         spans = data.get("spans") if isinstance(data, dict) else None
         any_spans = any_spans or isinstance(spans, list)
         if key not in keys or status != "ok" or not isinstance(spans, list):
