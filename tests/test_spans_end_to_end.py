@@ -199,9 +199,10 @@ def test_audit_reports_the_spans(ted, scored) -> None:
     check(overall(found), expected(ted, scored["answers"]))
     card = run_cli(*plugin_args(), "audit", str(tmp / "scores.csv"), "--human", "human.mqm",
                    "--spans", SUITE, "--store", str(tmp / "store.db"), "--bootstrap", "0",
-                   env=scored["env"])
+                   "--report", str(tmp / "card.html"), env=scored["env"])
     assert card.returncode == 0, card.stderr
     assert "## Error spans" in card.stdout
+    assert '<h2 id="spans">Error spans</h2>' in (tmp / "card.html").read_text()
 
 
 def test_logs_marks_the_spans_in_the_output(ted, scored) -> None:

@@ -103,7 +103,7 @@ def render_html(report: Report | dict[str, Any]) -> str:
         parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
                  _gate(data), _comparison(data), _agreement(data),
                  section_html(data.get("scales", [])), _repeats(data.get("repeats", [])),
-                 _scatter(data), _cards(data),
+                 _spans(data.get("spans", [])), _scatter(data), _cards(data),
                  _probes(data), _bias(data), _combinations(data), _warnings(data)]
     title = escape(data["title"])
     return (
@@ -439,6 +439,21 @@ def _repeats(rows: Sequence[dict[str, Any]]) -> str:
                           "pass@K", "pass^K"], cells)
             + (table_html(["judge", "human", "r (mean of draws)", "ceiling", "disattenuated",
                            "gap its noise explains"], noise) if noise else ""))
+
+
+def _spans(rows: Sequence[dict[str, Any]]) -> str:
+    """The span-marking judges' error spans against people's (as the Markdown card)."""
+    overall = [r for r in rows if r.get("system") is None]
+    if not overall:
+        return ""
+    cells = [[escape(r["metric"]), escape(r["level"]), escape(r["variant"]),
+              _num(r.get("precision")), _num(r.get("recall")), _num(r.get("f1")), str(r["n"])]
+             for r in overall]
+    return ('<h2 id="spans">Error spans</h2><p>Each span-marking judge\'s error spans against '
+            "people's MQM spans, micro over the segments both rated: character level (WMT23 "
+            "QE task 2: severity as half credit, must match, or ignored) and span level "
+            "(overlap or exact match, with or without the same severity).</p>"
+            + table_html(["judge", "level", "variant", "P", "R", "F1", "segments"], cells))
 
 
 def _combinations(data: dict[str, Any]) -> str:
