@@ -35,7 +35,8 @@ def ted() -> dict:
     spans: dict[tuple[str, str], list[dict]] = {}
     for r in rows("spans.jsonl.gz"):
         spans.setdefault((r["item"], r["system"]), []).append(r)
-    chosen, clean = [], None
+    chosen: list[tuple[str, str]] = []
+    clean: tuple[str, str] | None = None
     for key, sample in samples.items():
         found = spans.get(key, [])
         if not found and clean is None:

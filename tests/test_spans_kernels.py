@@ -12,6 +12,8 @@ import random
 import pytest
 
 from meta_eval.spans import (
+    CharCredit,
+    SpanMatch,
     Spans,
     char_counts,
     char_f1,
@@ -129,7 +131,8 @@ def test_char_level_equals_brute_force_and_the_wmt23_scorer(seed) -> None:
     human = random_spans(rng, segments, length, rng.choice([0, 2, 5]))
     metric = random_spans(rng, segments, length, rng.choice([0, 2, 5]))
     h, m = as_spans(human), as_spans(metric)
-    for credit in ("ignore", "partial", "match"):
+    credits: tuple[CharCredit, ...] = ("ignore", "partial", "match")
+    for credit in credits:
         tp, n_m, n_h = brute_chars(human, metric, credit)
         got = char_counts(human=h, metric=m, credit=credit)
         assert (got.credit_predicted, got.predicted, got.human) == (tp, n_m, n_h)
@@ -152,7 +155,8 @@ def test_span_level_equals_brute_force(seed) -> None:
     if rng.random() < 0.3 and human:  # some exact copies
         metric += rng.sample(human, k=min(len(human), 2))
     h, m = as_spans(human), as_spans(metric)
-    for match in ("exact", "overlap"):
+    matches: tuple[SpanMatch, ...] = ("exact", "overlap")
+    for match in matches:
         for severity in (False, True):
             mp = brute_span_matches(metric, human, match, severity)
             mh = brute_span_matches(human, metric, match, severity)
@@ -161,10 +165,10 @@ def test_span_level_equals_brute_force(seed) -> None:
                 mp, len(metric), mh, len(human))
             p = mp / len(metric) if metric else math.nan
             r = mh / len(human) if human else math.nan
-            kw = {"human": h, "metric": m, "match": match, "severity": severity}
-            assert close(span_precision(**kw), p)
-            assert close(span_recall(**kw), r)
-            assert close(span_f1(**kw), f1_of(p, r))
+            assert close(span_precision(human=h, metric=m, match=match, severity=severity), p)
+            assert close(span_recall(human=h, metric=m, match=match, severity=severity), r)
+            assert close(span_f1(human=h, metric=m, match=match, severity=severity),
+                         f1_of(p, r))
 
 
 def test_hand_examples() -> None:
