@@ -1,7 +1,8 @@
 """judge.mqm on the embedded default model (SmolLM2-135M-Instruct, transformers backend):
 in form on every segment, because the backend enforces the JSON schema while decoding
 (llguidance) and the schema's spans are the output's own word runs, so every span is
-located; then `meta-eval --spans` on what it marked. Two TED segments of the bundled example
+located; then `meta-eval --spans` (the example's spans, and the suite's), `audit --spans` and
+`logs` on what it marked. Two TED segments of the bundled example
 (examples/ted-mqm-sample.jsonl), GEMBA's few-shot examples off and two errors at most, to
 keep the CPU time to about a minute. The 135M model is a plumbing default, not a good
 annotator: the test checks the form, not the spans."""
@@ -18,6 +19,7 @@ pytest.importorskip("torch", reason="the [local] extra is not installed")
 pytest.importorskip("llguidance", reason="the [local] extra is not installed")
 
 from conftest import run_cli
+from suites_support import plugin_args, plugin_env
 
 pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
 
@@ -47,3 +49,16 @@ def test_mqm_on_the_default_model_is_in_form_and_located(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert {r["n"] for r in rows if r["system"] is None} == {2}
+    env |= plugin_env()
+    suite = run_cli(*plugin_args(), "meta-eval", str(out), "--spans", "wmt21-tedtalks-en-de",
+                    "--store", str(store), "--json", env=env)
+    assert suite.returncode == 0, suite.stderr
+    assert json.loads(suite.stdout) == rows  # the example's spans are the suite's
+    audit = run_cli(*plugin_args(), "audit", str(out), "--human", "human.mqm", "--spans",
+                    "wmt21-tedtalks-en-de", "--store", str(store), "--bootstrap", "0",
+                    "--json", env=env)
+    assert audit.returncode == 0, audit.stderr
+    assert len([r for r in json.loads(audit.stdout) if r.get("type") == "spans"]) == len(rows)
+    logs = run_cli("logs", "--store", str(store), env=env)
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout.count("  spans:") == 2

@@ -161,7 +161,8 @@ def _log(message: str) -> None:
 @click.option("--spans", "spans", metavar="HUMAN",
               help="Error spans: each span-marking judge's (judge.mqm) stored spans against "
                    "people's, a JSONL file (item, system, start, end, severity) or a suite "
-                   "name: character- and span-level precision, recall, F1.")
+                   "name: character- and span-level precision, recall, F1 (this report "
+                   "only; it reads --metric, --store and --format text|json).")
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="--spans: the store `score` wrote the spans to (default: the one the "
                    "sidecar names, else judgebench.db).")
