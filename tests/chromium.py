@@ -20,8 +20,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-default-apps", "--disable-extensions", "--mute-audio",
-         # Nothing resolves: even a request that slipped through could not leave the machine.
-         "--host-resolver-rules=MAP * ~NOTFOUND")
+         # Nothing resolves but the loopback address (where `judgebench view` listens): even
+         # a request that slipped through could not leave the machine.
+         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 
 
 def _need_chromium() -> str:

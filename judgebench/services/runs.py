@@ -169,7 +169,7 @@ def _reading(path: str | Path, *, readonly: bool = False) -> Iterator[sqlite3.Co
     path = Path(path)
     writable = (not readonly and path.is_file() and path.stat().st_size > 0
                 and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
-    store = Store(path, readonly=not writable)
+    store = Store(path, readonly=not writable, untouched=readonly)
     if store.kind not in ("current", "empty") and not writable:
         store.close()
         if readonly:
@@ -329,7 +329,7 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
                         for r in corpus_rows]
     cache_path = about.cache if cache is None else str(_named_cache(Path(cache)))
     if cache_path is not None and any(e.calls for e in entries):
-        entries = _with_calls(entries, Path(cache_path))
+        entries = _with_calls(entries, Path(cache_path), untouched=readonly)
     return LogsResult(store=str(store), run=about, entries=entries,
                       matched=matched + corpus_matched)
 
@@ -379,12 +379,15 @@ def _named_cache(path: Path) -> Path:
     return found
 
 
-def _with_calls(entries: list[LogEntry], cache: Path) -> list[LogEntry]:
+def _with_calls(entries: list[LogEntry], cache: Path, *, untouched: bool = False
+                ) -> list[LogEntry]:
     """`entries` with each call filled from the judge cache at `cache` (left as not found
-    when there is no such cache)."""
+    when there is no such cache); `untouched`: leaving no -wal/-shm files beside it."""
+    from judgebench.store import untouched_uri
+
     if not cache.is_file():
         return entries
-    uri = f"{cache.absolute().as_uri()}?mode=ro"
+    uri = untouched_uri(cache) if untouched else f"{cache.absolute().as_uri()}?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error:

@@ -257,8 +257,8 @@ def compare_page(store: Path, *, a: str | None = None, b: str | None = None,
     if a == b:
         raise InputError("A and B are the same signature: compare two judges or two runs "
                          "that scored with different ones", field="b")
-    result = diff(store, store, column_a=a, column_b=b)
-    frame = _load(store).frame
+    result = diff(store, store, column_a=a, column_b=b, untouched=True)
+    frame = _load(store, untouched=True).frame
     rows = []
     for record in frame[["item", "system", a, b]].to_dict("records"):
         va, vb = record[a], record[b]
