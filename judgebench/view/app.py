@@ -10,22 +10,20 @@ rebinding. An audit report page is the audit's own self-contained HTML card
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.view import pages
+
+# The view extra's modules (jinja2, starlette) are imported only when `view` runs.
+Message = MutableMapping[str, Any]
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
        "base-uri 'none'; frame-ancestors 'none'")
@@ -113,7 +111,9 @@ def number(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _environment() -> Environment:
+def _environment() -> Any:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     env = Environment(loader=PackageLoader("judgebench.view", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["url"] = url
@@ -121,9 +121,16 @@ def _environment() -> Environment:
     return env
 
 
-def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1") -> Starlette:
+def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1") -> Any:
     """The viewer of `store` (read-only) and the audit reports beside it or in `reports`;
     `host` is the address it is bound to (the Host header it accepts)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, Response
+    from starlette.routing import Route
+
     env = _environment()
     store = Path(store)
 
