@@ -279,6 +279,40 @@ def test_filters_and_sorting_change_the_rows(made: dict[str, Any], viewer: str) 
     assert 'class="status status-ok"' not in refused
 
 
+def test_the_comparison_is_judgebench_diff_and_its_flips_are_the_tables(
+        made: dict[str, Any], viewer: str) -> None:
+    """The summary is `judgebench diff STORE STORE --column-a A --column-b B`'s, to the digits
+    shown; the flips are counted again from the two runs' scores tables (pandas)."""
+    import re
+
+    import pandas as pd
+
+    from judgebench.view.app import number
+
+    judge_a = next(s for c, s in _signatures(made, 1).items() if "judge-a" in c)
+    judge_b = next(s for c, s in _signatures(made, 2).items() if "judge-b" in c)
+    proc = run_cli("diff", str(made["store"]), str(made["store"]), "--column-a", judge_a,
+                   "--column-b", judge_b, "--json")
+    assert proc.returncode == 0, proc.stderr
+    [column] = json.loads(proc.stdout)["columns"]
+    _, _, body = _get(_pages(made, viewer)["compare"])
+    summary = body.split('id="summary"', 1)[1].split("</table>", 1)[0]
+    for estimate in column["estimates"]:
+        cells = re.search(rf"<td>{estimate['statistic']}</td><td class=\"num\">([^<]*)</td>",
+                          summary)
+        assert cells and cells.group(1) == number(estimate["value"]), estimate
+    assert f'<td class="num">{number(column["kl"])}</td>' in summary
+    a = pd.read_csv(made["root"] / "a.csv", dtype={"item": str, "system": str})
+    b = pd.read_csv(made["root"] / "b.csv", dtype={"item": str, "system": str})
+    merged = a.merge(b, on=["item", "system"])
+    both = merged.dropna(subset=[a.columns[2], b.columns[2]])
+    flips = int((both[a.columns[2]] != both[b.columns[2]]).sum())
+    assert f"{flips} flips of {len(both)} scored by both" in body
+    assert body.count('<tr class="flip">') == flips
+    rate = next(e for e in column["estimates"] if e["statistic"] == "flip_rate")
+    assert rate["value"] == pytest.approx(flips / len(both))
+
+
 def test_the_store_is_never_written(made: dict[str, Any], viewer: str) -> None:
     for page in _pages(made, viewer).values():
         _get(page)
@@ -329,6 +363,9 @@ def test_every_page_renders_in_chromium_and_no_script_from_the_data_runs(
     shots = Path(os.environ.get("JUDGEBENCH_VIEW_SCREENSHOTS") or tmp_path)
     shots = shots if shots.is_absolute() else REPO / shots
     session = browser.open(pages["runs"])
+    browser.send("Emulation.setDeviceMetricsOverride", {"width": 1100, "height": 760,
+                                                        "deviceScaleFactor": 1,
+                                                        "mobile": False}, session=session)
     expected = {
         "runs": ("#runs tbody tr", 4),
         # judge A's 8 scores; run 2 wrote lexical.length's again (the store keeps the latest)

@@ -111,6 +111,13 @@ def number(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def shown(value: Any) -> str:
+    """A value of a score's `extra` as JSON (text as it is)."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _environment() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -118,6 +125,7 @@ def _environment() -> Any:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["url"] = url
     env.filters["num"] = number
+    env.filters["shown"] = shown
     return env
 
 

@@ -205,6 +205,8 @@ class ComparePage:
     rows: list[CompareRow] = field(default_factory=list)
     shown: list[CompareRow] = field(default_factory=list)
     flips: int = 0
+    #: Rows both sides scored (a flip is one of them where the scores differ).
+    scored: int = 0
     filters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -278,6 +280,7 @@ def compare_page(store: Path, *, a: str | None = None, b: str | None = None,
         shown = present + [r for r in shown if getattr(r, sort) is None]
     return ComparePage(signatures=signatures, a=a, b=b, result=result, rows=rows, shown=shown,
                        flips=sum(r.flip for r in rows),
+                       scored=sum(r.a is not None and r.b is not None for r in rows),
                        filters={"flips": flips_only, "sort": sort,
                                 "order": "desc" if descending else "asc"})
 
