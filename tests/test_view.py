@@ -319,6 +319,80 @@ def test_the_store_is_never_written(made: dict[str, Any], viewer: str) -> None:
     assert _snapshot(made["folder"]) == made["before"]
 
 
+def test_a_store_being_written_is_viewable(made: dict[str, Any], tmp_path: Path) -> None:
+    """A run a writer has committed but not checkpointed (it is only in the -wal file, as
+    while `score` runs) is shown: the viewer reads through the writer's WAL."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "runs.db"
+    shutil.copy(made["store"], copy)
+    writer = sqlite3.connect(copy, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("INSERT INTO runs (started, pid, version, command, outcome) VALUES "
+                       "('2026-01-01T00:00:00.000Z', ?, 'x', 'judgebench score live', "
+                       "'running')", (os.getpid(),))
+        assert (tmp_path / "runs.db-wal").stat().st_size > 0
+        proc, base = _start(copy)
+        try:
+            status, _, body = _get(base + "/?status=running")
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=20)
+        assert status == 200 and body.count("<tr data-run=") == 1
+        assert "judgebench score live" in body
+        assert proc.returncode == 0
+    finally:
+        writer.close()
+
+
+def test_audit_reports_beside_the_store_and_in_reports_folders(made: dict[str, Any],
+                                                               tmp_path: Path) -> None:
+    """The store's folder and each --reports folder are read (not their subfolders); only
+    JSON audit reports are listed, those that read this store first; a report this version
+    cannot render is an error page naming the file, not a crash."""
+    import shutil
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    store = folder / "runs.db"
+    shutil.copy(made["store"], store)
+    report = json.loads((made["folder"] / "audit.json").read_text(encoding="utf-8"))
+    elsewhere = tmp_path / "reports"
+    (elsewhere / "deeper").mkdir(parents=True)
+    (elsewhere / "mine.json").write_text(json.dumps(
+        {**report, "title": "Audit naming this store", "inputs": {**report["inputs"],
+                                                                   "store": str(store)}}))
+    (elsewhere / "deeper" / "hidden.json").write_text(json.dumps(report))
+    (elsewhere / "broken.json").write_text(json.dumps(
+        {"format": "judgebench-audit", "title": "Broken <b>report</b>", "inputs": {}}))
+    (elsewhere / "list.json").write_text("[1, 2]")
+    (elsewhere / "bad.json").write_text("{not json")
+    (folder / "audit.json").write_text(json.dumps(report))  # names the original store
+    proc, base = _start(store, "--reports", str(elsewhere))
+    try:
+        _, _, listing = _get(base + "/audits")
+        rows = listing.split("<tbody>", 1)[1].split("</tbody>", 1)[0].split("<tr>")[1:]
+        titles = [row.split('">', 1)[1].split("</a>", 1)[0] for row in rows]
+        assert titles == ["Audit naming this store", "Audit of lex.csv",
+                          "Broken &lt;b&gt;report&lt;/b&gt;"]
+        assert [row.rstrip().endswith("<td>yes</td></tr>") for row in rows] == \
+            [True, False, False]
+        keys = [row.split('href="/audits/', 1)[1].split('"', 1)[0] for row in rows]
+        status, headers, card = _get(base + f"/audits/{keys[0]}")
+        assert status == 200 and "Audit naming this store" in card
+        assert headers["content-security-policy"].endswith("frame-ancestors 'none'")
+        status, _, broken = _get(base + f"/audits/{keys[2]}")
+        assert status == 400 and "broken.json" in broken
+        assert "not an audit report this version renders" in broken
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+    assert proc.returncode == 0
+
+
 # -- in Chromium ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:

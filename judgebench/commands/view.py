@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ def command(store_path: Path, host: str, port: int, report_dirs: tuple[Path, ...
 
     require("judgebench view", "view", "starlette", "jinja2", "uvicorn")
     from judgebench.services.runs import runs
-    from judgebench.view.app import make_app
+    from judgebench.view.app import LOOPBACK, make_app
     from judgebench.view.pages import audit_reports
 
     runs(store_path, limit=1, readonly=True)  # a bad store is refused before serving
@@ -52,6 +53,9 @@ def command(store_path: Path, host: str, port: int, report_dirs: tuple[Path, ...
         raise InputError(f"cannot listen on {host}:{port} ({exc.strerror})",
                          field="--port") from None
     bound_port = sock.getsockname()[1]
+    if host not in LOOPBACK:
+        click.echo(f"judgebench view: listening on {host}, not loopback: whoever reaches this "
+                   "machine can read the store (no login, no TLS)", err=True)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"judgebench view: {store_path} at http://{shown}:{bound_port}/ "
                "(read-only; Ctrl-C stops)")
@@ -60,4 +64,7 @@ def command(store_path: Path, host: str, port: int, report_dirs: tuple[Path, ...
 
     config = uvicorn.Config(make_app(store_path, report_dirs, host), log_level="warning",
                             lifespan="off", server_header=False, access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn raises Ctrl-C again once it has shut down: stopping is the normal way out
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run(sockets=[sock])
+    click.echo("judgebench view: stopped")
