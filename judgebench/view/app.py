@@ -248,6 +248,8 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
         Route("/audits/{key}", audit_view, methods=["GET"]),
         Route("/style.css", style, methods=["GET"]),
     ]
-    hosts = ["*"] if host in ("0.0.0.0", "::", "") else sorted({*LOOPBACK, host})
+    # the Host header keeps an IPv6 address in brackets
+    named = {f"[{name}]" if ":" in name else name for name in (*LOOPBACK, host)}
+    hosts = ["*"] if host in ("0.0.0.0", "::", "") else sorted(named)
     return Starlette(routes=routes, middleware=[
         Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
