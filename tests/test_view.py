@@ -30,6 +30,8 @@ import pytest
 from chromium import Browser, running_browser
 from conftest import REPO, run_cli, run_cli_process, summeval_records, write_jsonl
 from fault_server import FaultServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_extras import assert_refused, blocked
 
 from judgebench.services.runs import runs
@@ -173,6 +175,58 @@ def _pages(made: dict[str, Any], base: str) -> dict[str, str]:
 def _pair_b(made: dict[str, Any]) -> str:
     rows = [json.loads(line) for line in (made["root"] / "pairs.jsonl").read_text().splitlines()]
     return rows[0]["system_b"]
+
+
+# -- sorting and filtering, against pandas -----------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["i1", "i2", "<b>"]),
+                          st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
+                                    st.sampled_from([0.0, -0.0, 1e308, -1e-308]))),
+                max_size=30),
+       st.booleans())
+def test_sorting_scores_is_pandas_stable_sort_with_missing_last(
+        rows: list[tuple[str, float | None]], descending: bool) -> None:
+    import pandas as pd
+
+    from judgebench.services.runs import LogEntry
+    from judgebench.view.pages import sort_entries
+
+    entries = [LogEntry(run_id=1, level="segment", column="c", metric="m", signature="s",
+                        item=item, system=str(n), status="ok", reason=None, value=value)
+               for n, (item, value) in enumerate(rows)]
+    frame = pd.DataFrame({"value": [v for _, v in rows], "n": range(len(rows))},
+                         dtype=object).astype({"value": float})
+    expected = frame.sort_values("value", ascending=not descending, kind="stable",
+                                 na_position="last")["n"].tolist()
+    got = [int(e.system) for e in sort_entries(entries, "value", descending)]
+    # pandas keeps ties in their order in both directions; so does sorted(reverse=True)
+    assert got == expected
+    by_item = [int(e.system) for e in sort_entries(entries, "item", descending)]
+    assert by_item == sorted(range(len(rows)), key=lambda n: rows[n][0], reverse=descending)
+
+
+def test_filtering_runs_is_the_rule_of_logs_metric_and_dates() -> None:
+    from judgebench.services.runs import RunRow
+    from judgebench.view.pages import filter_runs
+
+    def run(n: int, started: str, outcome: str, metrics: dict[str, str]) -> RunRow:
+        return RunRow(id=n, started=started, ended=None, wall_s=None, outcome=outcome,
+                      error=None, command=None, input_path=None, input_hash=None,
+                      selection=None, metrics=metrics, statuses=None, rows=None,
+                      computed=None, reused=None, ok=None, failed=None, tokens_in=None,
+                      tokens_out=None, cost_usd=None, version="x", pid=1, cache=None)
+
+    rows = [run(1, "2026-01-01T23:59:59.999Z", "ok", {"r1": "lexical.rouge1@1|a"}),
+            run(2, "2026-01-02T00:00:00.000Z", "error", {"j": "judge.rubric@1|m"}),
+            run(3, "2026-01-03T10:00:00.000Z", "killed", {})]
+    assert [r.id for r in filter_runs(rows, metric="lexical.rouge1")] == [1]
+    assert [r.id for r in filter_runs(rows, metric="j")] == [2]
+    assert [r.id for r in filter_runs(rows, metric="judge.rubric@1|m")] == [2]
+    assert [r.id for r in filter_runs(rows, metric="judge")] == []  # no substring match
+    assert [r.id for r in filter_runs(rows, since="2026-01-02")] == [2, 3]
+    assert [r.id for r in filter_runs(rows, until="2026-01-02")] == [1, 2]
+    assert [r.id for r in filter_runs(rows, since="2026-01-02", until="2026-01-02")] == [2]
+    assert [r.id for r in filter_runs(rows, outcome="killed")] == [3]
 
 
 # -- the command ------------------------------------------------------------------------------
