@@ -365,6 +365,9 @@ def test_the_comparison_is_judgebench_diff_and_its_flips_are_the_tables(
     assert body.count('<tr class="flip">') == flips
     rate = next(e for e in column["estimates"] if e["statistic"] == "flip_rate")
     assert rate["value"] == pytest.approx(flips / len(both))
+    # two runs: each run's first column, here judge A's and judge B's
+    _, _, runs_body = _get(viewer + "/compare?run_a=1&run_b=2")
+    assert runs_body.split('id="summary"', 1)[1] == body.split('id="summary"', 1)[1]
 
 
 def test_the_store_is_never_written(made: dict[str, Any], viewer: str) -> None:
