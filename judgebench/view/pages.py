@@ -125,9 +125,10 @@ def run_page(store: Path, run: int, *, metric: str | None = None,
              page: int = 1) -> RunPage:
     """One run's scores (as `judgebench logs` reads them: the scores that run wrote) with the
     filters, sorted, one page of PAGE_SIZE."""
-    every = logs(store, run, limit=0, readonly=True)
     result = logs(store, run, metric=metric, statuses=statuses, item=item, system=system,
                   limit=0, readonly=True)
+    filtered = metric is not None or bool(statuses) or item is not None or system is not None
+    every = logs(store, run, limit=0, readonly=True) if filtered else result
     ordered = sort_entries(result.entries, sort, descending)
     pages = max(1, math.ceil(len(ordered) / PAGE_SIZE))
     page = min(max(page, 1), pages)
