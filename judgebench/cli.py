@@ -41,6 +41,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("judgebench.commands.runs", "List the recent runs in a store."),
     "logs": ("judgebench.commands.logs", "Show a run's scores: status, reason, judge prompt "
              "and answer."),
+    "view": ("judgebench.commands.view", "Browse a store in a local web viewer (read-only)."),
     "items": ("judgebench.commands.items", "Item response theory: abilities, items, subsets."),
     "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
     "suites": ("judgebench.commands.suites", "List the meta-evaluation suites, show one, or "
@@ -171,7 +172,7 @@ def _plugins_and_command(argv: list[str]) -> tuple[list[str], str | None]:
 # Built-in commands that start without the plugin host (unless -p names a plugin): no plugin
 # command is registered for them, and the command builds the host itself where it needs one
 # (meta-eval: for a column whose direction neither a flag nor the sidecar gives).
-HOSTLESS_COMMANDS = frozenset({"meta-eval", "runs", "logs"})
+HOSTLESS_COMMANDS = frozenset({"meta-eval", "runs", "logs", "view"})
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -251,6 +251,15 @@ class RunEnd:
     cost_usd: float | None = None
 
 
+def untouched_uri(path: str | Path) -> str:
+    """The URI that reads the SQLite file at `path` without writing anything: read-only, and
+    without side files (no open WAL, no transaction under way) the file alone is the
+    database, read as immutable, which creates no -wal/-shm files beside it. A file with a
+    -wal (a writer at work, e.g. a running `score`) is read through it."""
+    alone = not any(Path(f"{path}{end}").exists() for end in ("-wal", "-journal"))
+    return f"{Path(path).absolute().as_uri()}?mode=ro" + ("&immutable=1" if alone else "")
+
+
 class StoreBusy(JudgebenchError):
     """Another process held the store's write lock past the timeout (exit 1)."""
 
@@ -274,14 +283,15 @@ def _timeout(timeout: float | None) -> float:
 class Store:
     """A judgebench store at `path` (":memory:" for none on disk).
 
-    `readonly` opens an existing store without writing to it (nor migrating it); `timeout` is
+    `readonly` opens an existing store without writing to it (nor migrating it); `untouched`
+    (with `readonly`) leaves no -wal/-shm files beside it either (`untouched_uri`); `timeout` is
     how long to wait for another process's write lock (default $JUDGEBENCH_STORE_TIMEOUT, or
     30 s). Bad files raise InputError naming the file; a lock held too long raises StoreBusy.
     """
 
     def __init__(
         self, path: str | Path = ":memory:", *, readonly: bool = False,
-        timeout: float | None = None,
+        timeout: float | None = None, untouched: bool = False,
     ) -> None:
         self.path = str(path)
         self.readonly = readonly
@@ -296,7 +306,8 @@ class Store:
             self._check_file()
         try:
             if readonly:
-                uri = f"{Path(self.path).absolute().as_uri()}?mode=ro"
+                uri = (untouched_uri(self.path) if untouched
+                       else f"{Path(self.path).absolute().as_uri()}?mode=ro")
                 self.conn = sqlite3.connect(uri, uri=True, timeout=self.timeout,
                                             isolation_level=None)
             else:
@@ -353,12 +364,9 @@ class Store:
         app_id = int.from_bytes(header[68:72], "big", signed=True)
         if app_id not in (0, APPLICATION_ID):
             raise self._foreign(f"application_id {app_id:#x}")
-        # Without side files (no open WAL, no transaction under way) the file alone is the
-        # database: read it as immutable, which creates no -wal/-shm files beside it.
-        alone = not any(Path(f"{self.path}{end}").exists() for end in ("-wal", "-journal"))
         try:
-            uri = f"{path.absolute().as_uri()}?mode=ro" + ("&immutable=1" if alone else "")
-            probe = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+            probe = sqlite3.connect(untouched_uri(path), uri=True, timeout=self.timeout,
+                                    isolation_level=None)
         except sqlite3.Error as exc:
             raise self._fault(exc) from None
         try:

@@ -4,19 +4,15 @@ bad input, and the HTML page in headless Chromium (renders, has its plots, loads
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
 import re
-import select
-import shutil
-import subprocess
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from chromium import Browser, running_browser
 from conftest import run_cli, summeval_records, write_jsonl
 
 SENTINELS = {"sentinel.cand", "sentinel.constant", "sentinel.length", "sentinel.random",
@@ -164,130 +160,10 @@ def test_non_numeric_cell_names_file_row_and_column(audited: dict, tmp_path: Pat
 
 
 # -- the HTML page in a real browser ---------------------------------------------------------
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--disable-extensions", "--mute-audio",
-         # Nothing resolves: even a request that slipped through could not leave the machine.
-         "--host-resolver-rules=MAP * ~NOTFOUND")
-
-
-def _need_chromium() -> str:
-    if CHROMIUM is None:  # .ci/run installs it; a skipped browser test would hide a gap
-        pytest.fail("the HTML report test needs chromium: apt-get install -y chromium")
-    return CHROMIUM
-
-
-class Browser:
-    """Headless Chromium driven over the DevTools protocol on a pipe (fds 3 and 4).
-
-    Requests are observed per page (Network.requestWillBeSent in the page's own session),
-    so the browser's own background traffic is not mistaken for the page's.
-    """
-
-    def __init__(self, profile: Path) -> None:
-        to_child, self._out = os.pipe()
-        self._in, from_child = os.pipe()
-
-        def wire() -> None:
-            a, b = os.dup(to_child), os.dup(from_child)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
-        self.proc = subprocess.Popen(
-            [_need_chromium(), *FLAGS, f"--user-data-dir={profile}",
-             "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=wire, close_fds=False)
-        os.close(to_child)
-        os.close(from_child)
-        self._buffer = b""
-        self._next = 0
-        self.events: list[dict] = []
-
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float = 30.0) -> dict:
-        self._next += 1
-        message = {"id": self._next, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        os.write(self._out, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self._read(deadline)
-            if reply.get("id") == self._next:
-                if "error" in reply:
-                    raise AssertionError(f"{method}: {reply['error']}")
-                return reply["result"]
-            self.events.append(reply)
-
-    def wait(self, method: str, timeout: float = 30.0) -> dict:
-        deadline = time.monotonic() + timeout
-        for event in self.events:
-            if event.get("method") == method:
-                return event
-        while True:
-            event = self._read(deadline)
-            self.events.append(event)
-            if event.get("method") == method:
-                return event
-
-    def _read(self, deadline: float) -> dict:
-        while b"\0" not in self._buffer:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self._in], [], [], max(left, 0))
-            if not ready:
-                raise TimeoutError("no answer from chromium")
-            chunk = os.read(self._in, 1 << 20)
-            if not chunk:
-                raise AssertionError("chromium closed the pipe")
-            self._buffer += chunk
-        message, self._buffer = self._buffer.split(b"\0", 1)
-        return json.loads(message)
-
-    def open(self, url: str) -> str:
-        """A new tab with network events on; navigate to `url`; return its session id."""
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = self.send("Target.attachToTarget", {"targetId": target,
-                                                      "flatten": True})["sessionId"]
-        self.send("Network.enable", session=session)
-        self.send("Page.enable", session=session)
-        self.send("Page.navigate", {"url": url}, session=session)
-        self.wait("Page.loadEventFired")
-        time.sleep(0.5)  # anything the page would fetch late
-        self.send("Runtime.evaluate", {"expression": "1"}, session=session)  # drain events
-        return session
-
-    def requests(self, session: str) -> list[str]:
-        return [e["params"]["request"]["url"] for e in self.events
-                if e.get("method") == "Network.requestWillBeSent"
-                and e.get("sessionId") == session]
-
-    def evaluate(self, session: str, expression: str) -> object:
-        result = self.send("Runtime.evaluate", {"expression": expression,
-                                                "returnByValue": True}, session=session)
-        return result["result"].get("value")
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.send("Browser.close", timeout=5)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        os.close(self._out)
-        os.close(self._in)
-
-
 @pytest.fixture
-def browser(tmp_path: Path):
-    _need_chromium()
-    b = Browser(tmp_path / "profile")
-    try:
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    with running_browser(tmp_path / "profile") as b:
         yield b
-    finally:
-        b.close()
 
 
 def test_the_browser_harness_sees_a_page_that_loads_from_the_network(

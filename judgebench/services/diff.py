@@ -138,12 +138,14 @@ def diff(a: str | Path, b: str | Path, *, columns: Sequence[str] = (),
          column_a: str | None = None, column_b: str | None = None, human: str | None = None,
          human_table: str | Path | None = None, statistics: Sequence[str] = DEFAULT_STATISTICS,
          level: str = "segment", grouping: str = "none", tolerance: float = 0.0,
-         bootstrap: int = 1000, seed: int = 0, ci: float = 0.95) -> DiffResult:
+         bootstrap: int = 1000, seed: int = 0, ci: float = 0.95,
+         untouched: bool = False) -> DiffResult:
     """Compare runs `a` and `b` (module docstring). `columns`: the columns to compare (default
     every column both have); `column_a`/`column_b`: one pair of differently named columns
     (e.g. two signatures in one store). `human`: a human column of A's table or of
-    `human_table` (a scores table keyed as A: a store holds no human scores)."""
-    side_a, side_b = _load(Path(a)), _load(Path(b))
+    `human_table` (a scores table keyed as A: a store holds no human scores). `untouched`:
+    a store is read leaving no -wal/-shm files beside it (`judgebench view`)."""
+    side_a, side_b = _load(Path(a), untouched=untouched), _load(Path(b), untouched=untouched)
     if side_a.shape != side_b.shape:
         raise InputError(f"{side_a.path} is a {side_a.shape} table and {side_b.path} a "
                          f"{side_b.shape} one: diff compares like with like", path=side_b.path)
@@ -189,7 +191,7 @@ def diff(a: str | Path, b: str | Path, *, columns: Sequence[str] = (),
 
 
 # -- reading ------------------------------------------------------------------------------
-def _load(path: Path) -> _Side:
+def _load(path: Path, *, untouched: bool = False) -> _Side:
     """A scores table, or a store (by its SQLite header) as a wide table of its ok scores."""
     from judgebench.store import SQLITE_MAGIC
 
@@ -198,7 +200,7 @@ def _load(path: Path) -> _Side:
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_MAGIC))
     if header == SQLITE_MAGIC:
-        return _from_store(path)
+        return _from_store(path, untouched=untouched)
     from judgebench.services.compare_judges import _read, _shape
 
     frame, name, sidecar = _read(path)
@@ -212,7 +214,7 @@ def _load(path: Path) -> _Side:
     return _Side(str(path), frame, shape, columns, higher)
 
 
-def _from_store(path: Path) -> _Side:
+def _from_store(path: Path, *, untouched: bool = False) -> _Side:
     """A store's latest score (sample index 0) of each signature per (item, system), ok
     scores as values (any other status NaN), with each score's fingerprint; a column is
     named as the latest run that wrote it names it (else by its signature)."""
@@ -220,7 +222,7 @@ def _from_store(path: Path) -> _Side:
 
     from judgebench.store import Store
 
-    with Store(path, readonly=True) as store:
+    with Store(path, readonly=True, untouched=untouched) as store:
         names: dict[str, str] = {}
         for (text,) in store.conn.execute("SELECT metrics FROM runs ORDER BY id"):
             for column, signature in (json.loads(text) if text else {}).items():

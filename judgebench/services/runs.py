@@ -160,17 +160,22 @@ class LogsResult(Result):
 
 
 @contextlib.contextmanager
-def _reading(path: str | Path) -> Iterator[sqlite3.Connection]:
+def _reading(path: str | Path, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
     """A connection that only reads the store at `path`, after it is checked (and, if it is
     of an older schema, migrated in place) as `Store` does. A store this user may write is
-    opened as `score` opens it, so closing it leaves no -wal/-shm files behind; another is
-    opened read-only and must be of this schema."""
+    opened as `score` opens it, so closing it leaves no -wal/-shm files behind; another, or
+    any store when `readonly` (`judgebench view`: never write), is opened read-only and must
+    be of this schema."""
     path = Path(path)
-    writable = (path.is_file() and path.stat().st_size > 0 and os.access(path, os.W_OK)
-                and os.access(path.parent, os.W_OK))
-    store = Store(path, readonly=not writable)
+    writable = (not readonly and path.is_file() and path.stat().st_size > 0
+                and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+    store = Store(path, readonly=not writable, untouched=readonly)
     if store.kind not in ("current", "empty") and not writable:
         store.close()
+        if readonly:
+            raise InputError("store of an older schema, read here without writing: run "
+                             f"`judgebench runs --store {path}` once to upgrade it in place",
+                             path=str(path))
         raise InputError("store of an older schema that this user cannot upgrade in place "
                          "(not writable): copy it somewhere writable", path=str(path))
     try:
@@ -235,13 +240,14 @@ def _run_row(row: sqlite3.Row, store: str | Path) -> RunRow:
     return RunRow(**data)
 
 
-def runs(store: str | Path, *, limit: int = 20) -> RunsResult:
+def runs(store: str | Path, *, limit: int = 20, readonly: bool = False) -> RunsResult:
     """The `limit` most recent runs of `store` (0: all), newest first, each with what
-    answered its judges and the fingerprint warnings (`judgebench.fingerprints`)."""
+    answered its judges and the fingerprint warnings (`judgebench.fingerprints`).
+    `readonly`: never write the store (an older schema is refused, not migrated)."""
     from judgebench import fingerprints
     from judgebench.store import fingerprint_counts
 
-    with _reading(store) as conn:
+    with _reading(store, readonly=readonly) as conn:
         conn.row_factory = sqlite3.Row
         query = "SELECT * FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
         rows = [_run_row(r, store) for r in conn.execute(query, (limit,) if limit else ())]
@@ -256,19 +262,21 @@ def runs(store: str | Path, *, limit: int = 20) -> RunsResult:
 
 def logs(store: str | Path, run: int | None = None, *, metric: str | None = None,
          statuses: Sequence[str] = (), item: str | None = None, system: str | None = None,
-         limit: int = 50, cache: str | Path | None = None) -> LogsResult:
+         limit: int = 50, cache: str | Path | None = None,
+         readonly: bool = False) -> LogsResult:
     """The scores run `run` (default: the latest) wrote to `store`, in the order it wrote
     them, segment scores then corpus scores; at most `limit` (0: all).
 
     `metric` matches a column as written on the command line, a metric name or a signature;
     `statuses` keeps those statuses; `item`/`system` keep one item or system (corpus scores
-    have no item). Judge calls are read from `cache` (default: the run's judge cache)."""
+    have no item). Judge calls are read from `cache` (default: the run's judge cache).
+    `readonly`: never write the store (an older schema is refused, not migrated)."""
     for status in statuses:
         if status not in {str(s) for s in Status}:
             known = ", ".join(str(s) for s in Status)
             raise InputError(f"unknown status '{status}' (statuses: {known})",
                              field="--status")
-    with _reading(store) as conn:
+    with _reading(store, readonly=readonly) as conn:
         conn.row_factory = sqlite3.Row
         found = conn.execute(
             "SELECT * FROM runs WHERE id = " + ("?" if run is not None else "(SELECT MAX(id)"
@@ -321,7 +329,7 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
                         for r in corpus_rows]
     cache_path = about.cache if cache is None else str(_named_cache(Path(cache)))
     if cache_path is not None and any(e.calls for e in entries):
-        entries = _with_calls(entries, Path(cache_path))
+        entries = _with_calls(entries, Path(cache_path), untouched=readonly)
     return LogsResult(store=str(store), run=about, entries=entries,
                       matched=matched + corpus_matched)
 
@@ -371,12 +379,15 @@ def _named_cache(path: Path) -> Path:
     return found
 
 
-def _with_calls(entries: list[LogEntry], cache: Path) -> list[LogEntry]:
+def _with_calls(entries: list[LogEntry], cache: Path, *, untouched: bool = False
+                ) -> list[LogEntry]:
     """`entries` with each call filled from the judge cache at `cache` (left as not found
-    when there is no such cache)."""
+    when there is no such cache); `untouched`: leaving no -wal/-shm files beside it."""
+    from judgebench.store import untouched_uri
+
     if not cache.is_file():
         return entries
-    uri = f"{cache.absolute().as_uri()}?mode=ro"
+    uri = untouched_uri(cache) if untouched else f"{cache.absolute().as_uri()}?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error:

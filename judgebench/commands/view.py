@@ -1,0 +1,70 @@
+"""`judgebench view`: serve a read-only web viewer of a store on 127.0.0.1 (`judgebench.view`)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from pathlib import Path
+
+import click
+
+from judgebench.errors import InputError
+from judgebench.store import DEFAULT_STORE
+
+DEFAULT_PORT = 7731
+
+
+@click.command("view")
+@click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
+              type=click.Path(path_type=Path), help="The SQLite store `score` wrote.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (anything but loopback shows the store to others).")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT,
+              show_default=True, help="Port to listen on; 0 picks a free one.")
+@click.option("--reports", "report_dirs", multiple=True,
+              type=click.Path(path_type=Path, file_okay=False),
+              help="Another folder of audit reports (JSON) to list; repeatable. The store's "
+                   "own folder is always read.")
+def command(store_path: Path, host: str, port: int, report_dirs: tuple[Path, ...]) -> None:
+    """Browse a store in the browser: runs, scores, judge prompts and answers, comparisons
+    and audit reports. Read-only."""
+    from judgebench.extras import require
+
+    require("judgebench view", "view", "starlette", "jinja2", "uvicorn")
+    from judgebench.services.runs import runs
+    from judgebench.view.app import LOOPBACK, make_app
+    from judgebench.view.pages import audit_reports
+
+    runs(store_path, limit=1, readonly=True)  # a bad store is refused before serving
+    audit_reports(store_path, report_dirs)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise InputError(f"cannot resolve {host!r} ({exc.strerror})", field="--host") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port} ({exc.strerror})",
+                         field="--port") from None
+    bound_port = sock.getsockname()[1]
+    if host not in LOOPBACK:
+        click.echo(f"judgebench view: listening on {host}, not loopback: whoever reaches this "
+                   "machine can read the store (no login, no TLS)", err=True)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"judgebench view: {store_path} at http://{shown}:{bound_port}/ "
+               "(read-only; Ctrl-C stops)")
+    sys.stdout.flush()
+    import uvicorn
+
+    config = uvicorn.Config(make_app(store_path, report_dirs, host), log_level="warning",
+                            lifespan="off", server_header=False, access_log=False)
+    # uvicorn raises Ctrl-C again once it has shut down: stopping is the normal way out
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run(sockets=[sock])
+    click.echo("judgebench view: stopped")

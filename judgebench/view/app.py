@@ -1,0 +1,255 @@
+"""The viewer's web app: Starlette routes over `judgebench.view.pages`, Jinja2 templates
+(autoescaped: every value from the store is text), GET only.
+
+Every response carries a Content-Security-Policy that allows no script at all and nothing
+from another origin (the stylesheet is served here), and the Host header must name the
+address the viewer is bound to, so a web page elsewhere cannot read it through DNS
+rebinding. An audit report page is the audit's own self-contained HTML card
+(`judgebench.render.html`) under that card's policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from judgebench.errors import InputError, JudgebenchError
+from judgebench.view import pages
+
+# The view extra's modules (jinja2, starlette) are imported only when `view` runs.
+Message = MutableMapping[str, Any]
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+       "base-uri 'none'; frame-ancestors 'none'")
+HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-resource-policy": "same-origin",
+    "cache-control": "no-store",
+}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;
+background:#fff;line-height:1.4;font-size:14px}
+header{background:#24292f;color:#fff;padding:8px 20px;display:flex;gap:18px;align-items:center}
+header a{color:#fff;text-decoration:none;font-weight:600}
+header .store{color:#c9d1d9;font-family:ui-monospace,monospace;margin-left:auto}
+main{padding:12px 20px 40px}
+h1{font-size:20px;margin:8px 0 12px}
+h2{font-size:16px;margin:18px 0 8px}
+table{border-collapse:collapse;margin:8px 0}
+th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.flip td{background:#fff1e5}
+tr.flip td.mark{color:#bc4c00;font-weight:700}
+.status-ok{color:#1a7f37}.status-error,.status-refused,.status-parse_error{color:#cf222e}
+.status-skipped{color:#6e7781}
+form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end;background:#f6f8fa;
+padding:8px;border:1px solid #d0d7de}
+form.filters label{display:flex;flex-direction:column;font-size:12px;color:#57606a}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;border:1px solid #d0d7de;
+padding:6px;margin:4px 0;max-height:420px;overflow:auto}
+.role{font-weight:700;font-size:12px;text-transform:uppercase;color:#57606a}
+.orders{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+.muted{color:#6e7781}.error{color:#cf222e;font-weight:600}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0}
+dt{color:#57606a}dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
+nav.pages a,nav.pages span{margin-right:8px}
+"""
+
+
+class SecurityHeaders:
+    """Adds HEADERS to every response (a route's own header of the same name is kept)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                have = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *((name.encode(), value.encode())
+                                        for name, value in HEADERS.items()
+                                        if name.encode() not in have)]
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
+def url(path: str, **params: Any) -> str:
+    """`path` with the query string of the parameters that are set (lists repeat)."""
+    query = urlencode([(k, v) for k, value in params.items()
+                       for v in (value if isinstance(value, list | tuple) else [value])
+                       if v is not None and v != "" and v is not False], doseq=False)
+    return f"{path}?{query}" if query else path
+
+
+def number(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if value == value else "NaN"
+    return str(value)
+
+
+def shown(value: Any) -> str:
+    """A value of a score's `extra` as JSON (text as it is)."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _environment() -> Any:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(loader=PackageLoader("judgebench.view", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["url"] = url
+    env.filters["num"] = number
+    env.filters["shown"] = shown
+    return env
+
+
+def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1") -> Any:
+    """The viewer of `store` (read-only) and the audit reports beside it or in `reports`;
+    `host` is the address it is bound to (the Host header it accepts)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, Response
+    from starlette.routing import Route
+
+    env = _environment()
+    store = Path(store)
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(name).render(store=str(store), **context)
+        return HTMLResponse(html, status_code=status)
+
+    def failed(exc: JudgebenchError, status: int = 400) -> HTMLResponse:
+        return page("error.jinja", status=status, message=str(exc))
+
+    def one(request: Request, name: str) -> str | None:
+        return request.query_params.get(name) or None
+
+    def integer(request: Request, name: str) -> int | None:
+        text = one(request, name)
+        if text is None:
+            return None
+        if not text.isdigit():
+            raise InputError(f"a whole number, not {text!r}", field=name)
+        return int(text)
+
+    def descending(request: Request) -> bool:
+        return request.query_params.get("order") == "desc"
+
+    def runs_view(request: Request) -> Response:
+        try:
+            data = pages.runs_page(store, outcome=one(request, "status"),
+                                   metric=one(request, "metric"),
+                                   since=one(request, "since"), until=one(request, "until"))
+        except JudgebenchError as exc:
+            return failed(exc)
+        return page("runs.jinja", data=data)
+
+    def run_view(request: Request) -> Response:
+        run = request.path_params["run"]
+        try:
+            data = pages.run_page(store, run, metric=one(request, "metric"),
+                                  statuses=request.query_params.getlist("status"),
+                                  item=one(request, "item"), system=one(request, "system"),
+                                  sort=one(request, "sort"), descending=descending(request),
+                                  page=integer(request, "page") or 1)
+        except JudgebenchError as exc:
+            return failed(exc, 404 if "no run" in str(exc) else 400)
+        return page("run.jinja", data=data, run=data.result.run)
+
+    def score_view(request: Request) -> Response:
+        run = request.path_params["run"]
+        try:
+            wanted = {name: request.query_params.get(name) for name in
+                      ("signature", "item", "system")}
+            missing = [name for name, value in wanted.items() if value is None]
+            if missing:
+                raise InputError("a score is named by its signature, item and system",
+                                       field=missing[0])
+            data = pages.score_page(store, run, signature=wanted["signature"] or "",
+                                    item=wanted["item"] or "", system=wanted["system"] or "")
+        except JudgebenchError as exc:
+            return failed(exc, 404)
+        return page("score.jinja", data=data, run=data.run)
+
+    def compare_view(request: Request) -> Response:
+        try:
+            data = pages.compare_page(store, a=one(request, "a"), b=one(request, "b"),
+                                      run_a=integer(request, "run_a"),
+                                      run_b=integer(request, "run_b"),
+                                      column=one(request, "column"),
+                                      flips_only=request.query_params.get("flips") == "1",
+                                      sort=one(request, "sort"),
+                                      descending=descending(request))
+        except JudgebenchError as exc:
+            return failed(exc)
+        return page("compare.jinja", data=data)
+
+    def audits_view(request: Request) -> Response:
+        try:
+            found = pages.audit_reports(store, reports)
+        except JudgebenchError as exc:
+            return failed(exc)
+        return page("audits.jinja", reports=found)
+
+    def audit_view(request: Request) -> Response:
+        from judgebench.render.html import CSP as REPORT_CSP
+        from judgebench.render.html import render_html
+
+        key = request.path_params["key"]
+        found = [r for r in pages.audit_reports(store, reports) if r.key == key]
+        if not found:
+            return failed(InputError(f"no audit report {key!r} here"), 404)
+        try:
+            html = render_html(found[0].data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return failed(InputError(f"not an audit report this version renders "
+                                           f"({type(exc).__name__}: {exc})",
+                                           path=str(found[0].path)))
+        return HTMLResponse(html, headers={
+            "content-security-policy": f"{REPORT_CSP}; frame-ancestors 'none'"})
+
+    def style(request: Request) -> Response:
+        return Response(CSS, media_type="text/css")
+
+    routes = [
+        Route("/", runs_view, methods=["GET"]),
+        Route("/runs/{run:int}", run_view, methods=["GET"]),
+        Route("/runs/{run:int}/score", score_view, methods=["GET"]),
+        Route("/compare", compare_view, methods=["GET"]),
+        Route("/audits", audits_view, methods=["GET"]),
+        Route("/audits/{key}", audit_view, methods=["GET"]),
+        Route("/style.css", style, methods=["GET"]),
+    ]
+    # the Host header keeps an IPv6 address in brackets
+    named = {f"[{name}]" if ":" in name else name for name in (*LOOPBACK, host)}
+    hosts = ["*"] if host in ("0.0.0.0", "::", "") else sorted(named)
+    return Starlette(routes=routes, middleware=[
+        Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])

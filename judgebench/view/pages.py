@@ -1,0 +1,337 @@
+"""What each page of `judgebench view` shows, as plain data: the services' results (runs,
+logs, diff) filtered and sorted as a page's query string asks, and the audit reports found
+beside the store. Nothing here knows HTTP or HTML (app.py serves it); the store is only read
+(`readonly=True`: an older schema is refused, never migrated).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgebench.errors import InputError
+from judgebench.services.runs import LogEntry, LogsResult, RunRow, logs, runs
+
+#: A run's outcome as `judgebench runs` shows it (`killed`: a running run whose process is gone).
+OUTCOMES = ("running", "ok", "interrupted", "budget_stop", "error", "killed")
+#: The columns a run's scores can be sorted by (default: the order the run wrote them).
+SCORE_SORTS = ("item", "system", "column", "status", "value", "tokens_in", "tokens_out",
+               "cost_usd", "latency_s")
+#: Scores per page of a run's table.
+PAGE_SIZE = 100
+#: The audit report a file must be (`judgebench audit --report x.json`) to be listed.
+AUDIT_FORMAT = "judgebench-audit"
+#: JSON files larger than this beside a store are not read as audit reports.
+MAX_REPORT_BYTES = 64 << 20
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def date_filter(text: str | None, name: str) -> str | None:
+    """A `since`/`until` filter: a YYYY-MM-DD date (UTC, as the runs table's times), or None."""
+    if not text:
+        return None
+    if not _DATE.fullmatch(text):
+        raise InputError(f"a date is YYYY-MM-DD, not {text!r}", field=name)
+    return text
+
+
+def run_metrics(run: RunRow) -> set[str]:
+    """What a metric filter may name in `run`: its columns, their metric names and signatures
+    (the rule `logs --metric` applies)."""
+    names: set[str] = set()
+    for column, signature in (run.metrics or {}).items():
+        names |= {column, signature, signature.split("@", 1)[0]}
+    return names
+
+
+def filter_runs(rows: Sequence[RunRow], *, outcome: str | None = None,
+                metric: str | None = None, since: str | None = None,
+                until: str | None = None) -> list[RunRow]:
+    """The runs with this outcome, that ran this metric, started in [since, until] (dates,
+    both included)."""
+    return [run for run in rows
+            if (not outcome or run.outcome == outcome)
+            and (not metric or metric in run_metrics(run))
+            and (since is None or run.started[:10] >= since)
+            and (until is None or run.started[:10] <= until)]
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    store: str
+    runs: list[RunRow]
+    total: int
+    outcomes: list[str]
+    metrics: list[str]
+    filters: dict[str, str | None]
+
+
+def runs_page(store: Path, *, outcome: str | None = None, metric: str | None = None,
+              since: str | None = None, until: str | None = None) -> RunsPage:
+    if outcome and outcome not in OUTCOMES:
+        raise InputError(f"unknown outcome {outcome!r} (outcomes: {', '.join(OUTCOMES)})",
+                         field="status")
+    every = runs(store, limit=0, readonly=True).runs
+    since, until = date_filter(since, "since"), date_filter(until, "until")
+    shown = filter_runs(every, outcome=outcome, metric=metric, since=since, until=until)
+    metrics = sorted({name for run in every for name in (run.metrics or {})}
+                     | {sig.split("@", 1)[0] for run in every
+                        for sig in (run.metrics or {}).values()})
+    return RunsPage(store=str(store), runs=shown, total=len(every), outcomes=list(OUTCOMES),
+                    metrics=metrics, filters={"status": outcome, "metric": metric,
+                                              "since": since, "until": until})
+
+
+def sort_entries(entries: Sequence[LogEntry], by: str | None, descending: bool = False
+                 ) -> list[LogEntry]:
+    """`entries` sorted by one of SCORE_SORTS (stable; a missing value last either way), or
+    as they are (the order the run wrote them) when `by` is None."""
+    if by is None:
+        return list(entries)
+    if by not in SCORE_SORTS:
+        raise InputError(f"unknown sort {by!r} (sorts: {', '.join(SCORE_SORTS)})",
+                         field="sort")
+
+    def missing(entry: LogEntry) -> bool:
+        value = getattr(entry, by)
+        return value is None or (isinstance(value, float) and math.isnan(value))
+
+    present = sorted((e for e in entries if not missing(e)), key=lambda e: getattr(e, by),
+                     reverse=descending)
+    return present + [e for e in entries if missing(e)]
+
+
+@dataclass(frozen=True)
+class RunPage:
+    result: LogsResult
+    entries: list[LogEntry]
+    page: int
+    pages: int
+    columns: list[str]
+    systems: list[str]
+    filters: dict[str, Any]
+
+
+def run_page(store: Path, run: int, *, metric: str | None = None,
+             statuses: Sequence[str] = (), item: str | None = None,
+             system: str | None = None, sort: str | None = None, descending: bool = False,
+             page: int = 1) -> RunPage:
+    """One run's scores (as `judgebench logs` reads them: the scores that run wrote) with the
+    filters, sorted, one page of PAGE_SIZE."""
+    result = logs(store, run, metric=metric, statuses=statuses, item=item, system=system,
+                  limit=0, readonly=True)
+    filtered = metric is not None or bool(statuses) or item is not None or system is not None
+    every = logs(store, run, limit=0, readonly=True) if filtered else result
+    ordered = sort_entries(result.entries, sort, descending)
+    pages = max(1, math.ceil(len(ordered) / PAGE_SIZE))
+    page = min(max(page, 1), pages)
+    columns = sorted({e.column or e.signature for e in every.entries}
+                     | set(every.run.metrics or {}))
+    return RunPage(result=result, entries=ordered[(page - 1) * PAGE_SIZE:page * PAGE_SIZE],
+                   page=page, pages=pages, columns=columns,
+                   systems=sorted({e.system for e in every.entries}),
+                   filters={"metric": metric, "status": list(statuses), "item": item,
+                            "system": system, "sort": sort,
+                            "order": "desc" if descending else "asc"})
+
+
+@dataclass(frozen=True)
+class Order:
+    """One order a pairwise judge was asked in: which output it was shown first, its verdict
+    (in terms of the original A and B) and raw answer, and the judge call."""
+
+    name: str
+    label: str
+    verdict: str | None
+    raw: str | None
+    call: Any
+
+
+def pair_orders(entry: LogEntry) -> list[Order] | None:
+    """The orders of a pairwise judge's score (None for any other score). The judge asks A
+    first, then B first (`judge.pairwise`), so its calls are taken in that order."""
+    extra = entry.extra
+    if "verdict_ab" not in extra and "verdict_ba" not in extra:
+        return None
+    names = [name for name in ("ab", "ba") if f"verdict_{name}" in extra]
+    per_order = max(1, len(entry.calls) // len(names)) if entry.calls else 0
+    labels = {"ab": "A shown first", "ba": "B shown first"}
+    return [Order(name=name, label=labels[name], verdict=extra.get(f"verdict_{name}"),
+                  raw=extra.get(f"raw_{name}"),
+                  call=entry.calls[i * per_order:(i + 1) * per_order] if per_order else [])
+            for i, name in enumerate(names)]
+
+
+@dataclass(frozen=True)
+class ScorePage:
+    run: RunRow
+    entries: list[LogEntry]
+    orders: list[list[Order] | None]
+
+
+def score_page(store: Path, run: int, *, signature: str, item: str, system: str) -> ScorePage:
+    """Every draw of one score (a signature's score of one item and system) that `run` wrote,
+    with its judge calls from the run's judge cache."""
+    result = logs(store, run, metric=signature, item=item, system=system, limit=0,
+                  readonly=True)
+    entries = [e for e in result.entries if e.level == "segment" and e.signature == signature]
+    if not entries:
+        raise InputError(f"run {result.run.id} wrote no score of {signature!r} for item "
+                         f"{item!r}, system {system!r}", field="item")
+    return ScorePage(run=result.run, entries=entries, orders=[pair_orders(e) for e in entries])
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    item: str
+    system: str
+    a: float | None
+    b: float | None
+    flip: bool
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    signatures: list[tuple[str, str]]
+    a: str | None
+    b: str | None
+    result: Any = None
+    rows: list[CompareRow] = field(default_factory=list)
+    shown: list[CompareRow] = field(default_factory=list)
+    flips: int = 0
+    #: Rows both sides scored (a flip is one of them where the scores differ).
+    scored: int = 0
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def store_signatures(store: Path) -> list[tuple[str, str]]:
+    """(signature, "column (runs …)") for each signature the store's runs name, newest run
+    first."""
+    seen: dict[str, tuple[str, list[int]]] = {}
+    for run in runs(store, limit=0, readonly=True).runs:
+        for column, signature in (run.metrics or {}).items():
+            seen.setdefault(signature, (column, []))[1].append(run.id)
+    return [(sig, f"{column} (run{'s' if len(ids) > 1 else ''} "
+                  f"{', '.join(map(str, sorted(ids)))})")
+            for sig, (column, ids) in seen.items()]
+
+
+def run_signature(store: Path, run: int, column: str | None) -> str:
+    """The signature of `column` in `run` (default: its first column)."""
+    found = [r for r in runs(store, limit=0, readonly=True).runs if r.id == run]
+    if not found:
+        raise InputError(f"no run {run}", field="run_a")
+    metrics = found[0].metrics or {}
+    if not metrics:
+        raise InputError(f"run {run} names no metric", field="run_a")
+    if column is None:
+        return next(iter(metrics.values()))
+    if column not in metrics:
+        raise InputError(f"run {run} has no column {column!r} (it has: "
+                         f"{', '.join(metrics)})", field="column")
+    return metrics[column]
+
+
+def compare_page(store: Path, *, a: str | None = None, b: str | None = None,
+                 run_a: int | None = None, run_b: int | None = None,
+                 column: str | None = None, flips_only: bool = False,
+                 sort: str | None = None, descending: bool = False) -> ComparePage:
+    """Two judges (two signatures of the store), or the same column of two runs, item by
+    item: `judgebench diff STORE STORE --column-a A --column-b B` (flip rate, kappa, KL/JS
+    with item-bootstrap CIs) and the matched scores, a flip where they differ."""
+    signatures = store_signatures(store)
+    if run_a is not None and run_b is not None:
+        a, b = run_signature(store, run_a, column), run_signature(store, run_b, column)
+    if not a or not b:
+        return ComparePage(signatures=signatures, a=a, b=b)
+    from judgebench.services.diff import _load, diff
+
+    if a == b:
+        raise InputError("A and B are the same signature: compare two judges or two runs "
+                         "that scored with different ones", field="b")
+    result = diff(store, store, column_a=a, column_b=b, untouched=True)
+    frame = _load(store, untouched=True).frame
+    rows = []
+    for record in frame[["item", "system", a, b]].to_dict("records"):
+        va, vb = record[a], record[b]
+        if _missing(va) and _missing(vb):
+            continue
+        va = None if _missing(va) else float(va)
+        vb = None if _missing(vb) else float(vb)
+        rows.append(CompareRow(item=str(record["item"]), system=str(record["system"]), a=va,
+                               b=vb, flip=va is not None and vb is not None and va != vb))
+    shown = [r for r in rows if r.flip] if flips_only else rows
+    if sort is not None:
+        if sort not in ("item", "system", "a", "b"):
+            raise InputError(f"unknown sort {sort!r} (sorts: item, system, a, b)",
+                             field="sort")
+        present = sorted((r for r in shown if getattr(r, sort) is not None),
+                         key=lambda r: getattr(r, sort), reverse=descending)
+        shown = present + [r for r in shown if getattr(r, sort) is None]
+    return ComparePage(signatures=signatures, a=a, b=b, result=result, rows=rows, shown=shown,
+                       flips=sum(r.flip for r in rows),
+                       scored=sum(r.a is not None and r.b is not None for r in rows),
+                       filters={"flips": flips_only, "sort": sort,
+                                "order": "desc" if descending else "asc"})
+
+
+@dataclass(frozen=True)
+class AuditFile:
+    """An audit report (`judgebench audit --report x.json`) found beside the store or in a
+    --reports folder: `of_store` when its `inputs.store` names this store."""
+
+    key: str
+    path: Path
+    title: str
+    created: str
+    scores: str
+    of_store: bool
+    data: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+
+def _names_store(named: Any, report: Path, store: Path) -> bool:
+    if not isinstance(named, str) or not named:
+        return False
+    target = store.resolve()
+    given = Path(named)
+    candidates = [given] if given.is_absolute() else [given, report.parent / given]
+    return any(c.resolve() == target for c in candidates)
+
+
+def audit_reports(store: Path, folders: Sequence[Path] = ()) -> list[AuditFile]:
+    """The JSON audit reports in the store's folder and in `folders` (not their subfolders),
+    those that name this store first, then by file name. Other JSON files are passed over."""
+    found: dict[Path, AuditFile] = {}
+    for folder in [store.resolve().parent, *folders]:
+        if not folder.is_dir():
+            raise InputError("not a folder", path=str(folder), field="--reports")
+        for path in sorted(folder.glob("*.json")):
+            resolved = path.resolve()
+            if resolved in found or not path.is_file() \
+                    or path.stat().st_size > MAX_REPORT_BYTES:
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue
+            if not isinstance(data, dict) or data.get("format") != AUDIT_FORMAT:
+                continue
+            given = data.get("inputs")
+            inputs: dict[str, Any] = given if isinstance(given, dict) else {}
+            found[resolved] = AuditFile(
+                key=hashlib.sha256(str(resolved).encode()).hexdigest()[:16], path=path,
+                title=str(data.get("title") or path.name), created=str(data.get("created", "")),
+                scores=str(inputs.get("scores") or ""),
+                of_store=_names_store(inputs.get("store"), path, store), data=data)
+    return sorted(found.values(), key=lambda r: (not r.of_store, r.path.name))
