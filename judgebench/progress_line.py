@@ -26,12 +26,15 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from judgebench.display import safe
 from judgebench.errors import InputError
 
 #: Seconds of silence on stderr before the line is printed.
 INTERVAL_S = 10.0
 #: The environment variable that overrides `INTERVAL_S` (`0` or `off`: no line).
 INTERVAL_ENV = "JUDGEBENCH_PROGRESS_INTERVAL"
+#: A longer column name (a spec with its options) is cut to this many characters.
+COLUMN_CHARS = 48
 
 
 def interval() -> float | None:
@@ -67,7 +70,8 @@ class _Activity:
             column = self.column
             if column is None:
                 return self.what
-            return (f"{column} {self.done.get(column, 0)}/{self.total.get(column, '?')} "
+            shown = column if len(column) <= COLUMN_CHARS else column[:COLUMN_CHARS - 3] + "..."
+            return (f"{shown} {self.done.get(column, 0)}/{self.total.get(column, '?')} "
                     f"samples, {self.failed} failed")
 
 
@@ -111,8 +115,8 @@ class _Watch:
                 if self.stopped.wait(wait):
                     return
                 continue
-            line = (f"{self.label}: {self.activity.describe()}, "
-                    f"{elapsed(time.monotonic() - self.began)}\n")
+            line = safe(f"{self.label}: {self.activity.describe()}, "
+                        f"{elapsed(time.monotonic() - self.began)}") + "\n"
             try:
                 self.tracked.write(line)
                 self.tracked.flush()
