@@ -59,7 +59,7 @@ class _Activity:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.what = "starting"
+        self.what = "running"
         self.column: str | None = None  # when the work is scoring a column's samples
         self.done: dict[str, int] = {}
         self.total: dict[str, int] = {}

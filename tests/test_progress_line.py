@@ -196,7 +196,7 @@ def test_a_held_judge_call_gets_a_progress_line_on_a_pipe(tmp_path: Path) -> Non
             line = lines.get(timeout=PATIENCE_S)
             assert line is not None, "the run ended before any progress line:\n" + "\n".join(seen)
             seen.append(line)
-            if line.startswith("judgebench score: judge.rubric"):  # not "starting"
+            if line.startswith("judgebench score: judge.rubric"):  # not "running"
                 break
         server.post("/_release", {})
         while (line := lines.get(timeout=PATIENCE_S)) is not None:
