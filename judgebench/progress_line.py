@@ -4,6 +4,8 @@ seconds, then again after each further interval of silence:
 
     judgebench score: judge.rubric 120/500 samples, 2 failed, 41 s
 
+(the failures, of every column so far, only when there are some).
+
 The `judgebench` group watches every command it runs (`watching`): stderr is wrapped so that
 every write there counts as a sign of life, and a thread prints the line when there has been
 none for an interval. The work reports what it is doing through the module's functions
@@ -71,8 +73,9 @@ class _Activity:
             if column is None:
                 return self.what
             shown = column if len(column) <= COLUMN_CHARS else column[:COLUMN_CHARS - 3] + "..."
+            failed = f", {self.failed} failed" if self.failed else ""
             return (f"{shown} {self.done.get(column, 0)}/{self.total.get(column, '?')} "
-                    f"samples, {self.failed} failed")
+                    f"samples{failed}")
 
 
 class _Tracked:
