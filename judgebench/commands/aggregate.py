@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
 from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option
 from judgebench.commands.output_format import format_options
@@ -189,3 +190,4 @@ def command(
 
 def _log(message: str) -> None:
     click.echo(safe(f"judgebench aggregate: {message}"), err=True)
+    progress_line.doing(safe(message))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
 from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
@@ -21,6 +22,7 @@ from judgebench.render import text as text_out
 
 def _log(message: str) -> None:
     click.echo(f"items: {safe(message)}", err=True)
+    progress_line.doing(safe(message))
 
 
 @click.command("items", epilog=examples(
