@@ -84,7 +84,7 @@ class _Tracked:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.last = time.monotonic()
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a write that writes again (a warning) must not block
 
     def write(self, text: str) -> int:
         with self.lock:
