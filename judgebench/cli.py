@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from judgebench import __version__
+from judgebench.commands.examples import examples
 from judgebench.errors import JudgebenchError
 
 if TYPE_CHECKING:
@@ -65,6 +66,20 @@ class LazyGroup(click.Group):
             return importlib.import_module(module_name).command
         return super().get_command(ctx, name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing \
+                and self.get_command(ctx, name) is None:
+            from judgebench.suggest import close_matches
+
+            known = [n for n in self.list_commands(ctx)
+                     if not getattr(self.commands.get(n), "hidden", False)]
+            matches = close_matches(name, known)
+            hint = f" Did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
@@ -95,7 +110,15 @@ def _module_exists(module_name: str) -> bool:
 def _group(host: PluginHost | None) -> LazyGroup:
     """A new `judgebench` group whose context carries `host` (None: none yet)."""
 
-    @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+                 epilog=examples(
+                     ("every registered metric", "judgebench metrics"),
+                     ("BLEU of the first 8 rows of the SummEval sample, as CSV on stdout",
+                      "judgebench score examples/summeval-sample.jsonl -m lexical.bleu "
+                      "--limit 8"),
+                     ("how well chrF follows people's coherence ratings",
+                      "judgebench meta-eval examples/summeval-scores.csv --human "
+                      "human.coherence --metric lexical.chrf")))
     @click.version_option(__version__, prog_name="judgebench")
     @click.option(
         "-p", "--plugin", "plugins", multiple=True, metavar="MODULE",
@@ -108,12 +131,15 @@ def _group(host: PluginHost | None) -> LazyGroup:
     @click.pass_context
     def cli(ctx: click.Context, plugins: tuple[str, ...], verbose: bool) -> None:
         """Score generated text with pluggable metrics and audit them against people."""
+        from judgebench import progress_line
         from judgebench.verbosity import set_third_party_output
 
         obj = ctx.ensure_object(dict)
         if obj.get("host") is None:
             obj["host"] = host
         set_third_party_output(verbose)
+        if ctx.invoked_subcommand is not None:
+            ctx.with_resource(progress_line.watching(f"judgebench {ctx.invoked_subcommand}"))
 
     assert isinstance(cli, LazyGroup)
     return cli

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgebench import progress_line
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.judge_cache import REPLAYS
 from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
@@ -352,6 +353,8 @@ def run_stream(
             by_system: dict[str, SystemCorpus] = {}
             keys_digest = hashlib.blake2b(digest_size=16)
             rows = 0
+            for column, draws in Counter(p.column for p in segment).items():
+                progress_line.counting(column, surveyed.rows * draws)
             with _progress(surveyed.rows * len(segment), "scoring", progress) as bar:
 
                 def plan(chunk: list[Sample]) -> _PlannedChunk:
@@ -498,6 +501,7 @@ def _plan_segments(
         REPLAYS.skip(store.request_keys(p.signature, keys, again))
     result.reused += len(samples) - len(todo)
     bar.update(len(samples) - len(todo))
+    progress_line.scored(p.column, len(samples) - len(todo))
     size = max(1, p.metric.batch_size)
     batches = [todo[start : start + size] for start in range(0, len(todo), size)]
     from_workers = None if scheduler is None else scheduler.scored(
@@ -510,6 +514,7 @@ def _finish_segments(work: _PlannedSegments, keys: Sequence[SampleKey], store: S
     """Score (or collect from the workers) and commit each planned batch; return the stored
     scores of the chunk."""
     p = work.p
+    progress_line.scoring(p.column)
     try:
         for position, chunk in enumerate(work.batches):
             try:
@@ -548,6 +553,7 @@ def _finish_batch(work: _PlannedSegments, chunk: Sequence[tuple[Sample, str]], s
                   [h for _, h in chunk], elapsed)
         result.computed += len(batch)
         bar.update(len(batch))
+        progress_line.scored(p.column, len(batch), _failed(outcomes))
         return
     if p.metric.streams:
         _score_streamed(p, chunk, store, bar, result)
@@ -563,6 +569,11 @@ def _finish_batch(work: _PlannedSegments, chunk: Sequence[tuple[Sample, str]], s
               [h for _, h in chunk], elapsed)
     result.computed += len(batch)
     bar.update(len(batch))
+    progress_line.scored(p.column, len(batch), _failed(outcomes))
+
+
+def _failed(outcomes: Iterable[Outcome]) -> int:
+    return sum(o.status in FAILED_STATUSES for o in outcomes)
 
 
 def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], store: Store,
@@ -581,6 +592,7 @@ def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], stor
         store.put([_stamp(outcome, sample, p)], [digest], elapsed)
         result.computed += 1
         bar.update(1)
+        progress_line.scored(p.column, 1, _failed([outcome]))
 
     try:
         score_streamed(p.metric, [s for s, _ in chunk], done, commit)
@@ -689,6 +701,7 @@ def _run_corpus(
 ) -> None:
     """One corpus score per system (in order of first appearance), keyed by a hash of its
     samples' content hashes in input order."""
+    progress_line.doing(f"corpus {p.column}: {len(by_system)} systems")
     for system, entry in by_system.items():
         items_hash = entry.items_digest.hexdigest()[:20]
         found = store.corpus_score(p.signature, system, items_hash) if resume else None

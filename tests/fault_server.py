@@ -15,7 +15,8 @@ attempts of that exact request with KIND, then answers. KIND is one of ``429`` (
 Retry-After header of ``--retry-after`` seconds), ``500``, ``503``, ``timeout`` (answers only
 after ``--hang`` seconds), ``truncated`` (announces more bytes than it sends, then closes),
 ``malformed`` (200 with a body that is not JSON), ``nochoices`` (200, JSON without choices),
-``refuse`` (200, finish_reason content_filter), ``refusal`` (200, ``message.refusal`` set and
+``hold`` (answers once ``POST /_release`` is called, or after ``--hang`` seconds), ``refuse``
+(200, finish_reason content_filter), ``refusal`` (200, ``message.refusal`` set and
 no content, as OpenAI's structured outputs decline), ``echo401`` (401 whose message quotes the
 Authorization header back, as some providers do). ``POST /_faults`` with ``{"next": [KIND,...]}``
 queues faults for the next requests regardless of content.
@@ -66,8 +67,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-FAULTS = ("429", "500", "503", "timeout", "truncated", "malformed", "nochoices", "refuse",
-          "refusal", "echo401")
+FAULTS = ("429", "500", "503", "timeout", "hold", "truncated", "malformed", "nochoices",
+          "refuse", "refusal", "echo401")
 
 
 class _State:
@@ -87,6 +88,7 @@ class _State:
         self.log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
         self.key = os.environ.get(args.require_key_env) if args.require_key_env else None
         self.models_asked = 0
+        self.released = threading.Event()  # POST /_release: held requests answer
         self.inflight = 0  # chat requests being answered now
         import random
 
@@ -216,6 +218,9 @@ class Handler(BaseHTTPRequestHandler):
                     state.served_model = change["model"]
             return self._json(200, {"system_fingerprint": state.fingerprint,
                                     "model": state.served_model})
+        if path == "/_release":
+            state.released.set()
+            return self._json(200, {"released": True})
         if path == "/_reply":
             state.reply = json.loads(raw)["reply"]
             return self._json(200, {"reply": state.reply})
@@ -253,6 +258,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(int(fault), {"error": {"message": "server error"}})
         if fault == "timeout":
             time.sleep(state.args.hang)
+        if fault == "hold":
+            state.released.wait(state.args.hang)
         if fault == "truncated":
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
+from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
@@ -64,7 +66,16 @@ def _human_ranking(text: str) -> list[list[str]]:
     return ranking
 
 
-@click.command("aggregate")
+@click.command("aggregate", epilog=examples(
+    ("rank the 16 systems from their BLEU on each document, by Borda and by Copeland",
+     "judgebench aggregate examples/summeval-scores.csv --metric lexical.bleu -r borda -r "
+     "copeland"),
+    ("how each rule's ranking from chrF agrees with people's coherence",
+     "judgebench aggregate examples/summeval-scores.csv --metric lexical.chrf --human "
+     "human.coherence"),
+    ("the registered rules",
+     "judgebench aggregate --list-rules"),
+))
 @click.argument("table", type=click.Path(path_type=Path), required=False)
 @click.option("-r", "--rule", "rule_specs", multiple=True, metavar="RULE",
               help="A rule name, or NAME:key=value[,...] (e.g. minimax:variant=winning_votes)"
@@ -179,3 +190,4 @@ def command(
 
 def _log(message: str) -> None:
     click.echo(safe(f"judgebench aggregate: {message}"), err=True)
+    progress_line.doing(safe(message))

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench import destinations
+from judgebench import destinations, progress_line
+from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.display import safe
 from judgebench.errors import InputError
@@ -35,6 +36,7 @@ REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown
 
 def _log(message: str) -> None:
     click.echo(f"audit: {safe(message)}", err=True)
+    progress_line.doing(safe(message))
 
 
 def report_format(path: Path) -> str:
@@ -45,7 +47,14 @@ def report_format(path: Path) -> str:
     return fmt
 
 
-@click.command("audit")
+@click.command("audit", epilog=examples(
+    ("sentinels and the sentinel gate for every metric column, against people's coherence",
+     "judgebench audit examples/summeval-scores.csv --human human.coherence --bootstrap 100 "
+     "--resamples 100"),
+    ("with the generations (the text sentinels) and an HTML report card",
+     "judgebench audit examples/summeval-scores.csv --human human.coherence --samples "
+     "examples/summeval-sample.jsonl --bootstrap 100 --resamples 100 --report card.html"),
+))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--human", "humans", multiple=True, required=True, metavar="COL",
               help="Human judgment column of SCORES; repeatable.")

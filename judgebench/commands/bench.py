@@ -9,13 +9,21 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
+from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter, safe
 from judgebench.errors import EXIT_FAILED_SCORES
 from judgebench.runtime import check_budget_usd
 from judgebench.store import DEFAULT_STORE
 
 
-@click.command("bench")
+@click.command("bench", epilog=examples(
+    ("chrF on the first 40 rows of the WMT21 TED talks suite [needs the suites extra]",
+     "judgebench bench lexical.chrf --suite wmt21-tedtalks-en-de --limit 40 --bootstrap 100"),
+    ("BLEU and chrF on 64 SummEval rows, the cards as markdown [needs the suites extra]",
+     "judgebench bench lexical.bleu lexical.chrf --suite summeval --limit 64 --bootstrap 100 "
+     "-f markdown"),
+))
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
 @click.option("--suite", "suite_names", required=True, metavar="NAME[,NAME...]",
               help="Suites to run on (see `judgebench suites`), comma-separated, or `all` "
@@ -76,7 +84,7 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
                            budget_usd=budget_usd, allow_unknown_cost=allow_unknown_cost,
                            workers=workers, limit=limit, progress=sys.stderr.isatty())
     result = bench(list(specs), suites, options=options, host=host, bootstrap=bootstrap,
-                   seed=seed, alpha=alpha, workdir=workdir, log=lambda m: print(m, file=err))
+                   seed=seed, alpha=alpha, workdir=workdir, log=lambda m: _log(m, err))
     text = render(result, "json" if as_json else fmt)
     if output is not None:
         from judgebench.io import atomic_path
@@ -92,3 +100,8 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
               f"{store_path} --failed`)", file=err)
         if not allow_failures:
             click.get_current_context().exit(EXIT_FAILED_SCORES)
+
+
+def _log(message: str, err: SafeWriter) -> None:
+    print(message, file=err)
+    progress_line.doing(safe(message))

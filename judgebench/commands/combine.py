@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
+from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
 from judgebench.render import json as json_out
@@ -20,9 +22,18 @@ from judgebench.render import text as text_out
 
 def _log(message: str) -> None:
     click.echo(f"combine: {safe(message)}", err=True)
+    progress_line.doing(safe(message))
 
 
-@click.command("combine")
+@click.command("combine", epilog=examples(
+    ("a cross-fitted ridge combination of BLEU, chrF and ROUGE-L for coherence",
+     "judgebench combine examples/summeval-scores.csv --human human.coherence --metric "
+     "lexical.bleu --metric lexical.chrf --metric lexical.rougeL --folds 4 -o combined.csv"),
+    ("an increasing (isotonic) combination for relevance",
+     "judgebench combine examples/summeval-scores.csv --human human.relevance --metric "
+     "lexical.bleu --metric lexical.chrf --metric lexical.rougeL --folds 4 --model isotonic -o "
+     "combined.csv"),
+))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--human", required=True, metavar="COL", help="The human column to fit.")
 @click.option("--metric", "metrics", multiple=True, required=True, metavar="COL",

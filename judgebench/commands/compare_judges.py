@@ -12,13 +12,20 @@ from pathlib import Path
 import click
 
 from judgebench import destinations
+from judgebench.commands.examples import examples
 from judgebench.commands.options import HUMAN_TIES_DEFAULT, failed_as_option
 from judgebench.display import safe
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 
 
-@click.command("compare-judges")
+@click.command("compare-judges", epilog=examples(
+    ("BLEU and chrF as two judges: flips, kappa, KL/JS of their scores",
+     "judgebench compare-judges examples/summeval-scores.csv --a lexical.bleu --b lexical.chrf"),
+    ("and whether their disagreements go towards or away from people's coherence",
+     "judgebench compare-judges examples/summeval-scores.csv --a lexical.bleu --b lexical.chrf "
+     "--human human.coherence"),
+))
 @click.argument("table", type=click.Path(path_type=Path))
 @click.option("--a", "judge_a", required=True, metavar="COL",
               help="The first judge's column (the reference side of a flip).")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench import destinations
+from judgebench.commands.examples import examples
 from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.render import json as json_out
@@ -28,7 +29,15 @@ CHECKS_FAILED = 4
 _CHECK = re.compile(r"^(flips|negative_flips)>([0-9]*\.?[0-9]+)$")
 
 
-@click.command("diff")
+@click.command("diff", epilog=examples(
+    ("does lowercasing change BLEU's conclusions? score again, then compare the two runs",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu:lowercase=true -o "
+     "lower.csv && judgebench diff examples/summeval-scores.csv lower.csv --column-a "
+     "lexical.bleu --column-b lexical.bleu:lowercase=true --human human.coherence"),
+    ("two runs with the same columns, as JSON",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.chrf -o again.csv && "
+     "judgebench diff examples/summeval-scores.csv again.csv --metric lexical.chrf --json"),
+))
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--metric", "metrics", multiple=True, metavar="COL",

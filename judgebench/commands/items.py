@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
+from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options
 from judgebench.display import safe
 from judgebench.render import json as json_out
@@ -20,9 +22,16 @@ from judgebench.render import text as text_out
 
 def _log(message: str) -> None:
     click.echo(f"items: {safe(message)}", err=True)
+    progress_line.doing(safe(message))
 
 
-@click.command("items")
+@click.command("items", epilog=examples(
+    ("Rasch and 2PL models of whether each summary reaches ROUGE-L 0.3",
+     "judgebench items examples/summeval-scores.csv --metric lexical.rougeL --threshold 0.3"),
+    ("of whether ROUGE-L agrees with people's coherence",
+     "judgebench items examples/summeval-scores.csv --metric lexical.rougeL --human "
+     "human.coherence"),
+))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--metric", required=True, metavar="COL", help="The metric column to model.")
 @click.option("--threshold", type=float, metavar="T",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter
 from judgebench.models import Status
 from judgebench.render import json as json_out
@@ -18,7 +19,17 @@ from judgebench.store import DEFAULT_STORE, FAILED_STATUSES
 STATUSES = [str(s) for s in Status]
 
 
-@click.command("logs")
+@click.command("logs", epilog=examples(
+    ("score 4 rows, then show what the latest run wrote",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu --limit 4 -o scores.csv "
+     "&& judgebench logs"),
+    ("only the failed scores of the latest run",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu --limit 4 -o scores.csv "
+     "&& judgebench logs --failed"),
+    ("one system's scores, as JSON",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu --limit 4 -o scores.csv "
+     "&& judgebench logs --system M0 --json"),
+))
 @click.argument("run", type=int, required=False)
 @click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
               type=click.Path(path_type=Path), help="The SQLite store `score` wrote.")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from judgebench import progress_line
+from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
@@ -37,9 +39,19 @@ def _views(levels: tuple[str, ...], groupings: tuple[str, ...]) -> list[tuple[st
 
 def _log(message: str) -> None:
     click.echo(f"meta-eval: {safe(message)}", err=True)
+    progress_line.doing(safe(message))
 
 
-@click.command("meta-eval")
+@click.command("meta-eval", epilog=examples(
+    ("how well each metric column follows people's coherence (Pearson, segment level)",
+     "judgebench meta-eval examples/summeval-scores.csv --human human.coherence"),
+    ("Kendall's tau at the system level, the metrics ranked into significance clusters",
+     "judgebench meta-eval examples/summeval-scores.csv --human human.relevance --level system "
+     "--statistic kendall --compare --resamples 200"),
+    ("within each document, with 200-resample bootstrap intervals",
+     "judgebench meta-eval examples/summeval-scores.csv --human human.consistency --grouping "
+     "item --bootstrap 200"),
+))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--human", "humans", multiple=True, metavar="COL",
               help="Human judgment column; repeatable (required, except with --alt-test, "

@@ -9,13 +9,22 @@ from __future__ import annotations
 import click
 
 from judgebench.cli import context_host
+from judgebench.commands.examples import examples
 from judgebench.display import safe
 from judgebench.metric_card import metric_card
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 
 
-@click.command("metrics")
+@click.command("metrics", epilog=examples(
+    ("every registered metric",
+     "judgebench metrics"),
+    ("BLEU's card: what it measures, its options and defaults, what to cite",
+     "judgebench metrics lexical.bleu"),
+    ("the card of a local plugin's metric",
+     "judgebench -p examples/judgebench-wordcount/judgebench_wordcount.py metrics "
+     "wordcount.ratio"),
+))
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array (one object per metric), or with NAME the card as one "

@@ -5,11 +5,17 @@ from __future__ import annotations
 import click
 
 from judgebench.cli import context_host
+from judgebench.commands.examples import examples
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 
 
-@click.command("plugins")
+@click.command("plugins", epilog=examples(
+    ("the installed plugins, their versions and hooks",
+     "judgebench plugins"),
+    ("with a local plugin file loaded too",
+     "judgebench -p examples/judgebench-wordcount/judgebench_wordcount.py plugins"),
+))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def command(as_json: bool) -> None:
     """List installed plugins, their versions and the hooks they implement."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
@@ -14,7 +15,14 @@ from judgebench.services.runs import runs
 from judgebench.store import DEFAULT_STORE
 
 
-@click.command("runs")
+@click.command("runs", epilog=examples(
+    ("score 8 rows, then list the runs in the store (judgebench.db)",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu --limit 8 -o scores.csv "
+     "&& judgebench runs"),
+    ("the last 5 runs of another store, as JSON",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.chrf --limit 8 -o scores.csv "
+     "--store my.db && judgebench runs --store my.db -n 5 --json"),
+))
 @click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
               type=click.Path(path_type=Path), help="The SQLite store `score` wrote.")
 @click.option("-n", "limit", type=click.IntRange(min=0), default=20, show_default=True,

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from judgebench import destinations
+from judgebench import destinations, progress_line
 from judgebench.cli import context_host
+from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter
 from judgebench.errors import EXIT_FAILED_SCORES, InputError
 from judgebench.ray_engine import is_uri
@@ -35,7 +36,17 @@ if TYPE_CHECKING:
 TOP_REASONS = 3
 
 
-@click.command("score")
+@click.command("score", epilog=examples(
+    ("BLEU and chrF of the first 8 rows, the table as CSV on stdout",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu -m lexical.chrf --limit "
+     "8"),
+    ("ROUGE-L without stemming into a file, and each system's corpus BLEU into another",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.rougeL:stemmer=false -m "
+     "lexical.bleu --limit 16 -o scores.csv --corpus corpus.csv"),
+    ("the calls, tokens and dollars a rubric judge would take, without calling it",
+     "judgebench score examples/summeval-sample.jsonl -m "
+     "judge.rubric:backend=litellm,model=gpt-4o-mini --dry-run"),
+))
 @click.argument("input_path", metavar="INPUT",
                 callback=lambda _c, _p, v: v if is_uri(v) else Path(v))
 @click.option("-m", "--metric", "metric_specs", multiple=True, metavar="SPEC",
@@ -65,7 +76,9 @@ TOP_REASONS = 3
                    "= + - @ (or a tab or CR) with ' so a spreadsheet shows them as text. "
                    "Off by default: judgebench reads the prefix back as part of the id.")
 @click.option("--progress/--no-progress", default=None,
-              help="Progress bar on stderr (default: when stderr is a terminal).")
+              help="Progress bar on stderr (default: when stderr is a terminal; on any other "
+                   "stderr, a line of progress after each 10 s of silence, which "
+                   "--no-progress turns off too).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="the number of cores",
               help="Processes for local metrics (lexical, sentinels); judges and model "
@@ -196,6 +209,8 @@ def command(
                            repeats_allow_greedy=repeats_allow_greedy,
                            repeats_cell=repeats_cell)
     show = sys.stderr.isatty() if progress is None else progress
+    if progress is False:
+        progress_line.quiet()
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
                                       progress=show, workers=workers, on_estimate=_echo_time,

@@ -8,10 +8,18 @@ from pathlib import Path
 
 import click
 
+from judgebench.commands.examples import examples
 from judgebench.display import safe
 
 
-@click.command("suites")
+@click.command("suites", epilog=examples(
+    ("the installed suites [needs the suites extra]",
+     "judgebench suites"),
+    ("one suite's card: source, criteria, protocols, baselines [needs the suites extra]",
+     "judgebench suites summeval"),
+    ("a suite's samples and human table, to score yourself [needs the suites extra]",
+     "judgebench suites summeval --export summeval"),
+))
 @click.argument("name", required=False)
 @click.option("--suite-path", "suite_paths", multiple=True, metavar="DIR",
               type=click.Path(path_type=Path),
