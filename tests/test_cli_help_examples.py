@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
 from pathlib import Path
 
 import click
@@ -16,7 +20,7 @@ from conftest import REPO, run_cli
 from suites_support import installed, plugin_args, plugin_env
 
 from judgebench.cli import make_cli
-from judgebench.commands.examples import examples, examples_in, needs
+from judgebench.commands.examples import examples, examples_in, needs, serves
 
 #: What an example may need, and how this test provides it.
 PROVIDED = {"the suites extra"}
@@ -77,9 +81,37 @@ def test_every_example_shown_runs(path: tuple[str, ...], tmp_path: Path) -> None
         extra, env = [], {}
         if needs(what) == "the suites extra" and not installed():
             extra, env = plugin_args(), plugin_env()
-        for args in _parts(line):
+        parts = _parts(line)
+        for index, args in enumerate(parts):
+            if serves(what) and index == len(parts) - 1:
+                _serve_fetch_interrupt(line, args, folder)
+                continue
             proc = run_cli(*extra, *args[1:], cwd=folder, env=env)
             assert proc.returncode == 0, f"{line}\n-> exit {proc.returncode}\n{proc.stderr}"
+
+
+def _serve_fetch_interrupt(line: str, args: list[str], cwd: Path) -> None:
+    """Start a server's example in its own process, fetch the URL it prints (200), then
+    interrupt it as Ctrl-C does: it must stop with exit 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "judgebench.cli", *args[1:]], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        printed = proc.stdout.readline()
+        url = next((w for w in printed.split() if w.startswith("http://")), None)
+        if url is None:
+            proc.kill()
+            _, err = proc.communicate()
+            raise AssertionError(f"{line}\n-> printed no URL: {printed!r}\n{err}")
+        with urllib.request.urlopen(url, timeout=60) as page:
+            assert page.status == 200, line
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, f"{line}\n-> exit {proc.returncode} after Ctrl-C\n{err}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _parts(line: str) -> list[list[str]]:

@@ -7,7 +7,8 @@ and a command line against the bundled data (examples/ of the repository), in on
 
 An example that cannot run on a CPU machine without keys or network says so at the end of
 its comment (`[needs an API key]`, `[needs a GPU]`): tests/test_cli_help_examples.py runs
-every other example and only parses those.
+every other example and only parses those. A server's example ends `[serves until Ctrl-C]`:
+the test starts it, reads the URL it prints, fetches that page and interrupts it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import re
 HEADING = "Examples:"
 #: The end of an example's comment that says what it needs to run.
 NEEDS = re.compile(r"\[needs ([^\]]+)\]$")
+#: The end of a server's example's comment.
+SERVES = "[serves until Ctrl-C]"
 
 
 def examples(*pairs: tuple[str, str]) -> str:
@@ -45,6 +48,11 @@ def examples_in(help_text: str) -> list[tuple[str, str]]:
             pairs.append((what, text))
             what = None
     return pairs
+
+
+def serves(comment: str) -> bool:
+    """Whether the example starts a server that runs until interrupted."""
+    return comment.endswith(SERVES)
 
 
 def needs(comment: str) -> str | None:

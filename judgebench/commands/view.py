@@ -9,13 +9,24 @@ from pathlib import Path
 
 import click
 
+from judgebench.commands.examples import examples
 from judgebench.errors import InputError
 from judgebench.store import DEFAULT_STORE
 
 DEFAULT_PORT = 7731
 
 
-@click.command("view")
+@click.command("view", epilog=examples(
+    ("score 8 rows into runs.db, then browse it on a free port [serves until Ctrl-C]",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.bleu --limit 8 -o scores.csv "
+     "--store runs.db && judgebench view --store runs.db --port 0"),
+    ("an audit's JSON report beside the store, listed on the viewer's Audits page "
+     "[serves until Ctrl-C]",
+     "judgebench score examples/summeval-sample.jsonl -m lexical.chrf --limit 8 -o scores.csv "
+     "--store runs.db && judgebench audit scores.csv --human human.coherence --store runs.db "
+     "--bootstrap 100 --resamples 100 --report audit.json && judgebench view --store runs.db "
+     "--port 0"),
+))
 @click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
               type=click.Path(path_type=Path), help="The SQLite store `score` wrote.")
 @click.option("--host", default="127.0.0.1", show_default=True,
