@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from judgebench.results import Result
 from judgebench.scales import check_scales
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from judgebench.suggest import did_you_mean
+from judgebench.turn_table import has_turns, turn_layout, turn_units
 from meta_eval.statistics import get
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -281,6 +282,10 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
                     excluded=exclude_systems, failed_as=convention, log=log, host=host)
+    if has_turns(cols.frame):  # conversations scored turn by turn (judgebench.turn_table)
+        where = str(cols.table.path)
+        cols = replace(cols, frame=turn_units(cols.frame, turn_layout(views, path=where),
+                                              path=where))
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
@@ -411,7 +416,7 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     table = _load(scores, corpus_path, lower, higher, host)
     where = str(table.path)
     frame = table.frame
-    not_scores = {"item", "system", *humans, *raters}
+    not_scores = {"item", "system", "turn", *humans, *raters}
     # before --exclude-system: the sidecar's counts are of the whole table
     failed = find_failed(frame, list(metrics) or [
         str(c) for c in frame.columns if c not in not_scores
