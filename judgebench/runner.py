@@ -830,9 +830,9 @@ def build_table(
     for name in human_names:
         data[f"human.{name}"] = [s.human.get(name) for s in samples]
     frame = pd.DataFrame(data)
-    keys = 3 if turns else 2
+    first_score = 3 if turns else 2
     if turns:
         frame["turn"] = frame["turn"].astype("Int64")
-    for column in frame.columns[keys:]:
+    for column in frame.columns[first_score:]:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame

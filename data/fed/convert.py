@@ -48,7 +48,7 @@ def convert(entries: list[dict[str, object]]) -> list[dict[str, object]]:
         full = messages_of(str(dialogue["context"]))
         # A rated turn belongs to the dialogue whose text its context begins; the last rated
         # turn may be the bot's answer after the dialogue-level text ends.
-        rated = []
+        rated: list[tuple[int, dict[str, object]]] = []
         for entry in turns:
             context = messages_of(str(entry["context"]))
             if entry["system"] == dialogue["system"] and full[:len(context)] == context:
