@@ -12,7 +12,9 @@ import json
 import math
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,10 +28,13 @@ from conftest import column, run_cli, write_jsonl
 from fault_server import FaultServer
 
 from judgebench import meta_eval
+from judgebench.backends import Backend, Capabilities, Constraint, Request, Response
 from judgebench.conversation import transcript, with_output
 from judgebench.errors import InputError
 from judgebench.io import read_samples, read_table
-from judgebench.models import Message, Sample
+from judgebench.judge_cache import CachedBackend
+from judgebench.models import Message, Sample, Status
+from judgebench.plugins import build_host
 from judgebench.turn_table import turn_layout, turn_units
 
 REPO = Path(__file__).resolve().parents[1]
@@ -392,6 +397,64 @@ def test_a_judge_in_turn_mode_needs_a_turn(tmp_path) -> None:
     reasons = {e["item"]: e["reason"] for e in prompts(tmp_path / "r.db", tmp_path)}
     assert "has no 'turn' (mode=turn judges one assistant message)" in reasons["c"]
     assert "has no 'messages' (mode=turn judges a conversation)" in reasons["d"]
+
+
+class Scripted(Backend):
+    """A backend in this process that enforces `constraints` and answers by `answer`."""
+
+    name = "scripted"
+
+    def __init__(self, answer: Callable[[Request], Response], constraints: frozenset[str],
+                 *, prefill: bool = True) -> None:
+        super().__init__("scripted-model", "r1")
+        self.answer = answer
+        self.capabilities = Capabilities(prefill=prefill, constraints=constraints)
+        self.sent: list[Request] = []
+
+    def generate_sync(self, requests: list[Request]) -> list[Response]:
+        self.sent.extend(requests)
+        return [self.answer(r) for r in requests]
+
+
+def scripted_judge(backend: Backend, name: str, **options: Any) -> Any:
+    metric: Any = build_host().metric(name).factory(cache=False, **options)
+    metric._backend = CachedBackend(backend, None)
+    return metric
+
+
+def constrained_answer(request: Request) -> Response:
+    if request.json_schema is not None:
+        verdict = '"verdict": "A"' if "verdict" in json.dumps(request.json_schema) \
+            else '"score": 4'
+        key = "explanation" if "verdict" in verdict else "feedback"
+        return Response(text=f'{{"{key}": "ok", {verdict}}}', constrained="json")
+    if request.constraint is None:
+        return Response(text=" is fine.")
+    return Response(text=request.constraint.choices[0], constrained="choice")
+
+
+@pytest.mark.parametrize("mode", ["turn", "conversation"])
+def test_conversation_judges_are_constrained_as_the_others(mode) -> None:
+    talk = sample(turn=2)
+    backend = Scripted(constrained_answer, frozenset({"choice", "json"}), prefill=True)
+    judge = scripted_judge(backend, "judge.rubric", mode=mode, protocol="two_stage")
+    outcome = judge.score([talk])[0]
+    assert outcome.status == Status.OK and outcome.extra["constrained"] == "choice"
+    assert backend.sent[1].constraint == Constraint.choice("1", "2", "3", "4", "5")
+    assert "constrained:choice" in str(judge.signature())
+    backend.sent.clear()
+    as_json = scripted_judge(backend, "judge.rubric", mode=mode, protocol="json")
+    assert as_json.score([talk])[0].value == 4.0 and backend.sent[0].json_schema is not None
+    assert "constrained:json" in str(as_json.signature())
+    backend.sent.clear()
+    pair = Sample.model_validate({"item": "c1", "system_a": "x", "system_b": "y",
+                                  "messages": TALK[:2], "messages_a": TALK[2:3],
+                                  "messages_b": [{"role": "assistant", "content": "5"}]})
+    pairwise = scripted_judge(backend, "judge.pairwise", mode="conversation",
+                              protocol="two_stage")
+    assert pairwise.score([pair])[0].status == Status.OK
+    assert {r.constraint for r in backend.sent if r.constraint} == {
+        Constraint.choice("A", "B", "C")}
 
 
 # -- 5. probes ---------------------------------------------------------------------------------
