@@ -284,8 +284,11 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                     excluded=exclude_systems, failed_as=convention, log=log, host=host)
     if has_turns(cols.frame):  # conversations scored turn by turn (judgebench.turn_table)
         where = str(cols.table.path)
-        cols = replace(cols, frame=turn_units(cols.frame, turn_layout(views, path=where),
-                                              path=where))
+        layout = turn_layout(views, path=where)
+        cols = replace(cols, frame=turn_units(cols.frame, layout, path=where))
+        log("judged turns: the items are the conversations, the systems each (system, turn)"
+            if layout == "conversation" else
+            "judged turns: each (conversation, turn) is an item, written 'item #turn'")
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
