@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.judge_cache import REPLAYS
 from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
-from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
+from judgebench.models import CONVERSATION_FIELDS, CorpusScore, Outcome, Sample, Score, Status
 from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, current, running
@@ -211,6 +211,9 @@ def check_requirements(samples: Sequence[Sample], prepared: Sequence[PreparedMet
 
 def sample_hash(sample: Sample) -> str:
     payload = sample.model_dump(mode="json", exclude={"human", "metadata"})
+    for name in CONVERSATION_FIELDS:  # absent, they leave the hashes of before unchanged
+        if payload[name] is None:
+            del payload[name]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
