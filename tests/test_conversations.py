@@ -522,3 +522,43 @@ def test_fed_turns_score_meta_eval_audit_and_logs(tmp_path) -> None:
     head = re.search(r"item 'fed-0\d\d' system '\w+' turn (\d+) \| ok", logs.stdout)
     assert head is not None, logs.stdout
     assert f'<turn index="{head.group(1)}" role="assistant" judged="yes">' in logs.stdout
+
+
+def test_resume_reuses_every_turn_and_plain_hashes_are_unchanged(tmp_path) -> None:
+    from judgebench.runner import sample_hash
+
+    args = ["score", str(EXAMPLE), "-m", "lexical.length", "-o", str(tmp_path / "s.csv"),
+            "--store", str(tmp_path / "r.db"), "--workers", "1"]
+    first = run_cli(*args)
+    assert first.returncode == 0 and "computed 24, reused 0" in first.stderr, first.stderr
+    again = run_cli(*args, "--resume")
+    assert again.returncode == 0 and "computed 0, reused 24" in again.stderr, again.stderr
+    turns = [sample(turn=2), sample(turn=4)]
+    assert sample_hash(turns[0]) != sample_hash(turns[1])
+    # a sample without messages hashes as before conversations existed (old stores resume)
+    plain = Sample(item="i", system="s", input="q", output="a")
+    payload = {"item": "i", "system": "s", "output": "a", "input": "q", "source": None,
+               "reference": None, "context": None, "output_a": None, "output_b": None,
+               "system_a": None, "system_b": None}
+    import hashlib
+
+    assert sample_hash(plain) == hashlib.sha256(
+        json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def test_compare_judges_and_diff_read_turns_as_units(tmp_path) -> None:
+    out = tmp_path / "s.csv"
+    proc = run_cli("score", str(EXAMPLE), "-m", "lexical.length", "-m",
+                   "lexical.length:unit=chars", "-o", str(out), "--store",
+                   str(tmp_path / "r.db"))
+    assert proc.returncode == 0, proc.stderr
+    compared = run_cli("compare-judges", str(out), "--a", "lexical.length", "--b",
+                       "lexical.length:unit=chars", "--bootstrap", "0", "--json")
+    assert compared.returncode == 0, compared.stderr
+    found = {r["statistic"]: r for r in json.loads(compared.stdout)}
+    table = pd.read_csv(out)
+    a, b = table["lexical.length"], table["lexical.length:unit=chars"]
+    assert found["flip_rate"]["value"] == pytest.approx(float(np.mean(a != b)))
+    assert found["flip_rate"]["n"] == 24
+    diffed = run_cli("diff", str(out), str(out), "--human", "human.overall", "--json")
+    assert diffed.returncode == 0, diffed.stderr
