@@ -108,6 +108,8 @@ class Sample(BaseModel):
 
     @model_validator(mode="after")
     def _conversation(self) -> Sample:
+        if self.messages is None and self.messages_a is None and self.messages_b is None:
+            return self
         from judgebench.conversation import derived_fields
 
         derived = derived_fields(self)
