@@ -562,3 +562,16 @@ def test_compare_judges_and_diff_read_turns_as_units(tmp_path) -> None:
     assert found["flip_rate"]["n"] == 24
     diffed = run_cli("diff", str(out), str(out), "--human", "human.overall", "--json")
     assert diffed.returncode == 0, diffed.stderr
+
+
+def test_aggregate_takes_every_judged_turn_as_a_voter(tmp_path) -> None:
+    out = tmp_path / "s.csv"
+    proc = run_cli("score", str(EXAMPLE), "-m", "lexical.length", "-o", str(out), "--store",
+                   str(tmp_path / "r.db"))
+    assert proc.returncode == 0, proc.stderr
+    found = run_cli("aggregate", str(out), "--metric", "lexical.length", "--rule", "mean",
+                    "--json")
+    assert found.returncode == 0, found.stderr
+    assert "24 voters" in found.stderr
+    means = pd.read_csv(out).groupby("system")["lexical.length"].mean()
+    assert json.loads(found.stdout)[0]["scores"] == pytest.approx(means.to_dict())

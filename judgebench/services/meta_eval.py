@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -281,14 +281,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     use_corpus = system_score == "auto" and any(v[0] == "system" for v in views)
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                    excluded=exclude_systems, failed_as=convention, log=log, host=host)
-    if has_turns(cols.frame):  # conversations scored turn by turn (judgebench.turn_table)
-        where = str(cols.table.path)
-        layout = turn_layout(views, path=where)
-        cols = replace(cols, frame=turn_units(cols.frame, layout, path=where))
-        log("judged turns: the items are the conversations, the systems each (system, turn)"
-            if layout == "conversation" else
-            "judged turns: each (conversation, turn) is an item, written 'item #turn'")
+                    excluded=exclude_systems, failed_as=convention, log=log, host=host,
+                    views=views)
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
@@ -406,16 +400,17 @@ def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
     corpus = Path(corpus_path) if corpus_path is not None else None
     if isinstance(scores, pd.DataFrame):
         return load_scores_table(Path("<DataFrame>"), frame=scores, corpus_path=corpus,
-                                 lower=lower, higher=higher, host=host)
+                                 lower=lower, higher=higher, host=host, turns=None)
     return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher,
-                             host=host)
+                             host=host, turns=None)
 
 
 def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
              metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
              higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
              excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log,
-             host: PluginHost | None = None) -> _Columns:
+             host: PluginHost | None = None,
+             views: Sequence[tuple[str, str]] = (("segment", "none"),)) -> _Columns:
     table = _load(scores, corpus_path, lower, higher, host)
     where = str(table.path)
     frame = table.frame
@@ -428,6 +423,12 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         frame = _exclude(frame, excluded, where)
         keep = ~table.frame["system"].isin(excluded).to_numpy()
         failed.masks = {c: m[keep] for c, m in failed.masks.items()}
+    if has_turns(frame):  # conversations scored turn by turn (judgebench.turn_table)
+        layout = turn_layout(views, path=where)
+        frame = turn_units(frame, layout, path=where)
+        log("judged turns: the items are the conversations, the systems each (system, turn)"
+            if layout == "conversation" else
+            "judged turns: each (conversation, turn) is an item, written 'item #turn'")
     for note in failed.notes:
         log(note)
     numeric_columns(frame, [*humans, *raters], where)
