@@ -5,8 +5,10 @@ The key of such a table is (item, system, turn): `item` is the conversation. Gro
 (`--grouping item`), the groups are the conversations and the units inside one are its
 turns: each (system, turn) is a column of the matrix (`system #turn`), so a per-item
 statistic is computed over a conversation's turns and the item bootstrap resamples whole
-conversations. For every other view (no grouping, grouping by system, system level) each
-(conversation, turn) is a unit of its own (`item #turn`), scored by every system."""
+conversations. For every other view (no grouping, grouping by system, system level) and
+every other reader of a scores table (`load_scores_table`'s default: aggregate, items,
+combine; compare-judges and diff) each (conversation, turn) is a unit of its own
+(`item #turn`), scored by every system."""
 
 from __future__ import annotations
 

@@ -7,6 +7,9 @@ favour a position. The combined winner is the one both orders agree on, else a t
 (MT-Bench's conservative rule). Value, from `system_a`'s side: 1 = a wins, 0 = b wins,
 0.5 = tie. `extra` keeps each order's verdict (in terms of a/b), its raw answer, and `flip`:
 whether swapping the order changed the verdict.
+
+``mode=conversation`` compares two conversations from the same start: ``messages`` shown once,
+then ``messages_a`` and ``messages_b`` (template pairwise_conversation.txt), in both orders.
 """
 
 from __future__ import annotations

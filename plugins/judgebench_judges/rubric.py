@@ -7,7 +7,12 @@ constrained to the scores ``min..max`` where the backend enforces choices. Where
 also returns logprobs, ``scoring=auto`` reads the score from the probabilities of the allowed
 scores only, renormalised (``scoring=argmax``: the most probable score, an integer;
 ``scoring=expectation``: their probability-weighted mean); ``scoring=text`` parses the text.
-The scoring used is in the signature, the probabilities in ``extra["probs"]``."""
+The scoring used is in the signature, the probabilities in ``extra["probs"]``.
+
+``mode=turn`` judges a conversation's judged turn in its context (the messages up to it, the
+turn marked; template rubric_turn.txt), ``mode=conversation`` the whole conversation
+(rubric_conversation.txt); the default ``mode=response`` reads ``input`` and ``output`` (a
+conversation's derived ones) and leaves the signature as it was (judgebench_judges.conversation)."""
 
 from __future__ import annotations
 
