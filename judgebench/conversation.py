@@ -1,5 +1,5 @@
 """Conversations as samples: which message is judged, what a conversation's `input` and
-`output` are, and a conversation written out by role (prompts, `logs`, probes).
+`output` are, and how a probe's change of the output reaches the judged message.
 
 A sample's `turn` is the index in `messages` of the judged assistant message; without it the
 whole conversation is judged. `derived_fields` is the one rule that gives a conversation
@@ -78,22 +78,6 @@ def derived_fields(sample: Sample) -> dict[str, str]:
     if user is not None:
         out["input"] = user
     return out
-
-
-def transcript(messages: Sequence[Message], *, mark: int | None = None,
-               start: int = 0) -> str:
-    """The messages written out one per block, `[i] role: text` (a tool message names its
-    call, a named message its name); the message at index `mark` is flagged as the judged
-    turn."""
-    lines = []
-    for offset, message in enumerate(messages):
-        index = start + offset
-        who = message.role + (f" ({message.name})" if message.name else "")
-        if message.role == "tool" and message.tool_call_id:
-            who += f" [answers {message.tool_call_id}]"
-        flag = "  <<< JUDGED TURN" if index == mark else ""
-        lines.append(f"[{index}] {who}:{flag}\n{message.text}")
-    return "\n\n".join(lines)
 
 
 def with_output(sample: Sample, text: str) -> Sample:

@@ -30,7 +30,7 @@ from fault_server import FaultServer
 
 from judgebench import meta_eval
 from judgebench.backends import Backend, Capabilities, Constraint, Request, Response
-from judgebench.conversation import transcript, with_output
+from judgebench.conversation import with_output
 from judgebench.errors import InputError
 from judgebench.io import read_samples, read_table
 from judgebench.judge_cache import CachedBackend
@@ -103,9 +103,14 @@ def test_tool_calls_and_tool_results_are_messages_too() -> None:
     s = Sample.model_validate({"item": "w", "system": "bot", "messages": messages, "turn": 1})
     assert s.output == '[tool call weather({"city": "Oslo"})]'
     assert s.input == "Weather in Oslo?"
-    text = transcript(s.messages or [], mark=1)
-    assert "[1] assistant:  <<< JUDGED TURN" in text
-    assert "[2] tool (weather) [answers c1]:\n-3 C" in text
+    from judgebench_judges.conversation import conversation_of
+
+    text, judged = conversation_of(s, "turn")
+    assert judged == 1 and text.endswith(
+        '<turn index="1" role="assistant" judged="yes">\n'
+        '[tool call weather({"city": "Oslo"})]\n</turn>')
+    whole, _ = conversation_of(s, "conversation")
+    assert '<turn index="2" role="tool" name="weather" answers="c1">\n-3 C\n</turn>' in whole
 
 
 def test_a_pair_of_conversations_shares_its_start() -> None:
