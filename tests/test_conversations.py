@@ -94,6 +94,12 @@ def test_a_bad_conversation_is_refused_with_its_reason(fields, expected) -> None
     assert expected in str(caught.value)
 
 
+def test_a_turn_without_messages_is_refused() -> None:
+    with pytest.raises(ValueError, match="a turn addresses a message of 'messages', and the "
+                                         "sample has none"):
+        Sample(item="i", system="s", output="a", turn=1)
+
+
 def test_tool_calls_and_tool_results_are_messages_too() -> None:
     messages = [{"role": "user", "content": "Weather in Oslo?"},
                 {"role": "assistant", "tool_calls": [
