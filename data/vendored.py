@@ -19,6 +19,8 @@ HERE = Path(__file__).resolve().parent
 FILES = {
     "summeval": (HERE / "summeval" / "summeval.jsonl.gz",
                  "c1d5d1067a222edea8f3a8d05eea3295f363cfbe022d14f89fd143e382ab7e84"),
+    "fed": (HERE / "fed" / "fed.jsonl.gz",
+            "e73880a32dabc8102853dda2082d2a2247b30e7ccdf1b2398727b1450d4fdc1c"),
 }
 
 

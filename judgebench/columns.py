@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 KEY = ("item", "system")
+#: Not metric columns either: a conversation's judged turn (judgebench.turn_table).
+KEY_COLUMNS = (*KEY, "turn")
 
 
 def numeric_columns(frame: pd.DataFrame, columns: Iterable[str], path: str) -> None:
@@ -75,7 +77,7 @@ def metric_columns(
     a word."""
     import pandas as pd
 
-    skip = {*KEY, *exclude}
+    skip = {*KEY_COLUMNS, *exclude}
     lines = frame.attrs.get("lines")
     where = "row" if str(path).endswith(".parquet") or lines is None else "line"
     chosen: list[str] = []

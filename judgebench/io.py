@@ -158,10 +158,19 @@ class SampleFile:
                              path=str(self.path))
 
 
-def key_digest(item: str, system: str) -> bytes:
-    """A fixed-size digest of (item, system), for duplicate checks that keep no ids."""
-    text = json.dumps([item, system], ensure_ascii=False)
+def key_digest(item: str, system: str, turn: int | None = None) -> bytes:
+    """A fixed-size digest of (item, system) (and the judged turn of a conversation), for
+    duplicate checks that keep no ids."""
+    text = json.dumps([item, system] if turn is None else [item, system, turn],
+                      ensure_ascii=False)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def sample_key(sample: Sample) -> tuple[str, str] | tuple[str, str, int]:
+    """What identifies a sample in a file: (item, system), and the turn of a judged turn."""
+    if sample.turn is None:
+        return (sample.item, sample.system)
+    return (sample.item, sample.system, sample.turn)
 
 
 def unique_stream(
@@ -173,13 +182,14 @@ def unique_stream(
     samples, read anew) finds where that key was first, so the message is the same."""
     seen: set[bytes] = set()
     for position, sample in numbered:
-        digest = key_digest(sample.item, sample.system)
+        digest = key_digest(sample.item, sample.system, sample.turn)
         if digest in seen:
-            key = (sample.item, sample.system)
-            first = next((p for p, s in again() if p >= position or (s.item, s.system) == key),
+            key = sample_key(sample)
+            first = next((p for p, s in again() if p >= position or sample_key(s) == key),
                          position)
             if first < position:
-                raise InputError(f"duplicate (item, system) = {key}, first at {where} {first}",
+                names = "(item, system)" if sample.turn is None else "(item, system, turn)"
+                raise InputError(f"duplicate {names} = {key}, first at {where} {first}",
                                  path=path, **{where: position}, field="item")
         seen.add(digest)
         yield position, sample
@@ -319,6 +329,8 @@ def normalize_record(
         elif name in shape.names:
             if tabular and name in shape.lists and _starts_a_list(value):
                 value = _parse_list_cell(value, name, shape.lists[name], where)
+            elif isinstance(value, list):
+                value = _deep_plain(value)
             if value is not None:
                 fields[name] = value
         elif value is not None:
@@ -338,6 +350,17 @@ def _unwrap(value: Any) -> Any:
             return value.tolist()
         if isinstance(value, numpy.generic):
             return value.item()
+    return value
+
+
+def _deep_plain(value: Any) -> Any:
+    """A list or dict read from a typed table (a Parquet list of structs) as plain Python
+    values all the way down; a struct's missing member is an absent key."""
+    value = _plain(value)
+    if isinstance(value, list):
+        return [_deep_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _deep_plain(v) for k, v in value.items() if _plain(v) is not None}
     return value
 
 
@@ -454,7 +477,11 @@ def _parse_mapping_cell(text: str, field: str, where: dict[str, Any]) -> dict[st
 
 
 def _accepts(element: Any, value: Any) -> bool:
+    from pydantic import BaseModel
+
     members = _members(element)
+    if any(isinstance(m, type) and issubclass(m, BaseModel) for m in members):
+        return isinstance(value, Mapping)  # a message: validation checks its fields
     classes = tuple(m for m in members if isinstance(m, type) and m is not Any)
     if len(classes) < len(members):  # Any or a parametrised type: validation decides
         return True
@@ -472,8 +499,18 @@ def _validation_error(exc: ValidationError, *, path: str | None, line: int | Non
     field = _field_of(error["loc"])
     message = error["msg"]
     head = str(error["loc"][0]) if error["loc"] else ""
-    if error["type"] == "missing":
+    if head in _NESTED and len(error["loc"]) > 1:
+        # messages.3.role -> messages[3].role, with pydantic's own message
+        field = head + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                               for p in error["loc"][1:])
+        message = ("required field is missing" if error["type"] == "missing"
+                   else str(error["msg"]).removeprefix("Value error, "))
+    elif error["type"] == "missing":
         message = "required field is missing"
+    elif not error["loc"] and (named := _NAMED.match(str(error["msg"]))):
+        field, message = named.group(1), str(error["msg"]).removeprefix("Value error, ")
+    elif head == "turn" or not error["loc"]:
+        message = str(error["msg"]).removeprefix("Value error, ")
     else:
         from judgebench.models import Sample
 
@@ -483,9 +520,15 @@ def _validation_error(exc: ValidationError, *, path: str | None, line: int | Non
             message = f"expected {_type_name(Sample.model_fields[head].annotation)}"
         if "input" in error:
             message = f"{message} (got {_short(error['input'])})"
-    others = len({_field_of(e["loc"]) for e in errors} - {field})
+    others = len({_field_of(e["loc"]) for e in errors} - {_field_of(error["loc"])})
     more = f"; and {others} more problem(s)" if others else ""
     return InputError(message + more, path=path, line=line, row=row, field=field)
+
+
+#: Fields holding lists of models (a conversation's messages): errors name the element.
+_NESTED = ("messages", "messages_a", "messages_b")
+#: A sample-level error about one field starts by quoting it ("'output' is derived...").
+_NAMED = re.compile(r"(?:Value error, )?'([a-z_]+)' ")
 
 
 def _field_of(loc: tuple[int | str, ...]) -> str | None:
@@ -840,6 +883,10 @@ def read_table(
                 raise InputError("empty key cell", path=str(path),
                                  **{where: lines[int(empty.to_numpy().argmax())]}, field=k)
             frame[k] = frame[k].astype(str)
+        if "turn" in frame.columns and "turn" not in key:
+            # a conversation's judged turn is part of the key (empty: the whole conversation)
+            _turn_column(frame, path, where, lines)
+            key.append("turn")
         dup = frame.duplicated(subset=key, keep="first")
         if dup.any():
             position = int(dup.to_numpy().argmax())
@@ -847,6 +894,21 @@ def read_table(
             raise InputError(f"duplicate key {tuple(key)} = {values}", path=str(path),
                              **{where: lines[position]}, field=key[0])
     return frame
+
+
+def _turn_column(frame: pd.DataFrame, path: Path, where: str, lines: list[int]) -> None:
+    """The `turn` key column as nullable integers, or an InputError at its first bad cell."""
+    import pandas as pd
+
+    values = pd.to_numeric(frame["turn"], errors="coerce")
+    bad = (frame["turn"].notna() & values.isna()) | (values.notna() & (values % 1 != 0)) \
+        | (values < 0)
+    if bad.any():
+        position = int(bad.to_numpy().argmax())
+        raise InputError(f"a turn is a message index (an integer >= 0, or empty), got "
+                         f"{frame['turn'].iloc[position]!r}", path=str(path),
+                         **{where: lines[position]}, field="turn")
+    frame["turn"] = values.astype("Int64")
 
 
 @contextlib.contextmanager

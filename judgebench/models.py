@@ -3,14 +3,77 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One tool call an assistant message makes (OpenAI's chat shape, flattened): its id,
+    the tool's name and its arguments as written (a JSON text, or an object)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str | None = None
+    name: str = Field(min_length=1)
+    arguments: str | dict[str, Any] = ""
+
+
+class Message(BaseModel):
+    """One message of a conversation. `content` is required (it may be empty) except on an
+    assistant message that makes tool calls; a `tool` message answers a call
+    (`tool_call_id`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Role
+    content: str | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Message:
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError("a message needs 'content' (only an assistant message that makes "
+                             "tool_calls may have none)")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"only an assistant message makes tool_calls, not a {self.role}")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs 'tool_call_id' (the call it answers)")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The content, with its tool calls written out (`name(arguments)`)."""
+        calls = [f"[tool call {c.name}({c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments, sort_keys=True)})]"  # noqa: E501
+                 for c in self.tool_calls or ()]
+        return "\n".join([*([self.content] if self.content else []), *calls]) \
+            if calls else (self.content or "")
 
 
 class Sample(BaseModel):
-    """One system output for one item. `reference` may hold several references."""
+    """One system output for one item. `reference` may hold several references.
+
+    A conversation sample carries `messages` instead of `input`/`output`: `turn` (an index
+    into `messages`, an assistant message) is the judged turn, None the whole conversation.
+    Its `output` is then derived: the judged assistant message (or the conversation's last
+    assistant message), and its `input` the last user message before it, so every metric
+    reads a conversation as it reads an input and an output; `input`/`output` given beside
+    `messages` must equal what is derived. A pair of conversations shares `messages` (their
+    common start) and continues it with `messages_a` and `messages_b`; `output_a`/`output_b`
+    are their last assistant messages."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -28,6 +91,36 @@ class Sample(BaseModel):
     output_b: str | None = None
     system_a: str | None = None
     system_b: str | None = None
+    # Conversations (see the class docstring).
+    messages: list[Message] | None = None
+    turn: int | None = None
+    messages_a: list[Message] | None = None
+    messages_b: list[Message] | None = None
+
+    @field_validator("turn")
+    @classmethod
+    def _turn_addresses(cls, value: int | None, info: ValidationInfo) -> int | None:
+        from judgebench.conversation import check_turn
+
+        if "messages" in info.data:  # else the messages failed and say so themselves
+            check_turn(info.data["messages"], value)
+        return value
+
+    @model_validator(mode="after")
+    def _conversation(self) -> Sample:
+        if self.messages is None and self.messages_a is None and self.messages_b is None:
+            return self
+        from judgebench.conversation import derived_fields
+
+        derived = derived_fields(self)
+        for name, value in derived.items():
+            given = getattr(self, name)
+            if given is not None and given != value:
+                raise ValueError(
+                    f"'{name}' is derived from the messages ({_short_text(value)}), but the "
+                    f"sample gives {_short_text(given)}: give messages or {name}, not both")
+            object.__setattr__(self, name, value)
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -61,8 +154,19 @@ class Sample(BaseModel):
     def is_pairwise(self) -> bool:
         return self.output_a is not None or self.output_b is not None
 
+    @property
+    def is_conversation(self) -> bool:
+        return self.messages is not None
+
+
+def _short_text(value: str | None) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
 
 SAMPLE_FIELDS: tuple[str, ...] = tuple(Sample.model_fields)
+#: The conversation fields: a scores table keeps `turn` as a key beside item and system.
+CONVERSATION_FIELDS = ("messages", "turn", "messages_a", "messages_b")
 
 
 class Status(StrEnum):

@@ -55,6 +55,7 @@ from judgebench.backends.remote import (
     retry_after_seconds,
     scrub,
 )
+from judgebench.conversation import with_output
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.extras import MissingExtra, require
 from judgebench.hookspecs import hookimpl
@@ -73,7 +74,7 @@ from judgebench.metric import (
     Metric,
     WithStatistics,
 )
-from judgebench.models import EmptyText, MetricInfo, Outcome, Sample, Status
+from judgebench.models import EmptyText, Message, MetricInfo, Outcome, Sample, Status
 from judgebench.plugins import PluginHost
 from judgebench.probe import SENTENCE, Context, Probe, against, seeded_rng
 from judgebench.redact import redact
@@ -122,6 +123,7 @@ __all__ = [
     "JudgeCache",
     "JudgebenchError",
     "LazyBackend",
+    "Message",
     "Metric",
     "MetricInfo",
     "MetricRegister",
@@ -159,4 +161,5 @@ __all__ = [
     "scrub",
     "seeded_rng",
     "unset_engine_fields",
+    "with_output",
 ]

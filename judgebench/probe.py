@@ -89,8 +89,10 @@ class Probe:
     def perturb(self, sample: Sample, ctx: Context) -> Sample | None:
         """The changed sample, or None where the probe does not apply. Default: the sample
         with its output replaced by `transform(sample, ctx)`."""
+        from judgebench.conversation import with_output
+
         text = self.transform(sample, ctx)
-        return None if text is None else sample.model_copy(update={"output": text})
+        return None if text is None else with_output(sample, text)
 
     def rerun(self, samples: Sequence[Sample], seed: int) -> tuple[list[Sample], list[int]]:
         """For `scope = "run"`: the samples of the separate run, and per sample the index of

@@ -28,7 +28,7 @@ from judgebench import progress_line
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.judge_cache import REPLAYS
 from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
-from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
+from judgebench.models import CONVERSATION_FIELDS, CorpusScore, Outcome, Sample, Score, Status
 from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
 from judgebench.redact import redact
 from judgebench.runtime import BudgetExceeded, RunSettings, current, running
@@ -159,9 +159,12 @@ class Survey:
     has_cr: bool = False
     keys_digest: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
     pairs: PairSurvey = field(default_factory=PairSurvey)
+    #: whether any sample is a judged turn (the table then has a turn key column)
+    turns: bool = False
 
     def add(self, sample: Sample) -> None:
         self.rows += 1
+        self.turns = self.turns or sample.turn is not None
         self.pairs.add(sample)
         self.human_names.update(dict.fromkeys(sample.human))
         for name in Sample.model_fields:
@@ -188,7 +191,8 @@ class Survey:
 
 
 def _key_bytes(sample: Sample) -> bytes:
-    return json.dumps([sample.item, sample.system], ensure_ascii=False).encode(
+    key = [sample.item, sample.system] + ([] if sample.turn is None else [sample.turn])
+    return json.dumps(key, ensure_ascii=False).encode(
         "utf-8", "surrogatepass")
 
 
@@ -208,6 +212,9 @@ def check_requirements(samples: Sequence[Sample], prepared: Sequence[PreparedMet
 
 def sample_hash(sample: Sample) -> str:
     payload = sample.model_dump(mode="json", exclude={"human", "metadata"})
+    for name in CONVERSATION_FIELDS:  # absent, they leave the hashes of before unchanged
+        if payload[name] is None:
+            del payload[name]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -215,6 +222,8 @@ def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
     data = outcome.model_dump()
     for name in ("reason", "raw", "rationale"):  # third-party metrics too
         data[name] = redact(data[name])
+    if sample.turn is not None:  # the store keys a sample by content; `logs` names its turn
+        data["extra"] = {**data["extra"], "turn": sample.turn}
     return Score(item=sample.item, system=sample.system, metric=p.metric.info.name,
                  signature=p.signature, sample_index=p.repeat, **data)
 
@@ -380,7 +389,8 @@ def run_stream(
                                  for p in prepared if p.column in draws}
                         sink.write(table_of(planned.samples, prepared, store,
                                             hashes=planned.hashes,
-                                            human_names=surveyed.human_names, stored=cells))
+                                            human_names=surveyed.human_names, stored=cells,
+                                            **({} if pairwise else {"turns": surveyed.turns})))
 
                 # One chunk ahead: the next chunk is read and its worker batches sent before
                 # this one is finished, so workers do not wait while the parent commits,
@@ -803,7 +813,7 @@ def mean_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey,
 def build_table(
     samples: Sequence[Sample], prepared: Sequence[PreparedMetric], store: Store, *,
     hashes: Sequence[str] | None = None, human_names: Iterable[str] | None = None,
-    stored: Mapping[str, Mapping[SampleKey, Score]] | None = None,
+    stored: Mapping[str, Mapping[SampleKey, Score]] | None = None, turns: bool | None = None,
 ) -> pd.DataFrame:
     """The wide table: item, system, one column per segment-level metric spec, then the
     `human.<name>` columns carried from the samples. Each cell is the stored score of exactly
@@ -821,6 +831,10 @@ def build_table(
         "item": [s.item for s in samples],
         "system": [s.system for s in samples],
     }
+    if turns is None:
+        turns = any(s.turn is not None for s in samples)
+    if turns:  # conversations judged turn by turn: the turn is a key (judgebench.turn_table)
+        data["turn"] = [s.turn for s in samples]
     for p in prepared:
         if not p.segment_level:
             continue
@@ -832,6 +846,9 @@ def build_table(
     for name in human_names:
         data[f"human.{name}"] = [s.human.get(name) for s in samples]
     frame = pd.DataFrame(data)
-    for column in frame.columns[2:]:
+    first_score = 3 if turns else 2
+    if turns:
+        frame["turn"] = frame["turn"].astype("Int64")
+    for column in frame.columns[first_score:]:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame

@@ -273,9 +273,13 @@ def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
 def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "system"),
                       corpus_path: Path | None = None, lower: Iterable[str] = (),
                       higher: Iterable[str] = (), host: PluginHost | None = None,
-                      frame: pd.DataFrame | None = None) -> ScoresTable:
-    """Read a scores table with its sidecar and corpus scores (see the module docstring)."""
+                      frame: pd.DataFrame | None = None, turns: str | None = "unit"
+                      ) -> ScoresTable:
+    """Read a scores table with its sidecar and corpus scores (see the module docstring).
+    A table of judged turns is laid out as `turns` says (`judgebench.turn_table`; None:
+    kept as it is, for a reader that lays it out per view)."""
     from judgebench.io import read_table
+    from judgebench.turn_table import has_turns, turn_units
 
     sidecar = read_sidecar(path)
     if sidecar is None and frame is not None:
@@ -285,6 +289,8 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
         refuse_pairwise(path, sidecar=sidecar)
         frame = read_table(path, key=key)
     refuse_pairwise(path, sidecar=sidecar, frame=frame)
+    if turns is not None and has_turns(frame):
+        frame = turn_units(frame, turns, path=str(path))
     records = (sidecar or {}).get("corpus") or []
     corpus = corpus_from_records(records, where=f"{path}.meta.json")
     failed = corpus_failures(records)

@@ -14,13 +14,15 @@ from conftest import SUMMEVAL, run_cli, summeval_records, write_jsonl
 
 import judgebench.runner
 from judgebench.io import SampleFile, iter_samples, read_samples
-from judgebench.models import Sample
+from judgebench.models import CONVERSATION_FIELDS, Sample
 from judgebench.runner import sample_hash, survey
 
 
 def _old_hash(sample: Sample) -> str:
-    """The content hash as the store has always keyed it."""
-    payload = sample.model_dump(mode="json", exclude={"human", "metadata"})
+    """The content hash as the store has always keyed it (the fields a sample had before
+    conversations: a sample without messages hashes as it did)."""
+    payload = sample.model_dump(mode="json", exclude={"human", "metadata",
+                                                      *CONVERSATION_FIELDS})
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 

@@ -317,6 +317,9 @@ def run_bias(pairs: Sequence[Sample], score: ScoreFn, *, judge: str, center: flo
         raise ValueError(f"unknown bias probe(s) {unknown}; known: {', '.join(BIAS_PROBES)}")
     if any(not p.is_pairwise for p in pairs):
         raise ValueError("bias probes need pairwise samples (output_a, output_b)")
+    if any(p.messages is not None for p in pairs):
+        raise ValueError("bias probes rewrite output_a/output_b, and these pairs are "
+                         "conversations (messages): they do not rewrite conversations")
     centers = paraphrase_centers or {}
     out: list[BiasResult] = []
     for name in (p for p in BIAS_PROBES if p in probes):

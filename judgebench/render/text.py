@@ -634,6 +634,8 @@ def block(entry: LogEntry) -> str:
     """One score as a block of lines: a head line, then what the judge was asked and said."""
     where = (f"item {entry.item!r} system {entry.system!r}" if entry.item is not None
              else f"corpus, system {entry.system!r}")
+    if entry.extra.get("turn") is not None:  # a conversation's judged turn
+        where += f" turn {entry.extra['turn']}"
     head = f"run {entry.run_id} | {entry.column or entry.metric} | {where} | {entry.status}"
     if entry.reason:
         head += f": {entry.reason}"

@@ -549,6 +549,7 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
 
 def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     from judgebench.io import read_table
+    from judgebench.turn_table import turn_units
     from meta_eval import aggregation as agg
 
     r.misuse("--weight", r.weights, "leaderboard")
@@ -557,7 +558,8 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
     r.misuse("--winner", r.winner, "pairwise")
     agg.tables.refuse_pairs_in_wide(frame)
-    frame = read_table(r.path)
+    # judged turns: each (conversation, turn) is a voter (judgebench.turn_table)
+    frame = turn_units(read_table(r.path), "unit", path=str(r.path))
     candidates = [r.metric] if r.metric else [
         str(c) for c in frame.columns if c not in ("item", "system", r.human_column)
         and not str(c).startswith("human.")]

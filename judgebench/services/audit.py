@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
+#: Why the judge-bias probes refuse conversations (judgebench.auditing.bias rewrites
+#: output_a/output_b, which a conversation derives from its messages).
+CONVERSATION_BIAS = ("the judge-bias probes swap, pad and inject into output_a/output_b and "
+                     "do not rewrite conversations (messages): give --pairs without "
+                     "messages, or leave --judge out for conversation samples")
 Log = Callable[[str], None]
 
 
@@ -94,6 +99,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     from judgebench.io import read_samples, read_table
     from judgebench.plugins import build_host
     from judgebench.spec import parse_spec
+    from judgebench.turn_table import has_turns, keyed_samples, turn_layout, turn_units
 
     host = host or build_host()
     options = options or Options()
@@ -147,6 +153,11 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     if not settings:
         raise InputError("no setting left: --level segment needs a --grouping",
                          field="--grouping")
+    if has_turns(frame):  # conversations scored turn by turn (judgebench.turn_table)
+        layout = turn_layout(settings, path=str(scores_path))
+        frame = turn_units(frame, layout, path=str(scores_path))
+        if generations is not None:
+            generations = keyed_samples(generations, layout)
     report = run_audit(frame, humans=humans, metrics=metrics, scores_path=scores_path,
                        samples=generations, samples_path=samples_path, settings=settings,
                        statistics=statistics, sentinel_specs=sentinel_specs, options=options,
@@ -344,6 +355,9 @@ def _pairs(pairs_path: Path | None, samples: Sequence[Sample] | None, frame: pd.
         return _pairs_from_file(pairs_path, human, count, seed)
     from judgebench.auditing.bias import pairs_from_samples
 
+    if any(s.messages is not None for s in samples or ()):
+        raise InputError(CONVERSATION_BIAS, field="--judge")
+
     values = frame[human].to_numpy(dtype=float)
     keys = zip(frame["item"], frame["system"], strict=True)
     labels = {k: v for k, v in zip(keys, values, strict=True)}
@@ -360,6 +374,10 @@ def _pairs_from_file(path: Path, human: str, count: int, seed: int
     from judgebench.io import read_samples
 
     pairs = read_samples(path)
+    talks = [p for p in pairs if p.messages is not None]
+    if talks:
+        raise InputError(f"item {talks[0].item!r}: {CONVERSATION_BIAS}", path=str(path),
+                         field="messages")
     flat = [p for p in pairs if not p.is_pairwise]
     if flat:
         raise InputError(f"item {flat[0].item!r} has no output_a/output_b", path=str(path),

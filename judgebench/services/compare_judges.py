@@ -227,12 +227,14 @@ def _read(table: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str, dict[str
 
     from judgebench.io import read_table
     from judgebench.scores_table import read_sidecar
+    from judgebench.turn_table import turn_units
 
     if isinstance(table, pd.DataFrame):
-        return table, "<DataFrame>", None
+        # judged turns: each (conversation, turn) is a unit of its own (judgebench.turn_table)
+        return turn_units(table, "unit", path="<DataFrame>"), "<DataFrame>", None
     frame = read_table(table, key=None,
                        text_columns=("item", "system", "system_a", "system_b", "category"))
-    return frame, str(table), read_sidecar(Path(table))
+    return turn_units(frame, "unit", path=str(table)), str(table), read_sidecar(Path(table))
 
 
 def _shape(frame: pd.DataFrame, path: str) -> Shape:

@@ -31,6 +31,7 @@ from judgebench.results import Result
 from judgebench.scales import check_scales
 from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from judgebench.suggest import did_you_mean
+from judgebench.turn_table import has_turns, turn_layout, turn_units
 from meta_eval.statistics import get
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -280,7 +281,8 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     use_corpus = system_score == "auto" and any(v[0] == "system" for v in views)
     cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
                     higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                    excluded=exclude_systems, failed_as=convention, log=log, host=host)
+                    excluded=exclude_systems, failed_as=convention, log=log, host=host,
+                    views=views)
     import meta_eval as me
 
     in_table = [c for c in cols.metrics if cols.infos[c].in_table]
@@ -398,20 +400,21 @@ def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
     corpus = Path(corpus_path) if corpus_path is not None else None
     if isinstance(scores, pd.DataFrame):
         return load_scores_table(Path("<DataFrame>"), frame=scores, corpus_path=corpus,
-                                 lower=lower, higher=higher, host=host)
+                                 lower=lower, higher=higher, host=host, turns=None)
     return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher,
-                             host=host)
+                             host=host, turns=None)
 
 
 def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
              metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
              higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
              excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log,
-             host: PluginHost | None = None) -> _Columns:
+             host: PluginHost | None = None,
+             views: Sequence[tuple[str, str]] = (("segment", "none"),)) -> _Columns:
     table = _load(scores, corpus_path, lower, higher, host)
     where = str(table.path)
     frame = table.frame
-    not_scores = {"item", "system", *humans, *raters}
+    not_scores = {"item", "system", "turn", *humans, *raters}
     # before --exclude-system: the sidecar's counts are of the whole table
     failed = find_failed(frame, list(metrics) or [
         str(c) for c in frame.columns if c not in not_scores
@@ -420,6 +423,12 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         frame = _exclude(frame, excluded, where)
         keep = ~table.frame["system"].isin(excluded).to_numpy()
         failed.masks = {c: m[keep] for c, m in failed.masks.items()}
+    if has_turns(frame):  # conversations scored turn by turn (judgebench.turn_table)
+        layout = turn_layout(views, path=where)
+        frame = turn_units(frame, layout, path=where)
+        log("judged turns: the items are the conversations, the systems each (system, turn)"
+            if layout == "conversation" else
+            "judged turns: each (conversation, turn) is an item, written 'item #turn'")
     for note in failed.notes:
         log(note)
     numeric_columns(frame, [*humans, *raters], where)

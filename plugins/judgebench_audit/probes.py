@@ -16,7 +16,15 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from judgebench.plugin_api import SENTENCE, Context, Probe, Sample, against, seeded_rng
+from judgebench.plugin_api import (
+    SENTENCE,
+    Context,
+    Probe,
+    Sample,
+    against,
+    seeded_rng,
+    with_output,
+)
 
 AUXILIARIES = ("is", "are", "was", "were", "will", "would", "can", "could", "should", "has",
                "have", "had", "does", "did", "must", "may", "might")
@@ -123,7 +131,7 @@ class Identity(Probe):
         text = identity(sample, ctx)
         if text is None:
             return None
-        return against(sample, [text]).model_copy(update={"output": text})
+        return with_output(against(sample, [text]), text)
 
 
 class Truncation(OutputProbe):

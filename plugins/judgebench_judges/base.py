@@ -151,10 +151,14 @@ class JudgeMetric(Metric[JudgeOptionsT]):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.template: Template = load_template(
-            self.template_name, self.options.template
-        ).check(self.placeholders)
+        name, allowed = self.chosen_template()
+        self.template: Template = load_template(name, self.options.template).check(allowed)
         self._backend: CachedBackend | None = None
+
+    def chosen_template(self) -> tuple[str, set[str]]:
+        """The built-in template this judge uses with its options (a mode may choose
+        another) and the placeholders it fills."""
+        return self.template_name, self.placeholders
 
     # -- backend ------------------------------------------------------------------------------
     def backend_options(self) -> dict[str, Any]:

@@ -7,12 +7,15 @@ favour a position. The combined winner is the one both orders agree on, else a t
 (MT-Bench's conservative rule). Value, from `system_a`'s side: 1 = a wins, 0 = b wins,
 0.5 = tie. `extra` keeps each order's verdict (in terms of a/b), its raw answer, and `flip`:
 whether swapping the order changed the verdict.
+
+``mode=conversation`` compares two conversations from the same start: ``messages`` shown once,
+then ``messages_a`` and ``messages_b`` (template pairwise_conversation.txt), in both orders.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from judgebench.plugin_api import MetricInfo, Outcome, Request, Response, Sample, Status
 from judgebench_judges import parsing
@@ -20,12 +23,14 @@ from judgebench_judges.base import (
     JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
+    MissingField,
     accounting,
     call_extra,
     failure_outcome,
     joined_raw,
     need,
 )
+from judgebench_judges.conversation import rendered
 from judgebench_judges.templates import as_data
 
 VALUE = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -45,6 +50,9 @@ SCHEMA = {
 
 class PairwiseOptions(JudgeOptions):
     both_orders: bool = True
+    #: response: the two outputs to the input; conversation: two conversations from the same
+    #: start (`messages`, continued by `messages_a` and `messages_b`), shown whole
+    mode: Literal["response", "conversation"] = "response"
 
 
 class PairwiseJudge(JudgeMetric[PairwiseOptions]):
@@ -63,6 +71,19 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     template_name = "pairwise"
     parser_name = "pairwise"
     placeholders: ClassVar[set[str]] = {"question", "response_a", "response_b", "format"}
+    conversation_placeholders: ClassVar[set[str]] = {"conversation", "conversation_a",
+                                                     "conversation_b", "format"}
+
+    def chosen_template(self) -> tuple[str, set[str]]:
+        if self.options.mode == "conversation":
+            return "pairwise_conversation", self.conversation_placeholders
+        return super().chosen_template()
+
+    def signature_fields(self) -> dict[str, str]:
+        fields = super().signature_fields()
+        if self.options.mode == "response":  # signatures from before conversations
+            fields.pop("mode", None)
+        return fields
 
     def format_instruction(self) -> str:
         if self.protocol == "json":
@@ -74,6 +95,16 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
                 '"[[C]]" for a tie.')
 
     def order_request(self, sample: Sample, first: str, second: str) -> Request:
+        if self.options.mode == "conversation":
+            start = sample.messages or []
+            tails = {"a": sample.messages_a or [], "b": sample.messages_b or []}
+            # `first`/`second` name the sides in this order ("a"/"b", see `orders`)
+            return self.protocol_request(self.messages({
+                "conversation": rendered(start),
+                "conversation_a": rendered(tails[first], start=len(start)),
+                "conversation_b": rendered(tails[second], start=len(start)),
+                "format": self.format_instruction(),
+            }), SCHEMA)
         messages = self.messages({
             "question": as_data(sample.input_text or "(no question given)"),
             "response_a": as_data(first),
@@ -83,6 +114,15 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
         return self.protocol_request(messages, SCHEMA)
 
     def orders(self, sample: Sample) -> list[tuple[str, str, str]]:
+        if self.options.mode == "conversation":
+            if sample.messages_a is None or sample.messages_b is None:
+                raise MissingField(f"sample {sample.item}/{sample.system} has no "
+                                   "'messages_a'/'messages_b' (mode=conversation compares two "
+                                   "continuations of its 'messages')")
+            sides = [("ab", "a", "b")]
+            if self.options.both_orders:
+                sides.append(("ba", "b", "a"))
+            return sides
         a = need(sample, sample.output_a, "output_a")
         b = need(sample, sample.output_b, "output_b")
         pairs = [("ab", a, b)]

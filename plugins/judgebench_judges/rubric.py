@@ -7,7 +7,12 @@ constrained to the scores ``min..max`` where the backend enforces choices. Where
 also returns logprobs, ``scoring=auto`` reads the score from the probabilities of the allowed
 scores only, renormalised (``scoring=argmax``: the most probable score, an integer;
 ``scoring=expectation``: their probability-weighted mean); ``scoring=text`` parses the text.
-The scoring used is in the signature, the probabilities in ``extra["probs"]``."""
+The scoring used is in the signature, the probabilities in ``extra["probs"]``.
+
+``mode=turn`` judges a conversation's judged turn in its context (the messages up to it, the
+turn marked; template rubric_turn.txt), ``mode=conversation`` the whole conversation
+(rubric_conversation.txt); the default ``mode=response`` reads ``input`` and ``output`` (a
+conversation's derived ones) and leaves the signature as it was (judgebench_judges.conversation)."""
 
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from judgebench_judges.base import (
     need,
     parse_failure,
 )
+from judgebench_judges.conversation import Mode, conversation_of
 from judgebench_judges.criteria import criterion
 from judgebench_judges.templates import as_data
 
@@ -52,6 +58,9 @@ class RubricOptions(JudgeOptions):
     use_reference: bool = True
     max_tokens: int = Field(256, ge=1, le=MAX_TOKENS)
     scoring: Literal["auto", "text", "argmax", "expectation"] = "auto"
+    #: what is judged: the sample's input and output (response), or for a conversation its
+    #: judged turn in context (turn) or the whole conversation (conversation)
+    mode: Mode = "response"
 
 
 def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
@@ -79,6 +88,16 @@ class RubricJudge(JudgeMetric[RubricOptions]):
     parser_name = "rubric"
     placeholders: ClassVar[set[str]] = {"instruction", "response", "reference_block",
                                         "reference_note", "rubric", "format", "min", "max"}
+
+    #: what the conversation templates fill (rubric_turn.txt, rubric_conversation.txt)
+    conversation_placeholders: ClassVar[set[str]] = {
+        "conversation", "turn", "reference_block", "reference_note", "rubric", "format",
+        "min", "max"}
+
+    def chosen_template(self) -> tuple[str, set[str]]:
+        if self.options.mode != "response":
+            return f"rubric_{self.options.mode}", self.conversation_placeholders
+        return super().chosen_template()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -114,6 +133,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
         fields["scoring"] = self.scoring
+        if self.options.mode == "response":  # signatures from before conversations
+            fields.pop("mode", None)
         return fields
 
     def follow_logprobs(self) -> int:
@@ -131,12 +152,24 @@ class RubricJudge(JudgeMetric[RubricOptions]):
 
     def values(self, sample: Sample) -> dict[str, str]:
         o = self.options
-        response = need(sample, sample.output, "output")
         refs = sample.references if o.use_reference else []
         reference_block = ""
         if refs:
             reference_block = ("\nReference answer (would get the highest score):\n"
                                f"<reference>\n{as_data(refs[0])}\n</reference>\n")
+        if o.mode != "response":
+            conversation, turn = conversation_of(sample, o.mode)
+            return {
+                "conversation": conversation,
+                "turn": "" if turn is None else str(turn),
+                "reference_block": reference_block,
+                "reference_note": "Compare it with the reference answer. " if refs else "",
+                "rubric": as_data(self.criterion.rubric(o.min, o.max)),
+                "format": self.format_instruction(),
+                "min": str(o.min),
+                "max": str(o.max),
+            }
+        response = need(sample, sample.output, "output")
         return {
             "instruction": as_data(sample.input_text or "(no instruction given)"),
             "response": as_data(response),

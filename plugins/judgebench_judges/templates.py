@@ -15,6 +15,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -132,6 +133,29 @@ def as_data(value: str | None) -> str:
     folded, origin = _folded(text)
     chars = list(text)
     for match in _TAG.finditer(folded):
+        chars[origin[match.start()]] = "‹"
+        if match.group().endswith(">"):
+            chars[origin[match.end() - 1]] = "›"
+    return "".join(chars)
+
+
+@cache
+def _tag_pattern(delimiters: tuple[str, ...]) -> re.Pattern[str]:
+    """`_TAG` over `delimiters` (a tag naming one of them, over folded text)."""
+    return re.compile(
+        r"<\s*/?\s*(?:"
+        + "|".join(_delimiter_name(d) for d in sorted(delimiters, key=len, reverse=True))
+        + r")(?![\w-])(?:[^<>]*?>)?"
+    )
+
+
+def as_data_with(value: str | None, extra: tuple[str, ...]) -> str:
+    """`as_data`, where the tags of the `extra` delimiters (a template's own, e.g. a
+    conversation's `turn`) are neutralised as well as the built-in ones."""
+    text = as_data(value)
+    folded, origin = _folded(text)
+    chars = list(text)
+    for match in _tag_pattern(extra).finditer(folded):
         chars[origin[match.start()]] = "‹"
         if match.group().endswith(">"):
             chars[origin[match.end() - 1]] = "›"
