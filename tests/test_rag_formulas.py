@@ -1,0 +1,98 @@
+"""The rag.* formulas against independent computations: context precision against
+scikit-learn's average precision and a brute force over precision@k, the fractions against
+counting, answer relevance against numpy; the sentence splitter and the list parsers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from judgebench_judges import parsing
+from judgebench_judges.rag import (
+    answer_relevance,
+    attributed_fraction,
+    context_precision,
+    listed,
+    sentences,
+    supported_fraction,
+    text_verdict,
+)
+from sklearn.metrics import average_precision_score
+
+
+def brute_precision(relevant: list[bool]) -> float:
+    """RAGAS' code path: sum_k precision@k * v_k / (sum v_k + 1e-10)."""
+    at_k = [sum(relevant[: k + 1]) / (k + 1) for k in range(len(relevant))]
+    return sum(p * v for p, v in zip(at_k, relevant, strict=True)) / (sum(relevant) + 1e-10)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_context_precision_is_average_precision(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 30))
+    relevant = [bool(v) for v in rng.random(k) < rng.random()]
+    ours = context_precision(relevant)
+    assert ours == pytest.approx(brute_precision(relevant), abs=1e-9)
+    if any(relevant):  # sklearn: the ranking is the retrieved order (scores descending)
+        scores = np.arange(k, 0, -1, dtype=float)
+        assert ours == pytest.approx(average_precision_score(relevant, scores), abs=1e-12)
+    else:
+        assert ours == 0.0
+
+
+def test_context_precision_by_hand() -> None:
+    assert context_precision([True, False, True]) == pytest.approx((1 + 2 / 3) / 2)
+    assert context_precision([False, True]) == pytest.approx(0.5)
+    assert context_precision([]) == 0.0
+    assert context_precision([True] * 1000) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fractions_count_the_positive_verdicts(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    verdicts = [bool(v) for v in rng.random(int(rng.integers(1, 50))) < 0.5]
+    assert supported_fraction(verdicts) == sum(verdicts) / len(verdicts)
+    assert attributed_fraction(verdicts) == np.mean(verdicts)
+
+
+def test_undefined_fractions_say_so() -> None:
+    with pytest.raises(ValueError, match="no claims"):
+        supported_fraction([])
+    with pytest.raises(ValueError, match="no reference sentence"):
+        attributed_fraction([])
+    with pytest.raises(ValueError, match="no generated question"):
+        answer_relevance([], False)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_answer_relevance_is_the_mean_cosine(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    asked = rng.normal(size=16) * 10.0 ** rng.integers(-3, 4)
+    generated = rng.normal(size=(int(rng.integers(1, 6)), 16))
+    cos = [float(g @ asked / (np.linalg.norm(g) * np.linalg.norm(asked))) for g in generated]
+    expected = float(np.mean(generated @ asked / (np.linalg.norm(generated, axis=1)
+                                                   * np.linalg.norm(asked))))
+    assert answer_relevance(cos, False) == pytest.approx(expected, abs=1e-12)
+    assert answer_relevance(cos, True) == 0.0
+    assert math.isclose(answer_relevance([1e-300, -1e-300], False), 0.0, abs_tol=1e-300)
+
+
+def test_sentences_split_on_stops_before_capitals() -> None:
+    assert sentences("Paris is in France. It has 2 million people! Is it big? yes.") == [
+        "Paris is in France.", "It has 2 million people!", "Is it big? yes."]
+    assert sentences("  ") == []
+    assert sentences("e.g. this stays one") == ["e.g. this stays one"]
+
+
+def test_text_lists_and_verdicts_parse_strictly() -> None:
+    assert listed("Claims:\n- one\n2. two\n* three") == ["one", "two", "three"]
+    assert listed("NONE") == []
+    with pytest.raises(parsing.ParseError, match="no list line"):
+        listed("I cannot help with that.")
+    assert text_verdict("quote\nVerdict: [[unsupported]]", ("SUPPORTED", "UNSUPPORTED")) \
+        == "UNSUPPORTED"
+    assert text_verdict("Verdict: NOT_ATTRIBUTED", ("ATTRIBUTED", "NOT_ATTRIBUTED")) \
+        == "NOT_ATTRIBUTED"
+    with pytest.raises(parsing.ParseError, match="no 'Verdict"):
+        text_verdict("It is supported.", ("SUPPORTED", "UNSUPPORTED"))
