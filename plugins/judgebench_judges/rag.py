@@ -153,9 +153,13 @@ def verdict_schema(text_key: str, labels: Sequence[str]) -> dict[str, Any]:
             "required": [text_key, "verdict"], "additionalProperties": False}
 
 
-def list_schema(key: str, most: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    properties: dict[str, Any] = {key: {"type": "array", "maxItems": most,
-                                        "items": {"type": "string", "maxLength": 300}}}
+def list_schema(key: str, most: int, extra: dict[str, Any] | None = None, *,
+                least: int = 0) -> dict[str, Any]:
+    """An object whose `key` is a list of `least`..`most` strings (a decoder that enforces the
+    schema writes at least `least`: a small model otherwise closes the list at once)."""
+    properties: dict[str, Any] = {key: {"type": "array", "minItems": least, "maxItems": most,
+                                        "items": {"type": "string", "minLength": 1,
+                                                  "maxLength": 300}}}
     properties.update(extra or {})
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
@@ -335,11 +339,17 @@ class Faithfulness(RagJudge):
 
     def claims_request(self, sample: Sample) -> Request:
         o = self.options
+        answer = need(sample, sample.output, "output")
         messages = self.render(self.templates["rag_claims"], {
             "question": as_data(sample.input_text or "(no question given)"),
-            "response": as_data(need(sample, sample.output, "output")),
-            "max_claims": str(o.max_claims), "format": self.claims_format()})
-        return self.json_or_text(messages, list_schema("claims", o.max_claims), o.max_tokens)
+            "response": as_data(answer), "max_claims": str(o.max_claims),
+            "format": self.claims_format()})
+        return self.json_or_text(messages, self.claims_schema(answer), o.max_tokens)
+
+    def claims_schema(self, answer: str) -> dict[str, Any]:
+        """At least one claim from an answer with a word in it, none from one without."""
+        return list_schema("claims", self.options.max_claims,
+                           least=1 if re.search(r"\w", answer) else 0)
 
     def claim_request(self, sample: Sample, claim: str) -> Request:
         return self.verdict_request(self.template, {"context": numbered(chunks(sample)),
@@ -358,9 +368,8 @@ class Faithfulness(RagJudge):
         if (failed := failure_outcome([answer], **call_extra([answer]))) is not None:
             return failed
         try:
-            claims = (string_list(parsing.json_object(answer.text, list_schema(
-                "claims", self.options.max_claims)), "claims") if self.protocol == "json"
-                else listed(answer.text))
+            claims = (string_list(parsing.json_object(answer.text, first.json_schema or {}),
+                                  "claims") if self.protocol == "json" else listed(answer.text))
         except parsing.ParseError as exc:
             return Outcome.failed(Status.PARSE_ERROR, f"claim extraction: {exc}",
                                   raw=answer.text, extra={"claims": [], **call_extra([answer])},
@@ -493,7 +502,7 @@ class AnswerRelevance(RagJudge):
         return fields
 
     def schema(self) -> dict[str, Any]:
-        return list_schema("questions", self.options.n, self.NONCOMMITTAL)
+        return list_schema("questions", self.options.n, self.NONCOMMITTAL, least=1)
 
     def questions_format(self) -> str:
         if self.protocol == "json":
