@@ -38,6 +38,7 @@ from pydantic import Field
 
 from judgebench.plugin_api import (
     MAX_TOKENS,
+    EmptyText,
     InputError,
     MetricInfo,
     Outcome,
@@ -48,7 +49,6 @@ from judgebench.plugin_api import (
 )
 from judgebench_judges import parsing
 from judgebench_judges.base import (
-    JUDGED_EMPTY,
     JudgeMetric,
     JudgeOptions,
     accounting,
@@ -58,6 +58,16 @@ from judgebench_judges.base import (
     need,
 )
 from judgebench_judges.templates import Template, as_data, load_template
+
+
+def judged_empty(*fields: str) -> EmptyText:
+    """What a rag.* judge does with an empty text in each of the `fields` it reads."""
+    return EmptyText(
+        **dict.fromkeys(fields, "scored"),
+        note="judged like any other text: the prompt shows an empty answer, question, "
+             "reference or passage as nothing between its tags (an answer with no word yields "
+             "no claim: rag.faithfulness is then skipped, undefined as in RAGAS)")
+
 
 #: The key in ``extra`` of each metric's list of judged units.
 UNITS = {"rag.faithfulness": "claims", "rag.claims": "claims",
@@ -317,7 +327,8 @@ def positive(units: Sequence[dict[str, Any]], label: str) -> list[bool]:
 class Faithfulness(RagJudge):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="rag.faithfulness", version="1", kind="judge",
-        requires=("output", "context"), empty_text=JUDGED_EMPTY, value_range=(0, 1),
+        requires=("output", "context"), value_range=(0, 1),
+        empty_text=judged_empty("output", "input", "context"),
         deterministic=False,
         description="RAGAS faithfulness: the answer's claims (extracted by the judge), each "
                     "checked against the retrieved passages; the share supported. The claims, "
@@ -406,7 +417,8 @@ class UnsupportedClaims(Faithfulness):
 class ContextPrecision(RagJudge):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="rag.context_precision", version="1", kind="judge",
-        requires=("input", "context"), empty_text=JUDGED_EMPTY, value_range=(0, 1),
+        requires=("input", "context"),
+        empty_text=judged_empty("input", "reference", "context"), value_range=(0, 1),
         deterministic=False,
         description="RAGAS context precision: each retrieved passage judged relevant to the "
                     "question (and the reference answer, where the sample has one); the mean "
@@ -444,7 +456,8 @@ class ContextPrecision(RagJudge):
 class ContextRecall(RagJudge):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="rag.context_recall", version="1", kind="judge",
-        requires=("reference", "context"), empty_text=JUDGED_EMPTY, value_range=(0, 1),
+        requires=("reference", "context"),
+        empty_text=judged_empty("input", "reference", "context"), value_range=(0, 1),
         deterministic=False,
         description="RAGAS context recall: each sentence of the reference judged attributable "
                     "to the retrieved passages or not; the share attributed.",
@@ -479,7 +492,8 @@ class ContextRecall(RagJudge):
 class AnswerRelevance(RagJudge):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="rag.answer_relevance", version="1", kind="judge",
-        requires=("input", "output"), empty_text=JUDGED_EMPTY, value_range=(-1, 1),
+        requires=("input", "output"), value_range=(-1, 1),
+        empty_text=judged_empty("input", "output"),
         deterministic=False,
         description="RAGAS answer relevance: n questions generated from the answer; the mean "
                     "cosine of their MiniLM sentence embeddings to the asked question's, 0 "
