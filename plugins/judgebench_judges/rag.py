@@ -62,11 +62,11 @@ from judgebench_judges.templates import Template, as_data, load_template
 
 def judged_empty(*fields: str) -> EmptyText:
     """What a rag.* judge does with an empty text in each of the `fields` it reads."""
-    return EmptyText(
+    return EmptyText.model_validate({
         **dict.fromkeys(fields, "scored"),
-        note="judged like any other text: the prompt shows an empty answer, question, "
-             "reference or passage as nothing between its tags (an answer with no word yields "
-             "no claim: rag.faithfulness is then skipped, undefined as in RAGAS)")
+        "note": "judged like any other text: the prompt shows an empty answer, question, "
+                "reference or passage as nothing between its tags (an answer with no word "
+                "yields no claim: rag.faithfulness is then skipped, undefined as in RAGAS)"})
 
 
 #: The key in ``extra`` of each metric's list of judged units.
