@@ -40,6 +40,7 @@ def scripted():
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("JB_RAG_KEY", "sk-rag-test-key")
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     with runtime.running(runtime.RunSettings(cache_path=tmp_path / "cache")):
         yield
 
@@ -214,3 +215,24 @@ def test_cli_score_meta_eval_audit_logs_on_the_ares_sample(scripted, tmp_path) -
     assert logs.returncode == 0, logs.stderr
     assert "claims (" in logs.stdout and "evidence:" in logs.stdout
     assert "call 2 of" in logs.stdout
+
+
+def test_a_budget_counts_every_sub_call_and_a_resume_pays_only_the_rest(scripted,
+                                                                         tmp_path) -> None:
+    samples = [sample(f"Paris {k} is a city. Claim {k} is made. Another {k}.",
+                      item=f"q{k}") for k in range(8)]
+    cache = tmp_path / "budget-cache"
+    first = runtime.RunSettings(budget=runtime.Budget(limit_usd=2e-3), cache_path=cache)
+    before = scripted.calls
+    with runtime.running(first), pytest.raises(runtime.BudgetExceeded):
+        metric("rag.faithfulness", scripted.url, concurrency=2).score(samples)
+    paid_first = scripted.calls - before
+    assert 0 < first.budget.spent_usd <= 2e-3 and paid_first < 8 * 4
+    second = runtime.RunSettings(budget=runtime.Budget(limit_usd=1.0), cache_path=cache)
+    with runtime.running(second):
+        outcomes = metric("rag.faithfulness", scripted.url).score(samples)
+    assert all(o.status == Status.OK for o in outcomes)
+    assert scripted.calls - before == 8 * 4  # an extraction and 3 verdicts each, paid once
+    assert sum(o.extra["calls"] for o in outcomes) == 8 * 4
+    assert first.budget.spent_usd + second.budget.spent_usd == pytest.approx(
+        sum(o.cost_usd for o in outcomes))
