@@ -96,3 +96,24 @@ def test_text_lists_and_verdicts_parse_strictly() -> None:
         == "NOT_ATTRIBUTED"
     with pytest.raises(parsing.ParseError, match="no 'Verdict"):
         text_verdict("It is supported.", ("SUPPORTED", "UNSUPPORTED"))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_longest_list_the_schema_allows_closes_within_max_tokens(seed: int) -> None:
+    """A token is at least one character, so the longest JSON the schema admits (every item
+    at maxLength, maxItems of them, compact as llguidance writes it) fits in max_tokens."""
+    import json
+
+    from judgebench_judges.rag import NONCOMMITTAL, list_schema
+
+    rng = np.random.default_rng(seed)
+    most = int(rng.integers(1, 17))
+    extra = NONCOMMITTAL if seed % 2 else None
+    max_tokens = int(rng.integers(40 + 12 * most, 2048))
+    schema = list_schema("claims", most, extra, least=1, max_tokens=max_tokens)
+    spec = schema["properties"]["claims"]
+    longest: dict[str, object] = {"claims": ["\u00e9" * spec["items"]["maxLength"]] * most}
+    if extra:
+        longest["noncommittal"] = False
+    assert len(json.dumps(longest, separators=(",", ":"), ensure_ascii=False)) <= max_tokens
+    assert spec["minItems"] == 1 and spec["maxItems"] == most

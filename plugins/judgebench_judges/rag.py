@@ -147,7 +147,9 @@ class RagOptions(JudgeOptions):
 
 
 class FaithfulnessOptions(RagOptions):
-    max_claims: int = Field(8, ge=1, le=64)
+    max_claims: int = Field(6, ge=1, le=64)
+    #: tokens of the claim list (each claim at most (max_tokens - ~50) / max_claims chars)
+    max_tokens: int = Field(512, ge=1, le=MAX_TOKENS)
 
 
 class AnswerRelevanceOptions(RagOptions):
@@ -163,13 +165,21 @@ def verdict_schema(text_key: str, labels: Sequence[str]) -> dict[str, Any]:
             "required": [text_key, "verdict"], "additionalProperties": False}
 
 
+#: Answer relevance's flag beside its questions (RAGAS' noncommittal answer).
+NONCOMMITTAL: dict[str, Any] = {"noncommittal": {"type": "boolean"}}
+
+
 def list_schema(key: str, most: int, extra: dict[str, Any] | None = None, *,
-                least: int = 0) -> dict[str, Any]:
+                least: int = 0, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
     """An object whose `key` is a list of `least`..`most` strings (a decoder that enforces the
-    schema writes at least `least`: a small model otherwise closes the list at once)."""
+    schema writes at least `least`: a small model otherwise closes the list at once), each
+    string short enough that the whole object closes within `max_tokens` (a token is at least
+    one character: the items share what the keys and punctuation leave)."""
+    overhead = 16 + len(key) + 4 * most + sum(len(name) + 12 for name in extra or {})
+    longest = max(8, min(300, (max_tokens - overhead) // most))
     properties: dict[str, Any] = {key: {"type": "array", "minItems": least, "maxItems": most,
                                         "items": {"type": "string", "minLength": 1,
-                                                  "maxLength": 300}}}
+                                                  "maxLength": longest}}}
     properties.update(extra or {})
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
@@ -360,7 +370,8 @@ class Faithfulness(RagJudge):
     def claims_schema(self, answer: str) -> dict[str, Any]:
         """At least one claim from an answer with a word in it, none from one without."""
         return list_schema("claims", self.options.max_claims,
-                           least=1 if re.search(r"\w", answer) else 0)
+                           least=1 if re.search(r"\w", answer) else 0,
+                           max_tokens=self.options.max_tokens)
 
     def claim_request(self, sample: Sample, claim: str) -> Request:
         return self.verdict_request(self.template, {"context": numbered(chunks(sample)),
@@ -504,7 +515,6 @@ class AnswerRelevance(RagJudge):
     template_name = "rag_questions"
     unused = ("feedback_tokens", "verdict_tokens")
     placeholders: ClassVar[set[str]] = {"response", "n", "format"}
-    NONCOMMITTAL: ClassVar[dict[str, Any]] = {"noncommittal": {"type": "boolean"}}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -516,7 +526,8 @@ class AnswerRelevance(RagJudge):
         return fields
 
     def schema(self) -> dict[str, Any]:
-        return list_schema("questions", self.options.n, self.NONCOMMITTAL, least=1)
+        return list_schema("questions", self.options.n, NONCOMMITTAL, least=1,
+                           max_tokens=self.options.max_tokens)
 
     def questions_format(self) -> str:
         if self.protocol == "json":
