@@ -22,7 +22,7 @@ from judgebench.plugins import build_host
 pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
 
 ARES = Path(__file__).resolve().parents[1] / "examples" / "rag-ares.jsonl"
-SMALL = {"max_claims": 2, "max_tokens": 64, "verdict_tokens": 48}
+SMALL = {"max_claims": 2, "max_tokens": 128, "verdict_tokens": 48}
 
 
 def shortest(n: int) -> list[dict]:

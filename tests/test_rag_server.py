@@ -236,3 +236,19 @@ def test_a_budget_counts_every_sub_call_and_a_resume_pays_only_the_rest(scripted
     assert sum(o.extra["calls"] for o in outcomes) == 8 * 4
     assert first.budget.spent_usd + second.budget.spent_usd == pytest.approx(
         sum(o.cost_usd for o in outcomes))
+
+
+def test_a_refused_passage_and_a_dry_run_keep_their_statuses(tmp_path) -> None:
+    reply = '{{"reason": "r", "verdict": "RELEVANT"}}'
+    with FaultServer(reply=reply, log=tmp_path / "served.jsonl") as srv:
+        m = metric("rag.context_precision", srv.url)
+        [o] = m.score([sample("Paris.", context=["Paris is in France.",
+                                                 "Refused. @@fault=refuse*9@@"])])
+        assert o.status == Status.REFUSED and o.reason.startswith("passage 2 of 2: ")
+        assert [p["status"] for p in o.extra["passages"]] == ["ok", "refused"]
+        served = len(srv.served())
+        with runtime.running(runtime.RunSettings(dry_run=True, cache_path=tmp_path / "dry")):
+            dry = metric("rag.faithfulness", srv.url).score([sample("Paris.")])
+            precision = metric("rag.context_precision", srv.url).score([sample("Paris.")])
+        assert dry[0].status == Status.SKIPPED and precision[0].status == Status.SKIPPED
+        assert len(srv.served()) == served

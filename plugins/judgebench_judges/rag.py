@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -284,8 +285,10 @@ class RagJudge(JudgeMetric[Any]):
         """One unit (claim, passage, sentence) judged: its record for ``extra``."""
         answer = await self.ask(request)
         record: dict[str, Any] = {"text": text}
-        if answer.error is not None:
-            return {**record, "status": str(Status.ERROR), "reason": str(answer.error)}, answer
+        if answer.error is not None:  # the statuses `failure_outcome` gives a failed call
+            status = {"refused": Status.REFUSED, "dry_run": Status.SKIPPED}.get(
+                answer.error.kind, Status.ERROR)
+            return {**record, "status": str(status), "reason": str(answer.error)}, answer
         try:
             if self.protocol == "json":
                 data = parsing.json_object(answer.text, verdict_schema(self.text_key,
@@ -317,10 +320,8 @@ class RagJudge(JudgeMetric[Any]):
             if record["status"] != str(Status.OK):
                 what = key.removesuffix("s")
                 reason = f"{what} {position} of {len(units)}: {record['reason']}"
-                status = (Status.PARSE_ERROR if record["status"] == str(Status.PARSE_ERROR)
-                          else Status.ERROR)
-                return Outcome.failed(status, reason, raw=joined_raw(responses), extra=extra,
-                                      **cost)
+                return Outcome.failed(Status(record["status"]), reason,
+                                      raw=joined_raw(responses), extra=extra, **cost)
         try:
             number = float(value())
         except ValueError as exc:
@@ -519,6 +520,7 @@ class AnswerRelevance(RagJudge):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._cosine: Any = None
+        self._cosine_lock = threading.Lock()  # samples embed in threads of their own
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
@@ -557,12 +559,13 @@ class AnswerRelevance(RagJudge):
     def cosines(self, question: str, generated: Sequence[str]) -> list[Outcome | float]:
         """cos(E(q_i), E(q)) for each generated question, by neural.embedding-cosine
         (loaded on first use)."""
-        if self._cosine is None:
-            self._cosine = self.host.metric("neural.embedding-cosine").factory(
-                against="input", model=self.options.encoder)
-        return list(self._cosine.score([Sample(item=str(i), system="q", output=g,
-                                               input=question)
-                                        for i, g in enumerate(generated)]))
+        with self._cosine_lock:
+            if self._cosine is None:
+                self._cosine = self.host.metric("neural.embedding-cosine").factory(
+                    against="input", model=self.options.encoder)
+            return list(self._cosine.score([Sample(item=str(i), system="q", output=g,
+                                                   input=question)
+                                            for i, g in enumerate(generated)]))
 
     async def judge(self, sample: Sample) -> Outcome:
         question = need(sample, sample.input_text, "input")
