@@ -117,3 +117,34 @@ def test_the_longest_list_the_schema_allows_closes_within_max_tokens(seed: int) 
         longest["noncommittal"] = False
     assert len(json.dumps(longest, separators=(",", ":"), ensure_ascii=False)) <= max_tokens
     assert spec["minItems"] == 1 and spec["maxItems"] == most
+
+
+def test_logs_show_each_judged_unit_on_a_line() -> None:
+    from judgebench.render.text import block
+    from judgebench.services.runs import LogEntry
+
+    units = [{"text": "Paris is in France.", "status": "ok", "verdict": "supported",
+              "evidence": "Paris is the capital of France."},
+             {"text": "It has 90 million people.", "status": "parse_error",
+              "reason": "no 'Verdict: SUPPORTED or UNSUPPORTED' in the answer", "raw": "Hmm."},
+             {"text": "What is Paris?", "status": "ok", "cosine": 0.81234}]
+    entry = LogEntry(run_id=1, level="segment", column="rag.faithfulness",
+                     metric="rag.faithfulness", signature="s", item="q1", system="rag",
+                     status="parse_error", reason="claim 2 of 3: no verdict", value=None,
+                     extra={"claims": units, "n_claims": 3, "calls": 4})
+    lines = block(entry).splitlines()
+    at = lines.index("  claims (3):")
+    assert lines[at + 1:] == [
+        "    1. [supported] Paris is in France.",
+        "       evidence: Paris is the capital of France.",
+        "    2. [parse_error] It has 90 million people.",
+        "       reason: no 'Verdict: SUPPORTED or UNSUPPORTED' in the answer",
+        "       raw: Hmm.",
+        "    3. [ok] What is Paris?",
+        "       cosine: 0.8123",
+        '  extra: {"n_claims": 3, "calls": 4}']
+    plain = LogEntry(run_id=1, level="segment", column="c", metric="m", signature="s",
+                     item="q", system="s", status="ok", reason=None, value=1.0,
+                     extra={"claims": [], "probs": [{"text": "no status"}]})
+    assert block(plain).splitlines()[-1] == (
+        '  extra: {"claims": [], "probs": [{"text": "no status"}]}')
