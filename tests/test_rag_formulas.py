@@ -1,6 +1,7 @@
 """The rag.* formulas against independent computations: context precision against
 scikit-learn's average precision and a brute force over precision@k, the fractions against
-counting, answer relevance against numpy; the sentence splitter and the list parsers."""
+counting, answer relevance against numpy; the sentence splitter, the list parsers, the
+schema's length bounds and logs' lines for judged units."""
 
 from __future__ import annotations
 
