@@ -51,6 +51,12 @@ def test_each_sub_call_is_constrained_and_parses(tmp_path) -> None:
         assert r.status == Status.OK, r.reason
         assert 1 <= len(r.extra["questions"]) <= 2
         assert isinstance(r.extra["noncommittal"], bool)
+        recall = build_host().metric("rag.context_recall").factory(verdict_tokens=48)
+        with_reference = Sample(**{**row, "reference": f"{row['output']}. It is in the passage."})
+        [c] = recall.score([with_reference])
+        assert isinstance(c, Outcome) and c.status == Status.OK, c.reason
+        assert [s["status"] for s in c.extra["sentences"]] == ["ok", "ok"]
+        assert c.value in (0.0, 0.5, 1.0)
 
 
 def test_cli_score_meta_eval_logs_on_smollm2(tmp_path) -> None:
