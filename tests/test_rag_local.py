@@ -54,7 +54,8 @@ def test_each_sub_call_is_constrained_and_parses(tmp_path) -> None:
         recall = build_host().metric("rag.context_recall").factory(verdict_tokens=48)
         with_reference = Sample(**{**row, "reference": f"{row['output']}. It is in the passage."})
         [c] = recall.score([with_reference])
-        assert isinstance(c, Outcome) and c.status == Status.OK, c.reason
+        assert isinstance(c, Outcome)
+        assert c.status == Status.OK, c.reason
         assert [s["status"] for s in c.extra["sentences"]] == ["ok", "ok"]
         assert c.value in (0.0, 0.5, 1.0)
 
