@@ -185,20 +185,22 @@ class EmptyText(BaseModel):
     not a missing field): `scored` as its reference library scores it, or `skipped` (a status
     with the reason) where the metric is undefined on it. One entry per text field it reads
     (`output` covers `output_a`/`output_b`, `reference` each reference, `input` the input or
-    source); None: it does not read that field. `note`: the value it gets, or why not."""
+    source, `context` each retrieved passage); None: it does not read that field. `note`: the
+    value it gets, or why not."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     output: EmptyAction | None = None
     reference: EmptyAction | None = None
     input: EmptyAction | None = None
+    context: EmptyAction | None = None
     note: str = ""
 
     def describe(self) -> str:
         """One line: `output scored, reference scored: NOTE`."""
         fields = [f"{name} {action}" for name, action in
                   (("output", self.output), ("reference", self.reference),
-                   ("input", self.input)) if action is not None]
+                   ("input", self.input), ("context", self.context)) if action is not None]
         head = ", ".join(fields) or "reads no text"
         return f"{head}: {self.note}" if self.note else head
 

@@ -422,7 +422,7 @@ def test_every_builtin_metric_declares_its_empty_text_behaviour(name: str) -> No
     assert declared is not None, name
     assert len(declared.note) >= 10, name
     fields = {"output": declared.output, "reference": declared.reference,
-              "input": declared.input}
+              "input": declared.input, "context": declared.context}
     for field in info.requires:  # every text field it needs is declared
         key = "output" if field.startswith("output") else field
         assert fields[key] is not None, (name, field)

@@ -656,11 +656,34 @@ def block(entry: LogEntry) -> str:
         lines += ["  rationale:", _indent(entry.rationale)]
     from judgebench.render.spans import span_log_lines
 
-    span_lines, extra = span_log_lines(entry.extra)
+    span_lines, rest = span_log_lines(entry.extra)
     lines += span_lines
+    extra = dict(rest or {})
+    for key in [k for k, v in extra.items() if _units(v)]:
+        lines += _unit_lines(key, extra.pop(key))
     if extra:
         lines.append(f"  extra: {json.dumps(extra, ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
+
+
+def _units(value: object) -> bool:
+    """Whether an `extra` entry is a list of judged units (a multi-call judge's claims,
+    passages, questions: dicts with a `text` and a `status`)."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(u, dict) and "text" in u and "status" in u for u in value))
+
+
+def _unit_lines(key: str, units: list[dict[str, object]]) -> list[str]:
+    """Each unit on a line (its verdict, or its status and reason), then its other fields."""
+    lines = [f"  {key} ({len(units)}):"]
+    for number, unit in enumerate(units, start=1):
+        mark = (unit.get("verdict") or "ok") if unit.get("status") == "ok" else unit["status"]
+        lines.append(f"    {number}. [{mark}] {unit['text']}")
+        for field, value in unit.items():
+            if field not in ("text", "status", "verdict") and value not in (None, ""):
+                shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+                lines.append(_indent(f"{field}: {shown}", 7))
+    return lines
 
 
 def _call_lines(call: Call, number: int, total: int) -> list[str]:

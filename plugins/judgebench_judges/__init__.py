@@ -1,7 +1,7 @@
 """LLM judges as a plugin: judge.rubric, judge.geval, judge.pairwise, judge.reference,
-judge.panel, Prometheus 2's judge.prometheus and judge.prometheus_relative, and GEMBA-MQM's
-error spans, judge.mqm. Prompt templates live in templates/*.txt; pass ``template=PATH`` to
-override.
+judge.panel, Prometheus 2's judge.prometheus and judge.prometheus_relative, GEMBA-MQM's
+error spans (judge.mqm) and the retrieval-grounded rag.* metrics (rag.py). Prompt templates
+live in templates/*.txt; pass ``template=PATH`` to override.
 
 Registering imports no model library; a judge builds its backend on first use.
 """
@@ -25,9 +25,10 @@ def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.pairwise import PairwiseJudge
     from judgebench_judges.panel import JudgePanel
     from judgebench_judges.prometheus import PrometheusJudge, PrometheusRelativeJudge
+    from judgebench_judges.rag import METRICS as RAG_METRICS
     from judgebench_judges.reference import ReferenceJudge
     from judgebench_judges.rubric import RubricJudge
 
     for metric in (RubricJudge, GEvalJudge, PairwiseJudge, ReferenceJudge, JudgePanel,
-                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge):
+                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge, *RAG_METRICS):
         register(metric)
