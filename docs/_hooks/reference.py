@@ -131,6 +131,28 @@ def statistics_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def _members(cls: type) -> list[str]:
+    """The public methods and properties `cls` itself defines that have a docstring."""
+    out = []
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        function = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+        if isinstance(member, property):
+            head, doc = f"{cls.__name__}.{name} (property)", inspect.getdoc(member)
+        elif inspect.isfunction(function):
+            try:
+                signature = str(inspect.signature(function))
+            except (TypeError, ValueError):
+                signature = "(...)"
+            head, doc = f"{cls.__name__}.{name}{signature}", inspect.getdoc(function)
+        else:
+            continue
+        if doc:
+            out += [f"```text\n{head}\n\n{doc}\n```", ""]
+    return out
+
+
 def plugin_api_page() -> str:
     import judgebench.plugin_api as api
 
@@ -148,9 +170,11 @@ def plugin_api_page() -> str:
             except (TypeError, ValueError):
                 signature = "(...)"
             out += [f"```text\n{kind} {name}{signature}\n```", ""]
-            doc = inspect.getdoc(obj)
-            if doc and not (inspect.isclass(obj) and doc == inspect.getdoc(object)):
-                out += [_fence(doc)]
+            own = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
+            if own:  # a class's own docstring, not one it inherits (Generic's, BaseModel's)
+                out += [_fence(inspect.cleandoc(own))]
+            if inspect.isclass(obj):
+                out += _members(obj)
         else:
             out += [f"A constant: `{_cell(repr(obj))[:300]}`", ""]
     return "\n".join(out)
