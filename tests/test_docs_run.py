@@ -9,6 +9,9 @@ The convention (docs/index.md says it to readers):
 - ```text blocks are output; ```toml and ```json blocks are not run but must parse; the other
   languages in DATA_LANGUAGES are not run. A fence without a language, or with one not named
   here (```bash, ```console), is an error: each block says what it is;
+- `$JUDGEBENCH_DOCS_SERVER` is the api_base of an OpenAI-compatible judge server: here a
+  loopback one that answers every built-in judge in form (tests/docs_judge_server.py), so the
+  judge examples run without a key or a GPU;
 - every relative link points at a file of the repository, and no link leaves the repository
   except an https:// URL.
 Each page is one test parameter; a failing block's error names the page, its line and the
@@ -26,10 +29,12 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from docs_judge_server import DocsJudgeServer
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -37,7 +42,7 @@ RUN_LANGUAGES = ("sh", "python")
 DATA_LANGUAGES = ("text", "toml", "json", "yaml", "sql", "ini", "html", "jinja", "diff")
 NOT_RUN_REASONS = ("needs an API key", "needs a GPU", "needs a Ray cluster",
                    "installs packages (CI installs them: .ci/run)")
-SLOW_PAGES: frozenset[str] = frozenset()
+SLOW_PAGES = frozenset({"docs/guides/local-judges.md", "docs/guides/neural-metrics.md"})
 BLOCK_TIMEOUT_S = 900  # a guard against a hung block, not a speed check
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
@@ -93,6 +98,23 @@ def blocks(page: str) -> list[Block]:
     return found
 
 
+INDENTED_COMMAND = re.compile(r"^(?: {4,}|\t)(?:judgebench|python|pip|\.venv/|def |import |from )")
+
+
+def indented_commands(page: str) -> list[int]:
+    """The lines (1-based) that open an indented code block of commands or Python outside
+    any fence: such a block would be neither run nor marked, so it is an error."""
+    lines = (REPO / page).read_text(encoding="utf-8").split("\n")
+    found, inside = [], False
+    for number, line in enumerate(lines, 1):
+        if FENCE.match(line):
+            inside = not inside
+        elif not inside and INDENTED_COMMAND.match(line) and number > 1 \
+                and not lines[number - 2].strip():
+            found.append(number)
+    return found
+
+
 def prose(page: str) -> str:
     """The page without its fenced blocks and inline code (where links are not links)."""
     lines = (REPO / page).read_text(encoding="utf-8").split("\n")
@@ -144,14 +166,25 @@ def _params() -> list[object]:
             for page in doc_pages()]
 
 
+@pytest.fixture(scope="module")
+def judge_server() -> Iterator[str]:
+    """The api_base of the judge the examples call ($JUDGEBENCH_DOCS_SERVER)."""
+    with DocsJudgeServer() as server:
+        yield server.url
+
+
 @pytest.mark.parametrize("page", _params())
-def test_page_runs(page: str, tmp_path: Path) -> None:
+def test_page_runs(page: str, tmp_path: Path, judge_server: str) -> None:
     """Every block of the page is of a known language, every not-run reason an allowed one,
     every toml/json block parses, and the sh and python blocks run in order."""
     work = tmp_path / "work"
     work.mkdir()
     shutil.copytree(REPO / "examples", work / "examples")
     env = _environment(tmp_path)
+    env["JUDGEBENCH_DOCS_SERVER"] = judge_server
+    indented = indented_commands(page)
+    assert not indented, (f"{page}:{indented[0]}: an indented code block; fence it as ```sh or "
+                          "```python (run) or ```text (output)")
     for block in blocks(page):
         where = f"{block.page}:{block.line}"
         known = RUN_LANGUAGES + DATA_LANGUAGES
