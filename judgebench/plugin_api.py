@@ -18,8 +18,9 @@ judgebench through this module only (tests/test_plugin_api.py checks it).
   `read_samples`.
 
 Stability: a name here keeps its meaning within a major version; a change to one is said in
-the README and in the changelog of the release that makes it. Anything else under
-`judgebench` is the host's own and may change in any release.
+the docs (their plugin API page is generated from this module) and in the changelog of the
+release that makes it. Anything else under `judgebench` is the host's own and may change in
+any release.
 """
 
 from __future__ import annotations

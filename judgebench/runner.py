@@ -590,7 +590,7 @@ def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], stor
                     bar: Any, result: RunResult) -> None:
     """Score one batch of a metric that yields its results as they finish
     (`Metric.score_stream`), committing each sample as it comes (one small transaction: see
-    the README's "Streaming" for its cost), so a killed run loses only the samples in
+    docs/guides/judges.md, "Streaming", for its cost), so a killed run loses only the samples in
     flight. If the stream raises, the samples it did not yield are scored one by one, as
     `score_batch` does; a budget stop keeps what finished."""
     began = time.perf_counter()

@@ -121,8 +121,8 @@ SCHEMA = (
 )""",
 )
 
-#: Columns of `runs` in this schema version (what `judgebench runs` shows; README: "Runs,
-#: logs and the store").
+#: Columns of `runs` in this schema version (what `judgebench runs` shows;
+#: docs/design/store-schema.md).
 RUN_COLUMNS = (
     "id", "started", "ended", "pid", "version", "command", "input_path", "input_hash",
     "selection", "metrics", "statuses", "rows", "computed", "reused", "failed", "tokens_in",

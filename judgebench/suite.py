@@ -83,7 +83,7 @@ class Source(_Strict):
 
 
 class SuiteInfo(_Strict):
-    """What `suite.json` holds (the layout in README "Benchmark your judge")."""
+    """What `suite.json` holds (the layout in docs/guides/suites.md)."""
 
     name: str
     title: str

@@ -173,9 +173,11 @@ README_API = re.compile(r"```python\n(import judgebench\n.*?)```", re.S)
 
 
 def test_the_readmes_api_example_runs_twice_in_a_fresh_process(tmp_path: Path) -> None:
-    blocks = README_API.findall((REPO / "README.md").read_text(encoding="utf-8"))
-    assert blocks, "the README shows the Python API in a ```python block"
-    (tmp_path / "gens.jsonl").write_bytes(EXAMPLE.read_bytes())
+    page = REPO / "docs" / "guides" / "scoring.md"  # the API example, moved from the README
+    blocks = README_API.findall(page.read_text(encoding="utf-8"))
+    assert blocks, "docs/guides/scoring.md shows the Python API in a ```python block"
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / EXAMPLE.name).write_bytes(EXAMPLE.read_bytes())
     code = "\n".join(blocks)
     script = "for _ in range(2):\n" + "".join(f"    {line}\n" for line in code.splitlines())
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,

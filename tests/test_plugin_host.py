@@ -207,7 +207,7 @@ def test_readme_example_plugin_installs_with_pip_and_scores(tmp_path: Path) -> N
 
 def test_readme_shows_the_example_plugin_verbatim() -> None:
     repo = Path(__file__).resolve().parent.parent
-    readme = (repo / "README.md").read_text(encoding="utf-8")
+    readme = (repo / "docs" / "tutorials" / "write-a-plugin.md").read_text(encoding="utf-8")
     shown = readme.split("# judgebench_wordcount.py\n", 1)[1].split("```", 1)[0]
     source = (repo / "examples" / "judgebench-wordcount" / "judgebench_wordcount.py").read_text()
     assert source.split('"""\n\n', 1)[1] == shown

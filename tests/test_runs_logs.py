@@ -1,6 +1,6 @@
 """`judgebench runs` and `judgebench logs`: what each run was and how it ended, and per score
 its status, reason and, for judges, the prompt and answer from the judge cache; the store's
-documented SQL (README: "Runs, logs and the store") against a real store."""
+documented SQL (docs/design/store-schema.md) against a real store."""
 
 from __future__ import annotations
 
@@ -346,10 +346,9 @@ def test_runs_and_logs_read_a_store_of_main_1710a54(tmp_path: Path) -> None:
 
 # -- the README's SQL, against a real store ---------------------------------------------------
 def _readme_section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("### Runs, logs and the store")
-    end = text.find("\n## ", start)
-    return text[start:end]
+    """The two pages the README's "Runs, logs and the store" became."""
+    return "\n".join((REPO / "docs" / page).read_text(encoding="utf-8")
+                     for page in ("guides/runs-and-logs.md", "design/store-schema.md"))
 
 
 def test_every_documented_sql_query_runs_on_a_real_store(judged: dict) -> None:
@@ -386,8 +385,8 @@ def test_the_readme_documents_every_table_and_column() -> None:
 
 
 def test_the_scoring_quick_start_ends_with_runs_and_logs() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    block = text[text.index("## Scoring"):].split("```bash\n", 1)[1].split("```", 1)[0]
+    text = (REPO / "docs" / "guides" / "scoring.md").read_text(encoding="utf-8")
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
     last = [line.split("#")[0].strip() for line in block.strip().splitlines()[-2:]]
     assert last[0].startswith("judgebench runs") and last[1].startswith("judgebench logs")
 

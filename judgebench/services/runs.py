@@ -25,14 +25,14 @@ from judgebench.models import Status
 from judgebench.results import Result
 from judgebench.store import RUN_COLUMNS, Store
 
-#: The fields of one `runs --json` object, in order (README: "Runs, logs and the store").
+#: The fields of one `runs --json` object, in order (docs/guides/runs-and-logs.md).
 RUN_FIELDS = (
     "id", "started", "ended", "wall_s", "outcome", "error", "command", "input_path",
     "input_hash", "selection", "metrics", "statuses", "rows", "computed", "reused", "ok",
     "failed", "tokens_in", "tokens_out", "cost_usd", "version", "pid", "cache",
     "fingerprints", "warnings",
 )
-#: The fields of one `logs --json` object, in order (README: "Runs, logs and the store").
+#: The fields of one `logs --json` object, in order (docs/guides/runs-and-logs.md).
 LOG_FIELDS = (
     "run_id", "level", "column", "metric", "signature", "item", "system", "status", "reason",
     "value", "raw", "rationale", "extra", "tokens_in", "tokens_out", "cost_usd", "latency_s",

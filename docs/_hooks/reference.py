@@ -1,0 +1,180 @@
+"""MkDocs hook: the reference pages, generated at build time from the code they describe, so
+they cannot drift from it.
+
+- reference/commands.md: click's own help of every command of `judgebench.cli.make_cli(host)`
+  (every option, as `judgebench COMMAND --help` prints it), for the installed plugins' host;
+- reference/metrics.md: every registered metric's and sentinel's card
+  (`judgebench.metric_card`, what `judgebench metrics NAME` prints);
+- reference/statistics.md: the one statistic table, `meta_eval.statistics.STATISTICS`;
+- reference/plugin-api.md: every name `judgebench.plugin_api` exports, with its signature and
+  docstring;
+- benchmarks.md: benchmarks/README.md as it is (it lives beside the benchmarks it describes).
+
+`pages()` gives them as {path: Markdown} without MkDocs (tests/test_docs_run.py reads it).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    for path, content in pages().items():
+        files.append(File.generated(config, path, content=content))
+    return files
+
+
+def pages() -> dict[str, str]:
+    from judgebench.plugins import build_host
+
+    host = build_host()
+    return {
+        "reference/commands.md": commands_page(host),
+        "reference/metrics.md": metrics_page(host),
+        "reference/statistics.md": statistics_page(),
+        "reference/plugin-api.md": plugin_api_page(),
+        "benchmarks.md": (REPO / "benchmarks" / "README.md").read_text(encoding="utf-8"),
+    }
+
+
+def _cell(value: Any) -> str:
+    """A value in a Markdown table cell: pipes escaped, newlines folded."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _fence(text: str) -> str:
+    return f"```text\n{text.rstrip()}\n```\n"
+
+
+def commands_page(host: Any) -> str:
+    import click
+
+    from judgebench.cli import make_cli
+
+    group = make_cli(host)
+    out = ["# Commands", "",
+           "Generated from click's help of every command (`judgebench COMMAND --help` prints "
+           "the same), for the plugins installed where the site was built.", ""]
+    root = click.Context(group, info_name="judgebench")
+    out += ["## judgebench", "", _fence(group.get_help(root))]
+
+    def walk(command: click.Group, parent: click.Context, prefix: str) -> None:
+        for name in command.list_commands(parent):
+            sub = command.get_command(parent, name)
+            if sub is None or sub.hidden:
+                continue
+            ctx = click.Context(sub, info_name=name, parent=parent)
+            full = f"{prefix} {name}"
+            out.extend([f"## {full}", "", _fence(sub.get_help(ctx))])
+            if isinstance(sub, click.Group):
+                walk(sub, ctx, full)
+
+    walk(group, root, "judgebench")
+    return "\n".join(out)
+
+
+def metrics_page(host: Any) -> str:
+    from judgebench.metric_card import metric_card
+    from judgebench.render import text as text_out
+
+    entries = sorted((host.metrics() | host.sentinels()).values(), key=lambda e: e.name)
+    out = ["# Metrics and sentinels", "",
+           "Every registered metric's card, generated from its declaration (its `MetricInfo` "
+           "and its `Options` model): what `judgebench metrics NAME` prints (`--json` gives "
+           "the same card as one object).", "",
+           "| metric | kind | needs | direction | description |", "| --- | --- | --- | --- | --- |"]
+    for entry in entries:
+        info = entry.info
+        out.append(f"| [`{info.name}`](#{_anchor(info.name)}) | {info.kind} | "
+                   f"{_cell(', '.join(info.requires) or '-')} | "
+                   f"{'higher' if info.higher_is_better else 'lower'} is better | "
+                   f"{_cell(info.description or '')} |")
+    out.append("")
+    for entry in entries:
+        card = metric_card(entry)
+        out += [f"## {entry.info.name}", "", _fence(text_out.metric_card(card))]
+    return "\n".join(out)
+
+
+def _anchor(name: str) -> str:
+    """The id Python-Markdown's toc gives the heading `name` (its default `slugify`; the
+    strict build checks every anchor)."""
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def statistics_page() -> str:
+    from meta_eval.statistics import STATISTICS
+
+    out = ["# Statistics", "",
+           "Generated from the one table of statistics, `meta_eval/statistics.py` (what "
+           "`meta-eval --statistic`, the bootstrap, the permutation tests and the audit read). "
+           "Better: which way a value is better (`zero`: closest to zero). Levels: where it is "
+           "defined. Ties: whether a metric tie can count as right.", "",
+           "| statistic | what it is | paper | levels | better | ties credited | scale |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for s in STATISTICS.values():
+        scale = ("probabilities" if s.probabilities else "categories" if s.categorical
+                 else "human scale" if s.on_scale else "any")
+        out.append(f"| `{s.name}` | {_cell(s.description)} | {_cell(s.paper)} | "
+                   f"{', '.join(s.levels)} | {s.better} | {'yes' if s.credits_ties else 'no'} "
+                   f"| {scale} |")
+    return "\n".join(out) + "\n"
+
+
+def _members(cls: type) -> list[str]:
+    """The public methods and properties `cls` itself defines that have a docstring."""
+    out = []
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        function = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+        if isinstance(member, property):
+            head, doc = f"{cls.__name__}.{name} (property)", inspect.getdoc(member)
+        elif inspect.isfunction(function):
+            try:
+                signature = str(inspect.signature(function))
+            except (TypeError, ValueError):
+                signature = "(...)"
+            head, doc = f"{cls.__name__}.{name}{signature}", inspect.getdoc(function)
+        else:
+            continue
+        if doc:
+            out += [f"```text\n{head}\n\n{doc}\n```", ""]
+    return out
+
+
+def plugin_api_page() -> str:
+    import judgebench.plugin_api as api
+
+    out = ["# The plugin API (`judgebench.plugin_api`)", "",
+           "Generated from the module: every name it exports, with its signature and "
+           "docstring. A plugin imports judgebench through this module only.", "",
+           inspect.getdoc(api) or "", ""]
+    for name in sorted(api.__all__, key=str.lower):
+        obj = getattr(api, name)
+        out += [f"## `{name}`", ""]
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            kind = "class" if inspect.isclass(obj) else "def"
+            try:
+                signature = str(inspect.signature(obj))
+            except (TypeError, ValueError):
+                signature = "(...)"
+            out += [f"```text\n{kind} {name}{signature}\n```", ""]
+            own = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
+            if own:  # a class's own docstring, not one it inherits (Generic's, BaseModel's)
+                out += [_fence(inspect.cleandoc(own))]
+            if inspect.isclass(obj):
+                out += _members(obj)
+        else:
+            out += [f"A constant: `{_cell(repr(obj))[:300]}`", ""]
+    return "\n".join(out)
