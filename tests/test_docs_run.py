@@ -42,7 +42,9 @@ RUN_LANGUAGES = ("sh", "python")
 DATA_LANGUAGES = ("text", "toml", "json", "yaml", "sql", "ini", "html", "jinja", "diff")
 NOT_RUN_REASONS = ("needs an API key", "needs a GPU", "needs a Ray cluster",
                    "installs packages (CI installs them: .ci/run)")
-SLOW_PAGES = frozenset({"docs/guides/local-judges.md", "docs/guides/neural-metrics.md"})
+SLOW_PAGES = frozenset({"docs/guides/local-judges.md", "docs/guides/neural-metrics.md",
+                        "docs/guides/conversations.md", "docs/guides/rag.md",
+                        "docs/guides/error-spans.md"})
 BLOCK_TIMEOUT_S = 900  # a guard against a hung block, not a speed check
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
