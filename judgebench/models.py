@@ -29,6 +29,13 @@ class ToolCall(BaseModel):
     name: str = Field(min_length=1)
     arguments: str | dict[str, Any] = ""
 
+    @property
+    def arguments_text(self) -> str:
+        """The arguments as written, or as sorted-key JSON when given as an object."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, sort_keys=True)
+
 
 class Message(BaseModel):
     """One message of a conversation. `content` is required (it may be empty) except on an
@@ -57,10 +64,11 @@ class Message(BaseModel):
     @property
     def text(self) -> str:
         """The content, with its tool calls written out (`name(arguments)`)."""
-        calls = [f"[tool call {c.name}({c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments, sort_keys=True)})]"  # noqa: E501
-                 for c in self.tool_calls or ()]
-        return "\n".join([*([self.content] if self.content else []), *calls]) \
-            if calls else (self.content or "")
+        calls = [f"[tool call {call.name}({call.arguments_text})]"
+                 for call in self.tool_calls or ()]
+        if not calls:
+            return self.content or ""
+        return "\n".join([*([self.content] if self.content else []), *calls])
 
 
 class Sample(BaseModel):
