@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 TIE_RTOL = 1e-12  # values closer than this (relative) are one value: see `snap`
 _TABLE_LIMIT = 1 << 23  # entries of the prefix-count tables (int32)
 _COMPILED_DISCORDANT = 1 << 17  # units from which `_discordant` imports scipy.stats
+_FEW_VALUES = 64  # distinct values up to which `few_value_inversions` counts (int8 blocks)
+_BLOCK = 16
+_UPPER = np.triu(np.ones((_BLOCK, _BLOCK), dtype=bool), 1)  # i < j within a block
 
 
 def snap(values: FloatArray, *, scale: FloatArray | None = None,
@@ -506,7 +509,9 @@ def _discordant(x: np.ndarray, y: np.ndarray) -> int:
 
     scipy's compiled count where scipy.stats is loaded already or the row is long enough
     to repay importing it (0.4 s: the radix count costs 10 ms more on 30,000 units, 170 ms
-    on 262,144); else the radix count."""
+    on 262,144); else, after ordering ties of x by y, `few_value_inversions` where y has
+    at most `_FEW_VALUES` values (human ratings, MQM scores) and the radix `inversions`
+    otherwise."""
     if "scipy.stats" in sys.modules or x.size >= _COMPILED_DISCORDANT:
         try:
             from scipy.stats._stats import _kendall_dis
@@ -515,8 +520,36 @@ def _discordant(x: np.ndarray, y: np.ndarray) -> int:
         else:
             return int(_kendall_dis(x, y))
     # ties of x in y order; x is sorted already, so the sort of the joint key is nearly free
-    order = np.argsort(x.astype(np.int64) * (int(y.max()) + 1) + y, kind="stable")
+    top = int(y.max())
+    order = np.argsort(x.astype(np.int64) * (top + 1) + y, kind="stable")
+    if top <= _FEW_VALUES:
+        return few_value_inversions(y[order] - 1, top)
     return int(inversions(y[order] - 1)[0])
+
+
+def few_value_inversions(values: IntArray, n_values: int) -> int:
+    """Pairs of positions i < j with values[i] > values[j], for integer `values` in
+    [0, n_values) with few distinct values (up to `_FEW_VALUES`): O(n (s + K / s)) for
+    blocks of s = 16 positions and K values, 2-4x fewer numpy passes than the radix
+    `inversions` at K <= 64.
+
+    A pair within a block of s consecutive positions is compared directly (one s x s
+    comparison per block); a pair across blocks counts from per-block histograms: a value v
+    of block b is below every value above v in blocks before b.
+    """
+    n, s = values.size, _BLOCK
+    b = -(-n // s)
+    padded = np.full(b * s, n_values, dtype=np.int8)  # above every value: no pair counts
+    padded[:n] = values
+    blocks = padded.reshape(b, s)
+    greater = blocks[:, :, None] > blocks[:, None, :]
+    greater &= _UPPER
+    width = n_values + 1
+    hist = np.bincount((np.arange(0, b * width, width)[:, None] + blocks).reshape(-1),
+                       minlength=b * width).reshape(b, width)
+    above = np.cumsum(hist[:, :0:-1], axis=1)[:, ::-1]  # [b, v]: values above v in block b
+    before = np.cumsum(above[:-1], axis=0)  # [b, v]: values above v in blocks up to b
+    return int(np.count_nonzero(greater)) + int(np.vdot(hist[1:, :-1], before))
 
 
 def pair_counts(*, human: np.ndarray, metric: np.ndarray, epsilon: float = 0.0,

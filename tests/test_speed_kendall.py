@@ -192,3 +192,18 @@ def test_long_rows_give_the_values_of_the_general_path(variant, units, monkeypat
     want = kendall_groups(human=h, metric=m, variant=variant)
     assert np.array_equal(got, want, equal_nan=True)
     assert np.isnan(got[1]) and np.isfinite(got[[0, 2]]).all()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 33, 200, 1023, 1025])
+@pytest.mark.parametrize("n_values", [1, 2, 5, 64])
+def test_few_value_inversions_are_the_brute_force_count(n, n_values):
+    # Blocks of 16 compared directly, pairs across blocks from histograms: a loop's count
+    # and the radix count, with ties, on every block boundary.
+    from meta_eval.pairs import few_value_inversions
+
+    values = np.random.default_rng(n * 100 + n_values).integers(0, n_values, size=n)
+    want = sum(int((values[:j] > values[j]).sum()) for j in range(n))
+    assert few_value_inversions(values, n_values) == want == inversions(values)[0]
+    descending = np.sort(values)[::-1]
+    want = sum(int((descending[:j] > descending[j]).sum()) for j in range(n))
+    assert few_value_inversions(descending, n_values) == want
