@@ -106,8 +106,12 @@ def _snap_sorted(s: np.ndarray, s_scale: np.ndarray, same: np.ndarray | bool,
         return None
     n = s.size
     index = np.arange(n)
-    first = np.maximum.accumulate(np.where(np.r_[True, ~join], index, 0))
-    last = np.minimum.accumulate(np.where(np.r_[~join, True], index, n)[::-1])[::-1]
+    starts = np.ones(n, dtype=bool)  # a chain starts (ends) where no join is before (after)
+    np.logical_not(join, out=starts[1:])
+    ends = np.ones(n, dtype=bool)
+    np.logical_not(join, out=ends[:-1])
+    first = np.maximum.accumulate(np.where(starts, index, 0))
+    last = np.minimum.accumulate(np.where(ends, index, n)[::-1])[::-1]
     # The end of the chain farthest from zero (its negative end if the chain crosses zero,
     # which only scales larger than |value| allow).
     return np.where(s[first] < 0, s[first], s[last])
@@ -450,7 +454,7 @@ def snapped_counts_and_ties(*, human: np.ndarray, metric: np.ndarray
 
 def _run_sizes(new: np.ndarray) -> np.ndarray:
     """Sizes of the runs of a sorted sequence, given where each run starts."""
-    return np.diff(np.r_[np.flatnonzero(new), new.size]).astype(np.int64)
+    return np.diff(np.flatnonzero(new), append=new.size).astype(np.int64)
 
 
 def _snapped_counts(human: np.ndarray, metric: np.ndarray
@@ -467,12 +471,15 @@ def _snapped_counts(human: np.ndarray, metric: np.ndarray
     y[order_y] = y_sorted
     y = y[order]
     discordant = _discordant(x, y)
-    tied_x, tied_y = _run_pairs(x_new), _run_pairs(y_new)
+    runs_x, runs_y = _run_sizes(x_new), _run_sizes(y_new)
+    tied_x, tied_y = _pairs_in(runs_x), _pairs_in(runs_y)
     if n_x * (n_y + 1) <= 4 * n + 1024:
         cells = np.bincount(x * (n_y + 1) + y).astype(np.int64)
         tied_both = int((cells * (cells - 1) // 2).sum())
     else:  # only units in a tied run of x can be tied in both
-        in_run = ~(x_new & np.r_[x_new[1:], True])
+        in_run = x_new.copy()
+        in_run[:-1] &= x_new[1:]
+        np.logical_not(in_run, out=in_run)
         keys = np.sort(x[in_run].astype(np.int64) * (n_y + 1) + y[in_run])
         tied_both = _run_pairs(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else 0
     tied_h, tied_m = (tied_x, tied_y) if sides[0][3] >= sides[1][3] else (tied_y, tied_x)
@@ -480,7 +487,7 @@ def _snapped_counts(human: np.ndarray, metric: np.ndarray
     counts = PairCounts(*(np.array([v], dtype=np.int64) for v in (
         total - discordant - tied_h - tied_m + tied_both, discordant, tied_h - tied_both,
         tied_m - tied_both, tied_both, n)))
-    return counts, _run_sizes(sides[0][2]), _run_sizes(sides[1][2])
+    return counts, *((runs_x, runs_y) if sides[0][3] >= sides[1][3] else (runs_y, runs_x))
 
 
 def _sorted_ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -500,8 +507,12 @@ def _sorted_ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, in
 
 def _run_pairs(new: np.ndarray) -> int:
     """Pairs within runs of a sorted sequence, given where each run starts."""
-    sizes = np.diff(np.r_[np.flatnonzero(new), new.size]).astype(np.int64)
-    return int((sizes * (sizes - 1) // 2).sum())
+    return _pairs_in(_run_sizes(new))
+
+
+def _pairs_in(sizes: np.ndarray) -> int:
+    """Pairs within runs of these sizes."""
+    return int((sizes * (sizes - 1)).sum()) // 2
 
 
 def _discordant(x: np.ndarray, y: np.ndarray) -> int:
