@@ -40,6 +40,7 @@ of groups; several epsilons are evaluated in one vectorised pass.
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -464,7 +465,7 @@ def _snapped_counts(human: np.ndarray, metric: np.ndarray
         zero, units = np.zeros(1, dtype=np.int64), np.array([n], dtype=np.int64)
         ones = np.ones(n, dtype=np.int64)
         return PairCounts(zero, zero, zero, zero, zero, units), ones, ones
-    sides = [_sorted_ranks(x) for x in (human, metric)]
+    sides = [_sorted_human(human), _sorted_ranks(metric)]
     (order, x, x_new, n_x), (order_y, y_sorted, y_new, n_y) = (
         sides if sides[0][3] >= sides[1][3] else sides[::-1])
     y = np.empty(n, dtype=np.intp)
@@ -488,6 +489,31 @@ def _snapped_counts(human: np.ndarray, metric: np.ndarray
         total - discordant - tied_h - tied_m + tied_both, discordant, tied_h - tied_both,
         tied_m - tied_both, tied_both, n)))
     return counts, *((runs_x, runs_y) if sides[0][3] >= sides[1][3] else (runs_y, runs_x))
+
+
+_SORTED_HUMAN: OrderedDict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = (
+    OrderedDict())
+_SORTED_ROWS = 16  # human rows whose sort is kept: at system grouping one row per system
+_SORTED_UNITS = 1 << 15  # kept for rows up to this many units (at most 13 MB in all)
+
+
+def _sorted_human(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """`_sorted_ranks` of a human row, kept for the last `_SORTED_ROWS` rows: every metric
+    is counted against the same human rows, which need sorting once."""
+    if x.size > _SORTED_UNITS:
+        return _sorted_ranks(x)
+    key = x.tobytes()
+    kept = _SORTED_HUMAN.get(key)
+    if kept is not None:
+        _SORTED_HUMAN.move_to_end(key)
+        return kept
+    kept = _sorted_ranks(x)
+    for array in kept[:3]:
+        array.flags.writeable = False  # shared by every later caller
+    _SORTED_HUMAN[key] = kept
+    if len(_SORTED_HUMAN) > _SORTED_ROWS:
+        _SORTED_HUMAN.popitem(last=False)
+    return kept
 
 
 def _sorted_ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -529,7 +555,7 @@ def _discordant(x: np.ndarray, y: np.ndarray) -> int:
         except ImportError:  # a private kernel: where it is gone, the radix count serves
             pass
         else:
-            return int(_kendall_dis(x, y))
+            return int(_kendall_dis(np.require(x, requirements="W"), y))  # a kept row: read-only
     # ties of x in y order; x is sorted already, so the sort of the joint key is nearly free
     top = int(y.max())
     order = np.argsort(x.astype(np.int64) * (top + 1) + y, kind="stable")
