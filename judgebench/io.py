@@ -556,7 +556,7 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError("file not found", path=str(path)) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file", path=str(path)) from None
-    if not raw.strip():
+    if not raw or raw.isspace():  # what `not raw.strip()` tests, without copying the file
         raise InputError("file is empty", path=str(path))
     return raw
 
