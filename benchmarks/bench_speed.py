@@ -171,10 +171,11 @@ def kemeny(repeats: int) -> None:
 
 def kemeny_sizes(repeats: int) -> None:
     import importlib
+    from typing import Any
 
     from meta_eval.aggregation.profile import Profile
 
-    rule = importlib.import_module("meta_eval.aggregation.kemeny")  # the package's
+    rule: Any = importlib.import_module("meta_eval.aggregation.kemeny")  # the package's
     # `kemeny` attribute is the function
 
     def cpu(call: Callable[[], object]) -> tuple[float, object]:
@@ -218,8 +219,8 @@ def kemeny_sizes(repeats: int) -> None:
                 ratio = float(np.median([d / m for d, m, _ in got]))
                 dps = ", ".join(f"{d * 1e3:.1f}" for d, _, _ in got)
                 milps = ", ".join(f"{m * 1e3:.1f}" for _, m, _ in got)
-                same = sum(s for _, _, s in got)
-                print(f"| {n} | {name} | {dps} | {milps} | {ratio:.2f} | {same} of {len(got)} "
+                n_same = sum(s for _, _, s in got)
+                print(f"| {n} | {name} | {dps} | {milps} | {ratio:.2f} | {n_same} of {len(got)} "
                       f"| {'DP' if n <= chosen else 'MILP'} |", flush=True)
     finally:
         rule.DP_SYSTEMS = chosen

@@ -215,10 +215,10 @@ def test_a_kept_human_sort_is_the_sort_of_the_values_given():
     from meta_eval.pairs import snapped_exact_counts
 
     rng = np.random.default_rng(5)
-    h = rng.integers(0, 5, size=700).astype(float)
+    h = np.asarray(rng.integers(0, 5, size=700), dtype=np.float64)
     h[:10] = 0.0
     for k in range(20):
-        m = rng.integers(0, 40, size=700) * 0.5
+        m = np.asarray(rng.integers(0, 40, size=700) * 0.5, dtype=np.float64)
         if k % 7 == 3:
             h[rng.integers(0, 700, size=5)] += 1.0  # in place
         if k % 7 == 5:
