@@ -11,8 +11,15 @@ same run, after checking that both give the same answer.
              bootstrap
   kemeny     exact Kemeny by the linear-ordering integer programme at 18 to 30 systems,
              against the local search that served above 16 systems
+  kemeny-sizes  the rule a user calls (`aggregate -r kemeny`: Profile built from the
+             scores, then `kemeny` with its winners and uniqueness), CPU time, with the
+             dynamic programme and with the integer programme at 4 to 18 systems, on
+             bench_aggregate.py's profile (1,000 voters) and this script's (100 voters,
+             integer scores: ties, several optimal orderings), three seeds each; the
+             tiers and winners of the two compared
 
-    .venv/bin/python benchmarks/bench_speed.py [clusters] [kendall] [kemeny] [--repeats 3]
+    .venv/bin/python benchmarks/bench_speed.py [clusters] [kendall] [kemeny] [kemeny-sizes]
+        [--repeats 3]
 
 Times are the best of --repeats runs in this process (the machine is shared).
 """
@@ -162,6 +169,63 @@ def kemeny(repeats: int) -> None:
         print(f"| {n} | 100 | {t_opt:.3f} | {seconds:.3f} | {value:g} | {local:g} | {dp} |")
 
 
+def kemeny_sizes(repeats: int) -> None:
+    import importlib
+    from typing import Any
+
+    from meta_eval.aggregation.profile import Profile
+
+    rule: Any = importlib.import_module("meta_eval.aggregation.kemeny")  # the package's
+    # `kemeny` attribute is the function
+
+    def cpu(call: Callable[[], object]) -> tuple[float, object]:
+        times, out = [], None
+        for _ in range(repeats):
+            start = time.process_time()
+            out = call()
+            times.append(time.process_time() - start)
+        return min(times), out
+
+    def profiles(n: int):
+        for seed in range(3):
+            rng = np.random.default_rng(seed)
+            yield "1,000 voters", rng.normal(size=(1000, n)) + np.linspace(0, 0.5, n)
+        for seed in range(3):
+            rng = np.random.default_rng(seed)
+            yield "100 voters, integer", np.round(rng.normal(size=n) * 0.05
+                                                  + rng.normal(size=(100, n)))
+
+    chosen = rule.DP_SYSTEMS
+    print(f"CPU ms, best of {repeats}; the rule's choice: the dynamic programme up to "
+          f"{chosen} systems")
+    print("| systems | profile | DP, 3 seeds (ms) | MILP, 3 seeds (ms) | DP / MILP (median) | "
+          "same tiers and winners | chosen |")
+    print("|---:|---|---|---|---:|---|---|")
+    try:
+        for n in range(4, 19):
+            systems = tuple(f"s{i:02d}" for i in range(n))
+            rows: dict[str, list[tuple[float, float, bool]]] = {}
+            for name, scores in profiles(n):
+                def run(scores=scores, systems=systems):
+                    return rule.kemeny(Profile(systems=systems, scores=scores))
+                rule.DP_SYSTEMS = rule.HARD_LIMIT
+                t_dp, dp = cpu(run)
+                rule.DP_SYSTEMS = 0
+                t_milp, milp = cpu(run)
+                assert dp.exact and milp.exact  # type: ignore[attr-defined]
+                same = (dp.tiers, dp.winners) == (milp.tiers, milp.winners)  # type: ignore
+                rows.setdefault(name, []).append((t_dp, t_milp, same))
+            for name, got in rows.items():
+                ratio = float(np.median([d / m for d, m, _ in got]))
+                dps = ", ".join(f"{d * 1e3:.1f}" for d, _, _ in got)
+                milps = ", ".join(f"{m * 1e3:.1f}" for _, m, _ in got)
+                n_same = sum(s for _, _, s in got)
+                print(f"| {n} | {name} | {dps} | {milps} | {ratio:.2f} | {n_same} of {len(got)} "
+                      f"| {'DP' if n <= chosen else 'MILP'} |", flush=True)
+    finally:
+        rule.DP_SYSTEMS = chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("cases", nargs="*", default=["clusters", "kendall", "kemeny"])
@@ -170,7 +234,8 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} CPUs, Python "
           f"{platform.python_version()}, numpy {np.__version__}, load {os.getloadavg()}")
     for case in args.cases:
-        {"clusters": clusters, "kendall": kendall, "kemeny": kemeny}[case](args.repeats)
+        {"clusters": clusters, "kendall": kendall, "kemeny": kemeny,
+         "kemeny-sizes": kemeny_sizes}[case](args.repeats)
 
 
 if __name__ == "__main__":

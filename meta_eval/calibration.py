@@ -197,9 +197,11 @@ def _best(start_value: float, plus: np.ndarray, minus: np.ndarray,
         norm = float(live[0] * live.size)
         # A smallest maximiser sits where a gaining pair enters: sort the two kinds apart.
         plus, minus = np.sort(plus), np.sort(minus)
-        candidates = plus[np.r_[plus[1:] != plus[:-1], True]] if plus.size else plus
-        values = (start_value + np.searchsorted(plus, candidates, side="right")
-                  - np.searchsorted(minus, candidates, side="right"))
+        last = np.ones(plus.size, dtype=bool)  # the last of each run of equal differences
+        np.not_equal(plus[1:], plus[:-1], out=last[:-1])
+        ends = np.flatnonzero(last)
+        candidates = plus[ends]  # gaining pairs up to a candidate: the run's end + 1
+        values = start_value + (ends + 1) - np.searchsorted(minus, candidates, side="right")
         tol = 0.0
     else:
         norm = float(live.size)

@@ -124,3 +124,29 @@ def test_meta_eval_p_values_do_not_import_scipy_stats(tmp_path) -> None:
              "--json"], capture_output=True, text=True, check=True)
         assert proc.stderr.strip().splitlines()[-1] == "False", proc.stderr
         assert '"p_value"' in proc.stdout
+
+
+def test_p_values_load_scipy_special_ufuncs_without_its_package_init() -> None:
+    # In a fresh process: the three p-values from scipy.special's compiled ufuncs without
+    # the package's __init__ (no numpy.f2py), then scipy.special and scipy.stats imported
+    # as usual: the same function objects, the same p-values as before they were imported.
+    code = """
+import sys
+import numpy as np
+from meta_eval.p_values import kendall_p, pearson_p, spearman_p
+rng = np.random.default_rng(2)
+x = rng.normal(size=400)
+y = np.round(x + rng.normal(size=400), 1)
+before = (pearson_p(x, y), spearman_p(x, y), kendall_p(x, y))
+print("scipy.special" in sys.modules, "numpy.f2py" in sys.modules)
+import scipy.special
+import scipy.stats
+from meta_eval.p_values import _ufuncs
+print(_ufuncs().betaincc is scipy.special.betaincc,
+      scipy.special._ufuncs.ndtr is scipy.special.ndtr)
+print(before == (pearson_p(x, y), spearman_p(x, y), kendall_p(x, y)))
+print(abs(before[0] / scipy.stats.pearsonr(x, y).pvalue - 1) <= 1e-12)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert proc.stdout.split() == ["False", "False", "True", "True", "True", "True"], proc

@@ -47,7 +47,9 @@ from meta_eval.aggregation.majority import _absent_last, _counts, _sub
 if TYPE_CHECKING:
     from meta_eval.arrays import FloatArray, IntArray
 
-DP_SYSTEMS = 16  # the dynamic programme up to this many systems, the integer programme beyond
+DP_SYSTEMS = 16  # the dynamic programme up to this many systems, the integer programme beyond:
+# the faster of the two for the whole rule, with winners and uniqueness, at 4..15 and at 17+
+# systems; at 16 they are within 1.3x either way (`bench_speed.py kemeny-sizes`)
 MAX_EXACT = 64
 HARD_LIMIT = 20  # most systems the dynamic programme accepts
 MILP_SECONDS = 10.0  # time limit of each integer programme solve
