@@ -25,7 +25,7 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 
 
-def _need_chromium() -> str:
+def need_chromium() -> str:
     if CHROMIUM is None:  # .ci/run installs it; a skipped browser test would hide a gap
         pytest.fail("the HTML report test needs chromium: apt-get install -y chromium")
     return CHROMIUM
@@ -48,7 +48,7 @@ class Browser:
             os.dup2(b, 4)
 
         self.proc = subprocess.Popen(
-            [_need_chromium(), *FLAGS, f"--user-data-dir={profile}",
+            [need_chromium(), *FLAGS, f"--user-data-dir={profile}",
              "--remote-debugging-pipe", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=wire, close_fds=False)
@@ -153,7 +153,7 @@ class Browser:
 def running_browser(profile: Path) -> Iterator[Browser]:
     """A headless Chromium with its profile in `profile`, closed on exit (a test module's
     `browser` fixture)."""
-    _need_chromium()
+    need_chromium()
     b = Browser(profile)
     try:
         yield b

@@ -17,7 +17,7 @@ import pytest
 import scipy.stats
 from conftest import run_cli
 from test_alt_test import as_dicts, paper_alt_test, simulate
-from test_audit_report import Browser, _need_chromium
+from chromium import Browser, need_chromium
 from test_power import monte_carlo_power
 
 from meta_eval.alt_test import alt_test, epsilon_to_pass
@@ -317,7 +317,7 @@ def test_sequential_needs_an_item_grouped_block(tmp_path):
 
 
 def test_html_with_every_conclusion_renders_in_chromium(tmp_path):
-    _need_chromium()
+    need_chromium()
     scores = annotated(tmp_path / "scores.csv")
     data = audit(tmp_path, scores, "--human", "human.q", "--alt-test", "0.15", "--alt-score",
                  "neg-rmse", "--power-for", "0.05", "--sequential")

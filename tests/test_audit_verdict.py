@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, summeval_records, write_jsonl
-from test_audit_report import Browser, _need_chromium
+from chromium import Browser, need_chromium
 
 from judgebench.auditing.verdict import verdicts, where
 
@@ -162,7 +162,7 @@ def test_no_defined_sentinel_and_several_statistics_in_words() -> None:
 
 @pytest.fixture
 def browser(tmp_path: Path):
-    _need_chromium()
+    need_chromium()
     b = Browser(tmp_path / "profile")
     try:
         yield b
