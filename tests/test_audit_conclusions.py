@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
+from chromium import Browser, need_chromium
 from conftest import run_cli
 from test_alt_test import as_dicts, paper_alt_test, simulate
-from chromium import Browser, need_chromium
 from test_power import monte_carlo_power
 
 from meta_eval.alt_test import alt_test, epsilon_to_pass

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, summeval_records, write_jsonl
 from chromium import Browser, need_chromium
+from conftest import run_cli, summeval_records, write_jsonl
 
 from judgebench.auditing.verdict import verdicts, where
 
