@@ -122,3 +122,14 @@ def test_cli(tmp_path: Path):
     bad = CliRunner().invoke(cli, ["meta-eval", str(path), "--human", "human.c0",
                                    "--construct", "m0"])
     assert bad.exit_code == 2 and "METRIC=HUMAN" in bad.output
+
+
+def test_construct_pairs_split_at_the_last_equals_sign() -> None:
+    from judgebench.errors import InputError
+    from judgebench.services.construct import parse_pairs
+
+    assert parse_pairs(["lexical.rouge2:multi_ref=mean=human.relevance", "judge.coh=human.c"]) \
+        == {"lexical.rouge2:multi_ref=mean": "human.relevance", "judge.coh": "human.c"}
+    for bad in ("judge.coh", "=human.c", "judge.coh="):
+        with pytest.raises(InputError, match="METRIC=HUMAN"):
+            parse_pairs([bad])

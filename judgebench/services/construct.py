@@ -36,10 +36,11 @@ class ConstructReport(Result):
 
 
 def parse_pairs(pairs: Sequence[str]) -> dict[str, str]:
-    """["judge.coh=human.coherence", ...] -> {metric: criterion}; InputError otherwise."""
+    """["judge.coh=human.coherence", ...] -> {metric: criterion}; InputError otherwise. The
+    last `=` splits: a metric column may hold options (`lexical.rouge2:multi_ref=mean`)."""
     out = {}
     for text in pairs:
-        metric, sep, human = text.partition("=")
+        metric, sep, human = text.rpartition("=")
         if not sep or not metric or not human:
             raise InputError(f"{text!r}: use METRIC=HUMAN", field="--construct")
         out[metric] = human
