@@ -323,8 +323,7 @@ class MqmJudge(JudgeMetric[MqmOptions]):
     def values(self, sample: Sample) -> dict[str, str]:
         o = self.options
         output = need(sample, sample.output, "output")
-        source = need(sample, sample.source if sample.source is not None else sample.input,
-                      "source")
+        source = need(sample, sample.input_text, "source")
         src = o.source_lang or sample.metadata.get("source_lang")
         tgt = o.target_lang or sample.metadata.get("target_lang")
         return {
