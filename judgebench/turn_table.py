@@ -54,11 +54,9 @@ def turn_units(frame: pd.DataFrame, layout: str, *, path: str) -> pd.DataFrame:
     if turns.isna().all():
         return out
     out.attrs = dict(frame.attrs)
-    label = turns.astype("Int64").astype(str)
-    if layout == "conversation":
-        out["system"] = out["system"].astype(str) + " #" + label
-    else:
-        out["item"] = out["item"].astype(str) + " #" + label
+    key = "system" if layout == "conversation" else "item"
+    out[key] = [f"{name} #{int(turn)}"
+                for name, turn in zip(out[key].astype(str), turns, strict=True)]
     return out
 
 
