@@ -85,7 +85,7 @@ def main() -> None:
     import pandas as pd
 
     import meta_eval
-    from judgebench.io import write_table
+    from judgebench.tables.io import write_table
 
     old = before_module(args.before)
     with tempfile.TemporaryDirectory() as scratch_name:

@@ -74,7 +74,7 @@ def local_run(n: int) -> dict:
     pass (the reference) against micro-batches of 8, each on a fresh judge cache."""
     from conftest import summeval_records
 
-    from judgebench import runtime
+    from judgebench.engine import runtime
     from judgebench.models import Sample
     from judgebench.plugins import build_host
 

@@ -85,7 +85,7 @@ def write_table(folder: Path) -> tuple[Path, Path, np.ndarray, dict[str, np.ndar
     """The table with a sidecar and a copy without one; the matrices it holds."""
     import pandas as pd
 
-    from judgebench.io import write_table as write
+    from judgebench.tables.io import write_table as write
 
     human, all_metrics = synthetic()
     metrics = dict(list(all_metrics.items())[:METRICS])

@@ -69,7 +69,7 @@ ROUND_TRIP = r'''
 import json, os, time
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 t = time.perf_counter()
-from judgebench import ray_engine
+from judgebench.engine import ray_engine
 ray_engine.connect(ray_engine.RayConfig(num_cpus=2))
 import ray
 from judgebench.models import Outcome, Sample

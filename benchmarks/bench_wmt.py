@@ -148,7 +148,7 @@ def compare_metrics(corrs: dict[str, Any], k: int = 1000, pval: float = 0.05
 def write_tables(folder: Path) -> dict[str, dict[str, Any]]:
     import pandas as pd
 
-    from judgebench.io import write_table
+    from judgebench.tables.io import write_table
 
     out = {}
     for index, pair in enumerate(PAIRS):

@@ -47,8 +47,8 @@ import judgebench.services.pairwise as _pairwise
 import judgebench.services.runs as _runs
 import judgebench.services.score as _score
 from judgebench.errors import InputError
-from judgebench.scores_table import SIDECAR_ATTR
 from judgebench.services.score import ScoreResult
+from judgebench.tables.scores_table import SIDECAR_ATTR
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -131,7 +131,7 @@ def _group(host: PluginHost | None) -> LazyGroup:
     @click.pass_context
     def cli(ctx: click.Context, plugins: tuple[str, ...], verbose: bool) -> None:
         """Score generated text with pluggable metrics and audit them against people."""
-        from judgebench import progress_line
+        from judgebench.engine import progress_line
         from judgebench.verbosity import set_third_party_output
 
         obj = ctx.ensure_object(dict)

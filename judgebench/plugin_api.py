@@ -25,7 +25,6 @@ any release.
 
 from __future__ import annotations
 
-from judgebench import runtime
 from judgebench.backends import run_sync
 from judgebench.backends.base import (
     ENGINE_OPTIONS,
@@ -57,11 +56,12 @@ from judgebench.backends.remote import (
     scrub,
 )
 from judgebench.conversation import with_output
+from judgebench.engine import runtime
+from judgebench.engine.judge_cache import CachedBackend, JudgeCache, default_cache_path
+from judgebench.engine.store import FINGERPRINT, REQUEST_KEYS
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.extras import MissingExtra, require
 from judgebench.hookspecs import hookimpl
-from judgebench.io import read_samples
-from judgebench.judge_cache import CachedBackend, JudgeCache, default_cache_path
 from judgebench.metric import (
     MAX_BATCH,
     MAX_COUNT,
@@ -89,7 +89,7 @@ from judgebench.registry import (
 )
 from judgebench.sentinel import Sentinel
 from judgebench.spec import parse_spec
-from judgebench.store import FINGERPRINT, REQUEST_KEYS
+from judgebench.tables.io import read_samples
 
 __all__ = [
     "ENGINE_OPTIONS",

@@ -320,7 +320,7 @@ def _number(value: Any) -> float | None:
 def export(suite: Suite, directory: str | Path) -> dict[str, Path]:
     """Write `samples.jsonl` (`score` input with the human judgments) and `human.jsonl` (the
     human table as stored, every annotator) into `directory`; the paths written."""
-    from judgebench.io import atomic_path
+    from judgebench.tables.io import atomic_path
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

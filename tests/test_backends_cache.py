@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from judgebench.backends import Backend, Request, Response
-from judgebench.judge_cache import CachedBackend, JudgeCache
+from judgebench.engine.judge_cache import CachedBackend, JudgeCache
 
 
 class Counting(Backend):

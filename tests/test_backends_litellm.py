@@ -18,10 +18,10 @@ from fault_server import FaultServer
 from judgebench_backends.litellm_backend import LiteLLMBackend
 from judgebench_backends.openai_compat import OpenAICompatBackend
 
-from judgebench import runtime
 from judgebench.backends import Request, get_backend
 from judgebench.backends.remote import RateLimiter, RemoteBackend
-from judgebench.judge_cache import CachedBackend, JudgeCache
+from judgebench.engine import runtime
+from judgebench.engine.judge_cache import CachedBackend, JudgeCache
 
 SECRET = "sk-test-DO-NOT-LEAK-9f8e7d6c5b4a"
 PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}

@@ -11,8 +11,8 @@ pytest.importorskip("transformers", reason="the [local] extra is not installed")
 
 from judgebench_backends.transformers_backend import TransformersBackend  # noqa: E402
 
-from judgebench import runtime  # noqa: E402
 from judgebench.backends import Request, get_backend  # noqa: E402
+from judgebench.engine import runtime  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
 

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from conftest import LOCAL_PLUGIN_PREFIX, run_cli, run_cli_process
 
-from judgebench import redact, runtime
+from judgebench import redact
 from judgebench.cli import cli
+from judgebench.engine import runtime
 
 LEAKY_PLUGIN = '''
 import logging
@@ -25,7 +26,8 @@ import os
 
 import click
 
-from judgebench import redact, runtime
+from judgebench import redact
+from judgebench.engine import runtime
 from judgebench.hookspecs import hookimpl
 
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
+from judgebench.engine.runner import prepare_metrics
 from judgebench.plugins import build_host
-from judgebench.runner import prepare_metrics
 from judgebench.spec import RUNTIME_OPTIONS, parse_spec
 
 KEY_ENV = "JB_COLUMN_KEY"

@@ -31,7 +31,7 @@ from judgebench_judges import parsing
 
 from judgebench.backends import Backend, Capabilities, Constraint, Request, Response, TokenLogprob
 from judgebench.backends.base import Enforced
-from judgebench.judge_cache import CachedBackend
+from judgebench.engine.judge_cache import CachedBackend
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host
 

@@ -31,12 +31,12 @@ from fault_server import FaultServer
 from judgebench import meta_eval
 from judgebench.backends import Backend, Capabilities, Constraint, Request, Response
 from judgebench.conversation import with_output
+from judgebench.engine.judge_cache import CachedBackend
+from judgebench.engine.turn_table import turn_layout, turn_units
 from judgebench.errors import InputError
-from judgebench.io import read_samples, read_table
-from judgebench.judge_cache import CachedBackend
 from judgebench.models import Message, Sample, Status
 from judgebench.plugins import build_host
-from judgebench.turn_table import turn_layout, turn_units
+from judgebench.tables.io import read_samples, read_table
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "fed-turns.jsonl"
@@ -536,7 +536,7 @@ def test_fed_turns_score_meta_eval_audit_and_logs(tmp_path) -> None:
 
 
 def test_resume_reuses_every_turn_and_plain_hashes_are_unchanged(tmp_path) -> None:
-    from judgebench.runner import sample_hash
+    from judgebench.engine.runner import sample_hash
 
     args = ["score", str(EXAMPLE), "-m", "lexical.length", "-o", str(tmp_path / "s.csv"),
             "--store", str(tmp_path / "r.db"), "--workers", "1"]

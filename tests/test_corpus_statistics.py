@@ -16,12 +16,12 @@ import sacrebleu
 from conftest import run_cli, summeval_records, write_jsonl
 from judgebench_lexical.metrics import Bleu, Chrf, ChrfPlusPlus, SacrebleuMetric, Ter
 
-from judgebench import runner
+from judgebench.engine import runner
+from judgebench.engine.store import Store
 from judgebench.metric import STATISTICS, Metric, WithStatistics, add_statistics, outcome_of
 from judgebench.models import Sample
 from judgebench.plugins import build_host
 from judgebench.spec import MetricSpec
-from judgebench.store import Store
 
 
 def _samples(records: list[dict]) -> list[Sample]:

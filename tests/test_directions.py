@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judgebench import directions, plugins
+from judgebench import plugins
+from judgebench.tables import directions
 
 
 @pytest.fixture

@@ -28,10 +28,10 @@ from rouge_score import rouge_scorer
 from scripted_judge import ScriptedJudge, any_judges_form
 
 import judgebench
-from judgebench.io import read_samples, samples_from_frame
 from judgebench.metric import add_statistics, outcome_of
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host
+from judgebench.tables.io import read_samples, samples_from_frame
 
 KEY_ENV = {"JB_EMPTY_KEY": "sk-empty-test"}
 SACREBLEU = {"lexical.bleu": lambda: sacrebleu.BLEU(), "lexical.chrf": lambda: sacrebleu.CHRF(),
@@ -147,7 +147,7 @@ def test_csv_reading_agrees_with_pyarrow_which_tells_quoted_from_unquoted(
 
 
 def test_csv_quoted_fields_count_the_fields_python_csv_reads() -> None:
-    from judgebench.io import csv_quoted_fields
+    from judgebench.tables.io import csv_quoted_fields
 
     rng = random.Random(5)
     for _ in range(3000):

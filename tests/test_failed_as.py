@@ -495,8 +495,8 @@ def test_audit_pairwise_takes_the_pairwise_convention(tmp_path):
 def test_the_store_tells_each_row_where_the_sidecar_counts_cannot(tmp_path):
     """A pairwise table whose empty cells are a skipped and two failed scores: the sidecar's
     counts (2 failed, 3 empty) cannot say which; the store, row by row, can."""
+    from judgebench.engine.store import Store
     from judgebench.models import Score, Status
-    from judgebench.store import Store
 
     gold = ["a", "b", "a", "b", "a", "b", "a"]
     j1 = ["a", None, None, "b", None, "a", "b"]

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import column, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
-from judgebench.store import SCHEMA_VERSION, Store
+from judgebench.engine.store import SCHEMA_VERSION, Store
 
 REPLY = "Feedback: Clear. [RESULT] {score}"
 
@@ -111,7 +111,7 @@ def test_a_change_between_runs_of_one_signature_warns_and_a_replay_does_not(tmp_
 
 
 def test_a_version_2_store_gains_the_column_and_keeps_its_rows(tmp_path):
-    import judgebench.store as store_module
+    import judgebench.engine.store as store_module
 
     path = tmp_path / "v2.db"
     shutil.copyfile(Path(__file__).parent / "data" / "stores" / "main-1710a54.db", path)

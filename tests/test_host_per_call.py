@@ -15,10 +15,10 @@ from conftest import run_cli, write_jsonl
 import judgebench.cli as cli_module
 from judgebench import plugins
 from judgebench.backends import Request
+from judgebench.engine.store import Store
 from judgebench.models import Outcome, Sample
 from judgebench.plugins import PluginHost, build_host
 from judgebench.spec import parse_spec
-from judgebench.store import Store
 
 # One plugin, written twice with a different answer: the same metric name, the same backend
 # name and a command of its own, so a lookup in the wrong host gives the wrong number.
@@ -90,7 +90,7 @@ def _panel_value(host: PluginHost) -> float | None:
 
 def test_two_hosts_used_alternately_resolve_each_in_its_own(
         two_hosts: tuple[PluginHost, PluginHost], tmp_path: Path) -> None:
-    from judgebench import runner
+    from judgebench.engine import runner
 
     two, four = two_hosts
     for _ in range(2):  # alternately, twice: nothing one host did is seen by the other

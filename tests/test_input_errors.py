@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli, write_jsonl
 
 from judgebench.errors import InputError
-from judgebench.io import read_samples, read_table
+from judgebench.tables.io import read_samples, read_table
 
 GOOD = {"item": "d1", "system": "s1", "output": "a cat", "reference": "the cat"}
 

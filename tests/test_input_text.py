@@ -14,11 +14,11 @@ from judgebench_audit.regressors import SrcSentinel
 from judgebench_neural.base import context_texts
 from scripted_judge import ScriptedJudge, any_judges_form
 
+from judgebench.engine.runner import survey
+from judgebench.engine.scoring import PreparedMetric, lacks, needed
 from judgebench.errors import InputError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo, Sample
-from judgebench.runner import survey
-from judgebench.scoring import PreparedMetric, lacks, needed
 from judgebench.spec import MetricSpec
 
 #: (input, source) -> what was asked, written out case by case.

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 import judgebench
 from judgebench.errors import InputError
-from judgebench.io import (
+from judgebench.models import CONVERSATION_FIELDS, Message, Sample
+from judgebench.tables.io import (
     current_umask,
     list_fields,
     read_samples,
@@ -26,7 +27,6 @@ from judgebench.io import (
     write_table,
     write_text,
 )
-from judgebench.models import CONVERSATION_FIELDS, Message, Sample
 
 HUMANS = ("coherence", "consistency", "fluency", "relevance")
 
@@ -204,7 +204,7 @@ def test_a_dataframe_scores_exactly_like_the_csv_it_would_write(tmp_path: Path) 
 
 
 def test_a_dataframe_row_becomes_a_plain_sample() -> None:
-    from judgebench.io import samples_from_frame
+    from judgebench.tables.io import samples_from_frame
 
     samples = samples_from_frame(_awkward_frame())
     first, last = samples[0], samples[-1]
@@ -275,7 +275,7 @@ def test_api_errors_name_the_row_and_field(case: str) -> None:
 
 
 def test_samples_pass_through_the_api_unchanged() -> None:
-    from judgebench.io import samples_from_records
+    from judgebench.tables.io import samples_from_records
 
     given = [Sample(item="1", system="s", output="x", metadata={"k": float("nan")})]
     (back,) = samples_from_records(given)
@@ -341,6 +341,6 @@ def test_overwriting_keeps_the_existing_files_mode(tmp_path: Path, existing: int
 
 def test_the_umask_is_read_without_proc_too(monkeypatch: pytest.MonkeyPatch, umask: int) -> None:
     assert current_umask() == umask
-    monkeypatch.setattr("judgebench.io._PROC_STATUS", Path("/nonexistent/status"))
+    monkeypatch.setattr("judgebench.tables.io._PROC_STATUS", Path("/nonexistent/status"))
     assert current_umask() == umask
     assert os.umask(umask) == umask  # the fallback restored it

@@ -13,7 +13,7 @@ pytest.importorskip("transformers", reason="the [local] extra is not installed")
 
 from conftest import summeval_records
 
-from judgebench import runtime
+from judgebench.engine import runtime
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host
 

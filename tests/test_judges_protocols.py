@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from judgebench.backends import Backend, Capabilities, Request, Response
-from judgebench.judge_cache import CachedBackend
+from judgebench.engine.judge_cache import CachedBackend
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host
 

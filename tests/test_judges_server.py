@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
-from judgebench import runtime
+from judgebench.engine import runtime
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host
 

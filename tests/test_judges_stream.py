@@ -20,12 +20,12 @@ from conftest import REPO, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 from judgebench_judges.base import JudgeMetric
 
-from judgebench import runner
+from judgebench.engine import runner
+from judgebench.engine.runtime import RunSettings
+from judgebench.engine.store import Store
 from judgebench.models import Sample
 from judgebench.plugins import build_host
-from judgebench.runtime import RunSettings
 from judgebench.spec import parse_spec
-from judgebench.store import Store
 
 REPLY = "Feedback: The summary is adequate. [RESULT] {score}"
 KEY = "sk-stream-test-0123456789"

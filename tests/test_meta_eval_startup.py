@@ -18,9 +18,9 @@ from conftest import run_cli, summeval_records, write_jsonl
 
 import meta_eval
 from judgebench import cli, plugins
-from judgebench.columns import numeric_columns
 from judgebench.errors import InputError
-from judgebench.scores_table import load_scores_table
+from judgebench.tables.columns import numeric_columns
+from judgebench.tables.scores_table import load_scores_table
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_no_plugin_host_when_the_sidecar_gives_every_direction(
 @pytest.mark.parametrize("table", ["plain.csv", "ter.csv"])
 def test_the_host_is_built_for_a_column_without_a_sidecar_direction_once(
         scored: Path, table: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Then the cached registry (judgebench.directions) answers, with the same output.
+    # Then the cached registry (judgebench.tables.directions) answers, with the same output.
     monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     builds = _count_builds(monkeypatch)
     argv = ("meta-eval", str(scored / table), "--human", "human.relevance", "--json")

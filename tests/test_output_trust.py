@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from judgebench_judges.templates import DELIMITERS, as_data, load_template
 
 from judgebench.display import safe
-from judgebench.io import read_table, table_csv, write_table
+from judgebench.tables.io import read_table, table_csv, write_table
 
 IMG = "<img src=x onerror=alert(1)>"
 ESC = "\x1b[2J\x1b]8;;http://evil.test\x07"

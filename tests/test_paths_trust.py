@@ -247,7 +247,7 @@ def test_a_failed_run_keeps_a_store_it_did_not_create(work: Path) -> None:
 # -- temporary files of a killed write --------------------------------------------------------
 KILLED_WRITE = """
 import os, signal, sys
-from judgebench.io import atomic_path
+from judgebench.tables.io import atomic_path
 with atomic_path(sys.argv[1]) as tmp:
     tmp.write_text("half of a table")
     os.kill(os.getpid(), signal.SIGKILL)
@@ -276,7 +276,7 @@ def test_the_next_write_removes_what_a_killed_write_left(work: Path) -> None:
 
 
 def test_only_regular_files_named_like_its_temporaries_are_removed(tmp_path: Path) -> None:
-    from judgebench.io import remove_stale_temps
+    from judgebench.tables.io import remove_stale_temps
 
     target = tmp_path / "r.html"
     old = time.time() - 3600

@@ -1,4 +1,4 @@
-"""The progress line (judgebench.progress_line): on a stderr that is not a terminal, a run
+"""The progress line (judgebench.engine.progress_line): on a stderr that is not a terminal, a run
 that has printed nothing there for an interval says what it is doing, then again after each
 further interval of silence; nothing on a terminal, after `quiet()`, or with the interval off.
 
@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
-from judgebench import progress_line
+from judgebench.engine import progress_line
 from judgebench.errors import InputError
 
 #: How long a test waits for an event that should come at once (a stuck run, not a slow one).

@@ -15,7 +15,7 @@ pytest.importorskip("llguidance", reason="the [local] extra is not installed")
 
 from conftest import run_cli
 
-from judgebench import runtime
+from judgebench.engine import runtime
 from judgebench.models import Outcome, Sample, Status
 from judgebench.plugins import build_host
 

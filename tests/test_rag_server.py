@@ -20,7 +20,7 @@ from conftest import run_cli, write_jsonl
 from fault_server import FaultServer
 from scripted_judge import ScriptedJudge
 
-from judgebench import runtime
+from judgebench.engine import runtime
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host
 

@@ -32,7 +32,7 @@ from fault_server import FaultServer
 
 ray = pytest.importorskip("ray")
 
-from judgebench import ray_engine  # noqa: E402
+from judgebench.engine import ray_engine  # noqa: E402
 
 # A local plugin (`-p`): characters per word in batches of 16; each batch notes the process
 # that scored it (in $JUDGEBENCH_TEST_MARKS), a sample that is $JUDGEBENCH_TEST_DIE_ON

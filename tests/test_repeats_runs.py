@@ -306,7 +306,7 @@ def test_the_majority_cell_of_a_categorical_judge(server, tmp_path):
 
 
 def test_a_pairwise_judge_s_cells_are_the_majority_verdicts_of_its_draws(tmp_path):
-    from judgebench.pairwise_table import verdict_columns
+    from judgebench.engine.pairwise_table import verdict_columns
 
     records = summeval_records(9)
     pairs = [{"item": r["item"], "input": r["input"], "output_a": r["output"],

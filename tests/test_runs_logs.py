@@ -373,7 +373,7 @@ def test_every_documented_sql_query_runs_on_a_real_store(judged: dict) -> None:
 
 
 def test_the_readme_documents_every_table_and_column() -> None:
-    from judgebench.store import _TABLES
+    from judgebench.engine.store import _TABLES
 
     section = _readme_section()
     for table, columns in _TABLES.items():

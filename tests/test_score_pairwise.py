@@ -22,8 +22,8 @@ from conftest import REPO, column, run_cli, write_jsonl
 from scripted_judge import ScriptedJudge, verdict_for
 
 from judgebench.errors import InputError
-from judgebench.io import read_table
-from judgebench.scores_table import load_scores_table, refuse_pairwise
+from judgebench.tables.io import read_table
+from judgebench.tables.scores_table import load_scores_table, refuse_pairwise
 
 KEY_ENV = {"JB_PAIR_KEY": "not-a-secret"}
 
@@ -345,9 +345,9 @@ def test_the_python_api_returns_the_pairwise_table(tmp_path) -> None:
 
 
 def test_a_value_that_is_not_a_verdict_is_an_error_not_an_empty_cell() -> None:
+    from judgebench.engine.pairwise_table import verdicts_of
     from judgebench.errors import JudgebenchError
     from judgebench.models import Score, Status
-    from judgebench.pairwise_table import verdicts_of
 
     ok = Score(item="q", system="a vs b", metric="x.y", value=0.25, status=Status.OK)
     assert verdicts_of(ok) == ("0.25", None, None)

@@ -1,5 +1,5 @@
-"""The scoring primitives (`judgebench.scoring`): a run looks each metric spec up and builds it
-once, in one pass; the workers and the Ray actors build theirs with the same step."""
+"""The scoring primitives (`judgebench.engine.scoring`): a run looks each metric spec up and
+builds it once, in one pass; the workers and the Ray actors build theirs with the same step."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
+from judgebench.engine.runner import run, run_stream, survey
+from judgebench.engine.runtime import RunSettings
+from judgebench.engine.scoring import build, prepare
+from judgebench.engine.store import Store
 from judgebench.models import Sample
 from judgebench.plugins import build_host
 from judgebench.registry import MetricEntry
-from judgebench.runner import run, run_stream, survey
-from judgebench.runtime import RunSettings
-from judgebench.scoring import build, prepare
 from judgebench.spec import parse_spec
-from judgebench.store import Store
 
 SAMPLES = [Sample(item=str(k), system=s, output=f"the cat sat {k}", reference="the cat sat")
            for k in range(6) for s in ("a", "b")]

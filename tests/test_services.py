@@ -160,8 +160,8 @@ def test_audit_report_is_what_the_command_prints(scored: dict[str, Path]) -> Non
 def test_score_file_refuses_paths_that_overwrite_each_other(tmp_path: Path) -> None:
     """The file service checks its own paths, as the command does: an output that is the
     input is refused before any work, and the input is left as it was."""
+    from judgebench.engine.runtime import RunSettings
     from judgebench.errors import InputError
-    from judgebench.runtime import RunSettings
     from judgebench.services.score import score_file
     from judgebench.spec import parse_spec
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from judgebench.columns import numeric_columns
 from judgebench.errors import InputError
-from judgebench.io import LineNumbers, read_table
+from judgebench.tables.columns import numeric_columns
+from judgebench.tables.io import LineNumbers, read_table
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import column, run_cli, summeval_records, write_jsonl
 from fault_server import FaultServer
 
-from judgebench import runtime
 from judgebench.backends import get_backend
+from judgebench.engine import runtime
 from judgebench.errors import InputError
 from judgebench.plugins import build_host
 from judgebench.redact import redact

@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import EXAMPLE, run_cli
 
+from judgebench.engine.store import SCHEMA_VERSION, Store
 from judgebench.errors import JudgebenchError
-from judgebench.store import SCHEMA_VERSION, Store
 
 FIXTURE = Path(__file__).parent / "data" / "stores" / "main-1710a54.db"
 #: The metrics the fixture was scored with (README next to it); the judge's api_base is not in
@@ -111,7 +111,7 @@ def test_resume_on_the_old_store_recomputes_nothing(old_store: Path, tmp_path: P
 def test_a_failed_migration_leaves_the_version_1_store_as_it_was(
     old_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import judgebench.store as store_module
+    import judgebench.engine.store as store_module
 
     before = old_store.read_bytes()
     monkeypatch.setattr(store_module, "MIGRATION_V2",

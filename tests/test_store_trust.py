@@ -19,11 +19,11 @@ import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 
 from judgebench.auditing.run import store_costs
+from judgebench.engine.runner import build_table, run, sample_hash
+from judgebench.engine.store import APPLICATION_ID, SCHEMA_VERSION, Store, StoreBusy
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import Sample, Score
-from judgebench.runner import build_table, run, sample_hash
 from judgebench.spec import parse_spec
-from judgebench.store import APPLICATION_ID, SCHEMA_VERSION, Store, StoreBusy
 
 PLUGIN = '''
 import os, time
@@ -441,7 +441,7 @@ def test_an_old_store_is_migrated_in_place_and_its_scores_reused(tmp_path: Path)
 def test_a_failed_migration_leaves_the_old_store_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import judgebench.store as store_module
+    import judgebench.engine.store as store_module
 
     samples = _samples(summeval_records(4))
     path = tmp_path / "old.db"

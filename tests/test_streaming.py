@@ -14,9 +14,9 @@ import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 
 import judgebench
-import judgebench.io
-import judgebench.runner
-from judgebench.io import read_samples, write_table
+import judgebench.engine.runner
+import judgebench.tables.io
+from judgebench.tables.io import read_samples, write_table
 
 METRICS = ("lexical.length", "lexical.exact_match", "lexical.bleu")
 N = 48  # 3 documents x 16 systems
@@ -25,8 +25,8 @@ N = 48  # 3 documents x 16 systems
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks and Parquet batches much smaller than the inputs, so every path crosses them."""
-    monkeypatch.setattr(judgebench.runner, "CHUNK_ROWS", 7)
-    monkeypatch.setattr(judgebench.io, "PARQUET_BATCH_ROWS", 5)
+    monkeypatch.setattr(judgebench.engine.runner, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(judgebench.tables.io, "PARQUET_BATCH_ROWS", 5)
 
 
 def _records() -> list[dict]:

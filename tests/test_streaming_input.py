@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import SUMMEVAL, run_cli, summeval_records, write_jsonl
 
-import judgebench.runner
-from judgebench.io import SampleFile, iter_samples, read_samples
+import judgebench.engine.runner
+from judgebench.engine.runner import sample_hash, survey
 from judgebench.models import CONVERSATION_FIELDS, Sample
-from judgebench.runner import sample_hash, survey
+from judgebench.tables.io import SampleFile, iter_samples, read_samples
 
 
 def _old_hash(sample: Sample) -> str:
@@ -88,7 +88,7 @@ def test_survey_holds_one_sample_at_a_time(tmp_path: Path) -> None:
 
 
 def test_scoring_read_holds_one_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(judgebench.runner, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(judgebench.engine.runner, "CHUNK_ROWS", 4)
     path = _many_large_lines(tmp_path / "gen.jsonl", rows=64, chars=250_000)
     small = _many_large_lines(tmp_path / "small.jsonl", rows=16, chars=10)
     run_cli("score", str(small), "-m", "lexical.length", "-o", str(tmp_path / "small.csv"),

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score
 
-from judgebench.io import read_samples
 from judgebench.services.pairwise import pairwise_meta_eval
+from judgebench.tables.io import read_samples
 
 FOLDER = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
           / "judgebench_suites" / "data" / "judgebench")

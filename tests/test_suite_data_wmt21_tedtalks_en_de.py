@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judgebench.io import read_samples
+from judgebench.tables.io import read_samples
 
 FOLDER = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
           / "judgebench_suites" / "data" / "wmt21-tedtalks-en-de")

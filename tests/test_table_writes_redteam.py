@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, run_cli, write_jsonl
 from scripted_judge import ScriptedJudge
 
-from judgebench.io import remove_stale_temps
+from judgebench.tables.io import remove_stale_temps
 
 #: The size limit (RLIMIT_FSIZE) of the run that finds no room: above the table of MANY rows
 #: (about 8 KB), below its sidecar (one corpus chrF score per system: about 100 KB).
@@ -100,7 +100,7 @@ def test_the_next_run_removes_a_killed_judges_temporary_table(tmp_path: Path) ->
 
 LIVE_WRITER = """
 import sys
-from judgebench.io import atomic_path
+from judgebench.tables.io import atomic_path
 with atomic_path(sys.argv[1]) as tmp:
     tmp.write_text("being written")
     print(tmp.name, flush=True)

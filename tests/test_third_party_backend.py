@@ -16,9 +16,9 @@ from conftest import summeval_records
 from fault_server import FaultServer
 from installed import install, on_path
 
-from judgebench import runtime
 from judgebench.backends import Request, backend_accepts, get_backend
 from judgebench.backends.remote import RemoteBackend
+from judgebench.engine import runtime
 from judgebench.errors import InputError
 from judgebench.models import Sample, Status
 from judgebench.plugins import build_host

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 
-import judgebench.pool
-import judgebench.runner
+import judgebench.engine.pool
+import judgebench.engine.runner
+from judgebench.engine.pool import TimeEstimate, duration, parallel_safe
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo
-from judgebench.pool import TimeEstimate, duration, parallel_safe
 
 # A local plugin (`-p`): characters per word, batches of 16, and a note of which process
 # scored each batch (in $MARKS, when set). Some outputs are made to fail: a sample whose item
@@ -58,7 +58,7 @@ TIMING = ("elapsed_s", "created_at", "run_id")
 @pytest.fixture
 def always_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     """Send every parallel-safe column to the workers, however little its work."""
-    monkeypatch.setattr(judgebench.pool, "POOL_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(judgebench.engine.pool, "POOL_MIN_SECONDS", 0.0)
 
 
 @pytest.fixture
@@ -265,7 +265,7 @@ def test_a_worker_dying_with_the_next_chunk_sent_fails_only_its_sample(
         victim: int) -> None:
     # Chunks of 48 rows (3 batches of 16): the next chunk's batches are already in the pool
     # when a batch of this one kills its worker, and the other way round.
-    monkeypatch.setattr(judgebench.runner, "CHUNK_ROWS", 48)
+    monkeypatch.setattr(judgebench.engine.runner, "CHUNK_ROWS", 48)
     records = summeval_records(96)
     data = write_jsonl(tmp_path / "gen.jsonl", records)
     killed = f"{records[victim]['item']}/{records[victim]['system']}"

@@ -229,7 +229,7 @@ def store_shares(store_path: Path, cards: Sequence[MetricCard],
                  keys: set[tuple[str, str]]) -> dict[str, tuple[int, int]]:
     """Per metric column with a signature: (not ok, all) of the store's scores of that
     signature on the (item, system) rows in `keys` (the table's)."""
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
 
     out: dict[str, tuple[int, int]] = {}
     with Store(store_path, readonly=True) as store:

@@ -38,7 +38,7 @@ def combination_of(described: Mapping[str, Any]) -> dict[str, Any] | None:
 def combinations_in(scores: Path, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Column -> its `combination` entry, for the audited `columns` that the sidecar of the
     scores table `scores` describes as combinations."""
-    from judgebench.scores_table import read_sidecar
+    from judgebench.tables.scores_table import read_sidecar
 
     described = (read_sidecar(scores) or {}).get("columns")
     if not isinstance(described, dict):

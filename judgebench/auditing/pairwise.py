@@ -19,7 +19,7 @@ from typing import Any
 
 from judgebench.auditing.blocks import Options
 from judgebench.auditing.report import Report
-from judgebench.failed import MISSING, FailedAs
+from judgebench.tables.failed import MISSING, FailedAs
 from meta_eval.pairwise_eval import CEILING
 
 #: The statistics a summary names, in this order.

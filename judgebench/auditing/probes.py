@@ -213,8 +213,8 @@ def runner_scores_fn(spec: MetricSpec, host: Any, settings: Any = None
     """Score with the metric as `judgebench score` would: a fresh in-memory store per call
     (and `settings`, e.g. another judge-response cache, when given). One stored Score (sample
     index 0: value, status, extra) per sample, in order; None where none was stored."""
-    from judgebench.runner import run
-    from judgebench.store import Store
+    from judgebench.engine.runner import run
+    from judgebench.engine.store import Store
 
     def score(batch: Sequence[Sample]) -> list[Score | None]:
         with Store(":memory:") as store:

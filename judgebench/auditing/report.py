@@ -71,7 +71,7 @@ class Report(Result):
     scales: list[dict[str, Any]] = field(default_factory=list)
     #: The pairwise judges' statistics (`audit --pairwise`): meta-eval --pairwise's rows.
     pairwise: list[dict[str, Any]] = field(default_factory=list)
-    #: Per metric column: its failed scores and how they were counted (judgebench.failed).
+    #: Per metric column: its failed scores and how they were counted (judgebench.tables.failed).
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: `audit --pairwise --robustness`: each judge's cyclic triples and Bradley-Terry misfit
     #: (judgebench.services.transitivity)

@@ -23,14 +23,14 @@ from judgebench.auditing.blocks import Block, Options, evaluate_block
 from judgebench.auditing.conclusions import block_sequential, sequential_applies
 from judgebench.auditing.report import MetricCard, Report
 from judgebench.auditing.sentinels import SentinelRun, compute_sentinels
-from judgebench.columns import KEY, metric_columns, numeric_columns
 from judgebench.errors import InputError
-from judgebench.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
 from judgebench.models import Sample
-from judgebench.scales import check_scales
-from judgebench.scores_table import ScoresTable, load_scores_table, read_sidecar
 from judgebench.spec import MetricSpec
 from judgebench.suggest import did_you_mean
+from judgebench.tables.columns import KEY, metric_columns, numeric_columns
+from judgebench.tables.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
+from judgebench.tables.scales import check_scales
+from judgebench.tables.scores_table import ScoresTable, load_scores_table, read_sidecar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +45,7 @@ SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
 def store_costs(store_path: Path, signature: str) -> dict[str, Any]:
     """Cost, tokens and compute time of one signature in a score store (read-only, after the
     store's own checks: another program's file or a corrupt one is an InputError)."""
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
 
     with Store(store_path, readonly=True) as store:
         return store.costs(signature)
@@ -53,7 +53,8 @@ def store_costs(store_path: Path, signature: str) -> dict[str, Any]:
 
 def metric_cards(table: ScoresTable, columns: Sequence[str], *, store_path: Path | None,
                  host: PluginHost | None) -> list[MetricCard]:
-    """One card per metric column; its direction by the one rule of judgebench.scores_table."""
+    """One card per metric column; its direction by the one rule of
+    judgebench.tables.scores_table."""
     metrics = host.metrics() if host is not None else {}
     cards = []
     for column in columns:
@@ -124,7 +125,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
               raters: Sequence[str] = (),
               progress: Callable[[str], None] | None = None) -> Report:
     """The whole audit of the metric columns of `frame` (a wide scores table); a failed
-    score counts as `failed_as` says (judgebench.failed); `raters` (annotator columns) are
+    score counts as `failed_as` says (judgebench.tables.failed); `raters` (annotator columns) are
     not metrics."""
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
@@ -365,7 +366,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
     import tempfile
 
     from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn, run_bias
-    from judgebench.runtime import RunSettings
+    from judgebench.engine.runtime import RunSettings
 
     out: list[dict[str, Any]] = []
     for spec in judges:

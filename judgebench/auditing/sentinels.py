@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from judgebench.engine.scoring import lacks, needed
 from judgebench.errors import InputError, PluginError
 from judgebench.metric import outcome_of
 from judgebench.models import Outcome, Sample, Status
-from judgebench.scoring import lacks, needed
 from judgebench.sentinel import Sentinel
 from judgebench.spec import MetricSpec, parse_spec
 from judgebench.suggest import did_you_mean

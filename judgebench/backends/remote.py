@@ -179,7 +179,7 @@ class RateLimiter:
 _LIMITERS: dict[tuple[str, str], RateLimiter] = {}
 _LIMITERS_LOCK = threading.Lock()
 #: Where limiters come from when they are shared beyond this process (set by
-#: `judgebench.ray_engine` in its actors: one limiter per endpoint for the whole cluster).
+#: `judgebench.engine.ray_engine` in its actors: one limiter per endpoint for the whole cluster).
 shared_limiters: Callable[[tuple[str, str], float | None, float | None], RateLimiter] | None = None
 
 
@@ -452,7 +452,7 @@ class RemoteBackend(Backend):
     async def aiter_generate(
         self, requests: Sequence[Request]
     ) -> AsyncIterator[tuple[int, Response]]:
-        from judgebench import runtime
+        from judgebench.engine import runtime
 
         settings = runtime.current()
         if settings.dry_run:

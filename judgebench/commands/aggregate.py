@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from judgebench import progress_line
 from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
+from judgebench.engine import progress_line
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench import destinations, progress_line
 from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.display import safe
+from judgebench.engine import progress_line
 from judgebench.errors import InputError
 from judgebench.render import json as json_out
 from judgebench.services.audit import GROUPINGS, LEVELS
+from judgebench.tables import destinations
 from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
@@ -233,7 +234,7 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
 
 
 def write_report(report: Report, path: Path, fmt: str) -> None:
-    from judgebench.io import write_text
+    from judgebench.tables.io import write_text
 
     if fmt == "json":
         text = json_out.document(report.to_dict())

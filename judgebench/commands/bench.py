@@ -9,12 +9,12 @@ from pathlib import Path
 
 import click
 
-from judgebench import progress_line
 from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter, safe
+from judgebench.engine import progress_line
+from judgebench.engine.runtime import check_budget_usd
+from judgebench.engine.store import DEFAULT_STORE
 from judgebench.errors import EXIT_FAILED_SCORES
-from judgebench.runtime import check_budget_usd
-from judgebench.store import DEFAULT_STORE
 
 
 @click.command("bench", epilog=examples(
@@ -69,11 +69,11 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
     samples are scored (store, resume, cache and budget as `score`), meta-evaluated under the
     suite's protocols and shown beside its published baselines and the human ceiling, with
     bootstrap CIs and significance clusters, the verdict first."""
-    from judgebench import destinations
     from judgebench.cli import context_host
     from judgebench.render.bench import render
     from judgebench.services.bench import ScoreOptions, bench
     from judgebench.suite import resolve
+    from judgebench.tables import destinations
 
     destinations.check([destinations.database("--store", store_path),
                         destinations.judge_cache("--cache", cache_path)])
@@ -87,7 +87,7 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
                    seed=seed, alpha=alpha, workdir=workdir, log=lambda m: _log(m, err))
     text = render(result, "json" if as_json else fmt)
     if output is not None:
-        from judgebench.io import atomic_path
+        from judgebench.tables.io import atomic_path
 
         with atomic_path(output) as tmp:
             Path(tmp).write_text(text if text.endswith("\n") else text + "\n",

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 
-from judgebench import destinations
 from judgebench.commands.examples import examples
 from judgebench.commands.options import HUMAN_TIES_DEFAULT, failed_as_option
 from judgebench.display import safe
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
+from judgebench.tables import destinations
 
 
 @click.command("compare-judges", epilog=examples(

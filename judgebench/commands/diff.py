@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from judgebench import destinations
 from judgebench.commands.examples import examples
 from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
+from judgebench.tables import destinations
 
 if TYPE_CHECKING:
     from judgebench.services.diff import DiffResult

@@ -10,11 +10,11 @@ import click
 
 from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter
+from judgebench.engine.store import DEFAULT_STORE, FAILED_STATUSES
 from judgebench.models import Status
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 from judgebench.services.runs import logs
-from judgebench.store import DEFAULT_STORE, FAILED_STATUSES
 
 STATUSES = [str(s) for s in Status]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import click
 
-from judgebench import progress_line
 from judgebench.commands.examples import examples
 from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
+from judgebench.engine import progress_line
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 from judgebench.render.table import meta_eval_table

@@ -15,7 +15,7 @@ F = TypeVar("F", bound=Callable[..., object])
 def direction_options(command: F) -> F:
     """`--lower-is-better COL` and `--higher-is-better COL` (parameters `lower`, `higher`):
     the user's word on a column's direction, which outranks the sidecar and the registered
-    metric (judgebench.scores_table)."""
+    metric (judgebench.tables.scores_table)."""
     command = click.option(
         "--higher-is-better", "higher", multiple=True, metavar="COL",
         help="A metric column where higher is better, whatever the sidecar or the registered "
@@ -43,7 +43,7 @@ def pairwise_options(command: F) -> F:
 
 def failed_as_option(command: F) -> F:
     """`--failed-as` (parameter `failed_as`): how a failed verdict (a cell reading `failed`,
-    or one the sidecar's statuses say failed) is counted (judgebench.failed)."""
+    or one the sidecar's statuses say failed) is counted (judgebench.tables.failed)."""
     return click.option(
         "--failed-as", "failed_as", default="missing", show_default=True,
         metavar="missing|wrong|tie|min|max|VALUE",

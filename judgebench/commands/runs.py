@@ -9,10 +9,10 @@ import click
 
 from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter
+from judgebench.engine.store import DEFAULT_STORE
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 from judgebench.services.runs import runs
-from judgebench.store import DEFAULT_STORE
 
 
 @click.command("runs", epilog=examples(

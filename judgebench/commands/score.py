@@ -13,23 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from judgebench import destinations, progress_line
 from judgebench.cli import context_host
 from judgebench.commands.examples import examples
 from judgebench.display import SafeWriter
+from judgebench.engine import progress_line
+from judgebench.engine.ray_engine import is_uri
+from judgebench.engine.runner import RunResult
+from judgebench.engine.runtime import Budget, RunSettings, check_budget_usd, parse_retry
+from judgebench.engine.store import DEFAULT_STORE
 from judgebench.errors import EXIT_FAILED_SCORES, InputError
-from judgebench.ray_engine import is_uri
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
-from judgebench.runner import RunResult
-from judgebench.runtime import Budget, RunSettings, check_budget_usd, parse_retry
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, parse_spec
-from judgebench.store import DEFAULT_STORE
+from judgebench.tables import destinations
 
 if TYPE_CHECKING:
-    from judgebench.pool import TimeEstimate
-    from judgebench.ray_engine import RayConfig
+    from judgebench.engine.pool import TimeEstimate
+    from judgebench.engine.ray_engine import RayConfig
 
 #: The exit status of a run that finished with failed scores (DESIGN.md: CLI).
 #: Reasons shown per metric at the end of a run with failures (`score --json` has them all).
@@ -244,9 +245,9 @@ def command(
 
 def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path | None,
                    store_path: Path, human: str, as_json: bool, **options: Any) -> None:
-    from judgebench.io import write_table
-    from judgebench.scores_table import SIDECAR_ATTR
     from judgebench.services.until_settled import score_until_settled
+    from judgebench.tables.io import write_table
+    from judgebench.tables.scores_table import SIDECAR_ATTR
 
     if output is None:
         raise InputError("--until-settled writes the rows it scored: give -o")
@@ -275,7 +276,7 @@ def _ray_config(engine: str, address: str | None, replicas: int | None,
         if given:
             raise InputError(f"{', '.join(given)} go with --engine ray")
         return None
-    from judgebench.ray_engine import RayConfig
+    from judgebench.engine.ray_engine import RayConfig
 
     return RayConfig(address=address, replicas=replicas, gpus_per_replica=gpus_per_replica,
                      verbose=verbose)
@@ -318,9 +319,9 @@ def _echo_failures(result: RunResult, store_path: Path) -> None:
 
 def _echo_fingerprints(result: RunResult, store_path: Path) -> None:
     """Warn when what answered a judge changed during this run or since the latest earlier
-    run of its signature (`judgebench.fingerprints`)."""
-    from judgebench import fingerprints
-    from judgebench.store import Store
+    run of its signature (`judgebench.engine.fingerprints`)."""
+    from judgebench.engine import fingerprints
+    from judgebench.engine.store import Store
 
     if result.run_id is None or str(store_path) == ":memory:":  # nothing kept to compare
         return

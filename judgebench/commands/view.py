@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
+from judgebench.engine.store import DEFAULT_STORE
 from judgebench.errors import InputError
-from judgebench.store import DEFAULT_STORE
 
 DEFAULT_PORT = 7731
 

@@ -15,15 +15,15 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from judgebench.failed import header
 from judgebench.render.table import Table, numeric, shown_cells
+from judgebench.tables.failed import header
 from meta_eval.statistics import get
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from judgebench.engine.runner import RunResult
     from judgebench.metric_card import MetricCard
-    from judgebench.runner import RunResult
     from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
     from judgebench.services.alt_test import AltTestReport
     from judgebench.services.combine import CombineResult
@@ -55,7 +55,7 @@ def table(table: Table, digits: int = 4) -> str:
 
 
 def failed_lines(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Per column with failed cells (judgebench.failed): how many, how they were counted
+    """Per column with failed cells (judgebench.tables.failed): how many, how they were counted
     and what told them from never-judged ones."""
     return [f"  {column}: {f['rows']} failed, counted {f['counted_as']} (told by "
             f"{f['told_by']})" for column, f in cells.items() if f["rows"]]
@@ -860,7 +860,7 @@ def score_estimates(rows: list[dict[str, Any]]) -> str:
 def diff(result: DiffResult) -> str:
     """`judgebench diff`: a block per column (flips, KL/JS, winner and cluster, each
     statistic's change, flips per pair of fingerprints), then what moved."""
-    from judgebench.fingerprints import describe
+    from judgebench.engine.fingerprints import describe
 
     lines = [f"{result.shape} {result.a} -> {result.b}"
              + (f", human = {result.human}" if result.human else "")]

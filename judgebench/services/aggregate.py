@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgebench.columns import metric_columns
 from judgebench.errors import InputError
-from judgebench.failed import (
+from judgebench.results import Result
+from judgebench.spec import parse_spec
+from judgebench.suggest import did_you_mean
+from judgebench.tables.columns import metric_columns
+from judgebench.tables.failed import (
     MISSING,
     FailedAs,
     FailedCells,
@@ -25,8 +28,7 @@ from judgebench.failed import (
     find_failed,
     parse_failed_as,
 )
-from judgebench.results import Result
-from judgebench.scores_table import (
+from judgebench.tables.scores_table import (
     corpus_failures,
     corpus_records,
     is_corpus_table,
@@ -34,8 +36,6 @@ from judgebench.scores_table import (
     read_corpus_table,
     read_sidecar,
 )
-from judgebench.spec import parse_spec
-from judgebench.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,7 +229,7 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     system scores to compare each ranking with; `bootstrap` resamples the voters; `make_win`
     names a system to find winning voter weights for; `winner` names a pairwise table's
     verdict column (default: `winner`, else the one judge's column); a failed verdict counts
-    as `failed_as` says (judgebench.failed: scores missing, min, max or a number; pairwise
+    as `failed_as` says (judgebench.tables.failed: scores missing, min, max or a number; pairwise
     verdicts missing or tie: `wrong` needs a human label). A rule that fails has
     status "error" and its reason; bad input (a rule's baseline not in the table, a column a
     rule needs) raises `InputError` before any rule runs."""
@@ -471,7 +471,7 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
          failed_as: str | FailedAs | None = None, host: PluginHost | None = None) -> Loaded:
     """Read `path` as a leaderboard, scores or pairwise table (`kind` auto: by its
     columns) into the data the rules rank."""
-    from judgebench.io import read_table
+    from judgebench.tables.io import read_table
     from meta_eval import aggregation as agg
 
     frame = read_table(path, key=None)
@@ -514,7 +514,7 @@ def _drop_missing(data: Any, missing: str) -> Any:
 
 
 def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
-    from judgebench.io import read_table
+    from judgebench.tables.io import read_table
     from meta_eval import aggregation as agg
     from meta_eval.aggregation.tables import leaderboard_system_column
 
@@ -548,8 +548,8 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
 
 
 def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
-    from judgebench.io import read_table
-    from judgebench.turn_table import turn_units
+    from judgebench.engine.turn_table import turn_units
+    from judgebench.tables.io import read_table
     from meta_eval import aggregation as agg
 
     r.misuse("--weight", r.weights, "leaderboard")
@@ -558,7 +558,7 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
     r.misuse("--winner", r.winner, "pairwise")
     agg.tables.refuse_pairs_in_wide(frame)
-    # judged turns: each (conversation, turn) is a voter (judgebench.turn_table)
+    # judged turns: each (conversation, turn) is a voter (judgebench.engine.turn_table)
     frame = turn_units(read_table(r.path), "unit", path=str(r.path))
     candidates = [r.metric] if r.metric else [
         str(c) for c in frame.columns if c not in ("item", "system", r.human_column)
@@ -601,8 +601,8 @@ def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
 
 def _counted(found: FailedCells, frame: pd.DataFrame, columns: list[str],
              failed_as: FailedAs, where: Path) -> dict[str, dict[str, Any]]:
-    """Apply `failed_as` to the failed cells of numeric `columns` (judgebench.failed)."""
-    from judgebench.columns import numeric_columns
+    """Apply `failed_as` to the failed cells of numeric `columns` (judgebench.tables.failed)."""
+    from judgebench.tables.columns import numeric_columns
 
     present = [c for c in columns if c in frame.columns]
     if failed_as.kind != "missing":
@@ -659,7 +659,7 @@ def _lower_columns(path: Path, frame: pd.DataFrame, voters: list[str],
                    lower: tuple[str, ...], higher: tuple[str, ...],
                    host: PluginHost | None = None) -> tuple[str, ...]:
     """The voter columns where smaller is better, by the one direction rule
-    (judgebench.scores_table): flag, then sidecar, then the registered metric."""
+    (judgebench.tables.scores_table): flag, then sidecar, then the registered metric."""
     table = load_scores_table(path, frame=frame, lower=lower, higher=higher, host=host)
     table.check_flags(voters)
     return tuple(c for c in voters if not table.info(c).higher_is_better)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgebench.columns import metric_columns, numeric_columns
 from judgebench.errors import InputError
-from judgebench.failed import MISSING, apply_numeric, find_failed
 from judgebench.results import Result
+from judgebench.tables.columns import metric_columns, numeric_columns
+from judgebench.tables.failed import MISSING, apply_numeric, find_failed
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.auditing.blocks import Options
 from judgebench.errors import InputError
-from judgebench.failed import FailedAs
+from judgebench.tables.failed import FailedAs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +52,7 @@ def _check_store(path: Path) -> None:
     """The store that `--store` names opens as a judgebench store (read-only), or an
     InputError naming it: a missing or corrupt store is refused before any work, not read
     as no store."""
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
 
     try:
         Store(path, readonly=True).close()
@@ -85,7 +85,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     JSON `previous`) whose findings go to `report.failures`. With `pairwise`, `scores` is a
     pairwise table: its judges' statistics against `humans` (per `by` category, ties as
     `human_ties`; judgebench.auditing.pairwise) replace sentinels and gate. A failed verdict
-    counts as `failed_as` says (judgebench.failed: pairwise missing, wrong or tie; scores
+    counts as `failed_as` says (judgebench.tables.failed: pairwise missing, wrong or tie; scores
     missing, min, max or a number). `alt_test` (the cost-benefit epsilon) tests each metric
     as an annotator of each criterion, `power_for` (DELTA) asks whether the study separates
     metrics DELTA apart, `options.sequential` replays the item-grouped blocks
@@ -95,11 +95,11 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     from judgebench.auditing.checks import parse_checks, read_previous
     from judgebench.auditing.run import judge_bias, metamorphic, probe_specs, run_audit
     from judgebench.auditing.sentinels import parse_sentinels
-    from judgebench.failed import parse_failed_as
-    from judgebench.io import read_samples, read_table
+    from judgebench.engine.turn_table import has_turns, keyed_samples, turn_layout, turn_units
     from judgebench.plugins import build_host
     from judgebench.spec import parse_spec
-    from judgebench.turn_table import has_turns, keyed_samples, turn_layout, turn_units
+    from judgebench.tables.failed import parse_failed_as
+    from judgebench.tables.io import read_samples, read_table
 
     host = host or build_host()
     options = options or Options()
@@ -153,7 +153,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     if not settings:
         raise InputError("no setting left: --level segment needs a --grouping",
                          field="--grouping")
-    if has_turns(frame):  # conversations scored turn by turn (judgebench.turn_table)
+    if has_turns(frame):  # conversations scored turn by turn (judgebench.engine.turn_table)
         layout = turn_layout(settings, path=str(scores_path))
         frame = turn_units(frame, layout, path=str(scores_path))
         if generations is not None:
@@ -260,8 +260,8 @@ def _conclusions(report: Report, scores: Path, *, humans: Sequence[str],
 def _repeats(path: Path, frame: pd.DataFrame, columns: Sequence[str],
              humans: Sequence[str]) -> list[dict[str, Any]]:
     """The `repeats` section of the judges drawn with `score --repeats K`."""
-    from judgebench.scores_table import read_sidecar
     from judgebench.services.repeats import repeats_rows
+    from judgebench.tables.scores_table import read_sidecar
 
     rows = repeats_rows(read_sidecar(path), frame, columns, humans, str(path))
     return [row.to_dict() for row in rows]
@@ -334,7 +334,7 @@ def _check_options(options: Options, statistics: Sequence[str]) -> None:
 
 def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec],
                   host: PluginHost) -> None:
-    from judgebench.pairwise_table import is_pointwise_metric
+    from judgebench.engine.pairwise_table import is_pointwise_metric
 
     for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
         for spec in specs:
@@ -371,7 +371,7 @@ def _pairs_from_file(path: Path, human: str, count: int, seed: int
                      ) -> tuple[list[Sample], list[Any]]:
     import numpy as np
 
-    from judgebench.io import read_samples
+    from judgebench.tables.io import read_samples
 
     pairs = read_samples(path)
     talks = [p for p in pairs if p.messages is not None]

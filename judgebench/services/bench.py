@@ -131,7 +131,7 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
           workdir: str | Path | None = None, log: Log | None = None) -> BenchResult:
     """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
     samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed)."""
-    from judgebench.runtime import Budget
+    from judgebench.engine.runtime import Budget
     from judgebench.spec import parse_spec
 
     log = log or (lambda _message: None)
@@ -189,7 +189,7 @@ def _shapes(specs: Sequence[Any], host: PluginHost
             ) -> tuple[list[str | None], list[tuple[str, ...]]]:
     """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape); and
     the sample fields it requires."""
-    from judgebench.pairwise_table import is_pairwise_metric
+    from judgebench.engine.pairwise_table import is_pairwise_metric
 
     shapes: list[str | None] = []
     requires = []
@@ -208,7 +208,7 @@ def _shapes(specs: Sequence[Any], host: PluginHost
 def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
                 folder: Path, budget: Any, options: ScoreOptions, bootstrap: int, seed: int,
                 alpha: float, log: Log, workdir: str | None, host: PluginHost) -> Card:
-    from judgebench.runtime import RunSettings
+    from judgebench.engine.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
     files = export(suite, folder)

@@ -3,7 +3,7 @@ it (MetaMetrics: Anugraha et al. 2024, "MetaMetrics: Calibrating Metrics For Gen
 Using Human Preferences").
 
 The combination predicts the human column from the metric columns (each oriented so that
-higher is better, by the rule of judgebench.scores_table, then standardised on the training
+higher is better, by the rule of judgebench.tables.scores_table, then standardised on the training
 rows). Every row's combined score comes from a model fitted on the other folds of items only
 (K-fold cross-fitting over items, meta_eval.combination, the machinery of the audit's trained
 sentinels), so it can be meta-evaluated and audited like any metric. Models (scikit-learn):
@@ -121,10 +121,10 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
     Bad input raises InputError before any fitting."""
     import numpy as np
 
-    from judgebench import destinations
-    from judgebench.columns import numeric_columns
     from judgebench.extras import require
-    from judgebench.scores_table import load_scores_table
+    from judgebench.tables import destinations
+    from judgebench.tables.columns import numeric_columns
+    from judgebench.tables.scores_table import load_scores_table
 
     require("judgebench combine", "combine", "sklearn")
     log = log or (lambda _message: None)
@@ -318,7 +318,7 @@ def _write(frame: pd.DataFrame, sidecar: dict[str, Any] | None, result: CombineR
     reader of OUT needs no flag again), and the combined column."""
     import json
 
-    from judgebench.io import write_table, write_text
+    from judgebench.tables.io import write_table, write_text
 
     meta: dict[str, Any] = dict(sidecar or {})
     columns = dict(meta.get("columns") or {})

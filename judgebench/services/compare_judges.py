@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from judgebench.errors import InputError
-from judgebench.failed import (
+from judgebench.results import Result
+from judgebench.tables.failed import (
     MISSING,
     FailedAs,
     FailedCells,
@@ -30,7 +31,6 @@ from judgebench.failed import (
     parse_failed_as,
     store_statuses,
 )
-from judgebench.results import Result
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
     Estimate,
@@ -104,13 +104,13 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     equal). `bootstrap` item resamples (seeded) give each statistic's `ci` interval.
     `human_ties` (pairwise tables): "drop" (the default, as `meta-eval --pairwise`) leaves
     the pairs people called a tie out of the statistics against people; "class" keeps tie
-    as a third label. A failed verdict counts as `failed_as` says (judgebench.failed):
+    as a third label. A failed verdict counts as `failed_as` says (judgebench.tables.failed):
     pairwise missing, wrong (a value of its own: never the human label, a flip against any
     verdict, agreeing with another failure, its own class in a kappa) or tie; scores
     missing, min, max or a number."""
     import numpy as np
 
-    from judgebench.scores_table import refuse_pairwise
+    from judgebench.tables.scores_table import refuse_pairwise
 
     if a == b:
         raise InputError("--a and --b name the same column: compare two judges", field="--b")
@@ -206,7 +206,7 @@ COUNTED_AS = {"missing": "dropped", "tie": "tie",
 
 def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None,
             store: str | Path | None, shape: Shape) -> FailedCells:
-    """The failed cells of the two judge columns (judgebench.failed: by the store's status
+    """The failed cells of the two judge columns (judgebench.tables.failed: by the store's status
     of each row with `store`, else the sidecar's counts); an order column (`<spec>.ab`) is
     told by its judge's combined column where the table has it."""
     orders: dict[str, list[str]] = {}
@@ -225,12 +225,13 @@ def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] 
 def _read(table: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
     import pandas as pd
 
-    from judgebench.io import read_table
-    from judgebench.scores_table import read_sidecar
-    from judgebench.turn_table import turn_units
+    from judgebench.engine.turn_table import turn_units
+    from judgebench.tables.io import read_table
+    from judgebench.tables.scores_table import read_sidecar
 
     if isinstance(table, pd.DataFrame):
-        # judged turns: each (conversation, turn) is a unit of its own (judgebench.turn_table)
+        # judged turns: each (conversation, turn) is a unit of its own
+        # (judgebench.engine.turn_table)
         return turn_units(table, "unit", path="<DataFrame>"), "<DataFrame>", None
     frame = read_table(table, key=None,
                        text_columns=("item", "system", "system_a", "system_b", "category"))
@@ -332,7 +333,7 @@ def _distributions(store: Path, sidecar: dict[str, Any] | None, path: str, a: st
                                                     list[dict[str, float]], list[str]] | None]:
     """The two judges' distributions matched by (item, system, sample index, sample content
     hash), for the table's rows, from the store (opened read-only)."""
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
 
     signatures = {}
     for column, option in ((a, "--a"), (b, "--b")):

@@ -17,7 +17,7 @@ system_a, system_b) and compared, per column:
   pairwise table) under A and under B; with people and two or more columns, each column's
   significance cluster under A and under B (`meta_eval.significance_clusters` on the first
   statistic);
-- from a store, what answered each side (`judgebench.fingerprints`): the scores per
+- from a store, what answered each side (`judgebench.engine.fingerprints`): the scores per
   fingerprint, and the flip rate per pair of fingerprints.
 
 `moved` lists the conclusions that changed; `drift` is whether any did, or a statistic
@@ -193,7 +193,7 @@ def diff(a: str | Path, b: str | Path, *, columns: Sequence[str] = (),
 # -- reading ------------------------------------------------------------------------------
 def _load(path: Path, *, untouched: bool = False) -> _Side:
     """A scores table, or a store (by its SQLite header) as a wide table of its ok scores."""
-    from judgebench.store import SQLITE_MAGIC
+    from judgebench.engine.store import SQLITE_MAGIC
 
     if not path.is_file():
         raise InputError("not found", path=str(path))
@@ -220,7 +220,7 @@ def _from_store(path: Path, *, untouched: bool = False) -> _Side:
     named as the latest run that wrote it names it (else by its signature)."""
     import pandas as pd
 
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
 
     with Store(path, readonly=True, untouched=untouched) as store:
         names: dict[str, str] = {}

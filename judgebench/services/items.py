@@ -156,8 +156,8 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
     import numpy as np
 
     import meta_eval
-    from judgebench.columns import numeric_columns
-    from judgebench.scores_table import load_scores_table
+    from judgebench.tables.columns import numeric_columns
+    from judgebench.tables.scores_table import load_scores_table
     from meta_eval import irt
 
     log = log or (lambda _message: None)

@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judgebench.columns import metric_columns, numeric_columns
+from judgebench.engine.turn_table import has_turns, turn_layout, turn_units
 from judgebench.errors import InputError
-from judgebench.failed import (
+from judgebench.results import Result
+from judgebench.suggest import did_you_mean
+from judgebench.tables.columns import metric_columns, numeric_columns
+from judgebench.tables.failed import (
     MISSING,
     FailedAs,
     apply_corpus,
@@ -26,12 +29,9 @@ from judgebench.failed import (
     find_failed,
     parse_failed_as,
 )
-from judgebench.io import LineNumbers
-from judgebench.results import Result
-from judgebench.scales import check_scales
-from judgebench.scores_table import ColumnInfo, ScoresTable, load_scores_table
-from judgebench.suggest import did_you_mean
-from judgebench.turn_table import has_turns, turn_layout, turn_units
+from judgebench.tables.io import LineNumbers
+from judgebench.tables.scales import check_scales
+from judgebench.tables.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from meta_eval.statistics import get
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -223,7 +223,7 @@ class _Columns:
     metrics: list[str]
     infos: dict[str, ColumnInfo]
     failed_as: FailedAs = MISSING
-    #: column -> its failed rows and how they were counted (`judgebench.failed`)
+    #: column -> its failed rows and how they were counted (`judgebench.tables.failed`)
     failed: dict[str, dict[str, Any]] | None = None
     #: column -> its failed corpus scores (systems), for its system-level corpus results
     corpus_failed: dict[str, dict[str, Any]] | None = None
@@ -250,7 +250,7 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
     "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
     failed score counts as `failed_as` says (missing, min, max or a number;
-    judgebench.failed). A column's direction not given by a flag or the sidecar is its
+    judgebench.tables.failed). A column's direction not given by a flag or the sidecar is its
     registered metric's in `host` (default: the installed plugins, built only then).
     `missing_bounds`: each statistic's Manski bounds over its missing
     cells and its tipping point (judgebench.services.missingness); `leave_systems_out` (k)
@@ -423,7 +423,7 @@ def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         frame = _exclude(frame, excluded, where)
         keep = ~table.frame["system"].isin(excluded).to_numpy()
         failed.masks = {c: m[keep] for c, m in failed.masks.items()}
-    if has_turns(frame):  # conversations scored turn by turn (judgebench.turn_table)
+    if has_turns(frame):  # conversations scored turn by turn (judgebench.engine.turn_table)
         layout = turn_layout(views, path=where)
         frame = turn_units(frame, layout, path=where)
         log("judged turns: the items are the conversations, the systems each (system, turn)"

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judgebench.columns import _where
 from judgebench.errors import InputError
-from judgebench.failed import MISSING, FailedAs, FailedCells, find_failed, parse_failed_as
 from judgebench.results import Result
+from judgebench.tables.columns import _where
+from judgebench.tables.failed import MISSING, FailedAs, FailedCells, find_failed, parse_failed_as
 from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
 from meta_eval.pairwise_eval import (
     CEILING,
@@ -41,7 +41,7 @@ NOT_JUDGES = frozenset({*PAIR_KEY, "system", "category", "input", "output_a", "o
 
 def read_pairs(path: str | Path) -> pd.DataFrame:
     """A pairwise table, keyed by (item, system_a, system_b); a wide scores table is refused."""
-    from judgebench.io import read_table
+    from judgebench.tables.io import read_table
 
     frame = read_table(path, key=None, text_columns=(*PAIR_KEY, "category"))
     check_pairs(frame, str(path))
@@ -180,7 +180,7 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                        alpha: float = 0.05, failed_as: str | FailedAs | None = None,
                        log: Log | None = None) -> PairwiseMetaEvalResult:
     """Meta-evaluate pairwise judges as `judgebench meta-eval --pairwise` does; a failed
-    verdict counts as `failed_as` says (missing, wrong, tie; judgebench.failed)."""
+    verdict counts as `failed_as` says (missing, wrong, tie; judgebench.tables.failed)."""
     log = log or (lambda _message: None)
     convention = parse_failed_as(failed_as, pairwise=True)
     if human_ties not in TIE_POLICIES:
@@ -190,7 +190,7 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
         raise InputError("name a human preference column with --human", field="--human")
     sidecar = None
     if isinstance(pairs, (str, Path)):
-        from judgebench.scores_table import read_sidecar
+        from judgebench.tables.scores_table import read_sidecar
 
         where, frame = str(pairs), read_pairs(pairs)
         sidecar = read_sidecar(Path(pairs))

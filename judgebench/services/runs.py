@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgebench.engine.store import RUN_COLUMNS, Store
 from judgebench.errors import InputError
-from judgebench.io import process_alive
 from judgebench.models import Status
 from judgebench.results import Result
-from judgebench.store import RUN_COLUMNS, Store
+from judgebench.tables.io import process_alive
 
 #: The fields of one `runs --json` object, in order (docs/guides/runs-and-logs.md).
 RUN_FIELDS = (
@@ -74,7 +74,7 @@ class RunRow:
     #: Per column, what answered its scores of this run ({fingerprint text: scores}).
     fingerprints: dict[str, dict[str, int]] = field(default_factory=dict)
     #: What answered changed during this run, or since the latest earlier run of a signature
-    #: (`judgebench.fingerprints`).
+    #: (`judgebench.engine.fingerprints`).
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -242,10 +242,10 @@ def _run_row(row: sqlite3.Row, store: str | Path) -> RunRow:
 
 def runs(store: str | Path, *, limit: int = 20, readonly: bool = False) -> RunsResult:
     """The `limit` most recent runs of `store` (0: all), newest first, each with what
-    answered its judges and the fingerprint warnings (`judgebench.fingerprints`).
+    answered its judges and the fingerprint warnings (`judgebench.engine.fingerprints`).
     `readonly`: never write the store (an older schema is refused, not migrated)."""
-    from judgebench import fingerprints
-    from judgebench.store import fingerprint_counts
+    from judgebench.engine import fingerprints
+    from judgebench.engine.store import fingerprint_counts
 
     with _reading(store, readonly=readonly) as conn:
         conn.row_factory = sqlite3.Row
@@ -371,7 +371,7 @@ def _segment_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str],
 def _named_cache(path: Path) -> Path:
     """The judge cache a `cache=` argument names (a file, or a directory as `score --cache`
     takes it); an InputError when there is none, rather than every call shown as missing."""
-    from judgebench.judge_cache import cache_file
+    from judgebench.engine.judge_cache import cache_file
 
     found = cache_file(path)
     if not found.is_file():
@@ -383,7 +383,7 @@ def _with_calls(entries: list[LogEntry], cache: Path, *, untouched: bool = False
                 ) -> list[LogEntry]:
     """`entries` with each call filled from the judge cache at `cache` (left as not found
     when there is no such cache); `untouched`: leaving no -wal/-shm files beside it."""
-    from judgebench.store import untouched_uri
+    from judgebench.engine.store import untouched_uri
 
     if not cache.is_file():
         return entries

@@ -25,13 +25,13 @@ from judgebench.spec import MetricSpec, parse_spec
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.engine.pool import SchedulerFactory, TimeEstimate
+    from judgebench.engine.ray_engine import RayConfig
+    from judgebench.engine.runner import RunResult, TableResult
+    from judgebench.engine.runtime import RunSettings
+    from judgebench.engine.store import Store
     from judgebench.models import CorpusScore, Sample
     from judgebench.plugins import PluginHost
-    from judgebench.pool import SchedulerFactory, TimeEstimate
-    from judgebench.ray_engine import RayConfig
-    from judgebench.runner import RunResult, TableResult
-    from judgebench.runtime import RunSettings
-    from judgebench.store import Store
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class ScoreResult(Result):
         signature in ``attrs["signatures"]`` and the whole sidecar (what `score -o` writes to
         `OUT.meta.json`) in ``attrs["sidecar"]``, which `meta_eval` and the other API
         functions read as they read the file beside a table."""
-        from judgebench.scores_table import SIDECAR_ATTR
+        from judgebench.tables.scores_table import SIDECAR_ATTR
 
         table = self.run.table
         table.attrs[SIDECAR_ATTR] = self.run.summary()
@@ -91,9 +91,9 @@ def score(data: str | Path | Iterable[Sample | dict[str, Any]] | pd.DataFrame,
     installed plugins, built for the call). `repeats` (with `repeats_allow_greedy` and
     `repeats_cell`) is `score --repeats K`: K draws of each judge, every one in the store,
     the table's cell their mean (or majority); `meta_eval` reads the draws from `store`."""
-    from judgebench.runner import run
-    from judgebench.runtime import RunSettings
-    from judgebench.store import Store
+    from judgebench.engine.runner import run
+    from judgebench.engine.runtime import RunSettings
+    from judgebench.engine.store import Store
 
     samples = read_data(data)
     specs = specs_of(metrics)
@@ -110,7 +110,7 @@ def estimate(samples: Sequence[Sample], specs: Sequence[MetricSpec], *, store: S
              host: PluginHost | None = None) -> RunResult:
     """A dry run: each column's estimated calls, tokens and cost in `result.estimates`, and
     `estimated_s`, its time at `workers` workers (local metrics, from a few timed samples)."""
-    from judgebench.runner import run_stream, survey
+    from judgebench.engine.runner import run_stream, survey
 
     return run_stream(lambda: samples, survey(samples), specs, store=store, resume=resume,
                       progress=progress, settings=settings, estimate_from=samples,
@@ -195,17 +195,18 @@ def score_file(input_path: Path | str, specs: Sequence[MetricSpec], *, output: P
     `OUTPUT.meta.json` gets each column's direction, level and corpus scores; with `corpus`,
     that file gets one row per system and corpus metric. A store this run created is removed
     again if the run fails before its first score. Before any of it, the paths are checked
-    (`judgebench.destinations`): none may be another, and each must be writable as what it
+    (`judgebench.tables.destinations`): none may be another, and each must be writable as what it
     is. `workers` > 1 scores local metrics in that many processes, with the same results
-    (`judgebench.pool`); `on_estimate` hears of each long column (`runner.run_stream`).
+    (`judgebench.engine.pool`); `on_estimate` hears of each long column (`runner.run_stream`).
     `rows` chooses the rows to score (`Rows`: the table holds exactly those, the sidecar
     says which); `command` is the command line the store's `runs` row records (scrubbed).
-    `ray` scores the batches on Ray actors instead (`judgebench.ray_engine`), with the same
+    `ray` scores the batches on Ray actors instead (`judgebench.engine.ray_engine`), with the same
     results; this process stays the only writer of the store; with it, `input_path` may be
     a URI (s3://..., file://...), read through Ray Data (`ray_engine.UriSamples`)."""
-    from judgebench import destinations, ray_engine
+    from judgebench.engine import ray_engine
     from judgebench.extras import require
-    from judgebench.io import SampleFile
+    from judgebench.tables import destinations
+    from judgebench.tables.io import SampleFile
 
     if ray is not None:
         ray_engine.quiet_environment()  # before Ray is imported
@@ -244,9 +245,9 @@ def _score_source(samples: Iterable[Sample], input_path: str, input_hash: str | 
                   command: str | None, scheduler_factory: SchedulerFactory | None,
                   host: PluginHost | None = None) -> RunResult:
     """`score_file` once its paths are checked and its source is open."""
-    from judgebench.io import TableWriter, atomic_paths, file_format
-    from judgebench.runner import run_stream, survey
-    from judgebench.store import RunAbout, Store
+    from judgebench.engine.runner import run_stream, survey
+    from judgebench.engine.store import RunAbout, Store
+    from judgebench.tables.io import TableWriter, atomic_paths, file_format
 
     source, selection = (rows or Rows()).of(samples)
     surveyed = survey(source)
@@ -296,8 +297,8 @@ def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, settings: Ru
                   rows: Rows | None = None, host: PluginHost | None = None) -> RunResult:
     """`judgebench score --dry-run`: `estimate` over the (chosen) samples of `input_path`.
     A dry run stores nothing, so it opens no store: no store file is created."""
-    from judgebench.io import SampleFile
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
+    from judgebench.tables.io import SampleFile
 
     source, _ = (rows or Rows()).of(SampleFile(input_path))
     samples = list(source)
@@ -309,8 +310,8 @@ def estimate_file(input_path: Path, specs: Sequence[MetricSpec], *, settings: Ru
 
 def _judge_cache(settings: RunSettings) -> Path:
     """The judge cache this run's judges use (recorded in its `runs` row for `logs`)."""
-    from judgebench.judge_cache import default_cache_path
-    from judgebench.runtime import running
+    from judgebench.engine.judge_cache import default_cache_path
+    from judgebench.engine.runtime import running
 
     with running(settings):
         return default_cache_path().absolute()
@@ -320,7 +321,7 @@ def write_corpus(result: RunResult, path: Path, *, csv_safe: bool = False) -> No
     """The corpus scores of `result`, one row per system and metric, to a table file."""
     import pandas as pd
 
-    from judgebench.io import write_table
+    from judgebench.tables.io import write_table
 
     frame = pd.DataFrame(
         [c.model_dump(mode="json") for c in result.corpus],
@@ -343,7 +344,7 @@ def _removed_if_scoreless(path: Path) -> Iterator[None]:
 
 
 def _remove_if_scoreless(path: Path) -> None:
-    from judgebench.destinations import SQLITE_SIDECARS
+    from judgebench.tables.destinations import SQLITE_SIDECARS
 
     if not path.is_file():
         return
@@ -376,10 +377,11 @@ def summary_rows(result: RunResult) -> list[dict[str, Any]]:
 def read_data(data: str | Path | Iterable[Sample | dict[str, Any]] | pd.DataFrame
               ) -> list[Sample]:
     """Samples from what `score` accepts, read exactly as the CLI reads a file: a DataFrame
-    like a CSV or Parquet table, dicts like JSONL lines (see `judgebench.io.normalize_record`)."""
+    like a CSV or Parquet table, dicts like JSONL lines (see
+    `judgebench.tables.io.normalize_record`)."""
     import pandas as pd
 
-    from judgebench.io import read_samples, samples_from_frame, samples_from_records
+    from judgebench.tables.io import read_samples, samples_from_frame, samples_from_records
 
     if isinstance(data, str | Path):
         return read_samples(data)

@@ -279,9 +279,9 @@ def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[s
     """Every span-marking column of the scores table against people's spans. The judge's
     spans are read from `store` (default: the store the sidecar names, else `score`'s
     default store, judgebench.db)."""
-    from judgebench.io import read_table
-    from judgebench.scores_table import read_sidecar
-    from judgebench.store import DEFAULT_STORE
+    from judgebench.engine.store import DEFAULT_STORE
+    from judgebench.tables.io import read_table
+    from judgebench.tables.scores_table import read_sidecar
 
     path = Path(scores)
     sidecar = read_sidecar(path)

@@ -35,8 +35,6 @@ def transitivity(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str] = ()
                  judges: Sequence[str] = (), bootstrap: int = 1000, ci: float = 0.95,
                  seed: int = 0, log: Log | None = None) -> TransitivityReport:
     """Each judge's (and human column's) cyclic triples and BT misfit test."""
-    from judgebench.failed import find_failed
-    from judgebench.scores_table import read_sidecar
     from judgebench.services.pairwise import (
         check_pairs,
         default_judges,
@@ -45,6 +43,8 @@ def transitivity(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str] = ()
         read_pairs,
         verdict_columns,
     )
+    from judgebench.tables.failed import find_failed
+    from judgebench.tables.scores_table import read_sidecar
     from meta_eval.transitivity import transitivity as kernel
 
     log = log or (lambda _message: None)

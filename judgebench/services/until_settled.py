@@ -52,11 +52,11 @@ def score_until_settled(input_path: str | Path, specs: Sequence[MetricSpec], *, 
                         margin: float = 0.0, top_k: int | None = None, alpha: float = 0.05,
                         seed: int = 0, log: Log | None = None) -> SettledRun:
     """Score `input_path` with `specs` batch by batch until settled (module docstring)."""
-    from judgebench.io import read_samples
-    from judgebench.runner import run
+    from judgebench.engine.runner import run
+    from judgebench.engine.store import Store
     from judgebench.services.score import ScoreResult
     from judgebench.services.sequential import check
-    from judgebench.store import Store
+    from judgebench.tables.io import read_samples
     from meta_eval.sequential import sequential_clusters
     from meta_eval.statistics import group_values
     from meta_eval.table import score_matrices

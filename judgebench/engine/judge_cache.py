@@ -70,7 +70,7 @@ def default_cache_path() -> Path:
     """Where the judge cache lives: `RunSettings.cache_path` (a .sqlite/.db file, or a
     directory), else ``$JUDGEBENCH_CACHE_DIR/judge_cache.sqlite``, else
     ``~/.cache/judgebench/judge_cache.sqlite``."""
-    from judgebench import runtime
+    from judgebench.engine import runtime
 
     configured = runtime.current().cache_path
     if configured is not None:

@@ -62,7 +62,7 @@ def read(option: str, path: str | Path, *, sidecar: bool = False) -> list[Named]
 def table(option: str, path: str | Path, *, sidecar: bool = False) -> list[Named]:
     """A table the command writes (format by extension, `io.file_format`); with `sidecar`,
     also the `.meta.json` written beside it."""
-    from judgebench.io import file_format
+    from judgebench.tables.io import file_format
 
     path = Path(path)
     named = [Named(option, path, "output", option, fmt=file_format)]
@@ -97,8 +97,8 @@ def judge_cache(option: str, path: str | Path | None) -> list[Named]:
     or, without it, the default location means, found exactly as the judges find it
     (`judge_cache.default_cache_path`). The default is compared with the other paths but
     not probed: only a judge opens it."""
-    from judgebench import runtime
-    from judgebench.judge_cache import default_cache_path
+    from judgebench.engine import runtime
+    from judgebench.engine.judge_cache import default_cache_path
 
     with runtime.running(runtime.RunSettings(cache_path=None if path is None else Path(path))):
         file = default_cache_path()
@@ -185,7 +185,7 @@ def check_destination(entry: Named) -> None:
 
 def _is_sqlite(path: Path) -> bool:
     """An empty file (SQLite makes one a database) or one with SQLite's header."""
-    from judgebench.store import SQLITE_MAGIC
+    from judgebench.engine.store import SQLITE_MAGIC
 
     with path.open("rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))

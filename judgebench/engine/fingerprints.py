@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from judgebench.store import FingerprintCounts
+from judgebench.engine.store import FingerprintCounts
 
 
 def describe(text: str) -> str:

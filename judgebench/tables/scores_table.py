@@ -6,7 +6,7 @@ Direction of a column, first that applies:
    command);
 2. `higher_is_better` in the table's sidecar (`OUT.meta.json`, written by `judgebench score`);
 3. the registered metric the column names (`lexical.ter:normalized=true` names `lexical.ter`),
-   read from a cached registry without importing plugins (`judgebench.directions`);
+   read from a cached registry without importing plugins (`judgebench.tables.directions`);
 4. higher is better.
 
 System scores of a column: its corpus scores (one per system, e.g. corpus BLEU or MAUVE) where
@@ -67,7 +67,7 @@ class ScoresTable:
     # metric name -> higher_is_better; None: read when a column first needs it
     registered: Mapping[str, bool] | None = None
     #: The plugin host whose metrics give a column's direction; None: the installed
-    #: plugins' (judgebench.directions), read when a column first needs it (meta-eval
+    #: plugins' (judgebench.tables.directions), read when a column first needs it (meta-eval
     #: starts without a host).
     host: PluginHost | None = field(default=None, compare=False, repr=False)
     #: column -> the systems whose corpus score failed (parse_error, refused, error)
@@ -95,10 +95,10 @@ class ScoresTable:
 
     def registered_metrics(self) -> Mapping[str, bool]:
         """Metric name -> higher_is_better of every registered metric: `host`'s, else the
-        installed plugins' (`judgebench.directions`: no plugin is imported when the
+        installed plugins' (`judgebench.tables.directions`: no plugin is imported when the
         registry is cached)."""
         if self.registered is None:
-            from judgebench.directions import metric_directions
+            from judgebench.tables.directions import metric_directions
 
             self.registered = metric_directions(self.host)
         return self.registered
@@ -209,7 +209,7 @@ def corpus_from_records(records: Iterable[Mapping[str, Any]], *, where: str
 def corpus_failures(records: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
     """{column: systems} of the corpus rows whose status is a failure (parse_error, refused,
     error; not skipped): failed corpus scores, told from ones never computed."""
-    from judgebench.failed import FAILED_STATUSES
+    from judgebench.tables.failed import FAILED_STATUSES
 
     out: dict[str, set[str]] = {}
     for row in records:
@@ -230,7 +230,7 @@ def read_corpus_table(path: Path) -> dict[str, dict[str, float]]:
 
 def corpus_records(path: Path) -> list[dict[str, Any]]:
     """The rows of a corpus table (system, metric, value[, status]), checked for columns."""
-    from judgebench.io import read_table
+    from judgebench.tables.io import read_table
 
     frame = read_table(path, key=("system", "metric"), text_columns=("status",))
     for column in CORPUS_COLUMNS:
@@ -276,10 +276,10 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
                       frame: pd.DataFrame | None = None, turns: str | None = "unit"
                       ) -> ScoresTable:
     """Read a scores table with its sidecar and corpus scores (see the module docstring).
-    A table of judged turns is laid out as `turns` says (`judgebench.turn_table`; None:
+    A table of judged turns is laid out as `turns` says (`judgebench.engine.turn_table`; None:
     kept as it is, for a reader that lays it out per view)."""
-    from judgebench.io import read_table
-    from judgebench.turn_table import has_turns, turn_units
+    from judgebench.engine.turn_table import has_turns, turn_units
+    from judgebench.tables.io import read_table
 
     sidecar = read_sidecar(path)
     if sidecar is None and frame is not None:

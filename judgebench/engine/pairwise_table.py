@@ -38,8 +38,8 @@ from judgebench.models import MetricInfo, Sample, Score, Status
 if TYPE_CHECKING:
     import pandas as pd
 
-    from judgebench.scoring import PreparedMetric
-    from judgebench.store import SampleKey, Store
+    from judgebench.engine.scoring import PreparedMetric
+    from judgebench.engine.store import SampleKey, Store
 
 PAIR_FIELDS = ("output_a", "output_b")
 VERDICTS = ("a", "b", "tie")
@@ -187,7 +187,7 @@ def majority_verdicts(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[Sample
     gave one) are the majority of the draws' (`runner.majority`: the first drawn among the
     most frequent), or their mean where the verdicts are probabilities; one draw: that
     draw."""
-    from judgebench.runner import majority
+    from judgebench.engine.runner import majority
 
     if len(draws) == 1:
         return dict(draws[0])
@@ -225,7 +225,7 @@ def build_pairwise_table(
     each cell comes from the stored score of exactly that sample."""
     import pandas as pd
 
-    from judgebench.runner import sample_hash, survey
+    from judgebench.engine.runner import sample_hash, survey
 
     if hashes is None:
         hashes = [sample_hash(s) for s in samples]

@@ -31,13 +31,13 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgebench.engine.scoring import build, failure_reason, score_batch, timed_score
 from judgebench.models import Outcome, Sample, Status
-from judgebench.scoring import build, failure_reason, score_batch, timed_score
 
 if TYPE_CHECKING:
+    from judgebench.engine.scoring import PreparedMetric
     from judgebench.metric import Metric
     from judgebench.plugins import PluginHost
-    from judgebench.scoring import PreparedMetric
     from judgebench.spec import MetricSpec
 
 CONTEXT = "spawn"
@@ -193,8 +193,8 @@ def _score(column: str, batch: list[Sample]) -> tuple[list[Outcome], float]:
 # -- the parent side ------------------------------------------------------------------------
 class BatchScheduler(Protocol):
     """Where the batches of a run are scored (`Scheduler`: here and in worker processes;
-    `judgebench.ray_engine.RayScheduler`: in Ray actors). `scored` gives each batch's outcomes
-    in order (None: score them in process); `close` stops what it started."""
+    `judgebench.engine.ray_engine.RayScheduler`: in Ray actors). `scored` gives each batch's
+    outcomes in order (None: score them in process); `close` stops what it started."""
 
     def scored(self, p: PreparedMetric, rows: int, batches: Sequence[list[Sample]]
                ) -> Iterator[tuple[list[Outcome], float | None]] | None: ...

@@ -164,7 +164,7 @@ def store_statuses(store: str | Path, sidecar: Mapping[str, Any] | None,
     """Per column with a signature in the sidecar and scores in the store: the stored status
     of each row's score (keys: (item, system as the store names it)), None where the store
     holds none or several different ones (two sample contents under one id)."""
-    from judgebench.store import Store
+    from judgebench.engine.store import Store
 
     signatures = {}
     for column in columns:

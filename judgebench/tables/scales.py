@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from judgebench.columns import _where
 from judgebench.errors import InputError
+from judgebench.tables.columns import _where
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,7 +37,7 @@ def check_scales(frame: pd.DataFrame, *, statistics: Sequence[str], humans: Sequ
                  metrics: Sequence[str], path: str,
                  labels: Sequence[float] | None = None) -> None:
     """InputError at the first value a requested statistic cannot take (module docstring).
-    `frame`'s columns are numeric already (`judgebench.columns.numeric_columns`)."""
+    `frame`'s columns are numeric already (`judgebench.tables.columns.numeric_columns`)."""
     import numpy as np
 
     from meta_eval.statistics import get

@@ -43,15 +43,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from judgebench.display import SafeWriter
+from judgebench.engine.runtime import Budget, BudgetExceeded, RunSettings
+from judgebench.engine.scoring import build, failure_reason, one_by_one, score_streamed, timed_score
 from judgebench.models import Outcome, Sample, Status
-from judgebench.runtime import Budget, BudgetExceeded, RunSettings
-from judgebench.scoring import build, failure_reason, one_by_one, score_streamed, timed_score
 
 if TYPE_CHECKING:
     from judgebench.backends.remote import RateLimiter
+    from judgebench.engine.pool import SchedulerFactory, TimeEstimate
+    from judgebench.engine.scoring import PreparedMetric
     from judgebench.plugins import PluginHost
-    from judgebench.pool import SchedulerFactory, TimeEstimate
-    from judgebench.scoring import PreparedMetric
     from judgebench.spec import MetricSpec
 
 #: Environment variables an actor gets from the driver (besides each judge's api_key_env):
@@ -144,7 +144,7 @@ class UriSamples:
     (`session`)."""
 
     def __init__(self, uri: str) -> None:
-        from judgebench.io import file_format
+        from judgebench.tables.io import file_format
 
         self.uri = uri
         self.format = file_format(uri)
@@ -152,7 +152,7 @@ class UriSamples:
     def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         import ray.data
 
-        from judgebench.io import _csv_records, _jsonl_records
+        from judgebench.tables.io import _csv_records, _jsonl_records
 
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True  # rows in the file's order
@@ -186,7 +186,7 @@ class UriSamples:
                 blocks.close()
 
     def _numbered(self) -> Iterator[tuple[int, Sample]]:
-        from judgebench.io import position_name, to_sample
+        from judgebench.tables.io import position_name, to_sample
 
         where = position_name(self.uri)
         for position, record in self._records():
@@ -195,7 +195,7 @@ class UriSamples:
 
     def __iter__(self) -> Iterator[Sample]:
         from judgebench.errors import InputError
-        from judgebench.io import position_name, unique_stream
+        from judgebench.tables.io import position_name, unique_stream
 
         empty = True
         for _, sample in unique_stream(self._numbered(), path=self.uri,
@@ -371,7 +371,7 @@ class ScoringActor:
         return found
 
     def score(self, column: str, batch: list[Sample]) -> BatchResult:
-        from judgebench.runtime import running
+        from judgebench.engine.runtime import running
 
         metric = self._metric(column)
         with running(self.settings):

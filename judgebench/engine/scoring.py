@@ -1,6 +1,6 @@
 """The scoring primitives: a metric built from its spec, one batch scored, the one requirement
-rule. The runner (in process), the worker processes (`judgebench.pool`) and the Ray actors
-(`judgebench.ray_engine`) score through these alike; batches, resume, the store and the table
+rule. The runner (in process), the worker processes (`judgebench.engine.pool`) and the Ray actors
+(`judgebench.engine.ray_engine`) score through these alike; batches, resume, the store and the table
 are the runner's.
 
 - `prepare` builds and signs a metric from its spec once (`build` is the same step where a
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judgebench.engine.runtime import BudgetExceeded
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.metric import Metric, outcome_of
 from judgebench.models import Outcome, Sample, Status
 from judgebench.redact import redact
-from judgebench.runtime import BudgetExceeded
 from judgebench.spec import MetricSpec
 
 if TYPE_CHECKING:

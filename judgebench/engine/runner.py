@@ -24,15 +24,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from judgebench import progress_line
-from judgebench.errors import InputError, JudgebenchError
-from judgebench.judge_cache import REPLAYS
-from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
-from judgebench.models import CONVERSATION_FIELDS, CorpusScore, Outcome, Sample, Score, Status
-from judgebench.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
-from judgebench.redact import redact
-from judgebench.runtime import BudgetExceeded, RunSettings, current, running
-from judgebench.scoring import (
+from judgebench.engine import progress_line
+from judgebench.engine.judge_cache import REPLAYS
+from judgebench.engine.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
+from judgebench.engine.runtime import BudgetExceeded, RunSettings, current, running
+from judgebench.engine.scoring import (
     PreparedMetric,
     failure_reason,
     lacks,
@@ -42,8 +38,7 @@ from judgebench.scoring import (
     score_streamed,
     with_repeats,
 )
-from judgebench.spec import MetricSpec
-from judgebench.store import (
+from judgebench.engine.store import (
     FAILED_STATUSES,
     FINAL_STATUSES,
     RunAbout,
@@ -52,12 +47,17 @@ from judgebench.store import (
     SampleKey,
     Store,
 )
+from judgebench.errors import InputError, JudgebenchError
+from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
+from judgebench.models import CONVERSATION_FIELDS, CorpusScore, Outcome, Sample, Score, Status
+from judgebench.redact import redact
+from judgebench.spec import MetricSpec
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.engine.pool import BatchScheduler, SchedulerFactory, TimeEstimate
     from judgebench.plugins import PluginHost
-    from judgebench.pool import BatchScheduler, SchedulerFactory, TimeEstimate
 
 
 #: Distinct failure reasons kept per column; the rest are counted under one "other reasons".
@@ -74,7 +74,7 @@ class RunResult:
     reused: int = 0
     rows: int = 0
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    pairwise: bool = False  # the table is the pairwise one (judgebench.pairwise_table)
+    pairwise: bool = False  # the table is the pairwise one (judgebench.engine.pairwise_table)
     #: Per column, the failed scores of the table by (status, reason), corpus scores included.
     failures: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
     #: The `runs` row of this run in the store (None for a dry run).
@@ -302,9 +302,9 @@ def run_stream(
     from summed statistics (`Metric.sums_statistics`) only each system's sum is kept. A dry
     run needs `estimate_from`, the samples in memory.
 
-    `workers` > 1 scores parallel-safe metrics in that many processes (`judgebench.pool`),
+    `workers` > 1 scores parallel-safe metrics in that many processes (`judgebench.engine.pool`),
     with the same results (`scheduler_factory`, called as `pool.Scheduler` is, places the
-    batches elsewhere: `judgebench.ray_engine`); `on_estimate` gets each column's time
+    batches elsewhere: `judgebench.engine.ray_engine`); `on_estimate` gets each column's time
     estimate when it is long (`pool.SHOW_ESTIMATE_SECONDS`), before its work starts. A dry
     run's estimates include `estimated_s`, the seconds that column would take (None when it
     is not timed).
@@ -312,8 +312,13 @@ def run_stream(
     Once the checks before any work have passed, the run is recorded in the store's `runs`
     table (`about`: its command line and input), and how it ended when it ends: ok, error,
     interrupted (Ctrl-C, SIGTERM) or budget_stop."""
+    from judgebench.engine.pool import (
+        SHOW_ESTIMATE_SECONDS,
+        TIMED_SAMPLES,
+        Scheduler,
+        time_estimates,
+    )
     from judgebench.plugins import build_host
-    from judgebench.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, Scheduler, time_estimates
 
     host = host or build_host()
     entries = [host.metric(spec.name) for spec in specs]  # each spec looked up once, here
@@ -765,7 +770,7 @@ def cell_of_draws(draws: Sequence[Mapping[SampleKey, Score]], p: PreparedMetric,
     if len(draws) == 1:
         return dict(draws[0])
     if pairwise:
-        from judgebench.pairwise_table import majority_verdicts
+        from judgebench.engine.pairwise_table import majority_verdicts
 
         return majority_verdicts(draws)
     return majority_of_draws(draws) if p.cell == "majority" else mean_of_draws(draws)
@@ -833,7 +838,7 @@ def build_table(
     }
     if turns is None:
         turns = any(s.turn is not None for s in samples)
-    if turns:  # conversations judged turn by turn: the turn is a key (judgebench.turn_table)
+    if turns:  # conversations judged turn by turn: the turn is a key (judgebench.engine.turn_table)
         data["turn"] = [s.turn for s in samples]
     for p in prepared:
         if not p.segment_level:
