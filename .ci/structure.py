@@ -1,0 +1,113 @@
+"""Measures of judgebench's structure, read from the code (no module is imported or run).
+
+    python .ci/structure.py [TREE]     # TREE: a checkout (default: this one)
+
+- modules and import edges of `judgebench/` (an edge: module a imports module b, or a name
+  from it, anywhere in a, a function body included; `if TYPE_CHECKING:` blocks excluded), the
+  graph of tests/test_import_graph.py;
+- edges from a lower layer up to a higher one, with the layers of LAYERS below (a module's
+  layer is its longest matching prefix);
+- import circles (strongly connected components of more than one module) with module-level
+  imports only, and with function-level imports too;
+- the largest cyclomatic complexities, from ruff's mccabe rule (C901);
+- the places outside judgebench/tables/ that read a scores table themselves: modules that call
+  one of READERS.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE / "tests"))
+from test_import_graph import cycles, import_graph  # noqa: E402
+
+# Lowest first. A module imports its own layer or lower ones; the package's lazy __init__
+# (re-exports of the API, resolved on first use) sits on top.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("judgebench._version", "judgebench.errors", "judgebench.redact", "judgebench.display",
+     "judgebench.extras", "judgebench.results", "judgebench.verbosity"),
+    ("judgebench.models", "judgebench.spec", "judgebench.conversation", "judgebench.scales"),
+    ("judgebench.metric", "judgebench.sentinel", "judgebench.probe", "judgebench.hookspecs",
+     "judgebench.registry", "judgebench.backends", "judgebench.suggest",
+     "judgebench.metric_card"),
+    ("judgebench.tables", "judgebench.engine.runtime", "judgebench.engine.progress_line"),
+    ("judgebench.engine", "judgebench.plugin_api", "judgebench.plugins", "judgebench.suite"),
+    ("judgebench.services", "judgebench.auditing", "judgebench.pytest_plugin"),
+    ("judgebench.render",),
+    ("judgebench.api", "judgebench.commands", "judgebench.view", "judgebench.cli"),
+    ("judgebench",),
+)
+READERS = ("load_scores_table", "read_sidecar", "find_failed", "read_corpus_table",
+           "corpus_records", "turn_units")
+
+
+def layer(module: str) -> int:
+    best, found = -1, len(LAYERS) - 1
+    for rank, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), rank
+    return found
+
+
+def readers(tree: Path) -> list[str]:
+    out = []
+    for path in sorted((tree / "judgebench").rglob("*.py")):
+        if path.is_relative_to(tree / "judgebench" / "tables"):
+            continue
+        calls = {node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute | ast.Name)}
+        if calls & set(READERS):
+            out.append(str(path.relative_to(tree)))
+    return out
+
+
+def complexities(tree: Path) -> list[tuple[int, str]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--select", "C901", "--output-format", "json",
+         "--config", "lint.mccabe.max-complexity = 0", "--isolated", "judgebench"],
+        cwd=tree, capture_output=True, text=True, check=False)
+    found = []
+    for row in json.loads(proc.stdout or "[]"):
+        match = re.search(r"`(.+?)` is too complex \((\d+) >", row["message"])
+        if match:
+            found.append((int(match.group(2)),
+                          f"{Path(row['filename']).relative_to(tree)}:{match.group(1)}"))
+    return sorted(found, reverse=True)
+
+
+def main(tree: Path) -> dict[str, object]:
+    full = import_graph(tree, ("judgebench",))
+    top = import_graph(tree, ("judgebench",), top_level=True)
+    upward = sorted(f"{a} -> {b}" for a, bs in full.items() for b in bs
+                    if layer(b) > layer(a))
+    worst = complexities(tree)
+    return {
+        "modules": len(full),
+        "import_edges": sum(len(b) for b in full.values()),
+        "upward_edges": upward,
+        "circles_module_level": cycles(top),
+        "circles_with_function_level": cycles(full),
+        "largest_complexity": worst[:10],
+        "functions_over_24": sum(1 for c, _ in worst if c > 24),
+        "scores_table_readers": readers(tree),
+    }
+
+
+if __name__ == "__main__":
+    result = main(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE)
+    for key, value in result.items():
+        if isinstance(value, list):
+            print(f"{key}: {len(value)}")
+            for row in value:
+                print(f"  {row}")
+        else:
+            print(f"{key}: {value}")
