@@ -9,7 +9,7 @@
   layer is its longest matching prefix);
 - import circles (strongly connected components of more than one module) with module-level
   imports only, and with function-level imports too;
-- the largest cyclomatic complexities, from ruff's mccabe rule (C901);
+- the largest cyclomatic complexities, as radon measures them (functions and methods);
 - the places outside judgebench/tables/ that read a scores table themselves: modules that call
   one of READERS.
 """
@@ -17,9 +17,6 @@
 from __future__ import annotations
 
 import ast
-import json
-import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -71,16 +68,14 @@ def readers(tree: Path) -> list[str]:
 
 
 def complexities(tree: Path) -> list[tuple[int, str]]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--select", "C901", "--output-format", "json",
-         "--config", "lint.mccabe.max-complexity = 0", "--isolated", "judgebench"],
-        cwd=tree, capture_output=True, text=True, check=False)
+    from radon.complexity import cc_visit  # the dev extra; the measure the issues quote
+
     found = []
-    for row in json.loads(proc.stdout or "[]"):
-        match = re.search(r"`(.+?)` is too complex \((\d+) >", row["message"])
-        if match:
-            found.append((int(match.group(2)),
-                          f"{Path(row['filename']).relative_to(tree)}:{match.group(1)}"))
+    for path in sorted((tree / "judgebench").rglob("*.py")):
+        for block in cc_visit(path.read_text(encoding="utf-8")):
+            name = f"{block.classname}.{block.name}" if getattr(block, "classname", None) \
+                else block.name
+            found.append((block.complexity, f"{path.relative_to(tree)}:{name}"))
     return sorted(found, reverse=True)
 
 
