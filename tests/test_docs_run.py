@@ -269,7 +269,7 @@ def _generated_pages() -> dict[str, str]:
 
 def test_generated_reference_covers_the_code() -> None:
     """The reference pages the MkDocs hook generates hold every command, metric, statistic and
-    plugin-API name (so the site cannot leave one out), built here without MkDocs."""
+    plugin-API and Python-API name (so the site cannot leave one out), built here without MkDocs."""
     import judgebench.plugin_api as plugin_api
     from judgebench.cli import make_cli
     from judgebench.plugins import build_host
@@ -295,3 +295,8 @@ def test_generated_reference_covers_the_code() -> None:
         assert f"| `{name}` |" in pages["reference/statistics.md"], name
     for name in plugin_api.__all__:
         assert f"## `{name}`" in pages["reference/plugin-api.md"], name
+    import judgebench.api as python_api
+
+    for name in python_api.__all__:
+        assert f"## `{name}`" in pages["reference/python-api.md"], name
+        assert (getattr(python_api, name).__doc__ or "").strip(), name

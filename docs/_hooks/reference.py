@@ -8,6 +8,7 @@ they cannot drift from it.
 - reference/statistics.md: the one statistic table, `meta_eval.statistics.STATISTICS`;
 - reference/plugin-api.md: every name `judgebench.plugin_api` exports, with its signature and
   docstring;
+- reference/python-api.md: every function `judgebench.api` exports (the Python API), likewise;
 - benchmarks.md: benchmarks/README.md as it is (it lives beside the benchmarks it describes).
 
 `pages()` gives them as {path: Markdown} without MkDocs (tests/test_docs_run.py reads it).
@@ -39,6 +40,7 @@ def pages() -> dict[str, str]:
         "reference/metrics.md": metrics_page(host),
         "reference/statistics.md": statistics_page(),
         "reference/plugin-api.md": plugin_api_page(),
+        "reference/python-api.md": python_api_page(),
         "benchmarks.md": (REPO / "benchmarks" / "README.md").read_text(encoding="utf-8"),
     }
 
@@ -156,12 +158,27 @@ def _members(cls: type) -> list[str]:
 def plugin_api_page() -> str:
     import judgebench.plugin_api as api
 
-    out = ["# The plugin API (`judgebench.plugin_api`)", "",
-           "Generated from the module: every name it exports, with its signature and "
-           "docstring. A plugin imports judgebench through this module only.", "",
-           inspect.getdoc(api) or "", ""]
-    for name in sorted(api.__all__, key=str.lower):
-        obj = getattr(api, name)
+    return module_page(api, "# The plugin API (`judgebench.plugin_api`)",
+                       "A plugin imports judgebench through this module only.")
+
+
+def python_api_page() -> str:
+    import judgebench.api as api
+
+    return module_page(api, "# The Python API (`judgebench.api`)",
+                       "Each function is re-exported at `judgebench` (`judgebench.score`, ...) "
+                       "and returns a typed result with `to_dict()`, `to_json()` and "
+                       "`to_pandas()`.")
+
+
+def module_page(module: Any, title: str, intro: str) -> str:
+    """Every name `module.__all__` exports, with its signature and docstring."""
+    out = [title, "",
+           f"Generated from the module: every name it exports, with its signature and "
+           f"docstring. {intro}", "",
+           inspect.getdoc(module) or "", ""]
+    for name in sorted(module.__all__, key=str.lower):
+        obj = getattr(module, name)
         out += [f"## `{name}`", ""]
         if inspect.isclass(obj) or inspect.isfunction(obj):
             kind = "class" if inspect.isclass(obj) else "def"
