@@ -8,6 +8,7 @@ import math
 import statistics
 
 import numpy as np
+import ppi_py
 import pytest
 
 from meta_eval.estimation import (
@@ -23,8 +24,6 @@ from meta_eval.estimation import (
     two_sided_z,
     weighted_ppi_mean,
 )
-
-ppi_py = pytest.importorskip("ppi_py", reason="ppi-python is the dev extra's PPI++ oracle")
 
 
 def _case(kind: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
