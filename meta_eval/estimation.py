@@ -249,7 +249,10 @@ def stratified_ppi_mean(*, judge: ArrayLike, human: ArrayLike, strata: ArrayLike
     theta = sum_h (N_h / N) theta_h, se^2 = sum_h (N_h / N)^2 se_h^2. Each stratum needs 2
     labels. The human-only counterpart (for effective_labels) is the stratified mean of the
     labels, se^2 = sum_h (N_h / N)^2 s_h^2 / n_h; labels_to_reach assumes new labels keep the
-    strata's current shares of labels."""
+    strata's current shares of labels. The interval is a CLT interval in every stratum: with
+    few labels in a stratum it is too narrow (1,000 simulated studies, nominal 0.9: 8 labels in
+    the smallest of four strata covered 0.835, 20 or more covered 0.886). `lam` reports the
+    strata's mean lam."""
     z = two_sided_z(confidence)
     f, y = _scores(judge=judge, human=human)
     groups = np.asarray(strata)
