@@ -158,7 +158,10 @@ def human_only_mean(*, human: ArrayLike, confidence: float = 0.95) -> Estimate:
     """The labelled items alone: mean +- z sd / sqrt(n) (sd with divisor n, as
     `ppi_py.classical_mean_ci`); NaN labels are unlabelled items and are left out."""
     z = two_sided_z(confidence)
-    y = np.asarray(human, dtype=float)
+    y = np.asarray(human, dtype=float).ravel()
+    infinite = np.flatnonzero(np.isinf(y))
+    if infinite.size:
+        raise EstimationError(f"human label of item {infinite[0]} is infinite")
     y = y[np.isfinite(y)]
     n = y.size
     _needs_labels(n, 2)

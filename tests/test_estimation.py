@@ -83,6 +83,34 @@ def test_ppi_mean_equals_ppi_python(kind: str, seed: int, lam: float | None) -> 
         assert ours.lam == 0.0
 
 
+def _joined(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """ppi-python's (Y, Yhat, Yhat_unlabeled) as one judge column and one human column."""
+    return (np.concatenate([yhat, yhat_unlabelled]),
+            np.concatenate([y, np.full(yhat_unlabelled.size, np.nan)]))
+
+
+def test_ppi_pythons_own_examples() -> None:
+    """The data of ppi-python's tests/test_mean.py (test_ppi_mean_pointestimate and
+    test_ppi_mean_ci), seeded."""
+    rng = np.random.default_rng(2023)
+    y = rng.normal(0, 1, 100)
+    judge, human = _joined(y, y + 2, np.ones(10000) * 2)
+    assert ppi_mean(judge=judge, human=human).point == pytest.approx(
+        float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, y + 2, np.ones(10000) * 2))),
+        abs=1e-12)
+    assert ppi_mean(judge=judge, human=human).point == pytest.approx(0.0, abs=1e-12)
+    for _ in range(3):
+        y, yhat, unlabelled = (rng.normal(0, 1, 10000), rng.normal(-2, 1, 10000),
+                               rng.normal(-2, 1, 10000))
+        judge, human = _joined(y, yhat, unlabelled)
+        for alpha in (0.5, 0.2, 0.1, 0.05, 0.01):
+            ours = ppi_mean(judge=judge, human=human, confidence=1 - alpha)
+            (lower,), (upper,) = ppi_py.ppi_mean_ci(y, yhat, unlabelled, alpha=alpha)
+            _close(ours.lower, lower, 1e-3)
+            _close(ours.upper, upper, 1e-3)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_human_only_equals_classical_mean_ci(kind: str) -> None:
     _, h = _case(kind, 11)
@@ -154,6 +182,8 @@ def test_refusals_name_the_item() -> None:
         ppi_mean(judge=np.ones(3), human=np.ones(3), confidence=1.0)
     with pytest.raises(EstimationError, match="infinite"):
         ppi_mean(judge=np.ones(3), human=[1.0, np.inf, 0.0])
+    with pytest.raises(EstimationError, match="item 1 is infinite"):
+        human_only_mean(human=[1.0, -np.inf, 0.0])
 
 
 def _direct_ppi(y: list[float], fl: list[float], fu: list[float]) -> tuple[float, float]:
