@@ -23,6 +23,8 @@ calibrate_threshold   Jung, Brahman, Choi 2025, "Trust or Escalate: LLM Judges w
     decides nothing, every item escalates. Candidates default to the calibration set's distinct
     confidences; tests/test_escalation.py checks the guarantee over 1,000 calibrations.
 
+agreement_at          A threshold applied to held-out labelled items: coverage and the
+    empirical agreement on the items kept.
 risk_coverage_curve   For each distinct confidence t (descending), coverage = share of items
     with c >= t, selective risk = share of those the judge got wrong, generalized risk = share
     of all items that are kept and wrong (Traub et al. 2024, "Overcoming Common Flaws in the
@@ -152,6 +154,32 @@ def calibrate_threshold(*, confidence: ArrayLike, agree: ArrayLike, alpha: float
                      kept=int(kept[chosen]), items=c.size,
                      agreement_kept=1.0 - float(wrong[chosen]) / float(kept[chosen]),
                      tested=tested)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A threshold applied to other labelled items: how many it keeps and how often the judge
+    agrees with people on them (NaN when it keeps none)."""
+
+    kept: int
+    items: int
+    agreement: float
+
+    @property
+    def coverage(self) -> float:
+        """The share of items kept."""
+        return self.kept / self.items
+
+
+def agreement_at(*, confidence: ArrayLike, agree: ArrayLike,
+                 threshold: float | None) -> HeldOut:
+    """The empirical agreement on held-out labelled items at a threshold from
+    calibrate_threshold (None keeps nothing): the check the guarantee is about."""
+    c, a = _inputs(confidence, agree)
+    kept = c >= threshold if threshold is not None else np.zeros(c.size, dtype=bool)
+    count = int(kept.sum())
+    return HeldOut(kept=count, items=c.size,
+                   agreement=float(a[kept].mean()) if count else float("nan"))
 
 
 def risk_coverage_curve(*, confidence: ArrayLike, correct: ArrayLike) -> RiskCoverage:

@@ -10,6 +10,7 @@ from scipy.stats import binomtest, rankdata
 from sklearn.metrics import roc_auc_score
 
 from meta_eval.escalation import (
+    agreement_at,
     augrc,
     calibrate_threshold,
     risk_coverage_curve,
@@ -77,6 +78,38 @@ def test_guarantee_holds_over_1000_calibrations() -> None:
     kept = np.asarray(coverages)
     assert (kept > 0).mean() > 0.6
     assert float(np.median(kept)) > 0.05
+
+
+def test_guarantee_holds_with_tied_confidences() -> None:
+    """Confidence as the agreement of 5 repeated draws: c in {0.2, ..., 1.0}, all tied within
+    a level; P(agree | c) = 0.5 + 0.45 c, so the disagreement rate on c >= l is 0.05 at l = 1,
+    0.095 at 0.8 (just inside alpha = 0.1) and 0.14 at 0.6."""
+    rng = np.random.default_rng(7)
+    alpha, delta = 0.1, 0.05
+    levels = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    risk = {float(t): float(np.mean(0.5 - 0.45 * levels[levels >= t])) for t in levels}
+    violated, chosen = 0, []
+    for _ in range(1000):
+        confidence = rng.choice(levels, size=400)
+        agree = (rng.random(400) < 0.5 + 0.45 * confidence).astype(int)
+        result = calibrate_threshold(confidence=confidence, agree=agree, alpha=alpha,
+                                     delta=delta)
+        if result.threshold is not None:
+            violated += risk[result.threshold] > alpha
+        chosen.append(result.threshold)
+    assert violated / 1000 <= delta
+    # not vacuous: 80 items at c = 1 with 5% disagreement pass the test about 4 times in 10
+    assert chosen.count(1.0) + chosen.count(0.8) > 300
+
+
+def test_held_out_agreement() -> None:
+    confidence = np.array([0.9, 0.8, 0.7, 0.95, 0.2])
+    agree = np.array([1, 0, 1, 1, 0])
+    held_out = agreement_at(confidence=confidence, agree=agree, threshold=0.75)
+    assert held_out.kept == 3 and held_out.coverage == pytest.approx(0.6)
+    assert held_out.agreement == pytest.approx(2 / 3)
+    nothing = agreement_at(confidence=confidence, agree=agree, threshold=None)
+    assert nothing.kept == 0 and np.isnan(nothing.agreement)
 
 
 def test_nothing_passes_when_the_judge_is_poor() -> None:
