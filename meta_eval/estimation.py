@@ -52,7 +52,7 @@ so values from 1e-300 to 1e300 neither overflow nor underflow, and every result 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,7 +71,8 @@ class EstimationError(ValueError):
 class Estimate:
     """One estimate of a mean with its interval.
 
-    method: human-only, judge-only, ppi++, stratified-ppi++, weighted-ppi++, rogan-gladen.
+    method: human-only, judge-only, ppi++, stratified-ppi++, weighted-ppi++, paired-ppi++,
+    win-rate-ppi++, rogan-gladen.
     labels: human labels used; items: items the judge scored. lam: the power-tuning weight
     (None where no judge enters the estimate). labelled_variance, fixed_variance: the split
     se^2 = labelled_variance / labels + fixed_variance that `labels_to_reach` extrapolates.
@@ -390,8 +391,6 @@ def paired_difference(*, judge_a: ArrayLike, judge_b: ArrayLike, human_a: ArrayL
 
 
 def _renamed(estimate: Estimate, method: str) -> Estimate:
-    from dataclasses import replace
-
     return replace(estimate, method=method)
 
 
@@ -434,7 +433,5 @@ def pairwise_win_rates(*, first: Sequence[Hashable], second: Sequence[Hashable],
 
 
 def _mirrored(estimate: Estimate) -> Estimate:
-    from dataclasses import replace
-
     return replace(estimate, point=1.0 - estimate.point, lower=1.0 - estimate.upper,
                    upper=1.0 - estimate.lower)
