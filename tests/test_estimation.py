@@ -342,3 +342,30 @@ def test_active_priority_is_the_binned_rectifier() -> None:
     # and 1 (mean 0.5), at or above it 0 and 0
     assert np.isnan(priority[:4]).all()
     assert priority[4:] == pytest.approx([math.sqrt(0.5), 0.0, math.sqrt(0.5)])
+
+
+@pytest.mark.parametrize("exponent", [-1000, 980])
+def test_every_form_scales_exactly(exponent: int) -> None:
+    rng = np.random.default_rng(12)
+    items = 600
+    y = rng.normal(size=items)
+    f = y + rng.normal(size=items)
+    strata = rng.integers(0, 3, size=items)
+    pi = np.full(items, 0.2)
+    h = np.where(rng.random(items) < pi, y, np.nan)
+    forms = {
+        "stratified": lambda s: stratified_ppi_mean(judge=f * s, human=h * s, strata=strata),
+        "weighted": lambda s: weighted_ppi_mean(judge=f * s, human=h * s,
+                                                inclusion_probability=pi),
+        "paired": lambda s: paired_difference(judge_a=f * s, judge_b=f[::-1] * s,
+                                              human_a=h * s, human_b=h[::-1] * s),
+        "human-only": lambda s: human_only_mean(human=h * s),
+        "judge-only": lambda s: judge_only_mean(judge=f * s),
+    }
+    for name, form in forms.items():
+        base, scaled = form(1.0), form(math.ldexp(1.0, exponent))
+        for field in ("point", "lower", "upper", "standard_error"):
+            value = getattr(scaled, field)
+            assert math.isfinite(value) and value != 0, (name, field)
+            assert value == pytest.approx(math.ldexp(getattr(base, field), exponent),
+                                          rel=1e-12), (name, field)
