@@ -93,6 +93,20 @@ def choose_probes(names: Sequence[str] | None, host: PluginHost | None = None) -
     return [p for p in known if p.name in names]
 
 
+@dataclass
+class _Perturbed:
+    """The changed samples of the sample-scope probes, each with its probe and the index of
+    its original, and per probe how many samples it could not change."""
+
+    samples: list[Sample]
+    where: list[tuple[str, int]]  # (probe, index of the original)
+    skipped: dict[str, int]
+
+    def rows(self, probe: str) -> list[tuple[int, int]]:
+        """(index of the original, index of the changed sample) of each of `probe`'s."""
+        return [(k, j) for j, (name, k) in enumerate(self.where) if name == probe]
+
+
 def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
                higher_is_better: bool = True, probes: Sequence[str] | None = None,
                seed: int = 0, host: PluginHost | None = None) -> list[ProbeResult]:
@@ -101,72 +115,109 @@ def run_probes(samples: Sequence[Sample], score: ScoreFn, *, metric: str,
     in order, from one fresh run. The probes are `host`'s (default: the process's host)."""
     chosen = choose_probes(probes, host)
     sign = 1.0 if higher_is_better else -1.0
-    ctx = Context(samples, seed)
-    changed: list[Sample] = []
-    where: list[tuple[str, int]] = []  # (probe, index of the original)
-    skipped: dict[str, int] = {}
+    changed = _perturb(chosen, samples, Context(samples, seed))
+    rebased, extra = _against_changed_references(chosen, samples, changed)
+    values = score([*samples, *changed.samples, *extra])
+    oriented = np.array([np.nan if v is None else sign * v for v in values])
+    original = oriented[:len(samples)]
+    moved = oriented[len(samples):len(samples) + len(changed.samples)]
+    baselines = _baselines(original, oriented[len(samples) + len(changed.samples):], rebased)
+    results = []
+    for probe in chosen:
+        if probe.scope == "run":
+            after = _rerun(probe, samples, score, seed=seed, sign=sign)
+            results.append(_summarise(probe, metric, original, after, skipped=0))
+            continue
+        rows = changed.rows(probe.name)
+        after = np.array([moved[j] for _, j in rows])
+        skipped = changed.skipped.get(probe.name, 0)
+        if probe.expect == "best":
+            results.append(_best(probe, metric, samples, rows, baselines[probe.name], after,
+                                 skipped))
+        else:
+            before = np.array([original[k] for k, _ in rows])
+            results.append(_summarise(probe, metric, before, after, skipped=skipped))
+    return results
+
+
+def _perturb(chosen: Sequence[Probe], samples: Sequence[Sample], ctx: Context) -> _Perturbed:
+    """Every sample-scope probe's changed samples, named `<system>~<probe>`; a change that
+    leaves no output is skipped."""
+    changed = _Perturbed([], [], {})
     for probe in chosen:
         if probe.scope == "run":
             continue
-        seen_items: set[str] = set()
-        for k, s in enumerate(samples):
-            if probe.expect == "best":  # one output per item, shared by its systems
-                if s.item in seen_items:
-                    continue
-                seen_items.add(s.item)
+        for k, s in _inputs(probe, samples):
             perturbed = probe.perturb(s, ctx)
             if perturbed is None or not (perturbed.output or "").strip():
-                skipped[probe.name] = skipped.get(probe.name, 0) + 1
+                changed.skipped[probe.name] = changed.skipped.get(probe.name, 0) + 1
                 continue
-            changed.append(perturbed.model_copy(update={"system": f"{s.system}~{probe.name}"}))
-            where.append((probe.name, k))
-    # A "best" probe compares with the item's systems scored against the changed sample's
-    # references; where those are already a system's references, its original score is that.
+            changed.samples.append(
+                perturbed.model_copy(update={"system": f"{s.system}~{probe.name}"}))
+            changed.where.append((probe.name, k))
+    return changed
+
+
+def _inputs(probe: Probe, samples: Sequence[Sample]) -> list[tuple[int, Sample]]:
+    """The samples (with their index) a probe changes: every one, or for a "best" probe the
+    first of each item (one output per item, shared by its systems)."""
+    if probe.expect != "best":
+        return list(enumerate(samples))
+    seen_items: set[str] = set()
+    firsts = []
+    for k, s in enumerate(samples):
+        if s.item not in seen_items:
+            seen_items.add(s.item)
+            firsts.append((k, s))
+    return firsts
+
+
+def _against_changed_references(chosen: Sequence[Probe], samples: Sequence[Sample],
+                                changed: _Perturbed) -> tuple[dict[str, list[int]],
+                                                              list[Sample]]:
+    """A "best" probe compares with the item's systems scored against the changed sample's
+    references; where those are already a system's references, its original score is that.
+    Per "best" probe the indices of the samples to score again, and those samples."""
     rebased: dict[str, list[int]] = {}
     extra: list[Sample] = []
     for probe in chosen:
         if probe.expect != "best":
             continue
-        alone = {samples[k].item: c.references for (name, k), c in zip(where, changed,
-                                                                        strict=True)
+        alone = {samples[k].item: c.references
+                 for (name, k), c in zip(changed.where, changed.samples, strict=True)
                  if name == probe.name}
         rebased[probe.name] = [k for k, s in enumerate(samples)
                                if s.item in alone and s.references != alone[s.item]]
         extra += [against(samples[k], alone[samples[k].item]).model_copy(
             update={"system": f"{samples[k].system}~{probe.name}-reference"})
             for k in rebased[probe.name]]
-    values = score([*samples, *changed, *extra])
-    oriented = np.array([np.nan if v is None else sign * v for v in values])
-    original = oriented[:len(samples)]
-    moved = oriented[len(samples):len(samples) + len(changed)]
+    return rebased, extra
+
+
+def _baselines(original: FloatArray, rescored: FloatArray, rebased: dict[str, list[int]]
+               ) -> dict[str, FloatArray]:
+    """Per "best" probe, the original scores with the rebased samples' replaced by their
+    scores against the changed references (`rescored`, in the order of `rebased`)."""
     baselines: dict[str, FloatArray] = {}
-    start = len(samples) + len(changed)
+    start = 0
     for name, indices in rebased.items():
         baselines[name] = original.copy()
-        baselines[name][indices] = oriented[start:start + len(indices)]
+        baselines[name][indices] = rescored[start:start + len(indices)]
         start += len(indices)
-    results = []
-    for probe in chosen:
-        if probe.scope == "run":
-            batch, index = probe.rerun(samples, seed)
-            scored = score(batch)
-            after = np.full(len(samples), np.nan)
-            for position, i in enumerate(index):
-                value = scored[position]
-                if value is not None:
-                    after[i] = sign * value
-            results.append(_summarise(probe, metric, original, after, skipped=0))
-        else:
-            rows = [(k, j) for j, (name, k) in enumerate(where) if name == probe.name]
-            before = np.array([original[k] for k, _ in rows])
-            after = np.array([moved[j] for _, j in rows])
-            if probe.expect == "best":
-                results.append(_best(probe, metric, samples, rows, baselines[probe.name],
-                                         after, skipped.get(probe.name, 0)))
-            else:
-                results.append(_summarise(probe, metric, before, after,
-                                          skipped=skipped.get(probe.name, 0)))
-    return results
+    return baselines
+
+
+def _rerun(probe: Probe, samples: Sequence[Sample], score: ScoreFn, *, seed: int,
+           sign: float) -> FloatArray:
+    """A run-scope probe's scores of every sample, oriented, from a separate run."""
+    batch, index = probe.rerun(samples, seed)
+    scored = score(batch)
+    after = np.full(len(samples), np.nan)
+    for position, i in enumerate(index):
+        value = scored[position]
+        if value is not None:
+            after[i] = sign * value
+    return after
 
 
 def _summarise(probe: Probe, metric: str, before: FloatArray, after: FloatArray, *,

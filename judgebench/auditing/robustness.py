@@ -29,79 +29,129 @@ change, which is what the verdict then says first.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from meta_eval.statistics import get
 
+Evaluate = Callable[[np.ndarray, np.ndarray], float]
+
+
+@dataclass(frozen=True)
+class _Study:
+    """What every analysis of one block evaluates on: the block's statistic at its level and
+    grouping (`value(human, metric)`), its goodness, the human values and the metrics'."""
+
+    value: Evaluate
+    goodness: Callable[[float], float]
+    human: np.ndarray
+    columns: Mapping[str, np.ndarray]
+    systems: Sequence[str]
+
 
 def block_robustness(block: Any, *, human: np.ndarray, columns: Mapping[str, np.ndarray],
                      present: np.ndarray, systems: Sequence[str], limit: int = 4096
                      ) -> dict[str, Any]:
     """The robustness of one audit block (`judgebench.auditing.blocks.Block`)."""
-    from meta_eval.levels import evaluate
-    from meta_eval.missingness import domain, manski_bounds, tipping_point
-    from meta_eval.system_sensitivity import system_sensitivity
-
     spec = get(block.statistic)
-    goodness = spec.goodness
-    values = {r.column: r.result.value for r in block.rows}
     gate = {g.metric: g for g in block.gate}
     sentinel = next((g.sentinel for g in block.gate if g.sentinel), None)
-    bar = values.get(sentinel, math.nan) if sentinel else math.nan
+    bar = _sentinel_value(block, sentinel)
     out: dict[str, Any] = {"sentinel": sentinel,
                            "sentinel_value": bar if math.isfinite(bar) else None,
                            "metrics": {}}
     if spec.kernel == "spa":
         out["note"] = "SPA resamples in every evaluation: no robustness analysis"
         return out
+    study = _Study(_evaluator(block), spec.goodness, human, columns, systems)
+    gated = [m for m in gate if m in columns]
+    for name in gated:
+        out["metrics"][name] = _missing_cells(study, name, present=present,
+                                              passed=gate[name].passed, bar=bar, limit=limit)
+    if human.shape[1] >= (5 if block.level == "system" else 3) and gated:
+        passing = [m for m in gated if gate[m].passed]
+        out["systems"] = _leaving_systems_out(study, gated, passing, sentinel)
+    return out
+
+
+def _sentinel_value(block: Any, sentinel: str | None) -> float:
+    """The block's value of its best sentinel (NaN without one)."""
+    values = {r.column: r.result.value for r in block.rows}
+    return values.get(sentinel, math.nan) if sentinel else math.nan
+
+
+def _evaluator(block: Any) -> Evaluate:
+    """The block's statistic at its level and grouping, without a p-value."""
+    from meta_eval.levels import evaluate
 
     def value(h: np.ndarray, m: np.ndarray) -> float:
         return evaluate(block.statistic, human=h, metric=m, level=block.level,
                         grouping=block.grouping, with_p_value=False).value
 
-    gated = [m for m in gate if m in columns]
-    for name in gated:
-        metric = columns[name]
-        bounds = manski_bounds(value, human=human, metric=metric, present=present,
-                               human_domain=domain(human), metric_domain=domain(metric),
-                               goodness=goodness, limit=limit)
-        entry: dict[str, Any] = {"missing_bounds": bounds.to_dict()}
-        worst = min((goodness(v) for v in (bounds.low, bounds.high) if math.isfinite(v)),
-                    default=math.nan)
-        if gate[name].passed and math.isfinite(bar) and bounds.cells:
-            tip = tipping_point(value, human=human, metric=metric, present=present,
-                                metric_domain=domain(metric), threshold=bar,
-                                goodness=goodness, limit=limit)
-            entry["tipping_point"] = tip.to_dict()
-            entry["overturnable"] = bool(math.isfinite(worst) and worst <= goodness(bar))
-        out["metrics"][name] = entry
-    n_systems = human.shape[1]
-    if n_systems >= (5 if block.level == "system" else 3) and len(gated) >= 1:
-        names = [*gated, *([sentinel] if sentinel and sentinel in columns else [])]
-        result = system_sensitivity(
-            human=human, metrics={m: columns[m] for m in names},
-            values=lambda h, ms: {m: value(h, x) for m, x in ms.items()},
-            systems=list(systems), leave_out=1, goodness=goodness)[0]
-        flips = [subset[0] for subset in result.flips]
-        passing = [m for m in gated if gate[m].passed]
-        falls: dict[str, list[str]] = {}
-        if sentinel and sentinel in columns and passing:
-            for j, system in enumerate(systems):
-                keep = [k for k in range(n_systems) if k != j]
-                h = human[:, keep]
-                bar_j = value(h, columns[sentinel][:, keep])
-                for m in passing:
-                    v = value(h, columns[m][:, keep])
-                    if math.isfinite(bar_j) and (not math.isfinite(v)
-                                                 or goodness(v) <= goodness(bar_j)):
-                        falls.setdefault(m, []).append(system)
-        out["systems"] = {"left_out": 1, "resamples": result.resamples,
-                          "winner_changed": result.winner_changed, "winner_flips": flips,
-                          "falls_to_sentinel": falls}
-    return out
+    return value
+
+
+def _missing_cells(study: _Study, name: str, *, present: np.ndarray, passed: bool,
+                   bar: float, limit: int) -> dict[str, Any]:
+    """A metric's Manski bounds over the missing cells and, for a pass with a sentinel to
+    beat, the tipping point and whether its worst case is at or below the sentinel."""
+    from meta_eval.missingness import domain, manski_bounds, tipping_point
+
+    human, metric, goodness = study.human, study.columns[name], study.goodness
+    bounds = manski_bounds(study.value, human=human, metric=metric, present=present,
+                           human_domain=domain(human), metric_domain=domain(metric),
+                           goodness=goodness, limit=limit)
+    entry: dict[str, Any] = {"missing_bounds": bounds.to_dict()}
+    if not (passed and math.isfinite(bar) and bounds.cells):
+        return entry
+    worst = min((goodness(v) for v in (bounds.low, bounds.high) if math.isfinite(v)),
+                default=math.nan)
+    tip = tipping_point(study.value, human=human, metric=metric, present=present,
+                        metric_domain=domain(metric), threshold=bar, goodness=goodness,
+                        limit=limit)
+    entry["tipping_point"] = tip.to_dict()
+    entry["overturnable"] = bool(math.isfinite(worst) and worst <= goodness(bar))
+    return entry
+
+
+def _leaving_systems_out(study: _Study, gated: list[str], passing: list[str],
+                         sentinel: str | None) -> dict[str, Any]:
+    """Leaving one system out at a time: whether the best metric changes, and which passing
+    metrics fall to the sentinel's value without which system."""
+    from meta_eval.system_sensitivity import system_sensitivity
+
+    beaten = sentinel if sentinel and sentinel in study.columns else None
+    names = [*gated, *([beaten] if beaten else [])]
+    result = system_sensitivity(
+        human=study.human, metrics={m: study.columns[m] for m in names},
+        values=lambda h, ms: {m: study.value(h, x) for m, x in ms.items()},
+        systems=list(study.systems), leave_out=1, goodness=study.goodness)[0]
+    falls = _falls_to_sentinel(study, passing, beaten) if beaten and passing else {}
+    return {"left_out": 1, "resamples": result.resamples,
+            "winner_changed": result.winner_changed,
+            "winner_flips": [subset[0] for subset in result.flips],
+            "falls_to_sentinel": falls}
+
+
+def _falls_to_sentinel(study: _Study, passing: list[str], sentinel: str
+                       ) -> dict[str, list[str]]:
+    """Per passing metric, the systems without which it is at or below the sentinel's value
+    (or has none)."""
+    goodness, n_systems = study.goodness, study.human.shape[1]
+    falls: dict[str, list[str]] = {}
+    for j, system in enumerate(study.systems):
+        keep = [k for k in range(n_systems) if k != j]
+        h = study.human[:, keep]
+        bar_j = study.value(h, study.columns[sentinel][:, keep])
+        for m in passing:
+            v = study.value(h, study.columns[m][:, keep])
+            if math.isfinite(bar_j) and (not math.isfinite(v)
+                                         or goodness(v) <= goodness(bar_j)):
+                falls.setdefault(m, []).append(system)
+    return falls
 
 
 def gate_without(block: Any, *, human: np.ndarray, columns: Mapping[str, np.ndarray],

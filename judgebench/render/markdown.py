@@ -103,82 +103,124 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     if data["inputs"].get("table") == "pairwise":
         return pairwise_markdown(data)
     out: list[str] = [f"# {text(data['title'])}", "", *verdict_lines(data)]
+    out += _inputs_markdown(data)
+    out += _gate_markdown(data)
+    out += _metrics_markdown(data["metrics"])
+    out += _sentinels_markdown(data["sentinels"])
+    out += _agreement_markdown(data)
+    out += section_markdown(data.get("scales", []))
+    out += repeats_markdown(data.get("repeats", []))
+    out += spans_markdown(data.get("spans", []))
+    out += _probes_markdown(data["probes"])
+    out += _bias_and_warnings(data)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _inputs_markdown(data: dict[str, Any]) -> list[str]:
+    """What was audited (the scores, the generations, the version) and with which settings."""
     inputs, settings = data["inputs"], data["settings"]
-    out.append(f"Scores {code(inputs['scores'])} ({inputs['rows']} rows: {inputs['items']} "
-               f"items x {inputs['systems']} systems)"
-               + (f", generations {code(inputs['samples'])}" if inputs.get("samples") else
-                  ", no generations (text sentinels skipped)")
-               + f". judgebench {text(data['judgebench'])}, {text(data['created'])}.")
+    generations = (f", generations {code(inputs['samples'])}" if inputs.get("samples") else
+                   ", no generations (text sentinels skipped)")
     levels = ", ".join(setting_label(x["level"], x["grouping"]) for x in settings["levels"])
-    out += ["", f"Statistics: {text(', '.join(settings['statistics']))}; settings: {levels}; "
+    return [f"Scores {code(inputs['scores'])} ({inputs['rows']} rows: {inputs['items']} "
+            f"items x {inputs['systems']} systems){generations}. judgebench "
+            f"{text(data['judgebench'])}, {text(data['created'])}.",
+            "", f"Statistics: {text(', '.join(settings['statistics']))}; settings: {levels}; "
                 f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
                 f"resamples); clusters by {text(settings['test'])} test at alpha "
                 f"{settings['alpha']}; seed {settings['seed']}.", ""]
 
-    out += ["## Gate", "", GATE_RULE, ""]
+
+def _gate_markdown(data: dict[str, Any]) -> list[str]:
+    """The gate: per metric, whether it passes and its marks per setting."""
     header, gate_rows, order = gate_matrix(data)
-    out += [f"Marks per cell, in this order: {', '.join(order)} (✓ pass, ✗ fail).", ""]
-    out += table([text(h) for h in header],
-                 [[text(r["metric"]), r["passed"], *(" ".join(c) for c in r["cells"])]
-                  for r in gate_rows])
+    out = ["## Gate", "", GATE_RULE, "",
+           f"Marks per cell, in this order: {', '.join(order)} (✓ pass, ✗ fail).", ""]
+    return out + table([text(h) for h in header],
+                       [[text(r["metric"]), r["passed"], *(" ".join(c) for c in r["cells"])]
+                        for r in gate_rows])
 
-    out += ["", "## Metrics", ""]
-    out += table(["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
-                  "signature"],
-                 [[text(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
-                   text(c.get("kind") or "-"), text(statuses(c.get("statuses"))),
-                   rate(c.get("parse_failure_rate")), money(c.get("cost_usd")),
-                   fmt(c.get("time_s"), 1), code(c["signature"]) if c.get("signature")
-                   else "unknown (no .meta.json beside the table)"]
-                  for c in data["metrics"]])
 
-    out += ["", "## Sentinels", ""]
-    out += table(["sentinel", "sees", "statuses", "signature"],
-                 [[text(s["column"]), text(s["description"]),
-                   text("; ".join(f"{h}: {statuses(v)}" for h, v in s["statuses"].items())
-                        if s["trained"] else statuses(next(iter(s["statuses"].values()), {}))),
-                   code(s["signature"])] for s in data["sentinels"]])
+def _metric_signature(column: dict[str, Any]) -> str:
+    if column.get("signature"):
+        return code(column["signature"])
+    return "unknown (no .meta.json beside the table)"
 
-    out += ["", "## Agreement with people", "",
-            "Each cell: statistic [CI] c<cluster>, and ✓/✗ for the gate. Sentinels in "
-            "italics.", ""]
+
+def _metrics_markdown(columns: list[dict[str, Any]]) -> list[str]:
+    """One row per metric column: its kind, statuses, failures, cost, time and signature."""
+    return ["", "## Metrics", "", *table(
+        ["column", "kind", "statuses", "parse failures", "cost (USD)", "time (s)",
+         "signature"],
+        [[text(c["column"]) + ("" if c["higher_is_better"] else " (negated)"),
+          text(c.get("kind") or "-"), text(statuses(c.get("statuses"))),
+          rate(c.get("parse_failure_rate")), money(c.get("cost_usd")),
+          fmt(c.get("time_s"), 1), _metric_signature(c)]
+         for c in columns])]
+
+
+def _sentinel_statuses(sentinel: dict[str, Any]) -> str:
+    """A trained sentinel's statuses per human column; another's, of its one run."""
+    if sentinel["trained"]:
+        return "; ".join(f"{h}: {statuses(v)}" for h, v in sentinel["statuses"].items())
+    return statuses(next(iter(sentinel["statuses"].values()), {}))
+
+
+def _sentinels_markdown(sentinels: list[dict[str, Any]]) -> list[str]:
+    return ["", "## Sentinels", "", *table(
+        ["sentinel", "sees", "statuses", "signature"],
+        [[text(s["column"]), text(s["description"]), text(_sentinel_statuses(s)),
+          code(s["signature"])] for s in sentinels])]
+
+
+def _agreement_markdown(data: dict[str, Any]) -> list[str]:
+    """Per human column and statistic, a table of every metric's value in every setting."""
+    out = ["", "## Agreement with people", "",
+           "Each cell: statistic [CI] c<cluster>, and ✓/✗ for the gate. Sentinels in "
+           "italics.", ""]
     for human in data["humans"]:
-        for statistic in settings["statistics"]:
+        for statistic in data["settings"]["statistics"]:
             blocks = [b for b in data["blocks"]
                       if b["human"] == human and b["statistic"] == statistic]
-            if not blocks:
-                continue
-            out += [f"### {text(human)} · {text(statistic)}", ""]
-            names = [r["metric"] for r in blocks[0]["rows"]]
-            rows: list[list[str]] = []
-            for name in names:
-                kind = next(r["kind"] for r in blocks[0]["rows"] if r["metric"] == name)
-                line = [f"*{text(name)}*" if kind == "sentinel" else text(name)]
-                for b in blocks:
-                    row = next(r for r in b["rows"] if r["metric"] == name)
-                    verdict = next((g for g in b["gate"] if g["metric"] == name), None)
-                    line.append(cell(row, verdict))
-                rows.append(line)
-            out += table(["metric", *(setting_label(b["level"], b["grouping"])
-                                      for b in blocks)], rows)
-            notes = _notes(blocks)
-            if notes:
-                out += ["", *(f"- {text(n)}" for n in notes)]
-            out.append("")
+            if blocks:
+                out += _agreement_block(human, statistic, blocks)
+    return out
 
-    out += section_markdown(data.get("scales", []))
-    out += repeats_markdown(data.get("repeats", []))
-    out += spans_markdown(data.get("spans", []))
-    if data["probes"]:
-        out += ["## Metamorphic probes", "",
-                "Share of changed outputs whose score moved the right way (expected move in "
-                "brackets; `same`: must not move; `best`: the reference as output scores at "
-                "least the item's best system).", ""]
-        header, probe_rows, counts = probe_matrix(data["probes"])
-        out += table([text(h) for h in header], [[text(v) for v in row] for row in probe_rows])
-        out += ["", f"Scored pairs per probe: {text(counts)}.", ""]
-    out += _bias_and_warnings(data)
-    return "\n".join(out).rstrip() + "\n"
+
+def _agreement_block(human: str, statistic: str, blocks: list[dict[str, Any]]) -> list[str]:
+    """One human column and statistic: a row per metric, a column per setting, the notes."""
+    out = [f"### {text(human)} · {text(statistic)}", ""]
+    rows = [_agreement_row(r["metric"], blocks) for r in blocks[0]["rows"]]
+    out += table(["metric", *(setting_label(b["level"], b["grouping"]) for b in blocks)], rows)
+    block_notes = _notes(blocks)
+    if block_notes:
+        out += ["", *(f"- {text(n)}" for n in block_notes)]
+    out.append("")
+    return out
+
+
+def _agreement_row(name: str, blocks: list[dict[str, Any]]) -> list[str]:
+    """A metric's name (in italics for a sentinel) and its cell in each block."""
+    kind = next(r["kind"] for r in blocks[0]["rows"] if r["metric"] == name)
+    line = [f"*{text(name)}*" if kind == "sentinel" else text(name)]
+    for b in blocks:
+        row = next(r for r in b["rows"] if r["metric"] == name)
+        verdict = next((g for g in b["gate"] if g["metric"] == name), None)
+        line.append(cell(row, verdict))
+    return line
+
+
+def _probes_markdown(probes: list[dict[str, Any]]) -> list[str]:
+    """The metamorphic probes: per metric and probe, the share that moved the right way."""
+    if not probes:
+        return []
+    out = ["## Metamorphic probes", "",
+           "Share of changed outputs whose score moved the right way (expected move in "
+           "brackets; `same`: must not move; `best`: the reference as output scores at "
+           "least the item's best system).", ""]
+    header, probe_rows, counts = probe_matrix(probes)
+    out += table([text(h) for h in header], [[text(v) for v in row] for row in probe_rows])
+    return [*out, "", f"Scored pairs per probe: {text(counts)}.", ""]
 
 
 def spans_markdown(rows: list[dict[str, Any]]) -> list[str]:

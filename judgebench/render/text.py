@@ -12,7 +12,7 @@ import json
 import math
 import shlex
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgebench.render.table import Table, numeric, shown_cells
@@ -177,56 +177,107 @@ def _ceiling_line(row: CeilingRow, width: int) -> str:
 
 
 def _metric_line(row: MetricRow, width: int) -> str:
-    o = row.outcome
     parts = [f"  {row.metric:<{width}}", _value(row.value)]
+    for describe in _METRIC_PARTS:
+        parts += describe(row)
+    return "  ".join(parts)
+
+
+def _orientation_part(row: MetricRow) -> list[str]:
     if not row.info.higher_is_better and not get(row.task.statistic).on_scale:
-        parts.append("(lower is better: negated)")
-    if o.given:
-        parts.append("[corpus score]")
-        if row.task.compare:
-            parts.append("not compared")
-    if o.error:
-        parts.append(o.error)
-    if row.ci is not None:
-        parts.append(f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]")
-    parts.append(f"n={o.result.n}")
-    if o.result.skipped:
-        parts.append(f"skipped={o.result.skipped}")
+        return ["(lower is better: negated)"]
+    return []
+
+
+def _corpus_part(row: MetricRow) -> list[str]:
+    if not row.outcome.given:
+        return []
+    return ["[corpus score]", "not compared"] if row.task.compare else ["[corpus score]"]
+
+
+def _error_part(row: MetricRow) -> list[str]:
+    return [row.outcome.error] if row.outcome.error else []
+
+
+def _ci_part(row: MetricRow) -> list[str]:
+    return [] if row.ci is None else [f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]"]
+
+
+def _count_part(row: MetricRow) -> list[str]:
+    """The units the value is over, those skipped, and the failed rows and how they counted."""
+    result = row.outcome.result
+    parts = [f"n={result.n}"]
+    if result.skipped:
+        parts.append(f"skipped={result.skipped}")
     if row.failed and row.failed["rows"]:
         parts.append(f"failed={row.failed['rows']} ({row.failed['counted_as']})")
+    return parts
+
+
+def _ranking_part(row: MetricRow) -> list[str]:
+    """The tie threshold, the significance cluster and the share of the ceiling."""
+    o = row.outcome
+    parts = []
     if row.epsilon is not None:
         parts.append(f"eps={row.epsilon:.4g}")
     if o.cluster is not None:
         parts.append(f"cluster {o.cluster}")
     if o.ceiling_fraction is not None:
         parts.append(f"{100 * o.ceiling_fraction:.0f}% of ceiling")
+    return parts
+
+
+def _bounds_part(row: MetricRow) -> list[str]:
     bounds = (row.extra or {}).get("missing_bounds")
-    if bounds and bounds["cells"]:
-        low, high = (_value(bounds[k]).strip() for k in ("low", "high"))
-        parts.append(f"bounds [{low}, {high}]{'' if bounds['exact'] else ' (at least)'} over "
-                     f"{bounds['cells']} missing cells")
+    if not (bounds and bounds["cells"]):
+        return []
+    low, high = (_value(bounds[k]).strip() for k in ("low", "high"))
+    return [f"bounds [{low}, {high}]{'' if bounds['exact'] else ' (at least)'} over "
+            f"{bounds['cells']} missing cells"]
+
+
+def _tipping_part(row: MetricRow) -> list[str]:
     tip = (row.extra or {}).get("tipping_point")
-    if tip and tip["of"]:
-        parts.append(f"tips below {tip['against']} at {tip['cells']}/{tip['of']} failed"
-                     if tip["cells"] is not None else
-                     f"stays above {tip['against']} with all {tip['of']} failed against it")
+    if not (tip and tip["of"]):
+        return []
+    if tip["cells"] is not None:
+        return [f"tips below {tip['against']} at {tip['cells']}/{tip['of']} failed"]
+    return [f"stays above {tip['against']} with all {tip['of']} failed against it"]
+
+
+def _sequential_part(row: MetricRow) -> list[str]:
     seq = (row.extra or {}).get("sequential")
-    if seq:
-        parts.append(f"sequential: cluster {seq['cluster']} after {seq['items_used']}/"
-                     f"{seq['items_total']} items"
-                     + ("" if seq["settled"] else " (not settled)"))
-    for s in (row.extra or {}).get("system_sensitivity", []):
-        what = "without" if s["kind"] == "leave-k-out" else "over"
-        how = (f"{s['k']} system(s)" if s["kind"] == "leave-k-out"
-               else f"{s['resamples']} system resamples")
-        parts.append(f"wins {100 * s['winner_share']:.0f}% {what} {how}")
-        if "cluster_changed" in s:
-            parts.append(f"cluster changes {100 * s['cluster_changed']:.0f}%")
-        if s["study_winner"] and s.get("flips"):
-            left = ", ".join("+".join(x) for x in s["flips"][:3])
-            parts.append(f"loses the lead without {left}"
-                         f"{' ...' if len(s['flips']) > 3 else ''}")
-    return "  ".join(parts)
+    if not seq:
+        return []
+    return [f"sequential: cluster {seq['cluster']} after {seq['items_used']}/"
+            f"{seq['items_total']} items" + ("" if seq["settled"] else " (not settled)")]
+
+
+def _sensitivity_part(row: MetricRow) -> list[str]:
+    return [part for s in (row.extra or {}).get("system_sensitivity", [])
+            for part in _system_sensitivity_parts(s)]
+
+
+def _system_sensitivity_parts(s: Mapping[str, Any]) -> list[str]:
+    """One system-sensitivity analysis: how often the metric wins without some systems (or
+    over resampled ones), how often its cluster changes, which systems its lead rests on."""
+    if s["kind"] == "leave-k-out":
+        what, how = "without", f"{s['k']} system(s)"
+    else:
+        what, how = "over", f"{s['resamples']} system resamples"
+    parts = [f"wins {100 * s['winner_share']:.0f}% {what} {how}"]
+    if "cluster_changed" in s:
+        parts.append(f"cluster changes {100 * s['cluster_changed']:.0f}%")
+    if s["study_winner"] and s.get("flips"):
+        left = ", ".join("+".join(x) for x in s["flips"][:3])
+        parts.append(f"loses the lead without {left}{' ...' if len(s['flips']) > 3 else ''}")
+    return parts
+
+
+# The parts of a metric's line after its name and value, in the order they are printed.
+_METRIC_PARTS: tuple[Callable[[MetricRow], list[str]], ...] = (
+    _orientation_part, _corpus_part, _error_part, _ci_part, _count_part, _ranking_part,
+    _bounds_part, _tipping_part, _sequential_part, _sensitivity_part)
 
 
 # -- meta-eval --pairwise -------------------------------------------------------------------
