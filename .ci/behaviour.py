@@ -152,6 +152,8 @@ def record(tree: str, out: str) -> None:
     results = []
     try:
         with tempfile.TemporaryDirectory() as work:
+            # the default judge cache of this run alone, not the user's ~/.cache
+            env["JUDGEBENCH_CACHE_DIR"] = f"{work}/default-cache"
             for args in invocations(tree, server.url):
                 proc = subprocess.run([sys.executable, "-m", "judgebench.cli", *args],
                                       cwd=work, env=env, capture_output=True, text=True,
