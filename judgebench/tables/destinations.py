@@ -1,14 +1,17 @@
 """Checks on the paths a command reads and writes, made before any work or spending.
 
 A command lists every path it touches, each as a group of `Named` entries built by `read`,
-`table`, `report`, `database` or `judge_cache`: the path and the files written beside it (the
-`.meta.json` of a scores table, SQLite's `-wal`, `-shm` and `-journal`). `check` then refuses,
-with an InputError (exit 2) naming the option and the path:
+`table`, `report`, `written`, `database` or `judge_cache`: the path and the files written
+beside it (the `.meta.json` of a scores table, SQLite's `-wal`, `-shm` and `-journal`).
+`check` then refuses, with an InputError (exit 2) naming the option and the path:
 
 - two entries that are one file, however spelt: `./x` and `x`, a symlink and its target, two
   hard links (at least one of the two must be written: reading a file twice harms nothing);
 - a destination whose extension its kind does not take, that is an existing directory, whose
   parent cannot be created (an ancestor is a file) or that this user may not write.
+
+`refuse_replacing` refuses existing files in a folder a command writes into (`--export`,
+`--workdir`) unless the user gives `--force`.
 
 The checks only look at the file system; they create and change nothing.
 """
@@ -77,6 +80,12 @@ def report(option: str, path: str | Path, fmt: Callable[[Path], object]) -> list
     return [Named(option, Path(path), "output", option, fmt=fmt)]
 
 
+def written(option: str, path: str | Path, label: str | None = None) -> list[Named]:
+    """A file the command writes under a name it chooses itself (`--export DIR`'s
+    samples.jsonl): no extension to check."""
+    return [Named(option, Path(path), "output", label or option)]
+
+
 def database(option: str, path: str | Path, *, probe: bool = True) -> list[Named]:
     """A SQLite file the command reads and writes, with its journal files (none for
     SQLite's `:memory:`)."""
@@ -105,6 +114,16 @@ def judge_cache(option: str, path: str | Path | None) -> list[Named]:
     if path is None:
         return database(f"{option} (default)", file, probe=False)
     return database(option, file)
+
+
+def refuse_replacing(option: str, paths: Iterable[Path], *, force: str = "--force") -> None:
+    """An InputError naming `option` and every one of `paths` that exists already: a folder a
+    command writes into may hold files the user keeps, replaced only with `force`."""
+    there = [str(path) for path in paths if os.path.lexists(path)]
+    if there:
+        raise InputError(f"would replace {', '.join(there)}, which exist already: give "
+                         f"{force} to replace them, or another folder", path=there[0],
+                         field=option)
 
 
 def check(groups: Iterable[Sequence[Named]]) -> None:
