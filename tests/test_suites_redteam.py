@@ -5,9 +5,6 @@ file a user has unless `--force`; a refused `bench` writes nothing."""
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import json
 import os
 import sqlite3
@@ -16,11 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
-
-NAME = "tiny"
-SAMPLES = [{"item": f"i{k}", "system": "S", "output": f"the cat sat {k}",
-            "reference": "the cat sat"} for k in range(4)]
-HUMAN = [{"item": f"i{k}", "system": "S", "human.quality": float(k)} for k in range(4)]
+from suites_support import HUMAN, NAME, SAMPLES, gz, suite
 
 
 def refused(proc: Any, *fragments: str) -> str:
@@ -32,39 +25,6 @@ def refused(proc: Any, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return str(lines[0])
-
-
-def gz(rows: list[Any]) -> bytes:
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as handle:
-        for row in rows:
-            handle.write(row if isinstance(row, bytes) else (json.dumps(row) + "\n").encode())
-    return buffer.getvalue()
-
-
-def info(files: dict[str, str]) -> dict[str, Any]:
-    return {"name": NAME, "title": "Tiny", "description": "synthetic", "kind": "pointwise",
-            "criteria": ["quality"],
-            "protocols": [{"name": "global", "criterion": "quality", "level": "global",
-                           "statistics": ["pearson"], "human": "human.quality"}],
-            "licence": "CC0-1.0", "citation": "-",
-            "source": {"repository": "-", "commit": "-", "files": []}, "files": files}
-
-
-def suite(root: Path, *, samples: bytes | None = None, human: bytes | None = None,
-          suite_json: bytes | None = None) -> Path:
-    """A suite folder `root/tiny` with these bytes as its files (the checksums match them, so
-    what is tested is the reading, not the checksum)."""
-    folder = root / NAME
-    folder.mkdir(parents=True)
-    files = {}
-    for name, data in (("samples.jsonl.gz", samples if samples is not None else gz(SAMPLES)),
-                       ("human.jsonl.gz", human if human is not None else gz(HUMAN))):
-        (folder / name).write_bytes(data)
-        files[name] = "sha256:" + hashlib.sha256(data).hexdigest()
-    (folder / "suite.json").write_bytes(suite_json if suite_json is not None
-                                        else json.dumps(info(files)).encode())
-    return folder
 
 
 def export(tmp_path: Path, *extra: str) -> tuple[Any, Path]:

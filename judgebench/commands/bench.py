@@ -32,10 +32,10 @@ from judgebench.errors import EXIT_FAILED_SCORES
               type=click.Path(path_type=Path),
               help="A suite folder (or a folder of them) in the suite layout; repeatable.")
 @click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
-              type=click.Path(path_type=Path), help="SQLite store of every score.")
+              type=click.Path(path_type=Path, writable=True), help="SQLite store of every score.")
 @click.option("--resume", is_flag=True,
               help="Reuse what the store holds for the same signature and sample.")
-@click.option("--cache", "cache_path", type=click.Path(path_type=Path),
+@click.option("--cache", "cache_path", type=click.Path(path_type=Path, writable=True),
               help="Judge response cache (as `score --cache`).")
 @click.option("--budget-usd", type=float, callback=lambda _c, _p, v: check_budget_usd(v),
               help="Stop before spending more than this (US dollars), all suites together.")
@@ -53,7 +53,7 @@ from judgebench.errors import EXIT_FAILED_SCORES
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True, help="Significance level of the clusters.")
-@click.option("--workdir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--workdir", type=click.Path(path_type=Path, writable=True), metavar="DIR",
               help="Keep each suite's exported samples and scored table in DIR/<suite>/.")
 @click.option("--force", is_flag=True,
               help="With --workdir: replace the samples, human and scores files already in "
@@ -61,7 +61,7 @@ from judgebench.errors import EXIT_FAILED_SCORES
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]),
               default="text", show_default=True, help="How the cards are printed.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output", type=click.Path(path_type=Path, writable=True),
               help="Write the cards to this file instead of stdout.")
 def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, ...],
             store_path: Path, resume: bool, cache_path: Path | None, budget_usd: float | None,

@@ -24,7 +24,8 @@ from judgebench.display import safe
 @click.option("--suite-path", "suite_paths", multiple=True, metavar="DIR",
               type=click.Path(path_type=Path),
               help="A suite folder (or a folder of them) in the suite layout; repeatable.")
-@click.option("--export", "export_dir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--export", "export_dir", type=click.Path(path_type=Path, writable=True),
+              metavar="DIR",
               help="With NAME: write DIR/samples.jsonl (score input, with the human "
                    "judgments) and DIR/human.jsonl (every annotator).")
 @click.option("--force", is_flag=True,

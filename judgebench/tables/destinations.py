@@ -6,7 +6,8 @@ beside it (the `.meta.json` of a scores table, SQLite's `-wal`, `-shm` and `-jou
 `check` then refuses, with an InputError (exit 2) naming the option and the path:
 
 - two entries that are one file, however spelt: `./x` and `x`, a symlink and its target, two
-  hard links (at least one of the two must be written: reading a file twice harms nothing);
+  hard links, or one inside the other (at least one of the two must be written: reading a
+  file twice harms nothing);
 - a destination whose extension its kind does not take, that is an existing directory, whose
   parent cannot be created (an ancestor is a file) or that this user may not write.
 
@@ -149,8 +150,9 @@ def identity(path: Path) -> set[tuple[object, ...]]:
 
 
 def collisions(groups: Sequence[Sequence[Named]]) -> None:
-    """An InputError at the first two entries of different groups that are one file, where
-    at least one of them is written."""
+    """An InputError at the first two entries of different groups that are one file, or of
+    which one would be inside the other (a file cannot also be a folder), where at least one
+    of them is written."""
     keyed = [(number, entry, identity(entry.path))
              for number, group in enumerate(groups) for entry in group]
     for position, (group, later, later_keys) in enumerate(keyed):
@@ -164,6 +166,13 @@ def collisions(groups: Sequence[Sequence[Named]]) -> None:
                     "other; give each its own path",
                     path=str(later.path), field=later.option,
                 )
+            for inner, outer in ((later, earlier), (earlier, later)):
+                if os.path.realpath(inner.path).startswith(os.path.realpath(outer.path) + os.sep):
+                    raise InputError(
+                        f"{inner.label} {inner.path} would be inside {outer.label} "
+                        f"{outer.path}, which is a file: give each its own path",
+                        path=str(later.path), field=later.option,
+                    )
 
 
 class _Where(TypedDict):
