@@ -106,7 +106,8 @@ TOP_REASONS = 3
               metavar="K",
               help="Draw K independent judgements per sample from each judge (each draw its "
                    "own judge-cache keys, so a rerun replays the same K); the table's cell is "
-                   "their mean and the store keeps every draw (meta-eval's `repeats`).")
+                   "their mean and the store keeps every draw (meta-eval's `repeats`); at "
+                   "most 1000.")
 @click.option("--repeats-cell", type=click.Choice(["mean", "majority"]), default=None,
               help="With --repeats: the table's cell is the draws' mean (default) or their "
                    "majority (a categorical judge's most frequent score; a pairwise judge's "
