@@ -148,7 +148,10 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
                          field="SPEC")
     parsed = [parse_spec(s) for s in specs]
     host = host or build_host()
-    prepare_metrics(parsed, host)
+    # every metric built and signed once before anything is written: a spec its metric
+    # refuses (a key in api_base) stops the bench here
+    for prepared in prepare_metrics(parsed, host):
+        prepared.metric.close()
     destinations.check([*bench_paths(suites, options, workdir), *other_paths])
     if workdir is not None and not force:
         destinations.refuse_replacing("--workdir", [
