@@ -301,7 +301,10 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
                          na_values=[""])
     human = human[[*key, *wanted]].astype({k: str for k in key})
     merged = scored.merge(human, on=key, how="left", validate="one_to_one")
-    merged.to_csv(table, index=False)
+    from judgebench.tables.io import atomic_path
+
+    with atomic_path(table) as tmp:  # a reader never sees it half-written
+        merged.to_csv(tmp, index=False)
 
 
 def _pairwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
