@@ -84,6 +84,19 @@ def test_the_commands_that_write_are_found() -> None:
         assert expected in found, expected
 
 
+#: Option spellings that always name something a command writes.
+OUTPUT_SPELLINGS = {"-o", "--output", "--out", "--report", "--export", "--workdir"}
+
+
+def test_an_option_spelt_as_an_output_is_marked_as_written() -> None:
+    """A new `-o`/`--report`/`--export`/`--workdir` that is not `click.Path(writable=True)`
+    would escape the test below: it fails here instead."""
+    for name, command in commands():
+        for param in command.params:
+            if OUTPUT_SPELLINGS & set(param.opts):
+                assert writes(param), f"{name} {param.opts}: type=click.Path(writable=True)"
+
+
 def spelling(param: click.Parameter) -> list[str]:
     """How an error may name the parameter: its option strings, or an argument's metavar."""
     if isinstance(param, click.Argument):
