@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.tables.destinations import Named
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 SAMPLES, HUMAN, INFO = "samples.jsonl.gz", "human.jsonl.gz", "suite.json"
@@ -340,18 +341,18 @@ def score_rows(suite: Suite) -> list[dict[str, Any]]:
     for line, row in suite.numbered_rows(SAMPLES):
         row = dict(row)
         for name in ("metadata", "human"):
-            if not isinstance(row.get(name, {}), dict):
+            if row.get(name) is not None and not isinstance(row[name], dict):
                 raise InputError(f"'{name}' is an object of named values, not a "
                                  f"{type(row[name]).__name__}", path=samples_path, line=line,
                                  field=name)
         subset = row.pop("subset", None)
         if subset is not None:
             field = "category" if suite.info.kind == "pairwise" else "subset"
-            row["metadata"] = {**row.get("metadata", {}), field: subset}
+            row["metadata"] = {**(row.get("metadata") or {}), field: subset}
         key = tuple(str(row.get(k)) for k in suite.key)
         labels = human.get(key, {})
         if labels:
-            row["human"] = {**row.get("human", {}), **labels}
+            row["human"] = {**(row.get("human") or {}), **labels}
         out.append(row)
     return out
 
@@ -383,7 +384,7 @@ def _label(value: Any, path: str, line: int, field: str) -> float | None:
 EXPORTED = ("samples.jsonl", "human.jsonl")
 
 
-def suite_inputs(suite: Suite) -> list[list[Any]]:
+def suite_inputs(suite: Suite) -> list[list[Named]]:
     """The destinations groups of the files a suite is read from: `suite.json` and every file
     it lists, named `--suite-path` or the suite's plugin."""
     from judgebench.tables import destinations
@@ -394,7 +395,7 @@ def suite_inputs(suite: Suite) -> list[list[Any]]:
 
 
 def export_destinations(suite: Suite, directory: str | Path, option: str
-                        ) -> list[list[Any]]:
+                        ) -> list[list[Named]]:
     """The destinations groups (`tables.destinations`) of exporting `suite` into
     `directory`: its files read, the two files written."""
     from judgebench.tables import destinations

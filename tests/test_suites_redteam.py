@@ -114,6 +114,15 @@ def test_a_sample_whose_metadata_is_a_string_names_file_line_and_field(tmp_path:
     assert not out.exists()
 
 
+def test_a_sample_whose_metadata_is_null_is_exported_as_no_metadata(tmp_path: Path) -> None:
+    rows = [SAMPLES[0] | {"metadata": None}, *SAMPLES[1:]]
+    suite(tmp_path / "suites", samples=gz(rows))
+    proc, out = export(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads((out / "samples.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["metadata"] is None and first["human"] == {"quality": 0.0}
+
+
 def test_bench_on_a_damaged_suite_writes_no_store_and_no_workdir(tmp_path: Path) -> None:
     suite(tmp_path / "suites", human=gz([HUMAN[0], {"system": "S"}]))
     store, workdir = tmp_path / "runs.db", tmp_path / "work"
