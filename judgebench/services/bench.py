@@ -134,9 +134,9 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
     samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed);
     files already there are refused unless `force`. Before anything is written, every spec's
-    metric is built (a spec the metric refuses, such as a credential in `api_base`, stops the
-    bench) and every path is checked at once (`tables.destinations`: `bench_paths`, with the
-    caller's `other_paths`, such as the card's `-o`)."""
+    metric is built and signed (a spec the metric refuses, such as a credential in
+    `api_base`, stops the bench) and every path is checked at once (`tables.destinations`:
+    `bench_paths`, with the caller's `other_paths`, such as the card's `-o`)."""
     from judgebench.engine.runtime import Budget
     from judgebench.engine.scoring import prepare_metrics
     from judgebench.spec import parse_spec
@@ -293,6 +293,8 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
         return
     import pandas as pd
 
+    from judgebench.tables.io import atomic_path
+
     human = suite.human()
     wanted = [c for c in human.columns
               if any(c == s or c in (f"{s}.ab", f"{s}.ba") for s in stored)]
@@ -301,8 +303,6 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
                          na_values=[""])
     human = human[[*key, *wanted]].astype({k: str for k in key})
     merged = scored.merge(human, on=key, how="left", validate="one_to_one")
-    from judgebench.tables.io import atomic_path
-
     with atomic_path(table) as tmp:  # a reader never sees it half-written
         merged.to_csv(tmp, index=False)
 
