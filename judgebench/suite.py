@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.tables.destinations import Named
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 SAMPLES, HUMAN, INFO = "samples.jsonl.gz", "human.jsonl.gz", "suite.json"
@@ -165,18 +166,24 @@ class Suite:
 
     def rows(self, file: str) -> Iterator[dict[str, Any]]:
         """The JSON rows of `file` (`samples.jsonl.gz` or `human.jsonl.gz`); InputError naming
-        the file and line for a line that is not a JSON object."""
+        the file and line for a line that is not a JSON object (`numbered_rows`)."""
+        for _line, row in self.numbered_rows(file):
+            yield row
+
+    def numbered_rows(self, file: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, row) for each row of `file`, read as the JSONL reader of `score`
+        reads (`io._jsonl_records`: malformed, too deep, too long an integer, not an object);
+        a file that is not gzip or a line that is not UTF-8 is an InputError naming it."""
+        import zlib
+
+        from judgebench.tables.io import _jsonl_records as jsonl_records
+
         path = self.folder / file
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not JSON: {exc.msg}", path=str(path),
-                                     line=line_no) from None
-                if not isinstance(row, dict):
-                    raise InputError("a row is a JSON object", path=str(path), line=line_no)
-                yield row
+        try:
+            yield from jsonl_records(_gzip_lines(path), path)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise InputError(f"not a readable gzip file ({exc}); a suite's {file} is gzip "
+                             "compressed JSONL", path=str(path)) from None
 
     def samples(self) -> list[dict[str, Any]]:
         return list(self.rows(SAMPLES))
@@ -198,6 +205,18 @@ class Suite:
         return PAIR_KEY if self.info.kind == "pairwise" else POINT_KEY
 
 
+def _gzip_lines(path: Path) -> Iterator[str]:
+    """The lines of the gzip file `path`, each decoded as UTF-8 (InputError naming the line
+    otherwise)."""
+    with gzip.open(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1})", path=str(path), line=line_no) from None
+
+
 def sha256_file(path: Path) -> str:
     with path.open("rb") as handle:
         return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
@@ -208,13 +227,7 @@ def load_suite(folder: str | Path, origin: str = "--suite-path") -> Suite:
     as stored) verified. InputError naming the file (and field) otherwise."""
     folder = Path(folder)
     info_path = folder / INFO
-    try:
-        raw = json.loads(info_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"no {INFO}: a suite folder holds {INFO}, {SAMPLES} and {HUMAN}",
-                         path=str(folder)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", path=str(info_path), line=exc.lineno) from None
+    raw = _read_info(folder, info_path)
     try:
         info = SuiteInfo.model_validate(raw)
     except ValidationError as exc:
@@ -234,6 +247,32 @@ def load_suite(folder: str | Path, origin: str = "--suite-path") -> Suite:
             raise InputError(f"checksum mismatch: {INFO} says {digest}, the file is {actual}",
                              path=str(path))
     return Suite(info, folder, origin)
+
+
+def _read_info(folder: Path, info_path: Path) -> Any:
+    """`suite.json` parsed, or an InputError naming it (and the line or field)."""
+    from judgebench.tables.io import _decode as decode_utf8
+    from judgebench.tables.io import _deepest as deepest_key
+
+    try:
+        data = info_path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"no {INFO}: a suite folder holds {INFO}, {SAMPLES} and {HUMAN}",
+                         path=str(folder)) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(info_path)
+                         ) from None
+    text = decode_utf8(data, info_path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg}", path=str(info_path), line=exc.lineno) from None
+    except RecursionError:
+        field, depth = deepest_key(text)
+        raise InputError(f"JSON nested {depth} levels deep, deeper than this reader reads",
+                         path=str(info_path), field=field) from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise InputError(f"not JSON: {exc}", path=str(info_path)) from None
 
 
 def suite_folders(path: str | Path) -> list[Path]:
@@ -287,21 +326,33 @@ def score_rows(suite: Suite) -> list[dict[str, Any]]:
     """The samples as `score` input rows, each with its human judgments (`human` field) so a
     scored table carries them: a subset goes to `metadata.subset` (pointwise) or
     `metadata.category` (pairwise, where the pairwise table reads it). Pairwise human labels
-    a/b/tie become 1/0/0.5, as `score`'s input takes them."""
-    human = {tuple(str(r[k]) for k in suite.key): r for r in suite.rows(HUMAN)}
+    a/b/tie become 1/0/0.5, as `score`'s input takes them; any other label must be a number
+    or null, as `score` takes it (`io.human_value`). An InputError names the file, line and
+    field of a human row without its key, a label of another kind, or a sample whose
+    `metadata` or `human` is not an object."""
+    human: dict[tuple[str, ...], dict[str, float | None]] = {}
+    human_path = str(suite.folder / HUMAN)
+    for line, judged in suite.numbered_rows(HUMAN):
+        key = _key(judged, suite.key, human_path, line)
+        human[key] = {c[len("human."):]: _label(v, human_path, line, c)
+                      for c, v in judged.items() if c.startswith("human.")}
     out = []
-    for row in suite.rows(SAMPLES):
+    samples_path = str(suite.folder / SAMPLES)
+    for line, row in suite.numbered_rows(SAMPLES):
         row = dict(row)
+        for name in ("metadata", "human"):
+            if row.get(name) is not None and not isinstance(row[name], dict):
+                raise InputError(f"'{name}' is an object of named values, not a "
+                                 f"{type(row[name]).__name__}", path=samples_path, line=line,
+                                 field=name)
         subset = row.pop("subset", None)
         if subset is not None:
             field = "category" if suite.info.kind == "pairwise" else "subset"
-            row["metadata"] = {**row.get("metadata", {}), field: subset}
+            row["metadata"] = {**(row.get("metadata") or {}), field: subset}
         key = tuple(str(row.get(k)) for k in suite.key)
-        judged = human.get(key, {})
-        labels = {c[len("human."):]: _number(v) for c, v in judged.items()
-                  if c.startswith("human.")}
+        labels = human.get(key, {})
         if labels:
-            row["human"] = {**row.get("human", {}), **labels}
+            row["human"] = {**(row.get("human") or {}), **labels}
         out.append(row)
     return out
 
@@ -309,27 +360,78 @@ def score_rows(suite: Suite) -> list[dict[str, Any]]:
 _PREFERENCE = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
 
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
+def _key(row: dict[str, Any], key: Sequence[str], path: str, line: int) -> tuple[str, ...]:
+    """The row's key as text; an InputError for a key field missing or not text/integer."""
+    for name in key:
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            got = "missing" if value is None else f"a {type(value).__name__}"
+            raise InputError(f"a human row is keyed by {', '.join(key)}: '{name}' is text or "
+                             f"an integer, here {got}", path=path, line=line, field=name)
+    return tuple(str(row[name]) for name in key)
+
+
+def _label(value: Any, path: str, line: int, field: str) -> float | None:
+    """A human label as `score` takes it: a/b/tie (pairwise) as 1/0/0.5, else a finite
+    number or null (`io.human_value`, which refuses booleans, text and objects)."""
+    from judgebench.tables.io import human_value
+
+    if isinstance(value, str) and value.strip().lower() in _PREFERENCE:
         return _PREFERENCE[value.strip().lower()]
-    return float(value)
+    return human_value(value, tabular=False, where={"path": path, "line": line}, field=field)
 
 
-def export(suite: Suite, directory: str | Path) -> dict[str, Path]:
+EXPORTED = ("samples.jsonl", "human.jsonl")
+
+
+def suite_inputs(suite: Suite) -> list[list[Named]]:
+    """The destinations groups of the files a suite is read from: `suite.json` and every file
+    it lists, named `--suite-path` or the suite's plugin."""
+    from judgebench.tables import destinations
+
+    option = "--suite-path" if suite.origin == "--suite-path" else f"suite {suite.name}"
+    return [destinations.read(option, suite.folder / file)
+            for file in (INFO, *suite.info.files)]
+
+
+def export_destinations(suite: Suite, directory: str | Path, option: str
+                        ) -> list[list[Named]]:
+    """The destinations groups (`tables.destinations`) of exporting `suite` into
+    `directory`: its files read, the two files written."""
+    from judgebench.tables import destinations
+
+    directory = Path(directory)
+    return [*suite_inputs(suite),
+            *(destinations.written(option, directory / name, f"{option} {name}")
+              for name in EXPORTED)]
+
+
+def export(suite: Suite, directory: str | Path, *, force: bool = False,
+           option: str = "--export") -> dict[str, Path]:
     """Write `samples.jsonl` (`score` input with the human judgments) and `human.jsonl` (the
-    human table as stored, every annotator) into `directory`; the paths written."""
+    human table as stored, every annotator) into `directory`; the paths written. Before
+    anything is written the destinations are checked (`tables.destinations`: none may be
+    an input, each must be writable), an existing file is refused without `force`, and every
+    row is read and checked (`score_rows`): a refused export writes nothing."""
+    from judgebench.tables import destinations
     from judgebench.tables.io import atomic_path
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    destinations.check(export_destinations(suite, directory, option))
+    if not force:
+        destinations.refuse_replacing(option, [directory / name for name in EXPORTED])
+    contents = {"samples.jsonl": score_rows(suite), "human.jsonl": list(suite.rows(HUMAN))}
     written = {}
-    for name, rows in (("samples.jsonl", score_rows(suite)),
-                       ("human.jsonl", list(suite.rows(HUMAN)))):
-        path = directory / name
-        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        written[name] = path
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, rows in contents.items():
+            path = directory / name
+            with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+                for row in rows:
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            written[name] = path
+    except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
+        # what the file system refuses that a mode bit does not say (a read-only mount)
+        raise InputError(f"cannot write: {exc.strerror}", path=str(exc.filename or directory),
+                         field=option) from None
     return written

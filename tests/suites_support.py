@@ -7,10 +7,14 @@ the same, so the tests run either way.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import importlib.metadata
+import io
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from conftest import REPO
 
@@ -40,4 +44,45 @@ def copy_suite(name: str, target: Path, *, rename: str | None = None) -> Path:
         info = json.loads((folder / "suite.json").read_text(encoding="utf-8"))
         info["name"] = rename
         (folder / "suite.json").write_text(json.dumps(info), encoding="utf-8")
+    return folder
+
+
+# -- a tiny pointwise suite whose files are the bytes a test gives ----------------------------
+NAME = "tiny"
+SAMPLES = [{"item": f"i{k}", "system": "S", "output": f"the cat sat {k}",
+            "reference": "the cat sat"} for k in range(4)]
+HUMAN = [{"item": f"i{k}", "system": "S", "human.quality": float(k)} for k in range(4)]
+
+
+def gz(rows: list[Any]) -> bytes:
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as handle:
+        for row in rows:
+            handle.write(row if isinstance(row, bytes) else (json.dumps(row) + "\n").encode())
+    return buffer.getvalue()
+
+
+def info(files: dict[str, str]) -> dict[str, Any]:
+    return {"name": NAME, "title": "Tiny", "description": "synthetic", "kind": "pointwise",
+            "criteria": ["quality"],
+            "protocols": [{"name": "global", "criterion": "quality", "level": "global",
+                           "statistics": ["pearson"], "human": "human.quality"}],
+            "licence": "CC0-1.0", "citation": "-",
+            "source": {"repository": "-", "commit": "-", "files": []}, "files": files}
+
+
+def suite(root: Path, *, samples: bytes | None = None, human: bytes | None = None,
+          suite_json: bytes | None = None, extra: dict[str, bytes] | None = None) -> Path:
+    """A suite folder `root/tiny` with these bytes as its files, and `extra` files it lists
+    (the checksums match them, so what is tested is the reading, not the checksum)."""
+    folder = root / NAME
+    folder.mkdir(parents=True)
+    files = {}
+    for name, data in (("samples.jsonl.gz", samples if samples is not None else gz(SAMPLES)),
+                       ("human.jsonl.gz", human if human is not None else gz(HUMAN)),
+                       *(extra or {}).items()):
+        (folder / name).write_bytes(data)
+        files[name] = "sha256:" + hashlib.sha256(data).hexdigest()
+    (folder / "suite.json").write_bytes(suite_json if suite_json is not None
+                                        else json.dumps(info(files)).encode())
     return folder

@@ -118,7 +118,7 @@ def report_format(path: Path) -> str:
               help="The judge model's family, for the self-preference probe.")
 @click.option("--system-family", "system_families", multiple=True, metavar="SYSTEM=FAMILY",
               help="A system's model family, for the self-preference probe; repeatable.")
-@click.option("--report", "reports", multiple=True, type=click.Path(path_type=Path),
+@click.option("--report", "reports", multiple=True, type=click.Path(path_type=Path, writable=True),
               metavar="PATH", help="Write the report card: .html (self-contained, with "
                                    "plots), .md or .json; repeatable.")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="CHECK",

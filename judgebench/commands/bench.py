@@ -32,10 +32,10 @@ from judgebench.errors import EXIT_FAILED_SCORES
               type=click.Path(path_type=Path),
               help="A suite folder (or a folder of them) in the suite layout; repeatable.")
 @click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
-              type=click.Path(path_type=Path), help="SQLite store of every score.")
+              type=click.Path(path_type=Path, writable=True), help="SQLite store of every score.")
 @click.option("--resume", is_flag=True,
               help="Reuse what the store holds for the same signature and sample.")
-@click.option("--cache", "cache_path", type=click.Path(path_type=Path),
+@click.option("--cache", "cache_path", type=click.Path(path_type=Path, writable=True),
               help="Judge response cache (as `score --cache`).")
 @click.option("--budget-usd", type=float, callback=lambda _c, _p, v: check_budget_usd(v),
               help="Stop before spending more than this (US dollars), all suites together.")
@@ -53,18 +53,21 @@ from judgebench.errors import EXIT_FAILED_SCORES
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True, help="Significance level of the clusters.")
-@click.option("--workdir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--workdir", type=click.Path(path_type=Path, writable=True), metavar="DIR",
               help="Keep each suite's exported samples and scored table in DIR/<suite>/.")
+@click.option("--force", is_flag=True,
+              help="With --workdir: replace the samples, human and scores files already in "
+                   "DIR/<suite>/.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]),
               default="text", show_default=True, help="How the cards are printed.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output", type=click.Path(path_type=Path, writable=True),
               help="Write the cards to this file instead of stdout.")
 def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, ...],
             store_path: Path, resume: bool, cache_path: Path | None, budget_usd: float | None,
             allow_unknown_cost: bool, allow_failures: bool, limit: int | None, workers: int,
-            bootstrap: int, seed: int, alpha: float, workdir: Path | None, fmt: str, as_json: bool,
-            output: Path | None) -> None:
+            bootstrap: int, seed: int, alpha: float, workdir: Path | None, force: bool, fmt: str,
+            as_json: bool, output: Path | None) -> None:
     """Benchmark metrics or judges (SPEC, as in `score -m`) on built-in suites: each suite's
     samples are scored (store, resume, cache and budget as `score`), meta-evaluated under the
     suite's protocols and shown beside its published baselines and the human ceiling, with
@@ -75,16 +78,16 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
     from judgebench.suite import resolve
     from judgebench.tables import destinations
 
-    destinations.check([destinations.database("--store", store_path),
-                        destinations.judge_cache("--cache", cache_path)])
     host = context_host()
     suites = resolve(suite_names, suite_paths, host=host)
     err = SafeWriter(sys.stderr)
     options = ScoreOptions(store=store_path, resume=resume, cache=cache_path,
                            budget_usd=budget_usd, allow_unknown_cost=allow_unknown_cost,
                            workers=workers, limit=limit, progress=sys.stderr.isatty())
+    cards = [destinations.written("-o", output)] if output is not None else []
     result = bench(list(specs), suites, options=options, host=host, bootstrap=bootstrap,
-                   seed=seed, alpha=alpha, workdir=workdir, log=lambda m: _log(m, err))
+                   seed=seed, alpha=alpha, workdir=workdir, force=force, other_paths=cards,
+                   log=lambda m: _log(m, err))
     text = render(result, "json" if as_json else fmt)
     if output is not None:
         from judgebench.tables.io import atomic_path

@@ -52,7 +52,8 @@ def _log(message: str) -> None:
 @click.option("--statistic", default="kendall", show_default=True,
               help="Statistic of the out-of-fold report.")
 @direction_options
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
+@click.option("-o", "--output", "out", required=True,
+              type=click.Path(path_type=Path, writable=True),
               help="The table with the combined column (CSV, JSONL or Parquet), and its "
                    ".meta.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of results.")

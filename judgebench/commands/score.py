@@ -54,15 +54,15 @@ TOP_REASONS = 3
               help="NAME or NAME:key=value[,key=value...]; repeatable. The spec is the column.")
 @click.option("--config", type=click.Path(path_type=Path),
               help="TOML file with [metrics.<column>] tables (metric = NAME, options...).")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output", type=click.Path(path_type=Path, writable=True),
               help="Scores table (.csv, .jsonl, .parquet); CSV on stdout if omitted.")
 @click.option("--store", "store_path", default=DEFAULT_STORE, show_default=True,
-              type=click.Path(path_type=Path), help="SQLite store of every score.")
+              type=click.Path(path_type=Path, writable=True), help="SQLite store of every score.")
 @click.option("--resume", is_flag=True,
               help="Skip what the store already holds for the same signature and sample.")
-@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path, writable=True),
               help="Write corpus-level scores (one row per system and metric) here.")
-@click.option("--cache", "cache_path", type=click.Path(path_type=Path),
+@click.option("--cache", "cache_path", type=click.Path(path_type=Path, writable=True),
               help="Judge response cache (a .sqlite file or a folder); default "
                    "$JUDGEBENCH_CACHE_DIR or ~/.cache/judgebench.")
 @click.option("--budget-usd", type=float, callback=lambda _c, _p, v: check_budget_usd(v),
@@ -106,7 +106,8 @@ TOP_REASONS = 3
               metavar="K",
               help="Draw K independent judgements per sample from each judge (each draw its "
                    "own judge-cache keys, so a rerun replays the same K); the table's cell is "
-                   "their mean and the store keeps every draw (meta-eval's `repeats`).")
+                   "their mean and the store keeps every draw (meta-eval's `repeats`); at "
+                   "most 1000.")
 @click.option("--repeats-cell", type=click.Choice(["mean", "majority"]), default=None,
               help="With --repeats: the table's cell is the draws' mean (default) or their "
                    "majority (a categorical judge's most frequent score; a pairwise judge's "
@@ -176,6 +177,14 @@ def command(
 
     With --engine ray, INPUT may also be a URI (s3://..., gs://..., file://...), read through
     Ray Data."""
+    destinations.check([  # every path, before any is read or written
+        *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
+        *([destinations.read("--config", config)] if config is not None else []),
+        *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
+        destinations.database("--store", store_path),
+        *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
+        destinations.judge_cache("--cache", cache_path),
+    ])
     specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
     if config is not None:
         specs += load_config(config)
@@ -195,14 +204,6 @@ def command(
     ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
     if is_uri(input_path) and dry_run:
         raise InputError("--dry-run reads a local file: a URI is read by a real run")
-    destinations.check([
-        *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
-        *([destinations.read("--config", config)] if config is not None else []),
-        *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
-        destinations.database("--store", store_path),
-        *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
-        destinations.judge_cache("--cache", cache_path),
-    ])
     settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                          allow_unknown_cost=allow_unknown_cost),
                            dry_run=dry_run,
@@ -251,9 +252,6 @@ def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path
 
     if output is None:
         raise InputError("--until-settled writes the rows it scored: give -o")
-    destinations.check([destinations.read("INPUT", Path(input_path)),
-                        destinations.table("-o", output, sidecar=True),
-                        destinations.database("--store", store_path)])
     done = score_until_settled(input_path, specs, human=human, store=store_path,
                                log=lambda m: print(f"score: {m}", file=sys.stderr),
                                **options)

@@ -24,12 +24,15 @@ from judgebench.display import safe
 @click.option("--suite-path", "suite_paths", multiple=True, metavar="DIR",
               type=click.Path(path_type=Path),
               help="A suite folder (or a folder of them) in the suite layout; repeatable.")
-@click.option("--export", "export_dir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--export", "export_dir", type=click.Path(path_type=Path, writable=True),
+              metavar="DIR",
               help="With NAME: write DIR/samples.jsonl (score input, with the human "
                    "judgments) and DIR/human.jsonl (every annotator).")
+@click.option("--force", is_flag=True,
+              help="With --export: replace samples.jsonl and human.jsonl already in DIR.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def command(name: str | None, suite_paths: tuple[Path, ...], export_dir: Path | None,
-            as_json: bool) -> None:
+            force: bool, as_json: bool) -> None:
     """List the suites (size, criteria, protocols, licence), or show suite NAME's card.
 
     Suites come from installed packages (pip install 'judgebench[suites]') and --suite-path;
@@ -61,7 +64,7 @@ def command(name: str | None, suite_paths: tuple[Path, ...], export_dir: Path | 
         return
     (suite,) = resolve(name, suite_paths, host=host)
     if export_dir is not None:
-        written = export(suite, export_dir)
+        written = export(suite, export_dir, force=force)
         for path in written.values():
             click.echo(str(path))
         return

@@ -31,12 +31,13 @@ from judgebench.engine.runtime import BudgetExceeded, RunSettings, current, runn
 from judgebench.engine.scoring import (
     PreparedMetric,
     failure_reason,
+    further_draws,
     lacks,
     one_by_one,
+    plan_repeats,
     prepare_metrics,
     score_batch,
     score_streamed,
-    with_repeats,
 )
 from judgebench.engine.store import (
     FAILED_STATUSES,
@@ -330,9 +331,11 @@ def run_stream(
     prepared = prepare_metrics(specs, host, entries)
     surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
-    # --repeats K: draw 0 is `prepared` (the table's columns), the further draws follow
-    drawn = with_repeats(prepared, host, settings.repeats, settings.repeats_allow_greedy,
-                         settings.repeats_cell, pairwise)
+    # --repeats K, checked now; draw 0 is `prepared` (the table's columns), the further draws
+    # are built once the run is recorded
+    plan_repeats(prepared, settings.repeats, settings.repeats_allow_greedy,
+                 settings.repeats_cell, pairwise)
+    drawn = list(prepared)  # every instance built, each closed at the end
     result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise,
                        store_path=store.path if store.path == ":memory:"
                        else str(Path(store.path).absolute()))
@@ -358,10 +361,11 @@ def run_stream(
                 return result
             # before any call: a budget needs known prices
             settings.budget.preflight((p.column, p.metric) for p in prepared)
-            segment = [p for p in drawn if p.segment_level]
             corpus = [p for p in prepared if p.corpus_level]
             result.selection = about.selection if about is not None else None
-            recording.enter_context(_recorded(store, about, drawn, result, settings))
+            recording.enter_context(_recorded(store, about, prepared, result, settings))
+            drawn += further_draws(prepared, host)
+            segment = [p for p in drawn if p.segment_level]
             scheduler = (scheduler_factory or Scheduler)(workers, prepared, host, surveyed.rows,
                                                          on_estimate)
             by_system: dict[str, SystemCorpus] = {}
@@ -428,7 +432,8 @@ def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedM
               result: RunResult, settings: RunSettings) -> Iterator[None]:
     """The scoring inside is one run in the store's `runs` table, ended with what it did and
     how it ended (an error recording the end does not hide the run's own error). `prepared`
-    holds every draw of `--repeats` (one signature per column all the same)."""
+    are the table's columns, each with the draws `--repeats` gives it (`p.repeats`; every
+    draw of a column has its signature)."""
     store.begin_run(replace(about or RunAbout(),
                             metrics={p.column: p.signature for p in prepared}))
     outcome: RunOutcome = "ok"
@@ -438,7 +443,8 @@ def _recorded(store: Store, about: RunAbout | None, prepared: Sequence[PreparedM
     except BudgetExceeded as exc:
         attempted = result.computed + result.reused
         exc.args = (settings.budget.stopped(
-            str(exc), result.rows * sum(p.segment_level for p in prepared) - attempted),)
+            str(exc), result.rows * sum(p.repeats for p in prepared if p.segment_level)
+            - attempted),)
         outcome, error = "budget_stop", str(exc)
         raise
     except KeyboardInterrupt:

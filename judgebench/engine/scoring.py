@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.engine.runtime import BudgetExceeded
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.metric import Metric, outcome_of
+from judgebench.metric import MAX_COUNT, Metric, outcome_of
 from judgebench.models import Outcome, Sample, Status
 from judgebench.redact import redact
 from judgebench.spec import MetricSpec
@@ -79,18 +79,24 @@ def repeatable(metric: Metric) -> bool:
     return metric.info.kind == "judge" and hasattr(metric.options, "temperature")
 
 
-def with_repeats(prepared: Sequence[PreparedMetric], host: PluginHost, repeats: int,
-                 allow_greedy: bool = False, cell: str | None = None, pairwise: bool = False
-                 ) -> list[PreparedMetric]:
-    """`score --repeats K`: each repeatable segment-level metric (`repeatable`) gets
-    `repeats` draws; the list is `prepared` (draw 0, the table's columns) then one instance
-    per further draw, built anew from its spec with the same signature. A judge at
-    temperature 0 draws K times only with `allow_greedy` (its draws would be copies, or
-    differ by the server's own noise): an InputError before any work otherwise. `cell`:
-    how the table's cell combines the draws, "mean" (default) or "majority" (a categorical
-    judge's most frequent score); a pairwise table's verdicts are always the majority."""
-    if repeats < 1:
-        raise InputError("--repeats must be >= 1", field="--repeats")
+#: The most draws `score --repeats K` takes (bounded as a metric's counts are: a larger K
+#: would only grow memory before the first call).
+MAX_REPEATS = MAX_COUNT
+
+
+def plan_repeats(prepared: Sequence[PreparedMetric], repeats: int, allow_greedy: bool = False,
+                 cell: str | None = None, pairwise: bool = False) -> None:
+    """`score --repeats K`, checked and noted on each metric that will be drawn (its
+    `repeats` and `cell`) without building any draw (`further_draws`): each repeatable
+    segment-level metric (`repeatable`) gets `repeats` draws. `repeats` is 1 to MAX_REPEATS.
+    A judge at temperature 0 draws K times only with `allow_greedy` (its draws would be
+    copies, or differ by the server's own noise): an InputError before any work otherwise.
+    `cell`: how the table's cell combines the draws, "mean" (default) or "majority" (a
+    categorical judge's most frequent score); a pairwise table's verdicts are always the
+    majority."""
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InputError(f"--repeats must be 1 to {MAX_REPEATS}, not {repeats}",
+                         field="--repeats")
     if cell not in (None, "mean", "majority"):
         raise InputError(f"{cell!r} is not a cell: mean or majority", field="--repeats-cell")
     if pairwise and cell == "mean":
@@ -98,8 +104,7 @@ def with_repeats(prepared: Sequence[PreparedMetric], host: PluginHost, repeats: 
                          "(leave --repeats-cell out, or give majority)", field="--repeats-cell")
     how = "majority" if pairwise else cell or "mean"
     if repeats == 1:
-        return list(prepared)
-    extra: list[PreparedMetric] = []
+        return
     for p in prepared:
         if not (p.segment_level and repeatable(p.metric)):
             continue
@@ -108,13 +113,32 @@ def with_repeats(prepared: Sequence[PreparedMetric], host: PluginHost, repeats: 
                 f"--repeats {repeats}: {p.column} is a judge at temperature 0, whose draws "
                 "are not independent; give it temperature>0, or --repeats-allow-greedy to "
                 "draw anyway (a server's own noise)", field="--repeats")
-        p.repeats, p.cell = repeats, how
-        for r in range(1, repeats):
+    for p in prepared:
+        if p.segment_level and repeatable(p.metric):
+            p.repeats, p.cell = repeats, how
+
+
+def further_draws(prepared: Sequence[PreparedMetric], host: PluginHost
+                  ) -> list[PreparedMetric]:
+    """The draws after draw 0 of each metric `plan_repeats` chose: one instance per further
+    draw, built anew from its spec with the same signature."""
+    extra: list[PreparedMetric] = []
+    for p in prepared:
+        for r in range(1, p.repeats):
             metric = build(p.spec, host)
             metric.repeat = r
             extra.append(PreparedMetric(p.spec, metric, p.signature, repeat=r,
-                                        repeats=repeats, cell=how))
-    return [*prepared, *extra]
+                                        repeats=p.repeats, cell=p.cell))
+    return extra
+
+
+def with_repeats(prepared: Sequence[PreparedMetric], host: PluginHost, repeats: int,
+                 allow_greedy: bool = False, cell: str | None = None, pairwise: bool = False
+                 ) -> list[PreparedMetric]:
+    """`prepared` (draw 0, the table's columns) then every further draw: `plan_repeats`,
+    then `further_draws`."""
+    plan_repeats(prepared, repeats, allow_greedy, cell, pairwise)
+    return [*prepared, *further_draws(prepared, host)]
 
 
 def prepare_metrics(specs: Sequence[MetricSpec], host: PluginHost,

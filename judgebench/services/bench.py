@@ -34,7 +34,8 @@ from typing import Any
 from judgebench.errors import InputError
 from judgebench.plugins import PluginHost, build_host
 from judgebench.results import Result
-from judgebench.suite import Protocol, Published, Suite, SuiteInfo, export
+from judgebench.suite import EXPORTED, Protocol, Published, Suite, SuiteInfo, export, suite_inputs
+from judgebench.tables.destinations import Named
 
 Log = Callable[[str], None]
 CEILING = "(human ceiling)"
@@ -128,11 +129,18 @@ class ScoreOptions:
 def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOptions,
           host: PluginHost | None = None,
           bootstrap: int = 1000, seed: int = 0, alpha: float = 0.05,
-          workdir: str | Path | None = None, log: Log | None = None) -> BenchResult:
+          workdir: str | Path | None = None, force: bool = False,
+          other_paths: Sequence[Sequence[Named]] = (), log: Log | None = None) -> BenchResult:
     """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
-    samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed)."""
+    samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed);
+    files already there are refused unless `force`. Before anything is written, every spec's
+    metric is built and signed (a spec the metric refuses, such as a credential in
+    `api_base`, stops the bench) and every path is checked at once (`tables.destinations`:
+    `bench_paths`, with the caller's `other_paths`, such as the card's `-o`)."""
     from judgebench.engine.runtime import Budget
+    from judgebench.engine.scoring import prepare_metrics
     from judgebench.spec import parse_spec
+    from judgebench.tables import destinations
 
     log = log or (lambda _message: None)
     if not specs:
@@ -140,6 +148,14 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
                          field="SPEC")
     parsed = [parse_spec(s) for s in specs]
     host = host or build_host()
+    # every metric built and signed once before anything is written: a spec its metric
+    # refuses (a key in api_base) stops the bench here
+    for prepared in prepare_metrics(parsed, host):
+        prepared.metric.close()
+    destinations.check([*bench_paths(suites, options, workdir), *other_paths])
+    if workdir is not None and not force:
+        destinations.refuse_replacing("--workdir", [
+            path for suite in suites for path in workdir_files(suite, Path(workdir))])
     shapes, requires = _shapes(parsed, host)
     # A spec's column (its name without the runtime options) is its label everywhere after.
     specs = [p.column for p in parsed]
@@ -185,6 +201,31 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     return BenchResult(cards, list(specs))
 
 
+def workdir_files(suite: Suite, workdir: Path) -> list[Path]:
+    """The files `bench --workdir DIR` writes for `suite`: its export, the scored table and
+    the table's .meta.json."""
+    folder = workdir / suite.name
+    table = folder / ("pairs.csv" if suite.info.kind == "pairwise" else "scores.csv")
+    return [*(folder / name for name in EXPORTED), table, Path(f"{table}.meta.json")]
+
+
+def bench_paths(suites: Sequence[Suite], options: ScoreOptions,
+                workdir: str | Path | None) -> list[list[Named]]:
+    """The destinations groups of a bench: the store, the judge cache, each suite's files
+    (read) and, with `workdir`, every file written there."""
+    from judgebench.tables import destinations
+
+    groups = [destinations.database("--store", options.store),
+              destinations.judge_cache("--cache", options.cache)]
+    for suite in suites:
+        groups += suite_inputs(suite)
+        if workdir is not None:
+            *exported, table, _meta = workdir_files(suite, Path(workdir))
+            groups += [destinations.written("--workdir", path) for path in exported]
+            groups.append(destinations.table("--workdir", table, sidecar=True))
+    return groups
+
+
 def _shapes(specs: Sequence[Any], host: PluginHost
             ) -> tuple[list[str | None], list[tuple[str, ...]]]:
     """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape); and
@@ -211,7 +252,7 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     from judgebench.engine.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
-    files = export(suite, folder)
+    files = export(suite, folder, force=True, option="--workdir")  # checked in `bench`
     pairwise = suite.info.kind == "pairwise"
     table = folder / ("pairs.csv" if pairwise else "scores.csv")
     settings = RunSettings(budget=budget, cache_path=options.cache)
@@ -252,6 +293,8 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
         return
     import pandas as pd
 
+    from judgebench.tables.io import atomic_path
+
     human = suite.human()
     wanted = [c for c in human.columns
               if any(c == s or c in (f"{s}.ab", f"{s}.ba") for s in stored)]
@@ -260,7 +303,8 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
                          na_values=[""])
     human = human[[*key, *wanted]].astype({k: str for k in key})
     merged = scored.merge(human, on=key, how="left", validate="one_to_one")
-    merged.to_csv(table, index=False)
+    with atomic_path(table) as tmp:  # a reader never sees it half-written
+        merged.to_csv(tmp, index=False)
 
 
 def _pairwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],

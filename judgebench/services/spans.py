@@ -87,6 +87,8 @@ class HumanSpans:
     source_side: dict[tuple[str, str, str], int] = field(default_factory=dict)
     neutral: dict[tuple[str, str, str], int] = field(default_factory=dict)
     where: str = ""
+    #: per rated segment, the (file, line) each of its spans was read from
+    lines: dict[tuple[str, str, str], list[tuple[str, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -124,23 +126,32 @@ def _severity(value: Any, where: str, line: int) -> int | None:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    opener = gzip.open if path.suffix == ".gz" else open
+    """The rows of a JSONL (or .jsonl.gz) file of people's spans, read as `score` reads
+    JSONL (`io._jsonl_records`: malformed, nested too deep, an integer too long for Python,
+    not an object); an InputError naming the file (and line) otherwise."""
+    import zlib
+
+    from judgebench.tables.io import _jsonl_records
+
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not JSON: {exc.msg}", path=str(path),
-                                     line=line_no) from None
-                if not isinstance(row, dict):
-                    raise InputError("a row is a JSON object", path=str(path), line=line_no)
-                yield line_no, row
-    except OSError as exc:
-        raise InputError(f"cannot read the human spans: {exc.strerror or exc}",
-                         path=str(path), field="--spans") from None
+        yield from _jsonl_records(_lines(path), path)
+    except (OSError, EOFError, zlib.error) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise InputError(f"cannot read the human spans: {reason}", path=str(path),
+                         field="--spans") from None
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """The lines of `path` (gzip for .gz), each decoded as UTF-8 (InputError naming the line
+    otherwise)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1})", path=str(path), line=line_no) from None
 
 
 def add_span_rows(found: HumanSpans, rows: Iterator[tuple[int, dict[str, Any]]],
@@ -167,6 +178,7 @@ def add_span_rows(found: HumanSpans, rows: Iterator[tuple[int, dict[str, Any]]],
             found.neutral[key] = found.neutral.get(key, 0) + 1
             continue
         spans.append((start, end, severity))
+        found.lines.setdefault(key, []).append((where, line))
 
 
 def human_spans(spans: str | Path, *, host: PluginHost | None = None) -> HumanSpans:
@@ -194,25 +206,32 @@ def human_spans(spans: str | Path, *, host: PluginHost | None = None) -> HumanSp
                                 str(row.get("rater") or "")), [])
     where = str(suite.folder / "spans.jsonl.gz")
     rated = set(found.rated)
-    add_span_rows(found, ((n, r) for n, r in enumerate(suite.rows("spans.jsonl.gz"), 1)
+    add_span_rows(found, ((n, r) for n, r in suite.numbered_rows("spans.jsonl.gz")
                           if (str(r.get("item")), str(r.get("system")),
                               str(r.get("rater") or "")) in rated), where)
     return found
 
 
 def predicted_spans(store: Path, signature: str, keys: set[Key]
-                    ) -> tuple[dict[Key, list[SpanTuple]], dict[Key, int], bool]:
+                    ) -> tuple[dict[Key, list[SpanTuple]], dict[Key, int], bool, dict[Key, int]]:
     """Per (item, system) among `keys` scored ok: the located predicted spans, the number not
-    located, and whether any stored score of `signature` has spans at all."""
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
-        rows = conn.execute(
-            "SELECT item, system, status, extra, created_at FROM scores WHERE signature = ?"
-            " AND sample_index = 0 ORDER BY created_at", (signature,)).fetchall()
+    located, whether any stored score of `signature` has spans at all, and the length of
+    the output the judge read (code points; its `extra["output"]`) where the store keeps
+    it."""
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                "SELECT item, system, status, extra, created_at FROM scores WHERE signature = ?"
+                " AND sample_index = 0 ORDER BY created_at", (signature,)).fetchall()
+    except sqlite3.DatabaseError as exc:  # not SQLite, or a database without `scores`
+        raise InputError(f"not a store `score` wrote ({exc})", path=str(store),
+                         field="--store") from None
     latest: dict[Key, tuple[str, str | None]] = {}
     for item, system, status, extra, _created in rows:  # the last written wins
         latest[(item, system)] = (status, extra)
     located: dict[Key, list[SpanTuple]] = {}
     unlocated: dict[Key, int] = {}
+    lengths: dict[Key, int] = {}
     any_spans = False
     for key, (status, extra) in latest.items():
         try:
@@ -234,7 +253,24 @@ def predicted_spans(store: Path, signature: str, keys: set[Key]
                 continue
             kept[(start, end, severity)] = None
         located[key], unlocated[key] = list(kept), missing
-    return located, unlocated, any_spans
+        if isinstance(data.get("output"), str):
+            lengths[key] = len(data["output"])
+    return located, unlocated, any_spans, lengths
+
+
+def _within_outputs(people: HumanSpans, lengths: dict[Key, int]) -> None:
+    """An InputError at the first human span that ends past the output it marks (file, line,
+    field `end`)."""
+    for key, spans in people.rated.items():
+        length = lengths.get(key[:2])
+        if length is None:
+            continue
+        for (_start, end, _severity), (where, line) in zip(spans, people.lines.get(key, []),
+                                                            strict=True):
+            if end > length:
+                raise InputError(f"'end' ({end}) is past the end of the output of item "
+                                 f"{key[0]!r} system {key[1]!r} ({length} characters)",
+                                 path=where, line=line, field="end")
 
 
 def _spans(entries: Sequence[tuple[int, SpanTuple]]) -> Spans:
@@ -308,7 +344,8 @@ def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[s
         if not isinstance(signature, str):
             raise InputError(f"no signature for column '{column}' in the sidecar",
                              path=f"{path}.meta.json", field=column)
-        located, unlocated, any_spans = predicted_spans(Path(store), signature, keys)
+        located, unlocated, any_spans, lengths = predicted_spans(Path(store), signature, keys)
+        _within_outputs(people, lengths)
         if not any_spans:
             if metrics:
                 raise InputError(f"column '{column}' marks no error spans (its stored scores "

@@ -1,14 +1,18 @@
 """Checks on the paths a command reads and writes, made before any work or spending.
 
 A command lists every path it touches, each as a group of `Named` entries built by `read`,
-`table`, `report`, `database` or `judge_cache`: the path and the files written beside it (the
-`.meta.json` of a scores table, SQLite's `-wal`, `-shm` and `-journal`). `check` then refuses,
-with an InputError (exit 2) naming the option and the path:
+`table`, `report`, `written`, `database` or `judge_cache`: the path and the files written
+beside it (the `.meta.json` of a scores table, SQLite's `-wal`, `-shm` and `-journal`).
+`check` then refuses, with an InputError (exit 2) naming the option and the path:
 
 - two entries that are one file, however spelt: `./x` and `x`, a symlink and its target, two
-  hard links (at least one of the two must be written: reading a file twice harms nothing);
+  hard links, or one inside the other (at least one of the two must be written: reading a
+  file twice harms nothing);
 - a destination whose extension its kind does not take, that is an existing directory, whose
   parent cannot be created (an ancestor is a file) or that this user may not write.
+
+`refuse_replacing` refuses existing files in a folder a command writes into (`--export`,
+`--workdir`) unless the user gives `--force`.
 
 The checks only look at the file system; they create and change nothing.
 """
@@ -77,6 +81,12 @@ def report(option: str, path: str | Path, fmt: Callable[[Path], object]) -> list
     return [Named(option, Path(path), "output", option, fmt=fmt)]
 
 
+def written(option: str, path: str | Path, label: str | None = None) -> list[Named]:
+    """A file the command writes under a name it chooses itself (`--export DIR`'s
+    samples.jsonl): no extension to check."""
+    return [Named(option, Path(path), "output", label or option)]
+
+
 def database(option: str, path: str | Path, *, probe: bool = True) -> list[Named]:
     """A SQLite file the command reads and writes, with its journal files (none for
     SQLite's `:memory:`)."""
@@ -107,6 +117,16 @@ def judge_cache(option: str, path: str | Path | None) -> list[Named]:
     return database(option, file)
 
 
+def refuse_replacing(option: str, paths: Iterable[Path], *, force: str = "--force") -> None:
+    """An InputError naming `option` and every one of `paths` that exists already: a folder a
+    command writes into may hold files the user keeps, replaced only with `force`."""
+    there = [str(path) for path in paths if os.path.lexists(path)]
+    if there:
+        raise InputError(f"would replace {', '.join(there)}, which exist already: give "
+                         f"{force} to replace them, or another folder", path=there[0],
+                         field=option)
+
+
 def check(groups: Iterable[Sequence[Named]]) -> None:
     """Refuse collisions, then destinations that cannot be written (see the module). Each
     group is what one constructor returned: a path and its sidecars."""
@@ -130,8 +150,9 @@ def identity(path: Path) -> set[tuple[object, ...]]:
 
 
 def collisions(groups: Sequence[Sequence[Named]]) -> None:
-    """An InputError at the first two entries of different groups that are one file, where
-    at least one of them is written."""
+    """An InputError at the first two entries of different groups that are one file, or of
+    which one would be inside the other (a file cannot also be a folder), where at least one
+    of them is written."""
     keyed = [(number, entry, identity(entry.path))
              for number, group in enumerate(groups) for entry in group]
     for position, (group, later, later_keys) in enumerate(keyed):
@@ -145,6 +166,13 @@ def collisions(groups: Sequence[Sequence[Named]]) -> None:
                     "other; give each its own path",
                     path=str(later.path), field=later.option,
                 )
+            for inner, outer in ((later, earlier), (earlier, later)):
+                if os.path.realpath(inner.path).startswith(os.path.realpath(outer.path) + os.sep):
+                    raise InputError(
+                        f"{inner.label} {inner.path} would be inside {outer.label} "
+                        f"{outer.path}, which is a file: give each its own path",
+                        path=str(later.path), field=later.option,
+                    )
 
 
 class _Where(TypedDict):
