@@ -291,20 +291,23 @@ class Store:
     """A judgebench store at `path` (":memory:" for none on disk).
 
     `readonly` opens an existing store without writing to it (nor migrating it); `untouched`
-    (with `readonly`) leaves no -wal/-shm files beside it either (`untouched_uri`); `timeout` is
+    (with `readonly`) leaves no -wal/-shm files beside it either (`untouched_uri`); `checked`
+    skips `PRAGMA quick_check` (which reads the whole file: the caller checked this file
+    already, as `judgebench view` does once before serving); `timeout` is
     how long to wait for another process's write lock (default $JUDGEBENCH_STORE_TIMEOUT, or
     30 s). Bad files raise InputError naming the file; a lock held too long raises StoreBusy.
     """
 
     def __init__(
         self, path: str | Path = ":memory:", *, readonly: bool = False,
-        timeout: float | None = None, untouched: bool = False,
+        timeout: float | None = None, untouched: bool = False, checked: bool = False,
     ) -> None:
         self.path = str(path)
         self.readonly = readonly
         self.timeout = _timeout(timeout)
         self.run_id: int | None = None
         self.kind = ""
+        self._checked = checked
         self._about = RunAbout()
         self._started = time.time()
         self._tokens: list[int | None] = [None, None]
@@ -379,7 +382,9 @@ class Store:
         try:
             with self._guard():
                 self._inspect(probe)
-                problem = probe.execute("PRAGMA quick_check(1)").fetchone()[0]
+                # it reads the whole file: once per process is enough for a reader that asks
+                problem = ("ok" if self._checked
+                           else probe.execute("PRAGMA quick_check(1)").fetchone()[0])
             if problem != "ok":
                 raise self._corrupt(problem)
         finally:
