@@ -11,9 +11,10 @@ running viewer is), times one page:
 - **old**: what the run page did before (issue 36): `logs(store, run, limit=0)` (every score
   of the run, after a `PRAGMA quick_check` of the whole file) and keep 100;
 
-and reports CPU seconds (user + system) and the growth of peak RSS (`ru_maxrss`) during the
-call. Then it serves the store with `judgebench view` and reports the server's CPU seconds
-(from /proc) for one HTTP request of each new page, rendering included.
+and reports CPU seconds (user + system) and the growth of peak RSS during the call (VmHWM,
+reset through /proc/self/clear_refs just before, less VmRSS then; Linux). Then it serves the
+store with `judgebench view` and reports the server's CPU seconds (from /proc) for one HTTP
+request of each new page, rendering included.
 
     python benchmarks/bench_view.py [--scores 1000000] [--no-old] [--json out.json]
 """
@@ -58,9 +59,16 @@ logs(small, 1, limit=0, readonly=True)
 
 def usage():
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime, r.ru_maxrss
+    return r.ru_utime + r.ru_stime
 
-cpu0, rss0 = usage()
+def status_kb(name):
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines()
+                if l.startswith(name + ":"))
+    return int(line.split()[1])
+
+Path("/proc/self/clear_refs").write_text("5")  # peak RSS (VmHWM) starts again from now
+rss0 = status_kb("VmRSS")
+cpu0 = usage()
 wall0 = time.perf_counter()
 if way == "new":
     page = run_page(big, 1, **kwargs)
@@ -69,7 +77,7 @@ else:
     result = logs(big, 1, limit=0, readonly=True)
     shown, matched = len(result.entries[:100]), result.matched
 wall = time.perf_counter() - wall0
-cpu1, rss1 = usage()
+cpu1, rss1 = usage(), status_kb("VmHWM")
 print(json.dumps({"cpu_s": cpu1 - cpu0, "wall_s": wall, "rss_growth_mb": (rss1 - rss0) / 1024,
                   "shown": shown, "matched": matched}))
 """

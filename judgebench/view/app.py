@@ -182,12 +182,42 @@ def allowed_hosts(host: str, allow: Sequence[str] = ()) -> list[str]:
     return sorted(f"[{name}]" if ":" in name else name for name in named)
 
 
-def stoppable(view: Callable[[Any], Any], running: set[threading.Event]
+class Requests:
+    """The requests an app is answering, each with the event that stops its store reads
+    (`interrupting`); once `stop_all` has run, a request that comes in starts stopped."""
+
+    def __init__(self) -> None:
+        self.running: set[threading.Event] = set()
+        self.stopping = False
+        self._lock = threading.Lock()
+
+    def start(self) -> threading.Event:
+        stop = threading.Event()
+        with self._lock:
+            if self.stopping:
+                stop.set()
+            self.running.add(stop)
+        return stop
+
+    def end(self, stop: threading.Event) -> None:
+        stop.set()
+        with self._lock:
+            self.running.discard(stop)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self.stopping = True
+            for stop in self.running:
+                stop.set()
+
+
+def stoppable(view: Callable[[Any], Any], requests: Requests
               ) -> Callable[[Any], Awaitable[Any]]:
     """`view` run in a worker thread whose store reads stop (`interrupting`) as soon as the
-    browser goes away, the request is cancelled or the server stops (`stop_requests` sets
-    each event in `running`): an abandoned request neither keeps running nor stacks up, and
-    Ctrl-C is not held up by one."""
+    browser goes away, the request is cancelled or the server stops (`stop_requests`): an
+    abandoned request neither keeps running nor stacks up, and Ctrl-C is not held up by
+    one (a stopped page answers 503)."""
+    import asyncio
     import sqlite3
 
     import anyio
@@ -195,8 +225,7 @@ def stoppable(view: Callable[[Any], Any], running: set[threading.Event]
     from starlette.responses import Response
 
     async def endpoint(request: Any) -> Any:
-        stop = threading.Event()
-        running.add(stop)
+        stop = requests.start()
 
         def work() -> Any:
             try:
@@ -206,7 +235,6 @@ def stoppable(view: Callable[[Any], Any], running: set[threading.Event]
                 if not stop.is_set():
                     raise
                 return None  # stopped: nobody is waiting for this page
-
 
         async def watch() -> None:
             while (await request.receive())["type"] != "http.disconnect":
@@ -221,17 +249,20 @@ def stoppable(view: Callable[[Any], Any], running: set[threading.Event]
                     return done if done is not None else Response(status_code=503)
                 finally:
                     group.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            if not requests.stopping:
+                raise
+            return Response(status_code=503)  # cancelled as the server stops: a quiet end
         finally:
-            stop.set()
-            running.discard(stop)
+            requests.end(stop)
 
     return endpoint
 
 
 def stop_requests(app: Any) -> None:
-    """Stop every request `app` (`make_app`) is answering: its store reads end now."""
-    for stop in list(app.state.running):
-        stop.set()
+    """Stop every request `app` (`make_app`) is answering, and those that come in after:
+    their store reads end now."""
+    app.state.requests.stop_all()
 
 
 def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1",
@@ -248,7 +279,7 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1",
 
     env = _environment()
     store = Path(store)
-    running: set[threading.Event] = set()
+    requests = Requests()
     hide = hiding_store(store)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -364,16 +395,16 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1",
         return Response(CSS, media_type="text/css")
 
     routes = [
-        Route("/", stoppable(runs_view, running), methods=["GET"]),
-        Route("/runs/{run}", stoppable(run_view, running), methods=["GET"]),
-        Route("/runs/{run}/score", stoppable(score_view, running), methods=["GET"]),
-        Route("/compare", stoppable(compare_view, running), methods=["GET"]),
-        Route("/audits", stoppable(audits_view, running), methods=["GET"]),
-        Route("/audits/{key}", stoppable(audit_view, running), methods=["GET"]),
+        Route("/", stoppable(runs_view, requests), methods=["GET"]),
+        Route("/runs/{run}", stoppable(run_view, requests), methods=["GET"]),
+        Route("/runs/{run}/score", stoppable(score_view, requests), methods=["GET"]),
+        Route("/compare", stoppable(compare_view, requests), methods=["GET"]),
+        Route("/audits", stoppable(audits_view, requests), methods=["GET"]),
+        Route("/audits/{key}", stoppable(audit_view, requests), methods=["GET"]),
         Route("/style.css", style, methods=["GET"]),
     ]
     app = Starlette(routes=routes, middleware=[
         Middleware(SecurityHeaders),
         Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host, allow))])
-    app.state.running = running
+    app.state.requests = requests
     return app
