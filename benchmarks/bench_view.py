@@ -43,6 +43,7 @@ PAGES: list[tuple[str, dict[str, object]]] = [
     ("sorted by value, first page", {"sort": "value"}),
     ("sorted by value, descending, page 10", {"sort": "value", "descending": True,
                                               "page": 10}),
+    ("sorted by value, page 5,000", {"sort": "value", "page": 5000}),
     ("status=error, first page", {"statuses": ["error"]}),
     ("item=item-025000", {"item": "item-025000"}),
 ]
