@@ -295,7 +295,7 @@ def test_filtering_runs_is_the_rule_of_logs_metric_and_dates() -> None:
 
 # -- the command ------------------------------------------------------------------------------
 def test_view_is_refused_without_the_view_extra(made: dict[str, Any], tmp_path: Path) -> None:
-    for module in ("starlette", "jinja2", "uvicorn"):
+    for module in ("starlette", "jinja2", "uvicorn", "psutil"):
         before = {p.name for p in tmp_path.iterdir()}
         proc = run_cli_process("view", "--store", str(made["store"]), "--port", "0",
                                env=blocked(tmp_path, module))

@@ -141,7 +141,9 @@ def hiding_store(store: Path) -> Callable[[str], str]:
     """A function that rewrites a page's HTML so that it never names where the store is: the
     store's absolute path becomes its file name, its folder's absolute path is dropped (a
     run's command line or an audit's inputs name them as they were typed)."""
-    from markupsafe import escape
+    def escape(text: str) -> str:  # as Jinja2's autoescape (markupsafe) writes it
+        return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                .replace("'", "&#39;").replace('"', "&#34;"))
 
     target = store.absolute()
     folders = {str(target.parent), str(store.resolve().parent)}
@@ -151,7 +153,7 @@ def hiding_store(store: Path) -> Callable[[str], str]:
               if folder not in ("/", "")]
     swaps += [(folder, ".") for folder in sorted(folders, key=len, reverse=True)
               if folder not in ("/", "")]
-    pairs = [(old, new) for text, new in swaps for old in {text, str(escape(text))}]
+    pairs = [(old, new) for text, new in swaps for old in {text, escape(text)}]
 
     def hide(html: str) -> str:
         for old, new in pairs:
