@@ -1,6 +1,10 @@
 """Metric specs: `NAME` or `NAME:key=value[,key=value...]` on the command line, or a TOML file.
 
-A value that holds a comma is quoted, `key="a, b"` or `key='a, b'` (see `parse_spec`).
+A value that holds a comma is quoted, `key="a, b"` or `key='a, b'` (see `parse_spec`). Nothing
+else is loose: a ':' with no option after it, an empty option (`a=1,,b=2`, a trailing comma, a
+`key=` without a value: `key=""` is the empty text) and a space around a name, a key, '=', ','
+or ':' are refused (they would end up in the column's name); blanks around the whole spec are
+dropped.
 
 The scores-table column of a metric is its spec as written, so two configurations of one
 metric sit side by side, less the options that say how to reach a model rather than what is
@@ -53,11 +57,16 @@ def parse_spec(text: str, *, what: str = "metric spec") -> MetricSpec:
     a plain character. A bad spec is a SpecError that shows where in it the problem is (`what`
     names the kind of spec: an aggregation rule's is read the same way)."""
     spec = text.strip()
-    name, colon, _ = spec.partition(":")
+    name, colon, rest = spec.partition(":")
     spans: dict[str, tuple[int, int]] = {}
     try:
         if not name.strip():
             raise _Problem(0, "has no name")
+        if name != name.rstrip(_BLANK):
+            raise _Problem(len(name.rstrip(_BLANK)), _SPACE)
+        if colon and not rest:
+            raise _Problem(len(name), "ends with ':' and no option: write NAME alone, or "
+                                      "NAME:key=value")
         options = _options(spec, len(name) + len(colon), spans) if colon else {}
     except _Problem as problem:
         raise SpecError(spec, problem.position, problem.text, what) from None
@@ -95,6 +104,10 @@ class _Problem(Exception):
 
 
 _BLANK = " \t"
+#: Blanks are text only inside a value (`criterion=short and clear`): around a name, a key,
+#: '=', ',' or ':' they would end up in the column's name, so they are refused.
+_SPACE = ("has a space around a name, key, '=', ',' or ':': write NAME:key=value,key=value "
+          "(a space may be inside a value, or anywhere in quotes)")
 
 
 def _options(spec: str, at: int, spans: dict[str, tuple[int, int]] | None = None
@@ -102,23 +115,30 @@ def _options(spec: str, at: int, spans: dict[str, tuple[int, int]] | None = None
     """The `key=value` options of `spec` from position `at` on; `spans` gets where each
     option's text starts and ends."""
     options: dict[str, str] = {}
-    while at < len(spec):
-        if spec[at] in _BLANK + ",":
-            at += 1
-            continue
+    while True:
+        if at == len(spec):
+            raise _Problem(at - 1, "ends with a comma: leave it out")
+        if spec[at] in _BLANK:
+            raise _Problem(at, _SPACE)
+        if spec[at] == ",":
+            raise _Problem(at, "has an empty option (two commas, or a comma after ':')")
         equals = _until(spec, at, "=,")
-        key = spec[at:equals].strip()
+        key = spec[at:equals]
         if equals == len(spec) or spec[equals] == ",":
-            raise _Problem(at, f"has option '{key}' that is not key=value")
-        if not key:
+            raise _Problem(at, f"has option '{key.strip()}' that is not key=value")
+        if not key.strip():
             raise _Problem(at, "has an option with no name before '='")
+        if key != key.rstrip(_BLANK):
+            raise _Problem(at + len(key.rstrip(_BLANK)), _SPACE)
         if key in options:
             raise _Problem(at, f"gives option '{key}' twice")
         start = at
-        options[key], at = _value(spec, equals + 1)
+        options[key], at = _value(spec, equals + 1, key)
         if spans is not None:
             spans[key] = (start, at)
-    return options
+        if at == len(spec):
+            return options
+        at += 1  # the comma
 
 
 def _until(spec: str, at: int, stops: str) -> int:
@@ -128,13 +148,20 @@ def _until(spec: str, at: int, stops: str) -> int:
     return at
 
 
-def _value(spec: str, at: int) -> tuple[str, int]:
-    """The value starting at `at` and the position after it (at its comma or the end)."""
-    while at < len(spec) and spec[at] in _BLANK:
-        at += 1
-    if at == len(spec) or spec[at] not in "\"'":
+def _value(spec: str, at: int, key: str) -> tuple[str, int]:
+    """The value of option `key` starting at `at` and the position after it (at its comma
+    or the end)."""
+    if at < len(spec) and spec[at] in _BLANK:
+        raise _Problem(at, _SPACE)
+    if at == len(spec) or spec[at] == ",":
+        raise _Problem(at - 1, f"has option '{key}' with no value: write {key}=\"\" for an "
+                               "empty text")
+    if spec[at] not in "\"'":
         comma = _until(spec, at, ",")
-        return spec[at:comma].strip(), comma
+        value = spec[at:comma]
+        if value != value.rstrip(_BLANK):
+            raise _Problem(at + len(value.rstrip(_BLANK)), _SPACE)
+        return value, comma
     quote, opened, chars = spec[at], at, []
     at += 1
     while at < len(spec) and spec[at] != quote:
@@ -145,8 +172,8 @@ def _value(spec: str, at: int) -> tuple[str, int]:
     if at == len(spec):
         raise _Problem(opened, f"has an unbalanced quote: this {quote} is never closed")
     after = at + 1
-    while after < len(spec) and spec[after] in _BLANK:
-        after += 1
+    if after < len(spec) and spec[after] in _BLANK:
+        raise _Problem(after, _SPACE)
     if after < len(spec) and spec[after] != ",":
         raise _Problem(after, "has text after a closing quote: put the whole value inside "
                               "the quotes")

@@ -32,11 +32,11 @@ JUDGES = ["judge.rubric", "judge.geval", "judge.reference", "judge.pairwise",
 
 
 def test_the_column_drops_runtime_options_and_keeps_the_rest_as_written() -> None:
-    spec = parse_spec('judge.rubric:model=m,api_base=http://h/v1,definition="a, b" ,rpm=3')
+    spec = parse_spec('judge.rubric:model=m,api_base=http://h/v1,definition="a, b",rpm=3')
     assert spec.column == 'judge.rubric:model=m,definition="a, b"'
     assert spec.options["api_base"] == "http://h/v1"  # still used, only not in the name
     assert parse_spec("judge.rubric:api_base=http://h/v1").column == "judge.rubric"
-    written = "lexical.rouge2:multi_ref=mean, stemmer='yes'"
+    written = "lexical.rouge2:multi_ref=mean,stemmer='yes'"
     assert parse_spec(written).column == written  # no runtime option: exactly as written
 
 

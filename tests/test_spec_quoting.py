@@ -51,10 +51,11 @@ def register_metrics(register):
      {"definition": "short, clear", "model": "x"}),
     (r'a.b:x="say \"hi\", then go"', {"x": 'say "hi", then go'}),
     (r"a.b:x='don\'t, stop'", {"x": "don't, stop"}),
-    (r"a.b:x='C:\\models\\', y=2", {"x": "C:\\models\\", "y": "2"}),
+    (r"a.b:x='C:\\models\\',y=2", {"x": "C:\\models\\", "y": "2"}),
     (r"a.b:x='C:\models'", {"x": "C:\\models"}),  # a lone backslash is kept as it is
     ("a.b:x=it's,y=\"\"", {"x": "it's", "y": ""}),  # a quote inside an unquoted value
-    ("a.b: x = \"a,b\" , y=c ", {"x": "a,b", "y": "c"}),
+    ("a.b:x=\"a,b\",y=c ", {"x": "a,b", "y": "c"}),  # a space around the grammar: refused
+    # (tests/test_bad_inputs_redteam_checks.py); around the whole spec: dropped
     ("a.b:api_base=http://host:8000/v1", {"api_base": "http://host:8000/v1"}),
     ("lexical.rouge2:multi_ref=mean,stemmer=false", {"multi_ref": "mean", "stemmer": "false"}),
 ])

@@ -115,7 +115,7 @@ def _start(store: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 60)
     line = proc.stdout.readline() if ready else ""
-    if "http://127.0.0.1:" not in line:
+    if "http://" not in line:
         proc.kill()
         raise AssertionError(f"no URL from judgebench view: {line!r} {proc.communicate()[1]}")
     return proc, line.split(" at ", 1)[1].split()[0].rstrip("/")
@@ -178,31 +178,95 @@ def _pair_b(made: dict[str, Any]) -> str:
 
 
 # -- sorting and filtering, against pandas -----------------------------------------------------
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["i1", "i2", "<b>"]),
-                          st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
-                                    st.sampled_from([0.0, -0.0, 1e308, -1e-308]))),
-                max_size=30),
-       st.booleans())
-def test_sorting_scores_is_pandas_stable_sort_with_missing_last(
-        rows: list[tuple[str, float | None]], descending: bool) -> None:
+SIGNATURES = {"judge": "judge.rubric@1|m", "len": "lexical.length@1|x"}
+
+
+def _write_store(path: Path, rows: list[tuple[str, str, str, str, float | None, int | None]],
+                 corpus: list[tuple[str, str, float | None]]) -> None:
+    """A real store (made by `Store`) of run 1, which wrote `rows` (item, system, signature,
+    status, value, tokens_in) and `corpus` (system, signature, value), and of run 2, which
+    wrote one score of its own."""
+    import sqlite3
+
+    from judgebench.engine.store import Store
+
+    path.unlink(missing_ok=True)
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    for metrics in (SIGNATURES, {"other": "lexical.bleu@1|y"}):
+        conn.execute("INSERT INTO runs (started, pid, version, outcome, metrics) VALUES "
+                     "('2026-01-01T00:00:00.000Z', 1, 'x', 'ok', ?)", (json.dumps(metrics),))
+    conn.executemany(
+        "INSERT INTO scores (signature, item, system, sample_index, sample_hash, metric, value,"
+        " status, tokens_in, created_at, run_id) VALUES (?, ?, ?, ?, 'h', 'm', ?, ?, ?, 0, 1)",
+        [(sig, item, system, n, value, status, tokens)
+         for n, (item, system, sig, status, value, tokens) in enumerate(rows)])
+    conn.executemany(
+        "INSERT INTO corpus_scores (signature, system, items_hash, metric, value, status, n,"
+        " created_at, run_id) VALUES (?, ?, ?, 'm', ?, 'ok', 1, 0, 1)",
+        [(sig, system, str(n), value) for n, (system, sig, value) in enumerate(corpus)])
+    conn.execute("INSERT INTO scores (signature, item, system, sample_hash, metric, value,"
+                 " status, created_at, run_id) VALUES ('lexical.bleu@1|y', 'i1', 's', 'h',"
+                 " 'm', 0.5, 'ok', 0, 2)")
+    conn.commit()
+    conn.close()
+
+
+VALUES = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
+                   st.sampled_from([0.0, -0.0, 1.0, 1e308, -1e-308]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["i1", "i2", "<b>", "é", "Z"]),
+                               st.sampled_from(["s1", "s2"]),
+                               st.sampled_from([*SIGNATURES.values(), "judge.rubric@1|old"]),
+                               st.sampled_from(["ok", "error", "refused"]), VALUES,
+                               st.one_of(st.none(), st.integers(0, 2**62))),
+                     max_size=40),
+       corpus=st.lists(st.tuples(st.sampled_from(["s1", "s2"]),
+                                 st.sampled_from(list(SIGNATURES.values())), VALUES),
+                       max_size=4),
+       sort=st.sampled_from([None, "value", "item", "column", "status", "tokens_in"]),
+       descending=st.booleans(), size=st.integers(1, 7), status=st.sampled_from([None, "ok"]))
+def test_a_run_page_is_pandas_stable_sort_with_missing_last(
+        tmp_path_factory: pytest.TempPathFactory,
+        rows: list[tuple[str, str, str, str, float | None, int | None]],
+        corpus: list[tuple[str, str, float | None]], sort: str | None, descending: bool,
+        size: int, status: str | None) -> None:
+    """The pages SQL sorts and cuts, joined, are the run's scores (as `logs` lists them, in
+    the order written) filtered and sorted by pandas' stable sort, a missing value (None,
+    NaN: SQLite keeps NaN as NULL) last in both directions."""
     import pandas as pd
 
-    from judgebench.services.runs import LogEntry
-    from judgebench.view.pages import sort_entries
+    from judgebench.services.runs import log_page, logs
 
-    entries = [LogEntry(run_id=1, level="segment", column="c", metric="m", signature="s",
-                        item=item, system=str(n), status="ok", reason=None, value=value)
-               for n, (item, value) in enumerate(rows)]
-    frame = pd.DataFrame({"value": [v for _, v in rows], "n": range(len(rows))},
-                         dtype=object).astype({"value": float})
-    expected = frame.sort_values("value", ascending=not descending, kind="stable",
-                                 na_position="last")["n"].tolist()
-    got = [int(e.system) for e in sort_entries(entries, "value", descending)]
-    # pandas keeps ties in their order in both directions; so does sorted(reverse=True)
-    assert got == expected
-    by_item = [int(e.system) for e in sort_entries(entries, "item", descending)]
-    assert by_item == sorted(range(len(rows)), key=lambda n: rows[n][0], reverse=descending)
+    path = tmp_path_factory.getbasetemp() / "sorted.db"
+    unique = list({(r[0], r[1], r[2]): r for r in rows}.values())  # one score per key
+    _write_store(path, unique, list({(c[0], c[1]): c for c in corpus}.values()))
+    statuses = [status] if status else []
+    written = logs(path, 1, statuses=statuses, limit=0).entries
+    columns = {sig: column for column, sig in SIGNATURES.items()}
+    frame = pd.DataFrame({
+        "n": range(len(written)),
+        "item": pd.Series([e.item for e in written], dtype=object),
+        "column": pd.Series([columns.get(e.signature) for e in written], dtype=object),
+        "status": [e.status for e in written],
+        "value": pd.Series([e.value for e in written], dtype=float),
+        "tokens_in": pd.Series([e.tokens_in for e in written], dtype=object)})
+    expected = (frame["n"].tolist() if sort is None else frame.sort_values(
+        sort, ascending=not descending, kind="stable", na_position="last")["n"].tolist())
+    got = []
+    offset = 0
+    while True:
+        page = log_page(path, 1, statuses=statuses, sort=sort, descending=descending,
+                        offset=offset, limit=size)
+        assert page.matched == len(written)
+        if not page.entries:
+            break
+        got += page.entries
+        offset += size
+    keys = [(e.level, e.item, e.system, e.signature) for e in written]
+    assert [keys.index((e.level, e.item, e.system, e.signature)) for e in got] == expected
 
 
 def test_filtering_runs_is_the_rule_of_logs_metric_and_dates() -> None:
@@ -231,7 +295,7 @@ def test_filtering_runs_is_the_rule_of_logs_metric_and_dates() -> None:
 
 # -- the command ------------------------------------------------------------------------------
 def test_view_is_refused_without_the_view_extra(made: dict[str, Any], tmp_path: Path) -> None:
-    for module in ("starlette", "jinja2", "uvicorn"):
+    for module in ("starlette", "jinja2", "uvicorn", "psutil"):
         before = {p.name for p in tmp_path.iterdir()}
         proc = run_cli_process("view", "--store", str(made["store"]), "--port", "0",
                                env=blocked(tmp_path, module))
@@ -302,6 +366,40 @@ def test_the_viewer_is_read_only_and_bound_to_its_address(made: dict[str, Any],
     assert status == 200
 
 
+def test_on_every_interface_the_host_is_still_checked(made: dict[str, Any]) -> None:
+    """`--host 0.0.0.0` answers the machine's own names and addresses and the names given
+    with --allow-host, never any Host (a page elsewhere could read the store through DNS
+    rebinding)."""
+    import socket
+
+    from judgebench.view.app import allowed_hosts, machine_names
+
+    assert "*" not in allowed_hosts("0.0.0.0") and "*" not in allowed_hosts("::")
+    assert socket.gethostname() in allowed_hosts("0.0.0.0")
+    assert "[::1]" in allowed_hosts("0.0.0.0") and "127.0.0.1" in allowed_hosts("0.0.0.0")
+    assert allowed_hosts("127.0.0.1", ["viewer.test"]) == sorted(
+        ["127.0.0.1", "[::1]", "localhost", "viewer.test"])
+    proc, base = _start(made["store"], "--host", "0.0.0.0", "--allow-host", "viewer.test",
+                        "--allow-host", "10.1.2.3")
+    try:
+        port = base.rsplit(":", 1)[1]
+        local = f"http://127.0.0.1:{port}/"
+        assert _get(local, headers={"Host": "evil.test"})[0] == 400
+        assert _get(local, headers={"Host": f"evil.test:{port}"})[0] == 400
+        for name in ("viewer.test", "10.1.2.3", socket.gethostname(), "127.0.0.1",
+                     *sorted(machine_names())[:3]):
+            shown = f"[{name}]" if ":" in name else name
+            status, _, body = _get(local, headers={"Host": f"{shown}:{port}"})
+            assert status == 200, (name, body)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    refused = run_cli("view", "--store", str(made["store"]), "--port", "0", "--allow-host",
+                      "a b")
+    assert refused.returncode == 2 and "--allow-host" in refused.stderr
+
+
 @pytest.mark.parametrize(("query", "status", "message"), [
     ("/runs/99", 404, "no run 99"),
     ("/?status=bogus", 400, "unknown outcome"),
@@ -313,12 +411,42 @@ def test_the_viewer_is_read_only_and_bound_to_its_address(made: dict[str, Any],
     ("/runs/1/score?item=a", 404, "field &#39;signature&#39;"),
     ("/compare?run_a=1&run_b=1", 400, "the same signature"),
     ("/audits/nope", 404, "no audit report"),
+    ("/runs/1?page=%C2%B2", 400, "field &#39;page&#39;: a whole number"),
+    ("/runs/1?page=" + "9" * 5000, 400, "field &#39;page&#39;: a number of at most 18 digits"),
+    ("/runs/" + "9" * 5000, 404, "no run 99999999999999999999… (5000 characters)"),
+    ("/runs/9223372036854775808", 404, "no run 9223372036854775808"),
+    ("/runs/99999999999999999999/score?signature=a&item=b&system=c", 404, "no run 9999"),
+    ("/runs/%C2%B2", 404, "no run ²"),
+    ("/compare?run_a=" + "9" * 5000 + "&run_b=1", 400, "field &#39;run_a&#39;"),
+    ("/compare?run_a=9223372036854775808&run_b=1", 400, "at most 18 digits"),
 ])
 def test_bad_query_strings_are_named(viewer: str, query: str, status: int,
                                      message: str) -> None:
     got, _, body = _get(viewer + query)
     assert got == status, body
     assert message in body
+
+
+def test_a_deep_page_is_the_last_and_the_pages_shown_are_near(made: dict[str, Any],
+                                                              viewer: str) -> None:
+    from judgebench.view.pages import near_pages
+
+    got, _, body = _get(viewer + "/runs/4?page=999999")
+    assert got == 200 and body == _get(viewer + "/runs/4?page=1")[2]
+    assert near_pages(1, 1) == [1]
+    assert near_pages(50, 10_000) == [1, None, 47, 48, 49, 50, 51, 52, 53, None, 10_000]
+    assert near_pages(2, 5) == [1, 2, 3, 4, 5]
+
+
+def test_pages_never_name_where_the_store_is(made: dict[str, Any], viewer: str) -> None:
+    """The runs' command lines name the store by its absolute path (as typed): no page
+    shows it, nor the store's folder; the header names the store's file."""
+    for name, page in {**_pages(made, viewer), "error": viewer + "/runs/99"}.items():
+        _, _, body = _get(page)
+        assert str(made["folder"]) not in body, name
+        assert str(made["folder"].resolve()) not in body, name
+        if name != "audit":
+            assert '<span class="store">runs.db</span>' in body, name
 
 
 def test_filters_and_sorting_change_the_rows(made: dict[str, Any], viewer: str) -> None:
@@ -374,6 +502,82 @@ def test_the_store_is_never_written(made: dict[str, Any], viewer: str) -> None:
     for page in _pages(made, viewer).values():
         _get(page)
     assert _snapshot(made["folder"]) == made["before"]
+
+
+def _big_store(path: Path, scores: int) -> None:
+    """A real store whose run 1 wrote `scores` scores of lexical.length (values in [0, 1))."""
+    import sqlite3
+
+    from judgebench.engine.store import Store
+
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO runs (started, pid, version, outcome, metrics) VALUES "
+                 "('2026-01-01T00:00:00.000Z', 1, 'x', 'ok', ?)",
+                 (json.dumps({"len": "lexical.length@1|x"}),))
+    conn.execute(
+        "INSERT INTO scores (signature, item, system, sample_hash, metric, value, status,"
+        " created_at, run_id) WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n"
+        " WHERE x < ?) SELECT 'lexical.length@1|x', 'item-' || x, 's', 'h', 'lexical.length',"
+        " (x * 7919 % 1000) / 1000.0, 'ok', 0, 1 FROM n", (scores - 1,))
+    conn.commit()
+    conn.close()
+
+
+def test_a_store_read_stops_when_its_request_is_stopped(tmp_path: Path) -> None:
+    import sqlite3
+    import threading
+
+    from judgebench.services.runs import interrupting, log_page
+
+    store = tmp_path / "big.db"
+    _big_store(store, 20_000)
+    stop = threading.Event()
+    with interrupting(stop):
+        page = log_page(store, 1, sort="value", offset=10_000, limit=5)
+        assert page.matched == 20_000 and len(page.entries) == 5
+        stop.set()
+        with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+            log_page(store, 1, sort="value", offset=10_000, limit=5)
+    assert len(log_page(store, 1, sort="value", offset=10_000, limit=5).entries) == 5
+
+
+def test_ctrl_c_stops_the_viewer_while_requests_run(tmp_path: Path) -> None:
+    """Requests reading deep sorted pages of a 300,000-score run are under way (the server
+    has started a second worker thread to answer them) when Ctrl-C comes: the server stops
+    them rather than waiting for them (each answers 503 or its connection closes) and
+    exits cleanly."""
+    import threading
+
+    store = tmp_path / "big.db"
+    _big_store(store, 300_000)
+    proc, base = _start(store)
+    assert _get(base + "/runs/1")[0] == 200  # serving: its worker thread is started
+    tasks = Path(f"/proc/{proc.pid}/task")
+    before = len(list(tasks.iterdir()))
+    answers: list[int | str] = []
+
+    def fetch() -> None:
+        try:
+            answers.append(_get(base + "/runs/1?sort=value&order=desc&page=1500")[0])
+        except (urllib.error.URLError, ConnectionError) as exc:
+            answers.append(type(exc).__name__)
+
+    fetchers = [threading.Thread(target=fetch) for _ in range(3)]
+    for fetcher in fetchers:
+        fetcher.start()
+    try:
+        while len(list(tasks.iterdir())) == before:  # another worker: two requests run
+            assert proc.poll() is None
+            select.select([], [], [], 0.005)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        for fetcher in fetchers:
+            fetcher.join(timeout=60)
+    assert proc.returncode == 0 and "judgebench view: stopped" in out, err
+    assert "Traceback" not in err, err
+    assert len(answers) == 3 and 200 not in answers, answers
 
 
 def test_a_store_being_written_is_viewable(made: dict[str, Any], tmp_path: Path) -> None:

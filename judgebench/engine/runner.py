@@ -583,8 +583,12 @@ def _finish_batch(work: _PlannedSegments, chunk: Sequence[tuple[Sample, str]], s
     try:
         outcomes = score_batch(p.metric, batch)
     except BudgetExceeded:
-        _keep_finished_before_budget_stop(p, chunk, store, result)
-        raise
+        if _keep_finished_before_budget_stop(p, chunk, store, result) < len(chunk):
+            raise
+        # each sample finished one at a time under the budget (a refusal of calls in
+        # flight together): nothing was left out, so the run goes on
+        bar.update(len(batch))
+        return
     elapsed = (time.perf_counter() - began) / len(batch)
     store.put([_stamp(o, s, p) for o, s in zip(outcomes, batch, strict=True)],
               [h for _, h in chunk], elapsed)
@@ -618,22 +622,26 @@ def _score_streamed(p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], stor
     try:
         score_streamed(p.metric, [s for s, _ in chunk], done, commit)
     except BudgetExceeded:
-        _keep_finished_before_budget_stop(
-            p, [c for i, c in enumerate(chunk) if i not in done], store, result)
-        raise
+        left = [c for i, c in enumerate(chunk) if i not in done]
+        if _keep_finished_before_budget_stop(p, left, store, result) < len(left):
+            raise
+        bar.update(len(left))  # every sample finished under the budget: the run goes on
 
 
 def _keep_finished_before_budget_stop(
     p: PreparedMetric, chunk: Sequence[tuple[Sample, str]], store: Store, result: RunResult
-) -> None:
+) -> int:
     """A batch stopped by the budget may have finished some samples (their answers are in the
     judge cache): score them one at a time, which costs nothing for cached answers and stops
-    again before any new spending, and store what finishes."""
+    again before any new spending, and store what finishes; how many did."""
     finished = one_by_one(p.metric, [s for s, _ in chunk])
+    kept = 0
     for (sample, digest), (outcome, seconds) in zip(chunk, finished, strict=True):
         if outcome is not None:
             store.put([_stamp(outcome, sample, p)], [digest], seconds)
             result.computed += 1
+            kept += 1
+    return kept
 
 
 def _keep_finished_elsewhere(

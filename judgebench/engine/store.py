@@ -35,7 +35,7 @@ from judgebench.redact import redact
 #: ``PRAGMA application_id`` of a judgebench store: the bytes "JBST".
 APPLICATION_ID = 0x4A425354
 #: ``PRAGMA user_version``: the schema version this code writes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The store `score`, `runs` and `logs` use without --store.
 DEFAULT_STORE = "judgebench.db"
 #: Seconds to wait for another process's write lock (overridable per Store or by this env var).
@@ -121,6 +121,11 @@ SCHEMA = (
 )""",
 )
 
+#: Indexes of this schema version (version 4): a run's scores in the order it wrote them, so a
+#: page of one run (`judgebench view`, `logs`) reads that page, not the whole table.
+INDEXES = ("CREATE INDEX scores_by_run ON scores(run_id)",)
+_INDEX_NAMES = ["scores_by_run"]
+
 #: Columns of `runs` in this schema version (what `judgebench runs` shows;
 #: docs/design/store-schema.md).
 RUN_COLUMNS = (
@@ -174,6 +179,8 @@ MIGRATION_V2: tuple[str, ...] = (
 )
 #: Version 2 -> 3: `scores` gets `fingerprint` (NULL for the rows written before: unknown).
 MIGRATION_V3: tuple[str, ...] = ("ALTER TABLE scores ADD COLUMN fingerprint TEXT",)
+#: Version 3 -> 4: the indexes (`INDEXES`); no row changes.
+MIGRATION_V4: tuple[str, ...] = INDEXES
 
 #: Statuses that a rerun would reproduce; `error` (a crash, a timeout) is always retried.
 FINAL_STATUSES = (Status.OK, Status.PARSE_ERROR, Status.REFUSED, Status.SKIPPED)
@@ -284,20 +291,23 @@ class Store:
     """A judgebench store at `path` (":memory:" for none on disk).
 
     `readonly` opens an existing store without writing to it (nor migrating it); `untouched`
-    (with `readonly`) leaves no -wal/-shm files beside it either (`untouched_uri`); `timeout` is
+    (with `readonly`) leaves no -wal/-shm files beside it either (`untouched_uri`); `checked`
+    skips `PRAGMA quick_check` (which reads the whole file: the caller checked this file
+    already, as `judgebench view` does once before serving); `timeout` is
     how long to wait for another process's write lock (default $JUDGEBENCH_STORE_TIMEOUT, or
     30 s). Bad files raise InputError naming the file; a lock held too long raises StoreBusy.
     """
 
     def __init__(
         self, path: str | Path = ":memory:", *, readonly: bool = False,
-        timeout: float | None = None, untouched: bool = False,
+        timeout: float | None = None, untouched: bool = False, checked: bool = False,
     ) -> None:
         self.path = str(path)
         self.readonly = readonly
         self.timeout = _timeout(timeout)
         self.run_id: int | None = None
         self.kind = ""
+        self._checked = checked
         self._about = RunAbout()
         self._started = time.time()
         self._tokens: list[int | None] = [None, None]
@@ -372,14 +382,16 @@ class Store:
         try:
             with self._guard():
                 self._inspect(probe)
-                problem = probe.execute("PRAGMA quick_check(1)").fetchone()[0]
+                # it reads the whole file: once per process is enough for a reader that asks
+                problem = ("ok" if self._checked
+                           else probe.execute("PRAGMA quick_check(1)").fetchone()[0])
             if problem != "ok":
                 raise self._corrupt(problem)
         finally:
             probe.close()
 
     def _inspect(self, conn: sqlite3.Connection) -> str:
-        """'current', 'v2', 'v1' or 'legacy' (to migrate) or 'empty' (to create); anything
+        """'current', 'v3', 'v2', 'v1' or 'legacy' (to migrate) or 'empty' (to create); anything
         else is refused."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -392,12 +404,14 @@ class Store:
                 return "v1"
             if version == 2 and tables == _TABLES_V2 and not others:
                 return "v2"
+            if version == 3 and tables == _TABLES and not others:
+                return "v3"
             if version > SCHEMA_VERSION:
                 raise InputError(
                     f"store of schema version {version}, written by a newer judgebench (this "
                     f"one reads up to {SCHEMA_VERSION}): upgrade judgebench or give --store "
                     "another file", path=self.path)
-            if version == SCHEMA_VERSION and tables == _TABLES and not others:
+            if version == SCHEMA_VERSION and tables == _TABLES and others == _INDEX_NAMES:
                 return "current"
             if tables == _LEGACY_TABLES and not others:
                 return "legacy"
@@ -424,8 +438,9 @@ class Store:
         if kind == "current":
             return
         # The legacy migration builds this version's tables directly.
-        statements = {"empty": SCHEMA, "legacy": LEGACY_MIGRATION,
-                      "v1": MIGRATION_V2 + MIGRATION_V3, "v2": MIGRATION_V3}[kind]
+        statements = {"empty": SCHEMA + INDEXES, "legacy": LEGACY_MIGRATION + INDEXES,
+                      "v1": MIGRATION_V2 + MIGRATION_V3 + MIGRATION_V4,
+                      "v2": MIGRATION_V3 + MIGRATION_V4, "v3": MIGRATION_V4}[kind]
         for statement in statements:
             self.conn.execute(statement)
         self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

@@ -10,10 +10,12 @@ row names it; `cache=` reads another): a score row lists the cache keys of its r
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -159,18 +161,40 @@ class LogsResult(Result):
         return [entry.to_dict() for entry in self.entries]
 
 
+#: Set while a caller wants the store's reads in this context stopped when an event is set
+#: (`interrupting`).
+_STOP: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "judgebench_store_stop", default=None)
+#: SQLite virtual machine steps between two looks at the stop event.
+_STOP_STEPS = 10_000
+
+
 @contextlib.contextmanager
-def _reading(path: str | Path, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
+def interrupting(stop: threading.Event) -> Iterator[None]:
+    """Within this block (in this thread), a store query of these services ends with
+    `sqlite3.OperationalError` ("interrupted") soon after `stop` is set: what `judgebench
+    view` does when a browser goes away or the server stops."""
+    token = _STOP.set(stop)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
+@contextlib.contextmanager
+def _reading(path: str | Path, *, readonly: bool = False, checked: bool = False
+             ) -> Iterator[sqlite3.Connection]:
     """A connection that only reads the store at `path`, after it is checked (and, if it is
     of an older schema, migrated in place) as `Store` does. A store this user may write is
     opened as `score` opens it, so closing it leaves no -wal/-shm files behind; another, or
     any store when `readonly` (`judgebench view`: never write), is opened read-only and must
-    be of this schema."""
+    be of this schema. `checked`: the file was checked already (`Store`'s `checked`)."""
     path = Path(path)
     writable = (not readonly and path.is_file() and path.stat().st_size > 0
                 and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
-    store = Store(path, readonly=not writable, untouched=readonly)
-    if store.kind not in ("current", "empty") and not writable:
+    store = Store(path, readonly=not writable, untouched=readonly, checked=checked)
+    # a version 3 store has this version's tables (only its indexes are missing): read as is
+    if store.kind not in ("current", "empty", "v3") and not writable:
         store.close()
         if readonly:
             raise InputError("store of an older schema, read here without writing: run "
@@ -180,6 +204,9 @@ def _reading(path: str | Path, *, readonly: bool = False) -> Iterator[sqlite3.Co
                          "(not writable): copy it somewhere writable", path=str(path))
     try:
         store.conn.execute("PRAGMA query_only = ON")
+        stop = _STOP.get()
+        if stop is not None:
+            store.conn.set_progress_handler(lambda: int(stop.is_set()), _STOP_STEPS)
         yield store.conn
     finally:
         store.close()
@@ -240,14 +267,16 @@ def _run_row(row: sqlite3.Row, store: str | Path) -> RunRow:
     return RunRow(**data)
 
 
-def runs(store: str | Path, *, limit: int = 20, readonly: bool = False) -> RunsResult:
+def runs(store: str | Path, *, limit: int = 20, readonly: bool = False,
+         checked: bool = False) -> RunsResult:
     """The `limit` most recent runs of `store` (0: all), newest first, each with what
     answered its judges and the fingerprint warnings (`judgebench.engine.fingerprints`).
-    `readonly`: never write the store (an older schema is refused, not migrated)."""
+    `readonly`: never write the store (an older schema is refused, not migrated); `checked`:
+    it was checked already (`Store`)."""
     from judgebench.engine import fingerprints
     from judgebench.engine.store import fingerprint_counts
 
-    with _reading(store, readonly=readonly) as conn:
+    with _reading(store, readonly=readonly, checked=checked) as conn:
         conn.row_factory = sqlite3.Row
         query = "SELECT * FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
         rows = [_run_row(r, store) for r in conn.execute(query, (limit,) if limit else ())]
@@ -263,57 +292,28 @@ def runs(store: str | Path, *, limit: int = 20, readonly: bool = False) -> RunsR
 def logs(store: str | Path, run: int | None = None, *, metric: str | None = None,
          statuses: Sequence[str] = (), item: str | None = None, system: str | None = None,
          limit: int = 50, cache: str | Path | None = None,
-         readonly: bool = False) -> LogsResult:
+         readonly: bool = False, checked: bool = False) -> LogsResult:
     """The scores run `run` (default: the latest) wrote to `store`, in the order it wrote
     them, segment scores then corpus scores; at most `limit` (0: all).
 
     `metric` matches a column as written on the command line, a metric name or a signature;
     `statuses` keeps those statuses; `item`/`system` keep one item or system (corpus scores
     have no item). Judge calls are read from `cache` (default: the run's judge cache).
-    `readonly`: never write the store (an older schema is refused, not migrated)."""
-    for status in statuses:
-        if status not in {str(s) for s in Status}:
-            known = ", ".join(str(s) for s in Status)
-            raise InputError(f"unknown status '{status}' (statuses: {known})",
-                             field="--status")
-    with _reading(store, readonly=readonly) as conn:
+    `readonly`: never write the store (an older schema is refused, not migrated); `checked`:
+    it was checked already (`Store`)."""
+    _check_statuses(statuses)
+    with _reading(store, readonly=readonly, checked=checked) as conn:
         conn.row_factory = sqlite3.Row
-        found = conn.execute(
-            "SELECT * FROM runs WHERE id = " + ("?" if run is not None else "(SELECT MAX(id)"
-                                                " FROM runs)"),
-            (run,) if run is not None else ()).fetchone()
-        if found is None:
-            have = conn.execute("SELECT MIN(id), MAX(id) FROM runs").fetchone()
-            raise InputError("no runs in this store yet" if have[0] is None else
-                             f"no run {run} (runs {have[0]} to {have[1]}: see `judgebench "
-                             f"runs --store {store}`)", path=str(store))
-        about = _run_row(found, store)
+        about = _the_run(conn, store, run)
         columns = {sig: column for column, sig in (about.metrics or {}).items()}
-        signatures = _signatures(conn, about, metric, columns)
-        where: list[str] = ["run_id = ?"]
-        params: list[int | str] = [about.id]
-        if signatures is not None:
-            where.append(f"signature IN ({','.join('?' * len(signatures))})")
-            params += signatures
-        if statuses:
-            where.append(f"status IN ({','.join('?' * len(statuses))})")
-            params += list(statuses)
-        if system is not None:
-            where.append("system = ?")
-            params.append(system)
-        segment_where = [*where, *(["item = ?"] if item is not None else [])]
-        segment_params = [*params, *([item] if item is not None else [])]
-        matched = conn.execute(f"SELECT COUNT(*) FROM scores WHERE {' AND '.join(segment_where)}",
-                               segment_params).fetchone()[0]
-        corpus_matched = 0 if item is not None else conn.execute(
-            f"SELECT COUNT(*) FROM corpus_scores WHERE {' AND '.join(where)}", params
-        ).fetchone()[0]
+        where, params, segment_where, segment_params = _filters(
+            conn, about, columns, metric=metric, statuses=statuses, item=item, system=system)
+        matched, corpus_matched = _counts(conn, where, params, segment_where, segment_params,
+                                          item is not None)
         bound = " LIMIT ?" if limit else ""
         rows = conn.execute(
-            "SELECT rowid, item, system, metric, signature, status, reason, value, raw,"
-            " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s, request_keys,"
-            " fingerprint FROM scores"
-            f" WHERE {' AND '.join(segment_where)} ORDER BY rowid{bound}",
+            f"SELECT {_SEGMENT_FIELDS} FROM scores WHERE {' AND '.join(segment_where)}"
+            f" ORDER BY rowid{bound}",
             [*segment_params, *([limit] if limit else [])]).fetchall()
         entries = [_segment_entry(about.id, r, columns, store) for r in rows]
         room = limit - len(entries) if limit else 0
@@ -322,16 +322,177 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
                 "SELECT system, metric, signature, status, reason, value FROM corpus_scores"
                 f" WHERE {' AND '.join(where)} ORDER BY rowid" + bound,
                 [*params, *([room] if limit else [])]).fetchall()
-            entries += [LogEntry(run_id=about.id, level="corpus",
-                                 column=columns.get(r["signature"]), metric=r["metric"],
-                                 signature=r["signature"], item=None, system=r["system"],
-                                 status=r["status"], reason=r["reason"], value=r["value"])
-                        for r in corpus_rows]
+            entries += [_corpus_entry(about.id, r, columns) for r in corpus_rows]
     cache_path = about.cache if cache is None else str(_named_cache(Path(cache)))
     if cache_path is not None and any(e.calls for e in entries):
         entries = _with_calls(entries, Path(cache_path), untouched=readonly)
     return LogsResult(store=str(store), run=about, entries=entries,
                       matched=matched + corpus_matched)
+
+
+#: The largest run id SQLite can hold; a larger one names no run.
+MAX_RUN_ID = 2**63 - 1
+
+
+def _check_statuses(statuses: Sequence[str]) -> None:
+    for status in statuses:
+        if status not in {str(s) for s in Status}:
+            known = ", ".join(str(s) for s in Status)
+            raise InputError(f"unknown status '{status}' (statuses: {known})",
+                             field="--status")
+
+
+def _the_run(conn: sqlite3.Connection, store: str | Path, run: int | None) -> RunRow:
+    """Run `run` of the store (default: the latest), or an InputError saying which it has."""
+    found = None if run is not None and not 0 <= run <= MAX_RUN_ID else conn.execute(
+        "SELECT * FROM runs WHERE id = " + ("?" if run is not None else "(SELECT MAX(id)"
+                                            " FROM runs)"),
+        (run,) if run is not None else ()).fetchone()
+    if found is None:
+        have = conn.execute("SELECT MIN(id), MAX(id) FROM runs").fetchone()
+        raise InputError("no runs in this store yet" if have[0] is None else
+                         f"no run {run} (runs {have[0]} to {have[1]}: see `judgebench "
+                         f"runs --store {store}`)", path=str(store))
+    return _run_row(found, store)
+
+
+def _filters(conn: sqlite3.Connection, about: RunRow, columns: dict[str, str], *,
+             metric: str | None, statuses: Sequence[str], item: str | None,
+             system: str | None) -> tuple[list[str], list[int | str], list[str],
+                                          list[int | str]]:
+    """The WHERE terms and parameters of the filters: for both score tables, then for
+    `scores` alone (the item filter: corpus scores have no item)."""
+    signatures = _signatures(conn, about, metric, columns)
+    where: list[str] = ["run_id = ?"]
+    params: list[int | str] = [about.id]
+    if signatures is not None:
+        where.append(f"signature IN ({','.join('?' * len(signatures))})")
+        params += signatures
+    if statuses:
+        where.append(f"status IN ({','.join('?' * len(statuses))})")
+        params += list(statuses)
+    if system is not None:
+        where.append("system = ?")
+        params.append(system)
+    segment_where = [*where, *(["item = ?"] if item is not None else [])]
+    segment_params = [*params, *([item] if item is not None else [])]
+    return where, params, segment_where, segment_params
+
+
+def _counts(conn: sqlite3.Connection, where: list[str], params: list[int | str],
+            segment_where: list[str], segment_params: list[int | str],
+            by_item: bool) -> tuple[int, int]:
+    matched = conn.execute(f"SELECT COUNT(*) FROM scores WHERE {' AND '.join(segment_where)}",
+                           segment_params).fetchone()[0]
+    corpus_matched = 0 if by_item else conn.execute(
+        f"SELECT COUNT(*) FROM corpus_scores WHERE {' AND '.join(where)}", params
+    ).fetchone()[0]
+    return int(matched), int(corpus_matched)
+
+
+#: What `log_page` can sort by: a score's field and the SQL of it in each score table.
+PAGE_SORTS = {
+    "item": ("item", "NULL"), "system": ("system", "system"), "column": ("", ""),
+    "status": ("status", "status"), "value": ("value", "value"),
+    "tokens_in": ("tokens_in", "NULL"), "tokens_out": ("tokens_out", "NULL"),
+    "cost_usd": ("cost_usd", "NULL"), "latency_s": ("latency_s", "NULL"),
+}
+_SEGMENT_FIELDS = ("rowid, item, system, metric, signature, status, reason, value, raw,"
+                   " rationale, extra, tokens_in, tokens_out, cost_usd, latency_s,"
+                   " request_keys, fingerprint")
+
+
+def log_page(store: str | Path, run: int, *, metric: str | None = None,
+             statuses: Sequence[str] = (), item: str | None = None,
+             system: str | None = None, sort: str | None = None, descending: bool = False,
+             offset: int = 0, limit: int = 100, readonly: bool = False,
+             checked: bool = False) -> LogsResult:
+    """One page of what `logs` lists (the same filters and `matched`), ordered in SQL: by
+    `sort` (one of PAGE_SORTS; a missing value last either way, ties in the order written)
+    or in the order written (segment scores, then corpus scores). Only the page's rows are
+    read (the index `scores_by_run`); judge calls are left as their keys."""
+    if sort is not None and sort not in PAGE_SORTS:
+        raise InputError(f"unknown sort {sort!r} (sorts: {', '.join(PAGE_SORTS)})",
+                         field="sort")
+    _check_statuses(statuses)
+    with _reading(store, readonly=readonly, checked=checked) as conn:
+        conn.row_factory = sqlite3.Row
+        about = _the_run(conn, store, run)
+        columns = {sig: column for column, sig in (about.metrics or {}).items()}
+        where, params, segment_where, segment_params = _filters(
+            conn, about, columns, metric=metric, statuses=statuses, item=item, system=system)
+        matched, corpus_matched = _counts(conn, where, params, segment_where, segment_params,
+                                          item is not None)
+        if sort is None:
+            seg_ids = [("s", r[0]) for r in conn.execute(
+                f"SELECT rowid FROM scores WHERE {' AND '.join(segment_where)}"
+                " ORDER BY rowid LIMIT ? OFFSET ?", [*segment_params, limit, offset])]
+            room = limit - len(seg_ids)
+            keys = seg_ids + ([("c", r[0]) for r in conn.execute(
+                f"SELECT rowid FROM corpus_scores WHERE {' AND '.join(where)}"
+                " ORDER BY rowid LIMIT ? OFFSET ?",
+                [*params, room, max(0, offset - matched)])]
+                if room > 0 and corpus_matched else [])
+        else:
+            keys = _sorted_keys(conn, sort, descending, columns, where, params, segment_where,
+                                segment_params, corpus=corpus_matched > 0, offset=offset,
+                                limit=limit)
+        entries = _entries(conn, about, columns, keys, store)
+    return LogsResult(store=str(store), run=about, entries=entries,
+                      matched=matched + corpus_matched)
+
+
+def _sorted_keys(conn: sqlite3.Connection, sort: str, descending: bool,
+                 columns: dict[str, str], where: list[str], params: list[int | str],
+                 segment_where: list[str], segment_params: list[int | str], *, corpus: bool,
+                 offset: int, limit: int) -> list[tuple[str, int]]:
+    """The (table, rowid) of one page of the scores sorted by `sort`; only the keys are
+    sorted (SQLite keeps offset + limit of them), the rows are read afterwards."""
+    mapping: list[str] = []
+    if sort == "column":
+        whens = " ".join("WHEN ? THEN ?" for _ in columns)
+        mapping = [text for pair in columns.items() for text in pair]
+        segment_key = corpus_key = f"CASE signature {whens} ELSE NULL END" if columns \
+            else "NULL"
+    else:
+        segment_key, corpus_key = PAGE_SORTS[sort]
+    parts = [f"SELECT 0 AS kind, rowid AS id, {segment_key} AS key FROM scores"
+             f" WHERE {' AND '.join(segment_where)}"]
+    values: list[int | str] = [*mapping, *segment_params]
+    if corpus:
+        parts.append(f"SELECT 1, rowid, {corpus_key} FROM corpus_scores"
+                     f" WHERE {' AND '.join(where)}")
+        values += [*(mapping if corpus_key != "NULL" else []), *params]
+    direction = "DESC" if descending else "ASC"
+    rows = conn.execute(f"SELECT kind, id FROM ({' UNION ALL '.join(parts)})"
+                        f" ORDER BY key IS NULL, key {direction}, kind, id LIMIT ? OFFSET ?",
+                        [*values, limit, offset]).fetchall()
+    return [("c" if kind else "s", rowid) for kind, rowid in rows]
+
+
+def _entries(conn: sqlite3.Connection, about: RunRow, columns: dict[str, str],
+             keys: list[tuple[str, int]], store: str | Path) -> list[LogEntry]:
+    """The scores at `keys` ((table, rowid)), in that order."""
+    segment = [rowid for table, rowid in keys if table == "s"]
+    corpus = [rowid for table, rowid in keys if table == "c"]
+    found: dict[tuple[str, int], LogEntry] = {}
+    if segment:
+        for r in conn.execute(f"SELECT {_SEGMENT_FIELDS} FROM scores WHERE rowid IN"
+                              f" ({','.join('?' * len(segment))})", segment):
+            found["s", r["rowid"]] = _segment_entry(about.id, r, columns, store)
+    if corpus:
+        for r in conn.execute("SELECT rowid, system, metric, signature, status, reason, value"
+                              f" FROM corpus_scores WHERE rowid IN ({','.join('?' * len(corpus))})",
+                              corpus):
+            found["c", r["rowid"]] = _corpus_entry(about.id, r, columns)
+    return [found[key] for key in keys]
+
+
+def _corpus_entry(run_id: int, r: sqlite3.Row, columns: dict[str, str]) -> LogEntry:
+    return LogEntry(run_id=run_id, level="corpus", column=columns.get(r["signature"]),
+                    metric=r["metric"], signature=r["signature"], item=None,
+                    system=r["system"], status=r["status"], reason=r["reason"],
+                    value=r["value"])
 
 
 def _signatures(conn: sqlite3.Connection, about: RunRow, metric: str | None,

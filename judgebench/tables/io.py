@@ -326,6 +326,12 @@ def normalize_record(
                     _put(nested, name, str(inner_key), name, inner, where)
             elif value is not None:
                 fields[name] = value  # the wrong type: validation names it
+        elif name == "turn" and (isinstance(value, bool)
+                                 or (not tabular and isinstance(value, str))):
+            # JSON says what a value is: true and "1" are not message indexes
+            raise InputError(f"a turn is a message index (an integer >= 0, or null), not "
+                             f"{json.dumps(value)}", path=path, line=line, row=row,
+                             field="turn")
         elif name in shape.names:
             if tabular and name in shape.lists and _starts_a_list(value):
                 value = _parse_list_cell(value, name, shape.lists[name], where)
@@ -719,6 +725,24 @@ def _deepest(line: str) -> tuple[str | None, int]:
 _TOO_LONG = object()
 
 
+#: A NUL character in a CSV cell: a binary file, or text cut by a tool; never part of a name.
+NUL_CELL = "a NUL character (U+0000) in a cell: a CSV cell is text without NUL characters"
+
+
+def _nul_in_csv(body: bytes, path: Path) -> InputError:
+    """The InputError naming the line and column of the first NUL byte of CSV `body`."""
+    at = body.index(b"\x00")
+    start = body.rfind(b"\n", 0, at) + 1
+    end = body.find(b"\n", at)
+    header = next(csv.reader([body[:body.find(b"\n")].decode("utf-8", "replace")]), [])
+    cells = next(csv.reader([body[start:end if end >= 0 else None].decode(
+        "utf-8", "replace").replace("\x00", "\ufffd")]), [])
+    column = next((header[i].strip() for i, cell in enumerate(cells)
+                   if "\ufffd" in cell and i < len(header)), None)
+    return InputError(NUL_CELL, path=str(path), line=body.count(b"\n", 0, at) + 1,
+                      field=column)
+
+
 def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Records of CSV text whose lines are split as a file opened with newline="" splits.
 
@@ -757,6 +781,9 @@ def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[s
         if len(values) != len(header):
             raise InputError(f"{len(values)} cells for {len(header)} columns",
                              path=str(path), line=reader.line_num)
+        for column, value in zip(header, values, strict=True):
+            if "\x00" in value:
+                raise InputError(NUL_CELL, path=str(path), line=reader.line_num, field=column)
         cells: list[str | None] = list(values)
         if "" in values:
             text = "".join(raw)
@@ -857,6 +884,8 @@ def read_table(
             # the checked UTF-8 bytes, not the text: pandas encodes a text buffer back to
             # UTF-8 before parsing (half the read's time)
             body = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
+            if b"\x00" in body:
+                raise _nul_in_csv(body, path)
             try:
                 frame = pd.read_csv(_io.BytesIO(body), dtype=dict.fromkeys(as_text, str),
                                     keep_default_na=True, encoding="utf-8")
@@ -866,6 +895,7 @@ def read_table(
         else:
             numbered = list(_jsonl_records(text.splitlines(), path))
             frame = pd.DataFrame.from_records([r for _, r in numbered])
+            frame.attrs["format"] = "jsonl"
             lines = [n for n, _ in numbered]
             for column in as_text & set(frame.columns):
                 frame[column] = frame[column].map(lambda v: v if v is None else str(v))
@@ -902,15 +932,22 @@ def read_table(
 
 def _turn_column(frame: pd.DataFrame, path: Path, where: str, lines: list[int]) -> None:
     """The `turn` key column as nullable integers, or an InputError at its first bad cell."""
+    import numpy as np
     import pandas as pd
 
-    values = pd.to_numeric(frame["turn"], errors="coerce")
+    # true (and "1" in JSON, where text is quoted) is not a message index
+    json_text = frame.attrs.get("format") == "jsonl"
+    typed = frame["turn"].map(lambda v: isinstance(v, bool | np.bool_)
+                              or (json_text and isinstance(v, str))).astype(bool)
+    values = pd.to_numeric(frame["turn"].mask(typed, "bad"), errors="coerce")
     bad = (frame["turn"].notna() & values.isna()) | (values.notna() & (values % 1 != 0)) \
         | (values < 0)
     if bad.any():
         position = int(bad.to_numpy().argmax())
+        given = frame["turn"].iloc[position]
+        shown = json.dumps(bool(given)) if isinstance(given, bool | np.bool_) else repr(given)
         raise InputError(f"a turn is a message index (an integer >= 0, or empty), got "
-                         f"{frame['turn'].iloc[position]!r}", path=str(path),
+                         f"{shown}", path=str(path),
                          **{where: lines[position]}, field="turn")
     frame["turn"] = values.astype("Int64")
 

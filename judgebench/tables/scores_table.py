@@ -21,6 +21,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -175,7 +176,59 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
         raise InputError(f"not valid JSON: {exc}", path=str(sidecar)) from None
     if not isinstance(data, dict):
         raise InputError("not a judgebench sidecar (expected a JSON object)", path=str(sidecar))
+    from pydantic import ValidationError
+
+    try:
+        _sidecar_shape().validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise InputError(f"not a judgebench sidecar: {error['msg'].lower()} (got "
+                         f"{json.dumps(error['input'])[:60]})", path=str(sidecar),
+                         field=where) from None
     return data
+
+
+@cache
+def _sidecar_shape() -> Any:
+    """The types of what a sidecar says (other keys are let through: newer writers may add
+    some): a wrong type is refused, not read as something else (a "yes" direction, a count
+    in text)."""
+    from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+    class Column(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+        metric: str | None = None
+        signature: str | None = None
+        higher_is_better: bool | None = None
+        level: str | None = None
+        has_corpus: bool | None = None
+        repeats: int | None = Field(None, ge=1)
+        repeats_cell: str | None = None
+        statuses: dict[str, int] | None = None
+
+    class Corpus(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+        system: str
+        metric: str
+        value: float | None = None
+        status: str | None = None
+        reason: str | None = None
+        signature: str | None = None
+        n: int | None = None
+
+    class Sidecar(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+        columns: dict[str, Column] | None = None
+        corpus: list[Corpus] | None = None
+        computed: int | None = None
+        reused: int | None = None
+        rows: int | None = None
+        selection: dict[str, Any] | None = None
+        store: str | None = None
+        table: str | None = None
+
+    return TypeAdapter(Sidecar)
 
 
 def corpus_from_records(records: Iterable[Mapping[str, Any]], *, where: str

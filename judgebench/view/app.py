@@ -4,18 +4,22 @@
 Every response carries a Content-Security-Policy that allows no script at all and nothing
 from another origin (the stylesheet is served here), and the Host header must name the
 address the viewer is bound to, so a web page elsewhere cannot read it through DNS
-rebinding. An audit report page is the audit's own self-contained HTML card
+rebinding: with a wildcard address (`--host 0.0.0.0`) the machine's own names and
+addresses and those given with `--allow-host`, never any Host. Pages name the store by its
+file name, never its absolute path. An audit report page is the audit's own self-contained HTML card
 (`judgebench.render.html`) under that card's policy.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from judgebench.errors import InputError, JudgebenchError
+from judgebench.services.runs import MAX_RUN_ID, interrupting
 from judgebench.view import pages
 
 # The view extra's modules (jinja2, starlette) are imported only when `view` runs.
@@ -36,6 +40,10 @@ HEADERS = {
     "cache-control": "no-store",
 }
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: Addresses that listen on every interface of the machine.
+WILDCARDS = ("0.0.0.0", "::", "")
+#: The longest number a query string or path may give (a run id fits SQLite's 64 bits).
+MAX_DIGITS = 18
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;
@@ -129,9 +137,141 @@ def _environment() -> Any:
     return env
 
 
-def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1") -> Any:
+def hiding_store(store: Path) -> Callable[[str], str]:
+    """A function that rewrites a page's HTML so that it never names where the store is: the
+    store's absolute path becomes its file name, its folder's absolute path is dropped (a
+    run's command line or an audit's inputs name them as they were typed)."""
+    def escape(text: str) -> str:  # as Jinja2's autoescape (markupsafe) writes it
+        return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                .replace("'", "&#39;").replace('"', "&#34;"))
+
+    target = store.absolute()
+    folders = {str(target.parent), str(store.resolve().parent)}
+    files = {str(target), str(store.resolve())}
+    swaps = [(text, store.name) for text in sorted(files, key=len, reverse=True)]
+    swaps += [(folder.rstrip("/") + "/", "") for folder in sorted(folders, key=len, reverse=True)
+              if folder not in ("/", "")]
+    swaps += [(folder, ".") for folder in sorted(folders, key=len, reverse=True)
+              if folder not in ("/", "")]
+    pairs = [(old, new) for text, new in swaps for old in {text, escape(text)}]
+
+    def hide(html: str) -> str:
+        for old, new in pairs:
+            html = html.replace(old, new)
+        return html
+
+    return hide
+
+
+def machine_names() -> set[str]:
+    """This machine's host names and the addresses of its network interfaces."""
+    import socket
+
+    import psutil
+
+    names = {socket.gethostname(), socket.getfqdn()}
+    addresses = {address.address.split("%", 1)[0]
+                 for found in psutil.net_if_addrs().values() for address in found
+                 if address.family in (socket.AF_INET, socket.AF_INET6)}
+    return {name for name in names | addresses if name}
+
+
+def allowed_hosts(host: str, allow: Sequence[str] = ()) -> list[str]:
+    """The Host headers the viewer answers: loopback, the address it is bound to (the
+    machine's names and addresses when that is a wildcard) and `allow`; an IPv6 address in
+    brackets, as a Host header writes it."""
+    named = {*LOOPBACK, *allow, *(machine_names() if host in WILDCARDS else {host})}
+    return sorted(f"[{name}]" if ":" in name else name for name in named)
+
+
+class Requests:
+    """The requests an app is answering, each with the event that stops its store reads
+    (`interrupting`); once `stop_all` has run, a request that comes in starts stopped."""
+
+    def __init__(self) -> None:
+        self.running: set[threading.Event] = set()
+        self.stopping = False
+        self._lock = threading.Lock()
+
+    def start(self) -> threading.Event:
+        stop = threading.Event()
+        with self._lock:
+            if self.stopping:
+                stop.set()
+            self.running.add(stop)
+        return stop
+
+    def end(self, stop: threading.Event) -> None:
+        stop.set()
+        with self._lock:
+            self.running.discard(stop)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self.stopping = True
+            for stop in self.running:
+                stop.set()
+
+
+def stoppable(view: Callable[[Any], Any], requests: Requests
+              ) -> Callable[[Any], Awaitable[Any]]:
+    """`view` run in a worker thread whose store reads stop (`interrupting`) as soon as the
+    browser goes away, the request is cancelled or the server stops (`stop_requests`): an
+    abandoned request neither keeps running nor stacks up, and Ctrl-C is not held up by
+    one (a stopped page answers 503)."""
+    import asyncio
+    import sqlite3
+
+    import anyio
+    import anyio.to_thread
+    from starlette.responses import Response
+
+    async def endpoint(request: Any) -> Any:
+        stop = requests.start()
+
+        def work() -> Any:
+            try:
+                with interrupting(stop):
+                    return view(request)
+            except sqlite3.OperationalError:
+                if not stop.is_set():
+                    raise
+                return None  # stopped: nobody is waiting for this page
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            stop.set()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch)
+                try:
+                    done = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+                    return done if done is not None else Response(status_code=503)
+                finally:
+                    group.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            if not requests.stopping:
+                raise
+            return Response(status_code=503)  # cancelled as the server stops: a quiet end
+        finally:
+            requests.end(stop)
+
+    return endpoint
+
+
+def stop_requests(app: Any) -> None:
+    """Stop every request `app` (`make_app`) is answering, and those that come in after:
+    their store reads end now."""
+    app.state.requests.stop_all()
+
+
+def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1",
+             allow: Sequence[str] = ()) -> Any:
     """The viewer of `store` (read-only) and the audit reports beside it or in `reports`;
-    `host` is the address it is bound to (the Host header it accepts)."""
+    `host` is the address it is bound to, `allow` more names it may be reached by (the Host
+    headers it accepts: `allowed_hosts`)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -141,9 +281,11 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
 
     env = _environment()
     store = Path(store)
+    requests = Requests()
+    hide = hiding_store(store)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(name).render(store=str(store), **context)
+        html = hide(env.get_template(name).render(store=store.name, **context))
         return HTMLResponse(html, status_code=status)
 
     def failed(exc: JudgebenchError, status: int = 400) -> HTMLResponse:
@@ -156,8 +298,20 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
         text = one(request, name)
         if text is None:
             return None
-        if not text.isdigit():
-            raise InputError(f"a whole number, not {text!r}", field=name)
+        if not (text.isascii() and text.isdigit()):
+            raise InputError(f"a whole number, not {text[:40]!r}", field=name)
+        if len(text) > MAX_DIGITS:
+            raise InputError(f"a number of at most {MAX_DIGITS} digits, not one of "
+                             f"{len(text)}", field=name)
+        return int(text)
+
+    def run_id(request: Request) -> int:
+        """The run a path names (`/runs/RUN`); an InputError (404) for one there cannot be."""
+        text = request.path_params["run"]
+        if not (text.isascii() and text.isdigit()) or len(text) > MAX_DIGITS + 1 \
+                or int(text) > MAX_RUN_ID:
+            shown = text if len(text) <= 40 else f"{text[:20]}… ({len(text)} characters)"
+            raise InputError(f"no run {shown}")
         return int(text)
 
     def descending(request: Request) -> bool:
@@ -173,7 +327,10 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
         return page("runs.jinja", data=data)
 
     def run_view(request: Request) -> Response:
-        run = request.path_params["run"]
+        try:
+            run = run_id(request)
+        except InputError as exc:
+            return failed(exc, 404)
         try:
             data = pages.run_page(store, run, metric=one(request, "metric"),
                                   statuses=request.query_params.getlist("status"),
@@ -185,8 +342,8 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
         return page("run.jinja", data=data, run=data.result.run)
 
     def score_view(request: Request) -> Response:
-        run = request.path_params["run"]
         try:
+            run = run_id(request)
             wanted = {name: request.query_params.get(name) for name in
                       ("signature", "item", "system")}
             missing = [name for name, value in wanted.items() if value is None]
@@ -228,7 +385,7 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
         if not found:
             return failed(InputError(f"no audit report {key!r} here"), 404)
         try:
-            html = render_html(found[0].data)
+            html = hide(render_html(found[0].data))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             return failed(InputError(f"not an audit report this version renders "
                                            f"({type(exc).__name__}: {exc})",
@@ -240,16 +397,16 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1")
         return Response(CSS, media_type="text/css")
 
     routes = [
-        Route("/", runs_view, methods=["GET"]),
-        Route("/runs/{run:int}", run_view, methods=["GET"]),
-        Route("/runs/{run:int}/score", score_view, methods=["GET"]),
-        Route("/compare", compare_view, methods=["GET"]),
-        Route("/audits", audits_view, methods=["GET"]),
-        Route("/audits/{key}", audit_view, methods=["GET"]),
+        Route("/", stoppable(runs_view, requests), methods=["GET"]),
+        Route("/runs/{run}", stoppable(run_view, requests), methods=["GET"]),
+        Route("/runs/{run}/score", stoppable(score_view, requests), methods=["GET"]),
+        Route("/compare", stoppable(compare_view, requests), methods=["GET"]),
+        Route("/audits", stoppable(audits_view, requests), methods=["GET"]),
+        Route("/audits/{key}", stoppable(audit_view, requests), methods=["GET"]),
         Route("/style.css", style, methods=["GET"]),
     ]
-    # the Host header keeps an IPv6 address in brackets
-    named = {f"[{name}]" if ":" in name else name for name in (*LOOPBACK, host)}
-    hosts = ["*"] if host in ("0.0.0.0", "::", "") else sorted(named)
-    return Starlette(routes=routes, middleware=[
-        Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    app = Starlette(routes=routes, middleware=[
+        Middleware(SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host, allow))])
+    app.state.requests = requests
+    return app

@@ -1,7 +1,8 @@
 """What each page of `judgebench view` shows, as plain data: the services' results (runs,
 logs, diff) filtered and sorted as a page's query string asks, and the audit reports found
 beside the store. Nothing here knows HTTP or HTML (app.py serves it); the store is only read
-(`readonly=True`: an older schema is refused, never migrated).
+(`readonly=True`: an older schema is refused, never migrated) and is not checked again on each
+request (`checked=True`: `judgebench view` checks it once before serving).
 """
 
 from __future__ import annotations
@@ -16,13 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.errors import InputError
-from judgebench.services.runs import LogEntry, LogsResult, RunRow, logs, runs
+from judgebench.services.runs import (
+    PAGE_SORTS,
+    LogEntry,
+    LogsResult,
+    RunRow,
+    log_page,
+    logs,
+    runs,
+)
 
 #: A run's outcome as `judgebench runs` shows it (`killed`: a running run whose process is gone).
 OUTCOMES = ("running", "ok", "interrupted", "budget_stop", "error", "killed")
 #: The columns a run's scores can be sorted by (default: the order the run wrote them).
-SCORE_SORTS = ("item", "system", "column", "status", "value", "tokens_in", "tokens_out",
-               "cost_usd", "latency_s")
+SCORE_SORTS = tuple(PAGE_SORTS)
 #: Scores per page of a run's table.
 PAGE_SIZE = 100
 #: The audit report a file must be (`judgebench audit --report x.json`) to be listed.
@@ -78,7 +86,7 @@ def runs_page(store: Path, *, outcome: str | None = None, metric: str | None = N
     if outcome and outcome not in OUTCOMES:
         raise InputError(f"unknown outcome {outcome!r} (outcomes: {', '.join(OUTCOMES)})",
                          field="status")
-    every = runs(store, limit=0, readonly=True).runs
+    every = runs(store, limit=0, readonly=True, checked=True).runs
     since, until = date_filter(since, "since"), date_filter(until, "until")
     shown = filter_runs(every, outcome=outcome, metric=metric, since=since, until=until)
     metrics = sorted({name for run in every for name in (run.metrics or {})}
@@ -89,25 +97,6 @@ def runs_page(store: Path, *, outcome: str | None = None, metric: str | None = N
                                               "since": since, "until": until})
 
 
-def sort_entries(entries: Sequence[LogEntry], by: str | None, descending: bool = False
-                 ) -> list[LogEntry]:
-    """`entries` sorted by one of SCORE_SORTS (stable; a missing value last either way), or
-    as they are (the order the run wrote them) when `by` is None."""
-    if by is None:
-        return list(entries)
-    if by not in SCORE_SORTS:
-        raise InputError(f"unknown sort {by!r} (sorts: {', '.join(SCORE_SORTS)})",
-                         field="sort")
-
-    def missing(entry: LogEntry) -> bool:
-        value = getattr(entry, by)
-        return value is None or (isinstance(value, float) and math.isnan(value))
-
-    present = sorted((e for e in entries if not missing(e)), key=lambda e: getattr(e, by),
-                     reverse=descending)
-    return present + [e for e in entries if missing(e)]
-
-
 @dataclass(frozen=True)
 class RunPage:
     result: LogsResult
@@ -115,7 +104,7 @@ class RunPage:
     page: int
     pages: int
     columns: list[str]
-    systems: list[str]
+    near: list[int | None]
     filters: dict[str, Any]
 
 
@@ -124,22 +113,34 @@ def run_page(store: Path, run: int, *, metric: str | None = None,
              system: str | None = None, sort: str | None = None, descending: bool = False,
              page: int = 1) -> RunPage:
     """One run's scores (as `judgebench logs` reads them: the scores that run wrote) with the
-    filters, sorted, one page of PAGE_SIZE."""
-    result = logs(store, run, metric=metric, statuses=statuses, item=item, system=system,
-                  limit=0, readonly=True)
-    filtered = metric is not None or bool(statuses) or item is not None or system is not None
-    every = logs(store, run, limit=0, readonly=True) if filtered else result
-    ordered = sort_entries(result.entries, sort, descending)
-    pages = max(1, math.ceil(len(ordered) / PAGE_SIZE))
+    filters, sorted, one page of PAGE_SIZE: paged, filtered and sorted in SQL
+    (`judgebench.services.runs.log_page`), so a page reads its rows, not the run's."""
+    first = log_page(store, run, metric=metric, statuses=statuses, item=item, system=system,
+                     sort=sort, descending=descending, offset=(max(page, 1) - 1) * PAGE_SIZE,
+                     limit=PAGE_SIZE, readonly=True, checked=True)
+    pages = max(1, math.ceil(first.matched / PAGE_SIZE))
+    result = first if page <= pages else log_page(
+        store, run, metric=metric, statuses=statuses, item=item, system=system, sort=sort,
+        descending=descending, offset=(pages - 1) * PAGE_SIZE, limit=PAGE_SIZE, readonly=True,
+        checked=True)
     page = min(max(page, 1), pages)
-    columns = sorted({e.column or e.signature for e in every.entries}
-                     | set(every.run.metrics or {}))
-    return RunPage(result=result, entries=ordered[(page - 1) * PAGE_SIZE:page * PAGE_SIZE],
-                   page=page, pages=pages, columns=columns,
-                   systems=sorted({e.system for e in every.entries}),
+    return RunPage(result=result, entries=result.entries, page=page, pages=pages,
+                   columns=sorted(result.run.metrics or {}), near=near_pages(page, pages),
                    filters={"metric": metric, "status": list(statuses), "item": item,
                             "system": system, "sort": sort,
                             "order": "desc" if descending else "asc"})
+
+
+def near_pages(page: int, pages: int) -> list[int | None]:
+    """The page numbers a run page links to: the first, the last and those within 3 of
+    `page`, None where numbers are left out."""
+    shown = sorted({1, pages, *range(max(1, page - 3), min(pages, page + 3) + 1)})
+    out: list[int | None] = []
+    for n in shown:
+        if out and out[-1] is not None and n - (out[-1] or 0) > 1:
+            out.append(None)
+        out.append(n)
+    return out
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def score_page(store: Path, run: int, *, signature: str, item: str, system: str)
     """Every draw of one score (a signature's score of one item and system) that `run` wrote,
     with its judge calls from the run's judge cache."""
     result = logs(store, run, metric=signature, item=item, system=system, limit=0,
-                  readonly=True)
+                  readonly=True, checked=True)
     entries = [e for e in result.entries if e.level == "segment" and e.signature == signature]
     if not entries:
         raise InputError(f"run {result.run.id} wrote no score of {signature!r} for item "
@@ -219,7 +220,7 @@ def store_signatures(store: Path) -> list[tuple[str, str]]:
     """(signature, "column (runs …)") for each signature the store's runs name, newest run
     first."""
     seen: dict[str, tuple[str, list[int]]] = {}
-    for run in runs(store, limit=0, readonly=True).runs:
+    for run in runs(store, limit=0, readonly=True, checked=True).runs:
         for column, signature in (run.metrics or {}).items():
             seen.setdefault(signature, (column, []))[1].append(run.id)
     return [(sig, f"{column} (run{'s' if len(ids) > 1 else ''} "
@@ -229,7 +230,7 @@ def store_signatures(store: Path) -> list[tuple[str, str]]:
 
 def run_signature(store: Path, run: int, column: str | None) -> str:
     """The signature of `column` in `run` (default: its first column)."""
-    found = [r for r in runs(store, limit=0, readonly=True).runs if r.id == run]
+    found = [r for r in runs(store, limit=0, readonly=True, checked=True).runs if r.id == run]
     if not found:
         raise InputError(f"no run {run}", field="run_a")
     metrics = found[0].metrics or {}
