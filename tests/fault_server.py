@@ -197,6 +197,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path.rstrip("/") == "/_inflight":
             with state.lock:
                 self._json(200, {"inflight": state.inflight})
+        elif self.path.rstrip("/") == "/_models_asked":
+            with state.lock:
+                self._json(200, {"models_asked": state.models_asked})
         else:
             self._json(404, {"error": {"message": "not found"}})
 

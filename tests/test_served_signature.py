@@ -5,8 +5,10 @@ server that never answers it stops the run before any call."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -58,3 +60,26 @@ def test_a_server_that_never_answers_its_model_list_sends_no_call(tmp_path):
         assert f"GET {srv.url}/models did not answer in 3 attempts (HTTP 503)" in done.stderr
         assert srv.served() == []
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_a_dry_run_estimates_when_the_model_list_never_answers(tmp_path):
+    """A dry run makes no call, so it needs no `served`: one attempt, then the estimate."""
+    with FaultServer("--models-fail", "1000", log=tmp_path / "served.jsonl",
+                     reply=REPLY) as srv:
+        done = score(tmp_path, spec(srv), "--dry-run")
+        assert done.returncode == 0, done.stderr
+        assert f"{ROWS} calls" in done.stdout + done.stderr
+        assert srv.served() == []
+        with urllib.request.urlopen(f"{srv.url.removesuffix('/v1')}/_models_asked") as reply:
+            # one look for the server's kind, one for `served`: no retry (max_attempts=3)
+            assert json.load(reply)["models_asked"] == 2
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_a_dry_run_finds_the_answers_a_run_stored_under_its_served_checkpoint(tmp_path):
+    with FaultServer(reply=REPLY) as srv:
+        metric = spec(srv)
+        assert score(tmp_path, metric).returncode == 0
+        dry = score(tmp_path, metric, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "0 calls" in dry.stdout + dry.stderr, dry.stdout + dry.stderr

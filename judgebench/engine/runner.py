@@ -328,9 +328,10 @@ def run_stream(
     pairwise = check_shape(surveyed.pairs, [(s.column, e.info) for s, e in
                                             zip(specs, entries, strict=True)],
                            keyed_by_pair=sink is not None)
-    prepared = prepare_metrics(specs, host, entries)
-    surveyed.check_requirements(prepared)
     settings = settings or RunSettings()
+    with running(settings):  # a backend asks no server for its identity in a dry run
+        prepared = prepare_metrics(specs, host, entries)
+    surveyed.check_requirements(prepared)
     # --repeats K, checked now; draw 0 is `prepared` (the table's columns), the further draws
     # are built once the run is recorded
     plan_repeats(prepared, settings.repeats, settings.repeats_allow_greedy,

@@ -22,7 +22,9 @@ What vLLM's server adds, used where the server has it (``vllm serve`` does; othe
 - ``GET {api_base}/models`` names the checkpoint behind the model id (its ``root``): the
   identity, and so the signature, records it as ``served`` (absent when the server has no
   model list); a server that does not answer it is asked again, as a call is, and one that
-  never does stops the run before it starts, so a signature never depends on one GET;
+  never does stops the run before it starts, so a signature never depends on one GET; a
+  ``--dry-run`` (which makes no call) asks once, and where the server does not answer it
+  estimates without ``served`` (its cache look-ups then find no answer stored under one);
 - ``POST {root}/tokenize`` gives exact prompt token counts for ``--dry-run`` and budgets
   (``tokenize=false``, or a server without it: the ~4 characters a token estimate);
 - `pool` runs a pooling model (``vllm serve --runner pooling``) for learned metrics:
@@ -78,6 +80,9 @@ from judgebench_backends.openai_format import (
 SERVERS = ("auto", "openai", "vllm", "vllm-guided")
 #: (api_base, model) -> the response_format step a server was found to take.
 _MODES: dict[tuple[str, str], str] = {}
+#: what `_model_listing(once=True)` gives when the server did not answer its one attempt
+_UNANSWERED = object()
+
 #: api_base -> what GET /models said the server is ("vllm" or "openai").
 _SERVERS: dict[str, str] = {}
 _LOCK = threading.Lock()
@@ -253,10 +258,14 @@ class OpenAICompatBackend(RemoteBackend):
         except (OSError, ValueError, urllib.error.URLError):
             return None
 
-    def served_model(self) -> str | None:
-        """The checkpoint behind the model id (``root`` in ``GET /models``), asked once."""
+    def served_model(self, *, once: bool = False) -> str | None:
+        """The checkpoint behind the model id (``root`` in ``GET /models``), asked once.
+        `once` (a dry run, which makes no call): one attempt, and a server that does not
+        answer leaves `served` out of the identity, unknown, rather than stopping the run."""
         if not self._served_known:
-            listing = self._model_listing()
+            listing = self._model_listing(once=once)
+            if listing is _UNANSWERED:
+                return None
             entries = listing.get("data") if isinstance(listing, dict) else None
             for entry in entries or []:
                 if isinstance(entry, dict) and entry.get("id") == self.model:
@@ -265,7 +274,7 @@ class OpenAICompatBackend(RemoteBackend):
             self._served_known = True
         return self._served
 
-    def _model_listing(self) -> Any:
+    def _model_listing(self, *, once: bool = False) -> Any:
         """``GET /models`` until the server answers (`until_answered`): its listing, or None
         from a server that has none (an HTTP error other than 408, 429, 500 and 502-504, or a
         body that is not JSON). `served` is in the signature, so a server that does not
@@ -295,12 +304,19 @@ class OpenAICompatBackend(RemoteBackend):
                 raise Retryable("connection", f"{type(exc).__name__}: "
                                 f"{getattr(exc, 'reason', exc)}") from None
 
+        if once:
+            try:
+                return ask()
+            except Retryable:
+                return _UNANSWERED
         return self.until_answered(
             ask, f"GET {url}", "the judge's signature names the checkpoint it lists, so the "
             "run does not start without it: start the server, or give more max_attempts")
 
     def identity(self) -> dict[str, str]:
-        served = self.served_model()
+        from judgebench.plugin_api import runtime
+
+        served = self.served_model(once=runtime.current().dry_run)
         return {**super().identity(), **({"served": served} if served else {})}
 
     def request_model(self) -> str:
