@@ -27,15 +27,14 @@ from judgebench.errors import InputError
 from judgebench.models import Sample
 from judgebench.spec import MetricSpec
 from judgebench.suggest import did_you_mean
-from judgebench.tables.columns import KEY, metric_columns, numeric_columns
-from judgebench.tables.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
+from judgebench.tables.columns import KEY
 from judgebench.tables.scales import check_scales
-from judgebench.tables.scores_table import ScoresTable, load_scores_table, read_sidecar
+from judgebench.tables.scores_table import ScoresTable
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.tables.prepared import PreparedTable
     from meta_eval.arrays import FloatArray
 
 PARSE_FAILURES = ("parse_error",)
@@ -115,39 +114,19 @@ def check_settings(statistics: Sequence[str], settings: Sequence[tuple[str, str]
                 raise InputError(str(exc), field="--statistic") from None
 
 
-def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[str] = (),
-              scores_path: Path, samples: Sequence[Sample] | None = None,
+def run_audit(prepared: PreparedTable, *, samples: Sequence[Sample] | None = None,
               samples_path: Path | None = None,
               settings: Sequence[tuple[str, str]], statistics: Sequence[str] = ("pearson",),
               sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
-              store_path: Path | None = None, lower: Sequence[str] = (),
-              higher: Sequence[str] = (), failed_as: FailedAs = MISSING,
-              raters: Sequence[str] = (),
+              store_path: Path | None = None,
               progress: Callable[[str], None] | None = None) -> Report:
-    """The whole audit of the metric columns of `frame` (a wide scores table); a failed
-    score counts as `failed_as` says (judgebench.tables.failed); `raters` (annotator columns) are
-    not metrics."""
+    """The whole audit of the metric columns of `prepared` (a wide scores table read once,
+    its failed scores counted as its `failed_as` says: judgebench.tables.failed)."""
     log = progress or (lambda _message: None)
     check_settings(statistics, settings)
-    sidecar = read_sidecar(Path(scores_path))
-    failed = find_failed(frame, list(metrics) or [
-        str(c) for c in frame.columns if c not in (*KEY, *humans, *raters)
-        and not str(c).startswith(("human.", "sentinel."))],
-        sidecar=sidecar, statuses=None if store_path is None else store_statuses(
-            store_path, sidecar, metrics or frame.columns,
-            list(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))))
-    for note in failed.notes:
-        log(note)
-    numeric_columns(frame, [*humans, *metrics], str(scores_path))
-    columns = list(dict.fromkeys(metrics)) or metric_columns(
-        frame, exclude=[*humans, *raters], prefixes=("human.", "sentinel."), warn=log,
-        path=str(scores_path))
-    if not columns:
-        raise InputError("no metric columns: name them with --metric", path=str(scores_path))
-    counts = apply_numeric(frame, failed, columns, failed_as)
-    table_info = load_scores_table(scores_path, frame=frame, lower=lower, higher=higher,
-                                   host=host)
-    table_info.check_flags(columns)
+    frame, humans, columns = prepared.frame, prepared.humans, prepared.metrics
+    scores_path, failed_as, counts = prepared.path, prepared.failed_as, prepared.failed
+    table_info = prepared.table
     clash = [s.column for s in sentinel_specs if s.column in columns]
     if clash:
         raise InputError(f"metric column(s) {clash} have a sentinel's name", path=str(scores_path))

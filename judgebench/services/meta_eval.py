@@ -14,24 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from judgebench.engine.turn_table import has_turns, turn_layout, turn_units
 from judgebench.errors import InputError
 from judgebench.results import Result
 from judgebench.suggest import did_you_mean
-from judgebench.tables.columns import metric_columns, numeric_columns
-from judgebench.tables.failed import (
-    MISSING,
-    FailedAs,
-    apply_corpus,
-    apply_numeric,
-    find_failed,
-    parse_failed_as,
-)
-from judgebench.tables.io import LineNumbers
+from judgebench.tables.failed import MISSING, FailedAs, parse_failed_as
+from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
-from judgebench.tables.scores_table import ColumnInfo, ScoresTable, load_scores_table
+from judgebench.tables.scores_table import ColumnInfo
 from meta_eval.statistics import get
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -214,21 +203,6 @@ class MetaEvalResult(Result):
         return pd.DataFrame(self.to_dict())
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """The metric columns of one run, resolved: which are scored by corpus scores."""
-
-    table: ScoresTable
-    frame: pd.DataFrame
-    metrics: list[str]
-    infos: dict[str, ColumnInfo]
-    failed_as: FailedAs = MISSING
-    #: column -> its failed rows and how they were counted (`judgebench.tables.failed`)
-    failed: dict[str, dict[str, Any]] | None = None
-    #: column -> its failed corpus scores (systems), for its system-level corpus results
-    corpus_failed: dict[str, dict[str, Any]] | None = None
-
-
 def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
               statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
@@ -279,24 +253,20 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
                              method)
     use_corpus = system_score == "auto" and any(v[0] == "system" for v in views)
-    cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
-                    higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                    excluded=exclude_systems, failed_as=convention, log=log, host=host,
-                    views=views)
-    import meta_eval as me
-
-    in_table = [c for c in cols.metrics if cols.infos[c].in_table]
+    cols = PreparedTable.read(scores, humans, metrics, raters=raters, lower=lower,
+                              higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
+                              exclude_systems=exclude_systems, failed_as=convention,
+                              views=views, host=host, log=log)
+    in_table = cols.in_table
     check_scales(cols.frame, statistics=statistics, humans=[*humans, *raters],
-                 metrics=in_table, path=str(cols.table.path), labels=domain)
+                 metrics=in_table, path=cols.where, labels=domain)
     names = [*dict.fromkeys([*humans, *raters, *in_table])]
-    matrices = me.score_matrices(cols.table.oriented(cols.frame, in_table), names)
-    given = (cols.table.oriented_system_scores(cols.metrics, matrices.systems)
-             if use_corpus else {})
+    matrices = cols.matrices(names)
+    given = cols.corpus_scores(matrices.systems) if use_corpus else {}
     on_scale = [s for s in statistics if get(s).on_scale]
     # Agreement and error statistics compare values on the human scale: never negated.
-    raw = me.score_matrices(cols.frame, names) if on_scale else matrices
-    raw_given: dict[str, FloatArray] = {
-        c: np.asarray(cols.table.system_scores(c, raw.systems), dtype=float) for c in given}
+    raw = cols.matrices(names, oriented=False) if on_scale else matrices
+    raw_given = cols.corpus_scores(raw.systems, oriented=False, columns=list(given))
     _log_setting(cols, given, matrices, humans, statistics, views, log)
     compare = compare and len(cols.metrics) > 1
     _check_compare(compare, method, statistics)
@@ -393,82 +363,7 @@ def _check_declared(statistics: Sequence[str], labels: Sequence[float] | None,
     return tuple(sorted(set(float(v) for v in labels)))
 
 
-def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
-          lower: Sequence[str], higher: Sequence[str], host: PluginHost | None) -> ScoresTable:
-    import pandas as pd
-
-    corpus = Path(corpus_path) if corpus_path is not None else None
-    if isinstance(scores, pd.DataFrame):
-        return load_scores_table(Path("<DataFrame>"), frame=scores, corpus_path=corpus,
-                                 lower=lower, higher=higher, host=host, turns=None)
-    return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher,
-                             host=host, turns=None)
-
-
-def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
-             metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
-             higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
-             excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log,
-             host: PluginHost | None = None,
-             views: Sequence[tuple[str, str]] = (("segment", "none"),)) -> _Columns:
-    table = _load(scores, corpus_path, lower, higher, host)
-    where = str(table.path)
-    frame = table.frame
-    not_scores = {"item", "system", "turn", *humans, *raters}
-    # before --exclude-system: the sidecar's counts are of the whole table
-    failed = find_failed(frame, list(metrics) or [
-        str(c) for c in frame.columns if c not in not_scores
-        and not str(c).startswith("human.")], sidecar=table.sidecar)
-    if excluded:
-        frame = _exclude(frame, excluded, where)
-        keep = ~table.frame["system"].isin(excluded).to_numpy()
-        failed.masks = {c: m[keep] for c, m in failed.masks.items()}
-    if has_turns(frame):  # conversations scored turn by turn (judgebench.engine.turn_table)
-        layout = turn_layout(views, path=where)
-        frame = turn_units(frame, layout, path=where)
-        log("judged turns: the items are the conversations, the systems each (system, turn)"
-            if layout == "conversation" else
-            "judged turns: each (conversation, turn) is an item, written 'item #turn'")
-    for note in failed.notes:
-        log(note)
-    numeric_columns(frame, [*humans, *raters], where)
-    corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
-    for column in metrics:
-        if column not in corpus_only:
-            numeric_columns(frame, [column], where)
-        elif not use_corpus:
-            raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
-                             "at --level system with --system-score auto",
-                             path=where, field=column)
-    chosen = list(metrics) or [
-        *metric_columns(frame, exclude=[*humans, *raters], warn=log, path=where),
-        *(corpus_only if use_corpus else [])]
-    if not chosen:
-        raise InputError("no metric columns: name them with --metric", path=where)
-    table.check_flags(chosen)
-    counts = apply_numeric(frame, failed, [c for c in chosen if c in frame.columns], failed_as)
-    corpus = (apply_corpus(table.corpus, table.corpus_failed, chosen, failed_as)
-              if use_corpus else {})
-    return _Columns(table, frame, chosen, {c: table.info(c) for c in chosen}, failed_as,
-                    counts, corpus)
-
-
-def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.DataFrame:
-    if not excluded:
-        return frame
-    known = set(frame["system"])
-    unknown = [s for s in excluded if s not in known]
-    if unknown:
-        raise InputError(f"unknown system(s) {unknown}", path=where, field="--exclude-system")
-    keep = ~frame["system"].isin(excluded)
-    kept = frame[keep].reset_index(drop=True)
-    lines = frame.attrs.get("lines")
-    if lines is not None:  # an error after this names the line of the row it is about
-        kept.attrs["lines"] = LineNumbers(n for n, k in zip(lines, keep, strict=True) if k)
-    return kept
-
-
-def _log_setting(cols: _Columns, given: dict[str, FloatArray], matrices: Any,
+def _log_setting(cols: PreparedTable, given: dict[str, FloatArray], matrices: Any,
                  humans: Sequence[str], statistics: Sequence[str],
                  views: Sequence[tuple[str, str]], log: Log) -> None:
     flipped = [c for c in cols.metrics if not cols.infos[c].higher_is_better]
@@ -490,7 +385,7 @@ def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> Non
                          "--test permutation", field="--test")
 
 
-def _block(task: Task, matrices: dict[str, FloatArray], cols: _Columns,
+def _block(task: Task, matrices: dict[str, FloatArray], cols: PreparedTable,
            given: dict[str, FloatArray], log: Log, metrics: Sequence[str]) -> MetaEvalBlock:
     def progress(a: str, b: str) -> None:
         log(f"{task.human} {task.statistic}: {a} vs {b}")
