@@ -155,9 +155,7 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
     module). Bad input raises InputError naming the file and field before any fitting."""
     import numpy as np
 
-    import meta_eval
-    from judgebench.tables.columns import numeric_columns
-    from judgebench.tables.scores_table import load_scores_table
+    from judgebench.tables.prepared import PreparedTable
     from meta_eval import irt
 
     log = log or (lambda _message: None)
@@ -174,16 +172,14 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
     if top_k < 1:
         raise InputError("must be at least 1", field="--top-k")
     path = Path(scores)
-    table = load_scores_table(path, lower=lower, higher=higher, host=host)
     where = str(path)
     if human is not None and human == metric:
         raise InputError("the metric and the human column are the same column",
                          path=where, field="--human")
-    numeric_columns(table.frame, [metric, *([human] if human else [])], where)
-    table.check_flags([metric])
-    info = table.info(metric)
-    oriented = table.oriented(table.frame, [metric])
-    mats = meta_eval.score_matrices(oriented, [metric, *([human] if human else [])])
+    table = PreparedTable.read(path, [human] if human else [], [metric], lower=lower,
+                               higher=higher, host=host, log=log)
+    info = table.infos[metric]
+    mats = table.matrices([metric, *([human] if human else [])])
     values = mats[metric]
     if human is not None:
         responses = irt.agreement_responses(human=mats[human], metric=values)
