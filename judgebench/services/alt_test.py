@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from judgebench.errors import InputError
 from judgebench.results import Result
 from judgebench.tables.prepared import PreparedTable
+from meta_eval.numerics import finite_or_none
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 Log = Callable[[str], None]
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -54,8 +53,8 @@ class AltTestRow:
                 "criterion": self.criterion, "statistic": "alt-test",
                 "alt_score": self.score, "epsilon": self.epsilon, "alpha": self.alpha,
                 "n": r.items,
-                "alt-test-winning-rate": _finite(r.winning_rate),
-                "alt-test-advantage-probability": _finite(r.advantage_probability),
+                "alt-test-winning-rate": finite_or_none(r.winning_rate),
+                "alt-test-advantage-probability": finite_or_none(r.advantage_probability),
                 "passed": r.passed if r.annotators else None,
                 "per_annotator": [t.to_dict() for t in r.annotators],
                 "skipped_annotators": dict(r.skipped)}

@@ -326,7 +326,9 @@ def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[s
 
 
 def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    from meta_eval.numerics import finite_or_none
+
+    return finite_or_none(value) if isinstance(value, int | float) else None
 
 
 def _row(r: dict[str, Any], protocol: Protocol, subset: str | None, kind: str) -> CardRow:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
 from judgebench.results import Result
+from meta_eval.numerics import finite_or_none
 
 if TYPE_CHECKING:
 
@@ -33,9 +34,6 @@ ESTIMATION = ("marginal maximum likelihood, EM with Gauss-Hermite quadrature (Bo
               "SE = 1/sqrt(test information)")
 
 
-def _num(value: float) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 @dataclass
@@ -89,8 +87,10 @@ class ItemsResult(Result):
             extreme = int(self.abilities.extreme[j])
             rows.append({
                 "type": "system", "system": self.systems[j], "rank": rank,
-                "ability": _num(self.abilities.ability[j]), "se": _num(self.abilities.se[j]),
-                "ci_low": _num(low[j]), "ci_high": _num(high[j]), "ci": self.ci,
+                "ability": finite_or_none(self.abilities.ability[j]),
+                "se": finite_or_none(self.abilities.se[j]),
+                "ci_low": finite_or_none(low[j]), "ci_high": finite_or_none(high[j]),
+                "ci": self.ci,
                 "raw_score": int(self.raw[j]), "answered": int(self.answered[j]),
                 "extreme": {1: "all right", -1: "all wrong"}.get(extreme)})
         return rows
@@ -98,10 +98,10 @@ class ItemsResult(Result):
     def item_rows(self) -> list[dict[str, Any]]:
         flags = self.flags()
         return [{"type": "item", "item": name,
-                 "difficulty": _num(self.fit.difficulty[i]),
-                 "discrimination": _num(self.fit.discrimination[i]),
-                 "discrimination_2pl": _num(self.two_pl.discrimination[i]),
-                 "share": _num(self.share[i]), "answered": int(self.answers[i]),
+                 "difficulty": finite_or_none(self.fit.difficulty[i]),
+                 "discrimination": finite_or_none(self.fit.discrimination[i]),
+                 "discrimination_2pl": finite_or_none(self.two_pl.discrimination[i]),
+                 "share": finite_or_none(self.share[i]), "answered": int(self.answers[i]),
                  "informative": bool(self.fit.informative[i]), "flag": flags.get(i)}
                 for i, name in enumerate(self.items)]
 
@@ -124,9 +124,9 @@ class ItemsResult(Result):
                 "items": [self.items[i] for i in self.subset.items],
                 "method": "greedy D-optimal: Fisher information at the systems' abilities, "
                           "flagged items left out",
-                "kendall_tau": _num(self.subset.tau),
-                "random_kendall_tau": _num(self.subset.random_tau),
-                "random_kendall_tau_sd": _num(self.subset.random_tau_sd),
+                "kendall_tau": finite_or_none(self.subset.tau),
+                "random_kendall_tau": finite_or_none(self.subset.random_tau),
+                "random_kendall_tau_sd": finite_or_none(self.subset.random_tau_sd),
                 "random_draws": self.subset.draws}
 
     def power_row(self) -> dict[str, Any] | None:

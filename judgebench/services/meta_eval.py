@@ -8,7 +8,6 @@ whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and `to_
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from judgebench.tables.failed import MISSING, FailedAs, parse_failed_as
 from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
 from judgebench.tables.scores_table import ColumnInfo
+from meta_eval.numerics import finite_or_none
 from meta_eval.statistics import get
 from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
 
@@ -40,8 +40,6 @@ COMPARE_NOTE = ("not compared: its system score is a corpus score, and the signi
                 "resamples segment scores")
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -87,12 +85,13 @@ class MetricRow:
 
     @property
     def ci(self) -> tuple[float, float] | None:
-        low, high = _finite(self.outcome.result.ci_low), _finite(self.outcome.result.ci_high)
+        result = self.outcome.result
+        low, high = finite_or_none(result.ci_low), finite_or_none(result.ci_high)
         return None if low is None or high is None else (low, high)
 
     @property
     def epsilon(self) -> float | None:
-        return _finite(self.outcome.result.epsilon)
+        return finite_or_none(self.outcome.result.epsilon)
 
     @property
     def ci_note(self) -> str | None:
@@ -150,7 +149,7 @@ class CeilingRow:
 
     @property
     def value(self) -> float | None:
-        return _finite(self.ceiling.value)
+        return finite_or_none(self.ceiling.value)
 
     @property
     def n(self) -> int:
@@ -160,7 +159,7 @@ class CeilingRow:
         return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,
                 "value": self.value, "n": self.n, "level": self.task.level,
                 "grouping": self.task.grouping,
-                "per_rater": [_finite(v) for v in self.ceiling.per_rater],
+                "per_rater": [finite_or_none(v) for v in self.ceiling.per_rater],
                 **self.ceiling.extra}
 
 
