@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import meta_eval
+from judgebench._version import __version__
 from judgebench.auditing.agreement import scale_section
 from judgebench.auditing.blocks import Block, Options, evaluate_block
 from judgebench.auditing.conclusions import block_sequential, sequential_applies
@@ -224,7 +225,7 @@ def run_audit(prepared: PreparedTable, *, samples: Sequence[Sample] | None = Non
     return Report(
         title=f"Audit of {Path(scores_path).name}",
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        version=_version(),
+        version=__version__,
         inputs={"scores": str(scores_path),
                 "samples": str(samples_path) if samples_path else None,
                 "store": str(store_path) if store_path else None,
@@ -280,12 +281,6 @@ def _sentinel_warnings(runs: Sequence[SentinelRun], humans: Sequence[str]) -> li
                 if not run.trained:
                     break  # the same for every human column
     return out
-
-
-def _version() -> str:
-    from judgebench import __version__
-
-    return __version__
 
 
 # -- probes ----------------------------------------------------------------------------------

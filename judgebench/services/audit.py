@@ -288,7 +288,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
                     log: Log | None, refused: dict[str, Sequence[Any]]) -> Report:
     """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
     `judges` on `pairs`."""
-    from judgebench import __version__
+    from judgebench._version import __version__
     from judgebench.auditing.pairwise import pairwise_report
     from judgebench.auditing.run import judge_bias
 

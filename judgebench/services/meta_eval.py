@@ -9,199 +9,37 @@ whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and `to_
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
-from judgebench.results import Result
+from judgebench.services.meta_eval_results import (
+    CEILING,
+    CI_NOTE,
+    COMPARE_NOTE,
+    CeilingRow,
+    MetaEvalBlock,
+    MetaEvalResult,
+    MetricRow,
+    PairTest,
+    Row,
+)
 from judgebench.suggest import did_you_mean
-from judgebench.tables.failed import MISSING, FailedAs, parse_failed_as
+from judgebench.tables.failed import FailedAs, parse_failed_as
 from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
-from judgebench.tables.scores_table import ColumnInfo
-from meta_eval.numerics import finite_or_none
 from meta_eval.statistics import get
-from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
+from meta_eval.task import ComparisonError, Task, TaskResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
-    from judgebench.services.repeats import RepeatsRow
     from meta_eval.arrays import FloatArray
-    from meta_eval.ceiling import Ceiling
-    from meta_eval.results import Comparison
 
 Log = Callable[[str], None]
-CEILING = "(human ceiling)"
-CI_NOTE = "no item bootstrap for a corpus score (it would need the corpus score of every resample)"
-COMPARE_NOTE = ("not compared: its system score is a corpus score, and the significance test "
-                "resamples segment scores")
-
-
-
-
-@dataclass(frozen=True)
-class PairTest:
-    """One paired test of H1: the row's metric is better than `against` (one-sided p)."""
-
-    against: str
-    test: Comparison
-
-    def to_dict(self) -> dict[str, Any]:
-        t = self.test.to_dict()
-        return {"against": self.against, "p_value": t["p_value"], "delta": t["delta"],
-                "n": t["n"], "resamples": t["resamples"], "p_value_early": t["p_value_early"]}
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One metric against one human column in one task."""
-
-    human: str
-    outcome: MetricOutcome
-    info: ColumnInfo
-    task: Task
-    #: categorical statistics: the judge x human table of categories over every unit
-    #: (`meta_eval.agreement.confusion_table`), whatever the grouping
-    confusion: dict[str, Any] | None = None
-    #: with --compare: the tests of "this metric is better than X" for every X ranked below
-    comparisons: tuple[PairTest, ...] = ()
-    #: how failed scores were counted (`--failed-as`) and the column's failed rows
-    failed_as: FailedAs = MISSING
-    failed: dict[str, Any] | None = None
-    #: robustness fields merged into `to_dict()`: `missing_bounds` and `tipping_point`
-    #: (--missing-bounds, services.missingness), `system_sensitivity` (services.robustness)
-    extra: dict[str, Any] | None = None
-
-    @property
-    def metric(self) -> str:
-        return self.outcome.metric
-
-    @property
-    def value(self) -> float | None:
-        return self.outcome.value
-
-    @property
-    def ci(self) -> tuple[float, float] | None:
-        result = self.outcome.result
-        low, high = finite_or_none(result.ci_low), finite_or_none(result.ci_high)
-        return None if low is None or high is None else (low, high)
-
-    @property
-    def epsilon(self) -> float | None:
-        return finite_or_none(self.outcome.result.epsilon)
-
-    @property
-    def ci_note(self) -> str | None:
-        return CI_NOTE if self.outcome.given and self.task.bootstrap else None
-
-    @property
-    def compare_note(self) -> str | None:
-        return COMPARE_NOTE if self.outcome.given and self.task.compare else None
-
-    def to_dict(self) -> dict[str, Any]:
-        o, task = self.outcome, self.task
-        failed = {"failed_as": self.failed_as.name,
-                  **({"failed": self.failed} if self.failed is not None else {})}
-        if o.error is not None:
-            return {"metric": o.metric, "human": self.human, "statistic": task.statistic,
-                    "value": None, "n": 0, "level": task.level, "grouping": task.grouping,
-                    "note": o.error, **self.info.describe(), "system_score": "corpus",
-                    **({"compare_note": COMPARE_NOTE} if task.compare else {}),
-                    **failed}
-        out: dict[str, Any] = {"metric": o.metric, "human": self.human, **o.result.to_dict(),
-                               **self.info.describe(), **failed}
-        spec = get(task.statistic)
-        if spec.on_scale:  # compared on the human scale: the values as they are
-            out |= {"flipped": False, "better": spec.better}
-        if self.confusion is not None:
-            out["confusion"] = self.confusion
-        if o.system_score is not None:
-            out["system_score"] = o.system_score
-        if self.ci_note:
-            out["ci_note"] = self.ci_note
-        if o.cluster is not None:
-            out |= {"cluster": o.cluster, "cluster_test": task.method, "alpha": task.alpha,
-                    "comparisons": [c.to_dict() for c in self.comparisons]}
-        if self.compare_note:
-            out["compare_note"] = self.compare_note
-        if task.raters and not o.given:
-            out["ceiling_fraction"] = o.ceiling_fraction
-        if self.extra is not None:
-            out |= self.extra
-        return out
-
-
-@dataclass(frozen=True)
-class CeilingRow:
-    """The leave-one-rater-out human ceiling of one task."""
-
-    task: Task
-    ceiling: Ceiling
-
-    metric = CEILING
-
-    @property
-    def human(self) -> str:
-        return ",".join(self.task.raters)
-
-    @property
-    def value(self) -> float | None:
-        return finite_or_none(self.ceiling.value)
-
-    @property
-    def n(self) -> int:
-        return len(self.task.raters)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,
-                "value": self.value, "n": self.n, "level": self.task.level,
-                "grouping": self.task.grouping,
-                "per_rater": [finite_or_none(v) for v in self.ceiling.per_rater],
-                **self.ceiling.extra}
-
-
-Row = MetricRow | CeilingRow
-
-
-@dataclass(frozen=True)
-class MetaEvalBlock:
-    """One (human column, statistic): the task, what it computed, and its rows best first
-    (the ceiling last)."""
-
-    task: Task
-    result: TaskResult
-    rows: list[Row]
-
-
-@dataclass(frozen=True)
-class MetaEvalResult(Result):
-    """Every block of a meta-evaluation; `to_dict()` is the `--json` array."""
-
-    blocks: list[MetaEvalBlock]
-    compare: bool
-    items: int
-    systems: int
-    failed_as: FailedAs = MISSING
-    #: Per judge column drawn with `score --repeats K`: the judge against itself
-    #: (judgebench.services.repeats); empty without repeats.
-    repeats: list[RepeatsRow] = field(default_factory=list)
-
-    @property
-    def rows(self) -> list[Row]:
-        return [row for block in self.blocks for row in block.rows]
-
-    def to_dict(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.rows] + [r.to_dict() for r in self.repeats]
-
-    def to_frame(self) -> pd.DataFrame:
-        import pandas as pd
-
-        return pd.DataFrame(self.to_dict())
-
-
+__all__ = ["CEILING", "CI_NOTE", "COMPARE_NOTE", "CeilingRow", "MetaEvalBlock",
+           "MetaEvalResult", "MetricRow", "PairTest", "Row", "meta_eval"]
 def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
               metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
               statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
