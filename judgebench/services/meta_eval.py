@@ -1,14 +1,17 @@
 """The meta-eval service: what `judgebench meta-eval` computes, as a Python function.
 
-`meta_eval(scores, humans=[...])` reads a wide scores table (a path, with its `.meta.json`
-sidecar, or a DataFrame), orients every metric column so that higher is better, runs one
-`meta_eval.task.Task` per (human column, statistic) and returns a `MetaEvalResult`: typed rows
-whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and `to_frame()`.
+`meta_eval(table, tasks)` runs a `meta_eval.task.TaskSet` (one task per view, human column and
+statistic: `task_set`) over the score matrices of a `PreparedTable` (a wide scores table read
+once, every metric column oriented so that higher is better) and returns a `MetaEvalResult`:
+typed rows whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and
+`to_frame()`. `from_options(scores, humans=[...], ...)` is the keyword form
+(`judgebench.api.meta_eval`, the command).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +32,7 @@ from judgebench.tables.failed import FailedAs, parse_failed_as
 from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
 from meta_eval.statistics import get
-from meta_eval.task import ComparisonError, Task, TaskResult
+from meta_eval.task import ComparisonError, Task, TaskResult, TaskSet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,95 +42,145 @@ if TYPE_CHECKING:
 
 Log = Callable[[str], None]
 __all__ = ["CEILING", "CI_NOTE", "COMPARE_NOTE", "CeilingRow", "MetaEvalBlock",
-           "MetaEvalResult", "MetricRow", "PairTest", "Row", "meta_eval"]
-def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
-              metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
-              statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
-              bootstrap: int = 0, ci: float = 0.95, lower: Sequence[str] = (),
-              higher: Sequence[str] = (), corpus_path: str | Path | None = None,
-              system_score: str = "auto", exclude_systems: Sequence[str] = (),
-              compare: bool = False, method: str = "permutation", resamples: int = 1000,
-              alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
-              seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
-              replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
-              log: Log | None = None, host: PluginHost | None = None,
-              missing_bounds: bool = False, leave_systems_out: int = 0,
-              system_bootstrap: int = 0, sequential: dict[str, Any] | None = None,
-              views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
-    """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
-    does (same options, same results). `system_score` "auto" uses a metric's corpus scores
-    at system level where it has them; `compare` ranks the metrics into significance
-    clusters; `raters` (two or more columns) add the human ceiling. `labels`: the declared
-    categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
-    "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
-    failed score counts as `failed_as` says (missing, min, max or a number;
-    judgebench.tables.failed). A column's direction not given by a flag or the sidecar is its
-    registered metric's in `host` (default: the installed plugins, built only then).
-    `missing_bounds`: each statistic's Manski bounds over its missing
-    cells and its tipping point (judgebench.services.missingness); `leave_systems_out` (k)
-    and `system_bootstrap` (N): how often the conclusions change without k systems or over
-    N system resamples (judgebench.services.robustness); `sequential` (order, batch,
-    margin, top_k): when a study taking items in batches would have stopped
-    (judgebench.services.sequential). `views`: several (level, grouping) pairs from one
-    read of the table, their blocks in that order (default: `level`, `grouping`); a
-    corpus-only metric is in the system-level views only. Bad input raises `InputError`
-    naming the option."""
-    log = log or (lambda _message: None)
-    convention = parse_failed_as(failed_as, pairwise=False)
+           "MetaEvalResult", "MetricRow", "PairTest", "Row", "check_analyses", "from_options",
+           "meta_eval", "task_set"]
+
+
+def task_set(*, humans: Sequence[str], views: Sequence[tuple[str, str]],
+             statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
+             bootstrap: int = 0, ci: float = 0.95, compare: bool = False,
+             method: str = "permutation", resamples: int = 1000, alpha: float = 0.05,
+             raters: Sequence[str] = (), permutations: int = 1000, seed: int = 0,
+             labels: Sequence[float] | None = None, average: str = "macro",
+             replace_nans_with_zeros: bool = False) -> TaskSet:
+    """The tasks of a meta-evaluation, checked: one per (view, human column, statistic), in
+    that order. `labels`: the declared categories (kappa family) or values (Krippendorff's
+    alpha) of the statistics that take them. Bad options raise `InputError` naming the
+    option."""
     statistics = tuple(statistics) or ("pearson",)
+    for level, grouping in views:
+        _check_options(statistics, level, grouping, epsilon, raters)
+    domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
+                             method)
+    base = Task(human=humans[0] if humans else "", epsilon=epsilon, bootstrap=bootstrap,
+                ci=ci, seed=seed, permutations=permutations, compare=compare, method=method,
+                resamples=resamples, alpha=alpha, raters=tuple(raters), every_pair=True,
+                average=average, replace_nans_with_zeros=replace_nans_with_zeros)
+    tasks = TaskSet.product(base, view=list(views), human=list(humans), statistic=statistics)
+    return TaskSet(tuple(replace(t, domain=domain if get(t.statistic).declared else None)
+                         for t in tasks))
+
+
+def from_options(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
+                 metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
+                 statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
+                 bootstrap: int = 0, ci: float = 0.95, lower: Sequence[str] = (),
+                 higher: Sequence[str] = (), corpus_path: str | Path | None = None,
+                 system_score: str = "auto", exclude_systems: Sequence[str] = (),
+                 compare: bool = False, method: str = "permutation", resamples: int = 1000,
+                 alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
+                 seed: int = 0, labels: Sequence[float] | None = None,
+                 average: str = "macro", replace_nans_with_zeros: bool = False,
+                 failed_as: str | FailedAs | None = None, log: Log | None = None,
+                 host: PluginHost | None = None, missing_bounds: bool = False,
+                 leave_systems_out: int = 0, system_bootstrap: int = 0,
+                 sequential: dict[str, Any] | None = None,
+                 views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
+    """The keyword form (`judgebench.api.meta_eval`, the `meta-eval` command): the options
+    checked and made a `TaskSet` (`task_set`), the table read once for them
+    (`PreparedTable.read`), and `meta_eval` run over both."""
+    convention = parse_failed_as(failed_as, pairwise=False)
     views = list(dict.fromkeys(views)) or [(level, grouping)]
+    check_analyses(views, tuple(statistics) or ("pearson",), missing_bounds=missing_bounds,
+                   leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+                   sequential=sequential)
+    tasks = task_set(
+        humans=humans, views=views, statistics=statistics, epsilon=epsilon,
+        bootstrap=bootstrap, ci=ci, compare=compare, method=method, resamples=resamples,
+        alpha=alpha, raters=raters, permutations=permutations, seed=seed, labels=labels,
+        average=average, replace_nans_with_zeros=replace_nans_with_zeros)
+    table = PreparedTable.read(
+        scores, humans, metrics, raters=raters, lower=lower, higher=higher,
+        corpus_path=corpus_path,
+        use_corpus=system_score == "auto" and any(v[0] == "system" for v in views),
+        exclude_systems=exclude_systems, failed_as=convention, views=views, host=host,
+        log=log)
+    return meta_eval(table, tasks, missing_bounds=missing_bounds,
+                     leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+                     sequential=sequential, log=log)
+
+
+
+def check_analyses(views: Sequence[tuple[str, str]], statistics: Sequence[str], *,
+                   missing_bounds: bool = False, leave_systems_out: int = 0,
+                   system_bootstrap: int = 0, sequential: dict[str, Any] | None = None) -> None:
+    """The analyses added to the rows (missing bounds, system sensitivity, sequential) take
+    one view; InputError naming the option otherwise."""
     if len(views) > 1 and (missing_bounds or leave_systems_out or system_bootstrap
                            or sequential is not None):
         raise InputError("takes one --level and one --grouping", field=(
             "--missing-bounds" if missing_bounds else "--sequential" if sequential is not None
             else "--system-sensitivity"))
-    if sequential is not None:
+    if sequential is not None and views:
         from judgebench.services.sequential import check
 
-        check(statistics, level, grouping)
-    for level, grouping in views:
-        _check_options(statistics, level, grouping, epsilon, raters)
-    domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
-                             method)
-    use_corpus = system_score == "auto" and any(v[0] == "system" for v in views)
-    cols = PreparedTable.read(scores, humans, metrics, raters=raters, lower=lower,
-                              higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                              exclude_systems=exclude_systems, failed_as=convention,
-                              views=views, host=host, log=log)
-    in_table = cols.in_table
-    check_scales(cols.frame, statistics=statistics, humans=[*humans, *raters],
-                 metrics=in_table, path=cols.where, labels=domain)
+        check(statistics, *views[0])
+
+
+def meta_eval(table: PreparedTable, tasks: TaskSet, *, missing_bounds: bool = False,
+              leave_systems_out: int = 0, system_bootstrap: int = 0,
+              sequential: dict[str, Any] | None = None, log: Log | None = None
+              ) -> MetaEvalResult:
+    """Run `tasks` (`task_set`) over the score matrices of `table` (a `PreparedTable`, read
+    for the tasks' human and rater columns and views), as `judgebench meta-eval` does. At
+    system level a metric with corpus scores is scored by them when the table was read with
+    `use_corpus`; with `compare` (and two or more metrics) the metrics are ranked into
+    significance clusters; `raters` add the human ceiling. Agreement and error statistics
+    compare the values on the human scale, every other statistic the columns oriented so that
+    higher is better. `missing_bounds`: each statistic's Manski bounds over its missing cells
+    and its tipping point (judgebench.services.missingness); `leave_systems_out` (k) and
+    `system_bootstrap` (N): how often the conclusions change without k systems or over N
+    system resamples (judgebench.services.robustness); `sequential` (order, batch, margin,
+    top_k): when a study taking items in batches would have stopped
+    (judgebench.services.sequential). Bad input raises `InputError` naming the option."""
+    log = log or (lambda _message: None)
+    views, statistics = tasks.views, tasks.distinct("statistic")
+    humans = tasks.distinct("human")
+    first = next(iter(tasks), Task(human=""))
+    raters = first.raters
+    check_analyses(views, statistics, missing_bounds=missing_bounds,
+                   leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+                   sequential=sequential)
+    domain = next((t.domain for t in tasks if t.domain is not None), None)
+    in_table = table.in_table
+    check_scales(table.frame, statistics=statistics, humans=[*humans, *raters],
+                 metrics=in_table, path=table.where, labels=domain)
     names = [*dict.fromkeys([*humans, *raters, *in_table])]
-    matrices = cols.matrices(names)
-    given = cols.corpus_scores(matrices.systems) if use_corpus else {}
+    matrices = table.matrices(names)
+    given = table.corpus_scores(matrices.systems) if table.use_corpus else {}
     on_scale = [s for s in statistics if get(s).on_scale]
     # Agreement and error statistics compare values on the human scale: never negated.
-    raw = cols.matrices(names, oriented=False) if on_scale else matrices
-    raw_given = cols.corpus_scores(raw.systems, oriented=False, columns=list(given))
-    _log_setting(cols, given, matrices, humans, statistics, views, log)
-    compare = compare and len(cols.metrics) > 1
-    _check_compare(compare, method, statistics)
+    raw = table.matrices(names, oriented=False) if on_scale else matrices
+    raw_given = table.corpus_scores(raw.systems, oriented=False, columns=list(given))
+    _log_setting(table, given, matrices, humans, statistics, views, log)
+    compare = first.compare and len(table.metrics) > 1
+    if not compare:
+        tasks = tasks.replace(compare=False)
+    _check_compare(compare, first.method, statistics)
     blocks = []
-    for level, grouping in views:
-        chosen = (cols.metrics if level == "system" or len(views) == 1 else in_table)
-        at_level = given if level == "system" else {}
-        raw_at_level = raw_given if level == "system" else {}
-        blocks += [_block(Task(human=human, statistic=statistic, level=level,
-                               grouping=grouping, epsilon=epsilon, bootstrap=bootstrap, ci=ci,
-                               seed=seed, permutations=permutations, compare=compare,
-                               method=method, resamples=resamples, alpha=alpha,
-                               raters=tuple(raters), every_pair=True, average=average,
-                               replace_nans_with_zeros=replace_nans_with_zeros,
-                               domain=domain if get(statistic).declared else None),
-                          *((raw.columns, cols, raw_at_level) if statistic in on_scale
-                            else (matrices.columns, cols, at_level)), log, chosen)
-                   for human in humans for statistic in statistics]
+    for task in tasks:
+        chosen = (table.metrics if task.level == "system" or len(views) == 1 else in_table)
+        at_level = given if task.level == "system" else {}
+        raw_at_level = raw_given if task.level == "system" else {}
+        blocks.append(_block(task, *((raw.columns, table, raw_at_level)
+                                     if task.statistic in on_scale
+                                     else (matrices.columns, table, at_level)), log, chosen))
     if missing_bounds:
         from judgebench.services.missingness import present_cells, with_bounds
 
         blocks = with_bounds(blocks, lambda s: raw.columns if s in on_scale
                              else matrices.columns,
-                             present_cells(cols.frame, matrices.items, matrices.systems))
+                             present_cells(table.frame, matrices.items, matrices.systems))
     if leave_systems_out or system_bootstrap:
         from judgebench.services.robustness import with_sensitivity
 
@@ -137,18 +190,17 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         blocks = with_sensitivity(blocks, lambda s: raw.columns if s in on_scale
                                   else matrices.columns, list(matrices.systems),
                                   leave_out=leave_systems_out, bootstrap=system_bootstrap,
-                                  seed=seed)
+                                  seed=first.seed)
     if sequential is not None:
         from judgebench.services.sequential import with_sequential
 
-        blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=alpha, seed=seed,
-                                 **sequential)
+        blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=first.alpha,
+                                 seed=first.seed, **sequential)
     from judgebench.services.repeats import repeats_rows
 
-    repeats = repeats_rows(cols.table.sidecar, cols.frame, in_table, humans,
-                           str(cols.table.path))
+    repeats = repeats_rows(table.sidecar, table.frame, in_table, humans, table.where)
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
-                          convention, repeats)
+                          table.failed_as, repeats)
 
 
 def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,

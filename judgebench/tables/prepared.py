@@ -67,6 +67,8 @@ class PreparedTable:
     corpus_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: how judged turns were laid out ("conversation", "unit"), None without turns
     layout: str | None = None
+    #: read with `use_corpus`: corpus-only metrics are columns, corpus scores system scores
+    use_corpus: bool = False
     _matrices: dict[tuple[bool, tuple[str, ...]], ScoreMatrices] = field(
         default_factory=dict, repr=False)
 
@@ -161,7 +163,7 @@ class PreparedTable:
                   if use_corpus else {})
         return cls(table, frame, tuple(humans), tuple(raters), chosen,
                    {c: table.info(c) for c in chosen}, failed_as, cells, counts, corpus,
-                   layout)
+                   layout, use_corpus)
 
     def oriented_frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """A copy of the rows with each lower-is-better metric column (of `columns`, default
