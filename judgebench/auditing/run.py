@@ -31,6 +31,7 @@ from judgebench.suggest import did_you_mean
 from judgebench.tables.columns import KEY
 from judgebench.tables.scales import check_scales
 from judgebench.tables.scores_table import ScoresTable
+from meta_eval.task import Task, TaskSet
 
 if TYPE_CHECKING:
 
@@ -115,15 +116,28 @@ def check_settings(statistics: Sequence[str], settings: Sequence[tuple[str, str]
                 raise InputError(str(exc), field="--statistic") from None
 
 
-def run_audit(prepared: PreparedTable, *, samples: Sequence[Sample] | None = None,
-              samples_path: Path | None = None,
-              settings: Sequence[tuple[str, str]], statistics: Sequence[str] = ("pearson",),
+def audit_tasks(humans: Sequence[str], statistics: Sequence[str],
+                settings: Sequence[tuple[str, str]], options: Options) -> TaskSet:
+    """The audit's tasks: one per (human column, statistic, setting), in that order, with
+    the options' bootstrap, test and seed; InputError for a statistic a setting refuses."""
+    check_settings(statistics, settings)
+    base = Task(human=humans[0] if humans else "", epsilon=options.epsilon,
+                bootstrap=options.bootstrap, ci=options.ci, seed=options.seed, compare=True,
+                method=options.method, resamples=options.resamples, alpha=options.alpha)
+    return TaskSet.product(base, human=list(humans), statistic=list(statistics),
+                           view=list(settings))
+
+
+def run_audit(prepared: PreparedTable, tasks: TaskSet, *,
+              samples: Sequence[Sample] | None = None, samples_path: Path | None = None,
               sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
               store_path: Path | None = None,
               progress: Callable[[str], None] | None = None) -> Report:
     """The whole audit of the metric columns of `prepared` (a wide scores table read once,
-    its failed scores counted as its `failed_as` says: judgebench.tables.failed)."""
+    its failed scores counted as its `failed_as` says: judgebench.tables.failed) in each of
+    `tasks` (`audit_tasks`)."""
     log = progress or (lambda _message: None)
+    statistics, settings = tasks.distinct("statistic"), tasks.views
     check_settings(statistics, settings)
     frame, humans, columns = prepared.frame, prepared.humans, prepared.metrics
     scores_path, failed_as, counts = prepared.path, prepared.failed_as, prepared.failed
@@ -175,43 +189,43 @@ def run_audit(prepared: PreparedTable, *, samples: Sequence[Sample] | None = Non
                                            statistics=statistics)
         scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed,
                                       given=given)
-        for statistic in statistics:
-            for level, grouping in settings:
-                label = "system" if level == "system" else f"segment/{grouping}"
-                began = time.perf_counter()
-                blocks.append(evaluate_block(
-                    human=mats[human], human_name=human,
+        for task in (t for t in tasks if t.human == human):
+            statistic, level, grouping = task.statistic, task.level, task.grouping
+            label = "system" if level == "system" else f"segment/{grouping}"
+            began = time.perf_counter()
+            blocks.append(evaluate_block(
+                human=mats[human], human_name=human,
+                columns=_block_columns(statistic, raw if statistic in on_scale
+                                       else matrices, sentinel_names, warnings),
+                sentinels=sentinel_names, statistic=statistic, level=level,
+                grouping=grouping, options=options,
+                given=raw_given if statistic in on_scale else given))
+            if options.robustness:
+                from judgebench.auditing.robustness import block_robustness, gate_without
+                from judgebench.services.missingness import present_cells
+
+                block_columns = _block_columns(statistic, raw if statistic in on_scale
+                                               else matrices, sentinel_names, warnings)
+                block_given = raw_given if statistic in on_scale else given
+                blocks[-1].robustness = block_robustness(
+                    blocks[-1], human=mats[human],
+                    columns=raw if statistic in on_scale else matrices,
+                    present=present_cells(table, mats.items, mats.systems),
+                    systems=list(mats.systems))
+                blocks[-1].robustness["gate_without"] = gate_without(
+                    blocks[-1], human=mats[human], columns=block_columns,
+                    sentinels=sentinel_names, options=options, given=block_given,
+                    systems=list(mats.systems))
+            if options.sequential and sequential_applies(statistic, level, grouping):
+                replay = block_sequential(
+                    blocks[-1], human=mats[human],
                     columns=_block_columns(statistic, raw if statistic in on_scale
                                            else matrices, sentinel_names, warnings),
-                    sentinels=sentinel_names, statistic=statistic, level=level,
-                    grouping=grouping, options=options,
-                    given=raw_given if statistic in on_scale else given))
-                if options.robustness:
-                    from judgebench.auditing.robustness import block_robustness, gate_without
-                    from judgebench.services.missingness import present_cells
-
-                    block_columns = _block_columns(statistic, raw if statistic in on_scale
-                                                   else matrices, sentinel_names, warnings)
-                    block_given = raw_given if statistic in on_scale else given
-                    blocks[-1].robustness = block_robustness(
-                        blocks[-1], human=mats[human],
-                        columns=raw if statistic in on_scale else matrices,
-                        present=present_cells(table, mats.items, mats.systems),
-                        systems=list(mats.systems))
-                    blocks[-1].robustness["gate_without"] = gate_without(
-                        blocks[-1], human=mats[human], columns=block_columns,
-                        sentinels=sentinel_names, options=options, given=block_given,
-                        systems=list(mats.systems))
-                if options.sequential and sequential_applies(statistic, level, grouping):
-                    replay = block_sequential(
-                        blocks[-1], human=mats[human],
-                        columns=_block_columns(statistic, raw if statistic in on_scale
-                                               else matrices, sentinel_names, warnings),
-                        alpha=options.alpha, seed=options.seed)
-                    if replay is not None:
-                        sequential.append(replay)
-                log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
-                    f"{time.perf_counter() - began:.1f} s")
+                    alpha=options.alpha, seed=options.seed)
+                if replay is not None:
+                    sequential.append(replay)
+            log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
+                f"{time.perf_counter() - began:.1f} s")
     if options.robustness and len(humans) > 1:
         from judgebench.auditing.robustness import add_construct
 

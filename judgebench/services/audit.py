@@ -93,7 +93,13 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     error spans: a file or a suite name) adds the span-marking judges' span statistics
     (judgebench.services.spans). Bad input raises `InputError` before any scoring."""
     from judgebench.auditing.checks import parse_checks, read_previous
-    from judgebench.auditing.run import judge_bias, metamorphic, probe_specs, run_audit
+    from judgebench.auditing.run import (
+        audit_tasks,
+        judge_bias,
+        metamorphic,
+        probe_specs,
+        run_audit,
+    )
     from judgebench.auditing.sentinels import parse_sentinels
     from judgebench.engine.turn_table import keyed_samples
     from judgebench.plugins import build_host
@@ -161,8 +167,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                    path=str(scores_path))
     if generations is not None and prepared.layout is not None:
         generations = keyed_samples(generations, prepared.layout)
-    report = run_audit(prepared, samples=generations, samples_path=samples_path,
-                       settings=settings, statistics=statistics,
+    report = run_audit(prepared, audit_tasks(humans, statistics, settings, options),
+                       samples=generations, samples_path=samples_path,
                        sentinel_specs=sentinel_specs, options=options, host=host,
                        store_path=Path(store) if store is not None else None, progress=log)
     _warn_not_run(report, humans, log)
