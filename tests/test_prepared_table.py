@@ -165,14 +165,15 @@ def test_taskset_product_order_and_run_match_tasks_run_one_by_one(tmp_path: Path
 
 def test_the_service_over_a_taskset_is_the_keyword_form(tmp_path: Path) -> None:
     path, _ = _table(tmp_path, seed=11, failed=3)
-    options = {"statistics": ("pearson", "acc-eq"), "bootstrap": 40, "compare": True,
-               "resamples": 60}
+    statistics = ("pearson", "acc-eq")
     keywords = from_options(path, humans=["human.q"], grouping="item", lower=["err"],
-                            failed_as="min", **options)
+                            failed_as="min", statistics=statistics, bootstrap=40,
+                            compare=True, resamples=60)
     table = PreparedTable.read(path, ["human.q"], lower=["err"],
                                failed_as=parse_failed_as("min", pairwise=False),
                                views=[("segment", "item")])
-    tasks = task_set(humans=["human.q"], views=[("segment", "item")], **options)
+    tasks = task_set(humans=["human.q"], views=[("segment", "item")], statistics=statistics,
+                     bootstrap=40, compare=True, resamples=60)
     assert meta_eval(table, tasks).to_dict() == keywords.to_dict()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +35,12 @@ from judgebench.tables.scores_table import ScoresTable
 from meta_eval.task import Task, TaskSet
 
 if TYPE_CHECKING:
+    import pandas as pd
 
     from judgebench.plugins import PluginHost
     from judgebench.tables.prepared import PreparedTable
     from meta_eval.arrays import FloatArray
+    from meta_eval.table import ScoreMatrices
 
 PARSE_FAILURES = ("parse_error",)
 SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
@@ -165,66 +168,23 @@ def run_audit(prepared: PreparedTable, tasks: TaskSet, *,
     sequential: list[dict[str, Any]] = []
     scatter: dict[str, dict[str, dict[str, Any]]] = {}
     for human in humans:
-        table = oriented[[*KEY, human, *columns]].copy()
-        for r in runs:
-            table[r.column] = r.values[human]
-        names = [*columns, *sentinel_names]
-        try:
-            mats = meta_eval.score_matrices(table, [human, *names])
-        except ValueError as exc:
-            raise InputError(str(exc), path=str(scores_path)) from None
-        matrices = {n: mats[n] for n in names}
-        given = table_info.oriented_system_scores(columns, mats.systems)
-        raw, raw_given = matrices, given  # on-scale statistics: the values, not negated
+        m = _human_matrices(frame, oriented, human, columns, runs, table_info,
+                            raw_too=bool(on_scale), where=str(scores_path))
         if on_scale:
-            raw_table = frame[[*KEY, human, *columns]].copy()
-            for r in runs:
-                raw_table[r.column] = r.values[human]
-            raw_mats = meta_eval.score_matrices(raw_table, [human, *names])
-            raw = {n: raw_mats[n] for n in names}
-            raw_given = {c: np.asarray(table_info.system_scores(c, raw_mats.systems),
-                                       dtype=float) for c in given}
-            scale_entries += scale_section(matrices={human: raw_mats[human], **raw},
-                                           human=human, metrics=columns,
-                                           statistics=statistics)
-        scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed,
-                                      given=given)
+            scale_entries += scale_section(matrices={human: m.human, **m.raw}, human=human,
+                                           metrics=columns, statistics=statistics)
+        scatter[human] = scatter_data(m.human, m.oriented, m.systems, options.seed,
+                                      given=m.given)
         for task in (t for t in tasks if t.human == human):
-            statistic, level, grouping = task.statistic, task.level, task.grouping
-            label = "system" if level == "system" else f"segment/{grouping}"
             began = time.perf_counter()
-            blocks.append(evaluate_block(
-                human=mats[human], human_name=human,
-                columns=_block_columns(statistic, raw if statistic in on_scale
-                                       else matrices, sentinel_names, warnings),
-                sentinels=sentinel_names, statistic=statistic, level=level,
-                grouping=grouping, options=options,
-                given=raw_given if statistic in on_scale else given))
-            if options.robustness:
-                from judgebench.auditing.robustness import block_robustness, gate_without
-                from judgebench.services.missingness import present_cells
-
-                block_columns = _block_columns(statistic, raw if statistic in on_scale
-                                               else matrices, sentinel_names, warnings)
-                block_given = raw_given if statistic in on_scale else given
-                blocks[-1].robustness = block_robustness(
-                    blocks[-1], human=mats[human],
-                    columns=raw if statistic in on_scale else matrices,
-                    present=present_cells(table, mats.items, mats.systems),
-                    systems=list(mats.systems))
-                blocks[-1].robustness["gate_without"] = gate_without(
-                    blocks[-1], human=mats[human], columns=block_columns,
-                    sentinels=sentinel_names, options=options, given=block_given,
-                    systems=list(mats.systems))
-            if options.sequential and sequential_applies(statistic, level, grouping):
-                replay = block_sequential(
-                    blocks[-1], human=mats[human],
-                    columns=_block_columns(statistic, raw if statistic in on_scale
-                                           else matrices, sentinel_names, warnings),
-                    alpha=options.alpha, seed=options.seed)
-                if replay is not None:
-                    sequential.append(replay)
-            log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
+            block, replay = _task_block(task, m, on_scale=task.statistic in on_scale,
+                                        sentinels=sentinel_names, warnings=warnings,
+                                        options=options)
+            blocks.append(block)
+            if replay is not None:
+                sequential.append(replay)
+            label = "system" if task.level == "system" else f"segment/{task.grouping}"
+            log(f"{human} · {task.statistic} · {label}: {block.tests} tests, "
                 f"{time.perf_counter() - began:.1f} s")
     if options.robustness and len(humans) > 1:
         from judgebench.auditing.robustness import add_construct
@@ -258,6 +218,77 @@ def run_audit(prepared: PreparedTable, tasks: TaskSet, *,
             f"{failed_as.name})" for c, f in counts.items() if f["rows"])],
         scales=scale_entries, failed=counts, sequential=sequential)
 
+
+
+@dataclass
+class _HumanMatrices:
+    """One human column's matrices and those of the metrics and sentinels beside it:
+    oriented (higher is better), and raw (the values as they are, for on-scale statistics),
+    with the corpus scores of each."""
+
+    human: FloatArray
+    items: list[str]
+    systems: list[str]
+    oriented: dict[str, FloatArray]
+    given: dict[str, FloatArray]
+    raw: dict[str, FloatArray]
+    raw_given: dict[str, FloatArray]
+    rows: pd.DataFrame  # the rows the matrices were read from (present cells)
+
+    def of(self, on_scale: bool) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
+        return (self.raw, self.raw_given) if on_scale else (self.oriented, self.given)
+
+
+def _human_matrices(frame: pd.DataFrame, oriented: pd.DataFrame, human: str,
+                    columns: Sequence[str], runs: Sequence[SentinelRun],
+                    table_info: ScoresTable, *, raw_too: bool, where: str) -> _HumanMatrices:
+    names = [*columns, *(r.column for r in runs)]
+
+    def read(source: pd.DataFrame) -> tuple[ScoreMatrices, pd.DataFrame]:
+        rows = source[[*KEY, human, *columns]].copy()
+        for r in runs:
+            rows[r.column] = r.values[human]
+        try:
+            return meta_eval.score_matrices(rows, [human, *names]), rows
+        except ValueError as exc:
+            raise InputError(str(exc), path=where) from None
+
+    mats, rows = read(oriented)
+    matrices = {n: mats[n] for n in names}
+    given = table_info.oriented_system_scores(columns, mats.systems)
+    raw, raw_given = matrices, given  # on-scale statistics: the values, not negated
+    if raw_too:
+        raw_mats, _ = read(frame)
+        raw = {n: raw_mats[n] for n in names}
+        raw_given = {c: np.asarray(table_info.system_scores(c, raw_mats.systems), dtype=float)
+                     for c in given}
+    return _HumanMatrices(mats[human], list(mats.items), list(mats.systems), matrices, given,
+                          raw, raw_given, rows)
+
+
+def _task_block(task: Task, m: _HumanMatrices, *, on_scale: bool, sentinels: list[str],
+                warnings: list[str], options: Options) -> tuple[Block, dict[str, Any] | None]:
+    """One task's block (with its robustness where asked) and its sequential replay, if any."""
+    columns, given = m.of(on_scale)
+    block_columns = _block_columns(task.statistic, columns, sentinels, warnings)
+    block = evaluate_block(human=m.human, human_name=task.human, columns=block_columns,
+                           sentinels=sentinels, statistic=task.statistic, level=task.level,
+                           grouping=task.grouping, options=options, given=given)
+    if options.robustness:
+        from judgebench.auditing.robustness import block_robustness, gate_without
+        from judgebench.services.missingness import present_cells
+
+        block.robustness = block_robustness(
+            block, human=m.human, columns=columns,
+            present=present_cells(m.rows, m.items, m.systems), systems=m.systems)
+        block.robustness["gate_without"] = gate_without(
+            block, human=m.human, columns=block_columns, sentinels=sentinels,
+            options=options, given=given, systems=m.systems)
+    replay = None
+    if options.sequential and sequential_applies(task.statistic, task.level, task.grouping):
+        replay = block_sequential(block, human=m.human, columns=block_columns,
+                                  alpha=options.alpha, seed=options.seed)
+    return block, replay
 
 def _block_columns(statistic: str, columns: dict[str, FloatArray],
                    sentinels: Sequence[str], warnings: list[str]) -> dict[str, FloatArray]:

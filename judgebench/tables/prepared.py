@@ -106,8 +106,7 @@ class PreparedTable:
         system scores are corpus scores). `views`: the (level, grouping) pairs the table is
         read for (the layout of judged turns). `store_path`: the store the table was scored
         into, whose statuses tell failed cells row by row. `humans` None: every `human.*`
-        column. Bad input raises InputError
-        naming the file and field."""
+        column. Bad input raises InputError naming the file and field."""
         log = log or (lambda _message: None)
         table = _load(source, corpus_path, lower, higher, host)
         where = str(table.path)
@@ -122,14 +121,10 @@ class PreparedTable:
         not_scores = {*KEY_COLUMNS, *humans, *raters, *others}
         candidates = list(metrics) or [str(c) for c in frame.columns if c not in not_scores
                                        and not str(c).startswith(tuple(prefixes))]
-        statuses = None
-        if store_path is not None:
-            keyed = _laid_out(frame, layout, where)
-            statuses = store_statuses(store_path, table.sidecar, metrics or keyed.columns,
-                                      list(zip(keyed["item"].astype("str"),
-                                               keyed["system"].astype("str"), strict=True)))
         # before --exclude-system: the sidecar's counts are of the whole table
-        cells = find_failed(frame, candidates, sidecar=table.sidecar, statuses=statuses)
+        cells = find_failed(frame, candidates, sidecar=table.sidecar, statuses=None
+                            if store_path is None else _stored_statuses(
+                                store_path, table, metrics, _laid_out(frame, layout, where)))
         if exclude_systems:
             frame = _exclude(frame, exclude_systems, where)
             keep = ~table.frame["system"].isin(exclude_systems).to_numpy()
@@ -141,21 +136,8 @@ class PreparedTable:
                 "judged turns: each (conversation, turn) is an item, written 'item #turn'")
         for note in cells.notes:
             log(note)
-        numeric_columns(frame, [*humans, *raters], where)
-        corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
-        for column in metrics:
-            if column not in corpus_only:
-                numeric_columns(frame, [column], where)
-            elif not use_corpus:
-                raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
-                                 "at --level system with --system-score auto",
-                                 path=where, field=column)
-        chosen = list(dict.fromkeys(metrics)) or [
-            *metric_columns(frame, exclude=[*humans, *raters, *others], prefixes=prefixes,
-                            warn=log, path=where),
-            *(corpus_only if use_corpus else [])]
-        if not chosen:
-            raise InputError("no metric columns: name them with --metric", path=where)
+        chosen = _metric_columns(table, frame, humans, metrics, raters=raters, others=others,
+                                 prefixes=prefixes, use_corpus=use_corpus, log=log)
         table.check_flags(chosen)
         counts = apply_numeric(frame, cells, [c for c in chosen if c in frame.columns],
                                failed_as)
@@ -194,6 +176,39 @@ class PreparedTable:
         return {c: np.asarray(scores, dtype=float) for c in chosen
                 if (scores := self.table.system_scores(c, systems)) is not None}
 
+
+
+def _stored_statuses(store_path: str | Path, table: ScoresTable, metrics: Sequence[str],
+                     keyed: pd.DataFrame) -> dict[str, list[str | None]]:
+    """Each row's stored status per column (`keyed`: the rows keyed as the store keys them)."""
+    return store_statuses(store_path, table.sidecar, metrics or keyed.columns,
+                          list(zip(keyed["item"].astype("str"), keyed["system"].astype("str"),
+                                   strict=True)))
+
+
+def _metric_columns(table: ScoresTable, frame: pd.DataFrame, humans: Sequence[str],
+                    metrics: Sequence[str], *, raters: Sequence[str], others: Sequence[str],
+                    prefixes: Sequence[str], use_corpus: bool, log: Log) -> list[str]:
+    """The human and rater columns made numeric, and the metric columns: `metrics` (numeric,
+    or corpus-only with `use_corpus`), else every numeric column that is not a key, a human,
+    rater or other column or named with one of `prefixes`."""
+    where = str(table.path)
+    numeric_columns(frame, [*humans, *raters], where)
+    corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
+    for column in metrics:
+        if column not in corpus_only:
+            numeric_columns(frame, [column], where)
+        elif not use_corpus:
+            raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
+                             "at --level system with --system-score auto",
+                             path=where, field=column)
+    chosen = list(dict.fromkeys(metrics)) or [
+        *metric_columns(frame, exclude=[*humans, *raters, *others], prefixes=prefixes,
+                        warn=log, path=where),
+        *(corpus_only if use_corpus else [])]
+    if not chosen:
+        raise InputError("no metric columns: name them with --metric", path=where)
+    return chosen
 
 def _has_turns(frame: pd.DataFrame) -> bool:
     from judgebench.engine.turn_table import has_turns
