@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import json
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.services.meta_eval import MetaEvalResult
+    from judgebench.tables.failed import FailedAs
 
 __all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "items", "logs", "meta_eval",
            "meta_eval_pairwise", "runs", "score"]
@@ -139,7 +141,45 @@ def _reads_frame(service: Callable[Concatenate[Any, P], R]) -> Callable[Concaten
 
 
 score = _score.score
-meta_eval = _reads_frame(_meta_eval.meta_eval)
+
+
+def meta_eval(scores: Table, *, humans: Sequence[str], metrics: Sequence[str] = (),
+              level: str = "segment", grouping: str = "none",
+              statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
+              bootstrap: int = 0, ci: float = 0.95, lower: Sequence[str] = (),
+              higher: Sequence[str] = (), corpus_path: str | Path | None = None,
+              system_score: str = "auto", exclude_systems: Sequence[str] = (),
+              compare: bool = False, method: str = "permutation", resamples: int = 1000,
+              alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
+              seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
+              replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
+              log: Callable[[str], None] | None = None, host: PluginHost | None = None,
+              missing_bounds: bool = False, leave_systems_out: int = 0,
+              system_bootstrap: int = 0, sequential: dict[str, Any] | None = None,
+              views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
+    """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
+    does (same options, same results): the table read once
+    (`judgebench.tables.prepared.PreparedTable`), the options made a `meta_eval.task.TaskSet`
+    (`services.meta_eval.task_set`), and `services.meta_eval.meta_eval` runs one over the
+    other. `system_score` "auto" uses a metric's corpus scores at system level where it has
+    them; `compare` ranks the metrics into significance clusters; `raters` (two or more
+    columns) add the human ceiling; `labels`: the declared categories or values; a failed
+    score counts as `failed_as` says (missing, min, max or a number). A column's direction
+    not given by a flag or the sidecar is its registered metric's in `host` (default: the
+    installed plugins). `views`: several (level, grouping) pairs from one read of the table
+    (default: `level`, `grouping`). Bad input raises `InputError` naming the option."""
+    return _meta_eval.from_options(
+        _frame_or_path(scores), humans=humans, metrics=metrics, level=level,
+        grouping=grouping, statistics=statistics, epsilon=epsilon, bootstrap=bootstrap, ci=ci,
+        lower=lower, higher=higher, corpus_path=corpus_path, system_score=system_score,
+        exclude_systems=exclude_systems, compare=compare, method=method, resamples=resamples,
+        alpha=alpha, raters=raters, permutations=permutations, seed=seed, labels=labels,
+        average=average, replace_nans_with_zeros=replace_nans_with_zeros, failed_as=failed_as,
+        log=log, host=host, missing_bounds=missing_bounds,
+        leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+        sequential=sequential, views=views)
+
+
 meta_eval_pairwise = _reads_frame(_pairwise.pairwise_meta_eval)
 compare_judges = _reads_frame(_compare_judges.compare_judges)
 audit = _reads_file(_audit.audit)

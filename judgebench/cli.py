@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from judgebench import __version__
+from judgebench._version import __version__
 from judgebench.commands.examples import examples
 from judgebench.errors import JudgebenchError
 

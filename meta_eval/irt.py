@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from meta_eval.numerics import finite_or_none
+
 if TYPE_CHECKING:
     from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
@@ -451,13 +453,11 @@ class Power:
 
     def to_dict(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "power": self.power, "top_k": self.top_k,
-                "items_now": self.items_now, "items_needed": _finite(self.items_needed),
-                "pairs": [{**p.__dict__, "items_needed": _finite(p.items_needed)}
+                "items_now": self.items_now, "items_needed": finite_or_none(self.items_needed),
+                "pairs": [{**p.__dict__, "items_needed": finite_or_none(p.items_needed)}
                           for p in self.pairs]}
 
 
-def _finite(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
 
 
 def top_k_power(*, fit: ItemFit, abilities: Abilities, top_k: int, alpha: float = 0.05,

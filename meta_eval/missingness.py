@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from meta_eval.numerics import finite_or_none
+
 MAX_SCALE = 12
 
 Value = Callable[[np.ndarray, np.ndarray], float]
@@ -59,7 +61,8 @@ class Bounds:
     evaluations: int
 
     def to_dict(self) -> dict[str, object]:
-        return {"low": _clean(self.low), "high": _clean(self.high), "cells": self.cells,
+        return {"low": finite_or_none(self.low), "high": finite_or_none(self.high),
+                "cells": self.cells,
                 "exact": self.exact, "evaluations": self.evaluations}
 
 
@@ -73,12 +76,10 @@ class TippingPoint:
     exact: bool
 
     def to_dict(self) -> dict[str, object]:
-        return {"threshold": _clean(self.threshold), "cells": self.cells, "of": self.of,
+        return {"threshold": finite_or_none(self.threshold), "cells": self.cells, "of": self.of,
                 "exact": self.exact}
 
 
-def _clean(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 class _Filler:

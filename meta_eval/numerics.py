@@ -12,7 +12,8 @@ constant(x): whether each slice's finite values along the last axis are all equa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, SupportsFloat
 
 import numpy as np
 
@@ -45,3 +46,12 @@ def constant(x: FloatArray) -> BoolArray:
         hi = np.fmax.reduce(x, axis=-1)
     same: BoolArray = ~(hi > lo)
     return same
+
+
+def finite_or_none(value: SupportsFloat | None) -> float | None:
+    """`value` as a float, or None where it is missing, NaN or infinite (how a result's
+    undefined number is written: JSON has no NaN)."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None

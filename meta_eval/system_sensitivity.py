@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from meta_eval.numerics import finite_or_none
+
 Values = Callable[[np.ndarray, Mapping[str, np.ndarray]], dict[str, float]]
 Clusters = Callable[[np.ndarray, Mapping[str, np.ndarray], dict[str, float]], dict[str, int]]
 
@@ -49,7 +51,7 @@ class Sensitivity:
         out: dict[str, Any] = {"kind": self.kind, "resamples": self.resamples,
                                "winner_changed": self.winner_changed,
                                "order_changed": self.order_changed,
-                               "mean_kendall_tau": _clean(self.mean_kendall_tau),
+                               "mean_kendall_tau": finite_or_none(self.mean_kendall_tau),
                                "winner_share": self.winner_share}
         if self.cluster_changed:
             out["cluster_changed"] = self.cluster_changed
@@ -58,8 +60,6 @@ class Sensitivity:
         return out
 
 
-def _clean(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 def order_of(values: Mapping[str, float], goodness: Callable[[float], float] = float

@@ -20,7 +20,7 @@ Imports nothing from judgebench.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -220,3 +220,67 @@ class TaskResult:
         setting = {"human": self.task.human, "statistic": self.task.statistic,
                    "level": self.task.level, "grouping": self.task.grouping}
         return pd.DataFrame([{**o.to_dict(), **setting} for o in self.best_first()])
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    """Several tasks run over one set of score matrices (mt-metrics-eval's `TaskSet`):
+    built from the attributes that vary (`TaskSet.product`), joined with `+`, iterated in
+    order. Meta-eval and the audit each take one."""
+
+    tasks: tuple[Task, ...] = ()
+
+    @classmethod
+    def product(cls, base: Task | None = None, **values: Sequence[Any]) -> TaskSet:
+        """One task per combination of `values` (Task attribute -> the values it takes), the
+        last attribute varying fastest; every other attribute is `base`'s. `level` and
+        `grouping` may vary together as `view=[(level, grouping), ...]`."""
+        import dataclasses
+        import itertools
+
+        if base is None:
+            if "human" not in values:
+                raise ValueError("TaskSet.product needs a base task or human=[...]")
+            base = Task(human=str(next(iter(values["human"]), "")))
+        names = list(values)
+        known = {f.name for f in dataclasses.fields(Task)} | {"view"}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"not Task attributes: {unknown}")
+        tasks = []
+        for combination in itertools.product(*(values[n] for n in names)):
+            changes = dict(zip(names, combination, strict=True))
+            if "view" in changes:
+                changes["level"], changes["grouping"] = changes.pop("view")
+            tasks.append(dataclasses.replace(base, **changes))
+        return cls(tuple(tasks))
+
+    def __add__(self, other: TaskSet) -> TaskSet:
+        return TaskSet(self.tasks + other.tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def distinct(self, attribute: str) -> list[Any]:
+        """The values `attribute` takes over the tasks, in order of first appearance."""
+        return list(dict.fromkeys(getattr(t, attribute) for t in self.tasks))
+
+    @property
+    def views(self) -> list[tuple[str, str]]:
+        """The (level, grouping) pairs of the tasks, in order of first appearance."""
+        return list(dict.fromkeys((t.level, t.grouping) for t in self.tasks))
+
+    def replace(self, **changes: Any) -> TaskSet:
+        """Every task with `changes` (Task attribute -> value)."""
+        import dataclasses
+
+        return TaskSet(tuple(dataclasses.replace(t, **changes) for t in self.tasks))
+
+    def run(self, data: ScoreMatrices | pd.DataFrame | Mapping[str, FloatArray],
+            metrics: Sequence[str], *, given: Mapping[str, FloatArray] | None = None,
+            progress: Progress | None = None) -> list[TaskResult]:
+        """`Task.run` of every task over the same `data`, in order."""
+        return [task.run(data, metrics, given=given, progress=progress) for task in self.tasks]

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from conftest import run_cli, summeval_records, write_jsonl
 
+from judgebench.api import meta_eval
 from judgebench.auditing.blocks import Options
 from judgebench.errors import InputError
 from judgebench.services.aggregate import aggregate
 from judgebench.services.audit import audit
-from judgebench.services.meta_eval import meta_eval
 from meta_eval.task import Task
 
 HUMANS = ("human.relevance", "human.coherence")

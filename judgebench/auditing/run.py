@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import meta_eval
+from judgebench._version import __version__
 from judgebench.auditing.agreement import scale_section
 from judgebench.auditing.blocks import Block, Options, evaluate_block
 from judgebench.auditing.conclusions import block_sequential, sequential_applies
@@ -27,16 +29,18 @@ from judgebench.errors import InputError
 from judgebench.models import Sample
 from judgebench.spec import MetricSpec
 from judgebench.suggest import did_you_mean
-from judgebench.tables.columns import KEY, metric_columns, numeric_columns
-from judgebench.tables.failed import MISSING, FailedAs, apply_numeric, find_failed, store_statuses
+from judgebench.tables.columns import KEY
 from judgebench.tables.scales import check_scales
-from judgebench.tables.scores_table import ScoresTable, load_scores_table, read_sidecar
+from judgebench.tables.scores_table import ScoresTable
+from meta_eval.task import Task, TaskSet
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.tables.prepared import PreparedTable
     from meta_eval.arrays import FloatArray
+    from meta_eval.table import ScoreMatrices
 
 PARSE_FAILURES = ("parse_error",)
 SEGMENT_SAMPLE = 300  # segment points kept per scatter plot
@@ -115,39 +119,32 @@ def check_settings(statistics: Sequence[str], settings: Sequence[tuple[str, str]
                 raise InputError(str(exc), field="--statistic") from None
 
 
-def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[str] = (),
-              scores_path: Path, samples: Sequence[Sample] | None = None,
-              samples_path: Path | None = None,
-              settings: Sequence[tuple[str, str]], statistics: Sequence[str] = ("pearson",),
-              sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
-              store_path: Path | None = None, lower: Sequence[str] = (),
-              higher: Sequence[str] = (), failed_as: FailedAs = MISSING,
-              raters: Sequence[str] = (),
-              progress: Callable[[str], None] | None = None) -> Report:
-    """The whole audit of the metric columns of `frame` (a wide scores table); a failed
-    score counts as `failed_as` says (judgebench.tables.failed); `raters` (annotator columns) are
-    not metrics."""
-    log = progress or (lambda _message: None)
+def audit_tasks(humans: Sequence[str], statistics: Sequence[str],
+                settings: Sequence[tuple[str, str]], options: Options) -> TaskSet:
+    """The audit's tasks: one per (human column, statistic, setting), in that order, with
+    the options' bootstrap, test and seed; InputError for a statistic a setting refuses."""
     check_settings(statistics, settings)
-    sidecar = read_sidecar(Path(scores_path))
-    failed = find_failed(frame, list(metrics) or [
-        str(c) for c in frame.columns if c not in (*KEY, *humans, *raters)
-        and not str(c).startswith(("human.", "sentinel."))],
-        sidecar=sidecar, statuses=None if store_path is None else store_statuses(
-            store_path, sidecar, metrics or frame.columns,
-            list(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))))
-    for note in failed.notes:
-        log(note)
-    numeric_columns(frame, [*humans, *metrics], str(scores_path))
-    columns = list(dict.fromkeys(metrics)) or metric_columns(
-        frame, exclude=[*humans, *raters], prefixes=("human.", "sentinel."), warn=log,
-        path=str(scores_path))
-    if not columns:
-        raise InputError("no metric columns: name them with --metric", path=str(scores_path))
-    counts = apply_numeric(frame, failed, columns, failed_as)
-    table_info = load_scores_table(scores_path, frame=frame, lower=lower, higher=higher,
-                                   host=host)
-    table_info.check_flags(columns)
+    base = Task(human=humans[0] if humans else "", epsilon=options.epsilon,
+                bootstrap=options.bootstrap, ci=options.ci, seed=options.seed, compare=True,
+                method=options.method, resamples=options.resamples, alpha=options.alpha)
+    return TaskSet.product(base, human=list(humans), statistic=list(statistics),
+                           view=list(settings))
+
+
+def run_audit(prepared: PreparedTable, tasks: TaskSet, *,
+              samples: Sequence[Sample] | None = None, samples_path: Path | None = None,
+              sentinel_specs: Sequence[MetricSpec], options: Options, host: PluginHost,
+              store_path: Path | None = None,
+              progress: Callable[[str], None] | None = None) -> Report:
+    """The whole audit of the metric columns of `prepared` (a wide scores table read once,
+    its failed scores counted as its `failed_as` says: judgebench.tables.failed) in each of
+    `tasks` (`audit_tasks`)."""
+    log = progress or (lambda _message: None)
+    statistics, settings = tasks.distinct("statistic"), tasks.views
+    check_settings(statistics, settings)
+    frame, humans, columns = prepared.frame, prepared.humans, prepared.metrics
+    scores_path, failed_as, counts = prepared.path, prepared.failed_as, prepared.failed
+    table_info = prepared.table
     clash = [s.column for s in sentinel_specs if s.column in columns]
     if clash:
         raise InputError(f"metric column(s) {clash} have a sentinel's name", path=str(scores_path))
@@ -171,67 +168,24 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     sequential: list[dict[str, Any]] = []
     scatter: dict[str, dict[str, dict[str, Any]]] = {}
     for human in humans:
-        table = oriented[[*KEY, human, *columns]].copy()
-        for r in runs:
-            table[r.column] = r.values[human]
-        names = [*columns, *sentinel_names]
-        try:
-            mats = meta_eval.score_matrices(table, [human, *names])
-        except ValueError as exc:
-            raise InputError(str(exc), path=str(scores_path)) from None
-        matrices = {n: mats[n] for n in names}
-        given = table_info.oriented_system_scores(columns, mats.systems)
-        raw, raw_given = matrices, given  # on-scale statistics: the values, not negated
+        m = _human_matrices(frame, oriented, human, columns, runs, table_info,
+                            raw_too=bool(on_scale), where=str(scores_path))
         if on_scale:
-            raw_table = frame[[*KEY, human, *columns]].copy()
-            for r in runs:
-                raw_table[r.column] = r.values[human]
-            raw_mats = meta_eval.score_matrices(raw_table, [human, *names])
-            raw = {n: raw_mats[n] for n in names}
-            raw_given = {c: np.asarray(table_info.system_scores(c, raw_mats.systems),
-                                       dtype=float) for c in given}
-            scale_entries += scale_section(matrices={human: raw_mats[human], **raw},
-                                           human=human, metrics=columns,
-                                           statistics=statistics)
-        scatter[human] = scatter_data(mats[human], matrices, mats.systems, options.seed,
-                                      given=given)
-        for statistic in statistics:
-            for level, grouping in settings:
-                label = "system" if level == "system" else f"segment/{grouping}"
-                began = time.perf_counter()
-                blocks.append(evaluate_block(
-                    human=mats[human], human_name=human,
-                    columns=_block_columns(statistic, raw if statistic in on_scale
-                                           else matrices, sentinel_names, warnings),
-                    sentinels=sentinel_names, statistic=statistic, level=level,
-                    grouping=grouping, options=options,
-                    given=raw_given if statistic in on_scale else given))
-                if options.robustness:
-                    from judgebench.auditing.robustness import block_robustness, gate_without
-                    from judgebench.services.missingness import present_cells
-
-                    block_columns = _block_columns(statistic, raw if statistic in on_scale
-                                                   else matrices, sentinel_names, warnings)
-                    block_given = raw_given if statistic in on_scale else given
-                    blocks[-1].robustness = block_robustness(
-                        blocks[-1], human=mats[human],
-                        columns=raw if statistic in on_scale else matrices,
-                        present=present_cells(table, mats.items, mats.systems),
-                        systems=list(mats.systems))
-                    blocks[-1].robustness["gate_without"] = gate_without(
-                        blocks[-1], human=mats[human], columns=block_columns,
-                        sentinels=sentinel_names, options=options, given=block_given,
-                        systems=list(mats.systems))
-                if options.sequential and sequential_applies(statistic, level, grouping):
-                    replay = block_sequential(
-                        blocks[-1], human=mats[human],
-                        columns=_block_columns(statistic, raw if statistic in on_scale
-                                               else matrices, sentinel_names, warnings),
-                        alpha=options.alpha, seed=options.seed)
-                    if replay is not None:
-                        sequential.append(replay)
-                log(f"{human} · {statistic} · {label}: {blocks[-1].tests} tests, "
-                    f"{time.perf_counter() - began:.1f} s")
+            scale_entries += scale_section(matrices={human: m.human, **m.raw}, human=human,
+                                           metrics=columns, statistics=statistics)
+        scatter[human] = scatter_data(m.human, m.oriented, m.systems, options.seed,
+                                      given=m.given)
+        for task in (t for t in tasks if t.human == human):
+            began = time.perf_counter()
+            block, replay = _task_block(task, m, on_scale=task.statistic in on_scale,
+                                        sentinels=sentinel_names, warnings=warnings,
+                                        options=options)
+            blocks.append(block)
+            if replay is not None:
+                sequential.append(replay)
+            label = "system" if task.level == "system" else f"segment/{task.grouping}"
+            log(f"{human} · {task.statistic} · {label}: {block.tests} tests, "
+                f"{time.perf_counter() - began:.1f} s")
     if options.robustness and len(humans) > 1:
         from judgebench.auditing.robustness import add_construct
 
@@ -245,7 +199,7 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
     return Report(
         title=f"Audit of {Path(scores_path).name}",
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        version=_version(),
+        version=__version__,
         inputs={"scores": str(scores_path),
                 "samples": str(samples_path) if samples_path else None,
                 "store": str(store_path) if store_path else None,
@@ -264,6 +218,77 @@ def run_audit(frame: pd.DataFrame, *, humans: Sequence[str], metrics: Sequence[s
             f"{failed_as.name})" for c, f in counts.items() if f["rows"])],
         scales=scale_entries, failed=counts, sequential=sequential)
 
+
+
+@dataclass
+class _HumanMatrices:
+    """One human column's matrices and those of the metrics and sentinels beside it:
+    oriented (higher is better), and raw (the values as they are, for on-scale statistics),
+    with the corpus scores of each."""
+
+    human: FloatArray
+    items: list[str]
+    systems: list[str]
+    oriented: dict[str, FloatArray]
+    given: dict[str, FloatArray]
+    raw: dict[str, FloatArray]
+    raw_given: dict[str, FloatArray]
+    rows: pd.DataFrame  # the rows the matrices were read from (present cells)
+
+    def of(self, on_scale: bool) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
+        return (self.raw, self.raw_given) if on_scale else (self.oriented, self.given)
+
+
+def _human_matrices(frame: pd.DataFrame, oriented: pd.DataFrame, human: str,
+                    columns: Sequence[str], runs: Sequence[SentinelRun],
+                    table_info: ScoresTable, *, raw_too: bool, where: str) -> _HumanMatrices:
+    names = [*columns, *(r.column for r in runs)]
+
+    def read(source: pd.DataFrame) -> tuple[ScoreMatrices, pd.DataFrame]:
+        rows = source[[*KEY, human, *columns]].copy()
+        for r in runs:
+            rows[r.column] = r.values[human]
+        try:
+            return meta_eval.score_matrices(rows, [human, *names]), rows
+        except ValueError as exc:
+            raise InputError(str(exc), path=where) from None
+
+    mats, rows = read(oriented)
+    matrices = {n: mats[n] for n in names}
+    given = table_info.oriented_system_scores(columns, mats.systems)
+    raw, raw_given = matrices, given  # on-scale statistics: the values, not negated
+    if raw_too:
+        raw_mats, _ = read(frame)
+        raw = {n: raw_mats[n] for n in names}
+        raw_given = {c: np.asarray(table_info.system_scores(c, raw_mats.systems), dtype=float)
+                     for c in given}
+    return _HumanMatrices(mats[human], list(mats.items), list(mats.systems), matrices, given,
+                          raw, raw_given, rows)
+
+
+def _task_block(task: Task, m: _HumanMatrices, *, on_scale: bool, sentinels: list[str],
+                warnings: list[str], options: Options) -> tuple[Block, dict[str, Any] | None]:
+    """One task's block (with its robustness where asked) and its sequential replay, if any."""
+    columns, given = m.of(on_scale)
+    block_columns = _block_columns(task.statistic, columns, sentinels, warnings)
+    block = evaluate_block(human=m.human, human_name=task.human, columns=block_columns,
+                           sentinels=sentinels, statistic=task.statistic, level=task.level,
+                           grouping=task.grouping, options=options, given=given)
+    if options.robustness:
+        from judgebench.auditing.robustness import block_robustness, gate_without
+        from judgebench.services.missingness import present_cells
+
+        block.robustness = block_robustness(
+            block, human=m.human, columns=columns,
+            present=present_cells(m.rows, m.items, m.systems), systems=m.systems)
+        block.robustness["gate_without"] = gate_without(
+            block, human=m.human, columns=block_columns, sentinels=sentinels,
+            options=options, given=given, systems=m.systems)
+    replay = None
+    if options.sequential and sequential_applies(task.statistic, task.level, task.grouping):
+        replay = block_sequential(block, human=m.human, columns=block_columns,
+                                  alpha=options.alpha, seed=options.seed)
+    return block, replay
 
 def _block_columns(statistic: str, columns: dict[str, FloatArray],
                    sentinels: Sequence[str], warnings: list[str]) -> dict[str, FloatArray]:
@@ -301,12 +326,6 @@ def _sentinel_warnings(runs: Sequence[SentinelRun], humans: Sequence[str]) -> li
                 if not run.trained:
                     break  # the same for every human column
     return out
-
-
-def _version() -> str:
-    from judgebench import __version__
-
-    return __version__
 
 
 # -- probes ----------------------------------------------------------------------------------

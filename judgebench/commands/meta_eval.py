@@ -258,7 +258,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
     if judges or by:
         raise click.UsageError("--judge and --by need --pairwise (a table of compared pairs)")
     from judgebench.cli import given_host
-    from judgebench.services.meta_eval import meta_eval
+    from judgebench.services.meta_eval import from_options as meta_eval
 
     result = meta_eval(scores, humans=humans, metrics=metrics, level=level, grouping=grouping,
                        statistics=statistics, epsilon=epsilon, bootstrap=bootstrap, ci=ci,

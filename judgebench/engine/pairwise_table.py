@@ -25,13 +25,11 @@ works the same.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from judgebench.engine.survey import PairSurvey, category_of, majority, sample_hash, survey
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import MetricInfo, Sample, Score, Status
 
@@ -61,47 +59,6 @@ def is_pointwise_metric(info: MetricInfo) -> bool:
 def verdict_columns(column: str) -> dict[str, str]:
     """The three table columns of one pairwise judge column."""
     return {"verdict": column, "ab": f"{column}.ab", "ba": f"{column}.ba"}
-
-
-@dataclass
-class PairSurvey:
-    """What the first read learns for the pairwise shape: how many rows are pairwise and
-    pointwise (with the first of each), whether any has a category (and a CR in one), the
-    first pairwise row without `system_a`/`system_b`, the first repeated (item, system_a,
-    system_b)."""
-
-    pairwise: int = 0
-    pointwise: int = 0
-    first_pairwise: tuple[str, str] | None = None
-    first_pointwise: tuple[str, str] | None = None
-    has_category: bool = False
-    has_cr: bool = False
-    unnamed: tuple[str, str] | None = None
-    repeated: tuple[str, str, str] | None = None
-    _seen: set[bytes] = field(default_factory=set, repr=False)
-
-    def add(self, sample: Sample) -> None:
-        where = (sample.item, sample.system)
-        if not sample.is_pairwise:
-            self.pointwise += 1
-            self.first_pointwise = self.first_pointwise or where
-            return
-        self.pairwise += 1
-        self.first_pairwise = self.first_pairwise or where
-        category = category_of(sample)
-        if category is not None:
-            self.has_category = True
-            self.has_cr = self.has_cr or "\r" in category
-        if not sample.system_a or not sample.system_b:
-            self.unnamed = self.unnamed or where
-            return
-        self.has_cr = self.has_cr or "\r" in sample.system_a or "\r" in sample.system_b
-        key = json.dumps([sample.item, sample.system_a, sample.system_b],
-                         ensure_ascii=False).encode("utf-8", "surrogatepass")
-        digest = hashlib.blake2b(key, digest_size=16).digest()
-        if digest in self._seen:
-            self.repeated = self.repeated or (sample.item, sample.system_a, sample.system_b)
-        self._seen.add(digest)
 
 
 def check_shape(pairs: PairSurvey, metrics: Sequence[tuple[str, MetricInfo]], *,
@@ -143,13 +100,6 @@ def check_shape(pairs: PairSurvey, metrics: Sequence[tuple[str, MetricInfo]], *,
     return True
 
 
-def category_of(sample: Sample) -> str | None:
-    value = sample.metadata.get("category")
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
 def verdict_text(value: Any) -> str | None:
     """A verdict as the table writes it: `a`/`b`/`tie`, a probability in [0, 1] as its
     shortest round-trip decimal text, or None (missing, or not a verdict)."""
@@ -184,11 +134,9 @@ def verdicts_of(score: Score | None) -> tuple[str | None, str | None, str | None
 def majority_verdicts(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:
     """`score --repeats K` of a pairwise judge: per pair, the first draw's score whose
     combined verdict (of the draws that scored) and verdict per order (of the draws that
-    gave one) are the majority of the draws' (`runner.majority`: the first drawn among the
+    gave one) are the majority of the draws' (`survey.majority`: the first drawn among the
     most frequent), or their mean where the verdicts are probabilities; one draw: that
     draw."""
-    from judgebench.engine.runner import majority
-
     if len(draws) == 1:
         return dict(draws[0])
 
@@ -224,8 +172,6 @@ def build_pairwise_table(
     """The pairwise table of `samples` (see the module docstring); as `runner.build_table`,
     each cell comes from the stored score of exactly that sample."""
     import pandas as pd
-
-    from judgebench.engine.runner import sample_hash, survey
 
     if hashes is None:
         hashes = [sample_hash(s) for s in samples]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import math
 import sys
 import time
@@ -26,13 +25,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from judgebench.engine import progress_line
 from judgebench.engine.judge_cache import REPLAYS
-from judgebench.engine.pairwise_table import PairSurvey, build_pairwise_table, check_shape, describe
+from judgebench.engine.pairwise_table import build_pairwise_table, check_shape, describe
 from judgebench.engine.runtime import BudgetExceeded, RunSettings, current, running
 from judgebench.engine.scoring import (
     PreparedMetric,
     failure_reason,
     further_draws,
-    lacks,
     one_by_one,
     plan_repeats,
     prepare_metrics,
@@ -48,9 +46,10 @@ from judgebench.engine.store import (
     SampleKey,
     Store,
 )
+from judgebench.engine.survey import Survey, key_bytes, majority, sample_hash, survey
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.metric import STATISTICS, Metric, add_statistics, outcome_of
-from judgebench.models import CONVERSATION_FIELDS, CorpusScore, Outcome, Sample, Score, Status
+from judgebench.models import CorpusScore, Outcome, Sample, Score, Status
 from judgebench.redact import redact
 from judgebench.spec import MetricSpec
 
@@ -146,77 +145,9 @@ class TableResult(RunResult):
     table: pd.DataFrame = field(kw_only=True)
 
 
-@dataclass
-class Survey:
-    """What a first read of the samples learns, before any work: the number of rows, the human
-    criteria in order of first appearance, per Sample field the rows lacking it
-    (`scoring.lacks`: count and the first one), whether any id or column name holds a CR (CSV
-    output then quotes all text), and a digest of the (item, system) sequence, to notice an
-    input that changes between reads."""
-
-    rows: int = 0
-    human_names: dict[str, None] = field(default_factory=dict)
-    lacking: dict[str, tuple[int, str, str]] = field(default_factory=dict)
-    has_cr: bool = False
-    keys_digest: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
-    pairs: PairSurvey = field(default_factory=PairSurvey)
-    #: whether any sample is a judged turn (the table then has a turn key column)
-    turns: bool = False
-
-    def add(self, sample: Sample) -> None:
-        self.rows += 1
-        self.turns = self.turns or sample.turn is not None
-        self.pairs.add(sample)
-        self.human_names.update(dict.fromkeys(sample.human))
-        for name in Sample.model_fields:
-            if lacks(sample, name):
-                count, item, system = self.lacking.get(name, (0, sample.item, sample.system))
-                self.lacking[name] = (count + 1, item, system)
-        self.has_cr = (self.has_cr or "\r" in sample.item or "\r" in sample.system
-                       or self.pairs.has_cr)
-        self.keys_digest.update(_key_bytes(sample))
-
-    def check_requirements(self, prepared: Sequence[PreparedMetric]) -> None:
-        """Stop before any work if a metric needs a field some samples lack."""
-        problems = []
-        for p in prepared:
-            for name in p.metric.info.requires:
-                if name in self.lacking:
-                    count, item, system = self.lacking[name]
-                    problems.append(
-                        f"metric {p.metric.info.name} needs field '{name}', missing in "
-                        f"{count} of {self.rows} rows (first: item={item!r}, system={system!r})"
-                    )
-        if problems:
-            raise InputError("; ".join(problems), field=None)
-
-
-def _key_bytes(sample: Sample) -> bytes:
-    key = [sample.item, sample.system] + ([] if sample.turn is None else [sample.turn])
-    return json.dumps(key, ensure_ascii=False).encode(
-        "utf-8", "surrogatepass")
-
-
-def survey(samples: Iterable[Sample]) -> Survey:
-    """Read every sample once (validating it, if `samples` is a file being read) into a
-    Survey."""
-    found = Survey()
-    for sample in samples:
-        found.add(sample)
-    return found
-
-
 def check_requirements(samples: Sequence[Sample], prepared: Sequence[PreparedMetric]) -> None:
     """Stop before any work if a metric needs a field some samples lack."""
     survey(samples).check_requirements(prepared)
-
-
-def sample_hash(sample: Sample) -> str:
-    payload = sample.model_dump(mode="json", exclude={"human", "metadata"})
-    for name in CONVERSATION_FIELDS:  # absent, they leave the hashes of before unchanged
-        if payload[name] is None:
-            del payload[name]
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def _stamp(outcome: Outcome, sample: Sample, p: PreparedMetric) -> Score:
@@ -380,7 +311,7 @@ def run_stream(
                     hashes = [sample_hash(s) for s in chunk]
                     keys = [(s.item, s.system, h) for s, h in zip(chunk, hashes, strict=True)]
                     for sample in chunk:
-                        keys_digest.update(_key_bytes(sample))
+                        keys_digest.update(key_bytes(sample))
                     return _PlannedChunk(chunk, hashes, keys, [
                         _plan_segments(p, chunk, keys, store, resume, bar, result,
                                        scheduler if p.repeat == 0 else None)
@@ -789,13 +720,6 @@ def cell_of_draws(draws: Sequence[Mapping[SampleKey, Score]], p: PreparedMetric,
 
         return majority_verdicts(draws)
     return majority_of_draws(draws) if p.cell == "majority" else mean_of_draws(draws)
-
-
-def majority(values: Sequence[Any]) -> Any:
-    """The most frequent of `values`; among equally frequent ones, the one drawn first."""
-    counts = Counter(values)
-    top = max(counts.values())
-    return next(v for v in values if counts[v] == top)
 
 
 def majority_of_draws(draws: Sequence[Mapping[SampleKey, Score]]) -> dict[SampleKey, Score]:

@@ -520,7 +520,7 @@ class Store:
     def _run(self) -> int:
         """This Store's run id, recorded with its first write (inside that transaction)."""
         if self.run_id is None:
-            from judgebench import __version__
+            from judgebench._version import __version__
 
             a = self._about
             cursor = self.conn.execute(

@@ -104,7 +104,7 @@ def render_json(result: BenchResult) -> str:
 
 
 def render_html(result: BenchResult) -> str:
-    from judgebench import __version__
+    from judgebench._version import __version__
     from judgebench.render.html import CSP, CSS, table_html
 
     body = ["<h1>judgebench bench</h1>"]

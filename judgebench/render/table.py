@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgebench.services.aggregate import AggregateResult, RuleInfo
-    from judgebench.services.meta_eval import MetaEvalResult
+    from judgebench.services.meta_eval_results import MetaEvalResult
 
 FORMATS = ("text", "json", "csv", "markdown", "latex")
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from judgebench.services.construct import ConstructReport
     from judgebench.services.diff import DiffResult
     from judgebench.services.items import ItemsResult
-    from judgebench.services.meta_eval import CeilingRow, MetaEvalResult, MetricRow
+    from judgebench.services.meta_eval_results import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
     from judgebench.services.power import PowerReport
     from judgebench.services.repeats import RepeatsRow
@@ -78,7 +78,7 @@ CLUSTER_NOTE = ("cluster: metrics in one cluster are not significantly different
 def meta_eval(result: MetaEvalResult, *, verbose: bool = False) -> str:
     """The readable table: one block per human column and statistic (the ceilings of one
     statistic together), metrics best first; `verbose` adds each block's pairwise tests."""
-    from judgebench.services.meta_eval import CeilingRow
+    from judgebench.services.meta_eval_results import CeilingRow
 
     blocks: dict[tuple[str, str, str, str], list[MetricRow | CeilingRow]] = {}
     for row in result.rows:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
 from judgebench.results import Result
-from judgebench.tables.columns import metric_columns, numeric_columns
-from judgebench.tables.failed import MISSING, apply_numeric, find_failed
+from judgebench.tables.prepared import PreparedTable
+from meta_eval.numerics import finite_or_none
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 Log = Callable[[str], None]
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -55,8 +53,8 @@ class AltTestRow:
                 "criterion": self.criterion, "statistic": "alt-test",
                 "alt_score": self.score, "epsilon": self.epsilon, "alpha": self.alpha,
                 "n": r.items,
-                "alt-test-winning-rate": _finite(r.winning_rate),
-                "alt-test-advantage-probability": _finite(r.advantage_probability),
+                "alt-test-winning-rate": finite_or_none(r.winning_rate),
+                "alt-test-advantage-probability": finite_or_none(r.advantage_probability),
                 "passed": r.passed if r.annotators else None,
                 "per_annotator": [t.to_dict() for t in r.annotators],
                 "skipped_annotators": dict(r.skipped)}
@@ -79,7 +77,6 @@ def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
     """The alt-test of each metric column of `scores` against the annotator columns
     (`humans`, default every `human.*` column); with `search_epsilon`, also the smallest
     epsilon at which each passes. Bad input raises `InputError`."""
-    from judgebench.services.meta_eval import _load
     from meta_eval.alt_test import SCORES, epsilon_to_pass
     from meta_eval.alt_test import alt_test as kernel
 
@@ -88,26 +85,11 @@ def alt_test(scores: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
         raise InputError(f"one of {', '.join(SCORES)}", field="--alt-score")
     if not epsilon >= 0:
         raise InputError("must be >= 0", field="--epsilon")
-    table = _load(scores, None, (), (), None)
-    where = str(table.path)
-    frame = table.frame
-    annotators = list(humans) or [str(c) for c in frame.columns
-                                  if str(c).startswith("human.")]
+    table = PreparedTable.read(scores, list(humans) or None, metrics, log=log)
+    where, frame, annotators, judges = table.where, table.frame, table.humans, table.metrics
     if len(annotators) < 2:
         raise InputError(f"the alt-test needs two or more annotator columns (human.*), found "
                          f"{len(annotators)}", path=where, field="--human")
-    numeric_columns(frame, annotators, where)
-    failed = find_failed(frame, list(metrics) or [
-        str(c) for c in frame.columns if c not in {"item", "system", *annotators}
-        and not str(c).startswith("human.")], sidecar=table.sidecar)
-    for note in failed.notes:
-        log(note)
-    if metrics:
-        numeric_columns(frame, metrics, where)
-    judges = list(metrics) or metric_columns(frame, exclude=annotators, warn=log, path=where)
-    if not judges:
-        raise InputError("no judge columns: name them with --metric", path=where)
-    apply_numeric(frame, failed, judges, MISSING)
     groups = criteria(annotators)
     log(f"alt-test: {len(frame)} rows, {len(annotators)} annotators"
         f"{f' in {len(groups)} criteria' if len(groups) > 1 else ''}, {len(judges)} judge(s), "

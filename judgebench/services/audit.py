@@ -93,13 +93,20 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     error spans: a file or a suite name) adds the span-marking judges' span statistics
     (judgebench.services.spans). Bad input raises `InputError` before any scoring."""
     from judgebench.auditing.checks import parse_checks, read_previous
-    from judgebench.auditing.run import judge_bias, metamorphic, probe_specs, run_audit
+    from judgebench.auditing.run import (
+        audit_tasks,
+        judge_bias,
+        metamorphic,
+        probe_specs,
+        run_audit,
+    )
     from judgebench.auditing.sentinels import parse_sentinels
-    from judgebench.engine.turn_table import has_turns, keyed_samples, turn_layout, turn_units
+    from judgebench.engine.turn_table import keyed_samples
     from judgebench.plugins import build_host
     from judgebench.spec import parse_spec
     from judgebench.tables.failed import parse_failed_as
-    from judgebench.tables.io import read_samples, read_table
+    from judgebench.tables.io import read_samples
+    from judgebench.tables.prepared import PreparedTable
 
     host = host or build_host()
     options = options or Options()
@@ -141,29 +148,29 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
         raise InputError("probes need the generations: give --samples", field="--samples")
     scores_path = Path(scores)
-    frame = read_table(scores_path)
+    generations = read_samples(samples_path) if samples_path is not None else None
+    settings = settings_of(levels, groupings)
+    if not settings:
+        raise InputError("no setting left: --level segment needs a --grouping",
+                         field="--grouping")
+    prepared = PreparedTable.read(scores_path, humans, metrics, others=raters,
+                                  prefixes=("human.", "sentinel."), lower=lower, higher=higher,
+                                  failed_as=convention, views=settings,
+                                  store_path=Path(store) if store is not None else None,
+                                  host=host, log=log)
+    frame = prepared.frame
     annotators = None
     if alt_test is not None:
         from judgebench.auditing.conclusions import annotators_of
 
         annotators = annotators_of([str(c) for c in frame.columns], humans, raters,
                                    path=str(scores_path))
-    generations = read_samples(samples_path) if samples_path is not None else None
-    settings = settings_of(levels, groupings)
-    if not settings:
-        raise InputError("no setting left: --level segment needs a --grouping",
-                         field="--grouping")
-    if has_turns(frame):  # conversations scored turn by turn (judgebench.engine.turn_table)
-        layout = turn_layout(settings, path=str(scores_path))
-        frame = turn_units(frame, layout, path=str(scores_path))
-        if generations is not None:
-            generations = keyed_samples(generations, layout)
-    report = run_audit(frame, humans=humans, metrics=metrics, scores_path=scores_path,
-                       samples=generations, samples_path=samples_path, settings=settings,
-                       statistics=statistics, sentinel_specs=sentinel_specs, options=options,
-                       host=host, store_path=Path(store) if store is not None else None,
-                       lower=lower, higher=higher, failed_as=convention, raters=raters,
-                       progress=log)
+    if generations is not None and prepared.layout is not None:
+        generations = keyed_samples(generations, prepared.layout)
+    report = run_audit(prepared, audit_tasks(humans, statistics, settings, options),
+                       samples=generations, samples_path=samples_path,
+                       sentinel_specs=sentinel_specs, options=options, host=host,
+                       store_path=Path(store) if store is not None else None, progress=log)
     _warn_not_run(report, humans, log)
     from judgebench.auditing.combination import combination_verdicts, combinations_in
 
@@ -287,7 +294,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
                     log: Log | None, refused: dict[str, Sequence[Any]]) -> Report:
     """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
     `judges` on `pairs`."""
-    from judgebench import __version__
+    from judgebench._version import __version__
     from judgebench.auditing.pairwise import pairwise_report
     from judgebench.auditing.run import judge_bias
 

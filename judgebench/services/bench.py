@@ -347,8 +347,10 @@ def _pairwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[st
 def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
                     stored: list[str], bootstrap: int, seed: int, alpha: float
                     ) -> list[CardRow]:
-    from judgebench.services.meta_eval import meta_eval
+    from judgebench.services.meta_eval import meta_eval, task_set
     from judgebench.suite import LEVELS
+    from judgebench.tables.failed import parse_failed_as
+    from judgebench.tables.prepared import PreparedTable
 
     level, grouping = LEVELS[protocol.level]
     if protocol.grouping is not None:
@@ -356,11 +358,14 @@ def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[s
     annotators = suite.info.annotators.get(protocol.criterion, [])
     raters = [f"{protocol.human}.{a}" for a in annotators] if len(annotators) >= 2 else []
     metrics = [*specs, *stored]
-    result = meta_eval(table, humans=[protocol.human], metrics=metrics, level=level,
-                       grouping=grouping, statistics=protocol.statistics,
-                       bootstrap=bootstrap, seed=seed, compare=len(metrics) > 1,
-                       alpha=alpha, raters=raters, higher=stored,
-                       failed_as=protocol.failed_as)
+    convention = parse_failed_as(protocol.failed_as, pairwise=False)
+    tasks = task_set(humans=[protocol.human], views=[(level, grouping)],
+                     statistics=protocol.statistics, bootstrap=bootstrap, seed=seed,
+                     compare=len(metrics) > 1, alpha=alpha, raters=raters)
+    prepared = PreparedTable.read(table, [protocol.human], metrics, raters=raters,
+                                  higher=stored, use_corpus=level == "system",
+                                  failed_as=convention, views=[(level, grouping)])
+    result = meta_eval(prepared, tasks)
     out = []
     for r in result.to_dict():
         kind = ("ceiling" if r["metric"] == CEILING else
@@ -370,7 +375,9 @@ def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[s
 
 
 def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    from meta_eval.numerics import finite_or_none
+
+    return finite_or_none(value) if isinstance(value, int | float) else None
 
 
 def _row(r: dict[str, Any], protocol: Protocol, subset: str | None, kind: str) -> CardRow:

@@ -123,8 +123,7 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
 
     from judgebench.extras import require
     from judgebench.tables import destinations
-    from judgebench.tables.columns import numeric_columns
-    from judgebench.tables.scores_table import load_scores_table
+    from judgebench.tables.prepared import PreparedTable
 
     require("judgebench combine", "combine", "sklearn")
     log = log or (lambda _message: None)
@@ -142,17 +141,16 @@ def combine(scores: str | Path, *, human: str, metrics: Sequence[str], out: str 
     path = Path(scores)
     destinations.check([destinations.read("SCORES", path, sidecar=True),
                         destinations.table("-o", out, sidecar=True)])
-    table = load_scores_table(path, lower=lower, higher=higher, host=host)
-    where = str(path)
-    numeric_columns(table.frame, [human, *metrics], where)
-    table.check_flags(metrics)
+    prepared = PreparedTable.read(path, [human], metrics, lower=lower, higher=higher,
+                                  host=host, log=log)
+    table, where = prepared.table, str(path)
     column = signature(model=model, inputs=metrics, human=human, folds=folds, seed=seed,
                        alpha=alpha, gp_max_rows=gp_max_rows)
     if column in table.frame.columns:
         raise InputError("the table already has this combination's column", path=where,
                          field=column)
-    frame = table.frame
-    oriented = table.oriented(frame, metrics)
+    frame = prepared.frame
+    oriented = prepared.oriented_frame()
     x = oriented[metrics].to_numpy(dtype=float)
     y = frame[human].to_numpy(dtype=float)
     complete = np.isfinite(x).all(axis=1)

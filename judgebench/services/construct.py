@@ -55,8 +55,7 @@ def construct(scores: str | Path | pd.DataFrame, *, intended: dict[str, str],
               log: Log | None = None) -> ConstructReport:
     """The MTMM analysis of the metrics in `intended` ({metric: its criterion}) against the
     criteria (`humans`, default the criteria named in `intended`)."""
-    import meta_eval as me
-    from judgebench.services.meta_eval import _columns
+    from judgebench.tables.prepared import PreparedTable
     from meta_eval.construct import SYMMETRIC, construct_validity
 
     log = log or (lambda _message: None)
@@ -69,11 +68,9 @@ def construct(scores: str | Path | pd.DataFrame, *, intended: dict[str, str],
                          field="--construct")
     if method == "williams" and (statistic != "pearson" or grouping != "none"):
         raise InputError("Williams' test takes pearson without grouping", field="--test")
-    cols = _columns(scores, humans=criteria, metrics=list(intended), raters=(), lower=lower,
-                    higher=higher, corpus_path=None, use_corpus=False,
-                    excluded=exclude_systems, log=log)
-    matrices = me.score_matrices(cols.table.oriented(cols.frame, cols.metrics),
-                                 [*criteria, *cols.metrics])
+    cols = PreparedTable.read(scores, criteria, list(intended), lower=lower, higher=higher,
+                              exclude_systems=exclude_systems, log=log)
+    matrices = cols.matrices([*criteria, *cols.metrics])
     log(f"construct validity: {len(intended)} metric(s) x {len(criteria)} criteria, "
         f"{statistic}, {method}")
     rows = construct_validity(criteria={c: matrices[c] for c in criteria},

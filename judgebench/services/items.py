@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
 from judgebench.results import Result
+from meta_eval.numerics import finite_or_none
 
 if TYPE_CHECKING:
 
@@ -33,9 +34,6 @@ ESTIMATION = ("marginal maximum likelihood, EM with Gauss-Hermite quadrature (Bo
               "SE = 1/sqrt(test information)")
 
 
-def _num(value: float) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 @dataclass
@@ -89,8 +87,10 @@ class ItemsResult(Result):
             extreme = int(self.abilities.extreme[j])
             rows.append({
                 "type": "system", "system": self.systems[j], "rank": rank,
-                "ability": _num(self.abilities.ability[j]), "se": _num(self.abilities.se[j]),
-                "ci_low": _num(low[j]), "ci_high": _num(high[j]), "ci": self.ci,
+                "ability": finite_or_none(self.abilities.ability[j]),
+                "se": finite_or_none(self.abilities.se[j]),
+                "ci_low": finite_or_none(low[j]), "ci_high": finite_or_none(high[j]),
+                "ci": self.ci,
                 "raw_score": int(self.raw[j]), "answered": int(self.answered[j]),
                 "extreme": {1: "all right", -1: "all wrong"}.get(extreme)})
         return rows
@@ -98,10 +98,10 @@ class ItemsResult(Result):
     def item_rows(self) -> list[dict[str, Any]]:
         flags = self.flags()
         return [{"type": "item", "item": name,
-                 "difficulty": _num(self.fit.difficulty[i]),
-                 "discrimination": _num(self.fit.discrimination[i]),
-                 "discrimination_2pl": _num(self.two_pl.discrimination[i]),
-                 "share": _num(self.share[i]), "answered": int(self.answers[i]),
+                 "difficulty": finite_or_none(self.fit.difficulty[i]),
+                 "discrimination": finite_or_none(self.fit.discrimination[i]),
+                 "discrimination_2pl": finite_or_none(self.two_pl.discrimination[i]),
+                 "share": finite_or_none(self.share[i]), "answered": int(self.answers[i]),
                  "informative": bool(self.fit.informative[i]), "flag": flags.get(i)}
                 for i, name in enumerate(self.items)]
 
@@ -124,9 +124,9 @@ class ItemsResult(Result):
                 "items": [self.items[i] for i in self.subset.items],
                 "method": "greedy D-optimal: Fisher information at the systems' abilities, "
                           "flagged items left out",
-                "kendall_tau": _num(self.subset.tau),
-                "random_kendall_tau": _num(self.subset.random_tau),
-                "random_kendall_tau_sd": _num(self.subset.random_tau_sd),
+                "kendall_tau": finite_or_none(self.subset.tau),
+                "random_kendall_tau": finite_or_none(self.subset.random_tau),
+                "random_kendall_tau_sd": finite_or_none(self.subset.random_tau_sd),
                 "random_draws": self.subset.draws}
 
     def power_row(self) -> dict[str, Any] | None:
@@ -155,9 +155,7 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
     module). Bad input raises InputError naming the file and field before any fitting."""
     import numpy as np
 
-    import meta_eval
-    from judgebench.tables.columns import numeric_columns
-    from judgebench.tables.scores_table import load_scores_table
+    from judgebench.tables.prepared import PreparedTable
     from meta_eval import irt
 
     log = log or (lambda _message: None)
@@ -174,16 +172,14 @@ def items(scores: str | Path, *, metric: str, threshold: float | None = None,
     if top_k < 1:
         raise InputError("must be at least 1", field="--top-k")
     path = Path(scores)
-    table = load_scores_table(path, lower=lower, higher=higher, host=host)
     where = str(path)
     if human is not None and human == metric:
         raise InputError("the metric and the human column are the same column",
                          path=where, field="--human")
-    numeric_columns(table.frame, [metric, *([human] if human else [])], where)
-    table.check_flags([metric])
-    info = table.info(metric)
-    oriented = table.oriented(table.frame, [metric])
-    mats = meta_eval.score_matrices(oriented, [metric, *([human] if human else [])])
+    table = PreparedTable.read(path, [human] if human else [], [metric], lower=lower,
+                               higher=higher, host=host, log=log)
+    info = table.infos[metric]
+    mats = table.matrices([metric, *([human] if human else [])])
     values = mats[metric]
     if human is not None:
         responses = irt.agreement_responses(human=mats[human], metric=values)

@@ -1,326 +1,186 @@
 """The meta-eval service: what `judgebench meta-eval` computes, as a Python function.
 
-`meta_eval(scores, humans=[...])` reads a wide scores table (a path, with its `.meta.json`
-sidecar, or a DataFrame), orients every metric column so that higher is better, runs one
-`meta_eval.task.Task` per (human column, statistic) and returns a `MetaEvalResult`: typed rows
-whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and `to_frame()`.
+`meta_eval(table, tasks)` runs a `meta_eval.task.TaskSet` (one task per view, human column and
+statistic: `task_set`) over the score matrices of a `PreparedTable` (a wide scores table read
+once, every metric column oriented so that higher is better) and returns a `MetaEvalResult`:
+typed rows whose `to_dict()` are the objects `judgebench meta-eval --json` prints, and
+`to_frame()`. `from_options(scores, humans=[...], ...)` is the keyword form
+(`judgebench.api.meta_eval`, the command).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from judgebench.engine.turn_table import has_turns, turn_layout, turn_units
 from judgebench.errors import InputError
-from judgebench.results import Result
-from judgebench.suggest import did_you_mean
-from judgebench.tables.columns import metric_columns, numeric_columns
-from judgebench.tables.failed import (
-    MISSING,
-    FailedAs,
-    apply_corpus,
-    apply_numeric,
-    find_failed,
-    parse_failed_as,
+from judgebench.services.meta_eval_results import (
+    CEILING,
+    CI_NOTE,
+    COMPARE_NOTE,
+    CeilingRow,
+    MetaEvalBlock,
+    MetaEvalResult,
+    MetricRow,
+    PairTest,
+    Row,
 )
-from judgebench.tables.io import LineNumbers
+from judgebench.suggest import did_you_mean
+from judgebench.tables.failed import FailedAs, parse_failed_as
+from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
-from judgebench.tables.scores_table import ColumnInfo, ScoresTable, load_scores_table
 from meta_eval.statistics import get
-from meta_eval.task import ComparisonError, MetricOutcome, Task, TaskResult
+from meta_eval.task import ComparisonError, Task, TaskResult, TaskSet
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
-    from judgebench.services.repeats import RepeatsRow
     from meta_eval.arrays import FloatArray
-    from meta_eval.ceiling import Ceiling
-    from meta_eval.results import Comparison
 
 Log = Callable[[str], None]
-CEILING = "(human ceiling)"
-CI_NOTE = "no item bootstrap for a corpus score (it would need the corpus score of every resample)"
-COMPARE_NOTE = ("not compared: its system score is a corpus score, and the significance test "
-                "resamples segment scores")
+__all__ = ["CEILING", "CI_NOTE", "COMPARE_NOTE", "CeilingRow", "MetaEvalBlock",
+           "MetaEvalResult", "MetricRow", "PairTest", "Row", "check_analyses", "from_options",
+           "meta_eval", "task_set"]
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-@dataclass(frozen=True)
-class PairTest:
-    """One paired test of H1: the row's metric is better than `against` (one-sided p)."""
-
-    against: str
-    test: Comparison
-
-    def to_dict(self) -> dict[str, Any]:
-        t = self.test.to_dict()
-        return {"against": self.against, "p_value": t["p_value"], "delta": t["delta"],
-                "n": t["n"], "resamples": t["resamples"], "p_value_early": t["p_value_early"]}
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One metric against one human column in one task."""
-
-    human: str
-    outcome: MetricOutcome
-    info: ColumnInfo
-    task: Task
-    #: categorical statistics: the judge x human table of categories over every unit
-    #: (`meta_eval.agreement.confusion_table`), whatever the grouping
-    confusion: dict[str, Any] | None = None
-    #: with --compare: the tests of "this metric is better than X" for every X ranked below
-    comparisons: tuple[PairTest, ...] = ()
-    #: how failed scores were counted (`--failed-as`) and the column's failed rows
-    failed_as: FailedAs = MISSING
-    failed: dict[str, Any] | None = None
-    #: robustness fields merged into `to_dict()`: `missing_bounds` and `tipping_point`
-    #: (--missing-bounds, services.missingness), `system_sensitivity` (services.robustness)
-    extra: dict[str, Any] | None = None
-
-    @property
-    def metric(self) -> str:
-        return self.outcome.metric
-
-    @property
-    def value(self) -> float | None:
-        return self.outcome.value
-
-    @property
-    def ci(self) -> tuple[float, float] | None:
-        low, high = _finite(self.outcome.result.ci_low), _finite(self.outcome.result.ci_high)
-        return None if low is None or high is None else (low, high)
-
-    @property
-    def epsilon(self) -> float | None:
-        return _finite(self.outcome.result.epsilon)
-
-    @property
-    def ci_note(self) -> str | None:
-        return CI_NOTE if self.outcome.given and self.task.bootstrap else None
-
-    @property
-    def compare_note(self) -> str | None:
-        return COMPARE_NOTE if self.outcome.given and self.task.compare else None
-
-    def to_dict(self) -> dict[str, Any]:
-        o, task = self.outcome, self.task
-        failed = {"failed_as": self.failed_as.name,
-                  **({"failed": self.failed} if self.failed is not None else {})}
-        if o.error is not None:
-            return {"metric": o.metric, "human": self.human, "statistic": task.statistic,
-                    "value": None, "n": 0, "level": task.level, "grouping": task.grouping,
-                    "note": o.error, **self.info.describe(), "system_score": "corpus",
-                    **({"compare_note": COMPARE_NOTE} if task.compare else {}),
-                    **failed}
-        out: dict[str, Any] = {"metric": o.metric, "human": self.human, **o.result.to_dict(),
-                               **self.info.describe(), **failed}
-        spec = get(task.statistic)
-        if spec.on_scale:  # compared on the human scale: the values as they are
-            out |= {"flipped": False, "better": spec.better}
-        if self.confusion is not None:
-            out["confusion"] = self.confusion
-        if o.system_score is not None:
-            out["system_score"] = o.system_score
-        if self.ci_note:
-            out["ci_note"] = self.ci_note
-        if o.cluster is not None:
-            out |= {"cluster": o.cluster, "cluster_test": task.method, "alpha": task.alpha,
-                    "comparisons": [c.to_dict() for c in self.comparisons]}
-        if self.compare_note:
-            out["compare_note"] = self.compare_note
-        if task.raters and not o.given:
-            out["ceiling_fraction"] = o.ceiling_fraction
-        if self.extra is not None:
-            out |= self.extra
-        return out
-
-
-@dataclass(frozen=True)
-class CeilingRow:
-    """The leave-one-rater-out human ceiling of one task."""
-
-    task: Task
-    ceiling: Ceiling
-
-    metric = CEILING
-
-    @property
-    def human(self) -> str:
-        return ",".join(self.task.raters)
-
-    @property
-    def value(self) -> float | None:
-        return _finite(self.ceiling.value)
-
-    @property
-    def n(self) -> int:
-        return len(self.task.raters)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,
-                "value": self.value, "n": self.n, "level": self.task.level,
-                "grouping": self.task.grouping,
-                "per_rater": [_finite(v) for v in self.ceiling.per_rater],
-                **self.ceiling.extra}
-
-
-Row = MetricRow | CeilingRow
-
-
-@dataclass(frozen=True)
-class MetaEvalBlock:
-    """One (human column, statistic): the task, what it computed, and its rows best first
-    (the ceiling last)."""
-
-    task: Task
-    result: TaskResult
-    rows: list[Row]
-
-
-@dataclass(frozen=True)
-class MetaEvalResult(Result):
-    """Every block of a meta-evaluation; `to_dict()` is the `--json` array."""
-
-    blocks: list[MetaEvalBlock]
-    compare: bool
-    items: int
-    systems: int
-    failed_as: FailedAs = MISSING
-    #: Per judge column drawn with `score --repeats K`: the judge against itself
-    #: (judgebench.services.repeats); empty without repeats.
-    repeats: list[RepeatsRow] = field(default_factory=list)
-
-    @property
-    def rows(self) -> list[Row]:
-        return [row for block in self.blocks for row in block.rows]
-
-    def to_dict(self) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.rows] + [r.to_dict() for r in self.repeats]
-
-    def to_frame(self) -> pd.DataFrame:
-        import pandas as pd
-
-        return pd.DataFrame(self.to_dict())
-
-
-@dataclass(frozen=True)
-class _Columns:
-    """The metric columns of one run, resolved: which are scored by corpus scores."""
-
-    table: ScoresTable
-    frame: pd.DataFrame
-    metrics: list[str]
-    infos: dict[str, ColumnInfo]
-    failed_as: FailedAs = MISSING
-    #: column -> its failed rows and how they were counted (`judgebench.tables.failed`)
-    failed: dict[str, dict[str, Any]] | None = None
-    #: column -> its failed corpus scores (systems), for its system-level corpus results
-    corpus_failed: dict[str, dict[str, Any]] | None = None
-
-
-def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
-              metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
-              statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
-              bootstrap: int = 0, ci: float = 0.95, lower: Sequence[str] = (),
-              higher: Sequence[str] = (), corpus_path: str | Path | None = None,
-              system_score: str = "auto", exclude_systems: Sequence[str] = (),
-              compare: bool = False, method: str = "permutation", resamples: int = 1000,
-              alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
-              seed: int = 0, labels: Sequence[float] | None = None, average: str = "macro",
-              replace_nans_with_zeros: bool = False, failed_as: str | FailedAs | None = None,
-              log: Log | None = None, host: PluginHost | None = None,
-              missing_bounds: bool = False, leave_systems_out: int = 0,
-              system_bootstrap: int = 0, sequential: dict[str, Any] | None = None,
-              views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
-    """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
-    does (same options, same results). `system_score` "auto" uses a metric's corpus scores
-    at system level where it has them; `compare` ranks the metrics into significance
-    clusters; `raters` (two or more columns) add the human ceiling. `labels`: the declared
-    categories (kappa family) or values (Krippendorff's alpha); `average` ("macro" or
-    "micro") and `replace_nans_with_zeros`: how groups are averaged (`meta_eval.levels`); a
-    failed score counts as `failed_as` says (missing, min, max or a number;
-    judgebench.tables.failed). A column's direction not given by a flag or the sidecar is its
-    registered metric's in `host` (default: the installed plugins, built only then).
-    `missing_bounds`: each statistic's Manski bounds over its missing
-    cells and its tipping point (judgebench.services.missingness); `leave_systems_out` (k)
-    and `system_bootstrap` (N): how often the conclusions change without k systems or over
-    N system resamples (judgebench.services.robustness); `sequential` (order, batch,
-    margin, top_k): when a study taking items in batches would have stopped
-    (judgebench.services.sequential). `views`: several (level, grouping) pairs from one
-    read of the table, their blocks in that order (default: `level`, `grouping`); a
-    corpus-only metric is in the system-level views only. Bad input raises `InputError`
-    naming the option."""
-    log = log or (lambda _message: None)
-    convention = parse_failed_as(failed_as, pairwise=False)
+def task_set(*, humans: Sequence[str], views: Sequence[tuple[str, str]],
+             statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
+             bootstrap: int = 0, ci: float = 0.95, compare: bool = False,
+             method: str = "permutation", resamples: int = 1000, alpha: float = 0.05,
+             raters: Sequence[str] = (), permutations: int = 1000, seed: int = 0,
+             labels: Sequence[float] | None = None, average: str = "macro",
+             replace_nans_with_zeros: bool = False) -> TaskSet:
+    """The tasks of a meta-evaluation, checked: one per (view, human column, statistic), in
+    that order. `labels`: the declared categories (kappa family) or values (Krippendorff's
+    alpha) of the statistics that take them. Bad options raise `InputError` naming the
+    option."""
     statistics = tuple(statistics) or ("pearson",)
+    for level, grouping in views:
+        _check_options(statistics, level, grouping, epsilon, raters)
+    domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
+                             method)
+    base = Task(human=humans[0] if humans else "", epsilon=epsilon, bootstrap=bootstrap,
+                ci=ci, seed=seed, permutations=permutations, compare=compare, method=method,
+                resamples=resamples, alpha=alpha, raters=tuple(raters), every_pair=True,
+                average=average, replace_nans_with_zeros=replace_nans_with_zeros)
+    tasks = TaskSet.product(base, view=list(views), human=list(humans), statistic=statistics)
+    return TaskSet(tuple(replace(t, domain=domain if get(t.statistic).declared else None)
+                         for t in tasks))
+
+
+def from_options(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
+                 metrics: Sequence[str] = (), level: str = "segment", grouping: str = "none",
+                 statistics: Sequence[str] = ("pearson",), epsilon: float = 0.0,
+                 bootstrap: int = 0, ci: float = 0.95, lower: Sequence[str] = (),
+                 higher: Sequence[str] = (), corpus_path: str | Path | None = None,
+                 system_score: str = "auto", exclude_systems: Sequence[str] = (),
+                 compare: bool = False, method: str = "permutation", resamples: int = 1000,
+                 alpha: float = 0.05, raters: Sequence[str] = (), permutations: int = 1000,
+                 seed: int = 0, labels: Sequence[float] | None = None,
+                 average: str = "macro", replace_nans_with_zeros: bool = False,
+                 failed_as: str | FailedAs | None = None, log: Log | None = None,
+                 host: PluginHost | None = None, missing_bounds: bool = False,
+                 leave_systems_out: int = 0, system_bootstrap: int = 0,
+                 sequential: dict[str, Any] | None = None,
+                 views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
+    """The keyword form (`judgebench.api.meta_eval`, the `meta-eval` command): the options
+    checked and made a `TaskSet` (`task_set`), the table read once for them
+    (`PreparedTable.read`), and `meta_eval` run over both."""
+    convention = parse_failed_as(failed_as, pairwise=False)
     views = list(dict.fromkeys(views)) or [(level, grouping)]
+    check_analyses(views, tuple(statistics) or ("pearson",), missing_bounds=missing_bounds,
+                   leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+                   sequential=sequential)
+    tasks = task_set(
+        humans=humans, views=views, statistics=statistics, epsilon=epsilon,
+        bootstrap=bootstrap, ci=ci, compare=compare, method=method, resamples=resamples,
+        alpha=alpha, raters=raters, permutations=permutations, seed=seed, labels=labels,
+        average=average, replace_nans_with_zeros=replace_nans_with_zeros)
+    table = PreparedTable.read(
+        scores, humans, metrics, raters=raters, lower=lower, higher=higher,
+        corpus_path=corpus_path,
+        use_corpus=system_score == "auto" and any(v[0] == "system" for v in views),
+        exclude_systems=exclude_systems, failed_as=convention, views=views, host=host,
+        log=log)
+    return meta_eval(table, tasks, missing_bounds=missing_bounds,
+                     leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+                     sequential=sequential, log=log)
+
+
+
+def check_analyses(views: Sequence[tuple[str, str]], statistics: Sequence[str], *,
+                   missing_bounds: bool = False, leave_systems_out: int = 0,
+                   system_bootstrap: int = 0, sequential: dict[str, Any] | None = None) -> None:
+    """The analyses added to the rows (missing bounds, system sensitivity, sequential) take
+    one view; InputError naming the option otherwise."""
     if len(views) > 1 and (missing_bounds or leave_systems_out or system_bootstrap
                            or sequential is not None):
         raise InputError("takes one --level and one --grouping", field=(
             "--missing-bounds" if missing_bounds else "--sequential" if sequential is not None
             else "--system-sensitivity"))
-    if sequential is not None:
+    if sequential is not None and views:
         from judgebench.services.sequential import check
 
-        check(statistics, level, grouping)
-    for level, grouping in views:
-        _check_options(statistics, level, grouping, epsilon, raters)
-    domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
-                             method)
-    use_corpus = system_score == "auto" and any(v[0] == "system" for v in views)
-    cols = _columns(scores, humans=humans, metrics=metrics, raters=raters, lower=lower,
-                    higher=higher, corpus_path=corpus_path, use_corpus=use_corpus,
-                    excluded=exclude_systems, failed_as=convention, log=log, host=host,
-                    views=views)
-    import meta_eval as me
+        check(statistics, *views[0])
 
-    in_table = [c for c in cols.metrics if cols.infos[c].in_table]
-    check_scales(cols.frame, statistics=statistics, humans=[*humans, *raters],
-                 metrics=in_table, path=str(cols.table.path), labels=domain)
+
+def meta_eval(table: PreparedTable, tasks: TaskSet, *, missing_bounds: bool = False,
+              leave_systems_out: int = 0, system_bootstrap: int = 0,
+              sequential: dict[str, Any] | None = None, log: Log | None = None
+              ) -> MetaEvalResult:
+    """Run `tasks` (`task_set`) over the score matrices of `table` (a `PreparedTable`, read
+    for the tasks' human and rater columns and views), as `judgebench meta-eval` does. At
+    system level a metric with corpus scores is scored by them when the table was read with
+    `use_corpus`; with `compare` (and two or more metrics) the metrics are ranked into
+    significance clusters; `raters` add the human ceiling. Agreement and error statistics
+    compare the values on the human scale, every other statistic the columns oriented so that
+    higher is better. `missing_bounds`: each statistic's Manski bounds over its missing cells
+    and its tipping point (judgebench.services.missingness); `leave_systems_out` (k) and
+    `system_bootstrap` (N): how often the conclusions change without k systems or over N
+    system resamples (judgebench.services.robustness); `sequential` (order, batch, margin,
+    top_k): when a study taking items in batches would have stopped
+    (judgebench.services.sequential). Bad input raises `InputError` naming the option."""
+    log = log or (lambda _message: None)
+    views, statistics = tasks.views, tasks.distinct("statistic")
+    humans = tasks.distinct("human")
+    first = next(iter(tasks), Task(human=""))
+    raters = first.raters
+    check_analyses(views, statistics, missing_bounds=missing_bounds,
+                   leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
+                   sequential=sequential)
+    domain = next((t.domain for t in tasks if t.domain is not None), None)
+    in_table = table.in_table
+    check_scales(table.frame, statistics=statistics, humans=[*humans, *raters],
+                 metrics=in_table, path=table.where, labels=domain)
     names = [*dict.fromkeys([*humans, *raters, *in_table])]
-    matrices = me.score_matrices(cols.table.oriented(cols.frame, in_table), names)
-    given = (cols.table.oriented_system_scores(cols.metrics, matrices.systems)
-             if use_corpus else {})
+    matrices = table.matrices(names)
+    given = table.corpus_scores(matrices.systems) if table.use_corpus else {}
     on_scale = [s for s in statistics if get(s).on_scale]
     # Agreement and error statistics compare values on the human scale: never negated.
-    raw = me.score_matrices(cols.frame, names) if on_scale else matrices
-    raw_given: dict[str, FloatArray] = {
-        c: np.asarray(cols.table.system_scores(c, raw.systems), dtype=float) for c in given}
-    _log_setting(cols, given, matrices, humans, statistics, views, log)
-    compare = compare and len(cols.metrics) > 1
-    _check_compare(compare, method, statistics)
+    raw = table.matrices(names, oriented=False) if on_scale else matrices
+    raw_given = table.corpus_scores(raw.systems, oriented=False, columns=list(given))
+    _log_setting(table, given, matrices, humans, statistics, views, log)
+    compare = first.compare and len(table.metrics) > 1
+    if not compare:
+        tasks = tasks.replace(compare=False)
+    _check_compare(compare, first.method, statistics)
     blocks = []
-    for level, grouping in views:
-        chosen = (cols.metrics if level == "system" or len(views) == 1 else in_table)
-        at_level = given if level == "system" else {}
-        raw_at_level = raw_given if level == "system" else {}
-        blocks += [_block(Task(human=human, statistic=statistic, level=level,
-                               grouping=grouping, epsilon=epsilon, bootstrap=bootstrap, ci=ci,
-                               seed=seed, permutations=permutations, compare=compare,
-                               method=method, resamples=resamples, alpha=alpha,
-                               raters=tuple(raters), every_pair=True, average=average,
-                               replace_nans_with_zeros=replace_nans_with_zeros,
-                               domain=domain if get(statistic).declared else None),
-                          *((raw.columns, cols, raw_at_level) if statistic in on_scale
-                            else (matrices.columns, cols, at_level)), log, chosen)
-                   for human in humans for statistic in statistics]
+    for task in tasks:
+        chosen = (table.metrics if task.level == "system" or len(views) == 1 else in_table)
+        at_level = given if task.level == "system" else {}
+        raw_at_level = raw_given if task.level == "system" else {}
+        blocks.append(_block(task, *((raw.columns, table, raw_at_level)
+                                     if task.statistic in on_scale
+                                     else (matrices.columns, table, at_level)), log, chosen))
     if missing_bounds:
         from judgebench.services.missingness import present_cells, with_bounds
 
         blocks = with_bounds(blocks, lambda s: raw.columns if s in on_scale
                              else matrices.columns,
-                             present_cells(cols.frame, matrices.items, matrices.systems))
+                             present_cells(table.frame, matrices.items, matrices.systems))
     if leave_systems_out or system_bootstrap:
         from judgebench.services.robustness import with_sensitivity
 
@@ -330,18 +190,17 @@ def meta_eval(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         blocks = with_sensitivity(blocks, lambda s: raw.columns if s in on_scale
                                   else matrices.columns, list(matrices.systems),
                                   leave_out=leave_systems_out, bootstrap=system_bootstrap,
-                                  seed=seed)
+                                  seed=first.seed)
     if sequential is not None:
         from judgebench.services.sequential import with_sequential
 
-        blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=alpha, seed=seed,
-                                 **sequential)
+        blocks = with_sequential(blocks, lambda s: matrices.columns, alpha=first.alpha,
+                                 seed=first.seed, **sequential)
     from judgebench.services.repeats import repeats_rows
 
-    repeats = repeats_rows(cols.table.sidecar, cols.frame, in_table, humans,
-                           str(cols.table.path))
+    repeats = repeats_rows(table.sidecar, table.frame, in_table, humans, table.where)
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
-                          convention, repeats)
+                          table.failed_as, repeats)
 
 
 def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,
@@ -393,82 +252,7 @@ def _check_declared(statistics: Sequence[str], labels: Sequence[float] | None,
     return tuple(sorted(set(float(v) for v in labels)))
 
 
-def _load(scores: str | Path | pd.DataFrame, corpus_path: str | Path | None,
-          lower: Sequence[str], higher: Sequence[str], host: PluginHost | None) -> ScoresTable:
-    import pandas as pd
-
-    corpus = Path(corpus_path) if corpus_path is not None else None
-    if isinstance(scores, pd.DataFrame):
-        return load_scores_table(Path("<DataFrame>"), frame=scores, corpus_path=corpus,
-                                 lower=lower, higher=higher, host=host, turns=None)
-    return load_scores_table(Path(scores), corpus_path=corpus, lower=lower, higher=higher,
-                             host=host, turns=None)
-
-
-def _columns(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
-             metrics: Sequence[str], raters: Sequence[str], lower: Sequence[str],
-             higher: Sequence[str], corpus_path: str | Path | None, use_corpus: bool,
-             excluded: Sequence[str], failed_as: FailedAs = MISSING, log: Log,
-             host: PluginHost | None = None,
-             views: Sequence[tuple[str, str]] = (("segment", "none"),)) -> _Columns:
-    table = _load(scores, corpus_path, lower, higher, host)
-    where = str(table.path)
-    frame = table.frame
-    not_scores = {"item", "system", "turn", *humans, *raters}
-    # before --exclude-system: the sidecar's counts are of the whole table
-    failed = find_failed(frame, list(metrics) or [
-        str(c) for c in frame.columns if c not in not_scores
-        and not str(c).startswith("human.")], sidecar=table.sidecar)
-    if excluded:
-        frame = _exclude(frame, excluded, where)
-        keep = ~table.frame["system"].isin(excluded).to_numpy()
-        failed.masks = {c: m[keep] for c, m in failed.masks.items()}
-    if has_turns(frame):  # conversations scored turn by turn (judgebench.engine.turn_table)
-        layout = turn_layout(views, path=where)
-        frame = turn_units(frame, layout, path=where)
-        log("judged turns: the items are the conversations, the systems each (system, turn)"
-            if layout == "conversation" else
-            "judged turns: each (conversation, turn) is an item, written 'item #turn'")
-    for note in failed.notes:
-        log(note)
-    numeric_columns(frame, [*humans, *raters], where)
-    corpus_only = [c for c in table.corpus_only if c not in (*humans, *raters)]
-    for column in metrics:
-        if column not in corpus_only:
-            numeric_columns(frame, [column], where)
-        elif not use_corpus:
-            raise InputError("a corpus-only metric (no segment scores) is meta-evaluated "
-                             "at --level system with --system-score auto",
-                             path=where, field=column)
-    chosen = list(metrics) or [
-        *metric_columns(frame, exclude=[*humans, *raters], warn=log, path=where),
-        *(corpus_only if use_corpus else [])]
-    if not chosen:
-        raise InputError("no metric columns: name them with --metric", path=where)
-    table.check_flags(chosen)
-    counts = apply_numeric(frame, failed, [c for c in chosen if c in frame.columns], failed_as)
-    corpus = (apply_corpus(table.corpus, table.corpus_failed, chosen, failed_as)
-              if use_corpus else {})
-    return _Columns(table, frame, chosen, {c: table.info(c) for c in chosen}, failed_as,
-                    counts, corpus)
-
-
-def _exclude(frame: pd.DataFrame, excluded: Sequence[str], where: str) -> pd.DataFrame:
-    if not excluded:
-        return frame
-    known = set(frame["system"])
-    unknown = [s for s in excluded if s not in known]
-    if unknown:
-        raise InputError(f"unknown system(s) {unknown}", path=where, field="--exclude-system")
-    keep = ~frame["system"].isin(excluded)
-    kept = frame[keep].reset_index(drop=True)
-    lines = frame.attrs.get("lines")
-    if lines is not None:  # an error after this names the line of the row it is about
-        kept.attrs["lines"] = LineNumbers(n for n, k in zip(lines, keep, strict=True) if k)
-    return kept
-
-
-def _log_setting(cols: _Columns, given: dict[str, FloatArray], matrices: Any,
+def _log_setting(cols: PreparedTable, given: dict[str, FloatArray], matrices: Any,
                  humans: Sequence[str], statistics: Sequence[str],
                  views: Sequence[tuple[str, str]], log: Log) -> None:
     flipped = [c for c in cols.metrics if not cols.infos[c].higher_is_better]
@@ -490,7 +274,7 @@ def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> Non
                          "--test permutation", field="--test")
 
 
-def _block(task: Task, matrices: dict[str, FloatArray], cols: _Columns,
+def _block(task: Task, matrices: dict[str, FloatArray], cols: PreparedTable,
            given: dict[str, FloatArray], log: Log, metrics: Sequence[str]) -> MetaEvalBlock:
     def progress(a: str, b: str) -> None:
         log(f"{task.human} {task.statistic}: {a} vs {b}")

@@ -12,14 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from judgebench.services.meta_eval_results import MetaEvalBlock, MetricRow
 from meta_eval.statistics import get
-
-if TYPE_CHECKING:
-    from judgebench.services.meta_eval import MetaEvalBlock
 
 #: statistics whose every evaluation is itself a resampling (too slow to fill exhaustively)
 NOT_BOUNDED = {"spa": "SPA resamples inside every evaluation"}
@@ -42,7 +40,6 @@ def with_bounds(blocks: Sequence[MetaEvalBlock], columns: Callable[[str], dict[s
                 present: np.ndarray, *, limit: int = 4096) -> list[MetaEvalBlock]:
     """`blocks` with `missing_bounds` (and `tipping_point`) on every in-table metric row;
     `columns(statistic)` gives the matrices that statistic was computed on."""
-    from judgebench.services.meta_eval import MetricRow
     from meta_eval.missingness import domain, manski_bounds, tipping_point
 
     out = []

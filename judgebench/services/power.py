@@ -55,8 +55,7 @@ def power_for(scores: str | Path | pd.DataFrame, delta: float, *, human: str,
     """The plan for the pilot's best metric against each other metric. A comparison with
     no joint distribution at DELTA (r(A,B) too low for r(H,B) = r_a - DELTA) is an input
     error, or with `infeasible="skip"` left out and named in `skipped`."""
-    import meta_eval as me
-    from judgebench.services.meta_eval import _columns
+    from judgebench.tables.prepared import PreparedTable
     from meta_eval.power import power_plan
 
     log = log or (lambda _message: None)
@@ -64,13 +63,12 @@ def power_for(scores: str | Path | pd.DataFrame, delta: float, *, human: str,
         raise InputError("a difference of two correlations: 0 < DELTA < 2", field="--power-for")
     if not 0 < target < 1:
         raise InputError("must be in (0, 1)", field="--target-power")
-    cols = _columns(scores, humans=[human], metrics=metrics, raters=raters, lower=lower,
-                    higher=higher, corpus_path=None, use_corpus=False,
-                    excluded=exclude_systems, log=log)
+    cols = PreparedTable.read(scores, [human], metrics, raters=raters, lower=lower,
+                              higher=higher, exclude_systems=exclude_systems, log=log)
     if len(cols.metrics) < 2:
         raise InputError("--power-for compares two or more metrics", field="--metric")
     names = [human, *raters, *cols.metrics]
-    matrices = me.score_matrices(cols.table.oriented(cols.frame, cols.metrics), names)
+    matrices = cols.matrices(names)
     flat = {c: matrices[c].ravel() for c in names}
     r = {m: _r(flat[human], flat[m]) for m in cols.metrics}
     ranked = sorted((m for m in cols.metrics if np.isfinite(r[m])), key=lambda m: -r[m])

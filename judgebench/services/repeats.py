@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from judgebench.errors import InputError
+from meta_eval.numerics import finite_or_none
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,25 +52,24 @@ class RepeatsRow:
     def to_dict(self) -> dict[str, Any]:
         r = self.reliability
         out: dict[str, Any] = {
-            "metric": self.metric, "statistic": "repeats", "value": _finite(r.icc),
-            "n": r.units, "repeats": self.repeats, "draws": _finite(r.draws),
-            "icc": _finite(r.icc), "icc_mean": _finite(r.icc_mean),
-            "alpha": _finite(r.alpha), "spread": _finite(r.spread),
-            "flip_share": _finite(r.flip_share)}
+            "metric": self.metric, "statistic": "repeats", "value": finite_or_none(r.icc),
+            "n": r.units, "repeats": self.repeats, "draws": finite_or_none(r.draws),
+            "icc": finite_or_none(r.icc), "icc_mean": finite_or_none(r.icc_mean),
+            "alpha": finite_or_none(r.alpha), "spread": finite_or_none(r.spread),
+            "flip_share": finite_or_none(r.flip_share)}
         if self.pass_at:
-            out["pass_at_k"] = {str(k): _finite(v) for k, v in self.pass_at.items()}
-            out["pass_hat_k"] = {str(k): _finite(v) for k, v in self.pass_hat.items()}
+            out["pass_at_k"] = {str(k): finite_or_none(v) for k, v in self.pass_at.items()}
+            out["pass_hat_k"] = {str(k): finite_or_none(v) for k, v in self.pass_hat.items()}
         if self.noise:
             out["noise_ceiling"] = {
-                human: {"agreement": _finite(n.agreement), "ceiling": _finite(n.ceiling),
-                        "disattenuated": _finite(n.disattenuated),
-                        "noise_share": _finite(n.noise_share)}
+                human: {"agreement": finite_or_none(n.agreement),
+                        "ceiling": finite_or_none(n.ceiling),
+                        "disattenuated": finite_or_none(n.disattenuated),
+                        "noise_share": finite_or_none(n.noise_share)}
                 for human, n in self.noise.items()}
         return out
 
 
-def _finite(value: float) -> float | None:
-    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def repeated_columns(sidecar: dict[str, Any] | None, columns: Sequence[str]) -> dict[str, int]:

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from judgebench.services.meta_eval_results import MetaEvalBlock, MetricRow
 from meta_eval.statistics import get
-
-if TYPE_CHECKING:
-    from judgebench.services.meta_eval import MetaEvalBlock
 
 
 def with_sensitivity(blocks: Sequence[MetaEvalBlock],
@@ -23,7 +21,6 @@ def with_sensitivity(blocks: Sequence[MetaEvalBlock],
     """`blocks` with `system_sensitivity` on each in-table metric row: per resampling kind
     the block's shares (winner and order changed, mean Kendall tau, the left-out systems
     that flip the winner) and this metric's own (how often it wins, its cluster changes)."""
-    from judgebench.services.meta_eval import MetricRow
     from meta_eval.levels import evaluate
     from meta_eval.significance import significance_clusters
     from meta_eval.system_sensitivity import system_sensitivity

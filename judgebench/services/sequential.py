@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from judgebench.errors import InputError
+from judgebench.services.meta_eval_results import MetaEvalBlock, MetricRow
 from meta_eval.statistics import get
-
-if TYPE_CHECKING:
-    from judgebench.services.meta_eval import MetaEvalBlock
 
 #: kernels whose per-item value is not a bounded mean the confidence sequences can take
 UNBOUNDED = {"spa", "pdp"}
@@ -41,7 +39,6 @@ def with_sequential(blocks: Sequence[MetaEvalBlock],
                     batch: int, margin: float, top_k: int | None, alpha: float,
                     seed: int) -> list[MetaEvalBlock]:
     """`blocks` with `sequential` on each in-table metric row."""
-    from judgebench.services.meta_eval import MetricRow
     from meta_eval.sequential import sequential_clusters
     from meta_eval.statistics import group_values
 
