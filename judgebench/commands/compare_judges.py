@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import HUMAN_TIES_DEFAULT, failed_as_option
+from judgebench.commands.options import FINITE, HUMAN_TIES_DEFAULT, failed_as_option
 from judgebench.display import safe
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
@@ -35,11 +35,11 @@ from judgebench.tables import destinations
 @click.option("--human-ties", type=click.Choice(("drop", "class")), default=None,
               help=f"Pairwise tables: pairs people called a tie: drop = left out of the "
                    f"statistics against people; class = tie is a third label a judge must "
-                   f"match. [default: {HUMAN_TIES_DEFAULT}, as meta-eval --pairwise]")
+                   f"match. [default: {HUMAN_TIES_DEFAULT}, as meta-eval pairwise]")
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="The store the table was scored into: KL/JS between the judges' score "
                    "distributions (G-Eval).")
-@click.option("--tolerance", type=float, default=0.0, show_default=True,
+@click.option("--tolerance", type=FINITE, default=0.0, show_default=True,
               help="Scores (wide tables) that differ by at most this much agree.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Item resamples for each confidence interval (0: none).")

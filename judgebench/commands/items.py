@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import direction_options
+from judgebench.commands.options import FINITE, direction_options
 from judgebench.display import safe
 from judgebench.engine import progress_line
 from judgebench.render import json as json_out
@@ -34,7 +34,7 @@ def _log(message: str) -> None:
 ))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--metric", required=True, metavar="COL", help="The metric column to model.")
-@click.option("--threshold", type=float, metavar="T",
+@click.option("--threshold", type=FINITE, metavar="T",
               help="Outcome 1 where the metric reaches T (at most T if lower is better).")
 @click.option("--human", metavar="COL",
               help="Instead of --threshold: outcome 1 where the metric orders the system as "
