@@ -148,6 +148,9 @@ def test_a_subcommand_refuses_another_modes_option() -> None:
     ["bench", "lexical.chrf", "--suite", "summeval", "--alpha", "nan"],
     ["compare-judges", SCORES, "--a", "lexical.chrf", "--b", "lexical.bleu", "--tolerance",
      "-inf"],
+    ["items", SCORES, "--metric", "lexical.chrf", "--threshold", "30", "--ci", "nan"],
+    ["score", "x.jsonl", "-m", "lexical.bleu", "--settle-margin", "inf"],
+    ["aggregate", SCORES, "--metric", "lexical.chrf", "--level", "nan"],
 ])
 def test_a_float_option_that_is_not_finite_is_a_usage_error(args: list[str]) -> None:
     option = next(a for a in reversed(args) if a.startswith("--"))

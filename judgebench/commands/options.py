@@ -4,7 +4,8 @@ everywhere (`meta-eval` and its subcommands, `audit`, `bench`, ...).
 Each is a decorator (inspect_ai's `eval_options` is the model); the ones whose help or default
 differs between commands are functions that make the decorator. A float option takes
 `finite_float`: a value that overflows (1e309) or reads as nan or inf is a usage error (exit 2)
-naming the option, as is one outside its range.
+naming the option, as is one outside its range. meta_eval is imported only by the options
+that need it, so that a command without them starts without numpy.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import click
-
-from meta_eval.pairwise import DEFAULT_TIES as HUMAN_TIES_DEFAULT
-from meta_eval.statistics import help_text as statistic_help
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,7 +29,10 @@ class FiniteFloat(click.FloatRange):
     """A float that is finite (and, given bounds, inside them). click's FloatRange lets nan
     through (every comparison with nan is false) and float() reads 1e309 as inf."""
 
-    name = "float"
+    def __init__(self, min: float | None = None, max: float | None = None, *,
+                 min_open: bool = False, max_open: bool = False) -> None:
+        super().__init__(min, max, min_open=min_open, max_open=max_open)
+        self.name = "float" if min is None and max is None else "float range"
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
@@ -77,6 +78,8 @@ def metrics_option(help: str) -> Decorator:
 
 def statistics_option(help: str = "Repeatable; default: pearson.") -> Decorator:
     """`--statistic NAME` (parameter `statistics`), repeatable, the registered names listed."""
+    from meta_eval.statistics import help_text as statistic_help
+
     return click.option("--statistic", "statistics", multiple=True, metavar="NAME",
                         help=f"{statistic_help()}. {help}")
 
@@ -172,9 +175,11 @@ def pairwise_options(command: F) -> F:
     """`--by COL` and `--human-ties drop|half|class` (parameters `by`, `human_ties`): how a
     pairwise table's judges are read against people (`meta-eval pairwise`, `audit
     --pairwise`; meta_eval.pairwise)."""
+    from meta_eval.pairwise import DEFAULT_TIES
+
     command = click.option(
         "--human-ties", type=click.Choice(("drop", "half", "class")),
-        default=HUMAN_TIES_DEFAULT,
+        default=DEFAULT_TIES,
         show_default=True, help="Pairwise: pairs people called a tie: drop = left out of "
         "accuracy; half = a tie on one side earns 0.5; class = a third class.")(command)
     return click.option(
