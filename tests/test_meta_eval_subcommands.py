@@ -130,6 +130,15 @@ def test_each_help_shows_only_its_own_options() -> None:
     assert not _options(_help("meta-eval", "construct")) & (MODE_OPTIONS - {"--human"})
 
 
+def test_construct_takes_one_view() -> None:
+    # As the old --construct did: a second --level is refused, not silently the one used.
+    proc = run_cli("meta-eval", "construct", SCORES, "--intended",
+                   "lexical.chrf=human.relevance", "--human", "human.coherence", "--level",
+                   "system", "--level", "segment")
+    assert proc.returncode == 2
+    assert "one --level" in proc.stderr and proc.stdout == ""
+
+
 def test_a_subcommand_refuses_another_modes_option() -> None:
     proc = run_cli("meta-eval", "pairwise", LLMBAR, "--human", "human.gold", "--metric", "x")
     assert proc.returncode == 2

@@ -42,16 +42,19 @@ from judgebench.commands.output_format import format_options
 @humans_option("A further criterion (human column) each metric should follow less than its "
                "own; repeatable.")
 @statistics_option("One; default: pearson.")
-@click.option("--level", type=click.Choice(LEVELS), default="segment", show_default=True)
-@click.option("--grouping", type=click.Choice(GROUPINGS), default="none", show_default=True,
-              help="segment level: correlate within each item or system, then average.")
+@click.option("--level", "levels", type=click.Choice(LEVELS), multiple=True,
+              help="One.  [default: segment]")
+@click.option("--grouping", "groupings", type=click.Choice(GROUPINGS), multiple=True,
+              help="segment level: correlate within each item or system, then average. "
+                   "One.  [default: none]")
 @significance_options("Test of each comparison.", "Significance level of the tests.")
 @seed_option()
 @direction_options
 @exclude_system_option
 @format_options("Print the report as a JSON object.", REPORT_FORMATS)
 def command(scores: Path, intended: tuple[str, ...], humans: tuple[str, ...],
-            statistics: tuple[str, ...], level: str, grouping: str, method: str,
+            statistics: tuple[str, ...], levels: tuple[str, ...],
+            groupings: tuple[str, ...], method: str,
             resamples: int, alpha: float, seed: int, lower: tuple[str, ...],
             higher: tuple[str, ...], excluded: tuple[str, ...], output_format: str) -> None:
     """Construct validity (Campbell and Fiske's multitrait-multimethod matrix) on SCORES:
@@ -60,8 +63,10 @@ def command(scores: Path, intended: tuple[str, ...], humans: tuple[str, ...],
     from judgebench.render import text as text_out
     from judgebench.services.construct import construct, parse_pairs
 
-    if len(statistics) > 1:
-        raise click.UsageError("construct takes one --statistic")
+    if len(statistics) > 1 or len(levels) > 1 or len(groupings) > 1:
+        raise click.UsageError("construct takes one --statistic, one --level and one "
+                               "--grouping")
+    level, grouping = (levels or ("segment",))[0], (groupings or ("none",))[0]
     report = construct(scores, intended=parse_pairs(intended), humans=humans,
                        statistic=statistics[0] if statistics else "pearson", level=level,
                        grouping=grouping, method=method, alpha=alpha, resamples=resamples,
