@@ -8,6 +8,12 @@ same tree (the work folder, ports, clocks, durations, run ids' timestamps) is no
     python .ci/behaviour.py record TREE OUT.json   # TREE: a checkout (or `git archive` of one)
     python .ci/behaviour.py compare BEFORE.json AFTER.json
 
+A command line the step renamed (`meta-eval --pairwise` -> `meta-eval pairwise`) is listed in
+RENAMED with its new form: the old form stays in the list (an alias now, which adds one
+deprecation warning to stderr, the only difference `compare` lets through), and the new form
+runs after the list; `compare` checks its stdout and exit code against what the old form gave
+before, byte for byte (its stderr's usage lines name the subcommand).
+
 The tree runs with this interpreter and `PYTHONPATH=TREE:TREE/plugins`; the judges answer
 from the loopback fault server of TREE/tests (a deterministic reply per prompt).
 """
@@ -78,6 +84,7 @@ def invocations(tree: str, url: str) -> list[list[str]]:
         ["meta-eval", bar, "--pairwise", "--human", "human.gold", "--json"],
         ["meta-eval", f"{tree}/{LLMBAR_FAILED}", "--pairwise", "--human", "human.gold",
          "--failed-as", "wrong", "--json"],
+        *(alias for alias, _ in renamed(tree)[3:]),
         ["aggregate", "s.csv", "--metric", "lexical.rouge2", "--human", "human.relevance",
          "-r", "all"],
         ["aggregate", f"{tree}/tests/data/alpaca_eval/leaderboard.csv", "-r", "borda",
@@ -110,6 +117,45 @@ def invocations(tree: str, url: str) -> list[list[str]]:
         ["logs", "99", "--store", "runs.db"],
         ["runs", "--store", "nosuch.db"],
     ]
+
+
+def renamed(tree: str) -> list[tuple[list[str], list[str]]]:
+    """(old form, new form) of each renamed command line; the first three are in the list
+    from before the renaming, the others were added with it."""
+    bar = f"{tree}/{LLMBAR}"
+    pairs = f"{tree}/examples/summeval-pairs.csv"
+    return [
+        (["meta-eval", bar, "--pairwise", "--human", "human.gold", "--by", "category"],
+         ["meta-eval", "pairwise", bar, "--human", "human.gold", "--by", "category"]),
+        (["meta-eval", bar, "--pairwise", "--human", "human.gold", "--json"],
+         ["meta-eval", "pairwise", bar, "--human", "human.gold", "--json"]),
+        (["meta-eval", f"{tree}/{LLMBAR_FAILED}", "--pairwise", "--human", "human.gold",
+          "--failed-as", "wrong", "--json"],
+         ["meta-eval", "pairwise", f"{tree}/{LLMBAR_FAILED}", "--human", "human.gold",
+          "--failed-as", "wrong", "--json"]),
+        (["meta-eval", pairs, "--pairwise", "--transitivity", "--human", "human.relevance",
+          "--bootstrap", "50", "--json"],
+         ["meta-eval", "transitivity", pairs, "--human", "human.relevance", "--bootstrap",
+          "50", "--json"]),
+        (["meta-eval", "s.csv", "--alt-test", "--epsilon", "0.2", "--alt-score", "neg-rmse",
+          "--alt-min-items", "10"],
+         ["meta-eval", "alt-test", "s.csv", "--epsilon", "0.2", "--alt-score", "neg-rmse",
+          "--alt-min-items", "10"]),
+        (["meta-eval", "s.csv", "--construct", "lexical.chrf=human.relevance", "--human",
+          "human.coherence", "--resamples", "100", "--json"],
+         ["meta-eval", "construct", "s.csv", "--intended", "lexical.chrf=human.relevance",
+          "--human", "human.coherence", "--resamples", "100", "--json"]),
+        (["meta-eval", "s.csv", "--human", "human.relevance", "--power-for", "0.2"],
+         ["meta-eval", "power", "s.csv", "--human", "human.relevance", "--delta", "0.2"]),
+        (["meta-eval", "j.csv", "--spans", f"{tree}/examples/ted-mqm-spans.jsonl", "--store",
+          "runs.db"],
+         ["meta-eval", "spans", "j.csv", f"{tree}/examples/ted-mqm-spans.jsonl", "--store",
+          "runs.db"]),
+    ]
+
+
+#: The line an old form (an alias now) adds to stderr.
+DEPRECATION = re.compile(r"^meta-eval: warning: --[a-z-]+ is deprecated .*\n", re.M)
 
 
 def normalise(text: str, work: str, tree: str, port: int) -> str:
@@ -147,25 +193,29 @@ def record(tree: str, out: str) -> None:
     from fault_server import FaultServer
 
     env = {**os.environ, "PYTHONPATH": f"{tree}:{tree}/plugins", "NO_COLOR": "1",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "100"}
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "100",
+           "JUDGEBENCH_PROGRESS_INTERVAL": "off"}  # no "still running" line on a loaded machine
     server = FaultServer(reply='{{"feedback": "fine", "score": {score}}}').start()
     results = []
+    new_forms = []
     try:
         with tempfile.TemporaryDirectory() as work:
             # the default judge cache of this run alone, not the user's ~/.cache
             env["JUDGEBENCH_CACHE_DIR"] = f"{work}/default-cache"
-            for args in invocations(tree, server.url):
+
+            def run(args: list[str]) -> dict[str, object]:
                 proc = subprocess.run([sys.executable, "-m", "judgebench.cli", *args],
                                       cwd=work, env=env, capture_output=True, text=True,
                                       timeout=600)
-                results.append({
-                    "args": normalise(" ".join(args), work, tree, server.port),
-                    "exit": proc.returncode,
-                    "stdout": normalise(proc.stdout, work, tree, server.port),
-                    "stderr": normalise(proc.stderr, work, tree, server.port),
-                })
-                print(f"{proc.returncode:>3}  judgebench {results[-1]['args'][:100]}",
-                      flush=True)
+                print(f"{proc.returncode:>3}  judgebench {' '.join(args)[:100]}", flush=True)
+                return {"args": normalise(" ".join(args), work, tree, server.port),
+                        "exit": proc.returncode,
+                        "stdout": normalise(proc.stdout, work, tree, server.port),
+                        "stderr": normalise(proc.stderr, work, tree, server.port)}
+
+            results = [run(args) for args in invocations(tree, server.url)]
+            new_forms = [{**run(new), "alias": normalise(" ".join(old), work, tree, server.port)}
+                         for old, new in renamed(tree)]
             files = {}
             for path in sorted(Path(work).rglob("*")):
                 if path.is_file() and path.suffix in {".csv", ".jsonl", ".md", ".json"}:
@@ -175,25 +225,46 @@ def record(tree: str, out: str) -> None:
                       for p in sorted(Path(work).rglob("*.db"))}
     finally:
         server.stop()
-    Path(out).write_text(json.dumps({"invocations": results, "files": files,
-                                     "stores": stores}, indent=1))
+    Path(out).write_text(json.dumps({"invocations": results, "renamed": new_forms,
+                                     "files": files, "stores": stores}, indent=1))
     print(f"{len(results)} invocations, {len(files)} files, "
           f"{sum(len(r) for s in stores.values() for r in s.values())} store rows -> {out}")
 
 
 def compare(before: str, after: str) -> int:
     a, b = json.loads(Path(before).read_text()), json.loads(Path(after).read_text())
-    differences = 0
-    for old, new in zip(a["invocations"], b["invocations"], strict=True):
-        for key in ("args", "exit", "stdout", "stderr"):
+    differences = warned = 0
+    aliases = {r["alias"] for r in b.get("renamed", [])}
+    old_forms = {r["args"]: r for r in a["invocations"]}
+
+    def differ(old: dict[str, object], new: dict[str, object], label: str) -> int:
+        found = 0
+        for key in ("exit", "stdout", "stderr"):
             if old[key] != new[key]:
-                differences += 1
-                print(f"DIFF {key}: judgebench {old['args']}")
+                found += 1
+                print(f"DIFF {key}: judgebench {label}")
                 if key in ("stdout", "stderr"):
                     import difflib
 
                     sys.stdout.writelines(list(difflib.unified_diff(
-                        old[key].splitlines(True), new[key].splitlines(True), n=1))[:40])
+                        str(old[key]).splitlines(True), str(new[key]).splitlines(True),
+                        n=1))[:40])
+        return found
+
+    for old, new in zip(a["invocations"], b["invocations"], strict=True):
+        if old["args"] != new["args"]:
+            differences += 1
+            print(f"DIFF args: judgebench {old['args']} / {new['args']}")
+            continue
+        if new["args"] in aliases:
+            stderr, count = DEPRECATION.subn("", new["stderr"], count=1)
+            warned += count
+            new = {**new, "stderr": stderr}
+        differences += differ(old, new, new["args"])
+    for form in b.get("renamed", []):
+        # A usage error names the command it is in (`meta-eval pairwise`): stdout and exit.
+        expected = {**old_forms[form["alias"]], "stderr": form["stderr"]}
+        differences += differ(expected, form, f"{form['args']} (as {form['alias']})")
     for section in ("files", "stores"):
         if a[section] != b[section]:
             for name in sorted(set(a[section]) | set(b[section])):
@@ -201,8 +272,9 @@ def compare(before: str, after: str) -> int:
                     differences += 1
                     print(f"DIFF {section}: {name}")
     n = len(a["invocations"])
-    print(f"{n} invocations, {len(a['files'])} files, {len(a['stores'])} stores: "
-          f"{differences} differences")
+    print(f"{n} invocations, {len(b.get('renamed', []))} renamed forms against their old "
+          f"form, {len(a['files'])} files, {len(a['stores'])} stores: {differences} "
+          f"differences ({warned} old forms warned)")
     return 1 if differences else 0
 
 

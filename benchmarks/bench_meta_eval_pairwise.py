@@ -1,4 +1,4 @@
-"""`judgebench meta-eval PAIRS --pairwise --bootstrap 1000` on 100,000 pairs x 5 judges.
+"""`judgebench meta-eval pairwise PAIRS --bootstrap 1000` on 100,000 pairs x 5 judges.
 
 Data (synthetic, seeded): 100,000 pairs over 20,000 items (5 pairs per item), a human
 preference (a/b/tie, 10% ties, 2% missing) and 5 judges with both orders (`<j>.ab`,
@@ -6,7 +6,7 @@ preference (a/b/tie, 10% ties, 2% missing) and 5 judges with both orders (`<j>.a
 in .ab, 5% ties, 1% missing), written as one CSV.
 
 Ours: the whole command as a fresh process (`python -c "from judgebench.cli import main;
-main()" meta-eval T --pairwise --human human.preference --bootstrap 1000 --json`): start-up,
+main()" meta-eval pairwise T --human human.preference --bootstrap 1000 --json`): start-up,
 CSV read, label checks, 8 statistics x 5 judges, 1,000 item-bootstrap resamples, JSON out.
 Its wall time and peak RSS (getrusage of the child).
 
@@ -138,7 +138,7 @@ def main() -> None:
         frame.to_csv(path, index=False)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")])}
         command = [sys.executable, "-c", "import sys; from judgebench.cli import main; "
-                   "main(sys.argv[1:])", "meta-eval", str(path), "--pairwise", "--human",
+                   "main(sys.argv[1:])", "meta-eval", "pairwise", str(path), "--human",
                    "human.preference", "--bootstrap", str(RESAMPLES), "--json"]
         start = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True, env=env, check=True)

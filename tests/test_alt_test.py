@@ -169,7 +169,7 @@ def _table(tmp_path: Path, *, categorical: bool) -> Path:
 def test_cli_json(tmp_path, categorical):
     path = _table(tmp_path, categorical=categorical)
     score = "accuracy" if categorical else "neg-rmse"
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test", "--epsilon",
+    result = CliRunner().invoke(cli, ["meta-eval", "alt-test", str(path), "--epsilon",
                                       "0.15", "--alt-score", score, "--json"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
@@ -186,19 +186,19 @@ def test_cli_json(tmp_path, categorical):
         assert [a["p_value"] for a in row["per_annotator"]] == pytest.approx(p_values)
         assert row["n"] == (79 if name == "judge.good" else 80)
     assert out["judge.good"]["passed"] and not out["judge.bad"]["passed"]
-    text = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test", "--epsilon", "0.15",
+    text = CliRunner().invoke(cli, ["meta-eval", "alt-test", str(path), "--epsilon", "0.15",
                                     "--alt-score", score], catch_exceptions=False)
     assert "judge.good  winning rate 1.00" in text.stdout
 
 
 def test_cli_needs_epsilon_and_annotators(tmp_path):
     path = _table(tmp_path, categorical=True)
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test"])
-    assert result.exit_code == 2 and "--alt-test needs --epsilon" in result.output
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test", "--epsilon",
+    result = CliRunner().invoke(cli, ["meta-eval", "alt-test", str(path)])
+    assert result.exit_code == 2 and "alt-test needs --epsilon" in result.output
+    result = CliRunner().invoke(cli, ["meta-eval", "alt-test", str(path), "--epsilon",
                                       "0.1", "--human", "human.a0"])
     assert result.exit_code == 2 and "two or more annotator columns" in result.output
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test", "--epsilon",
+    result = CliRunner().invoke(cli, ["meta-eval", "alt-test", str(path), "--epsilon",
                                       "0.1", "--human", "human.a0", "--human", "human.zz"])
     assert result.exit_code == 2 and "human.zz" in result.output
     result = CliRunner().invoke(cli, ["meta-eval", str(path)])
@@ -220,7 +220,7 @@ def test_cli_per_criterion(tmp_path):
                           "judge": judges["fluency"], **columns})
     path = tmp_path / "criteria.csv"
     frame.to_csv(path, index=False)
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--alt-test", "--epsilon",
+    result = CliRunner().invoke(cli, ["meta-eval", "alt-test", str(path), "--epsilon",
                                       "0.1", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     out = {r["criterion"]: r for r in json.loads(result.stdout)}

@@ -136,7 +136,7 @@ def test_audit_aggregate_items_combine_take_frames_and_results(scored: Path, in_
 
 
 def test_pairwise_functions_take_paths_and_frames() -> None:
-    cli = cli_json("meta-eval", "--pairwise", str(PAIRS), "--human", "human.gold")
+    cli = cli_json("meta-eval", "pairwise", str(PAIRS), "--human", "human.gold")
     for table in (PAIRS, pd.read_csv(PAIRS)):
         result = twice(lambda table=table: judgebench.meta_eval_pairwise(
             table, humans=["human.gold"]))

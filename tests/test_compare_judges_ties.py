@@ -83,7 +83,7 @@ def test_human_ties_against_numpy_and_sklearn(pairs, flag, keep_ties):
 def test_one_default_printed_in_both_commands(pairs):
     path, _ = pairs
     judges = _by_statistic(str(path), "--a", "j.ab", "--b", "j.ba", "--human", "human.pref")
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.pref", "--json")
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.pref", "--json")
     assert proc.returncode == 0, proc.stderr
     meta = {r["statistic"]: r for r in json.loads(proc.stdout) if r["metric"] == "j"}
     assert meta["accuracy-ab"]["human_ties"] == judges["accuracy_a"]["human_ties"] == "drop"
@@ -94,7 +94,7 @@ def test_one_default_printed_in_both_commands(pairs):
     assert text.returncode == 0, text.stderr
     assert "human ties drop" in text.stdout.splitlines()[0]
     assert "left out of the statistics against people" in text.stderr
-    meta_text = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.pref")
+    meta_text = run_cli("meta-eval", "pairwise", str(path), "--human", "human.pref")
     assert "human ties drop" in meta_text.stdout
 
 

@@ -107,9 +107,9 @@ def test_cli(tmp_path: Path):
                           **traits, **metrics})
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
-    args = ["meta-eval", str(path), "--human", "human.c0", "--human", "human.c1",
+    args = ["meta-eval", "construct", str(path), "--human", "human.c0", "--human", "human.c1",
             "--human", "human.c2", "--test", "williams",
-            *[a for k in range(3) for a in ("--construct", f"m{k}=human.c{k}")]]
+            *[a for k in range(3) for a in ("--intended", f"m{k}=human.c{k}")]]
     result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
@@ -119,8 +119,8 @@ def test_cli(tmp_path: Path):
         williams_t2(metrics["m0"], traits["human.c0"], traits["human.c1"]))
     text = CliRunner().invoke(cli, args, catch_exceptions=False).stdout
     assert "discriminant" in text and "overall" in text
-    bad = CliRunner().invoke(cli, ["meta-eval", str(path), "--human", "human.c0",
-                                   "--construct", "m0"])
+    bad = CliRunner().invoke(cli, ["meta-eval", "construct", str(path), "--human",
+                                   "human.c0", "--intended", "m0"])
     assert bad.exit_code == 2 and "METRIC=HUMAN" in bad.output
 
 

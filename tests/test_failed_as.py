@@ -116,7 +116,7 @@ def expected(frame: pd.DataFrame, judge: str, convention: str, ties: str
 
 
 def run_pairwise(path: Path, *args: str) -> list[dict]:
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold", "--json",
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.gold", "--json",
                    *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -155,7 +155,7 @@ def test_counted_as_is_stated_per_statistic(tmp_path):
     assert words["kappa-orders"] == "a class of its own"
     missing = run_pairwise(path)
     assert {r["failed"]["counted_as"] for r in missing if "failed" in r} == {"dropped"}
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold",
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.gold",
                    "--failed-as", "tie")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "human.gold · human ties drop · failed as tie"
@@ -226,7 +226,7 @@ def test_sidecar_statuses_tell_failed_from_never_judged(tmp_path):
     assert rows["accuracy-ab"]["failed"]["rows"] == 1
     sidecar["columns"]["j"]["statuses"] = {"ok": 4, "parse_error": 1, "skipped": 1}
     Path(f"{path}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold", "--json",
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.gold", "--json",
                    "--failed-as", "wrong")
     assert proc.returncode == 0, proc.stderr
     assert "the sidecar counts 1 failed scores but 2 cells are empty" in proc.stderr
@@ -238,7 +238,7 @@ def test_sidecar_statuses_tell_failed_from_never_judged(tmp_path):
 def test_bad_convention_is_exit_2(tmp_path):
     path = tmp_path / "pairs.csv"
     random_pairs(0, 10).to_csv(path, index=False)
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.gold",
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.gold",
                    "--failed-as", "min")
     assert proc.returncode == 2
     assert "--failed-as" in proc.stderr and "missing, wrong, tie" in proc.stderr
@@ -623,7 +623,7 @@ def test_a_scored_table_tells_failures_by_its_sidecar(tmp_path, monkeypatch, con
                             f"{spec}.ab": ["a", "b", "a", "failed", "failed"],
                             f"{spec}.ba": ["a", "b", "b", "b", "failed"]})
     table = pd.read_csv(tmp_path / "pairs.csv", dtype=str)
-    rows = json.loads(run_cli("meta-eval", str(tmp_path / "pairs.csv"), "--pairwise",
+    rows = json.loads(run_cli("meta-eval", "pairwise", str(tmp_path / "pairs.csv"),
                               "--human", "human.pref", "--json", "--failed-as", convention,
                               check=True).stdout)
     assert table[spec].isna().sum() == 2  # the two failed scores leave the verdict empty

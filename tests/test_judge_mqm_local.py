@@ -44,13 +44,13 @@ def test_mqm_on_the_default_model_is_in_form_and_located(tmp_path) -> None:
         assert extra["unlocated"] == 0 and len(extra["spans"]) <= 2
         for span in extra["spans"]:
             assert extra["output"][span["start"]:span["end"]] == span["text"]
-    proc = run_cli("meta-eval", str(out), "--spans", str(EXAMPLES / "ted-mqm-spans.jsonl"),
+    proc = run_cli("meta-eval", "spans", str(out), str(EXAMPLES / "ted-mqm-spans.jsonl"),
                    "--store", str(store), "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert {r["n"] for r in rows if r["system"] is None} == {2}
     env |= plugin_env()
-    suite = run_cli(*plugin_args(), "meta-eval", str(out), "--spans", "wmt21-tedtalks-en-de",
+    suite = run_cli(*plugin_args(), "meta-eval", "spans", str(out), "wmt21-tedtalks-en-de",
                     "--store", str(store), "--json", env=env)
     assert suite.returncode == 0, suite.stderr
     assert json.loads(suite.stdout) == rows  # the example's spans are the suite's

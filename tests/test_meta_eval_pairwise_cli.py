@@ -1,4 +1,4 @@
-"""`judgebench meta-eval PAIRS --pairwise`: LLMBar's published statistics reproduced, JSON and
+"""`judgebench meta-eval pairwise PAIRS`: LLMBar's published statistics reproduced, JSON and
 table output, default judges, and exit code 2 naming file, line and column on bad input."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ LLMBAR_KEYS = {"correct_False": "accuracy-ab", "correct_True": "accuracy-ba",
 
 
 def pairwise_json(*args: str) -> list[dict]:
-    proc = run_cli("meta-eval", *args, "--pairwise", "--json")
+    proc = run_cli("meta-eval", "pairwise", *args, "--json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -127,7 +127,7 @@ def test_json_rows_default_judges_and_keys(pairs):
 
 
 def test_text_table_ceiling_by_and_compare(pairs):
-    proc = run_cli("meta-eval", str(pairs), "--pairwise", "--human", "human.preference",
+    proc = run_cli("meta-eval", "pairwise", str(pairs), "--human", "human.preference",
                    "--human", "human.other", "--judge", "good", "--judge", "bad", "--compare",
                    "--human-ties", "half")
     assert proc.returncode == 0, proc.stderr
@@ -170,7 +170,7 @@ def write(tmp_path: Path, text: str, name: str = "pairs.csv") -> Path:
 ])
 def test_bad_input_exits_2_naming_where(tmp_path, text, args, message):
     path = write(tmp_path, text)
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.p", *args)
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.p", *args)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and str(path) in proc.stderr
     assert proc.stdout == ""
@@ -180,11 +180,11 @@ def test_numeric_meta_eval_of_a_pairwise_table_says_use_pairwise(tmp_path):
     path = write(tmp_path, "item,system,m,human.p\n1,gpt vs claude,0.3,1\n2,a vs b,0.2,0\n")
     proc = run_cli("meta-eval", str(path), "--human", "human.p")
     assert proc.returncode == 2
-    assert "--pairwise" in proc.stderr and "field 'system'" in proc.stderr
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.p", "--metric", "m")
-    assert proc.returncode == 2 and "--judge" in proc.stderr
+    assert "meta-eval pairwise" in proc.stderr and "field 'system'" in proc.stderr
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.p", "--metric", "m")
+    assert proc.returncode == 2 and "No such option '--metric'" in proc.stderr
     proc = run_cli("meta-eval", str(path), "--human", "human.p", "--judge", "m")
-    assert proc.returncode == 2 and "need --pairwise" in proc.stderr
+    assert proc.returncode == 2 and "No such option '--judge'" in proc.stderr
 
 
 def test_jsonl_soft_preferences_compare_by_category_and_text_cis(tmp_path):
@@ -212,11 +212,11 @@ def test_jsonl_soft_preferences_compare_by_category_and_text_cis(tmp_path):
         row = next(r for r in out if r["metric"] == "blunt" and r["category"] == c
                    and r["statistic"] == "accuracy")
         assert row["value"] == pytest.approx((frame["blunt"][keep] == hard[keep]).mean())
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.pref",
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.pref",
                    "--bootstrap", "50")
     assert proc.returncode == 0, proc.stderr
     assert "human.pref · human ties drop" in proc.stdout and "[" in proc.stdout
     bad = write(tmp_path, json.dumps({"item": 1, "system_a": "x", "system_b": "y",
                                       "human.pref": True, "j": "a"}) + "\n", "bad.jsonl")
-    proc = run_cli("meta-eval", str(bad), "--pairwise", "--human", "human.pref")
+    proc = run_cli("meta-eval", "pairwise", str(bad), "--human", "human.pref")
     assert proc.returncode == 2 and "line 1, field 'human.pref'" in proc.stderr

@@ -43,7 +43,7 @@ def _ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_soft_judge_brier_and_ece_equal_references(tmp_path: Path, seed: int) -> None:
     path, frame = _table(tmp_path, seed)
-    proc = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.pref",
+    proc = run_cli("meta-eval", "pairwise", str(path), "--human", "human.pref",
                    "--bootstrap", "200", "--json")
     assert proc.returncode == 0, proc.stderr
     rows = {(r["metric"], r["statistic"]): r for r in json.loads(proc.stdout)}
@@ -60,5 +60,5 @@ def test_soft_judge_brier_and_ece_equal_references(tmp_path: Path, seed: int) ->
         assert row["better"] == "lower"
     # verdicts a/b/tie are not probabilities: no calibration for the hard judge
     assert ("hard", "brier") not in rows and ("hard", "accuracy") in rows
-    text = run_cli("meta-eval", str(path), "--pairwise", "--human", "human.pref")
+    text = run_cli("meta-eval", "pairwise", str(path), "--human", "human.pref")
     assert text.returncode == 0 and "brier" in text.stdout and "ece" in text.stdout

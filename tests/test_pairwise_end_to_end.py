@@ -63,7 +63,7 @@ def test_score_then_meta_eval_aggregate_compare_and_audit(tmp_path: Path) -> Non
 
     # meta-eval --pairwise: with human ties as a class, the strict judge is right everywhere;
     # the plain one is right on decided pairs only (on a tie it names the first shown).
-    rows = _json(run_cli("meta-eval", str(table), "--pairwise", "--human", "human.pref",
+    rows = _json(run_cli("meta-eval", "pairwise", str(table), "--human", "human.pref",
                          "--human-ties", "class", "--bootstrap", "200", "--compare", "--json"))
     got = {(r["metric"], r["statistic"]): r for r in rows}
     decided = 1 - len(ties) / len(records)

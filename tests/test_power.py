@@ -79,9 +79,9 @@ def test_cli(tmp_path: Path):
                           "bad": truth + rng.normal(scale=1.5, size=n)})
     path = tmp_path / "pilot.csv"
     frame.to_csv(path, index=False)
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--human", "human.mean",
+    result = CliRunner().invoke(cli, ["meta-eval", "power", str(path), "--human", "human.mean",
                                       "--metric", "good", "--metric", "bad", "--rater", "r0",
-                                      "--rater", "r1", "--rater", "r2", "--power-for", "0.1",
+                                      "--rater", "r1", "--rater", "r2", "--delta", "0.1",
                                       "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     (row,) = json.loads(result.stdout)
@@ -92,7 +92,7 @@ def test_cli(tmp_path: Path):
     assert plan[1] > plan[3] > plan[6]
     n3, _ = items_needed(r_a=row["r_a"], r_b=row["r_a"] - 0.1, r_ab=row["r_ab"], sims=2000)
     assert plan[3] == n3
-    text = CliRunner().invoke(cli, ["meta-eval", str(path), "--human", "human.mean",
-                                    "--metric", "good", "--metric", "bad", "--power-for",
-                                    "0.1"], catch_exceptions=False)
+    text = CliRunner().invoke(cli, ["meta-eval", "power", str(path), "--human", "human.mean",
+                                    "--metric", "good", "--metric", "bad", "--delta", "0.1"],
+                              catch_exceptions=False)
     assert "as piloted" in text.stdout

@@ -346,7 +346,7 @@ def test_a_pairwise_judge_s_cells_are_the_majority_verdicts_of_its_draws(tmp_pat
                                           " ORDER BY sample_index"):
             by_pair[system].append(value)
     verdicts = np.array(list(by_pair.values()), dtype=float)
-    shown = run_cli("meta-eval", str(tmp_path / "out.csv"), "--pairwise", "--human",
+    shown = run_cli("meta-eval", "pairwise", str(tmp_path / "out.csv"), "--human",
                     "human.pref", "--json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     (row,) = [r for r in json.loads(shown.stdout) if r.get("statistic") == "repeats"]

@@ -247,7 +247,7 @@ def test_wide_table_readers_refuse_a_pairwise_table(tmp_path) -> None:
         refused = run_cli(*command, cwd=tmp_path)
         assert refused.returncode == 2, (command, refused.stderr)
     refused = run_cli("meta-eval", str(tmp_path / "pairs.csv"), "--human", "human.pref")
-    assert "pairwise table" in refused.stderr and "--pairwise" in refused.stderr
+    assert "pairwise table" in refused.stderr and "meta-eval pairwise" in refused.stderr
     # an old-style wide table of pairs ("X vs Y" systems), no sidecar
     old = tmp_path / "old.csv"
     old.write_text("item,system,judge.pairwise,human.pref\nq1,M0 vs M1,1.0,1\n"

@@ -140,7 +140,7 @@ def test_score_puts_the_spans_in_the_store(scored) -> None:
 
 def test_meta_eval_spans_against_the_suite(ted, scored) -> None:
     tmp = scored["tmp"]
-    proc = run_cli(*plugin_args(), "meta-eval", str(tmp / "scores.csv"), "--spans", SUITE,
+    proc = run_cli(*plugin_args(), "meta-eval", "spans", str(tmp / "scores.csv"), SUITE,
                    "--store", str(tmp / "store.db"), "--json", env=scored["env"])
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -151,7 +151,7 @@ def test_meta_eval_spans_against_the_suite(ted, scored) -> None:
     assert not math.isclose(want["character-partial"][0], want["character-match"][0])
     systems = {r["system"] for r in result if r["system"] is not None}
     assert systems == {k[1] for k in ted["keys"]}
-    text = run_cli(*plugin_args(), "meta-eval", str(tmp / "scores.csv"), "--spans", SUITE,
+    text = run_cli(*plugin_args(), "meta-eval", "spans", str(tmp / "scores.csv"), SUITE,
                    "--store", str(tmp / "store.db"), env=scored["env"])
     assert text.returncode == 0, text.stderr
     assert "character  partial" in text.stdout and "per system" in text.stdout
@@ -169,7 +169,7 @@ def test_meta_eval_spans_from_a_file_and_the_suite_agree(ted, scored) -> None:
                       "rater": s["rater"]} for s in found]
             lines = lines or [{"item": key[0], "system": key[1], "start": None, "end": None}]
             handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
-    proc = run_cli("meta-eval", str(tmp / "scores.csv"), "--spans", str(human), "--store",
+    proc = run_cli("meta-eval", "spans", str(tmp / "scores.csv"), str(human), "--store",
                    str(tmp / "store.db"), "--json", env=scored["env"])
     assert proc.returncode == 0, proc.stderr
     check(overall(json.loads(proc.stdout)), expected(ted, scored["answers"]))
@@ -180,12 +180,12 @@ def test_bad_human_spans_name_the_file_line_and_field(scored) -> None:
     bad = tmp / "bad.jsonl"
     bad.write_text('{"item": "1", "system": "Nemo", "start": 3, "end": 9, "severity": "Minor"}\n'
                    '{"item": "1", "system": "Nemo", "start": 9, "end": 3, "severity": "Minor"}\n')
-    proc = run_cli("meta-eval", str(tmp / "scores.csv"), "--spans", str(bad), "--store",
+    proc = run_cli("meta-eval", "spans", str(tmp / "scores.csv"), str(bad), "--store",
                    str(tmp / "store.db"), env=scored["env"])
     assert proc.returncode != 0
     assert "bad.jsonl" in proc.stderr and "line 2" in proc.stderr and "end" in proc.stderr
     bad.write_text('{"item": "1", "system": "Nemo", "start": 3, "end": 9, "severity": "huge"}\n')
-    proc = run_cli("meta-eval", str(tmp / "scores.csv"), "--spans", str(bad), "--store",
+    proc = run_cli("meta-eval", "spans", str(tmp / "scores.csv"), str(bad), "--store",
                    str(tmp / "store.db"), env=scored["env"])
     assert proc.returncode != 0 and "severity" in proc.stderr and "line 1" in proc.stderr
 

@@ -144,8 +144,8 @@ def test_cli(tmp_path: Path):
                           "human.pref": np.where(np.isnan(p), "tie", verdict)})
     path = tmp_path / "pairs.csv"
     frame.to_csv(path, index=False)
-    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--pairwise", "--human",
-                                      "human.pref", "--transitivity", "--json",
+    result = CliRunner().invoke(cli, ["meta-eval", "transitivity", str(path), "--human",
+                                      "human.pref", "--json",
                                       "--bootstrap", "100"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     out = {r["judge"]: r for r in json.loads(result.stdout)}
@@ -153,6 +153,6 @@ def test_cli(tmp_path: Path):
     got = transitivity(items=items, system_a=a, system_b=b, preference=p, bootstrap=100)
     assert out["judge.x"]["cyclic_triples"] == got.cyclic
     assert out["judge.x"]["bt_p_value"] == pytest.approx(got.p_value)
-    text = CliRunner().invoke(cli, ["meta-eval", str(path), "--pairwise", "--human",
-                                    "human.pref", "--transitivity"], catch_exceptions=False)
+    text = CliRunner().invoke(cli, ["meta-eval", "transitivity", str(path), "--human",
+                                    "human.pref"], catch_exceptions=False)
     assert "cyclic triples" in text.stdout

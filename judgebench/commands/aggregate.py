@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import direction_options, failed_as_option
+from judgebench.commands.options import OPEN_UNIT, direction_options, failed_as_option
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
 from judgebench.engine import progress_line
@@ -113,7 +113,7 @@ def _human_ranking(text: str) -> list[list[str]]:
               help="Resample the voters (columns, items, or pairwise items) N times: rank "
                    "intervals, P(win), top-1/top-k stability.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--level", type=OPEN_UNIT,
               default=0.95, show_default=True, help="Rank-interval coverage.")
 @click.option("--top-k", "top_k", type=click.IntRange(min=1), default=3, show_default=True,
               help="k for top-k stability.")

@@ -15,14 +15,29 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import direction_options, failed_as_option, pairwise_options
+from judgebench.commands.options import (
+    FINITE,
+    alt_test_options,
+    bootstrap_option,
+    ci_option,
+    direction_options,
+    epsilon_option,
+    failed_as_option,
+    humans_option,
+    metrics_option,
+    pairwise_options,
+    raters_option,
+    seed_option,
+    significance_options,
+    statistics_option,
+    target_power_option,
+)
 from judgebench.display import safe
 from judgebench.engine import progress_line
 from judgebench.errors import InputError
 from judgebench.render import json as json_out
 from judgebench.services.audit import GROUPINGS, LEVELS
 from judgebench.tables import destinations
-from meta_eval.statistics import help_text as statistic_help
 
 if TYPE_CHECKING:
     from judgebench.auditing.report import Report
@@ -57,43 +72,31 @@ def report_format(path: Path) -> str:
      "examples/summeval-sample.jsonl --bootstrap 100 --resamples 100 --report card.html"),
 ))
 @click.argument("scores", type=click.Path(path_type=Path))
-@click.option("--human", "humans", multiple=True, required=True, metavar="COL",
-              help="Human judgment column of SCORES; repeatable.")
+@humans_option("Human judgment column of SCORES; repeatable.", required=True)
 @click.option("--samples", "samples_path", type=click.Path(path_type=Path),
               metavar="GENERATIONS",
               help="The generations SCORES was scored from (.jsonl/.csv/.parquet), matched "
                    "on (item, system). The scores table has no text: sentinel.length and "
                    "sentinel.cand/src/ref read it from here (without it they are skipped, "
                    "with that reason), and --probe and --judge (without --pairs) need it.")
-@click.option("--metric", "metrics", multiple=True, metavar="COL",
-              help="Metric column to audit; repeatable. Default: every numeric column that "
-                   "is not item, system, human.* or a --human column.")
+@metrics_option("Metric column to audit; repeatable. Default: every numeric column that is "
+                "not item, system, human.* or a --human column.")
 @click.option("--level", "levels", multiple=True, type=click.Choice(LEVELS),
               help="Repeatable. Default: system and segment.")
 @click.option("--grouping", "groupings", multiple=True, type=click.Choice(GROUPINGS),
               help="Segment-level grouping; repeatable. Default: none, item and system.")
-@click.option("--statistic", "statistics", multiple=True, metavar="NAME",
-              help=f"{statistic_help()}. Repeatable; default: pearson.")
+@statistics_option()
 @click.option("--sentinel", "sentinels", multiple=True, metavar="SPEC",
               help="Sentinel to use, e.g. sentinel.cand:folds=10; repeatable. Default: every "
                    "registered sentinel.")
 @direction_options
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="Score store (from `judgebench score --store`) to read cost and time.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Item resamples for the confidence intervals (0: none).")
-@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.95, show_default=True)
-@click.option("--test", "method", type=click.Choice(("permutation", "williams")),
-              default="permutation", show_default=True,
-              help="Test behind the significance clusters.")
-@click.option("--resamples", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Permutation resamples per comparison (early stopping may use fewer).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True)
-@click.option("--epsilon", type=float, default=0.0, show_default=True,
-              help="Metric tie threshold for kendall-23 and acc-23.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@bootstrap_option(1000, "Item resamples for the confidence intervals (0: none).")
+@ci_option(None)
+@significance_options("Test behind the significance clusters.", None)
+@epsilon_option
+@seed_option()
 @click.option("--probe", "probes", multiple=True, metavar="SPEC",
               help="Run the metamorphic probes on this metric spec (or `all`: every audited "
                    "column that is a metric spec); repeatable. Needs --samples.")
@@ -134,33 +137,26 @@ def report_format(path: Path) -> str:
               help="SCORES is a pairwise table (item, system_a, system_b, human.* "
                    "preferences, <judge>, <judge>.ab, <judge>.ba verdicts): the report shows "
                    "each judge's accuracy per order, consistency, tie rate and kappas "
-                   "(meta-eval --pairwise), with the bias probes of --judge on --pairs.")
+                   "(meta-eval pairwise), with the bias probes of --judge on --pairs.")
 @pairwise_options
 @failed_as_option
 @click.option("--robustness", is_flag=True,
               help="Per block: whether failed or missing cells (Manski bounds, tipping "
                    "points) or leaving out a system could overturn the gate; the verdict "
                    "says so first.")
-@click.option("--alt-test", "alt_test", type=float, metavar="EPSILON",
+@click.option("--alt-test", "alt_test", type=FINITE, metavar="EPSILON",
               help="Can each metric replace an annotator of each --human criterion? The "
                    "alternative-annotator test at this cost-benefit epsilon (0.2 experts, "
                    "0.15 skilled, 0.1 crowd) against the criterion's annotator columns "
                    "(<human>.<annotator>, or --rater); the verdict says so.")
-@click.option("--alt-score", type=click.Choice(("accuracy", "neg-rmse")), default="accuracy",
-              show_default=True, help="--alt-test: how an answer agrees with the other "
-                                      "annotators.")
-@click.option("--alt-min-items", type=click.IntRange(min=2), default=30, show_default=True,
-              help="--alt-test: an annotator with fewer items is not tested.")
-@click.option("--rater", "raters", multiple=True, metavar="COL",
-              help="An annotator column for --alt-test; repeatable. Named "
-                   "<human>.<annotator> it belongs to that --human criterion. Default: "
-                   "every <human>.<annotator> column.")
-@click.option("--power-for", type=float, metavar="DELTA",
+@alt_test_options("--alt-test: how an answer agrees with the other annotators.")
+@raters_option("An annotator column for --alt-test; repeatable. Named <human>.<annotator> it "
+               "belongs to that --human criterion. Default: every <human>.<annotator> column.")
+@click.option("--power-for", type=FINITE, metavar="DELTA",
               help="Can this study separate metrics whose Pearson r with each --human "
                    "criterion differs by DELTA (Williams' test at --alpha, simulated)? The "
                    "verdict says so first when it cannot.")
-@click.option("--target-power", type=float, default=0.8, show_default=True,
-              help="--power-for: the power that counts as separating.")
+@target_power_option("--power-for: the power that counts as separating.")
 @click.option("--sequential", is_flag=True,
               help="Replay each segment-level, item-grouped block as an anytime-valid "
                    "sequential study: when it would have settled, and whether each pass "

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
+from judgebench.commands.options import alpha_option, bootstrap_option, seed_option
 from judgebench.display import SafeWriter, safe
 from judgebench.engine import progress_line
 from judgebench.engine.runtime import check_budget_usd
@@ -48,11 +49,9 @@ from judgebench.errors import EXIT_FAILED_SCORES
               help="Score only the first N rows of each suite (to try a judge).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="the number of cores", help="Processes for local metrics.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Item-bootstrap resamples for the CIs (0: none).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True, help="Significance level of the clusters.")
+@bootstrap_option(1000, "Item-bootstrap resamples for the CIs (0: none).")
+@seed_option("Seed of the bootstrap.")
+@alpha_option("Significance level of the clusters.")
 @click.option("--workdir", type=click.Path(path_type=Path, writable=True), metavar="DIR",
               help="Keep each suite's exported samples and scored table in DIR/<suite>/.")
 @click.option("--force", is_flag=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import direction_options
+from judgebench.commands.options import FINITE, direction_options
 from judgebench.display import safe
 from judgebench.engine import progress_line
 from judgebench.render import json as json_out
@@ -45,7 +45,7 @@ def _log(message: str) -> None:
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
               help="Folds over items for cross-fitting.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--alpha", type=float, default=1.0, show_default=True,
+@click.option("--alpha", type=FINITE, default=1.0, show_default=True,
               help="Ridge penalty (ridge, isotonic).")
 @click.option("--gp-max-rows", type=click.IntRange(min=10), default=600, show_default=True,
               help="gp: at most this many training rows per fit (a seeded sample).")

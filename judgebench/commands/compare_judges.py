@@ -12,11 +12,12 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import HUMAN_TIES_DEFAULT, failed_as_option
+from judgebench.commands.options import FINITE, OPEN_UNIT, failed_as_option
 from judgebench.display import safe
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 from judgebench.tables import destinations
+from meta_eval.pairwise import DEFAULT_TIES as HUMAN_TIES_DEFAULT
 
 
 @click.command("compare-judges", epilog=examples(
@@ -35,15 +36,15 @@ from judgebench.tables import destinations
 @click.option("--human-ties", type=click.Choice(("drop", "class")), default=None,
               help=f"Pairwise tables: pairs people called a tie: drop = left out of the "
                    f"statistics against people; class = tie is a third label a judge must "
-                   f"match. [default: {HUMAN_TIES_DEFAULT}, as meta-eval --pairwise]")
+                   f"match. [default: {HUMAN_TIES_DEFAULT}, as meta-eval pairwise]")
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="The store the table was scored into: KL/JS between the judges' score "
                    "distributions (G-Eval).")
-@click.option("--tolerance", type=float, default=0.0, show_default=True,
+@click.option("--tolerance", type=FINITE, default=0.0, show_default=True,
               help="Scores (wide tables) that differ by at most this much agree.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Item resamples for each confidence interval (0: none).")
-@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--ci", type=OPEN_UNIT,
               default=0.95, show_default=True, help="Confidence level of the interval.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array to stdout.")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from judgebench.commands.examples import examples
+from judgebench.commands.options import FINITE, OPEN_UNIT
 from judgebench.display import safe
 from judgebench.errors import InputError
 from judgebench.render import json as json_out
@@ -56,11 +57,11 @@ _CHECK = re.compile(r"^(flips|negative_flips)>([0-9]*\.?[0-9]+)$")
               show_default=True)
 @click.option("--grouping", type=click.Choice(("none", "item", "system")), default="none",
               show_default=True)
-@click.option("--tolerance", type=float, default=0.0, show_default=True,
+@click.option("--tolerance", type=FINITE, default=0.0, show_default=True,
               help="Scores that differ by at most this much do not flip.")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Item resamples for each interval (0: none).")
-@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--ci", type=OPEN_UNIT,
               default=0.95, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--fail-on", "fail_on", multiple=True, metavar="CHECK",

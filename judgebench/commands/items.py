@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import direction_options
+from judgebench.commands.options import FINITE, OPEN_UNIT, direction_options
 from judgebench.display import safe
 from judgebench.engine import progress_line
 from judgebench.render import json as json_out
@@ -34,7 +34,7 @@ def _log(message: str) -> None:
 ))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--metric", required=True, metavar="COL", help="The metric column to model.")
-@click.option("--threshold", type=float, metavar="T",
+@click.option("--threshold", type=FINITE, metavar="T",
               help="Outcome 1 where the metric reaches T (at most T if lower is better).")
 @click.option("--human", metavar="COL",
               help="Instead of --threshold: outcome 1 where the metric orders the system as "
@@ -47,11 +47,11 @@ def _log(message: str) -> None:
 @click.option("--power", "power", is_flag=True,
               help="How many items would separate the top-k systems.")
 @click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--alpha", type=OPEN_UNIT,
               default=0.05, show_default=True, help="Significance level for --power.")
-@click.option("--target-power", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--target-power", type=OPEN_UNIT,
               default=0.8, show_default=True, help="Power asked of each separation.")
-@click.option("--ci", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--ci", type=OPEN_UNIT,
               default=0.95, show_default=True, help="Confidence level of ability intervals.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the random subsets the recommended one is compared with.")

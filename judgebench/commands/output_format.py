@@ -20,7 +20,8 @@ FORMAT_HELP = ("Output: text (default, for reading), json, csv, markdown or late
                "tabular); csv/markdown/latex print one table, one row per result.")
 
 
-def format_options(json_help: str) -> Callable[[F], F]:
+def format_options(json_help: str, formats: tuple[str, ...] = FORMATS) -> Callable[[F], F]:
+    """`formats`: the ones this command prints (a report that is no table: text and json)."""
     def decorate(command: F) -> F:
         @functools.wraps(command)
         def merged(*args: Any, output_format: str | None, as_json: bool, **kwargs: Any) -> Any:
@@ -29,8 +30,9 @@ def format_options(json_help: str) -> Callable[[F], F]:
 
         with_json = click.option("--json", "as_json", is_flag=True,
                                  help=f"Same as --format json. {json_help}")(merged)
-        return click.option("-f", "--format", "output_format", type=click.Choice(FORMATS),
-                            default=None, help=FORMAT_HELP)(with_json)  # type: ignore[return-value]
+        return click.option("-f", "--format", "output_format", type=click.Choice(formats),
+                            default=None, help=FORMAT_HELP if formats == FORMATS else
+                            f"Output: {' or '.join(formats)}.")(with_json)  # type: ignore[return-value]
 
     return decorate
 

@@ -15,6 +15,7 @@ import click
 
 from judgebench.cli import context_host
 from judgebench.commands.examples import examples
+from judgebench.commands.options import OPEN_UNIT, finite_float
 from judgebench.display import SafeWriter
 from judgebench.engine import progress_line
 from judgebench.engine.ray_engine import is_uri
@@ -93,7 +94,7 @@ TOP_REASONS = 3
 @click.option("--replicas", type=click.IntRange(min=1), metavar="N",
               help="With --engine ray: scoring actors (default: one per CPU of the cluster, or "
                    "per --gpus-per-replica GPUs).")
-@click.option("--gpus-per-replica", type=click.FloatRange(min=0), default=0.0, metavar="G",
+@click.option("--gpus-per-replica", type=finite_float(min=0), default=0.0, metavar="G",
               help="With --engine ray: GPUs each actor holds (a vLLM judge's engine).")
 @click.option("-v", "--verbose", is_flag=True,
               help="With --engine ray: Ray's own logs and progress bars too.")
@@ -129,11 +130,11 @@ TOP_REASONS = 3
                    "this human score (segment level, grouped by item); needs -o.")
 @click.option("--settle-batch", type=click.IntRange(min=1), default=10, show_default=True,
               help="--until-settled: items per batch.")
-@click.option("--settle-margin", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--settle-margin", type=finite_float(min=0), default=0.0, show_default=True,
               help="--until-settled: metrics closer than this are decided equivalent.")
 @click.option("--settle-top-k", type=click.IntRange(min=1), default=None,
               help="--until-settled: stop once the k best are settled against the rest.")
-@click.option("--settle-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--settle-alpha", type=OPEN_UNIT,
               default=0.05, show_default=True, help="--until-settled: the error level.")
 @click.option("--settle-statistic", default="pearson", show_default=True,
               help="--until-settled: the per-item correlation.")

@@ -302,7 +302,7 @@ def refuse_pairwise(path: Path, *, sidecar: Mapping[str, Any] | None,
     which the wide table of an older pairwise run held)."""
     advice = ("a pairwise table has one row per compared pair (item, system_a, system_b, "
               "and per judge the verdict columns SPEC, SPEC.ab, SPEC.ba); read it with "
-              "`judgebench meta-eval PAIRS --pairwise` or `judgebench compare-judges`, not "
+              "`judgebench meta-eval pairwise PAIRS` or `judgebench compare-judges`, not "
               "as a wide scores table (one row per item and system)")
     if (sidecar or {}).get("table") == "pairwise":
         raise InputError(f"the sidecar says this is a pairwise table: {advice}",

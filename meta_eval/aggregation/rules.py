@@ -51,9 +51,11 @@ BUILTIN_RULES: tuple[FunctionRule, ...] = (
                  "pairwise majority wins + tie_score (0.5) per tied contest", _PAIRS, BOTH),
     FunctionRule("minimax", minimax,
                  "Simpson-Kramer: smallest worst pairwise defeat (variant=margins|"
-                 "winning_votes|opposition)", _PAIRS, BOTH),
+                 "winning_votes|opposition)", _PAIRS, BOTH,
+                 choices={"variant": ("margins", "winning_votes", "opposition")}),
     FunctionRule("schulze", schulze,
-                 "Schulze beatpath (strength=winning_votes|margins)", _PAIRS, BOTH),
+                 "Schulze beatpath (strength=winning_votes|margins)", _PAIRS, BOTH,
+                 choices={"strength": ("winning_votes", "margins")}),
     FunctionRule("baldwin", baldwin,
                  "eliminate the Borda loser round by round; ties=average|low|high as for "
                  "borda", _BALLOT, choices=_TIE_CHOICES),
