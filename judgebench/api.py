@@ -41,6 +41,7 @@ import judgebench.services.audit as _audit
 import judgebench.services.bench as _bench
 import judgebench.services.combine as _combine
 import judgebench.services.compare_judges as _compare_judges
+import judgebench.services.estimate as _estimate
 import judgebench.services.items as _items
 import judgebench.services.meta_eval as _meta_eval
 import judgebench.services.pairwise as _pairwise
@@ -57,8 +58,8 @@ if TYPE_CHECKING:
     from judgebench.services.meta_eval import MetaEvalResult
     from judgebench.tables.failed import FailedAs
 
-__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "items", "logs", "meta_eval",
-           "meta_eval_pairwise", "runs", "score"]
+__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "estimate", "items", "logs",
+           "meta_eval", "meta_eval_pairwise", "runs", "score"]
 
 #: What the table-reading functions accept.
 Table: TypeAlias = "str | Path | pd.DataFrame | ScoreResult"
@@ -185,6 +186,7 @@ compare_judges = _reads_frame(_compare_judges.compare_judges)
 audit = _reads_file(_audit.audit)
 aggregate = _reads_file(_aggregate.aggregate)
 combine = _reads_file(_combine.combine)
+estimate = _reads_frame(_estimate.estimate)
 items = _reads_file(_items.items)
 runs = _runs.runs
 logs = _runs.logs
