@@ -29,14 +29,16 @@ def _log(message: str) -> None:
 
 
 @click.command("estimate", epilog=examples(
-    ("each system's relevance from ROUGE-L and the human labels the table has",
-     "judgebench estimate scores.csv --judge lexical.rougeL --human human.relevance"),
-    ("a pass rate of a 0/1 judge, with the sensitivity/specificity correction",
-     "judgebench estimate verdicts.csv --judge judge.pass --human human.pass "
-     "--statistic pass-rate"),
-    ("paired differences between systems, and how many labels reach a width of 0.5",
-     "judgebench estimate scores.csv --judge lexical.rougeL --human human.relevance "
-     "--compare --target-width 0.5"),
+    ("each system's relevance from ROUGE-L and the human ratings the table has",
+     "judgebench estimate examples/summeval-scores.csv --judge lexical.rougeL --human "
+     "human.relevance"),
+    ("a pass rate (ROUGE-L >= 0.3 against relevance >= 4) with the sensitivity/specificity "
+     "correction", "judgebench estimate examples/summeval-scores.csv --judge lexical.rougeL "
+     "--human human.relevance --statistic pass-rate --threshold 0.3 --human-threshold 4 "
+     "--by none"),
+    ("paired differences between systems, as JSON",
+     "judgebench estimate examples/summeval-scores.csv --judge lexical.chrf --human "
+     "human.relevance --compare -f json"),
 ))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--judge", required=True, metavar="COL",
