@@ -236,3 +236,22 @@ def test_python_api_takes_a_frame(tmp_path: Path) -> None:
     assert rows["point"].iloc[2] == pytest.approx(
         ppi_mean(judge=frame["judge"], human=frame["human"]).point, rel=1e-12)
     assert json.loads(result.to_json()) == result.to_dict()
+
+
+def test_a_lower_is_better_judge_enters_the_corrections_negated(tmp_path: Path) -> None:
+    path = table(tmp_path / "t.csv", items=40, seed=3)
+    frame = pd.read_csv(path)
+    frame.assign(error=-frame["judge"]).to_csv(path, index=False)
+    plain = by_key(estimate(str(path), "--judge", "judge", "--human", "human"))
+    negated = by_key(estimate(str(path), "--judge", "error", "--human", "human",
+                              "--lower-is-better", "error"))
+    for system in SYSTEMS:
+        rows = frame[frame["system"] == system]
+        error, y = -rows["judge"].to_numpy(), rows["human"].to_numpy()
+        same(negated[(system, "judge-only")], judge_only_mean(judge=error))
+        expected = ppi_mean(judge=-error, human=y)
+        same(negated[(system, "ppi++")], expected)
+        assert expected.lam and expected.lam > 0  # the judge is used, not clipped away
+        assert negated[(system, "ppi++")]["point"] == plain[(system, "ppi++")]["point"]
+        assert "|judge_sign:negated|" in negated[(system, "ppi++")]["signature"]
+        assert "judge_sign" not in plain[(system, "ppi++")]["signature"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
+from judgebench.commands.options import direction_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
 from judgebench.render import json as json_out
@@ -71,13 +72,14 @@ def _log(message: str) -> None:
               show_default=True, help="With --target-width: at most this many items named.")
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.95, show_default=True, help="Confidence level of every interval.")
+@direction_options
 @format_options("Print a JSON array: one `estimate` object per (system, method), then one "
                 "`difference` per pair of systems.")
 def command(scores: Path, judge: str, human: str, by: str, statistic: str,
             threshold: float | None, human_threshold: float | None, methods: tuple[str, ...],
             strata: str | None, inclusion_probability: str | None, compare: bool,
             target_width: float | None, next_items: int, confidence: float,
-            output_format: str) -> None:
+            lower: tuple[str, ...], higher: tuple[str, ...], output_format: str) -> None:
     """Estimate people's mean (or pass rate) per system from a JUDGE column that scored every
     row of SCORES and the human labels on a subset: human-only, judge-only (biased), and the
     corrected PPI++ estimates, with what the judge was worth in labels."""
@@ -89,7 +91,7 @@ def command(scores: Path, judge: str, human: str, by: str, statistic: str,
                       human_threshold=human_threshold, methods=methods, strata=strata,
                       inclusion_probability=inclusion_probability, compare=compare,
                       target_width=target_width, next_items=next_items,
-                      confidence=confidence, log=_log)
+                      confidence=confidence, lower=lower, higher=higher, log=_log)
     if output_format == "json":
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
     elif output_format == "text":

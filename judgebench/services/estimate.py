@@ -131,6 +131,8 @@ class _Group:
     human: np.ndarray
     strata: np.ndarray | None
     inclusion: np.ndarray | None
+    #: the judge as the corrected estimators take it: negated where lower is better (a mean)
+    oriented: np.ndarray
 
 
 def estimate(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
@@ -139,19 +141,24 @@ def estimate(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
              methods: Sequence[str] = (), strata: str | None = None,
              inclusion_probability: str | None = None, compare: bool = False,
              target_width: float | None = None, next_items: int = 10,
-             confidence: float = 0.95, log: Log | None = None,
+             confidence: float = 0.95, lower: Sequence[str] = (),
+             higher: Sequence[str] = (), log: Log | None = None,
              host: PluginHost | None = None) -> EstimateResult:
     """Estimate E[`human`] (or its pass rate) per system from the `judge` column and the
     human labels it has (module docstring). `methods`: ppi, stratified (needs `strata`),
     weighted (needs `inclusion_probability`), rogan-gladen (pass-rate only); default ppi,
     plus rogan-gladen for a pass rate. `compare`: every pair of systems' paired difference.
     `target_width`: per corrected estimate, how many more labels reach that interval width
-    and the `next_items` unlabelled items to label first. Bad input raises InputError naming
-    the file, column and system."""
+    and the `next_items` unlabelled items to label first. A judge whose lower scores are
+    better (`lower`, the sidecar or its registered metric) enters the corrected estimates of
+    a mean negated (PPI++ tunes a weight in [0, 1]); judge-only stays on its own scale. Bad
+    input raises InputError naming the file, column and system."""
     chosen = _check_options(statistic, methods, strata, inclusion_probability, by, compare,
                             target_width, confidence, threshold, human_threshold)
     others = [c for c in (strata, inclusion_probability) if c is not None]
-    table = PreparedTable.read(scores, [human], [judge], others=others, host=host, log=log)
+    table = PreparedTable.read(scores, [human], [judge], others=others, lower=lower,
+                               higher=higher, host=host, log=log)
+    negated = statistic == "mean" and not table.infos[judge].higher_is_better
     frame = table.frame
     where = table.where
     for column, option in ((strata, "--strata"), (inclusion_probability,
@@ -159,11 +166,14 @@ def estimate(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
         if column is not None and column not in frame.columns:
             raise InputError(f"no column {column!r} in the table", path=where, field=option)
     groups = _groups(frame, judge=judge, human=human, by=by, strata=strata,
-                     inclusion=inclusion_probability, where=where)
+                     inclusion=inclusion_probability, where=where, negated=negated)
     groups = [_as_statistic(g, statistic, judge, human, threshold, human_threshold, where,
                             by) for g in groups]
     settings = _settings(judge, human, statistic, by, threshold, human_threshold, confidence,
                          strata, inclusion_probability)
+    if negated:
+        settings["judge_sign"] = "negated"
+
     rows: list[EstimateRow] = []
     for group in groups:
         rows.extend(_estimates(group, chosen, settings, confidence, target_width, next_items,
@@ -238,7 +248,8 @@ def signature(method: str, settings: dict[str, str]) -> str:
 
 
 def _groups(frame: pd.DataFrame, *, judge: str, human: str, by: str | None,
-            strata: str | None, inclusion: str | None, where: str) -> list[_Group]:
+            strata: str | None, inclusion: str | None, where: str, negated: bool
+            ) -> list[_Group]:
     import numpy as np
     import pandas as pd
 
@@ -272,7 +283,8 @@ def _groups(frame: pd.DataFrame, *, judge: str, human: str, by: str | None,
         rows = np.flatnonzero(keys == name)
         out.append(_Group(str(name), items[rows].tolist(), judged[rows], labels[rows],
                           None if strata_values is None else strata_values[rows],
-                          None if probabilities is None else probabilities[rows]))
+                          None if probabilities is None else probabilities[rows],
+                          -judged[rows] if negated else judged[rows]))
     return sorted(out, key=lambda g: g.name)
 
 
@@ -300,9 +312,10 @@ def _as_statistic(group: _Group, statistic: str, judge: str, human: str,
                 path=where, field=column)
         return values
 
-    return _Group(group.name, group.items, passes(group.judge, threshold, judge, "--threshold"),
+    verdicts = passes(group.judge, threshold, judge, "--threshold")
+    return _Group(group.name, group.items, verdicts,
                   passes(group.human, human_threshold, human, "--human-threshold"),
-                  group.strata, group.inclusion)
+                  group.strata, group.inclusion, verdicts)
 
 
 def _estimates(group: _Group, methods: Sequence[str], settings: dict[str, str],
@@ -350,7 +363,7 @@ def _estimates(group: _Group, methods: Sequence[str], settings: dict[str, str],
 def _corrected(method: str, group: _Group, confidence: float) -> Estimate:
     from meta_eval.estimation import ppi_mean, stratified_ppi_mean, weighted_ppi_mean
 
-    f, h = group.judge, group.human
+    f, h = group.oriented, group.human
     if method == "stratified" and group.strata is not None:
         return stratified_ppi_mean(judge=f, human=h, strata=group.strata, confidence=confidence)
     if method == "weighted" and group.inclusion is not None:
@@ -373,7 +386,7 @@ def _with_target(row: EstimateRow, group: _Group, target_width: float | None,
     chosen: tuple[str, ...] = ()
     unlabelled = ~np.isfinite(group.human)
     if needed != 0 and unlabelled.any() and next_items and row.estimate.lam is not None:
-        priority = active_label_priority(judge=group.judge, human=group.human,
+        priority = active_label_priority(judge=group.oriented, human=group.human,
                                          lam=row.estimate.lam)
         order = [int(k) for k in np.argsort(-np.where(unlabelled, priority, -np.inf),
                                             kind="stable") if unlabelled[k]]
@@ -418,7 +431,7 @@ def _differences(groups: Sequence[_Group], settings: dict[str, str], confidence:
             ka, kb = [p[0] for p in pairs], [p[1] for p in pairs]
             try:
                 difference = paired_difference(
-                    judge_a=a.judge[ka], judge_b=b.judge[kb], human_a=a.human[ka],
+                    judge_a=a.oriented[ka], judge_b=b.oriented[kb], human_a=a.human[ka],
                     human_b=b.human[kb], confidence=confidence)
             except EstimationError as error:
                 raise InputError(f"system {a.name!r} against {b.name!r} on their "
