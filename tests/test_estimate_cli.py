@@ -187,6 +187,13 @@ def test_compare_gives_paired_differences_and_target_width_the_labels(tmp_path: 
     (lambda d: d, ("--method", "rogan-gladen"), ("pass-rate",)),
     (lambda d: d, ("--method", "stratified"), ("--strata",)),
     (lambda d: d, ("--by", "none", "--compare"), ("--compare",)),
+    (lambda d: d.assign(pi=d["pi"].where(d.index != 5, 0.0).where(d.index != 4, 1.0)
+                        ).assign(human=d["human"].where(d.index != 5, 3.0)),
+     ("--method", "weighted", "--inclusion-probability", "pi"), ("'pi'", "line 7", "(0, 1]")),
+    (lambda d: d.assign(half=d["half"].where(d.index != 3)),
+     ("--method", "stratified", "--strata", "half"), ("'half'", "line 5", "stratum")),
+    (lambda d: d.assign(half=np.where(d["item"] == "i000", "lone", d["half"])),
+     ("--method", "stratified", "--strata", "half"), ("--strata", "'lone'", "system 'alpha'")),
     (lambda d: d, ("--judge", "nope"), ("nope",)),
 ])
 def test_bad_input_exits_2_naming_the_column(tmp_path: Path, change: object,

@@ -272,7 +272,22 @@ def _groups(frame: pd.DataFrame, *, judge: str, human: str, by: str | None,
     probabilities = None
     if inclusion is not None:
         probabilities = pd.to_numeric(frame[inclusion], errors="coerce").to_numpy(dtype=float)
-    strata_values = None if strata is None else frame[strata].astype(str).to_numpy()
+        bad = np.flatnonzero(~((probabilities > 0) & (probabilities <= 1))
+                             & (np.isfinite(labels) | ~(probabilities >= 0)))
+        if bad.size:
+            k = int(bad[0])
+            raise InputError(
+                f"the inclusion probability is {frame[inclusion].iloc[k]!r}: it must be a "
+                "number in (0, 1] for a labelled item and in [0, 1] otherwise",
+                path=where, field=inclusion, line=None if lines is None else lines[k])
+    strata_values = None
+    if strata is not None:
+        blank = np.flatnonzero(frame[strata].isna().to_numpy())
+        if blank.size:
+            raise InputError("a row without a stratum: every row needs one",
+                             path=where, field=strata,
+                             line=None if lines is None else lines[int(blank[0])])
+        strata_values = frame[strata].astype(str).to_numpy()
     items = frame["item"].astype(str).to_numpy()
     if by is None and systems is not None:  # an item is one (item, system) row
         items = np.asarray([f"{i} ({s})" for i, s in zip(items, systems, strict=True)])
