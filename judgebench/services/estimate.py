@@ -435,22 +435,31 @@ def _rogan_gladen(group: _Group, settings: dict[str, str], confidence: float,
 def _differences(groups: Sequence[_Group], settings: dict[str, str], confidence: float, *,
                  where: str, human: str) -> list[DifferenceRow]:
     """Every pair of systems, a minus b, on the items both have (PPI++ on differences)."""
+    import numpy as np
+    import pandas as pd
+
     from meta_eval.estimation import paired_difference
 
+    index = pd.Index([item for g in groups for item in g.items]).unique()
+    shape = (len(groups), len(index))
+    judged, labels = np.full(shape, np.nan), np.full(shape, np.nan)
+    present = np.zeros(shape, dtype=bool)
+    for row, group in enumerate(groups):  # one row per system, one column per item
+        at = index.get_indexer(group.items)
+        judged[row, at], labels[row, at], present[row, at] = group.oriented, group.human, True
     sig = signature("paired-ppi++", settings)
     out = []
     for i, a in enumerate(groups):
-        for b in groups[i + 1:]:
-            at_b = {item: k for k, item in enumerate(b.items)}
-            pairs = [(k, at_b[item]) for k, item in enumerate(a.items) if item in at_b]
-            ka, kb = [p[0] for p in pairs], [p[1] for p in pairs]
+        for j in range(i + 1, len(groups)):
+            common = present[i] & present[j]
             try:
                 difference = paired_difference(
-                    judge_a=a.oriented[ka], judge_b=b.oriented[kb], human_a=a.human[ka],
-                    human_b=b.human[kb], confidence=confidence)
+                    judge_a=judged[i, common], judge_b=judged[j, common],
+                    human_a=labels[i, common], human_b=labels[j, common],
+                    confidence=confidence)
             except EstimationError as error:
-                raise InputError(f"system {a.name!r} against {b.name!r} on their "
-                                 f"{len(pairs)} common items: {error}", path=where,
+                raise InputError(f"system {a.name!r} against {groups[j].name!r} on their "
+                                 f"{int(common.sum())} common items: {error}", path=where,
                                  field=human) from None
-            out.append(DifferenceRow(a.name, b.name, difference, sig))
+            out.append(DifferenceRow(a.name, groups[j].name, difference, sig))
     return out
