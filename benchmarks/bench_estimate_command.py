@@ -17,7 +17,9 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -25,6 +27,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from judgebench.services.estimate import estimate
 from meta_eval.estimation import ppi_mean
+
+T = TypeVar("T")
 
 
 def write_table(path: Path, items: int, systems: int) -> None:
@@ -47,7 +51,7 @@ def reference(path: Path) -> dict[str, float]:
             for system, rows in frame.groupby("system")}
 
 
-def timed(call, *args, **kwargs):  # type: ignore[no-untyped-def]
+def timed(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     began = time.perf_counter()
     out = call(*args, **kwargs)
     return out, time.perf_counter() - began

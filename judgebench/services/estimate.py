@@ -445,7 +445,7 @@ def _differences(groups: Sequence[_Group], settings: dict[str, str], confidence:
     judged, labels = np.full(shape, np.nan), np.full(shape, np.nan)
     present = np.zeros(shape, dtype=bool)
     for row, group in enumerate(groups):  # one row per system, one column per item
-        at = index.get_indexer(group.items)
+        at = index.get_indexer(pd.Index(group.items))
         judged[row, at], labels[row, at], present[row, at] = group.oriented, group.human, True
     sig = signature("paired-ppi++", settings)
     out = []
