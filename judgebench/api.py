@@ -16,12 +16,12 @@ as in the service it calls (`judgebench.services.*`), and bad input raises
 `judgebench.errors.InputError` naming the file (or `<DataFrame>`), the row and the field.
 Functions keep no state between calls: calling one twice gives the same result twice.
 
-The functions that use plugins (score, meta_eval, audit, aggregate, combine, items: metrics,
-backends, rules, sentinels, probes, a column's registered direction) take `host=`, keyword
-only: a `judgebench.plugins.PluginHost` (`build_host(["my_plugin.py"])` adds local plugins).
-Without one, each call builds its own from the installed plugins (10 to 25 ms once the
-plugins are imported); meta_eval builds it only for a column whose direction neither a flag
-nor the sidecar gives. The others (meta_eval_pairwise, compare_judges, runs, logs) use no
+The functions that use plugins (score, meta_eval, audit, aggregate, combine, items,
+estimate: metrics, backends, rules, sentinels, probes, a column's registered direction) take
+`host=`, keyword only: a `judgebench.plugins.PluginHost` (`build_host(["my_plugin.py"])` adds
+local plugins). Without one, each call builds its own from the installed plugins (10 to 25 ms
+once the plugins are imported); meta_eval builds it only for a column whose direction neither
+a flag nor the sidecar gives. The others (meta_eval_pairwise, compare_judges, runs, logs) use no
 plugin.
 """
 
