@@ -83,6 +83,7 @@ def command(scores: Path, judge: str, human: str, by: str, statistic: str,
     """Estimate people's mean (or pass rate) per system from a JUDGE column that scored every
     row of SCORES and the human labels on a subset: human-only, judge-only (biased), and the
     corrected PPI++ estimates, with what the judge was worth in labels."""
+    from judgebench.cli import context_host
     from judgebench.render.table import render, results_table
     from judgebench.services.estimate import estimate
 
@@ -91,7 +92,8 @@ def command(scores: Path, judge: str, human: str, by: str, statistic: str,
                       human_threshold=human_threshold, methods=methods, strata=strata,
                       inclusion_probability=inclusion_probability, compare=compare,
                       target_width=target_width, next_items=next_items,
-                      confidence=confidence, lower=lower, higher=higher, log=_log)
+                      confidence=confidence, lower=lower, higher=higher, log=_log,
+                      host=context_host())
     if output_format == "json":
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
     elif output_format == "text":
