@@ -262,3 +262,20 @@ def test_a_lower_is_better_judge_enters_the_corrections_negated(tmp_path: Path) 
         assert negated[(system, "ppi++")]["point"] == plain[(system, "ppi++")]["point"]
         assert "|judge_sign:negated|" in negated[(system, "ppi++")]["signature"]
         assert "judge_sign" not in plain[(system, "ppi++")]["signature"]
+
+
+def test_overall_next_items_name_item_and_system_and_a_frame_error_names_the_frame(
+        tmp_path: Path) -> None:
+    import judgebench
+    from judgebench.errors import InputError
+
+    frame = pd.read_csv(table(tmp_path / "t.csv", items=30, seed=4))
+    result = judgebench.estimate(frame, judge="judge", human="human", by=None,
+                                 target_width=0.01, next_items=4)
+    ppi = next(r for r in result.rows if r.method == "ppi++")
+    unlabelled = {f"{i} ({s})" for i, s, h in frame[["item", "system", "human"]].itertuples(
+        index=False) if np.isnan(h)}
+    assert len(ppi.next_items) == 4 and set(ppi.next_items) <= unlabelled
+    with pytest.raises(InputError, match=r"<DataFrame>.*'judge'.*system 'beta'"):
+        judgebench.estimate(frame.assign(judge=frame["judge"].where(frame["system"] != "beta")),
+                            judge="judge", human="human")
