@@ -45,6 +45,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("judgebench.commands.view", "Browse a store in a local web viewer (read-only)."),
     "items": ("judgebench.commands.items", "Item response theory: abilities, items, subsets."),
     "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
+    "estimate": ("judgebench.commands.estimate", "Estimate people's mean or pass rate from a "
+                 "judge and a few human labels (PPI++)."),
     "suites": ("judgebench.commands.suites", "List the meta-evaluation suites, show one, or "
                "export its samples and human table."),
     "bench": ("judgebench.commands.bench", "Benchmark metrics or judges on the suites, beside "

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from judgebench.services.compare_judges import ComparisonResult
     from judgebench.services.construct import ConstructReport
     from judgebench.services.diff import DiffResult
+    from judgebench.services.estimate import EstimateResult
     from judgebench.services.items import ItemsResult
     from judgebench.services.meta_eval_results import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
@@ -1022,4 +1023,68 @@ def transitivity_report(report: TransitivityReport) -> str:
         for pair in t.cycle_pairs[:5]:
             lines.append(f"    {pair['system_a']} vs {pair['system_b']}: in {pair['cycles']} "
                          f"cycle(s), majority {pair['winner']}")
+    return "\n".join(lines)
+
+
+# -- estimate -------------------------------------------------------------------------------
+def estimate(result: EstimateResult) -> str:
+    """Per system (or overall): each method's estimate, interval and what the judge was worth
+    in labels; judge-only marked biased; an undefined estimate as its sentence; then the
+    paired differences and the signature of each method."""
+    what = "pass rate" if result.statistic == "pass-rate" else "mean"
+    lines = [f"{what} of {result.human}, from the judge {result.judge} and the human labels"]
+    signatures: dict[str, str] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in result.to_dict():
+        if record["type"] == "estimate":
+            groups.setdefault(record["system"], []).append(record)
+        signatures.setdefault(record["method"], record["signature"])
+    for group, records in groups.items():
+        first = next(r for r in records if r["method"] == "judge-only")
+        labelled = next(r for r in records if r["method"] == "human-only")["labels"]
+        title = "all items" if result.by is None else f"{result.by} {group}"
+        lines += ["", f"{title}: {first['items']} items, {labelled} labelled"]
+        rows = []
+        notes = []
+        for r in records:
+            if r["point"] is None:
+                notes.append(f"  {r['method']}: undefined: {r['undefined']}")
+                continue
+            interval = f"[{_fmt(r['lower'], 4)}, {_fmt(r['upper'], 4)}]"
+            rows.append([r["method"] + (" (biased)" if r["biased"] else ""),
+                         _fmt(r["point"], 4), interval,
+                         "-" if r["biased"] else str(r["labels"]),
+                         _fmt(r.get("effective_labels"), 1),
+                         _fmt(r.get("labels_worth"), 1),
+                         "-" if r.get("moved") is None else f"{r['moved']:+.4f}",
+                         "-" if r.get("lam") is None else f"{r['lam']:.3f}"])
+            if "target_width" in r:
+                reach = r["labels_to_reach"]
+                notes.append(
+                    f"  {r['method']}: width {r['target_width']:g} "
+                    + ("is out of reach with more labels (the judge-only term is wider)"
+                       if reach is None else "is reached" if reach == 0
+                       else f"needs about {reach} more labels"
+                       + (f" (only {first['items'] - labelled} items are unlabelled)"
+                          if reach > first["items"] - labelled else ""))
+                    + (f"; label next: {', '.join(r['next_items'])}" if r["next_items"]
+                       else ""))
+        level = f"{round(100 * first['confidence'], 6):g}% interval"
+        lines.append(textwrap.indent(aligned(
+            ["method", "estimate", level, "labels", "effective", "worth", "moved", "lam"],
+            rows), "  "))
+        lines += notes
+    differences = [r for r in result.to_dict() if r["type"] == "difference"]
+    if differences:
+        lines += ["", "paired differences (row minus column system, same items, PPI++):"]
+        lines.append(textwrap.indent(aligned(
+            ["system", "minus", "difference", "interval", "labels", "effective", "excludes 0"],
+            [[d["system"], d["against"], f"{d['point']:+.4f}",
+              f"[{d['lower']:+.4f}, {d['upper']:+.4f}]", str(d["labels"]),
+              _fmt(d["effective_labels"], 1), "yes" if d["excludes_zero"] else "no"]
+             for d in differences]), "  "))
+    lines += ["", "judge-only is biased: its interval is about the judge, not about people; "
+              "'worth' = effective labels (human labels alone giving the same interval) "
+              "minus the labels used; 'moved' = corrected minus judge-only.", "signatures:"]
+    lines += [f"  {m}: {s}" for m, s in signatures.items()]
     return "\n".join(lines)
