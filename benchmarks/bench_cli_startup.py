@@ -78,8 +78,8 @@ def main() -> None:
     print(f"tree: {args.rev or 'working tree'}; median of {args.repeats} runs, CPU seconds")
     print("| command | bytecode | CPU s |")
     print("|---|---|---|")
-    for command, bytecode, seconds in sorted(rows):
-        print(f"| judgebench {command} | {bytecode} | {seconds:.3f} |")
+    for name, bytecode, seconds in sorted(rows):
+        print(f"| judgebench {name} | {bytecode} | {seconds:.3f} |")
 
 
 if __name__ == "__main__":
