@@ -362,3 +362,17 @@ def test_a_page_run_stops_at_its_first_failing_block(tmp_path: Path) -> None:
     assert "--- stdout ---\nfirst\n" in failure and "broke" in failure
     assert (folder / "work" / "mark").read_text() == "first\n"
     assert not (folder / "work" / "never").exists()
+
+
+def test_a_page_given_models_starts_with_them_in_its_own_cache(tmp_path: Path) -> None:
+    """A slow page's judgebench cache is its own (empty judge cache) with the session's
+    converted models linked in."""
+    models = tmp_path / "models"
+    (models / "converted").mkdir(parents=True)
+    page = tmp_path / "page.md"
+    page.write_text('```sh\ntest -d "$JUDGEBENCH_CACHE_DIR/models/converted"\n'
+                    'test "$(ls "$JUDGEBENCH_CACHE_DIR")" = models\n```\n', encoding="utf-8")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    assert run_page(str(page), folder, "http://127.0.0.1:9/v1", models) is None
+    assert (folder / "judge-cache" / "models").resolve() == models.resolve()
