@@ -186,11 +186,10 @@ def _jobs() -> int:
     return max(1, int(raw)) if raw.strip() else max(1, os.cpu_count() or 1)
 
 
-def run_page(page: str, folder: Path, server: str, models: Path | None = None) -> str | None:
-    """Run the sh and python blocks of `page` in order, in `folder`/work (a copy of
-    `examples/`); None when all pass, else the failure: the page, the line, the command and
-    its output. The blocks' languages and markers are checked by the test, not here.
-    `models`: converted models the page's judgebench cache starts with (`seed_model_cache`)."""
+def prepare_page(folder: Path, server: str, models: Path | None = None) -> dict[str, str]:
+    """`folder`/work with a copy of `examples/`, and the environment a page's blocks run in
+    (made here, in the calling thread: it reads os.environ). `models`: converted models the
+    page's judgebench cache starts with (`seed_model_cache`)."""
     work = folder / "work"
     work.mkdir()
     shutil.copytree(REPO / "examples", work / "examples")
@@ -198,6 +197,19 @@ def run_page(page: str, folder: Path, server: str, models: Path | None = None) -
     if models is not None:
         seed_model_cache(Path(env["JUDGEBENCH_CACHE_DIR"]), models)
     env["JUDGEBENCH_DOCS_SERVER"] = server
+    return env
+
+
+def run_page(page: str, folder: Path, server: str, models: Path | None = None) -> str | None:
+    """`prepare_page`, then `run_blocks`."""
+    return run_blocks(page, folder, prepare_page(folder, server, models))
+
+
+def run_blocks(page: str, folder: Path, env: dict[str, str]) -> str | None:
+    """Run the sh and python blocks of `page` in order, in `folder`/work (`prepare_page`);
+    None when all pass, else the failure: the page, the line, the command and its output.
+    The blocks' languages and markers are checked by the test, not here."""
+    work = folder / "work"
     for block in blocks(page):
         if block.language not in RUN_LANGUAGES or block.not_run is not None:
             continue
@@ -221,7 +233,7 @@ def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
               judge_server: str) -> Iterator[dict[str, Future[str | None]]]:
     """Every page this session runs (the selected `test_page_runs` items, in their order),
     started on a pool of `_jobs()` threads, each in a temporary folder of its own: page ->
-    its run (`run_page`). The pages that load the default model (SLOW_PAGES) share the
+    its run (`run_blocks`). The pages that load the default model (SLOW_PAGES) share the
     session's converted copy (`default_model_store`)."""
     pages = [str(item.callspec.params["page"]) for item in request.session.items
              if isinstance(item, pytest.Function) and item.originalname == "test_page_runs"
@@ -229,9 +241,11 @@ def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     models = (request.getfixturevalue("default_model_store")
               if SLOW_PAGES.intersection(pages) else None)
     with ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="docs-page") as pool:
-        runs = {page: pool.submit(run_page, page, tmp_path_factory.mktemp("page"), judge_server,
-                                  models if page in SLOW_PAGES else None)
-                for page in dict.fromkeys(pages)}
+        runs = {}
+        for page in dict.fromkeys(pages):
+            folder = tmp_path_factory.mktemp("page")
+            env = prepare_page(folder, judge_server, models if page in SLOW_PAGES else None)
+            runs[page] = pool.submit(run_blocks, page, folder, env)
         try:
             yield runs
         finally:
