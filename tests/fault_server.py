@@ -351,7 +351,7 @@ def serve(argv: list[str] | None = None) -> None:
     server.state = _State(args)  # type: ignore[attr-defined]
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     print(f"READY {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    server.serve_forever(poll_interval=0.05)  # a stop (SIGTERM) waits at most this long
 
 
 def free_port() -> int:

@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_cli
-from test_audit_verdict import scored_summeval
 
 from judgebench.commands.audit import CHECKS_FAILED
 
@@ -25,10 +24,12 @@ COHERENCE_FAILS = ("FAIL lexical.token_f1: does not beat sentinel.cand at system
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("fail-on")
-    samples, scores, store = scored_summeval(root, ("lexical.token_f1", "lexical.bleu"))
-    return {"root": root, "samples": samples, "scores": scores, "store": store}
+def scored(tmp_path_factory: pytest.TempPathFactory,
+           summeval_token_f1_bleu: tuple[Path, Path, Path]) -> dict[str, Path]:
+    """The session's token_f1 + BLEU table (read only) and a folder of this module's own."""
+    samples, scores, store = summeval_token_f1_bleu
+    return {"root": tmp_path_factory.mktemp("fail-on"), "samples": samples, "scores": scores,
+            "store": store}
 
 
 def audit(scored: dict[str, Path], *args: str, scores: Path | None = None):

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
 SHORTEST = "dm-test-f5fead94ee884800e84a212cc0edc78b11c4ba9f"  # a 632-character article
 
 
-def test_position_probe_runs_through_the_local_pairwise_judge(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path))
+def test_position_probe_runs_through_the_local_pairwise_judge(model_cache,
+                                                              monkeypatch) -> None:
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(model_cache))
     host = build_host()
     if "judge.pairwise" not in host.metrics():
         pytest.fail("the judges plugin does not register judge.pairwise")
@@ -45,4 +46,4 @@ def test_position_probe_runs_through_the_local_pairwise_judge(tmp_path, monkeypa
     assert 0.0 <= flip.value <= 1.0 and 0.0 <= first.value <= 1.0
     assert math.isclose(first.value * first.n % 1, 0.0, abs_tol=1e-9)  # a count of wins
     # Every verdict came through the judge cache of this test: the model really answered.
-    assert any(tmp_path.iterdir())
+    assert any(entry.name != "models" for entry in model_cache.iterdir())

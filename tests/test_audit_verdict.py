@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from chromium import Browser, need_chromium
-from conftest import run_cli, summeval_records, write_jsonl
+from conftest import run_cli, scored_summeval
 
 from judgebench.auditing.verdict import verdicts, where
 
@@ -24,20 +24,10 @@ SETTINGS = ("--level", "system", "--level", "segment", "--grouping", "item",
 FAST = ("--bootstrap", "0", "--resamples", "200")
 
 
-def scored_summeval(root: Path, metrics: tuple[str, ...] = METRICS,
-                    rows: int = ROWS) -> tuple[Path, Path, Path]:
-    """SummEval generations, their scores table (by `metrics`) and the score store."""
-    samples = write_jsonl(root / "gen.jsonl", summeval_records(rows))
-    scores, store = root / "scores.csv", root / "runs.db"
-    run_cli("score", str(samples), *(a for m in metrics for a in ("-m", m)), "-o",
-            str(scores), "--store", str(store), check=True)
-    return samples, scores, store
-
-
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("verdict")
-    samples, scores, _ = scored_summeval(root)
+    samples, scores, _ = scored_summeval(root, METRICS, ROWS)
     reports = {fmt: root / f"report.{fmt}" for fmt in ("json", "md", "html")}
     proc = run_cli("audit", str(scores), "--human", "human.relevance", "--human",
                    "human.coherence", "--samples", str(samples), *SETTINGS, *FAST,

@@ -21,13 +21,13 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fed-turns.jsonl"
 
 
 @pytest.mark.parametrize(("mode", "limit"), [("turn", 2), ("conversation", 1)])
-def test_rubric_on_conversations_is_in_form_on_the_default_model(tmp_path, mode,
+def test_rubric_on_conversations_is_in_form_on_the_default_model(tmp_path, model_cache, mode,
                                                                  limit) -> None:
     spec = f"judge.rubric:mode={mode},feedback_tokens=32"
     out = tmp_path / "scores.csv"
     proc = run_cli("score", str(EXAMPLE), "-m", spec, "--limit", str(limit), "-o", str(out),
                    "--store", str(tmp_path / "runs.db"), "--allow-failures",
-                   env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")})
+                   env={"JUDGEBENCH_CACHE_DIR": str(model_cache)})
     assert proc.returncode == 0, proc.stderr
     column = json.loads(Path(f"{out}.meta.json").read_text())["columns"][spec]
     assert column["statuses"] == {"ok": limit}
@@ -36,7 +36,8 @@ def test_rubric_on_conversations_is_in_form_on_the_default_model(tmp_path, mode,
     assert f"template:rubric_{mode}:" in column["signature"]
 
 
-def test_pairwise_conversations_are_in_form_on_the_default_model(tmp_path) -> None:
+def test_pairwise_conversations_are_in_form_on_the_default_model(tmp_path,
+                                                                 model_cache) -> None:
     rows = [json.loads(line) for line in EXAMPLE.read_text().splitlines()[:2]]
     # two continuations of one start: the judged turns 9 and 11 of fed-001 after turn 8
     start = rows[0]["messages"][:9]
@@ -49,7 +50,7 @@ def test_pairwise_conversations_are_in_form_on_the_default_model(tmp_path) -> No
     out = tmp_path / "wins.csv"
     proc = run_cli("score", str(data), "-m", spec, "-o", str(out), "--store",
                    str(tmp_path / "runs.db"), "--allow-failures",
-                   env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")})
+                   env={"JUDGEBENCH_CACHE_DIR": str(model_cache)})
     assert proc.returncode == 0, proc.stderr
     column = json.loads(Path(f"{out}.meta.json").read_text())["columns"][spec]
     assert column["statuses"] == {"ok": 1}

@@ -16,6 +16,9 @@ The convention (docs/index.md says it to readers):
   except an https:// URL.
 Each page is one test parameter; a failing block's error names the page, its line and the
 command. The pages whose blocks load a real model are marked `slow` (SLOW_PAGES).
+The pages selected for a run start together when the first of them is reached, up to
+`$JUDGEBENCH_DOCS_JOBS` at once (default: the machine's cores; their blocks still run in
+order, each in a fresh process); each page's test then waits for its own page.
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import seed_model_cache
 from docs_judge_server import DocsJudgeServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -175,15 +180,84 @@ def judge_server() -> Iterator[str]:
         yield server.url
 
 
-@pytest.mark.parametrize("page", _params())
-def test_page_runs(page: str, tmp_path: Path, judge_server: str) -> None:
-    """Every block of the page is of a known language, every not-run reason an allowed one,
-    every toml/json block parses, and the sh and python blocks run in order."""
-    work = tmp_path / "work"
+def _jobs() -> int:
+    """How many pages run at once: $JUDGEBENCH_DOCS_JOBS, else the machine's cores."""
+    raw = os.environ.get("JUDGEBENCH_DOCS_JOBS", "")
+    return max(1, int(raw)) if raw.strip() else max(1, os.cpu_count() or 1)
+
+
+def prepare_page(folder: Path, server: str, models: Path | None = None) -> dict[str, str]:
+    """`folder`/work with a copy of `examples/`, and the environment a page's blocks run in
+    (made here, in the calling thread: it reads os.environ). `models`: converted models the
+    page's judgebench cache starts with (`seed_model_cache`)."""
+    work = folder / "work"
     work.mkdir()
     shutil.copytree(REPO / "examples", work / "examples")
-    env = _environment(tmp_path)
-    env["JUDGEBENCH_DOCS_SERVER"] = judge_server
+    env = _environment(folder)
+    if models is not None:
+        seed_model_cache(Path(env["JUDGEBENCH_CACHE_DIR"]), models)
+    env["JUDGEBENCH_DOCS_SERVER"] = server
+    return env
+
+
+def run_page(page: str, folder: Path, server: str, models: Path | None = None) -> str | None:
+    """`prepare_page`, then `run_blocks`."""
+    return run_blocks(page, folder, prepare_page(folder, server, models))
+
+
+def run_blocks(page: str, folder: Path, env: dict[str, str]) -> str | None:
+    """Run the sh and python blocks of `page` in order, in `folder`/work (`prepare_page`);
+    None when all pass, else the failure: the page, the line, the command and its output.
+    The blocks' languages and markers are checked by the test, not here."""
+    work = folder / "work"
+    for block in blocks(page):
+        if block.language not in RUN_LANGUAGES or block.not_run is not None:
+            continue
+        if block.language == "sh":
+            argv = ["bash", "-e", "-o", "pipefail", "-c", block.code]
+        else:
+            script = folder / f"block_{block.line}.py"
+            script.write_text(block.code, encoding="utf-8")
+            argv = [sys.executable, str(script)]
+        proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,
+                              timeout=BLOCK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            return (f"{block.page}:{block.line}: the ```{block.language} block exited "
+                    f"{proc.returncode}:\n{block.code}\n--- stdout ---\n{proc.stdout[-3000:]}\n"
+                    f"--- stderr ---\n{proc.stderr[-3000:]}")
+    return None
+
+
+@pytest.fixture(scope="module")
+def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+              judge_server: str) -> Iterator[dict[str, Future[str | None]]]:
+    """Every page this session runs (the selected `test_page_runs` items, in their order),
+    started on a pool of `_jobs()` threads, each in a temporary folder of its own: page ->
+    its run (`run_blocks`). The pages that load the default model (SLOW_PAGES) share the
+    session's converted copy (`default_model_store`)."""
+    pages = [str(item.callspec.params["page"]) for item in request.session.items
+             if isinstance(item, pytest.Function) and item.originalname == "test_page_runs"
+             and item.module is sys.modules[__name__]]
+    models = (request.getfixturevalue("default_model_store")
+              if SLOW_PAGES.intersection(pages) else None)
+    with ThreadPoolExecutor(max_workers=_jobs(), thread_name_prefix="docs-page") as pool:
+        runs = {}
+        for page in dict.fromkeys(pages):
+            folder = tmp_path_factory.mktemp("page")
+            env = prepare_page(folder, judge_server, models if page in SLOW_PAGES else None)
+            runs[page] = pool.submit(run_blocks, page, folder, env)
+        try:
+            yield runs
+        finally:
+            for run in runs.values():
+                run.cancel()  # the pages not started (a run stopped early, -x)
+
+
+@pytest.mark.parametrize("page", _params())
+def test_page_runs(page: str, tmp_path: Path, judge_server: str,
+                   page_runs: dict[str, Future[str | None]]) -> None:
+    """Every block of the page is of a known language, every not-run reason an allowed one,
+    every toml/json block parses, and the sh and python blocks run in order."""
     indented = indented_commands(page)
     assert not indented, (f"{page}:{indented[0]}: an indented code block; fence it as ```sh or "
                           "```python (run) or ```text (output)")
@@ -206,20 +280,10 @@ def test_page_runs(page: str, tmp_path: Path, judge_server: str) -> None:
                 json.loads(block.code)
             except json.JSONDecodeError as exc:
                 pytest.fail(f"{where}: the json block does not parse: {exc}")
-        if block.language not in RUN_LANGUAGES or block.not_run is not None:
-            continue
-        if block.language == "sh":
-            argv = ["bash", "-e", "-o", "pipefail", "-c", block.code]
-        else:
-            script = tmp_path / f"block_{block.line}.py"
-            script.write_text(block.code, encoding="utf-8")
-            argv = [sys.executable, str(script)]
-        proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,
-                              timeout=BLOCK_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            pytest.fail(f"{where}: the ```{block.language} block exited {proc.returncode}:\n"
-                        f"{block.code}\n--- stdout ---\n{proc.stdout[-3000:]}\n"
-                        f"--- stderr ---\n{proc.stderr[-3000:]}", pytrace=False)
+    run = page_runs.get(page)
+    failure = run.result() if run is not None else run_page(page, tmp_path, judge_server)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
 
 
 def link_targets(page: str) -> list[str]:
@@ -300,3 +364,34 @@ def test_generated_reference_covers_the_code() -> None:
     for name in python_api.__all__:
         assert f"## `{name}`" in pages["reference/python-api.md"], name
         assert (getattr(python_api, name).__doc__ or "").strip(), name
+
+
+def test_a_page_run_stops_at_its_first_failing_block(tmp_path: Path) -> None:
+    """`run_page`, what every page's test waits on: blocks run in order in one folder, the
+    first failing one is named with its line and output, and nothing after it runs."""
+    page = tmp_path / "page.md"
+    page.write_text("# A page\n\n```sh\necho first > mark\n```\n\n```text\nnot run\n```\n\n"
+                    "```sh\ncat mark\necho broke >&2\nexit 3\n```\n\n```sh\ntouch never\n```\n",
+                    encoding="utf-8")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    failure = run_page(str(page), folder, "http://127.0.0.1:9/v1")
+    assert failure is not None
+    assert failure.startswith(f"{page}:11: the ```sh block exited 3:"), failure
+    assert "--- stdout ---\nfirst\n" in failure and "broke" in failure
+    assert (folder / "work" / "mark").read_text() == "first\n"
+    assert not (folder / "work" / "never").exists()
+
+
+def test_a_page_given_models_starts_with_them_in_its_own_cache(tmp_path: Path) -> None:
+    """A slow page's judgebench cache is its own (empty judge cache) with the session's
+    converted models linked in."""
+    models = tmp_path / "models"
+    (models / "converted").mkdir(parents=True)
+    page = tmp_path / "page.md"
+    page.write_text('```sh\ntest -d "$JUDGEBENCH_CACHE_DIR/models/converted"\n'
+                    'test "$(ls "$JUDGEBENCH_CACHE_DIR")" = models\n```\n', encoding="utf-8")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    assert run_page(str(page), folder, "http://127.0.0.1:9/v1", models) is None
+    assert (folder / "judge-cache" / "models").resolve() == models.resolve()

@@ -26,10 +26,10 @@ pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def test_mqm_on_the_default_model_is_in_form_and_located(tmp_path) -> None:
+def test_mqm_on_the_default_model_is_in_form_and_located(tmp_path, model_cache) -> None:
     spec = "judge.mqm:examples=false,max_errors=2"
     out, store = tmp_path / "mqm.csv", tmp_path / "mqm.db"
-    env = {"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    env = {"JUDGEBENCH_CACHE_DIR": str(model_cache)}
     proc = run_cli("score", str(EXAMPLES / "ted-mqm-sample.jsonl"), "-m", spec, "--limit",
                    "2", "-o", str(out), "--store", str(store), env=env)
     assert proc.returncode == 0, proc.stderr

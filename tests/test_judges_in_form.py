@@ -24,10 +24,12 @@ pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "summeval-sample.jsonl"
 
 
-def statuses(tmp_path: Path, data: Path, spec: str, limit: int) -> tuple[dict, dict]:
-    """(status counts, column summary) of `judgebench score DATA -m SPEC --limit N`."""
+def statuses(tmp_path: Path, data: Path, spec: str, limit: int, cache: Path
+             ) -> tuple[dict, dict]:
+    """(status counts, column summary) of `judgebench score DATA -m SPEC --limit N` with
+    the judgebench cache `cache`."""
     out = tmp_path / "scores.csv"
-    env = {"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    env = {"JUDGEBENCH_CACHE_DIR": str(cache)}
     proc = run_cli("score", str(data), "-m", spec, "--limit", str(limit), "-o", str(out),
                    "--allow-failures", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -37,16 +39,16 @@ def statuses(tmp_path: Path, data: Path, spec: str, limit: int) -> tuple[dict, d
 
 
 @pytest.mark.parametrize("spec", ["judge.rubric:criterion=relevance", "judge.reference"])
-def test_direct_judges_on_the_example_never_fail_to_parse(tmp_path, spec) -> None:
-    found, column = statuses(tmp_path, EXAMPLE, spec, limit=3)
+def test_direct_judges_on_the_example_never_fail_to_parse(tmp_path, model_cache, spec) -> None:
+    found, column = statuses(tmp_path, EXAMPLE, spec, limit=3, cache=model_cache)
     assert found == {"ok": 3}, found
     assert "constrained:choice" in column["signature"]
     assert "model:SmolLM2-135M-Instruct" in column["signature"]
 
 
-def test_the_json_protocol_on_the_local_model_closes_its_json(tmp_path) -> None:
+def test_the_json_protocol_on_the_local_model_closes_its_json(tmp_path, model_cache) -> None:
     spec = "judge.rubric:criterion=relevance,protocol=json"
-    found, column = statuses(tmp_path, EXAMPLE, spec, limit=2)
+    found, column = statuses(tmp_path, EXAMPLE, spec, limit=2, cache=model_cache)
     assert found == {"ok": 2}, found
     assert "constrained:json" in column["signature"]
 
@@ -67,8 +69,8 @@ def pairs_from_the_example(path: Path, n: int) -> Path:
     return path
 
 
-def test_pairwise_on_pairs_from_the_example_never_fails_to_parse(tmp_path) -> None:
+def test_pairwise_on_pairs_from_the_example_never_fails_to_parse(tmp_path, model_cache) -> None:
     data = pairs_from_the_example(tmp_path / "pairs.jsonl", 2)
-    found, column = statuses(tmp_path, data, "judge.pairwise", limit=2)
+    found, column = statuses(tmp_path, data, "judge.pairwise", limit=2, cache=model_cache)
     assert found == {"ok": 2}, found
     assert "constrained:choice" in column["signature"]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_audit_verdict import scored_summeval
 
 from judgebench.pytest_plugin import Audit, Auditor
 
@@ -23,12 +22,11 @@ PLUGIN = "judgebench.pytest_plugin"
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Audit]:
+def scored(summeval_token_f1_bleu: tuple[Path, Path, Path]) -> tuple[Path, Path, Audit]:
     """The table, and an audit of it made here: besides its use in tests, it imports what an
     audit needs before pytester runs a file in this process (pytester forgets the modules a
     run imported, and numpy's extension modules cannot be imported twice)."""
-    samples, scores, _ = scored_summeval(tmp_path_factory.mktemp("plugin"),
-                                         ("lexical.token_f1", "lexical.bleu"))
+    samples, scores, _ = summeval_token_f1_bleu
     audit = Auditor()(scores, human="human.relevance", samples=samples, levels=["system"],
                       resamples=100)
     return samples, scores, audit

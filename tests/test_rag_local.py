@@ -60,10 +60,10 @@ def test_each_sub_call_is_constrained_and_parses(tmp_path) -> None:
         assert c.value in (0.0, 0.5, 1.0)
 
 
-def test_cli_score_meta_eval_logs_on_smollm2(tmp_path) -> None:
+def test_cli_score_meta_eval_logs_on_smollm2(tmp_path, model_cache) -> None:
     data = tmp_path / "rag.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in shortest(3)))
-    env = {"JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    env = {"JUDGEBENCH_CACHE_DIR": str(model_cache)}
     opts = ",".join(f"{k}={v}" for k, v in SMALL.items())
     proc = run_cli("score", str(data), "--limit", "3", "-m", f"rag.faithfulness:{opts}",
                    "-m", "rag.context_precision:verdict_tokens=48", "-o",

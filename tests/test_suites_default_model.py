@@ -1,5 +1,6 @@
 """`bench` end to end on the embedded default model (SmolLM2-135M-Instruct, as
-tests/test_default_judges.py runs it: a fresh process, nothing cached, offline): judge.rubric
+tests/test_default_judges.py runs it: a fresh process, offline, nothing cached but the
+session's converted model, `model_cache`; the cold conversion is tested there): judge.rubric
 on `--limit 5` of every pointwise suite, judge.pairwise on `--limit 5` of every pairwise one
 (`--suite all`: the other kind is skipped, saying so)."""
 
@@ -28,11 +29,12 @@ SPECS = {"pointwise": "judge.rubric:criterion=coherence,feedback_tokens=16",
 
 @pytest.mark.parametrize("kind", SPECS)
 def test_bench_runs_the_default_judge_on_five_rows_of_every_suite(tmp_path: Path,
+                                                                  model_cache: Path,
                                                                   kind: str) -> None:
     hf_home = tmp_path / "hf"
     hf_home.mkdir()
     paths = [str(REPO), str(REPO / "plugins"), *([] if installed() else [str(DIST)])]
-    env = {"PYTHONPATH": os.pathsep.join(paths), "JUDGEBENCH_CACHE_DIR": str(tmp_path / "c"),
+    env = {"PYTHONPATH": os.pathsep.join(paths), "JUDGEBENCH_CACHE_DIR": str(model_cache),
            "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = run_cli_process(*plugin_args(), "bench", SPECS[kind], "--suite", "all", "--limit",
                            "5", "--bootstrap", "100", "--json", "--store",
