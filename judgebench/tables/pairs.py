@@ -1,0 +1,101 @@
+"""A pairwise table read once for an analysis: `PreparedPairs.read` does the steps every
+reader of a table of compared pairs needs (one row per pair: item, system_a, system_b,
+optional category, human.* preferences and per judge `<spec>`, `<spec>.ab`, `<spec>.ba`
+verdicts; DESIGN.md), in one order, and the pairwise meta-eval and transitivity take the
+result.
+
+1. the frame (a path, its keys checked, or a DataFrame, copied and checked) and 2. its
+   sidecar (`judgebench.tables.scores_table`);
+3. the columns that may hold verdicts, and each judge with order columns -> its columns;
+4. the failed verdicts, told by the sidecar's counts (`judgebench.tables.failed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.errors import InputError
+from judgebench.tables.columns import _where
+from judgebench.tables.failed import FailedCells, find_failed
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PAIR_KEY = ("item", "system_a", "system_b")
+ORDERS = (".ab", ".ba")
+NOT_JUDGES = frozenset({*PAIR_KEY, "system", "category", "input", "output_a", "output_b",
+                        "reference", "source", "context", "metadata"})
+DATAFRAME = "<DataFrame>"
+
+
+def read_pairs(path: str | Path) -> pd.DataFrame:
+    """A pairwise table, keyed by (item, system_a, system_b); a wide scores table is refused."""
+    from judgebench.tables.io import read_table
+
+    frame = read_table(path, key=None, text_columns=(*PAIR_KEY, "category"))
+    check_pairs(frame, str(path))
+    return frame
+
+
+def check_pairs(frame: pd.DataFrame, where: str) -> None:
+    if "system" in frame.columns and not {"system_a", "system_b"} & set(frame.columns):
+        raise InputError("this is a wide scores table (item, system); --pairwise reads a "
+                         "pairwise table with item, system_a and system_b columns",
+                         path=where, field="system_a")
+    for column in PAIR_KEY:
+        if column not in frame.columns:
+            raise InputError(f"a pairwise table needs columns {', '.join(PAIR_KEY)}; columns "
+                             f"are {list(frame.columns)}", path=where, field=column)
+        empty = frame[column].isna() | (frame[column].astype("str").str.strip() == "")
+        if empty.any():
+            raise InputError("empty cell in a key column", path=where, field=column,
+                             **_where(frame, where, int(empty.to_numpy().argmax())))
+        frame[column] = frame[column].astype(str)
+
+
+def verdict_columns(frame: pd.DataFrame, exclude: Sequence[str]) -> tuple[
+        list[str], dict[str, list[str]]]:
+    """The columns that may hold verdicts (not keys, human.* or `exclude`), and each judge
+    with order columns -> its columns (combined, .ab, .ba)."""
+    skip = {*NOT_JUDGES, *exclude}
+    columns = [str(c) for c in frame.columns
+               if c not in skip and not str(c).startswith("human.")]
+    judges = {c[:-3]: [c[:-3], f"{c[:-3]}.ab", f"{c[:-3]}.ba"] for c in columns
+              if c.endswith(ORDERS)}
+    return columns, judges
+
+
+@dataclass
+class PreparedPairs:
+    """A pairwise table ready for the statistics: its rows, its sidecar and its failed
+    verdicts (masks in the rows of `frame`)."""
+
+    frame: pd.DataFrame
+    #: the file read, or "<DataFrame>"
+    where: str
+    sidecar: dict[str, Any] | None
+    failed: FailedCells
+
+    @classmethod
+    def read(cls, source: str | Path | pd.DataFrame, exclude: Sequence[str] = ()
+             ) -> PreparedPairs:
+        """Read `source` (see the module); `exclude`: columns that hold no verdicts (the
+        human columns, a category). Bad input raises InputError naming the file and field."""
+        from judgebench.tables.scores_table import read_sidecar
+
+        if isinstance(source, (str, Path)):
+            where, frame = str(source), read_pairs(source)
+            sidecar = read_sidecar(Path(source))
+        else:
+            where, frame, sidecar = DATAFRAME, source.copy(), None
+            check_pairs(frame, where)
+        candidates, with_orders = verdict_columns(frame, exclude)
+        failed = find_failed(frame, candidates, sidecar=sidecar, judges=with_orders)
+        return cls(frame, where, sidecar, failed)
+
+
+__all__ = ["NOT_JUDGES", "ORDERS", "PAIR_KEY", "PreparedPairs", "check_pairs", "read_pairs",
+           "verdict_columns"]
