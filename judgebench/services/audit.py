@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
     from judgebench.spec import MetricSpec
+    from judgebench.tables.prepared import PreparedTable
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
@@ -175,7 +176,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     from judgebench.auditing.combination import combination_verdicts, combinations_in
 
     report.combinations = combination_verdicts(
-        report.blocks, combinations_in(scores_path, [c.column for c in report.metrics]))
+        report.blocks, combinations_in(prepared.sidecar, [c.column for c in report.metrics]))
     if probes:
         specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
         report.warnings += warnings
@@ -194,7 +195,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                  alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
                  target_power=target_power, options=options, lower=lower, higher=higher,
                  log=log)
-    report.repeats = _repeats(scores_path, frame, [c.column for c in report.metrics], humans)
+    report.repeats = _repeats(prepared, [c.column for c in report.metrics], humans)
     if spans is not None:
         from judgebench.services.spans import span_meta_eval
 
@@ -264,13 +265,12 @@ def _conclusions(report: Report, scores: Path, *, humans: Sequence[str],
         report.settings |= {"power_for": {"delta": power_for, "target_power": target_power}}
 
 
-def _repeats(path: Path, frame: pd.DataFrame, columns: Sequence[str],
-             humans: Sequence[str]) -> list[dict[str, Any]]:
+def _repeats(prepared: PreparedTable, columns: Sequence[str], humans: Sequence[str]
+             ) -> list[dict[str, Any]]:
     """The `repeats` section of the judges drawn with `score --repeats K`."""
     from judgebench.services.repeats import repeats_rows
-    from judgebench.tables.scores_table import read_sidecar
 
-    rows = repeats_rows(read_sidecar(path), frame, columns, humans, str(path))
+    rows = repeats_rows(prepared.sidecar, prepared.frame, columns, humans, prepared.where)
     return [row.to_dict() for row in rows]
 
 
