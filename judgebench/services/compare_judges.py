@@ -112,47 +112,27 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
 
     from judgebench.tables.scores_table import refuse_pairwise
 
-    if a == b:
-        raise InputError("--a and --b name the same column: compare two judges", field="--b")
-    if not (math.isfinite(tolerance) and tolerance >= 0):
-        raise InputError(f"--tolerance must be a finite number >= 0, got {tolerance}",
-                         field="--tolerance")
+    _check_request(a, b, tolerance)
     frame, path, sidecar = _read(table)
     shape = _shape(frame, path)
     if shape == "wide":
         refuse_pairwise(Path(path), sidecar=None, frame=frame)
     lines = list(frame.attrs.get("lines") or range(2, len(frame) + 2))
     columns = [(a, "--a"), (b, "--b"), *([(human, "--human")] if human else [])]
-    for column, option in columns:
-        if column not in frame.columns:
-            raise InputError(f"no column {column!r}; columns are {list(frame.columns)}",
-                             path=path, field=option)
+    _check_columns(frame, columns, path)
     convention = parse_failed_as(failed_as, pairwise=shape == "pairwise")
     failed = _failed(frame, (a, b), sidecar,
                      store if isinstance(table, str | Path) else None, shape)
     if shape == "pairwise":
-        if tolerance:
-            raise InputError("--tolerance is for scores: pairwise verdicts agree when equal",
-                             field="--tolerance")
-        codes = {c: _verdicts(frame, c, path, lines) for c, _ in columns}
-        for c in (a, b):
-            mask = failed.masks.get(c)
-            if mask is not None and convention.kind != "missing":
-                codes[c] = np.where(mask, FAILED if convention.kind == "wrong" else 0.0,
-                                    codes[c])
-        counts = {c: failed.info(c, convention, COUNTED_AS[convention.kind]) for c in (a, b)}
+        codes, counts = _pairwise_codes(frame, columns, (a, b), failed, convention,
+                                        tolerance=tolerance, path=path, lines=lines)
     else:
         counts = apply_numeric(frame, failed, (a, b), convention)
         codes = {c: _numbers(frame, c, path, lines) for c, _ in columns}
     items = frame["item"].astype(str).tolist()
     notes: list[str] = []
-    h = codes[human] if human else None
     ties = _human_ties(human_ties, shape, human)
-    if h is not None and ties == "drop":
-        tied = h == 0
-        h = np.where(tied, np.nan, h)
-        notes.append(f"{int(tied.sum())} pair(s) that people called a tie are left out of the "
-                     "statistics against people (--human-ties drop; class keeps them)")
+    h = _human_codes(codes[human], ties, notes) if human else None
     categorical = True
     if h is not None and shape == "wide":
         categorical = _categorical(h, codes[a], codes[b])
@@ -169,19 +149,80 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
         if not isinstance(table, str | Path):
             raise InputError("--store needs the table's path: its .meta.json names the "
                              "judges' signatures", field="--store")
-        keys = _store_keys(frame, shape)
-        distributions, found = _distributions(Path(store), sidecar, path, a, b, keys, epsilon)
-        if found is None:
-            notes.append(distributions["note"])
-        else:
-            p, q, units = found
-            estimates += compare_distributions(p=p, q=q, items=units, epsilon=epsilon,
-                                               bootstrap=bootstrap, seed=seed, ci=ci)
+        distributions = _add_distributions(
+            estimates, notes, Path(store), sidecar, path, a, b, _store_keys(frame, shape),
+            epsilon=epsilon, bootstrap=bootstrap, seed=seed, ci=ci)
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
                             tolerance=tolerance, estimates=estimates, units=n_units,
                             distributions=distributions, notes=[*failed.notes, *notes],
                             failed_as=convention, failed=counts, human_ties=ties)
+
+
+def _check_request(a: str, b: str, tolerance: float) -> None:
+    """Two different judges and a usable tolerance, before anything is read."""
+    if a == b:
+        raise InputError("--a and --b name the same column: compare two judges", field="--b")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise InputError(f"--tolerance must be a finite number >= 0, got {tolerance}",
+                         field="--tolerance")
+
+
+def _check_columns(frame: pd.DataFrame, columns: Sequence[tuple[str, str]], path: str
+                   ) -> None:
+    """Each (column, option that named it) is a column of the table."""
+    for column, option in columns:
+        if column not in frame.columns:
+            raise InputError(f"no column {column!r}; columns are {list(frame.columns)}",
+                             path=path, field=option)
+
+
+def _pairwise_codes(frame: pd.DataFrame, columns: Sequence[tuple[str, str]],
+                    judges: tuple[str, str], failed: FailedCells, convention: FailedAs, *,
+                    tolerance: float, path: str, lines: list[int]
+                    ) -> tuple[dict[str, FloatArray], dict[str, dict[str, Any]]]:
+    """Each column's verdicts as codes, the judges' failed verdicts counted as `convention`
+    says, and each judge's `failed` field."""
+    import numpy as np
+
+    if tolerance:
+        raise InputError("--tolerance is for scores: pairwise verdicts agree when equal",
+                         field="--tolerance")
+    codes = {c: _verdicts(frame, c, path, lines) for c, _ in columns}
+    for c in judges:
+        mask = failed.masks.get(c)
+        if mask is not None and convention.kind != "missing":
+            codes[c] = np.where(mask, FAILED if convention.kind == "wrong" else 0.0, codes[c])
+    counts = {c: failed.info(c, convention, COUNTED_AS[convention.kind]) for c in judges}
+    return codes, counts
+
+
+def _human_codes(h: FloatArray, ties: str | None, notes: list[str]) -> FloatArray:
+    """The human labels; with `ties` "drop", the pairs people called a tie left out."""
+    import numpy as np
+
+    if ties != "drop":
+        return h
+    tied = h == 0
+    notes.append(f"{int(tied.sum())} pair(s) that people called a tie are left out of the "
+                 "statistics against people (--human-ties drop; class keeps them)")
+    return np.where(tied, np.nan, h)
+
+
+def _add_distributions(estimates: list[Any], notes: list[str], store: Path,
+                       sidecar: dict[str, Any] | None, path: str, a: str, b: str,
+                       keys: Any, *, epsilon: float, bootstrap: int, seed: int, ci: float
+                       ) -> dict[str, Any]:
+    """The judges' stored score distributions compared (added to `estimates`), or the note
+    saying why they cannot be."""
+    distributions, found = _distributions(store, sidecar, path, a, b, keys, epsilon)
+    if found is None:
+        notes.append(distributions["note"])
+    else:
+        p, q, units = found
+        estimates += compare_distributions(p=p, q=q, items=units, epsilon=epsilon,
+                                           bootstrap=bootstrap, seed=seed, ci=ci)
+    return distributions
 
 
 def _human_ties(human_ties: str | None, shape: Shape, human: str | None) -> str | None:
