@@ -27,10 +27,9 @@ from judgebench.tables.failed import (
     FailedAs,
     FailedCells,
     apply_numeric,
-    find_failed,
     parse_failed_as,
-    store_statuses,
 )
+from judgebench.tables.pairs import judges_failed, read_judged, store_keys
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
     Estimate,
@@ -113,7 +112,7 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     from judgebench.tables.scores_table import refuse_pairwise
 
     _check_request(a, b, tolerance)
-    frame, path, sidecar = _read(table)
+    frame, path, sidecar = read_judged(table)
     shape = _shape(frame, path)
     if shape == "wide":
         refuse_pairwise(Path(path), sidecar=None, frame=frame)
@@ -121,7 +120,7 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     columns = [(a, "--a"), (b, "--b"), *([(human, "--human")] if human else [])]
     _check_columns(frame, columns, path)
     convention = parse_failed_as(failed_as, pairwise=shape == "pairwise")
-    failed = _failed(frame, (a, b), sidecar,
+    failed = judges_failed(frame, (a, b), sidecar,
                      store if isinstance(table, str | Path) else None, shape)
     if shape == "pairwise":
         codes, counts = _pairwise_codes(frame, columns, (a, b), failed, convention,
@@ -150,7 +149,7 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
             raise InputError("--store needs the table's path: its .meta.json names the "
                              "judges' signatures", field="--store")
         distributions = _add_distributions(
-            estimates, notes, Path(store), sidecar, path, a, b, _store_keys(frame, shape),
+            estimates, notes, Path(store), sidecar, path, a, b, store_keys(frame, shape),
             epsilon=epsilon, bootstrap=bootstrap, seed=seed, ci=ci)
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
@@ -245,40 +244,6 @@ COUNTED_AS = {"missing": "dropped", "tie": "tie",
                        "verdict, agreeing with another failure, a class of its own in kappa"}
 
 
-def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None,
-            store: str | Path | None, shape: Shape) -> FailedCells:
-    """The failed cells of the two judge columns (judgebench.tables.failed: by the store's status
-    of each row with `store`, else the sidecar's counts); an order column (`<spec>.ab`) is
-    told by its judge's combined column where the table has it."""
-    orders: dict[str, list[str]] = {}
-    for column in judges:
-        base = column[:-3]
-        if column.endswith((".ab", ".ba")) and base in frame.columns:
-            orders[base] = [base, f"{base}.ab", f"{base}.ba"]
-    wanted = [*judges, *(c for cs in orders.values() for c in cs)]
-    statuses = (store_statuses(store, sidecar, wanted, _store_keys(frame, shape))
-                if store is not None else None)
-    found = find_failed(frame, wanted, sidecar=sidecar, judges=orders, statuses=statuses)
-    found.masks = {c: m for c, m in found.masks.items() if c in judges}
-    return found
-
-
-def _read(table: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
-    import pandas as pd
-
-    from judgebench.engine.turn_table import turn_units
-    from judgebench.tables.io import read_table
-    from judgebench.tables.scores_table import read_sidecar
-
-    if isinstance(table, pd.DataFrame):
-        # judged turns: each (conversation, turn) is a unit of its own
-        # (judgebench.engine.turn_table)
-        return turn_units(table, "unit", path="<DataFrame>"), "<DataFrame>", None
-    frame = read_table(table, key=None,
-                       text_columns=("item", "system", "system_a", "system_b", "category"))
-    return turn_units(frame, "unit", path=str(table)), str(table), read_sidecar(Path(table))
-
-
 def _shape(frame: pd.DataFrame, path: str) -> Shape:
     """pairwise (keyed by item, system_a, system_b) or wide (item, system), with unique,
     non-empty keys."""
@@ -340,16 +305,6 @@ def _categorical(human: FloatArray, a: FloatArray, b: FloatArray) -> bool:
     if not (is_whole(human) and judged.size and labels.size):
         return False
     return bool(labels.min() >= judged.min() and labels.max() <= judged.max())
-
-
-def _store_keys(frame: pd.DataFrame, shape: Shape) -> list[tuple[str, str]]:
-    """(item, system as the store names it) per row: a pair's system is "A vs B"."""
-    items = frame["item"].astype("str").tolist()
-    if shape == "wide":
-        return list(zip(items, frame["system"].astype("str").tolist(), strict=True))
-    return [(item, f"{sa} vs {sb}") for item, sa, sb in
-            zip(items, frame["system_a"].astype(str), frame["system_b"].astype(str),
-                strict=True)]
 
 
 def _distribution(extra: Mapping[str, Any]) -> dict[str, float] | None:

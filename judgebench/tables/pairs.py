@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
 from judgebench.tables.columns import _where
-from judgebench.tables.failed import FailedCells, find_failed
+from judgebench.tables.failed import FailedCells, find_failed, store_statuses
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,5 +97,53 @@ class PreparedPairs:
         return cls(frame, where, sidecar, failed)
 
 
-__all__ = ["NOT_JUDGES", "ORDERS", "PAIR_KEY", "PreparedPairs", "check_pairs", "read_pairs",
-           "verdict_columns"]
+def read_judged(source: str | Path | pd.DataFrame
+                ) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
+    """A table of judges' scores (wide: item, system) or verdicts (pairwise: item, system_a,
+    system_b), keys read as text and judged turns each a unit of their own
+    (`judgebench.engine.turn_table`); where it was read from; and its sidecar."""
+    import pandas as pd
+
+    from judgebench.engine.turn_table import turn_units
+    from judgebench.tables.io import read_table
+    from judgebench.tables.scores_table import read_sidecar
+
+    if isinstance(source, pd.DataFrame):
+        return turn_units(source, "unit", path=DATAFRAME), DATAFRAME, None
+    frame = read_table(source, key=None,
+                       text_columns=("item", "system", "system_a", "system_b", "category"))
+    return turn_units(frame, "unit", path=str(source)), str(source), read_sidecar(Path(source))
+
+
+def store_keys(frame: pd.DataFrame, shape: str) -> list[tuple[str, str]]:
+    """(item, system as the store names it) per row of a "wide" or "pairwise" table: a
+    pair's system is "A vs B"."""
+    items = frame["item"].astype("str").tolist()
+    if shape == "wide":
+        return list(zip(items, frame["system"].astype("str").tolist(), strict=True))
+    return [(item, f"{sa} vs {sb}") for item, sa, sb in
+            zip(items, frame["system_a"].astype(str), frame["system_b"].astype(str),
+                strict=True)]
+
+
+def judges_failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None,
+                  store: str | Path | None, shape: str) -> FailedCells:
+    """The failed cells of the `judges` columns of a table read by `read_judged`
+    (judgebench.tables.failed: by the store's status of each row with `store`, else the
+    sidecar's counts); an order column (`<spec>.ab`) is told by its judge's combined column
+    where the table has it."""
+    orders: dict[str, list[str]] = {}
+    for column in judges:
+        base = column[:-3]
+        if column.endswith(ORDERS) and base in frame.columns:
+            orders[base] = [base, f"{base}.ab", f"{base}.ba"]
+    wanted = [*judges, *(c for cs in orders.values() for c in cs)]
+    statuses = (store_statuses(store, sidecar, wanted, store_keys(frame, shape))
+                if store is not None else None)
+    found = find_failed(frame, wanted, sidecar=sidecar, judges=orders, statuses=statuses)
+    found.masks = {c: m for c, m in found.masks.items() if c in judges}
+    return found
+
+
+__all__ = ["NOT_JUDGES", "ORDERS", "PAIR_KEY", "PreparedPairs", "check_pairs", "judges_failed",
+           "read_judged", "read_pairs", "store_keys", "verdict_columns"]
