@@ -348,7 +348,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
     """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
     `judges` on `pairs`."""
     from judgebench._version import __version__
-    from judgebench.auditing.pairwise import pairwise_report
+    from judgebench.auditing.pairwise_report import pairwise_report
     from judgebench.auditing.run import judge_bias
 
     given = [option for option, values in refused.items() if values]
