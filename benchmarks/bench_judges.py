@@ -55,7 +55,7 @@ def judge_run(url: str, batch: list, concurrency: int, tag: str,
               backend: str) -> tuple[float, float, list]:
     from judgebench.plugins import build_host
 
-    metric = build_host().metric("judge.rubric").factory(
+    metric = build_host().metric("judge.rubric").build(
         backend=backend, model=f"openai/bench-{tag}", api_base=url, api_key_env="BENCH_KEY",
         protocol="text", concurrency=concurrency, max_tokens=64,
     )
@@ -85,8 +85,8 @@ def local_run(n: int) -> dict:
         with tempfile.TemporaryDirectory() as tmp, runtime.running(
             runtime.RunSettings(cache_path=Path(tmp))  # a fresh judge cache; models stay put
         ):
-            metric = build_host().metric("judge.geval").factory(criterion="coherence",
-                                                             steps=steps, batch=size)
+            metric = build_host().metric("judge.geval").build(criterion="coherence",
+                                                           steps=steps, batch=size)
             metric.backend.inner.load()
             started = time.perf_counter()
             outcomes = metric.score(batch)

@@ -162,7 +162,7 @@ def check_judges(report: Report, backend: str, backend_options: dict[str, Any],
                        "backends": backend, "models": backend_options["model"]}
         metric: Any = None
         try:
-            metric = host.metric(name).factory(**options)
+            metric = host.metric(name).build(**options)
             started = time.perf_counter()
             outcomes: list[Any] = list(metric.score(inputs))
             elapsed = time.perf_counter() - started
@@ -238,7 +238,7 @@ def check_likelihood(report: Report, args: argparse.Namespace, engine: dict[str,
             backend.close()
     values: dict[str, Any] = {}
     for name, options in [("transformers", {"model": args.model, "dtype": "float32"}), *sides]:
-        metric = build_host().metric("neural.likelihood").factory(
+        metric = build_host().metric("neural.likelihood").build(
             backend=name, given="input", **{**options, "dtype": "float32"})
         try:
             values[name] = [v if isinstance(v, float) else str(v)
@@ -257,7 +257,7 @@ def check_throughput(report: Report, args: argparse.Namespace, engine: dict[str,
     from judgebench.plugins import build_host
 
     samples = load_samples(args.data, args.n)
-    judge: Any = build_host().metric("judge.rubric").factory(
+    judge: Any = build_host().metric("judge.rubric").build(
         backend="vllm", criterion="coherence", cache=False, protocol="json", **engine)
     inner = judge.backend.inner
     llm = inner.engine()
@@ -302,7 +302,7 @@ def check_pooling(report: Report, args: argparse.Namespace, engine: dict[str, An
         values = {}
         for backend, extra in (("transformers", {"dtype": "float32"}),
                                ("vllm", {"dtype": "float32", **vllm_options})):
-            metric = host.metric(name).factory(backend=backend, **options, **extra)
+            metric = host.metric(name).build(backend=backend, **options, **extra)
             try:
                 values[backend] = [v if isinstance(v, float) else math.nan
                                    for v in metric.score(samples)]

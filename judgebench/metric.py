@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from judgebench.errors import InputError, JudgebenchError
+from judgebench.errors import InputError, JudgebenchError, PluginError
 from judgebench.models import MetricInfo, Outcome, Sample, Signature, Status
 from judgebench.suggest import did_you_mean
 
@@ -105,11 +105,15 @@ class Metric(Generic[OptionsT]):
     def host(self) -> PluginHost:
         """The plugin host that built this metric (`MetricEntry.build`): where it looks up
         its backend (`self.host.backend(name, **options)`) or a panel its members. A metric
-        built directly (its class called) gets a host of the installed plugins, built once."""
+        built directly (its class called) has none until it is given one
+        (`metric.host = build_host()`); asking for it before raises a PluginError."""
         if self._host is None:
-            from judgebench.plugins import build_host
-
-            self._host = build_host()
+            info = getattr(self, "info", None)
+            name = getattr(info, "name", None) or type(self).__name__
+            raise PluginError(
+                f"metric '{name}' has no plugin host: build it through one "
+                f"(`host.metric('{name}').build(...)`, as judgebench does) or give it one "
+                "(`metric.host = judgebench.plugins.build_host()`)")
         return self._host
 
     @host.setter

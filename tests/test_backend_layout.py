@@ -142,7 +142,7 @@ def test_a_plain_backend_accepts_its_constructor_parameters() -> None:
 def judge(**options):
     from judgebench.plugins import build_host
 
-    return build_host().metric("judge.rubric").factory(**options)
+    return build_host().metric("judge.rubric").build(**options)
 
 
 def test_judges_forward_the_options_a_backend_accepts_whatever_its_name() -> None:

@@ -242,7 +242,7 @@ def test_openai_compat_other_bad_requests_do_not_drop_the_schema() -> None:
 
 
 def judge_with(backend: Backend, name: str = "judge.rubric", **options: Any) -> Any:
-    metric: Any = build_host().metric(name).factory(cache=False, **options)
+    metric: Any = build_host().metric(name).build(cache=False, **options)
     metric._backend = CachedBackend(backend, None)
     return metric
 

@@ -429,7 +429,7 @@ class Scripted(Backend):
 
 
 def scripted_judge(backend: Backend, name: str, **options: Any) -> Any:
-    metric: Any = build_host().metric(name).factory(cache=False, **options)
+    metric: Any = build_host().metric(name).build(cache=False, **options)
     metric._backend = CachedBackend(backend, None)
     return metric
 

@@ -41,7 +41,7 @@ ROUGE = {"lexical.rouge1": "rouge1", "lexical.rouge2": "rouge2", "lexical.rougeL
 
 
 def _metric(name: str, **options: object):
-    return build_host().metric(name).factory(**options)
+    return build_host().metric(name).build(**options)
 
 
 def _scored(samples: list[Sample], spec: str) -> list[float]:

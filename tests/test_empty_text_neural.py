@@ -54,7 +54,7 @@ def test_segment_metrics_do_what_they_declare(name: str, classifier: Path) -> No
     options = dict(SEGMENT[name])
     if name == "learned.classifier":
         options["model"] = str(classifier)
-    metric = build_host().metric(name).factory(**options)
+    metric = build_host().metric(name).build(**options)
     declared = metric.info.empty_text
     assert declared.output == "skipped" and declared.reference == "skipped"
     samples = [Sample(item="1", system="s", output="", reference=OTHER),
@@ -83,7 +83,7 @@ def _corpus_samples(empty: set[int]) -> list[Sample]:
 @pytest.mark.parametrize(("name", "options"), [
     ("neural.vendi", {}), ("neural.mauve", {"num_buckets": 2, "kmeans_num_redo": 1})])
 def test_corpus_metrics_leave_empty_outputs_out(name: str, options: dict) -> None:
-    metric = build_host().metric(name).factory(**options)
+    metric = build_host().metric(name).build(**options)
     assert metric.info.empty_text.output == "skipped"
     with_empty = _corpus_samples({0, 5, 9})
     without = [s for s in with_empty if s.output != ""]

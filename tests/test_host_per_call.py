@@ -16,6 +16,7 @@ import judgebench.cli as cli_module
 from judgebench import plugins
 from judgebench.backends import Request
 from judgebench.engine.store import Store
+from judgebench.errors import PluginError
 from judgebench.models import Outcome, Sample
 from judgebench.plugins import PluginHost, build_host
 from judgebench.spec import parse_spec
@@ -179,11 +180,15 @@ def test_main_changes_nothing_at_module_level(tmp_path: Path) -> None:
     assert gone.returncode == 2 and "No such command 'only-5'" in gone.stderr
 
 
-def test_a_metric_built_directly_gets_a_host_of_its_own() -> None:
+def test_a_metric_built_directly_has_no_host_until_given_one() -> None:
     entry = build_host().metric("lexical.length")
-    direct_a, direct_b = entry.factory(), entry.factory()
-    assert direct_a.host is direct_a.host  # built once, on first use
-    assert direct_a.host is not direct_b.host  # not a shared, process-wide one
+    direct = entry.factory()
+    with pytest.raises(PluginError, match=r"metric 'lexical.length' has no plugin host: "
+                       r"build it through one .*metric.host = judgebench.plugins.build_host"):
+        _ = direct.host
+    given = build_host()
+    direct.host = given
+    assert direct.host is given
     assert entry.build().host is entry.host
 
 

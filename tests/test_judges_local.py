@@ -36,7 +36,7 @@ def settings(tmp_path):
 
 
 def test_geval_scores_come_from_the_models_logprobs(records, settings) -> None:
-    metric = build_host().metric("judge.geval").factory(
+    metric = build_host().metric("judge.geval").build(
         criterion="coherence",
         steps="1. Read the article.\\n2. Read the summary.\\n3. Rate its coherence from 1 to 5.",
     )
@@ -59,7 +59,7 @@ def test_geval_scores_come_from_the_models_logprobs(records, settings) -> None:
 
 
 def test_rubric_scores_come_from_the_models_output(records, settings) -> None:
-    metric = build_host().metric("judge.rubric").factory(criterion="coherence", feedback_tokens=16)
+    metric = build_host().metric("judge.rubric").build(criterion="coherence", feedback_tokens=16)
     assert metric.protocol == "two_stage"
     outcomes = metric.score([Sample(**r) for r in records[:2]])
     for o in outcomes:
@@ -78,7 +78,7 @@ def test_pairwise_records_both_orders_and_the_flip(records, settings) -> None:
     pair = Sample(item=a["item"], input="Summarize the article:\n" + a["input"],
                   output_a=a["output"], output_b=b["output"], system_a=a["system"],
                   system_b=b["system"])
-    metric = build_host().metric("judge.pairwise").factory(feedback_tokens=16)
+    metric = build_host().metric("judge.pairwise").build(feedback_tokens=16)
     outcome = metric.score([pair])[0]
     assert outcome.status in (Status.OK, Status.PARSE_ERROR), outcome.reason
     assert {"raw_ab", "raw_ba", "verdict_ab", "verdict_ba"} <= set(outcome.extra)

@@ -31,7 +31,7 @@ class Scripted(Backend):
 
 
 def judge(name: str, backend: Scripted, **options):
-    metric = build_host().metric(name).factory(cache=False, **options)
+    metric = build_host().metric(name).build(cache=False, **options)
     metric._backend = CachedBackend(backend, None)
     return metric
 
@@ -146,8 +146,8 @@ def test_bad_options_are_input_errors() -> None:
     from judgebench.errors import InputError
 
     with pytest.raises(InputError, match="give a definition"):
-        build_host().metric("judge.rubric").factory(criterion="novelty")
+        build_host().metric("judge.rubric").build(criterion="novelty")
     with pytest.raises(InputError, match="protocol"):
-        build_host().metric("judge.rubric").factory(protocol="yaml")
+        build_host().metric("judge.rubric").build(protocol="yaml")
     with pytest.raises(InputError, match="models=a;b"):
-        build_host().metric("judge.panel").factory()
+        build_host().metric("judge.panel").build()

@@ -43,7 +43,7 @@ def isolated(monkeypatch, tmp_path):
 def judge(name: str, server: FaultServer, **options):
     opts = {"backend": "litellm", "model": "openai/judge", "api_base": server.url,
             "api_key_env": "JB_JUDGE_KEY", "timeout_s": 1.0, "max_attempts": 4, **options}
-    return build_host().metric(name).factory(**opts)
+    return build_host().metric(name).build(**opts)
 
 
 def summeval(n: int) -> list[Sample]:
@@ -149,7 +149,7 @@ def test_reference_judge_binary(server) -> None:
 
 def test_panel_keeps_each_member_and_combines(server, tmp_path) -> None:
     server.post("/_reply", {"reply": "Feedback: ok. [RESULT] {score}"})
-    panel = build_host().metric("judge.panel").factory(
+    panel = build_host().metric("judge.panel").build(
         judge="judge.rubric", models="openai/judge-a;openai/judge-b;openai/judge-c",
         backend="litellm", api_base=server.url, api_key_env="JB_JUDGE_KEY", protocol="text",
         combine="majority",
@@ -162,7 +162,7 @@ def test_panel_keeps_each_member_and_combines(server, tmp_path) -> None:
         top = max(counts.values())
         tied = [v for v, c in counts.items() if c == top]
         assert o.value == pytest.approx(sum(tied) / len(tied))
-    mean_panel = build_host().metric("judge.panel").factory(
+    mean_panel = build_host().metric("judge.panel").build(
         judge="judge.rubric", models="openai/judge-a;openai/judge-b", backend="litellm",
         api_base=server.url, api_key_env="JB_JUDGE_KEY", protocol="text", combine="mean")
     o = mean_panel.score(summeval(1))[0]
@@ -177,7 +177,7 @@ def test_panel_keeps_each_member_and_combines(server, tmp_path) -> None:
     from judgebench.spec import load_config
 
     [spec] = load_config(toml)
-    jury = build_host().metric(spec.name).factory(**spec.options)
+    jury = build_host().metric(spec.name).build(**spec.options)
     o = jury.score(summeval(1))[0]
     assert o.status == Status.OK and len(o.extra["members"]) == 2
 

@@ -25,7 +25,7 @@ def _scores(spec: str, records: list[dict] = RECORDS) -> np.ndarray:
 
 
 def _metric(name: str, **options: str):
-    return build_host().metric(name).factory(**options)
+    return build_host().metric(name).build(**options)
 
 
 @pytest.mark.parametrize(

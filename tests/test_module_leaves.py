@@ -15,6 +15,11 @@ CASES = [
      ["judgebench.services.meta_eval", "judgebench.services.missingness",
       "judgebench.services.robustness", "judgebench.services.sequential"]),
     ("judgebench.tables.prepared", ["judgebench.services", "judgebench.auditing"]),
+    ("judgebench.tables.pairs", ["judgebench.services", "judgebench.auditing"]),
+    ("judgebench.engine.cache_path", ["judgebench.backends", "judgebench.engine.judge_cache",
+                                      "judgebench.plugins"]),
+    ("judgebench.auditing.pairwise", ["judgebench.auditing.report", "judgebench.services"]),
+    ("judgebench.metric", ["judgebench.plugins", "judgebench.registry"]),
 ]
 
 

@@ -11,6 +11,7 @@ from judgebench_neural.likelihood import Likelihood  # noqa: E402
 
 from judgebench.errors import InputError  # noqa: E402
 from judgebench.models import Outcome, Sample, Status  # noqa: E402
+from judgebench.plugins import build_host  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loads real models (torch, transformers)
 
@@ -24,9 +25,16 @@ SAMPLES = [Sample(item="1", system=name, output=text, input=ARTICLE, reference=R
            for name, text in (("good", GOOD), ("shuffled", SHUFFLED))]
 
 
+def likelihood(**options: object) -> Likelihood:
+    """The metric built directly, given a host of the installed plugins (its backend's)."""
+    built = Likelihood(**options)
+    built.host = build_host()
+    return built
+
+
 @pytest.fixture(scope="module")
 def metric() -> Likelihood:
-    m = Likelihood()
+    m = likelihood()
     yield m
     m.close()
 
@@ -53,14 +61,14 @@ def test_mean_logprob_equals_a_direct_forward_pass(metric: Likelihood) -> None:
 
 def test_given_reference_best_or_mean_and_given_none(metric: Likelihood) -> None:
     backend_options = {"backend": "transformers"}
-    best = Likelihood(given="reference", **backend_options)
+    best = likelihood(given="reference", **backend_options)
     best._backend = metric.backend  # share the loaded model
-    mean = Likelihood(given="reference", multi_ref="mean", **backend_options)
+    mean = likelihood(given="reference", multi_ref="mean", **backend_options)
     mean._backend = metric.backend
     per_ref = [_direct(metric, r + "\n", GOOD) for r in REFERENCES]
     assert best.score(SAMPLES[:1])[0] == pytest.approx(max(per_ref), abs=2e-3)
     assert mean.score(SAMPLES[:1])[0] == pytest.approx(sum(per_ref) / 2, abs=2e-3)
-    plain = Likelihood(given="none", reduce="sum")
+    plain = likelihood(given="none", reduce="sum")
     plain._backend = metric.backend
     _, tokenizer = metric.backend.load()
     n = len(tokenizer(GOOD, add_special_tokens=False)["input_ids"])
@@ -79,7 +87,7 @@ def test_missing_context_signature_and_bad_options(metric: Likelihood) -> None:
     with pytest.raises(InputError, match="template"):
         Likelihood(template="no placeholder")
     with pytest.raises(InputError, match=r"neither a local model directory"):
-        Likelihood(model="/no/such/model").score(SAMPLES[:1])
+        likelihood(model="/no/such/model").score(SAMPLES[:1])
 
 
 class _NoTokeniser:
@@ -101,6 +109,6 @@ class _NoTokeniser:
 
 
 def test_backends_without_a_tokeniser_give_the_same_scores(metric: Likelihood) -> None:
-    plain = Likelihood()
+    plain = likelihood()
     plain._backend = _NoTokeniser(metric.backend)
     assert plain.score(SAMPLES) == pytest.approx(metric.score(SAMPLES), abs=1e-9)

@@ -40,7 +40,7 @@ def backend(server, **options):
 
 
 def test_likelihood_through_completions_with_echoed_prompt_logprobs(server) -> None:
-    metric = build_host().metric("neural.likelihood").factory(
+    metric = build_host().metric("neural.likelihood").build(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env="JB_VLLM_KEY")
     samples = [Sample(**r) for r in summeval_records(2)]
     values = metric.score(samples)
@@ -81,7 +81,7 @@ def test_completion_token_logprobs_without_echo(server) -> None:
 
 
 def test_served_checkpoint_is_in_a_judges_signature_and_not_the_key(server) -> None:
-    judge = build_host().metric("judge.rubric").factory(
+    judge = build_host().metric("judge.rubric").build(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env="JB_VLLM_KEY",
         criterion="coherence")
     signature = str(judge.signature())

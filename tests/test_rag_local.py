@@ -33,7 +33,7 @@ def shortest(n: int) -> list[dict]:
 def test_each_sub_call_is_constrained_and_parses(tmp_path) -> None:
     [row] = shortest(1)
     with runtime.running(runtime.RunSettings(cache_path=tmp_path)):
-        faith = build_host().metric("rag.faithfulness").factory(**SMALL)
+        faith = build_host().metric("rag.faithfulness").build(**SMALL)
         [o] = faith.score([Sample(**row)])
         assert isinstance(o, Outcome) and o.tokens_in is not None
         assert "constrained:json" in str(faith.signature())
@@ -45,13 +45,13 @@ def test_each_sub_call_is_constrained_and_parses(tmp_path) -> None:
                    for c in claims)
         assert o.value == sum(c["verdict"] == "supported" for c in claims) / len(claims)
         assert o.extra["constrained"] == "json" and o.tokens_in > 100
-        relevance = build_host().metric("rag.answer_relevance").factory(n=2, max_tokens=64)
+        relevance = build_host().metric("rag.answer_relevance").build(n=2, max_tokens=64)
         [r] = relevance.score([Sample(**row)])
         assert isinstance(r, Outcome)
         assert r.status == Status.OK, r.reason
         assert 1 <= len(r.extra["questions"]) <= 2
         assert isinstance(r.extra["noncommittal"], bool)
-        recall = build_host().metric("rag.context_recall").factory(verdict_tokens=48)
+        recall = build_host().metric("rag.context_recall").build(verdict_tokens=48)
         with_reference = Sample(**{**row, "reference": f"{row['output']}. It is in the passage."})
         [c] = recall.score([with_reference])
         assert isinstance(c, Outcome)

@@ -49,7 +49,7 @@ def metric(name: str, url: str, **options):
     opts = {"backend": "litellm", "model": "openai/judge", "api_base": url,
             "api_key_env": "JB_RAG_KEY",
             "timeout_s": 2.0, "max_attempts": 3, **PRICE, **options}
-    return build_host().metric(name).factory(**opts)
+    return build_host().metric(name).build(**opts)
 
 
 def sample(output: str, **fields) -> Sample:
@@ -136,7 +136,7 @@ def test_answer_relevance_embeds_the_generated_questions(scripted) -> None:
     cosines = [q["cosine"] for q in good.extra["questions"]]
     assert len(cosines) == 2 and good.value == pytest.approx(sum(cosines) / 2)
     assert 0.5 < good.value <= 1.0
-    cosine = build_host().metric("neural.embedding-cosine").factory(against="input")
+    cosine = build_host().metric("neural.embedding-cosine").build(against="input")
     direct = cosine.score([Sample(item="a", system="s", output=good.extra["questions"][0]["text"],
                                   input="What is the capital of France?")])
     assert cosines[0] == pytest.approx(direct[0])

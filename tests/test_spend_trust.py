@@ -134,7 +134,7 @@ def test_a_judge_called_directly_under_a_budget_refuses_an_unknown_price(server,
     from judgebench.models import Sample
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    judge = build_host().metric("judge.rubric").factory(
+    judge = build_host().metric("judge.rubric").build(
         backend="openai_compat", model="judge", api_base=server.url, api_key_env=KEY_ENV,
         protocol="text", cache=False)
     before = len(server.served())

@@ -105,7 +105,7 @@ def test_the_budget_and_dry_run_apply(echo_host, server) -> None:
 
 def test_a_judge_runs_through_it_with_its_options_forwarded(echo_host, server) -> None:
     server.post("/_reply", {"reply": "Feedback: fine. [RESULT] {score}"})
-    metric = echo_host.metric("judge.rubric").factory(
+    metric = echo_host.metric("judge.rubric").build(
         backend="echo", model="judge", api_base=server.url, protocol="text", concurrency=3,
         timeout_s=2.5, max_attempts=3, **PRICE)
     inner = metric.backend.inner
@@ -121,7 +121,7 @@ def test_a_judge_runs_through_it_with_its_options_forwarded(echo_host, server) -
 
 
 def test_an_option_it_cannot_take_names_the_metric_option_and_backend(echo_host, server) -> None:
-    metric = echo_host.metric("judge.rubric").factory(
+    metric = echo_host.metric("judge.rubric").build(
         backend="echo", model="judge", api_base=server.url, batch=4)
     with pytest.raises(InputError, match=r"metric judge.rubric: backend 'echo' does not take "
                                          r"the option batch="):

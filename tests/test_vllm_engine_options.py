@@ -44,7 +44,7 @@ def vllm(monkeypatch, tmp_path):
 
 
 def metric(name: str, **options):
-    return build_host().metric(name).factory(**options)
+    return build_host().metric(name).build(**options)
 
 
 def samples(n: int = 2) -> list[Sample]:

@@ -214,7 +214,7 @@ def test_likelihood_and_lora_through_the_managed_server(log, tmp_path) -> None:
     adapter = tmp_path / "adapter"
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text('{"r": 16}')
-    likelihood = build_host().metric("neural.likelihood").factory(
+    likelihood = build_host().metric("neural.likelihood").build(
         backend="vllm_server", model="/models/lm", given="none", lora=str(adapter),
         max_model_len=512)
     samples = [Sample(**r) for r in summeval_records(2)]
@@ -251,10 +251,10 @@ def test_learned_metrics_on_a_managed_pooling_server(log, tmp_path) -> None:
     (model / "model.safetensors").write_bytes(b"weights")
     samples = [Sample(item="1", system="s", output="abcd", input="xy", reference="abcdef")]
     host = build_host()
-    reward = host.metric("learned.classifier").factory(model=str(model), backend="vllm_server")
-    cross = host.metric("learned.classifier").factory(
+    reward = host.metric("learned.classifier").build(model=str(model), backend="vllm_server")
+    cross = host.metric("learned.classifier").build(
         model=str(model), backend="vllm_server", pair="input", transform="probability")
-    cosine = host.metric("neural.embedding-cosine").factory(model=str(model),
+    cosine = host.metric("neural.embedding-cosine").build(model=str(model),
                                                             backend="vllm_server")
     assert reward.score(samples) == [4.0]  # the fake's /pooling: the text's length
     assert cross.score(samples) == [pytest.approx(2 / 6)]  # its /score: len(a)/(len(a)+len(b))

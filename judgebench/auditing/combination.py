@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from judgebench.auditing.blocks import Block
@@ -35,12 +34,11 @@ def combination_of(described: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def combinations_in(scores: Path, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Column -> its `combination` entry, for the audited `columns` that the sidecar of the
-    scores table `scores` describes as combinations."""
-    from judgebench.tables.scores_table import read_sidecar
-
-    described = (read_sidecar(scores) or {}).get("columns")
+def combinations_in(sidecar: Mapping[str, Any] | None, columns: Sequence[str]
+                    ) -> dict[str, dict[str, Any]]:
+    """Column -> its `combination` entry, for the audited `columns` that the scores table's
+    `sidecar` describes as combinations."""
+    described = (sidecar or {}).get("columns")
     if not isinstance(described, dict):
         return {}
     out = {}

@@ -175,48 +175,76 @@ def run_audit(prepared: PreparedTable, tasks: TaskSet, *,
                                            metrics=columns, statistics=statistics)
         scatter[human] = scatter_data(m.human, m.oriented, m.systems, options.seed,
                                       given=m.given)
-        for task in (t for t in tasks if t.human == human):
-            began = time.perf_counter()
-            block, replay = _task_block(task, m, on_scale=task.statistic in on_scale,
-                                        sentinels=sentinel_names, warnings=warnings,
-                                        options=options)
-            blocks.append(block)
-            if replay is not None:
-                sequential.append(replay)
-            label = "system" if task.level == "system" else f"segment/{task.grouping}"
-            log(f"{human} · {task.statistic} · {label}: {block.tests} tests, "
-                f"{time.perf_counter() - began:.1f} s")
+        _human_blocks(tasks, m, human, on_scale=on_scale, sentinels=sentinel_names,
+                      warnings=warnings, options=options, blocks=blocks,
+                      sequential=sequential, log=log)
     if options.robustness and len(humans) > 1:
-        from judgebench.auditing.robustness import add_construct
-
-        every = meta_eval.score_matrices(oriented, [*humans, *columns])
-        add_construct(blocks, {h: every[h] for h in humans},
-                      {c: every[c] for c in columns}, method=options.method,
-                      alpha=options.alpha, resamples=options.resamples, seed=options.seed)
-    for card in cards:
-        if not card.higher_is_better:
-            warnings.append(f"{card.column} is lower-is-better: negated for the audit")
+        _add_construct(blocks, oriented, humans, columns, options)
+    warnings += [f"{card.column} is lower-is-better: negated for the audit"
+                 for card in cards if not card.higher_is_better]
     return Report(
         title=f"Audit of {Path(scores_path).name}",
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         version=__version__,
-        inputs={"scores": str(scores_path),
-                "samples": str(samples_path) if samples_path else None,
-                "store": str(store_path) if store_path else None,
-                "rows": len(frame), "items": int(frame["item"].nunique()),
-                "systems": int(frame["system"].nunique())},
-        settings={"statistics": list(statistics), "failed_as": failed_as.name,
-                  "levels": [{"level": lv, "grouping": g} for lv, g in settings],
-                  "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
-                  "alpha": options.alpha, "test": options.method,
-                  "resamples": options.resamples, "epsilon": options.epsilon,
-                  **({"robustness": True} if options.robustness else {}),
-                  **({"sequential": True} if options.sequential else {})},
+        inputs=_report_inputs(scores_path, samples_path, store_path, frame),
+        settings=_report_settings(statistics, settings, failed_as.name, options),
         humans=list(humans), metrics=cards, sentinels=[r.summary() for r in runs],
         blocks=blocks, scatter=scatter, warnings=[*warnings, *(
             f"{c}: {f['rows']} failed scores, counted {f['counted_as']} (--failed-as "
             f"{failed_as.name})" for c, f in counts.items() if f["rows"])],
         scales=scale_entries, failed=counts, sequential=sequential)
+
+
+def _human_blocks(tasks: TaskSet, m: _HumanMatrices, human: str, *, on_scale: Sequence[str],
+                  sentinels: list[str], warnings: list[str], options: Options,
+                  blocks: list[Block], sequential: list[dict[str, Any]],
+                  log: Callable[[str], None]) -> None:
+    """The block (and sequential replay) of each task of one human column, added to
+    `blocks` and `sequential`."""
+    for task in (t for t in tasks if t.human == human):
+        began = time.perf_counter()
+        block, replay = _task_block(task, m, on_scale=task.statistic in on_scale,
+                                    sentinels=sentinels, warnings=warnings, options=options)
+        blocks.append(block)
+        if replay is not None:
+            sequential.append(replay)
+        label = "system" if task.level == "system" else f"segment/{task.grouping}"
+        log(f"{human} · {task.statistic} · {label}: {block.tests} tests, "
+            f"{time.perf_counter() - began:.1f} s")
+
+
+def _add_construct(blocks: list[Block], oriented: pd.DataFrame, humans: Sequence[str],
+                   columns: Sequence[str], options: Options) -> None:
+    """The construct robustness of each block over several human columns
+    (judgebench.auditing.robustness)."""
+    from judgebench.auditing.robustness import add_construct
+
+    every = meta_eval.score_matrices(oriented, [*humans, *columns])
+    add_construct(blocks, {h: every[h] for h in humans},
+                  {c: every[c] for c in columns}, method=options.method,
+                  alpha=options.alpha, resamples=options.resamples, seed=options.seed)
+
+
+def _report_inputs(scores_path: Path, samples_path: Path | None, store_path: Path | None,
+                   frame: pd.DataFrame) -> dict[str, Any]:
+    """The report's `inputs`: what was read, and its size."""
+    return {"scores": str(scores_path),
+            "samples": str(samples_path) if samples_path else None,
+            "store": str(store_path) if store_path else None,
+            "rows": len(frame), "items": int(frame["item"].nunique()),
+            "systems": int(frame["system"].nunique())}
+
+
+def _report_settings(statistics: Sequence[str], settings: Sequence[tuple[str, str]],
+                     failed_as: str, options: Options) -> dict[str, Any]:
+    """The report's `settings`: the statistics, views and options the audit ran with."""
+    return {"statistics": list(statistics), "failed_as": failed_as,
+            "levels": [{"level": lv, "grouping": g} for lv, g in settings],
+            "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
+            "alpha": options.alpha, "test": options.method,
+            "resamples": options.resamples, "epsilon": options.epsilon,
+            **({"robustness": True} if options.robustness else {}),
+            **({"sequential": True} if options.sequential else {})}
 
 
 

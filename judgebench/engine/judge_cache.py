@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.backends.base import Backend, Request, Response
+from judgebench.engine.cache_path import cache_file as cache_file  # re-exported
+from judgebench.engine.cache_path import default_cache_path as default_cache_path
 from judgebench.redact import redact
 
 _SCHEMA = """
@@ -56,28 +57,6 @@ CREATE TABLE IF NOT EXISTS failures (
     created_at REAL NOT NULL
 )
 """
-
-
-def cache_file(path: Path) -> Path:
-    """The cache file a `--cache PATH` names: PATH itself when it ends in .sqlite, .sqlite3
-    or .db, else ``PATH/judge_cache.sqlite`` (PATH is a directory)."""
-    if path.suffix in {".sqlite", ".sqlite3", ".db"}:
-        return path
-    return path / "judge_cache.sqlite"
-
-
-def default_cache_path() -> Path:
-    """Where the judge cache lives: `RunSettings.cache_path` (a .sqlite/.db file, or a
-    directory), else ``$JUDGEBENCH_CACHE_DIR/judge_cache.sqlite``, else
-    ``~/.cache/judgebench/judge_cache.sqlite``."""
-    from judgebench.engine import runtime
-
-    configured = runtime.current().cache_path
-    if configured is not None:
-        return cache_file(Path(configured))
-    root = os.environ.get("JUDGEBENCH_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "judgebench"
-    return base / "judge_cache.sqlite"
 
 
 class Replays:

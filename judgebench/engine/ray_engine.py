@@ -351,11 +351,11 @@ class ScoringActor:
     def where(self) -> dict[str, Any]:
         """Which code this actor runs, in which process, and whether its backends' limiters
         and budget are the cluster's (for checks and tests)."""
-        import judgebench
         from judgebench.backends import remote
 
         limiter = remote.limiter_for("probe", "http://where", None, None)
-        return {"judgebench": judgebench.__file__, "pid": os.getpid(),
+        # the package this module was loaded from (loaded before any of its modules)
+        return {"judgebench": sys.modules["judgebench"].__file__, "pid": os.getpid(),
                 "shared_limiter": type(limiter).__name__,
                 "shared_budget": type(self.settings.budget).__name__}
 

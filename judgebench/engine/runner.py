@@ -244,12 +244,7 @@ def run_stream(
     Once the checks before any work have passed, the run is recorded in the store's `runs`
     table (`about`: its command line and input), and how it ended when it ends: ok, error,
     interrupted (Ctrl-C, SIGTERM) or budget_stop."""
-    from judgebench.engine.pool import (
-        SHOW_ESTIMATE_SECONDS,
-        TIMED_SAMPLES,
-        Scheduler,
-        time_estimates,
-    )
+    from judgebench.engine.pool import Scheduler
     from judgebench.plugins import build_host
 
     host = host or build_host()
@@ -269,8 +264,7 @@ def run_stream(
                  settings.repeats_cell, pairwise)
     drawn = list(prepared)  # every instance built, each closed at the end
     result = RunResult(metrics=prepared, rows=surveyed.rows, pairwise=pairwise,
-                       store_path=store.path if store.path == ":memory:"
-                       else str(Path(store.path).absolute()))
+                       store_path=_store_path(store))
     table_of: Callable[..., pd.DataFrame] = (
         partial(build_pairwise_table, has_category=surveyed.pairs.has_category) if pairwise
         else build_table)
@@ -279,17 +273,8 @@ def run_stream(
         with running(settings), contextlib.ExitStack() as recording:
             REPLAYS.reset()
             if settings.dry_run:
-                timed = time_estimates(prepared, (estimate_from or [])[:TIMED_SAMPLES + 1],
-                                       rows=len(estimate_from or []), workers=workers, host=host)
-                for p in prepared:
-                    result.estimates[p.column] = _repeated(
-                        _estimate(p.metric, estimate_from or []), p.repeats)
-                    estimate = timed.get(p.column)
-                    result.estimates[p.column]["estimated_s"] = (
-                        None if estimate is None else round(estimate.seconds, 3))
-                    if estimate is not None and on_estimate is not None \
-                            and estimate.seconds > SHOW_ESTIMATE_SECONDS:
-                        on_estimate(estimate)
+                _dry_run(result, prepared, estimate_from or [], workers=workers, host=host,
+                         on_estimate=on_estimate)
                 return result
             # before any call: a budget needs known prices
             settings.budget.preflight((p.column, p.metric) for p in prepared)
@@ -345,9 +330,7 @@ def run_stream(
                     pending = planned
                 if pending is not None:
                     finish(pending)
-            if rows != surveyed.rows or keys_digest.digest() != surveyed.keys_digest.digest():
-                raise InputError("the input changed while it was being scored: run again on a "
-                                 "file that no other program is writing")
+            _check_unchanged(surveyed, rows, keys_digest.digest())
             for p in corpus:
                 _run_corpus(p, by_system, store, resume, result)
     finally:
@@ -357,6 +340,37 @@ def run_stream(
         for p in drawn:
             p.metric.close()
     return result
+
+
+def _store_path(store: Store) -> str:
+    """The store's path as the result names it: absolute, or ":memory:"."""
+    return store.path if store.path == ":memory:" else str(Path(store.path).absolute())
+
+
+def _check_unchanged(surveyed: Survey, rows: int, keys_digest: bytes) -> None:
+    """The samples scored are those surveyed before any work (the same rows and keys)."""
+    if rows != surveyed.rows or keys_digest != surveyed.keys_digest.digest():
+        raise InputError("the input changed while it was being scored: run again on a "
+                         "file that no other program is writing")
+
+
+def _dry_run(result: RunResult, prepared: Sequence[PreparedMetric], samples: Sequence[Sample],
+             *, workers: int, host: PluginHost,
+             on_estimate: Callable[[TimeEstimate], None] | None) -> None:
+    """A dry run's estimates, per column, into `result` (`estimated_s`: the seconds the
+    column would take, None when it is not timed); `on_estimate` gets each long one."""
+    from judgebench.engine.pool import SHOW_ESTIMATE_SECONDS, TIMED_SAMPLES, time_estimates
+
+    timed = time_estimates(prepared, list(samples)[:TIMED_SAMPLES + 1], rows=len(samples),
+                           workers=workers, host=host)
+    for p in prepared:
+        result.estimates[p.column] = _repeated(_estimate(p.metric, samples), p.repeats)
+        estimate = timed.get(p.column)
+        result.estimates[p.column]["estimated_s"] = (
+            None if estimate is None else round(estimate.seconds, 3))
+        if estimate is not None and on_estimate is not None \
+                and estimate.seconds > SHOW_ESTIMATE_SECONDS:
+            on_estimate(estimate)
 
 
 @contextlib.contextmanager

@@ -400,25 +400,7 @@ class Store:
         tables = {name: self._columns(conn, name) for kind, name in objects if kind == "table"}
         others = sorted(name for kind, name in objects if kind != "table")
         if app_id == APPLICATION_ID:
-            if version == 1 and tables == _TABLES_V1 and not others:
-                return "v1"
-            if version == 2 and tables == _TABLES_V2 and not others:
-                return "v2"
-            if version == 3 and tables == _TABLES and not others:
-                return "v3"
-            if version > SCHEMA_VERSION:
-                raise InputError(
-                    f"store of schema version {version}, written by a newer judgebench (this "
-                    f"one reads up to {SCHEMA_VERSION}): upgrade judgebench or give --store "
-                    "another file", path=self.path)
-            if version == SCHEMA_VERSION and tables == _TABLES and others == _INDEX_NAMES:
-                return "current"
-            if tables == _LEGACY_TABLES and not others:
-                return "legacy"
-            raise InputError(
-                f"damaged judgebench store (schema version {version}, tables "
-                f"{sorted(tables)}): restore it from a copy or give --store a new file",
-                path=self.path)
+            return self._judgebench_kind(version, tables, others)
         if app_id != 0:
             raise self._foreign(f"application_id {app_id:#x}")
         if not objects and version == 0:
@@ -427,6 +409,30 @@ class Store:
             return "legacy"
         names = ", ".join(sorted(tables) + others) or "none"
         raise self._foreign(f"tables: {names}; user_version {version}")
+
+    def _judgebench_kind(self, version: int, tables: dict[str, tuple[str, ...]],
+                         others: list[str]) -> str:
+        """The kind of a store with judgebench's application_id, by its schema version and
+        tables; a newer or damaged one is refused."""
+        if version == 1 and tables == _TABLES_V1 and not others:
+            return "v1"
+        if version == 2 and tables == _TABLES_V2 and not others:
+            return "v2"
+        if version == 3 and tables == _TABLES and not others:
+            return "v3"
+        if version > SCHEMA_VERSION:
+            raise InputError(
+                f"store of schema version {version}, written by a newer judgebench (this "
+                f"one reads up to {SCHEMA_VERSION}): upgrade judgebench or give --store "
+                "another file", path=self.path)
+        if version == SCHEMA_VERSION and tables == _TABLES and others == _INDEX_NAMES:
+            return "current"
+        if tables == _LEGACY_TABLES and not others:
+            return "legacy"
+        raise InputError(
+            f"damaged judgebench store (schema version {version}, tables "
+            f"{sorted(tables)}): restore it from a copy or give --store a new file",
+            path=self.path)
 
     @staticmethod
     def _columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
     from judgebench.spec import MetricSpec
+    from judgebench.tables.prepared import PreparedTable
 
 LEVELS = ("system", "segment")
 GROUPINGS = ("none", "item", "system")
@@ -92,14 +93,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     (judgebench.auditing.conclusions; `raters`: the annotator columns). `spans` (people's
     error spans: a file or a suite name) adds the span-marking judges' span statistics
     (judgebench.services.spans). Bad input raises `InputError` before any scoring."""
-    from judgebench.auditing.checks import parse_checks, read_previous
-    from judgebench.auditing.run import (
-        audit_tasks,
-        judge_bias,
-        metamorphic,
-        probe_specs,
-        run_audit,
-    )
+    from judgebench.auditing.checks import parse_checks
+    from judgebench.auditing.run import audit_tasks, run_audit
     from judgebench.auditing.sentinels import parse_sentinels
     from judgebench.engine.turn_table import keyed_samples
     from judgebench.plugins import build_host
@@ -119,11 +114,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     paraphrase_specs = [parse_spec(p) for p in paraphrases]
     _check_judges(judge_specs, paraphrase_specs, host)
     checks = parse_checks(fail_on)
-    wants_previous = any(c.kind == "cluster-drop" for c in checks)
-    if wants_previous != (previous is not None):
-        raise InputError("--fail-on cluster-drop compares with --previous OLD.json: give both"
-                         " or neither", field="--previous" if previous else "--fail-on")
-    clusters = read_previous(Path(previous)) if previous is not None else None
+    clusters = _previous_clusters(checks, previous)
     if store is not None and not pairwise:
         _check_store(Path(store))
     samples_path = Path(samples) if samples is not None else None
@@ -136,18 +127,13 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                bias_pairs=bias_pairs, bias_probes=bias_probes,
                                paraphrases=paraphrase_specs, judge_family=judge_family,
                                system_families=system_families, host=host, log=log,
-                               refused={"--metric": metrics, "--sentinel": sentinels,
-                                        "--probe": probes, "--fail-on": fail_on,
-                                        "--statistic": () if statistics == ("pearson",)
-                                        else statistics, "--level": levels,
-                                        "--grouping": groupings, "--samples":
-                                        (samples,) if samples is not None else (),
-                                        "--store": (store,) if store is not None else ()})
-    if by is not None:
-        raise InputError("--by needs --pairwise (a table of compared pairs)", field="--by")
-    if (probes or (judge_specs and pairs_path is None)) and samples_path is None:
-        raise InputError("probes need the generations: give --samples", field="--samples")
+                               refused=_refused_with_pairwise(
+                                   metrics=metrics, sentinels=sentinels, probes=probes,
+                                   fail_on=fail_on, statistics=statistics, levels=levels,
+                                   groupings=groupings, samples=samples, store=store))
+    _check_table_audit(by, probes, judge_specs, pairs_path, samples_path)
     scores_path = Path(scores)
+    store_path = Path(store) if store is not None else None
     generations = read_samples(samples_path) if samples_path is not None else None
     settings = settings_of(levels, groupings)
     if not settings:
@@ -156,54 +142,122 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     prepared = PreparedTable.read(scores_path, humans, metrics, others=raters,
                                   prefixes=("human.", "sentinel."), lower=lower, higher=higher,
                                   failed_as=convention, views=settings,
-                                  store_path=Path(store) if store is not None else None,
-                                  host=host, log=log)
+                                  store_path=store_path, host=host, log=log)
     frame = prepared.frame
-    annotators = None
-    if alt_test is not None:
-        from judgebench.auditing.conclusions import annotators_of
-
-        annotators = annotators_of([str(c) for c in frame.columns], humans, raters,
-                                   path=str(scores_path))
+    annotators = _annotators(prepared, humans, raters) if alt_test is not None else None
     if generations is not None and prepared.layout is not None:
         generations = keyed_samples(generations, prepared.layout)
     report = run_audit(prepared, audit_tasks(humans, statistics, settings, options),
                        samples=generations, samples_path=samples_path,
                        sentinel_specs=sentinel_specs, options=options, host=host,
-                       store_path=Path(store) if store is not None else None, progress=log)
+                       store_path=store_path, progress=log)
     _warn_not_run(report, humans, log)
     from judgebench.auditing.combination import combination_verdicts, combinations_in
 
     report.combinations = combination_verdicts(
-        report.blocks, combinations_in(scores_path, [c.column for c in report.metrics]))
+        report.blocks, combinations_in(prepared.sidecar, [c.column for c in report.metrics]))
     if probes:
-        specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
-        report.warnings += warnings
-        report.probes = metamorphic(generations or [], specs, host=host, items=probe_items,
-                                    seed=options.seed, progress=log)
+        _probes(report, probes, generations, items=probe_items, seed=options.seed, host=host,
+                log=log)
     if judge_specs:
-        chosen, labels = _pairs(pairs_path, generations, frame, humans[0], bias_pairs,
-                                options.seed)
-        report.bias = judge_bias(judges=judge_specs, pairs=chosen, human=labels, host=host,
-                                 paraphrases=paraphrase_specs, judge_family=judge_family,
-                                 families=system_families, probes=bias_probes or None,
-                                 progress=log)
-        report.inputs["pairs"] = (str(pairs_path) if pairs_path
-                                  else f"{len(chosen)} drawn from --samples")
+        _judge_bias(report, judge_specs, pairs_path, generations, frame, humans[0],
+                    bias_pairs=bias_pairs, bias_probes=bias_probes,
+                    paraphrases=paraphrase_specs, judge_family=judge_family,
+                    system_families=system_families, seed=options.seed, host=host, log=log)
     _conclusions(report, scores_path, humans=humans, annotators=annotators, alt_test=alt_test,
                  alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
                  target_power=target_power, options=options, lower=lower, higher=higher,
                  log=log)
-    report.repeats = _repeats(scores_path, frame, [c.column for c in report.metrics], humans)
+    report.repeats = _repeats(prepared, [c.column for c in report.metrics], humans)
     if spans is not None:
-        from judgebench.services.spans import span_meta_eval
-
-        report.spans = span_meta_eval(scores_path, spans, store=store, host=host,
-                                      log=log).to_dict()
-        report.inputs["spans"] = str(spans)
+        _spans(report, scores_path, spans, store=store, host=host, log=log)
     if checks:
         _run_checks(report, checks, clusters, frame, store)
     return report
+
+
+def _check_table_audit(by: str | None, probes: Sequence[str], judges: Sequence[MetricSpec],
+                       pairs_path: Path | None, samples_path: Path | None) -> None:
+    """What an audit of a wide scores table refuses, before any work."""
+    if by is not None:
+        raise InputError("--by needs --pairwise (a table of compared pairs)", field="--by")
+    if (probes or (judges and pairs_path is None)) and samples_path is None:
+        raise InputError("probes need the generations: give --samples", field="--samples")
+
+
+def _annotators(prepared: PreparedTable, humans: Sequence[str], raters: Sequence[str]
+                ) -> dict[str, list[str]]:
+    """The annotator columns the alt-test takes (judgebench.auditing.conclusions)."""
+    from judgebench.auditing.conclusions import annotators_of
+
+    return annotators_of([str(c) for c in prepared.frame.columns], humans, raters,
+                         path=prepared.where)
+
+
+def _probes(report: Report, probes: Sequence[str], generations: list[Sample] | None, *,
+            items: int, seed: int, host: PluginHost, log: Log | None) -> None:
+    """The metamorphic probes of the audited metric columns."""
+    from judgebench.auditing.run import metamorphic, probe_specs
+
+    specs, warnings = probe_specs(probes, [c.column for c in report.metrics], host)
+    report.warnings += warnings
+    report.probes = metamorphic(generations or [], specs, host=host, items=items, seed=seed,
+                                progress=log)
+
+
+def _spans(report: Report, scores_path: Path, spans: str | Path, *,
+           store: str | Path | None, host: PluginHost, log: Log | None) -> None:
+    """The span statistics of the span-marking judges (judgebench.services.spans)."""
+    from judgebench.services.spans import span_meta_eval
+
+    report.spans = span_meta_eval(scores_path, spans, store=store, host=host,
+                                  log=log).to_dict()
+    report.inputs["spans"] = str(spans)
+
+
+def _previous_clusters(checks: Sequence[Check], previous: str | Path | None
+                       ) -> Clusters | None:
+    """The clusters of the audit JSON `previous`, which `--fail-on cluster-drop` needs and
+    nothing else takes."""
+    from judgebench.auditing.checks import read_previous
+
+    wants_previous = any(c.kind == "cluster-drop" for c in checks)
+    if wants_previous != (previous is not None):
+        raise InputError("--fail-on cluster-drop compares with --previous OLD.json: give both"
+                         " or neither", field="--previous" if previous else "--fail-on")
+    return read_previous(Path(previous)) if previous is not None else None
+
+
+def _refused_with_pairwise(*, metrics: Sequence[str], sentinels: Sequence[str],
+                           probes: Sequence[str], fail_on: Sequence[str],
+                           statistics: Sequence[str], levels: Sequence[str],
+                           groupings: Sequence[str], samples: str | Path | None,
+                           store: str | Path | None) -> dict[str, Sequence[Any]]:
+    """The options a pairwise audit refuses -> what was given for each."""
+    return {"--metric": metrics, "--sentinel": sentinels, "--probe": probes,
+            "--fail-on": fail_on,
+            "--statistic": () if statistics == ("pearson",) else statistics,
+            "--level": levels, "--grouping": groupings,
+            "--samples": (samples,) if samples is not None else (),
+            "--store": (store,) if store is not None else ()}
+
+
+def _judge_bias(report: Report, judges: Sequence[MetricSpec], pairs_path: Path | None,
+                generations: list[Sample] | None, frame: pd.DataFrame, human: str, *,
+                bias_pairs: int, bias_probes: Sequence[str], paraphrases: Sequence[MetricSpec],
+                judge_family: str | None, system_families: dict[str, str] | None, seed: int,
+                host: PluginHost, log: Log | None) -> None:
+    """The bias probes of the pairwise `judges`, on `pairs_path` or pairs drawn from the
+    generations."""
+    from judgebench.auditing.run import judge_bias
+
+    chosen, labels = _pairs(pairs_path, generations, frame, human, bias_pairs, seed)
+    report.bias = judge_bias(judges=judges, pairs=chosen, human=labels, host=host,
+                             paraphrases=paraphrases, judge_family=judge_family,
+                             families=system_families, probes=bias_probes or None,
+                             progress=log)
+    report.inputs["pairs"] = (str(pairs_path) if pairs_path
+                              else f"{len(chosen)} drawn from --samples")
 
 
 def _check_conclusions(alt_test: float | None, alt_score: str, power_for: float | None,
@@ -264,13 +318,12 @@ def _conclusions(report: Report, scores: Path, *, humans: Sequence[str],
         report.settings |= {"power_for": {"delta": power_for, "target_power": target_power}}
 
 
-def _repeats(path: Path, frame: pd.DataFrame, columns: Sequence[str],
-             humans: Sequence[str]) -> list[dict[str, Any]]:
+def _repeats(prepared: PreparedTable, columns: Sequence[str], humans: Sequence[str]
+             ) -> list[dict[str, Any]]:
     """The `repeats` section of the judges drawn with `score --repeats K`."""
     from judgebench.services.repeats import repeats_rows
-    from judgebench.tables.scores_table import read_sidecar
 
-    rows = repeats_rows(read_sidecar(path), frame, columns, humans, str(path))
+    rows = repeats_rows(prepared.sidecar, prepared.frame, columns, humans, prepared.where)
     return [row.to_dict() for row in rows]
 
 
@@ -295,7 +348,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
     """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
     `judges` on `pairs`."""
     from judgebench._version import __version__
-    from judgebench.auditing.pairwise import pairwise_report
+    from judgebench.auditing.pairwise_report import pairwise_report
     from judgebench.auditing.run import judge_bias
 
     given = [option for option, values in refused.items() if values]

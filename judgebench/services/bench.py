@@ -165,25 +165,9 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     cards = []
     keep = Path(workdir) if workdir is not None else None
     for suite in suites:
-        fields = suite.fields()
-        runnable, notes = [], []
-        for spec, shape, needs in zip(specs, shapes, requires, strict=True):
-            missing = [f for f in needs if f not in fields]
-            if shape not in (None, suite.info.kind):
-                other = "pairwise" if suite.info.kind == "pointwise" else "pointwise"
-                notes.append(f"{spec}: skipped, a {other} metric does not run on a "
-                             f"{suite.info.kind} suite")
-            elif missing:
-                notes.append(f"{spec}: skipped, it needs {', '.join(missing)}, which this "
-                             "suite's samples do not have")
-            else:
-                runnable.append(spec)
+        runnable, notes = _runnable(suite, specs, shapes, requires)
         if not runnable:
-            left = [s for s in specs if s not in runnable]
-            card = Card(suite.info, [f"{', '.join(left)} cannot run on {suite.info.title}: "
-                                     + "; ".join(n.split(": ", 1)[1] for n in notes) + "."],
-                        [], notes, skipped="no metric fits this suite")
-            cards.append(card)
+            cards.append(_skipped_card(suite, specs, notes))
             log(f"{suite.name}: skipped ({'; '.join(notes)})")
             continue
         folder = keep / suite.name if keep is not None else Path(
@@ -199,6 +183,33 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         log(f"spent ${budget.spent_usd:.4f} of the ${options.budget_usd:.4f} budget (answers "
             "reused from the judge cache or the store are not paid again)")
     return BenchResult(cards, list(specs))
+
+
+def _runnable(suite: Suite, specs: Sequence[str], shapes: Sequence[str | None],
+              requires: Sequence[tuple[str, ...]]) -> tuple[list[str], list[str]]:
+    """The specs that run on `suite` (its kind, its samples' fields), and a note for each
+    that is skipped."""
+    fields = suite.fields()
+    runnable, notes = [], []
+    for spec, shape, needs in zip(specs, shapes, requires, strict=True):
+        missing = [f for f in needs if f not in fields]
+        if shape not in (None, suite.info.kind):
+            other = "pairwise" if suite.info.kind == "pointwise" else "pointwise"
+            notes.append(f"{spec}: skipped, a {other} metric does not run on a "
+                         f"{suite.info.kind} suite")
+        elif missing:
+            notes.append(f"{spec}: skipped, it needs {', '.join(missing)}, which this "
+                         "suite's samples do not have")
+        else:
+            runnable.append(spec)
+    return runnable, notes
+
+
+def _skipped_card(suite: Suite, specs: Sequence[str], notes: list[str]) -> Card:
+    """The card of a suite no spec runs on, saying why."""
+    return Card(suite.info, [f"{', '.join(specs)} cannot run on {suite.info.title}: "
+                             + "; ".join(n.split(": ", 1)[1] for n in notes) + "."],
+                [], notes, skipped="no metric fits this suite")
 
 
 def workdir_files(suite: Suite, workdir: Path) -> list[Path]:

@@ -27,10 +27,9 @@ from judgebench.tables.failed import (
     FailedAs,
     FailedCells,
     apply_numeric,
-    find_failed,
     parse_failed_as,
-    store_statuses,
 )
+from judgebench.tables.pairs import judges_failed, read_judged, store_keys
 from meta_eval.judge_comparison import (
     DEFAULT_EPSILON,
     Estimate,
@@ -112,47 +111,27 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
 
     from judgebench.tables.scores_table import refuse_pairwise
 
-    if a == b:
-        raise InputError("--a and --b name the same column: compare two judges", field="--b")
-    if not (math.isfinite(tolerance) and tolerance >= 0):
-        raise InputError(f"--tolerance must be a finite number >= 0, got {tolerance}",
-                         field="--tolerance")
-    frame, path, sidecar = _read(table)
+    _check_request(a, b, tolerance)
+    frame, path, sidecar = read_judged(table)
     shape = _shape(frame, path)
     if shape == "wide":
         refuse_pairwise(Path(path), sidecar=None, frame=frame)
     lines = list(frame.attrs.get("lines") or range(2, len(frame) + 2))
     columns = [(a, "--a"), (b, "--b"), *([(human, "--human")] if human else [])]
-    for column, option in columns:
-        if column not in frame.columns:
-            raise InputError(f"no column {column!r}; columns are {list(frame.columns)}",
-                             path=path, field=option)
+    _check_columns(frame, columns, path)
     convention = parse_failed_as(failed_as, pairwise=shape == "pairwise")
-    failed = _failed(frame, (a, b), sidecar,
+    failed = judges_failed(frame, (a, b), sidecar,
                      store if isinstance(table, str | Path) else None, shape)
     if shape == "pairwise":
-        if tolerance:
-            raise InputError("--tolerance is for scores: pairwise verdicts agree when equal",
-                             field="--tolerance")
-        codes = {c: _verdicts(frame, c, path, lines) for c, _ in columns}
-        for c in (a, b):
-            mask = failed.masks.get(c)
-            if mask is not None and convention.kind != "missing":
-                codes[c] = np.where(mask, FAILED if convention.kind == "wrong" else 0.0,
-                                    codes[c])
-        counts = {c: failed.info(c, convention, COUNTED_AS[convention.kind]) for c in (a, b)}
+        codes, counts = _pairwise_codes(frame, columns, (a, b), failed, convention,
+                                        tolerance=tolerance, path=path, lines=lines)
     else:
         counts = apply_numeric(frame, failed, (a, b), convention)
         codes = {c: _numbers(frame, c, path, lines) for c, _ in columns}
     items = frame["item"].astype(str).tolist()
     notes: list[str] = []
-    h = codes[human] if human else None
     ties = _human_ties(human_ties, shape, human)
-    if h is not None and ties == "drop":
-        tied = h == 0
-        h = np.where(tied, np.nan, h)
-        notes.append(f"{int(tied.sum())} pair(s) that people called a tie are left out of the "
-                     "statistics against people (--human-ties drop; class keeps them)")
+    h = _human_codes(codes[human], ties, notes) if human else None
     categorical = True
     if h is not None and shape == "wide":
         categorical = _categorical(h, codes[a], codes[b])
@@ -169,19 +148,80 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
         if not isinstance(table, str | Path):
             raise InputError("--store needs the table's path: its .meta.json names the "
                              "judges' signatures", field="--store")
-        keys = _store_keys(frame, shape)
-        distributions, found = _distributions(Path(store), sidecar, path, a, b, keys, epsilon)
-        if found is None:
-            notes.append(distributions["note"])
-        else:
-            p, q, units = found
-            estimates += compare_distributions(p=p, q=q, items=units, epsilon=epsilon,
-                                               bootstrap=bootstrap, seed=seed, ci=ci)
+        distributions = _add_distributions(
+            estimates, notes, Path(store), sidecar, path, a, b, store_keys(frame, shape),
+            epsilon=epsilon, bootstrap=bootstrap, seed=seed, ci=ci)
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
                             tolerance=tolerance, estimates=estimates, units=n_units,
                             distributions=distributions, notes=[*failed.notes, *notes],
                             failed_as=convention, failed=counts, human_ties=ties)
+
+
+def _check_request(a: str, b: str, tolerance: float) -> None:
+    """Two different judges and a usable tolerance, before anything is read."""
+    if a == b:
+        raise InputError("--a and --b name the same column: compare two judges", field="--b")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise InputError(f"--tolerance must be a finite number >= 0, got {tolerance}",
+                         field="--tolerance")
+
+
+def _check_columns(frame: pd.DataFrame, columns: Sequence[tuple[str, str]], path: str
+                   ) -> None:
+    """Each (column, option that named it) is a column of the table."""
+    for column, option in columns:
+        if column not in frame.columns:
+            raise InputError(f"no column {column!r}; columns are {list(frame.columns)}",
+                             path=path, field=option)
+
+
+def _pairwise_codes(frame: pd.DataFrame, columns: Sequence[tuple[str, str]],
+                    judges: tuple[str, str], failed: FailedCells, convention: FailedAs, *,
+                    tolerance: float, path: str, lines: list[int]
+                    ) -> tuple[dict[str, FloatArray], dict[str, dict[str, Any]]]:
+    """Each column's verdicts as codes, the judges' failed verdicts counted as `convention`
+    says, and each judge's `failed` field."""
+    import numpy as np
+
+    if tolerance:
+        raise InputError("--tolerance is for scores: pairwise verdicts agree when equal",
+                         field="--tolerance")
+    codes = {c: _verdicts(frame, c, path, lines) for c, _ in columns}
+    for c in judges:
+        mask = failed.masks.get(c)
+        if mask is not None and convention.kind != "missing":
+            codes[c] = np.where(mask, FAILED if convention.kind == "wrong" else 0.0, codes[c])
+    counts = {c: failed.info(c, convention, COUNTED_AS[convention.kind]) for c in judges}
+    return codes, counts
+
+
+def _human_codes(h: FloatArray, ties: str | None, notes: list[str]) -> FloatArray:
+    """The human labels; with `ties` "drop", the pairs people called a tie left out."""
+    import numpy as np
+
+    if ties != "drop":
+        return h
+    tied = h == 0
+    notes.append(f"{int(tied.sum())} pair(s) that people called a tie are left out of the "
+                 "statistics against people (--human-ties drop; class keeps them)")
+    return np.where(tied, np.nan, h)
+
+
+def _add_distributions(estimates: list[Any], notes: list[str], store: Path,
+                       sidecar: dict[str, Any] | None, path: str, a: str, b: str,
+                       keys: Any, *, epsilon: float, bootstrap: int, seed: int, ci: float
+                       ) -> dict[str, Any]:
+    """The judges' stored score distributions compared (added to `estimates`), or the note
+    saying why they cannot be."""
+    distributions, found = _distributions(store, sidecar, path, a, b, keys, epsilon)
+    if found is None:
+        notes.append(distributions["note"])
+    else:
+        p, q, units = found
+        estimates += compare_distributions(p=p, q=q, items=units, epsilon=epsilon,
+                                           bootstrap=bootstrap, seed=seed, ci=ci)
+    return distributions
 
 
 def _human_ties(human_ties: str | None, shape: Shape, human: str | None) -> str | None:
@@ -202,40 +242,6 @@ def _human_ties(human_ties: str | None, shape: Shape, human: str | None) -> str 
 COUNTED_AS = {"missing": "dropped", "tie": "tie",
               "wrong": "a value of its own: wrong against people, a flip against any "
                        "verdict, agreeing with another failure, a class of its own in kappa"}
-
-
-def _failed(frame: pd.DataFrame, judges: Sequence[str], sidecar: dict[str, Any] | None,
-            store: str | Path | None, shape: Shape) -> FailedCells:
-    """The failed cells of the two judge columns (judgebench.tables.failed: by the store's status
-    of each row with `store`, else the sidecar's counts); an order column (`<spec>.ab`) is
-    told by its judge's combined column where the table has it."""
-    orders: dict[str, list[str]] = {}
-    for column in judges:
-        base = column[:-3]
-        if column.endswith((".ab", ".ba")) and base in frame.columns:
-            orders[base] = [base, f"{base}.ab", f"{base}.ba"]
-    wanted = [*judges, *(c for cs in orders.values() for c in cs)]
-    statuses = (store_statuses(store, sidecar, wanted, _store_keys(frame, shape))
-                if store is not None else None)
-    found = find_failed(frame, wanted, sidecar=sidecar, judges=orders, statuses=statuses)
-    found.masks = {c: m for c, m in found.masks.items() if c in judges}
-    return found
-
-
-def _read(table: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
-    import pandas as pd
-
-    from judgebench.engine.turn_table import turn_units
-    from judgebench.tables.io import read_table
-    from judgebench.tables.scores_table import read_sidecar
-
-    if isinstance(table, pd.DataFrame):
-        # judged turns: each (conversation, turn) is a unit of its own
-        # (judgebench.engine.turn_table)
-        return turn_units(table, "unit", path="<DataFrame>"), "<DataFrame>", None
-    frame = read_table(table, key=None,
-                       text_columns=("item", "system", "system_a", "system_b", "category"))
-    return turn_units(frame, "unit", path=str(table)), str(table), read_sidecar(Path(table))
 
 
 def _shape(frame: pd.DataFrame, path: str) -> Shape:
@@ -299,16 +305,6 @@ def _categorical(human: FloatArray, a: FloatArray, b: FloatArray) -> bool:
     if not (is_whole(human) and judged.size and labels.size):
         return False
     return bool(labels.min() >= judged.min() and labels.max() <= judged.max())
-
-
-def _store_keys(frame: pd.DataFrame, shape: Shape) -> list[tuple[str, str]]:
-    """(item, system as the store names it) per row: a pair's system is "A vs B"."""
-    items = frame["item"].astype("str").tolist()
-    if shape == "wide":
-        return list(zip(items, frame["system"].astype("str").tolist(), strict=True))
-    return [(item, f"{sa} vs {sb}") for item, sa, sb in
-            zip(items, frame["system_a"].astype(str), frame["system_b"].astype(str),
-                strict=True)]
 
 
 def _distribution(extra: Mapping[str, Any]) -> dict[str, float] | None:

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 from judgebench.errors import InputError
 from judgebench.results import Result
 from judgebench.tables.columns import _where
-from judgebench.tables.failed import MISSING, FailedAs, FailedCells, find_failed, parse_failed_as
+from judgebench.tables.failed import MISSING, FailedAs, FailedCells, parse_failed_as
+from judgebench.tables.pairs import (
+    NOT_JUDGES,
+    ORDERS,
+    PAIR_KEY,
+    PreparedPairs,
+    check_pairs,
+    read_pairs,
+    verdict_columns,
+)
 from meta_eval.pairwise import TIE_POLICIES, LabelError, preferences
 from meta_eval.pairwise_eval import (
     CEILING,
@@ -33,35 +42,6 @@ if TYPE_CHECKING:
     from meta_eval.arrays import FloatArray
 
 Log = Callable[[str], None]
-PAIR_KEY = ("item", "system_a", "system_b")
-ORDERS = (".ab", ".ba")
-NOT_JUDGES = frozenset({*PAIR_KEY, "system", "category", "input", "output_a", "output_b",
-                        "reference", "source", "context", "metadata"})
-
-
-def read_pairs(path: str | Path) -> pd.DataFrame:
-    """A pairwise table, keyed by (item, system_a, system_b); a wide scores table is refused."""
-    from judgebench.tables.io import read_table
-
-    frame = read_table(path, key=None, text_columns=(*PAIR_KEY, "category"))
-    check_pairs(frame, str(path))
-    return frame
-
-
-def check_pairs(frame: pd.DataFrame, where: str) -> None:
-    if "system" in frame.columns and not {"system_a", "system_b"} & set(frame.columns):
-        raise InputError("this is a wide scores table (item, system); --pairwise reads a "
-                         "pairwise table with item, system_a and system_b columns",
-                         path=where, field="system_a")
-    for column in PAIR_KEY:
-        if column not in frame.columns:
-            raise InputError(f"a pairwise table needs columns {', '.join(PAIR_KEY)}; columns "
-                             f"are {list(frame.columns)}", path=where, field=column)
-        empty = frame[column].isna() | (frame[column].astype("str").str.strip() == "")
-        if empty.any():
-            raise InputError("empty cell in a key column", path=where, field=column,
-                             **_where(frame, where, int(empty.to_numpy().argmax())))
-        frame[column] = frame[column].astype(str)
 
 
 def labels(frame: pd.DataFrame, column: str, where: str) -> FloatArray:
@@ -112,18 +92,6 @@ def judge_verdicts(frame: pd.DataFrame, judge: str, where: str,
     return Verdicts(ab=read[".ab"], ba=read[".ba"], combined=read[""],
                     failed_ab=masks[".ab"], failed_ba=masks[".ba"], failed_combined=masks[""],
                     failed_as=failed_as.kind)
-
-
-def verdict_columns(frame: pd.DataFrame, exclude: Sequence[str]) -> tuple[
-        list[str], dict[str, list[str]]]:
-    """The columns that may hold verdicts (not keys, human.* or `exclude`), and each judge
-    with order columns -> its columns (combined, .ab, .ba)."""
-    skip = {*NOT_JUDGES, *exclude}
-    columns = [str(c) for c in frame.columns
-               if c not in skip and not str(c).startswith("human.")]
-    judges = {c[:-3]: [c[:-3], f"{c[:-3]}.ab", f"{c[:-3]}.ba"] for c in columns
-              if c.endswith(ORDERS)}
-    return columns, judges
 
 
 @dataclass(frozen=True)
@@ -188,17 +156,9 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                          field="--human-ties")
     if not humans:
         raise InputError("name a human preference column with --human", field="--human")
-    sidecar = None
-    if isinstance(pairs, (str, Path)):
-        from judgebench.tables.scores_table import read_sidecar
-
-        where, frame = str(pairs), read_pairs(pairs)
-        sidecar = read_sidecar(Path(pairs))
-    else:
-        where, frame = "<DataFrame>", pairs.copy()
-        check_pairs(frame, where)
-    candidates, with_orders = verdict_columns(frame, [*humans, *([by] if by else [])])
-    failed = find_failed(frame, candidates, sidecar=sidecar, judges=with_orders)
+    prepared = PreparedPairs.read(pairs, [*humans, *([by] if by else [])])
+    frame, where, sidecar, failed = (prepared.frame, prepared.where, prepared.sidecar,
+                                     prepared.failed)
     human_p = {h: labels(frame, h, where) for h in dict.fromkeys(humans)}
     categories = None
     if by is not None:
@@ -245,5 +205,5 @@ def pairwise_meta_eval(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str
                                   failed.notes, repeats)
 
 
-__all__ = ["CEILING", "PairwiseMetaEvalResult", "PairwiseRow", "pairwise_meta_eval",
-           "read_pairs"]
+__all__ = ["CEILING", "NOT_JUDGES", "ORDERS", "PAIR_KEY", "PairwiseMetaEvalResult", "PairwiseRow",
+           "check_pairs", "pairwise_meta_eval", "read_pairs", "verdict_columns"]

@@ -309,13 +309,27 @@ def span_rows(metric: str, human: HumanSpans, located: dict[Key, list[SpanTuple]
     return rows
 
 
+def _span_store(sidecar: dict[str, Any], store: str | Path | None) -> str | Path:
+    """The store holding the judge's spans: `store`, else the one the sidecar names, else
+    `score`'s default; an InputError when it is not there."""
+    from judgebench.engine.store import DEFAULT_STORE
+
+    named = sidecar.get("store")
+    store = store or (named if isinstance(named, str) and named != ":memory:"
+                      else DEFAULT_STORE)
+    if not Path(store).is_file():
+        raise InputError("--spans reads the judge's spans from the store `score` wrote, and "
+                         "it is not there (name it with --store)", path=str(store),
+                         field="--store")
+    return store
+
+
 def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[str] = (),
                    store: str | Path | None = None, host: PluginHost | None = None,
                    log: Log | None = None) -> SpansResult:
     """Every span-marking column of the scores table against people's spans. The judge's
     spans are read from `store` (default: the store the sidecar names, else `score`'s
     default store, judgebench.db)."""
-    from judgebench.engine.store import DEFAULT_STORE
     from judgebench.tables.io import read_table
     from judgebench.tables.scores_table import read_sidecar
 
@@ -324,13 +338,7 @@ def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[s
     if sidecar is None:
         raise InputError("--spans needs the table's .meta.json (the columns' signatures)",
                          path=f"{path}.meta.json")
-    named = sidecar.get("store")
-    store = store or (named if isinstance(named, str) and named != ":memory:"
-                      else DEFAULT_STORE)
-    if not Path(store).is_file():
-        raise InputError("--spans reads the judge's spans from the store `score` wrote, and "
-                         "it is not there (name it with --store)", path=str(store),
-                         field="--store")
+    store = _span_store(sidecar, store)
     frame = read_table(path, key=("item", "system"))
     keys = set(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))
     described = sidecar.get("columns") or {}

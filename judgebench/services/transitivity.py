@@ -35,26 +35,13 @@ def transitivity(pairs: str | Path | pd.DataFrame, *, humans: Sequence[str] = ()
                  judges: Sequence[str] = (), bootstrap: int = 1000, ci: float = 0.95,
                  seed: int = 0, log: Log | None = None) -> TransitivityReport:
     """Each judge's (and human column's) cyclic triples and BT misfit test."""
-    from judgebench.services.pairwise import (
-        check_pairs,
-        default_judges,
-        judge_verdicts,
-        labels,
-        read_pairs,
-        verdict_columns,
-    )
-    from judgebench.tables.failed import find_failed
-    from judgebench.tables.scores_table import read_sidecar
+    from judgebench.services.pairwise import default_judges, judge_verdicts, labels
+    from judgebench.tables.pairs import PreparedPairs
     from meta_eval.transitivity import transitivity as kernel
 
     log = log or (lambda _message: None)
-    if isinstance(pairs, (str, Path)):
-        where, frame, sidecar = str(pairs), read_pairs(pairs), read_sidecar(Path(pairs))
-    else:
-        where, frame, sidecar = "<DataFrame>", pairs.copy(), None
-        check_pairs(frame, where)
-    candidates, with_orders = verdict_columns(frame, list(humans))
-    failed = find_failed(frame, candidates, sidecar=sidecar, judges=with_orders)
+    prepared = PreparedPairs.read(pairs, list(humans))
+    where, frame, failed = prepared.where, prepared.frame, prepared.failed
     names = list(dict.fromkeys(judges)) or default_judges(frame, list(humans), log)
     if not names and not humans:
         raise InputError("no judge columns: name them with --judge", path=where)

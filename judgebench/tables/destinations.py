@@ -105,10 +105,10 @@ def database(option: str, path: str | Path, *, probe: bool = True) -> list[Named
 def judge_cache(option: str, path: str | Path | None) -> list[Named]:
     """The judge cache file that `--cache PATH` (a .sqlite/.sqlite3/.db file or a folder)
     or, without it, the default location means, found exactly as the judges find it
-    (`judge_cache.default_cache_path`). The default is compared with the other paths but
+    (`cache_path.default_cache_path`). The default is compared with the other paths but
     not probed: only a judge opens it."""
     from judgebench.engine import runtime
-    from judgebench.engine.judge_cache import default_cache_path
+    from judgebench.engine.cache_path import default_cache_path
 
     with runtime.running(runtime.RunSettings(cache_path=None if path is None else Path(path))):
         file = default_cache_path()

@@ -193,42 +193,17 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
     is set empty in `frame`. `judges`: a pairwise judge -> its columns (combined first, then
     `.ab`, `.ba`) for the order rule; other columns are told by their own statuses: per row
     from the store (`statuses`, from `store_statuses`), else the sidecar's counts."""
-    import numpy as np
-
     out = FailedCells()
     wanted = [c for c in dict.fromkeys(columns) if c in frame.columns]
-    texts = {}
-    for column in wanted:
-        text = failed_text(frame[column])
-        if text.any():
-            frame[column] = _numbers_if_all(frame[column].mask(text))
-        texts[column] = text
+    texts = _failed_texts(frame, wanted)
     order_of = {c: judge for judge, cs in (judges or {}).items() for c in cs[1:]}
     combined_of = {judge: cs[0] for judge, cs in (judges or {}).items()}
     from_sidecar: dict[str, BoolArray] = {}
     told: dict[str, ToldBy] = {}
     for column in wanted:
-        if column in order_of:
-            continue
-        stored = (statuses or {}).get(column)
-        if stored is not None:
-            empty = frame[column].isna().to_numpy() & ~texts[column]
-            from_sidecar[column] = empty & np.isin(np.asarray(stored, dtype=object),
-                                                   FAILED_STATUSES)
-            told[column] = "store"
-            continue
-        statuses_of = _statuses(sidecar, column)
-        empty = frame[column].isna().to_numpy() & ~texts[column]
-        if statuses_of is None or not empty.any():
-            continue
-        failed = sum(statuses_of.get(s, 0) for s in FAILED_STATUSES)
-        if failed == int(empty.sum()):
-            from_sidecar[column] = empty
-            told[column] = "sidecar"
-        elif failed:
-            out.notes.append(f"column {column!r}: the sidecar counts {failed} failed scores "
-                             f"but {int(empty.sum())} cells are empty, so they cannot be told "
-                             "apart: its empty cells are missing")
+        if column not in order_of:
+            _tell_column(frame, column, texts[column], sidecar, (statuses or {}).get(column),
+                         from_sidecar, told, out.notes)
     for column in wanted:
         mask = texts[column].copy()
         judge = order_of.get(column)
@@ -243,13 +218,58 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
         if mask.any():
             out.masks[column] = mask
     if sidecar is None:
-        with_empty = [c for c in wanted if (frame[c].isna().to_numpy() & ~texts[c]).any()]
-        if with_empty:
-            out.notes.append(f"no sidecar: empty cells are missing (never judged), and a "
-                             f"cell reading {FAILED_TEXT!r} is a failed verdict "
-                             f"(empty cells in {', '.join(map(repr, with_empty[:5]))}"
-                             f"{' ...' if len(with_empty) > 5 else ''})")
+        out.notes += _no_sidecar_notes(frame, wanted, texts)
     return out
+
+
+def _failed_texts(frame: pd.DataFrame, wanted: Sequence[str]) -> dict[str, BoolArray]:
+    """Each column's cells reading `failed`, set empty in `frame`."""
+    texts = {}
+    for column in wanted:
+        text = failed_text(frame[column])
+        if text.any():
+            frame[column] = _numbers_if_all(frame[column].mask(text))
+        texts[column] = text
+    return texts
+
+
+def _tell_column(frame: pd.DataFrame, column: str, text: BoolArray,
+                 sidecar: Mapping[str, Any] | None, stored: Sequence[str | None] | None,
+                 from_sidecar: dict[str, BoolArray], told: dict[str, ToldBy],
+                 notes: list[str]) -> None:
+    """Which empty cells of `column` failed, by the store's status of each row, else by the
+    sidecar's counts where they match the empty cells (a note where they do not)."""
+    import numpy as np
+
+    empty = frame[column].isna().to_numpy() & ~text
+    if stored is not None:
+        from_sidecar[column] = empty & np.isin(np.asarray(stored, dtype=object),
+                                               FAILED_STATUSES)
+        told[column] = "store"
+        return
+    statuses_of = _statuses(sidecar, column)
+    if statuses_of is None or not empty.any():
+        return
+    failed = sum(statuses_of.get(s, 0) for s in FAILED_STATUSES)
+    if failed == int(empty.sum()):
+        from_sidecar[column] = empty
+        told[column] = "sidecar"
+    elif failed:
+        notes.append(f"column {column!r}: the sidecar counts {failed} failed scores "
+                     f"but {int(empty.sum())} cells are empty, so they cannot be told "
+                     "apart: its empty cells are missing")
+
+
+def _no_sidecar_notes(frame: pd.DataFrame, wanted: Sequence[str],
+                      texts: Mapping[str, BoolArray]) -> list[str]:
+    """Without a sidecar: a note that empty cells are missing, where there are some."""
+    with_empty = [c for c in wanted if (frame[c].isna().to_numpy() & ~texts[c]).any()]
+    if not with_empty:
+        return []
+    return [f"no sidecar: empty cells are missing (never judged), and a "
+            f"cell reading {FAILED_TEXT!r} is a failed verdict "
+            f"(empty cells in {', '.join(map(repr, with_empty[:5]))}"
+            f"{' ...' if len(with_empty) > 5 else ''})"]
 
 
 def numeric_counted_as(failed_as: FailedAs, value: float | None = None) -> str:

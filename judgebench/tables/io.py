@@ -312,20 +312,8 @@ def normalize_record(
         elif dot and head in shape.mappings:
             _put(nested, head, key, name, value, where)
         elif name in shape.mappings:
-            if value == "":
-                continue  # no text is a dict: a quoted empty cell is missing here
-            # A dict written as text in a cell is JSON (or a literal): its values are typed.
-            typed_cell = tabular and not isinstance(value, str)
-            if tabular and isinstance(value, str):
-                value = _parse_mapping_cell(value, name, where)
-            if isinstance(value, Mapping):
-                for inner_key, inner in value.items():
-                    inner = (human_value(inner, tabular=typed_cell, where=where,
-                                         field=f"human.{inner_key}")
-                             if name == "human" else _plain(inner))
-                    _put(nested, name, str(inner_key), name, inner, where)
-            elif value is not None:
-                fields[name] = value  # the wrong type: validation names it
+            _mapping_cell(name, value, tabular=tabular, where=where, fields=fields,
+                          nested=nested)
         elif name == "turn" and (isinstance(value, bool)
                                  or (not tabular and isinstance(value, str))):
             # JSON says what a value is: true and "1" are not message indexes
@@ -333,10 +321,7 @@ def normalize_record(
                              f"{json.dumps(value)}", path=path, line=line, row=row,
                              field="turn")
         elif name in shape.names:
-            if tabular and name in shape.lists and _starts_a_list(value):
-                value = _parse_list_cell(value, name, shape.lists[name], where)
-            elif isinstance(value, list):
-                value = _deep_plain(value)
+            value = _field_cell(name, value, tabular=tabular, where=where)
             if value is not None:
                 fields[name] = value
         elif value is not None:
@@ -345,6 +330,37 @@ def normalize_record(
         if head not in fields:
             fields[head] = {key: value for key, (_, value) in entries.items()}
     return fields
+
+
+def _mapping_cell(name: str, value: Any, *, tabular: bool, where: dict[str, Any],
+                  fields: dict[str, Any], nested: dict[str, dict[str, tuple[str, Any]]]
+                  ) -> None:
+    """A dict field's cell (`human`, `metadata`): its entries into `nested`, or a value of
+    the wrong type into `fields` (validation names it)."""
+    if value == "":
+        return  # no text is a dict: a quoted empty cell is missing here
+    # A dict written as text in a cell is JSON (or a literal): its values are typed.
+    typed_cell = tabular and not isinstance(value, str)
+    if tabular and isinstance(value, str):
+        value = _parse_mapping_cell(value, name, where)
+    if isinstance(value, Mapping):
+        for inner_key, inner in value.items():
+            inner = (human_value(inner, tabular=typed_cell, where=where,
+                                 field=f"human.{inner_key}")
+                     if name == "human" else _plain(inner))
+            _put(nested, name, str(inner_key), name, inner, where)
+    elif value is not None:
+        fields[name] = value  # the wrong type: validation names it
+
+
+def _field_cell(name: str, value: Any, *, tabular: bool, where: dict[str, Any]) -> Any:
+    """A Sample field's cell: a list written as text in a table parsed, lists plain."""
+    shape = sample_shape()
+    if tabular and name in shape.lists and _starts_a_list(value):
+        return _parse_list_cell(value, name, shape.lists[name], where)
+    if isinstance(value, list):
+        return _deep_plain(value)
+    return value
 
 
 def _unwrap(value: Any) -> Any:
@@ -881,16 +897,7 @@ def read_table(
         raw = _read_bytes(path)
         text = _decode(raw, path)
         if fmt == "csv":
-            # the checked UTF-8 bytes, not the text: pandas encodes a text buffer back to
-            # UTF-8 before parsing (half the read's time)
-            body = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
-            if b"\x00" in body:
-                raise _nul_in_csv(body, path)
-            try:
-                frame = pd.read_csv(_io.BytesIO(body), dtype=dict.fromkeys(as_text, str),
-                                    keep_default_na=True, encoding="utf-8")
-            except (pd.errors.ParserError, ValueError) as exc:
-                raise InputError(f"malformed CSV: {exc}", path=str(path)) from None
+            frame = _read_csv(raw, path, as_text)
             lines = list(range(2, len(frame) + 2))
         else:
             numbered = list(_jsonl_records(text.splitlines(), path))
@@ -903,31 +910,53 @@ def read_table(
         raise InputError("table has no rows", path=str(path))
     frame.attrs["lines"] = LineNumbers(lines)
     if key is not None:
-        key = list(key)
-        missing = [k for k in key if k not in frame.columns]
-        if missing:
-            pairs = "system" in missing and {"system_a", "system_b"} <= set(frame.columns)
-            hint = ("; with system_a and system_b this is a pairwise table: read it with "
-                    "--pairwise (meta-eval, audit) or compare-judges") if pairs else ""
-            raise InputError(f"required column(s) missing; columns are {list(frame.columns)}"
-                             f"{hint}", path=str(path), field=",".join(missing))
-        for k in key:
-            empty = frame[k].isna()
-            if empty.any():
-                raise InputError("empty key cell", path=str(path),
-                                 **{where: lines[int(empty.to_numpy().argmax())]}, field=k)
-            frame[k] = frame[k].astype(str)
-        if "turn" in frame.columns and "turn" not in key:
-            # a conversation's judged turn is part of the key (empty: the whole conversation)
-            _turn_column(frame, path, where, lines)
-            key.append("turn")
-        dup = frame.duplicated(subset=key, keep="first")
-        if dup.any():
-            position = int(dup.to_numpy().argmax())
-            values = tuple(frame.iloc[position][k] for k in key)
-            raise InputError(f"duplicate key {tuple(key)} = {values}", path=str(path),
-                             **{where: lines[position]}, field=key[0])
+        _check_key(frame, list(key), path, where, lines)
     return frame
+
+
+def _read_csv(raw: bytes, path: Path, as_text: set[str]) -> pd.DataFrame:
+    """A CSV file's checked UTF-8 bytes as a DataFrame, `as_text` columns as text."""
+    import pandas as pd
+
+    # the checked UTF-8 bytes, not the text: pandas encodes a text buffer back to
+    # UTF-8 before parsing (half the read's time)
+    body = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
+    if b"\x00" in body:
+        raise _nul_in_csv(body, path)
+    try:
+        return pd.read_csv(_io.BytesIO(body), dtype=dict.fromkeys(as_text, str),
+                           keep_default_na=True, encoding="utf-8")
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"malformed CSV: {exc}", path=str(path)) from None
+
+
+def _check_key(frame: pd.DataFrame, key: list[str], path: Path, where: str,
+               lines: list[int]) -> None:
+    """The key columns exist, are non-empty (read as text) and unique, with a conversation's
+    judged turn part of the key."""
+    missing = [k for k in key if k not in frame.columns]
+    if missing:
+        pairs = "system" in missing and {"system_a", "system_b"} <= set(frame.columns)
+        hint = ("; with system_a and system_b this is a pairwise table: read it with "
+                "--pairwise (meta-eval, audit) or compare-judges") if pairs else ""
+        raise InputError(f"required column(s) missing; columns are {list(frame.columns)}"
+                         f"{hint}", path=str(path), field=",".join(missing))
+    for k in key:
+        empty = frame[k].isna()
+        if empty.any():
+            raise InputError("empty key cell", path=str(path),
+                             **{where: lines[int(empty.to_numpy().argmax())]}, field=k)
+        frame[k] = frame[k].astype(str)
+    if "turn" in frame.columns and "turn" not in key:
+        # a conversation's judged turn is part of the key (empty: the whole conversation)
+        _turn_column(frame, path, where, lines)
+        key.append("turn")
+    dup = frame.duplicated(subset=key, keep="first")
+    if dup.any():
+        position = int(dup.to_numpy().argmax())
+        values = tuple(frame.iloc[position][k] for k in key)
+        raise InputError(f"duplicate key {tuple(key)} = {values}", path=str(path),
+                         **{where: lines[position]}, field=key[0])
 
 
 def _turn_column(frame: pd.DataFrame, path: Path, where: str, lines: list[int]) -> None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgebench.errors import InputError
 from judgebench.services.runs import (
@@ -26,6 +26,9 @@ from judgebench.services.runs import (
     logs,
     runs,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: A run's outcome as `judgebench runs` shows it (`killed`: a running run whose process is gone).
 OUTCOMES = ("running", "ok", "interrupted", "budget_stop", "error", "killed")
@@ -262,7 +265,20 @@ def compare_page(store: Path, *, a: str | None = None, b: str | None = None,
         raise InputError("A and B are the same signature: compare two judges or two runs "
                          "that scored with different ones", field="b")
     result = diff(store, store, column_a=a, column_b=b, untouched=True)
-    frame = _load(store, untouched=True).frame
+    rows = _compare_rows(_load(store, untouched=True).frame, a, b)
+    shown = [r for r in rows if r.flip] if flips_only else rows
+    if sort is not None:
+        shown = _sorted_rows(shown, sort, descending)
+    return ComparePage(signatures=signatures, a=a, b=b, result=result, rows=rows, shown=shown,
+                       flips=sum(r.flip for r in rows),
+                       scored=sum(r.a is not None and r.b is not None for r in rows),
+                       filters={"flips": flips_only, "sort": sort,
+                                "order": "desc" if descending else "asc"})
+
+
+def _compare_rows(frame: pd.DataFrame, a: str, b: str) -> list[CompareRow]:
+    """The (item, system) rows that either signature scored, a flip where both did and
+    they differ."""
     rows = []
     for record in frame[["item", "system", a, b]].to_dict("records"):
         va, vb = record[a], record[b]
@@ -272,19 +288,16 @@ def compare_page(store: Path, *, a: str | None = None, b: str | None = None,
         vb = None if _missing(vb) else float(vb)
         rows.append(CompareRow(item=str(record["item"]), system=str(record["system"]), a=va,
                                b=vb, flip=va is not None and vb is not None and va != vb))
-    shown = [r for r in rows if r.flip] if flips_only else rows
-    if sort is not None:
-        if sort not in ("item", "system", "a", "b"):
-            raise InputError(f"unknown sort {sort!r} (sorts: item, system, a, b)",
-                             field="sort")
-        present = sorted((r for r in shown if getattr(r, sort) is not None),
-                         key=lambda r: getattr(r, sort), reverse=descending)
-        shown = present + [r for r in shown if getattr(r, sort) is None]
-    return ComparePage(signatures=signatures, a=a, b=b, result=result, rows=rows, shown=shown,
-                       flips=sum(r.flip for r in rows),
-                       scored=sum(r.a is not None and r.b is not None for r in rows),
-                       filters={"flips": flips_only, "sort": sort,
-                                "order": "desc" if descending else "asc"})
+    return rows
+
+
+def _sorted_rows(rows: list[CompareRow], sort: str, descending: bool) -> list[CompareRow]:
+    """`rows` by `sort` (item, system, a or b), the rows without that value last."""
+    if sort not in ("item", "system", "a", "b"):
+        raise InputError(f"unknown sort {sort!r} (sorts: item, system, a, b)", field="sort")
+    present = sorted((r for r in rows if getattr(r, sort) is not None),
+                     key=lambda r: getattr(r, sort), reverse=descending)
+    return present + [r for r in rows if getattr(r, sort) is None]
 
 
 @dataclass(frozen=True)
