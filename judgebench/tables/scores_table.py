@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -176,59 +175,89 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
         raise InputError(f"not valid JSON: {exc}", path=str(sidecar)) from None
     if not isinstance(data, dict):
         raise InputError("not a judgebench sidecar (expected a JSON object)", path=str(sidecar))
-    from pydantic import ValidationError
-
-    try:
-        _sidecar_shape().validate_python(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        raise InputError(f"not a judgebench sidecar: {error['msg'].lower()} (got "
-                         f"{json.dumps(error['input'])[:60]})", path=str(sidecar),
-                         field=where) from None
+    problem = _sidecar_problem(data)
+    if problem is not None:
+        where, message, got = problem
+        raise InputError(f"not a judgebench sidecar: {message} (got {json.dumps(got)[:60]})",
+                         path=str(sidecar), field=where)
     return data
 
 
-@cache
-def _sidecar_shape() -> Any:
-    """The types of what a sidecar says (other keys are let through: newer writers may add
-    some): a wrong type is refused, not read as something else (a "yes" direction, a count
-    in text)."""
-    from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+# The types of what a sidecar says (other keys are let through: newer writers may add some): a
+# wrong type is refused, not read as something else (a "yes" direction, a count in text).
+# Checked by hand rather than by a pydantic model: meta-eval reads a sidecar on every run and
+# loads no pydantic (tests/test_meta_eval_startup.py). (kind, required) per key.
+_Shape = dict[str, tuple[str, bool]]
+_SIDECAR: _Shape = {"columns": ("columns", False), "corpus": ("corpus", False),
+                    "computed": ("integer", False), "reused": ("integer", False),
+                    "rows": ("integer", False), "selection": ("dictionary", False),
+                    "store": ("string", False), "table": ("string", False)}
+_COLUMN: _Shape = {"metric": ("string", False), "signature": ("string", False),
+                   "higher_is_better": ("boolean", False), "level": ("string", False),
+                   "has_corpus": ("boolean", False), "repeats": ("count", False),
+                   "repeats_cell": ("string", False), "statuses": ("counts", False)}
+_CORPUS: _Shape = {"system": ("string", True), "metric": ("string", True),
+                   "value": ("number", False), "status": ("string", False),
+                   "reason": ("string", False), "signature": ("string", False),
+                   "n": ("integer", False)}
+_IS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "dictionary": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
+}
 
-    class Column(BaseModel):
-        model_config = ConfigDict(extra="allow", strict=True)
-        metric: str | None = None
-        signature: str | None = None
-        higher_is_better: bool | None = None
-        level: str | None = None
-        has_corpus: bool | None = None
-        repeats: int | None = Field(None, ge=1)
-        repeats_cell: str | None = None
-        statuses: dict[str, int] | None = None
 
-    class Corpus(BaseModel):
-        model_config = ConfigDict(extra="allow", strict=True)
-        system: str
-        metric: str
-        value: float | None = None
-        status: str | None = None
-        reason: str | None = None
-        signature: str | None = None
-        n: int | None = None
+def _sidecar_problem(data: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """(field, what is wrong, the value) of the first value of the wrong type, or None."""
+    return _object_problem(data, _SIDECAR, "")
 
-    class Sidecar(BaseModel):
-        model_config = ConfigDict(extra="allow", strict=True)
-        columns: dict[str, Column] | None = None
-        corpus: list[Corpus] | None = None
-        computed: int | None = None
-        reused: int | None = None
-        rows: int | None = None
-        selection: dict[str, Any] | None = None
-        store: str | None = None
-        table: str | None = None
 
-    return TypeAdapter(Sidecar)
+def _object_problem(data: dict[str, Any], shape: _Shape, prefix: str
+                    ) -> tuple[str, str, Any] | None:
+    for key, (kind, required) in shape.items():
+        if key not in data:
+            if required:
+                return f"{prefix}{key}", "field required", data
+            continue
+        found = _value_problem(data[key], kind, f"{prefix}{key}")
+        if found is not None:
+            return found
+    return None
+
+
+def _value_problem(value: Any, kind: str, where: str) -> tuple[str, str, Any] | None:
+    if value is None:
+        return None
+    if kind in _IS:
+        return None if _IS[kind](value) else (where, f"input should be a valid {kind}", value)
+    if kind == "count":
+        return (_value_problem(value, "integer", where)
+                or (None if value >= 1 else (where, "input should be at least 1", value)))
+    container = "list" if kind == "corpus" else "dictionary"
+    if not _IS[container](value):
+        return where, f"input should be a valid {container}", value
+    if kind == "corpus":
+        for number, row in enumerate(value):
+            found = (_object_problem(row, _CORPUS, f"{where}.{number}.") if _IS["dictionary"](row)
+                     else (f"{where}.{number}", "input should be a valid dictionary", row))
+            if found is not None:
+                return found
+        return None
+    inner: Callable[[str, Any], tuple[str, str, Any] | None] = {
+        "columns": lambda key, v: (
+            _object_problem(v, _COLUMN, f"{where}.{key}.") if _IS["dictionary"](v)
+            else (f"{where}.{key}", "input should be a valid dictionary", v)),
+        "counts": lambda key, v: (None if _IS["integer"](v) else
+                                  (f"{where}.{key}", "input should be a valid integer", v)),
+    }[kind]
+    for key, item in value.items():
+        found = inner(key, item)
+        if found is not None:
+            return found
+    return None
 
 
 def corpus_from_records(records: Iterable[Mapping[str, Any]], *, where: str

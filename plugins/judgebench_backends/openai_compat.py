@@ -80,9 +80,6 @@ from judgebench_backends.openai_format import (
 SERVERS = ("auto", "openai", "vllm", "vllm-guided")
 #: (api_base, model) -> the response_format step a server was found to take.
 _MODES: dict[tuple[str, str], str] = {}
-#: what `_model_listing(once=True)` gives when the server did not answer its one attempt
-_UNANSWERED = object()
-
 #: api_base -> what GET /models said the server is ("vllm" or "openai").
 _SERVERS: dict[str, str] = {}
 _LOCK = threading.Lock()
@@ -258,14 +255,10 @@ class OpenAICompatBackend(RemoteBackend):
         except (OSError, ValueError, urllib.error.URLError):
             return None
 
-    def served_model(self, *, once: bool = False) -> str | None:
-        """The checkpoint behind the model id (``root`` in ``GET /models``), asked once.
-        `once` (a dry run, which makes no call): one attempt, and a server that does not
-        answer leaves `served` out of the identity, unknown, rather than stopping the run."""
+    def served_model(self) -> str | None:
+        """The checkpoint behind the model id (``root`` in ``GET /models``), asked once."""
         if not self._served_known:
-            listing = self._model_listing(once=once)
-            if listing is _UNANSWERED:
-                return None
+            listing = self._model_listing()
             entries = listing.get("data") if isinstance(listing, dict) else None
             for entry in entries or []:
                 if isinstance(entry, dict) and entry.get("id") == self.model:
@@ -274,7 +267,7 @@ class OpenAICompatBackend(RemoteBackend):
             self._served_known = True
         return self._served
 
-    def _model_listing(self, *, once: bool = False) -> Any:
+    def _model_listing(self) -> Any:
         """``GET /models`` until the server answers (`until_answered`): its listing, or None
         from a server that has none (an HTTP error other than 408, 429, 500 and 502-504, or a
         body that is not JSON). `served` is in the signature, so a server that does not
@@ -304,19 +297,12 @@ class OpenAICompatBackend(RemoteBackend):
                 raise Retryable("connection", f"{type(exc).__name__}: "
                                 f"{getattr(exc, 'reason', exc)}") from None
 
-        if once:
-            try:
-                return ask()
-            except Retryable:
-                return _UNANSWERED
         return self.until_answered(
             ask, f"GET {url}", "the judge's signature names the checkpoint it lists, so the "
             "run does not start without it: start the server, or give more max_attempts")
 
     def identity(self) -> dict[str, str]:
-        from judgebench.plugin_api import runtime
-
-        served = self.served_model(once=runtime.current().dry_run)
+        served = self.served_model()
         return {**super().identity(), **({"served": served} if served else {})}
 
     def request_model(self) -> str:
