@@ -201,9 +201,10 @@ def _load(path: Path, *, untouched: bool = False) -> _Side:
         header = handle.read(len(SQLITE_MAGIC))
     if header == SQLITE_MAGIC:
         return _from_store(path, untouched=untouched)
-    from judgebench.services.compare_judges import _read, _shape
+    from judgebench.services.compare_judges import _shape
+    from judgebench.tables.pairs import read_judged
 
-    frame, name, sidecar = _read(path)
+    frame, name, sidecar = read_judged(path)
     shape = _shape(frame, name)
     key = PAIR_KEY if shape == "pairwise" else WIDE_KEY
     described = (sidecar or {}).get("columns") or {}
@@ -286,9 +287,9 @@ def _human(side: _Side, human: str, table: str | Path | None, key: list[str]
     source = side.frame
     where = side.path
     if table is not None:
-        from judgebench.services.compare_judges import _read
+        from judgebench.tables.pairs import read_judged
 
-        source, where, _ = _read(Path(table))
+        source, where, _ = read_judged(Path(table))
     if human not in source.columns:
         raise InputError(f"no human column {human!r}" + ("" if table is not None else
                          " (a store holds no human scores: give --human-table)"),
