@@ -1033,58 +1033,78 @@ def estimate(result: EstimateResult) -> str:
     paired differences and the signature of each method."""
     what = "pass rate" if result.statistic == "pass-rate" else "mean"
     lines = [f"{what} of {result.human}, from the judge {result.judge} and the human labels"]
+    records = result.to_dict()
     signatures: dict[str, str] = {}
     groups: dict[str, list[dict[str, Any]]] = {}
-    for record in result.to_dict():
+    for record in records:
         if record["type"] == "estimate":
             groups.setdefault(record["system"], []).append(record)
         signatures.setdefault(record["method"], record["signature"])
-    for group, records in groups.items():
-        first = next(r for r in records if r["method"] == "judge-only")
-        labelled = next(r for r in records if r["method"] == "human-only")["labels"]
-        title = "all items" if result.by is None else f"{result.by} {group}"
-        lines += ["", f"{title}: {first['items']} items, {labelled} labelled"]
-        rows = []
-        notes = []
-        for r in records:
-            if r["point"] is None:
-                notes.append(f"  {r['method']}: undefined: {r['undefined']}")
-                continue
-            interval = f"[{_fmt(r['lower'], 4)}, {_fmt(r['upper'], 4)}]"
-            rows.append([r["method"] + (" (biased)" if r["biased"] else ""),
-                         _fmt(r["point"], 4), interval,
-                         "-" if r["biased"] else str(r["labels"]),
-                         _fmt(r.get("effective_labels"), 1),
-                         _fmt(r.get("labels_worth"), 1),
-                         "-" if r.get("moved") is None else f"{r['moved']:+.4f}",
-                         "-" if r.get("lam") is None else f"{r['lam']:.3f}"])
-            if "target_width" in r:
-                reach = r["labels_to_reach"]
-                notes.append(
-                    f"  {r['method']}: width {r['target_width']:g} "
-                    + ("is out of reach with more labels (the judge-only term is wider)"
-                       if reach is None else "is reached" if reach == 0
-                       else f"needs about {reach} more labels"
-                       + (f" (only {first['items'] - labelled} items are unlabelled)"
-                          if reach > first["items"] - labelled else ""))
-                    + (f"; label next: {', '.join(r['next_items'])}" if r["next_items"]
-                       else ""))
-        level = f"{round(100 * first['confidence'], 6):g}% interval"
-        lines.append(textwrap.indent(aligned(
-            ["method", "estimate", level, "labels", "effective", "worth", "moved", "lam"],
-            rows), "  "))
-        lines += notes
-    differences = [r for r in result.to_dict() if r["type"] == "difference"]
-    if differences:
-        lines += ["", "paired differences (row minus column system, same items, PPI++):"]
-        lines.append(textwrap.indent(aligned(
-            ["system", "minus", "difference", "interval", "labels", "effective", "excludes 0"],
-            [[d["system"], d["against"], f"{d['point']:+.4f}",
-              f"[{d['lower']:+.4f}, {d['upper']:+.4f}]", str(d["labels"]),
-              _fmt(d["effective_labels"], 1), "yes" if d["excludes_zero"] else "no"]
-             for d in differences]), "  "))
+    for group, rows in groups.items():
+        lines += _estimate_group(result, group, rows)
+    lines += _estimate_differences([r for r in records if r["type"] == "difference"])
     lines += ["", "judge-only is biased: its interval is about the judge, not about people; "
               "'worth' = effective labels (human labels alone giving the same interval) "
               "minus the labels used; 'moved' = corrected minus judge-only.", "signatures:"]
     lines += [f"  {m}: {s}" for m, s in signatures.items()]
     return "\n".join(lines)
+
+
+def _estimate_group(result: EstimateResult, group: str, records: list[dict[str, Any]]
+                    ) -> list[str]:
+    """One system's (or all items') table of methods, then its notes."""
+    first = next(r for r in records if r["method"] == "judge-only")
+    labelled = next(r for r in records if r["method"] == "human-only")["labels"]
+    title = "all items" if result.by is None else f"{result.by} {group}"
+    rows = []
+    notes = []
+    for r in records:
+        if r["point"] is None:
+            notes.append(f"  {r['method']}: undefined: {r['undefined']}")
+            continue
+        rows.append(_estimate_row(r))
+        if "target_width" in r:
+            notes.append(_target_note(r, unlabelled=first["items"] - labelled))
+    level = f"{round(100 * first['confidence'], 6):g}% interval"
+    table = textwrap.indent(aligned(
+        ["method", "estimate", level, "labels", "effective", "worth", "moved", "lam"],
+        rows), "  ")
+    return ["", f"{title}: {first['items']} items, {labelled} labelled", table, *notes]
+
+
+def _estimate_row(r: dict[str, Any]) -> list[str]:
+    interval = f"[{_fmt(r['lower'], 4)}, {_fmt(r['upper'], 4)}]"
+    return [r["method"] + (" (biased)" if r["biased"] else ""),
+            _fmt(r["point"], 4), interval,
+            "-" if r["biased"] else str(r["labels"]),
+            _fmt(r.get("effective_labels"), 1),
+            _fmt(r.get("labels_worth"), 1),
+            "-" if r.get("moved") is None else f"{r['moved']:+.4f}",
+            "-" if r.get("lam") is None else f"{r['lam']:.3f}"]
+
+
+def _target_note(r: dict[str, Any], *, unlabelled: int) -> str:
+    """How many more labels reach --target-width, and which items to label next."""
+    reach = r["labels_to_reach"]
+    if reach is None:
+        need = "is out of reach with more labels (the judge-only term is wider)"
+    elif reach == 0:
+        need = "is reached"
+    else:
+        need = f"needs about {reach} more labels" + (
+            f" (only {unlabelled} items are unlabelled)" if reach > unlabelled else "")
+    label_next = f"; label next: {', '.join(r['next_items'])}" if r["next_items"] else ""
+    return f"  {r['method']}: width {r['target_width']:g} {need}{label_next}"
+
+
+def _estimate_differences(differences: list[dict[str, Any]]) -> list[str]:
+    if not differences:
+        return []
+    return ["", "paired differences (row minus column system, same items, PPI++):",
+            textwrap.indent(aligned(
+                ["system", "minus", "difference", "interval", "labels", "effective",
+                 "excludes 0"],
+                [[d["system"], d["against"], f"{d['point']:+.4f}",
+                  f"[{d['lower']:+.4f}, {d['upper']:+.4f}]", str(d["labels"]),
+                  _fmt(d["effective_labels"], 1), "yes" if d["excludes_zero"] else "no"]
+                 for d in differences]), "  ")]
