@@ -178,19 +178,8 @@ def command(
 
     With --engine ray, INPUT may also be a URI (s3://..., gs://..., file://...), read through
     Ray Data."""
-    destinations.check([  # every path, before any is read or written
-        *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
-        *([destinations.read("--config", config)] if config is not None else []),
-        *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
-        destinations.database("--store", store_path),
-        *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
-        destinations.judge_cache("--cache", cache_path),
-    ])
-    specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
-    if config is not None:
-        specs += load_config(config)
-    if not specs:
-        raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
+    _check_paths(input_path, config, output, store_path, corpus_path, cache_path)
+    specs = _specs(metric_specs, config)
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
     if until_settled is not None and repeats > 1:
@@ -357,3 +346,27 @@ def _echo_estimates(result: RunResult, as_json: bool) -> None:
         click.echo(json_out.document(rows))
     elif rows:
         click.echo(text_out.score_estimates(rows))
+
+
+
+def _check_paths(input_path: Path | str, config: Path | None, output: Path | None,
+                 store_path: Path, corpus_path: Path | None, cache_path: Path | None) -> None:
+    """Every path of the run, before any is read or written."""
+    destinations.check([
+        *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
+        *([destinations.read("--config", config)] if config is not None else []),
+        *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
+        destinations.database("--store", store_path),
+        *([destinations.table("--corpus", corpus_path)] if corpus_path is not None else []),
+        destinations.judge_cache("--cache", cache_path),
+    ])
+
+
+def _specs(metric_specs: tuple[str, ...], config: Path | None) -> list[MetricSpec]:
+    """The metrics of -m, then those of --config; none is an error."""
+    specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
+    if config is not None:
+        specs += load_config(config)
+    if not specs:
+        raise InputError("no metrics: give -m NAME (see `judgebench metrics`) or --config")
+    return specs
