@@ -41,11 +41,10 @@ from judgebench.backends.base import (
     Request,
     Response,
     TokenLogprob,
-    backend_accepts,
-    get_backend,
     given_engine_options,
     unset_engine_fields,
 )
+from judgebench.backends.installed import backend_accepts, get_backend
 from judgebench.backends.remote import (
     Final,
     RemoteBackend,

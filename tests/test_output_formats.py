@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
+from judgebench.render.formats import render
 from judgebench.render.latex import latex_escape
 from judgebench.render.markdown import markdown_escape
-from judgebench.render.table import Table, render, results_table
+from judgebench.render.table import Table, results_table
 
 #: A column (and a system) named with every character LaTeX or Markdown treat specially.
 SPECIAL = "a_b%c&d#e$f{g}h~i^j\\k|l"

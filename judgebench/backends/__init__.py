@@ -15,11 +15,10 @@ from judgebench.backends.base import (
     Request,
     Response,
     TokenLogprob,
-    backend_accepts,
     classify_answer,
-    get_backend,
     run_sync,
 )
+from judgebench.backends.installed import backend_accepts, get_backend
 
 __all__ = [
     "Accepts",

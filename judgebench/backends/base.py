@@ -572,14 +572,6 @@ class LazyBackend:
         return f"LazyBackend({self.target!r})"
 
 
-def backend_accepts(name: str) -> Accepts:
-    """What the backend registered under `name` by an installed plugin takes (InputError if
-    none is); `PluginHost.backend_accepts` asks a given host."""
-    from judgebench.plugins import build_host
-
-    return build_host().backend_accepts(name)
-
-
 def registered_backend(backends: Mapping[str, NamedEntry], name: str) -> Any:
     """The factory registered under `name` in `backends` (InputError naming the known ones)."""
     if name not in backends:
@@ -587,20 +579,6 @@ def registered_backend(backends: Mapping[str, NamedEntry], name: str) -> Any:
         raise InputError(f"unknown backend '{name}'{did_you_mean(name, backends)} "
                          f"(registered backends: {known})")
     return backends[name].obj
-
-
-def get_backend(name: str, **options: Any) -> Backend:
-    """A backend registered under `name` by an installed plugin, built with `options` (a
-    host of the installed plugins is built for the call; `PluginHost.backend` builds one
-    from a given host, its local plugins included).
-
-    ``get_backend("transformers")`` gives the embedded CPU default (SmolLM2-135M-Instruct);
-    ``get_backend("litellm", model="hosted_vllm/my-judge", api_base="http://host:8000/v1")``
-    an OpenAI-compatible server.
-    """
-    from judgebench.plugins import build_host
-
-    return build_host().backend(name, **options)
 
 
 def make_backend(backends: Mapping[str, NamedEntry], name: str,
@@ -685,9 +663,7 @@ __all__ = [
     "Response",
     "TokenLogprob",
     "accepts_of",
-    "backend_accepts",
     "classify_answer",
-    "get_backend",
     "given_engine_options",
     "run_sync",
     "unset_engine_fields",

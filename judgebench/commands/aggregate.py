@@ -20,8 +20,8 @@ from judgebench.engine import progress_line
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
+from judgebench.render.formats import render as render_table
 from judgebench.render.table import aggregate_table, rules_table
-from judgebench.render.table import render as render_table
 
 KIND_HELP = (
     "What TABLE holds (default: auto). leaderboard: one row per system (column 'system' or "

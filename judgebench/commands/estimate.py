@@ -84,7 +84,8 @@ def command(scores: Path, judge: str, human: str, by: str, statistic: str,
     row of SCORES and the human labels on a subset: human-only, judge-only (biased), and the
     corrected PPI++ estimates, with what the judge was worth in labels."""
     from judgebench.cli import context_host
-    from judgebench.render.table import render, results_table
+    from judgebench.render.formats import render
+    from judgebench.render.table import results_table
     from judgebench.services.estimate import estimate
 
     result = estimate(scores, judge=judge, human=human, by=None if by == "none" else by,

@@ -148,8 +148,8 @@ def listing(suites: Sequence[Suite]) -> list[dict[str, Any]]:
 
 
 def render_listing(rows: Sequence[dict[str, Any]]) -> str:
+    from judgebench.render.formats import render as render_table
     from judgebench.render.table import Table
-    from judgebench.render.table import render as render_table
 
     table = Table(["name", "kind", "size", "criteria", "protocols", "licence"],
                   [[r["name"], r["kind"], r["size"], ", ".join(r["criteria"]),

@@ -1,9 +1,10 @@
 """One table, five ways to print it: text, json, csv, markdown, latex.
 
 A `Table` is plain data: column names and rows of cells (str, int, float, bool, None, or a
-list/dict, which is written as JSON text in a cell). `render(table, fmt)` is the only place a
-command turns rows into one of those formats (`meta-eval`, `aggregate` and `metrics NAME` all
-use it; each format's own module of judgebench.render writes it), so escaping is decided once:
+list/dict, which is written as JSON text in a cell). `judgebench.render.formats.render(table,
+fmt)` is the only place a command turns rows into one of those formats (`meta-eval`,
+`aggregate` and `metrics NAME` all use it; each format's own module of judgebench.render
+writes it), so escaping is decided once:
 
 - text: aligned columns for the terminal; None as "-".
 - json: an array of one object per row, values as they are (None as null).
@@ -93,17 +94,6 @@ def aggregate_table(result: AggregateResult, fmt: str) -> Table:
 def rules_table(rules: Sequence[RuleInfo], fmt: str) -> Table:
     """`aggregate --list-rules -f csv|markdown|latex`: one row per rule."""
     return results_table([r.to_dict() for r in rules], fmt, RULE_COLUMNS)
-
-
-def render(table: Table, fmt: str, *, digits: int = 4) -> str:
-    """`table` as text, json, csv, markdown or latex (see the module docstring)."""
-    from judgebench.render import csv, json, latex, markdown, text
-
-    renderers = {"json": json.table, "csv": csv.table, "text": text.table,
-                 "markdown": markdown.pipe_table, "latex": latex.table}
-    if fmt not in renderers:
-        raise ValueError(f"unknown table format {fmt!r}; use one of {', '.join(FORMATS)}")
-    return renderers[fmt](table, digits)
 
 
 # -- cells ----------------------------------------------------------------------------------

@@ -142,8 +142,8 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
     from judgebench.cli import given_host
     from judgebench.render import json as json_out
     from judgebench.render import text as text_out
+    from judgebench.render.formats import render as render_table
     from judgebench.render.table import meta_eval_table
-    from judgebench.render.table import render as render_table
     from judgebench.services.meta_eval import from_options as meta_eval
 
     chosen = views(levels, groupings)
