@@ -304,12 +304,11 @@ def logs(store: str | Path, run: int | None = None, *, metric: str | None = None
     _check_statuses(statuses)
     with _reading(store, readonly=readonly, checked=checked) as conn:
         conn.row_factory = sqlite3.Row
-        about = _the_run(conn, store, run)
-        columns = {sig: column for column, sig in (about.metrics or {}).items()}
-        where, params, segment_where, segment_params = _filters(
-            conn, about, columns, metric=metric, statuses=statuses, item=item, system=system)
-        matched, corpus_matched = _counts(conn, where, params, segment_where, segment_params,
-                                          item is not None)
+        q = _Query.of(conn, store, run, metric=metric, statuses=statuses, item=item,
+                      system=system)
+        about, columns, matched, corpus_matched = q.about, q.columns, q.matched, q.corpus_matched
+        where, params, segment_where, segment_params = (q.where, q.params, q.segment_where,
+                                                        q.segment_params)
         bound = " LIMIT ?" if limit else ""
         rows = conn.execute(
             f"SELECT {_SEGMENT_FIELDS} FROM scores WHERE {' AND '.join(segment_where)}"
@@ -354,6 +353,35 @@ def _the_run(conn: sqlite3.Connection, store: str | Path, run: int | None) -> Ru
                          f"no run {run} (runs {have[0]} to {have[1]}: see `judgebench "
                          f"runs --store {store}`)", path=str(store))
     return _run_row(found, store)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Query:
+    """A run's filtered scores as `logs` and `log_page` select them: the run, its columns by
+    signature, the WHERE terms (both score tables; `segment_*`: `scores` alone) and the
+    number of rows each matches."""
+
+    about: RunRow
+    columns: dict[str, str]
+    where: list[str]
+    params: list[int | str]
+    segment_where: list[str]
+    segment_params: list[int | str]
+    matched: int
+    corpus_matched: int
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection, store: str | Path, run: int | None, *,
+           metric: str | None, statuses: Sequence[str], item: str | None,
+           system: str | None) -> _Query:
+        about = _the_run(conn, store, run)
+        columns = {sig: column for column, sig in (about.metrics or {}).items()}
+        where, params, segment_where, segment_params = _filters(
+            conn, about, columns, metric=metric, statuses=statuses, item=item, system=system)
+        matched, corpus_matched = _counts(conn, where, params, segment_where, segment_params,
+                                          item is not None)
+        return cls(about, columns, where, params, segment_where, segment_params, matched,
+                   corpus_matched)
 
 
 def _filters(conn: sqlite3.Connection, about: RunRow, columns: dict[str, str], *,
@@ -417,12 +445,11 @@ def log_page(store: str | Path, run: int, *, metric: str | None = None,
     _check_statuses(statuses)
     with _reading(store, readonly=readonly, checked=checked) as conn:
         conn.row_factory = sqlite3.Row
-        about = _the_run(conn, store, run)
-        columns = {sig: column for column, sig in (about.metrics or {}).items()}
-        where, params, segment_where, segment_params = _filters(
-            conn, about, columns, metric=metric, statuses=statuses, item=item, system=system)
-        matched, corpus_matched = _counts(conn, where, params, segment_where, segment_params,
-                                          item is not None)
+        q = _Query.of(conn, store, run, metric=metric, statuses=statuses, item=item,
+                      system=system)
+        about, columns, matched, corpus_matched = q.about, q.columns, q.matched, q.corpus_matched
+        where, params, segment_where, segment_params = (q.where, q.params, q.segment_where,
+                                                        q.segment_params)
         if sort is None:
             seg_ids = [("s", r[0]) for r in conn.execute(
                 f"SELECT rowid FROM scores WHERE {' AND '.join(segment_where)}"
