@@ -19,9 +19,10 @@ Functions keep no state between calls: calling one twice gives the same result t
 The functions that use plugins (score, meta_eval, audit, aggregate, combine, items,
 estimate, escalate: metrics, backends, rules, sentinels, probes, a column's registered
 direction) take `host=`, keyword only: a `judgebench.plugins.PluginHost`
-(`build_host(["my_plugin.py"])` adds local plugins). Without one, each call builds its own from the installed plugins (10 to 25 ms
-once the plugins are imported); meta_eval builds it only for a column whose direction neither
-a flag nor the sidecar gives. The others (meta_eval_pairwise, compare_judges, runs, logs) use no
+(`build_host(["my_plugin.py"])` adds local plugins). Without one, each call builds its own
+from the installed plugins (10 to 25 ms once the plugins are imported); meta_eval builds it
+only for a column whose direction neither a flag nor the sidecar gives. The others
+(meta_eval_pairwise, compare_judges, runs, logs) use no
 plugin.
 """
 
