@@ -22,8 +22,7 @@ direction) take `host=`, keyword only: a `judgebench.plugins.PluginHost`
 (`build_host(["my_plugin.py"])` adds local plugins). Without one, each call builds its own
 from the installed plugins (10 to 25 ms once the plugins are imported); meta_eval builds it
 only for a column whose direction neither a flag nor the sidecar gives. The others
-(meta_eval_pairwise, compare_judges, runs, logs) use no
-plugin.
+(meta_eval_pairwise, compare_judges, runs, logs) use no plugin.
 """
 
 from __future__ import annotations

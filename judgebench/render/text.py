@@ -1116,7 +1116,7 @@ def escalate(result: EscalateResult) -> str:
     """Per judge of the cascade: threshold, coverage, guaranteed, calibration and held-out
     agreement, AUGRC; a judge without a threshold as its sentence; then the labelling queue
     and the signature."""
-    held = "" if result.holdout is None else f", {result.heldout} held out"
+    held = "" if result.holdout is None else f", {len(result.heldout)} held out"
     lines = [f"trust or escalate against {result.human}: {result.items} items, "
              f"{result.labelled} labelled ({result.calibration} for calibration{held}); "
              f"kept verdicts agree with people >= {1 - result.alpha:g} with probability "

@@ -103,14 +103,14 @@ class EscalateResult(Result):
     queue: list[str]
     queue_labelled: int
     signature: str
-    heldout: int = 0
-    notes: list[str] = field(default_factory=list)
+    #: the held-out rows' names (`holdout`), in table order
+    heldout: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"human": self.human, "alpha": self.alpha, "delta": self.delta,
                 "holdout": self.holdout, "seed": self.seed, "items": self.items,
                 "labelled": self.labelled, "calibration_items": self.calibration,
-                "heldout_items": self.heldout,
+                "heldout_items": len(self.heldout), "heldout": self.heldout,
                 "judges": [s.to_dict() for s in self.stages],
                 "decided": sum(s.kept for s in self.stages),
                 "coverage": sum(s.kept for s in self.stages) / self.items,
@@ -220,7 +220,8 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
                     f"judgebench:{__version__}"])
     return EscalateResult(human, alpha, delta, holdout, seed, len(frame),
                           int(labelled.sum()), int(calibration.sum()), stages, queue,
-                          int((undecided & labelled).sum()), sig, heldout=int(heldout.sum()))
+                          int((undecided & labelled).sum()), sig,
+                          heldout=[items[k] for k in np.flatnonzero(heldout)])
 
 
 def _read(scores: str | Path | pd.DataFrame, human: str, verdict_columns: list[str],
