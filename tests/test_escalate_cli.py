@@ -288,4 +288,45 @@ def test_refuses_a_column_that_is_not_there(tmp_path: Path) -> None:
     path = table(tmp_path / "t.csv")
     error = refused(str(path), "--judge", "cheap", "--confidence-column", "cheap.margin",
                     "--human", "human")
-    assert "cheap.margin" in error
+    assert "field 'cheap.margin'" in error and "no column 'cheap.margin'" in error
+    error = refused(str(VERDICTS), "--judge", "rougeL", "--confidence-column", "rougeL.margin",
+                    "--human", "human.coherence")
+    assert "field 'human.coherence'" in error
+
+
+def test_a_failed_pairwise_verdict_escalates(tmp_path: Path) -> None:
+    frame = pd.read_csv(VERDICTS).astype(object)
+    frame.loc[2, "rougeL"] = "failed"
+    frame.loc[2, "rougeL.margin"] = np.nan
+    path = tmp_path / "failed.csv"
+    frame.to_csv(path, index=False)
+    result = escalate(str(path), "--judge", "rougeL", "--confidence-column", "rougeL.margin",
+                      "--human", "human.relevance", "--decimals", "1", "--alpha", "0.4")
+    (stage,) = result["judges"]
+    assert stage["reached"] == len(frame) - 1 == stage["calibration_items"]
+    name = f"{frame['item'][2]} ({frame['system_a'][2]} vs {frame['system_b'][2]})"
+    assert name in result["queue"]["items"]
+
+
+def test_rounding_halves_away_from_zero_as_written() -> None:
+    """round_half_up against exact rational arithmetic on the value as written, with halves,
+    NaN, negative values and magnitudes up to 1e15."""
+    import math
+    from fractions import Fraction
+
+    from judgebench.services.escalate import round_half_up
+
+    rng = np.random.default_rng(11)
+    values = np.concatenate([
+        rng.integers(-40, 40, 200) / 8, np.round(rng.normal(size=200) * 10, 3),
+        rng.integers(-10**15, 10**15, 50) + 0.5, [np.nan, 0.285, -0.285, 2.675, 1e-300]])
+    for decimals in (0, 1, 2):
+        got = round_half_up(values, decimals)
+        for value, rounded_value in zip(values, got, strict=True):
+            if math.isnan(value):
+                assert math.isnan(rounded_value)
+                continue
+            scaled = abs(Fraction(repr(float(value)))) * 10 ** decimals
+            whole = math.floor(scaled + Fraction(1, 2))
+            want = float(Fraction(whole if value >= 0 else -whole, 10 ** decimals))
+            assert rounded_value == want, (value, decimals)

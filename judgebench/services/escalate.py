@@ -20,8 +20,9 @@ Per judge, in cascade order, over the rows no earlier judge kept:
 - with `holdout`: `agreement_at` on the held-out rows still undecided (the empirical
   agreement on the kept ones);
 - AUGRC (`augrc`) over the same calibration rows the threshold was chosen on.
-A judge's verdict may be missing on rows it was not run on (it cannot keep those); where it
-has a verdict it needs a confidence. The rows no judge keeps are the labelling queue.
+A judge's verdict may be missing on rows it was not run on or where it failed (it cannot keep
+those); where it has a verdict it needs a confidence. The rows no judge keeps are the
+labelling queue.
 """
 
 from __future__ import annotations
@@ -229,17 +230,25 @@ def _read(scores: str | Path | pd.DataFrame, human: str, verdict_columns: list[s
           ) -> tuple[pd.DataFrame, str]:
     """The table and where it came from: a scores table (item, system) through
     `PreparedTable.read`, a pairwise one (item, system_a, system_b) as `compare-judges` reads
-    it; every named column checked to be there."""
-    from judgebench.tables.pairs import read_judged
+    it; every named column checked to be there. A failed verdict (judgebench.tables.failed)
+    is missing: the judge did not decide the row."""
+    from judgebench.tables.pairs import judges_failed, read_judged
 
-    frame, where, _ = read_judged(scores)
-    if "system" in frame.columns or not {"system_a", "system_b"} <= set(frame.columns):
+    frame, where, sidecar = read_judged(scores)
+    pairwise = "system" not in frame.columns and {"system_a", "system_b"} <= set(frame.columns)
+    if not pairwise:
         table = PreparedTable.read(scores, [human], verdict_columns, others=others, log=log,
                                    host=host)
         frame, where = table.frame, table.where
     for column in [human, *verdict_columns, *others]:
         if column not in frame.columns:
             raise InputError(f"no column {column!r} in the table", path=where, field=column)
+    if not pairwise:
+        return frame, where
+    failed = judges_failed(frame, verdict_columns, sidecar, None, "pairwise")
+    frame = frame.copy()
+    for column, mask in failed.masks.items():  # a failed verdict: the judge decided nothing
+        frame[column] = frame[column].mask(mask)
     return frame, where
 
 
