@@ -153,8 +153,10 @@ def round_half_up(values: np.ndarray, decimals: int = 0) -> np.ndarray:
             return 0.0
         return float(exact.quantize(quantum, rounding=decimal.ROUND_HALF_UP))
 
+    distinct, at = np.unique(np.asarray(values, dtype=float), return_inverse=True)
     with decimal.localcontext(prec=50):  # 16 digits before the point, 15 after
-        return np.asarray([one(float(x)) for x in values], dtype=float)
+        rounded = np.asarray([one(float(x)) for x in distinct], dtype=float)
+    return rounded[at.reshape(-1)] if distinct.size else np.asarray(values, dtype=float)
 
 
 def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column: str,
@@ -191,7 +193,6 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
         raise InputError(f"the human column {human!r} has no labels (every value is missing): "
                          "escalation is calibrated on labelled rows", path=where, field=human)
     calibration, heldout = _split(labelled, holdout, seed, where=where, human=human)
-    items = _item_names(frame)
     undecided = np.ones(len(frame), dtype=bool)
     stages = []
     for verdict_column, confidence in judges:
@@ -203,7 +204,8 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
             k = int(bad[0])
             raise InputError(
                 f"the confidence column {confidence!r} has no finite value on {bad.size} "
-                f"row(s) the judge {verdict_column!r} scored, first item {items[k]!r}: a "
+                f"row(s) the judge {verdict_column!r} scored, first item "
+                f"{_item_names(frame, bad[:1])[0]!r}: a "
                 "judge's every verdict needs a confidence", path=where, field=confidence,
                 line=None if lines is None else int(lines[k]))
         agree = np.where(labelled & scored,
@@ -212,7 +214,7 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
                               undecided & scored, calibration, heldout, alpha, delta)
         stages.append(stage)
         undecided &= ~keeps
-    queue = [items[k] for k in np.flatnonzero(undecided)]
+    queue = _item_names(frame, np.flatnonzero(undecided))
     sig = "|".join([f"escalate@{VERSION}", f"human:{human}",
                     *(f"judge:{j}~{c}" for j, c in judges), f"alpha:{alpha:g}",
                     f"delta:{delta:g}", f"agree:round-half-away-{decimals}",
@@ -222,7 +224,7 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
     return EscalateResult(human, alpha, delta, holdout, seed, len(frame),
                           int(labelled.sum()), int(calibration.sum()), stages, queue,
                           int((undecided & labelled).sum()), sig,
-                          heldout=[items[k] for k in np.flatnonzero(heldout)])
+                          heldout=_item_names(frame, np.flatnonzero(heldout)))
 
 
 def _read(scores: str | Path | pd.DataFrame, human: str, verdict_columns: list[str],
@@ -284,13 +286,14 @@ def _numbers(frame: pd.DataFrame, column: str, where: str) -> np.ndarray:
     return values
 
 
-def _item_names(frame: pd.DataFrame) -> list[str]:
-    """A row's name: its item, with its system (or pair of systems) where the table has
-    several per item."""
-    names = frame["item"].astype(str).tolist()
+def _item_names(frame: pd.DataFrame, rows: np.ndarray) -> list[str]:
+    """The names of `rows`: each one's item, with its system (or pair of systems) where the
+    table has several per item."""
+    picked = frame.iloc[rows]
+    names = picked["item"].astype(str).tolist()
     for keys in (("system",), ("system_a", "system_b")):
         if all(k in frame.columns for k in keys):
-            parts = zip(*(frame[k].astype(str) for k in keys), strict=True)
+            parts = zip(*(picked[k].astype(str) for k in keys), strict=True)
             return [f"{n} ({' vs '.join(p)})" for n, p in zip(names, parts, strict=True)]
     return names
 
