@@ -75,8 +75,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     options = parser.parse_args()
-    arguments: dict[str, Any] = {"judge": "cheap", "confidence_column": "cheap.sure", "human": "human",
-                 "cascade": [("strong", "strong.sure")]}
+    arguments: dict[str, Any] = {"judge": "cheap", "confidence_column": "cheap.sure",
+                                 "human": "human", "cascade": [("strong", "strong.sure")]}
     with tempfile.TemporaryDirectory() as folder:
         warm = Path(folder) / "warm.csv"  # imports and first calls, timed by neither side
         write_table(warm, 2000)
