@@ -309,19 +309,19 @@ def test_a_failed_pairwise_verdict_escalates(tmp_path: Path) -> None:
 
 
 def test_rounding_halves_away_from_zero_as_written() -> None:
-    """round_half_up against exact rational arithmetic on the value as written, with halves,
+    """round_half_away against exact rational arithmetic on the value as written, with halves,
     NaN, negative values and magnitudes up to 1e15."""
     import math
     from fractions import Fraction
 
-    from judgebench.services.escalate import round_half_up
+    from judgebench.services.escalate import round_half_away
 
     rng = np.random.default_rng(11)
     values = np.concatenate([
         rng.integers(-40, 40, 200) / 8, np.round(rng.normal(size=200) * 10, 3),
         rng.integers(-10**15, 10**15, 50) + 0.5, [np.nan, 0.285, -0.285, 2.675, 1e-300]])
     for decimals in (0, 1, 2):
-        got = round_half_up(values, decimals)
+        got = round_half_away(values, decimals)
         for value, rounded_value in zip(values, got, strict=True):
             if math.isnan(value):
                 assert math.isnan(rounded_value)

@@ -24,7 +24,7 @@ def _log(message: str) -> None:
 
 
 @click.command("escalate", epilog=examples(
-    ("trust ROUGE-L's pairwise verdicts where its margin earns it (agreement >= 0.7)",
+    ("the margin above which ROUGE-L's pairwise verdicts agree with people >= 0.7, if any",
      "judgebench escalate examples/summeval-verdicts.csv --judge rougeL --confidence-column "
      "rougeL.margin --human human.relevance --decimals 1 --alpha 0.3"),
     ("ROUGE-L, then chrF on what it escalates, checked on half the labels held out, as JSON",

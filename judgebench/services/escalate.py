@@ -134,7 +134,7 @@ def parse_cascade(values: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def round_half_up(values: np.ndarray, decimals: int = 0) -> np.ndarray:
+def round_half_away(values: np.ndarray, decimals: int = 0) -> np.ndarray:
     """Each value rounded to `decimals` places, halves away from zero (2.5 -> 3, -2.5 -> -3,
     0.125 -> 0.13 at 2): decimal rounding of the value as it is written (its shortest repr),
     so 0.285 is 0.29, not the 0.28 of its binary expansion. A value of 2**53 or more is an integer
@@ -187,12 +187,12 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
     frame, where = _read(scores, human, verdict_columns, others, log=log, host=host)
     lines = frame.attrs.get("lines")
     labels = _numbers(frame, human, where)
-    rounded_labels = round_half_up(labels, decimals)
+    rounded_labels = round_half_away(labels, decimals)
     labelled = np.isfinite(labels)
     if not labelled.any():
         raise InputError(f"the human column {human!r} has no labels (every value is missing): "
                          "escalation is calibrated on labelled rows", path=where, field=human)
-    calibration, heldout = _split(labelled, holdout, seed, where=where, human=human)
+    calibration, heldout = _split(labelled, holdout, seed, where=where)
     undecided = np.ones(len(frame), dtype=bool)
     stages = []
     for verdict_column, confidence in judges:
@@ -209,7 +209,7 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
                 "judge's every verdict needs a confidence", path=where, field=confidence,
                 line=None if lines is None else int(lines[k]))
         agree = np.where(labelled & scored,
-                         round_half_up(verdicts, decimals) == rounded_labels, False)
+                         round_half_away(verdicts, decimals) == rounded_labels, False)
         stage, keeps = _stage(verdict_column, confidence, confidences, agree,
                               undecided & scored, calibration, heldout, alpha, delta)
         stages.append(stage)
@@ -254,8 +254,8 @@ def _read(scores: str | Path | pd.DataFrame, human: str, verdict_columns: list[s
     return frame, where
 
 
-def _split(labelled: np.ndarray, holdout: float | None, seed: int, *, where: str,
-           human: str) -> tuple[np.ndarray, np.ndarray]:
+def _split(labelled: np.ndarray, holdout: float | None, seed: int, *, where: str
+           ) -> tuple[np.ndarray, np.ndarray]:
     """The calibration rows and the held-out rows: a seeded random `holdout` share of the
     labelled rows (rounded to the nearest count) held out."""
     import numpy as np
