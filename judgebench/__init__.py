@@ -1,8 +1,8 @@
 """judgebench: score generated text with pluggable metrics and audit them against people.
 
 The Python API is `judgebench.api`, re-exported here: one function per command (`score`,
-`meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `estimate`, `items`,
-`compare_judges`, `runs`, `logs`, `bench`), each returning a result with `to_pandas()` and
+`meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `estimate`, `escalate`,
+`items`, `compare_judges`, `runs`, `logs`, `bench`), each returning a result with `to_pandas()` and
 `to_json()`. Importing this package is cheap: the API, pandas, the plugins and any model
 library load on first use.
 """
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         bench,
         combine,
         compare_judges,
+        escalate,
         estimate,
         items,
         logs,
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
         score,
     )
 
-__all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges", "estimate",
-           "items", "logs", "meta_eval", "meta_eval_pairwise", "runs", "score"]
+__all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges", "escalate",
+           "estimate", "items", "logs", "meta_eval", "meta_eval_pairwise", "runs", "score"]
 API = frozenset(__all__) - {"__version__"}
 
 

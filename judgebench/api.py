@@ -17,12 +17,12 @@ as in the service it calls (`judgebench.services.*`), and bad input raises
 Functions keep no state between calls: calling one twice gives the same result twice.
 
 The functions that use plugins (score, meta_eval, audit, aggregate, combine, items,
-estimate: metrics, backends, rules, sentinels, probes, a column's registered direction) take
-`host=`, keyword only: a `judgebench.plugins.PluginHost` (`build_host(["my_plugin.py"])` adds
-local plugins). Without one, each call builds its own from the installed plugins (10 to 25 ms
-once the plugins are imported); meta_eval builds it only for a column whose direction neither
-a flag nor the sidecar gives. The others (meta_eval_pairwise, compare_judges, runs, logs) use no
-plugin.
+estimate, escalate: metrics, backends, rules, sentinels, probes, a column's registered
+direction) take `host=`, keyword only: a `judgebench.plugins.PluginHost`
+(`build_host(["my_plugin.py"])` adds local plugins). Without one, each call builds its own
+from the installed plugins (10 to 25 ms once the plugins are imported); meta_eval builds it
+only for a column whose direction neither a flag nor the sidecar gives. The others
+(meta_eval_pairwise, compare_judges, runs, logs) use no plugin.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import judgebench.services.audit as _audit
 import judgebench.services.bench as _bench
 import judgebench.services.combine as _combine
 import judgebench.services.compare_judges as _compare_judges
+import judgebench.services.escalate as _escalate
 import judgebench.services.estimate as _estimate
 import judgebench.services.items as _items
 import judgebench.services.meta_eval as _meta_eval
@@ -58,8 +59,8 @@ if TYPE_CHECKING:
     from judgebench.services.meta_eval import MetaEvalResult
     from judgebench.tables.failed import FailedAs
 
-__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "estimate", "items", "logs",
-           "meta_eval", "meta_eval_pairwise", "runs", "score"]
+__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "escalate", "estimate",
+           "items", "logs", "meta_eval", "meta_eval_pairwise", "runs", "score"]
 
 #: What the table-reading functions accept.
 Table: TypeAlias = "str | Path | pd.DataFrame | ScoreResult"
@@ -187,6 +188,7 @@ audit = _reads_file(_audit.audit)
 aggregate = _reads_file(_aggregate.aggregate)
 combine = _reads_file(_combine.combine)
 estimate = _reads_frame(_estimate.estimate)
+escalate = _reads_frame(_escalate.escalate)
 items = _reads_file(_items.items)
 runs = _runs.runs
 logs = _runs.logs

@@ -47,6 +47,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
     "estimate": ("judgebench.commands.estimate", "Estimate people's mean or pass rate from a "
                  "judge and a few human labels (PPI++)."),
+    "escalate": ("judgebench.commands.escalate", "Trust a judge's verdicts above a confidence "
+                 "threshold with guaranteed human agreement; escalate the rest."),
     "suites": ("judgebench.commands.suites", "List the meta-evaluation suites, show one, or "
                "export its samples and human table."),
     "bench": ("judgebench.commands.bench", "Benchmark metrics or judges on the suites, beside "

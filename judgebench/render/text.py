@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from judgebench.services.compare_judges import ComparisonResult
     from judgebench.services.construct import ConstructReport
     from judgebench.services.diff import DiffResult
+    from judgebench.services.escalate import EscalateResult
     from judgebench.services.estimate import EstimateResult
     from judgebench.services.items import ItemsResult
     from judgebench.services.meta_eval_results import CeilingRow, MetaEvalResult, MetricRow
@@ -1108,3 +1109,39 @@ def _estimate_differences(differences: list[dict[str, Any]]) -> list[str]:
                   f"[{d['lower']:+.4f}, {d['upper']:+.4f}]", str(d["labels"]),
                   _fmt(d["effective_labels"], 1), "yes" if d["excludes_zero"] else "no"]
                  for d in differences]), "  ")]
+
+
+# -- escalate -------------------------------------------------------------------------------
+def escalate(result: EscalateResult) -> str:
+    """Per judge of the cascade: threshold, coverage, guaranteed, calibration and held-out
+    agreement, AUGRC; a judge without a threshold as its sentence; then the labelling queue
+    and the signature."""
+    held = "" if result.holdout is None else f", {len(result.heldout)} held out"
+    lines = [f"trust or escalate against {result.human}: {result.items} items, "
+             f"{result.labelled} labelled ({result.calibration} for calibration{held}); "
+             f"kept verdicts agree with people >= {1 - result.alpha:g} with probability "
+             f">= {1 - result.delta:g}", ""]
+    rows = []
+    for s in result.stages:
+        heldout = "-" if s.heldout_items is None else (
+            f"{_fmt(s.heldout_agreement, 3)} ({s.heldout_kept}/{s.heldout_items})")
+        rows.append([s.judge, s.confidence_column,
+                     "none" if s.threshold is None else f"{s.threshold:.6g}",
+                     f"{s.reached}", f"{s.kept}", f"{s.coverage:.3f}",
+                     _fmt(s.guaranteed_agreement, 3),
+                     f"{_fmt(s.calibration_agreement, 3)} ({s.calibration_kept}/"
+                     f"{s.calibration_items})", heldout, _fmt(s.augrc, 4)])
+    lines.append(textwrap.indent(aligned(
+        ["judge", "confidence", "threshold", "reached", "kept", "coverage", "guaranteed",
+         "calibration agreement", "held-out agreement", "AUGRC"], rows), "  "))
+    lines += [f"  {s.judge} keeps nothing: {s.escalates}" for s in result.stages
+              if s.escalates is not None]
+    decided = sum(s.kept for s in result.stages)
+    lines += ["", f"decided by a judge: {decided} of {result.items} items "
+              f"({decided / result.items:.3f}); labelling queue: {len(result.queue)} items "
+              f"({result.queue_labelled} of them already labelled); -f json lists them",
+              "coverage = share of all items the judge keeps; guaranteed = 1 - alpha, at "
+              "probability 1 - delta; AUGRC over the calibration items the judge faced "
+              "(lower is better)", f"signature: {result.signature}"]
+    return "\n".join(lines)
+
