@@ -118,3 +118,25 @@ def test_pairwise_agreement_rejects_unknown_labels():
     # A number is P(A is better): a sign (-1) is outside [0, 1] and refused, naming the row.
     with pytest.raises(ValueError, match=r"human row 1: -1(\.0)? is not in \[0, 1\]"):
         pairwise_agreement(human=[1, -1], verdict_ab=["a", "b"], verdict_ba=["a", "b"])
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_cohen_kappa_equals_sklearn_on_skewed_marginals(seed: int, weights: str | None) -> None:
+    """Random 1-5 ratings whose two raters have different, skewed marginals (a uniform one
+    hides an expected-agreement table built from the wrong margins), missing pairs dropped."""
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 200))
+    human = rng.choice([1.0, 2.0, 3.0, 4.0, 5.0], size=n, p=rng.dirichlet(np.ones(5) * 0.7))
+    noise = rng.choice([-2, -1, 0, 0, 0, 1], size=n)
+    metric = np.clip(human + noise, 1, 5)
+    human[rng.random(n) < 0.1] = np.nan
+    both = ~np.isnan(human)
+    labels = sorted(set(human[both]) | set(metric[both]))
+    assert len(labels) >= 2  # the seeds give two or more categories
+    expected = cohen_kappa_score(human[both], metric[both], weights=weights, labels=labels)
+    found = cohen_kappa(human=human, metric=metric, weights=weights)
+    assert found.value == pytest.approx(expected, abs=1e-12)
+    assert found.n == int(both.sum())
