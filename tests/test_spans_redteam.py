@@ -1,4 +1,4 @@
-"""`meta-eval --spans` on bad input (issue 36): a 5,000-digit offset in people's spans, a store
+"""`meta-eval spans` on bad input (issue 36): a 5,000-digit offset in people's spans, a store
 that is not one `score` wrote (missing its tables, or not SQLite), and people's spans past the
 end of the output they mark are each one line on stderr naming the file, line and field, exit
 2, with no traceback. The TED segments scored by judge.mqm come from test_spans_end_to_end."""
@@ -30,7 +30,7 @@ def refused(proc: Any, *fragments: str) -> str:
 
 def meta_eval(scored: dict, spans: Path, store: Path | None = None) -> Any:
     tmp = scored["tmp"]
-    return run_cli("meta-eval", str(tmp / "scores.csv"), "--spans", str(spans), "--store",
+    return run_cli("meta-eval", "spans", str(tmp / "scores.csv"), str(spans), "--store",
                    str(store or tmp / "store.db"), "--json", env=scored["env"])
 
 
