@@ -137,6 +137,6 @@ def test_cohen_kappa_equals_sklearn_on_skewed_marginals(seed: int, weights: str 
     labels = sorted(set(human[both]) | set(metric[both]))
     assert len(labels) >= 2  # the seeds give two or more categories
     expected = cohen_kappa_score(human[both], metric[both], weights=weights, labels=labels)
-    found = cohen_kappa(human=human, metric=metric, weights=weights)
+    found = cohen_kappa(human=human.tolist(), metric=metric.tolist(), weights=weights)
     assert found.value == pytest.approx(expected, abs=1e-12)
     assert found.n == int(both.sum())
