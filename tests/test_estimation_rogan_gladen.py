@@ -17,7 +17,7 @@ from meta_eval.rogan_gladen import rogan_gladen, rogan_gladen_from_rates
 def paper_interval(p: float, q0: float, q1: float, n: int, m0: int, m1: int,
                    alpha: float) -> tuple[float, float, float]:
     """(point, lower, upper) by the paper's formulas, scalar arithmetic."""
-    z = norm.ppf(1 - alpha / 2)
+    z = float(norm.ppf(1 - alpha / 2))
     point = min(1.0, max(0.0, (p + q0 - 1) / (q0 + q1 - 1)))
     pa = (n * p + z**2 / 2) / (n + z**2)
     q0a = (m0 * q0 + 1) / (m0 + 2)

@@ -290,7 +290,7 @@ def _item_names(frame: pd.DataFrame, rows: np.ndarray) -> list[str]:
     """The names of `rows`: each one's item, with its system (or pair of systems) where the
     table has several per item."""
     picked = frame.iloc[rows]
-    names = picked["item"].astype(str).tolist()
+    names = [str(item) for item in picked["item"].tolist()]
     for keys in (("system",), ("system_a", "system_b")):
         if all(k in frame.columns for k in keys):
             parts = zip(*(picked[k].astype(str) for k in keys), strict=True)
