@@ -32,11 +32,11 @@ from judgebench import meta_eval
 from judgebench.backends import Backend, Capabilities, Constraint, Request, Response
 from judgebench.conversation import with_output
 from judgebench.engine.judge_cache import CachedBackend
-from judgebench.engine.turn_table import turn_layout, turn_units
 from judgebench.errors import InputError
 from judgebench.models import Message, Sample, Status
 from judgebench.plugins import build_host
 from judgebench.tables.io import read_samples, read_table
+from judgebench.tables.turn_table import turn_layout, turn_units
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "fed-turns.jsonl"

@@ -791,7 +791,7 @@ def build_table(
     }
     if turns is None:
         turns = any(s.turn is not None for s in samples)
-    if turns:  # conversations judged turn by turn: the turn is a key (judgebench.engine.turn_table)
+    if turns:  # conversations judged turn by turn: the turn is a key (judgebench.tables.turn_table)
         data["turn"] = [s.turn for s in samples]
     for p in prepared:
         if not p.segment_level:

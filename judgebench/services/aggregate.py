@@ -548,8 +548,8 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
 
 
 def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
-    from judgebench.engine.turn_table import turn_units
     from judgebench.tables.io import read_table
+    from judgebench.tables.turn_table import turn_units
     from meta_eval import aggregation as agg
 
     r.misuse("--weight", r.weights, "leaderboard")
@@ -558,7 +558,7 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
     r.misuse("--winner", r.winner, "pairwise")
     agg.tables.refuse_pairs_in_wide(frame)
-    # judged turns: each (conversation, turn) is a voter (judgebench.engine.turn_table)
+    # judged turns: each (conversation, turn) is a voter (judgebench.tables.turn_table)
     frame = turn_units(read_table(r.path), "unit", path=str(r.path))
     candidates = [r.metric] if r.metric else [
         str(c) for c in frame.columns if c not in ("item", "system", r.human_column)

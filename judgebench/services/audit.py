@@ -96,12 +96,12 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     from judgebench.auditing.checks import parse_checks
     from judgebench.auditing.run import audit_tasks, run_audit
     from judgebench.auditing.sentinels import parse_sentinels
-    from judgebench.engine.turn_table import keyed_samples
     from judgebench.plugins import build_host
     from judgebench.spec import parse_spec
     from judgebench.tables.failed import parse_failed_as
     from judgebench.tables.io import read_samples
     from judgebench.tables.prepared import PreparedTable
+    from judgebench.tables.turn_table import keyed_samples
 
     host = host or build_host()
     options = options or Options()

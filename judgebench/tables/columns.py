@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 KEY = ("item", "system")
-#: Not metric columns either: a conversation's judged turn (judgebench.engine.turn_table).
+#: Not metric columns either: a conversation's judged turn (judgebench.tables.turn_table).
 KEY_COLUMNS = (*KEY, "turn")
 
 

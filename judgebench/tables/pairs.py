@@ -101,12 +101,12 @@ def read_judged(source: str | Path | pd.DataFrame
                 ) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
     """A table of judges' scores (wide: item, system) or verdicts (pairwise: item, system_a,
     system_b), keys read as text and judged turns each a unit of their own
-    (`judgebench.engine.turn_table`); where it was read from; and its sidecar."""
+    (`judgebench.tables.turn_table`); where it was read from; and its sidecar."""
     import pandas as pd
 
-    from judgebench.engine.turn_table import turn_units
     from judgebench.tables.io import read_table
     from judgebench.tables.scores_table import read_sidecar
+    from judgebench.tables.turn_table import turn_units
 
     if isinstance(source, pd.DataFrame):
         return turn_units(source, "unit", path=DATAFRAME), DATAFRAME, None

@@ -7,7 +7,7 @@ modes, the audit, items, combine) takes the result.
 3. the failed cells, told over the whole table (the sidecar counts the whole table; with a
    store, each row's stored status) before any system is left out, and counted as
    `--failed-as` says (`judgebench.tables.failed`);
-4. a table of judged turns laid out for its views (`judgebench.engine.turn_table`);
+4. a table of judged turns laid out for its views (`judgebench.tables.turn_table`);
 5. the columns: human and rater columns numeric, the metric columns named or chosen
    (`judgebench.tables.columns`), and each metric's direction (`ScoresTable.info`);
 6. and 7. the raw and oriented (higher is better) score matrices, and 8. the corpus scores
@@ -115,7 +115,7 @@ class PreparedTable:
             humans = [str(c) for c in frame.columns if str(c).startswith("human.")]
         layout = None
         if _has_turns(frame):  # conversations scored turn by turn
-            from judgebench.engine.turn_table import turn_layout
+            from judgebench.tables.turn_table import turn_layout
 
             layout = turn_layout(views, path=where)
         not_scores = {*KEY_COLUMNS, *humans, *raters, *others}
@@ -211,7 +211,7 @@ def _metric_columns(table: ScoresTable, frame: pd.DataFrame, humans: Sequence[st
     return chosen
 
 def _has_turns(frame: pd.DataFrame) -> bool:
-    from judgebench.engine.turn_table import has_turns
+    from judgebench.tables.turn_table import has_turns
 
     return has_turns(frame)
 
@@ -219,7 +219,7 @@ def _has_turns(frame: pd.DataFrame) -> bool:
 def _laid_out(frame: pd.DataFrame, layout: str | None, where: str) -> pd.DataFrame:
     if layout is None:
         return frame
-    from judgebench.engine.turn_table import turn_units
+    from judgebench.tables.turn_table import turn_units
 
     return turn_units(frame, layout, path=where)
 

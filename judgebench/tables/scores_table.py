@@ -358,10 +358,10 @@ def load_scores_table(path: Path, *, key: Sequence[str] | None = ("item", "syste
                       frame: pd.DataFrame | None = None, turns: str | None = "unit"
                       ) -> ScoresTable:
     """Read a scores table with its sidecar and corpus scores (see the module docstring).
-    A table of judged turns is laid out as `turns` says (`judgebench.engine.turn_table`; None:
+    A table of judged turns is laid out as `turns` says (`judgebench.tables.turn_table`; None:
     kept as it is, for a reader that lays it out per view)."""
-    from judgebench.engine.turn_table import has_turns, turn_units
     from judgebench.tables.io import read_table
+    from judgebench.tables.turn_table import has_turns, turn_units
 
     sidecar = read_sidecar(path)
     if sidecar is None and frame is not None:
