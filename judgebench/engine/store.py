@@ -31,6 +31,7 @@ from typing import Any, Literal
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.models import CorpusScore, Score, Status
 from judgebench.redact import redact
+from judgebench.tables.destinations import SQLITE_MAGIC
 
 #: ``PRAGMA application_id`` of a judgebench store: the bytes "JBST".
 APPLICATION_ID = 0x4A425354
@@ -41,8 +42,6 @@ DEFAULT_STORE = "judgebench.db"
 #: Seconds to wait for another process's write lock (overridable per Store or by this env var).
 TIMEOUT_ENV = "JUDGEBENCH_STORE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCORE_COLUMNS = (
     "signature", "item", "system", "sample_index", "sample_hash", "metric", "value", "status",

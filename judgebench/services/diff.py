@@ -193,7 +193,7 @@ def diff(a: str | Path, b: str | Path, *, columns: Sequence[str] = (),
 # -- reading ------------------------------------------------------------------------------
 def _load(path: Path, *, untouched: bool = False) -> _Side:
     """A scores table, or a store (by its SQLite header) as a wide table of its ok scores."""
-    from judgebench.engine.store import SQLITE_MAGIC
+    from judgebench.tables.destinations import SQLITE_MAGIC
 
     if not path.is_file():
         raise InputError("not found", path=str(path))

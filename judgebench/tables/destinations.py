@@ -29,6 +29,8 @@ from judgebench.errors import InputError
 
 Role = Literal["input", "output", "database"]
 SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+#: The first 16 bytes of every SQLite database file (a store, the judge cache).
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,6 @@ def check_destination(entry: Named) -> None:
 
 def _is_sqlite(path: Path) -> bool:
     """An empty file (SQLite makes one a database) or one with SQLite's header."""
-    from judgebench.engine.store import SQLITE_MAGIC
-
     with path.open("rb") as handle:
         head = handle.read(len(SQLITE_MAGIC))
     return head in (b"", SQLITE_MAGIC)
