@@ -33,7 +33,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judgebench.metric", "judgebench.sentinel", "judgebench.probe", "judgebench.hookspecs",
      "judgebench.registry", "judgebench.backends", "judgebench.suggest",
      "judgebench.metric_card"),
-    ("judgebench.tables", "judgebench.engine.runtime", "judgebench.engine.progress_line"),
+    # engine's leaves (they import only lower layers): the run's settings, the progress line,
+    # where the judge cache lives (tests/test_module_leaves.py)
+    ("judgebench.tables", "judgebench.engine.runtime", "judgebench.engine.progress_line",
+     "judgebench.engine.cache_path"),
     ("judgebench.engine", "judgebench.plugin_api", "judgebench.plugins", "judgebench.suite",
      "judgebench.backends.installed"),
     ("judgebench.services", "judgebench.auditing", "judgebench.pytest_plugin"),
