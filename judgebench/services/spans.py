@@ -28,7 +28,6 @@ over the segments, overall and per system.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import sqlite3
@@ -125,35 +124,6 @@ def _severity(value: Any, where: str, line: int) -> int | None:
     return SEVERITIES[name]
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The rows of a JSONL (or .jsonl.gz) file of people's spans, read as `score` reads
-    JSONL (`io._jsonl_records`: malformed, nested too deep, an integer too long for Python,
-    not an object); an InputError naming the file (and line) otherwise."""
-    import zlib
-
-    from judgebench.tables.io import _jsonl_records
-
-    try:
-        yield from _jsonl_records(_lines(path), path)
-    except (OSError, EOFError, zlib.error) as exc:
-        reason = getattr(exc, "strerror", None) or exc
-        raise InputError(f"cannot read the human spans: {reason}", path=str(path),
-                         field="--spans") from None
-
-
-def _lines(path: Path) -> Iterator[str]:
-    """The lines of `path` (gzip for .gz), each decoded as UTF-8 (InputError naming the line
-    otherwise)."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        for line_no, raw in enumerate(handle, 1):
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
-                                 f"{exc.start + 1})", path=str(path), line=line_no) from None
-
-
 def add_span_rows(found: HumanSpans, rows: Iterator[tuple[int, dict[str, Any]]],
                   where: str) -> None:
     """People's span rows (module docstring) into `found`."""
@@ -183,10 +153,12 @@ def add_span_rows(found: HumanSpans, rows: Iterator[tuple[int, dict[str, Any]]],
 
 def human_spans(spans: str | Path, *, host: PluginHost | None = None) -> HumanSpans:
     """People's spans from a file, or from a suite by name (module docstring)."""
+    from judgebench.tables.spans import span_records
+
     path = Path(spans)
     found = HumanSpans(where=str(spans))
     if path.exists():
-        add_span_rows(found, _rows(path), str(path))
+        add_span_rows(found, span_records(path), str(path))
         return found
     from judgebench.suite import resolve
 
@@ -330,28 +302,17 @@ def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[s
     """Every span-marking column of the scores table against people's spans. The judge's
     spans are read from `store` (default: the store the sidecar names, else `score`'s
     default store, judgebench.db)."""
-    from judgebench.tables.io import read_table
-    from judgebench.tables.scores_table import read_sidecar
+    from judgebench.tables.spans import SignedTable
 
-    path = Path(scores)
-    sidecar = read_sidecar(path)
-    if sidecar is None:
-        raise InputError("--spans needs the table's .meta.json (the columns' signatures)",
-                         path=f"{path}.meta.json")
-    store = _span_store(sidecar, store)
-    frame = read_table(path, key=("item", "system"))
-    keys = set(zip(frame["item"].astype("str"), frame["system"].astype("str"), strict=True))
-    described = sidecar.get("columns") or {}
-    columns = list(metrics) or [c for c in described if c in frame.columns]
+    table = SignedTable.read(scores)
+    store = _span_store(table.sidecar, store)
+    keys, present = table.rows()
+    columns = list(metrics) or present
     people = human_spans(spans, host=host)
     rows: list[SpanRow] = []
     notes: dict[str, dict[str, int]] = {}
     for column in columns:
-        info = described.get(column)
-        signature = info.get("signature") if isinstance(info, dict) else None
-        if not isinstance(signature, str):
-            raise InputError(f"no signature for column '{column}' in the sidecar",
-                             path=f"{path}.meta.json", field=column)
+        signature = table.signature(column)
         located, unlocated, any_spans, lengths = predicted_spans(Path(store), signature, keys)
         _within_outputs(people, lengths)
         if not any_spans:
@@ -372,5 +333,5 @@ def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[s
                 "output are not counted")
     if not rows:
         raise InputError("no column of the table marks error spans (a judge such as "
-                         "judge.mqm keeps them in its scores' extra)", path=str(path))
+                         "judge.mqm keeps them in its scores' extra)", path=str(table.path))
     return SpansResult(str(spans), rows, notes)

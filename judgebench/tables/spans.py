@@ -1,0 +1,96 @@
+"""The files `meta-eval spans` (and the audit's `spans` section) reads: a scores table, for
+its sidecar (required: it names each column's signature, under which the store keeps the
+judge's spans, and the store itself) and then the (item, system) of its rows; and people's
+spans, a JSONL (or .jsonl.gz) file of one error per line (`judgebench.services.spans` says
+what a row holds).
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judgebench.errors import InputError
+
+Key = tuple[str, str]  # item, system
+
+
+@dataclass(frozen=True)
+class SignedTable:
+    """A scores table with its sidecar, read in two steps: `read` (the sidecar) and `rows`
+    (the table), so that what the sidecar names (the store) is checked before the table is
+    read."""
+
+    path: Path
+    sidecar: dict[str, Any]
+
+    @classmethod
+    def read(cls, path: str | Path) -> SignedTable:
+        """The table's sidecar; an InputError naming the `.meta.json` without one."""
+        from judgebench.tables.scores_table import read_sidecar
+
+        path = Path(path)
+        sidecar = read_sidecar(path)
+        if sidecar is None:
+            raise InputError("--spans needs the table's .meta.json (the columns' signatures)",
+                             path=f"{path}.meta.json")
+        return cls(path, sidecar)
+
+    @property
+    def described(self) -> dict[str, Any]:
+        """What the sidecar says of each column."""
+        return self.sidecar.get("columns") or {}
+
+    def rows(self) -> tuple[set[Key], list[str]]:
+        """The (item, system) of every row of the table (unique: an InputError naming the
+        line of a repeated one), and the columns the sidecar describes that the table has."""
+        from judgebench.tables.io import read_table
+
+        frame = read_table(self.path, key=("item", "system"))
+        keys = set(zip(frame["item"].astype("str"), frame["system"].astype("str"),
+                       strict=True))
+        return keys, [c for c in self.described if c in frame.columns]
+
+    def signature(self, column: str) -> str:
+        """The signature the sidecar gives `column`; an InputError without one."""
+        info = self.described.get(column)
+        signature = info.get("signature") if isinstance(info, dict) else None
+        if not isinstance(signature, str):
+            raise InputError(f"no signature for column '{column}' in the sidecar",
+                             path=f"{self.path}.meta.json", field=column)
+        return signature
+
+
+def span_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The numbered rows of a JSONL (or .jsonl.gz) file of people's spans, read as `score`
+    reads JSONL (`io._jsonl_records`: malformed, nested too deep, an integer too long for
+    Python, not an object); an InputError naming the file (and line) otherwise."""
+    import zlib
+
+    from judgebench.tables.io import _jsonl_records
+
+    try:
+        yield from _jsonl_records(_lines(path), path)
+    except (OSError, EOFError, zlib.error) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise InputError(f"cannot read the human spans: {reason}", path=str(path),
+                         field="--spans") from None
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """The lines of `path` (gzip for .gz), each decoded as UTF-8 (InputError naming the line
+    otherwise)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1})", path=str(path), line=line_no) from None
+
+
+__all__ = ["Key", "SignedTable", "span_records"]
