@@ -25,17 +25,9 @@ from judgebench.tables.failed import (
     FailedAs,
     FailedCells,
     apply_numeric,
-    find_failed,
     parse_failed_as,
 )
-from judgebench.tables.scores_table import (
-    corpus_failures,
-    corpus_records,
-    is_corpus_table,
-    load_scores_table,
-    read_corpus_table,
-    read_sidecar,
-)
+from judgebench.tables.voters import VoterTable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -470,12 +462,11 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
          winner: str | None, human_column: str | None,
          failed_as: str | FailedAs | None = None, host: PluginHost | None = None) -> Loaded:
     """Read `path` as a leaderboard, scores or pairwise table (`kind` auto: by its
-    columns) into the data the rules rank."""
-    from judgebench.tables.io import read_table
+    columns) into the data the rules rank (`judgebench.tables.voters`)."""
     from meta_eval import aggregation as agg
 
-    frame = read_table(path, key=None)
-    corpus_table = is_corpus_table(frame.columns)
+    table = VoterTable.read(path)
+    frame, corpus_table = table.frame, table.corpus_table
     if kind == "auto":
         kind = "leaderboard" if corpus_table else agg.detect_kind(frame.columns)
     convention = parse_failed_as(failed_as, pairwise=kind == "pairwise")
@@ -488,7 +479,7 @@ def load(path: Path, *, kind: str, system_column: str | None, columns: tuple[str
                        host)
     readers = {"leaderboard": _leaderboard, "scores": _scores, "pairwise": _pairwise}
     try:
-        return readers[kind](request, frame)
+        return readers[kind](request, table)
     except agg.TableError as exc:
         misspelt = exc.field is not None and exc.field not in frame.columns
         hint = did_you_mean(exc.field, frame.columns) if exc.field and misspelt else ""
@@ -513,24 +504,26 @@ def _drop_missing(data: Any, missing: str) -> Any:
     return agg.drop_incomplete(data, "systems" if missing == "drop-systems" else "voters")
 
 
-def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
-    from judgebench.tables.io import read_table
+def _leaderboard(r: _Request, table: VoterTable) -> Loaded:
     from meta_eval import aggregation as agg
     from meta_eval.aggregation.tables import leaderboard_system_column
 
     r.misuse("--metric", r.metric, "scores")
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
     r.misuse("--winner", r.winner, "pairwise")
-    if r.corpus_table:
+    found = None
+    if r.corpus_table:  # its status column says which scores failed
         r.misuse("--system-column", r.system_column, "leaderboard (not corpus)")
-        frame, system = _corpus_leaderboard(r.path), "system"
+        (frame, found), system = table.corpus_leaderboard(), "system"
     else:
-        system = leaderboard_system_column(frame, r.system_column)
-        agg.tables.refuse_pairs_in_wide(frame, system=system)
-        frame = read_table(r.path, key=[system])
+        system = leaderboard_system_column(table.frame, r.system_column)
+        agg.tables.refuse_pairs_in_wide(table.frame, system=system)
+        frame = table.leaderboard(system)
     voters = [str(c) for c in (r.columns or frame.columns) if c not in (system, r.human_column)]
-    failed = _failed_scores(r, frame, voters)
-    lower = _lower_columns(r.path, frame, voters, r.lower, r.higher, r.host)
+    if found is None:
+        found = table.failed(frame, voters)
+    failed = _counted(found, frame, voters, r.failed_as, r.path)
+    lower = table.lower_is_better(frame, voters, lower=r.lower, higher=r.higher, host=r.host)
     if r.human_column is not None and r.human_column not in frame.columns:
         raise agg.TableError(f"no column '{r.human_column}'; columns are "
                              f"{list(frame.columns)}", field=r.human_column)
@@ -547,9 +540,7 @@ def _leaderboard(r: _Request, frame: pd.DataFrame) -> Loaded:
     return Loaded(data, human, _note(r, data, "voters (columns)", lower), r.failed_as, failed)
 
 
-def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
-    from judgebench.tables.io import read_table
-    from judgebench.tables.turn_table import turn_units
+def _scores(r: _Request, table: VoterTable) -> Loaded:
     from meta_eval import aggregation as agg
 
     r.misuse("--weight", r.weights, "leaderboard")
@@ -557,16 +548,16 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
     r.misuse("--system-column", r.system_column, "leaderboard")
     r.misuse("--pair-weight", r.pair_weight, "pairwise")
     r.misuse("--winner", r.winner, "pairwise")
-    agg.tables.refuse_pairs_in_wide(frame)
-    # judged turns: each (conversation, turn) is a voter (judgebench.tables.turn_table)
-    frame = turn_units(read_table(r.path), "unit", path=str(r.path))
+    agg.tables.refuse_pairs_in_wide(table.frame)
+    frame = table.units()  # judged turns: each (conversation, turn) is a voter
     candidates = [r.metric] if r.metric else [
         str(c) for c in frame.columns if c not in ("item", "system", r.human_column)
         and not str(c).startswith("human.")]
-    found = find_failed(frame, candidates, sidecar=read_sidecar(r.path))
+    found = table.failed(frame, candidates)
     metric = r.metric or _only_metric(frame, r.path, r.human_column)
     failed = _counted(found, frame, [metric], r.failed_as, r.path)
-    lower = _lower_columns(r.path, frame, [metric], r.lower, r.higher, r.host)
+    lower = table.lower_is_better(frame, [metric], lower=r.lower, higher=r.higher,
+                                  host=r.host)
     data = agg.profile_from_scores(frame, metric=metric, higher_is_better=metric not in lower)
     human = None
     if r.human_column is not None:
@@ -576,9 +567,10 @@ def _scores(r: _Request, frame: pd.DataFrame) -> Loaded:
                   r.failed_as, failed)
 
 
-def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
+def _pairwise(r: _Request, table: VoterTable) -> Loaded:
     from meta_eval import aggregation as agg
 
+    frame = table.frame
     for option, value in (("--weight", r.weights), ("--lower-is-better", r.lower),
                           ("--higher-is-better", r.higher), ("--column", r.columns),
                           ("--metric", r.metric), ("--system-column", r.system_column),
@@ -587,7 +579,7 @@ def _pairwise(r: _Request, frame: pd.DataFrame) -> Loaded:
     if r.missing != "keep":
         r.misuse("--missing", r.missing, "leaderboard or scores")
     column = agg.tables.winner_column(frame.columns, r.winner)
-    failed = _failed_verdicts(r, frame, column)
+    failed = _failed_verdicts(r, table, column)
     data = agg.comparisons_from_pairwise(frame, winner=column, weight=r.pair_weight)
     dropped = agg.tables.pairwise_dropped(frame, column)
     soft = int(((data.outcome > 0) & (data.outcome < 1) & (data.outcome != 0.5)).sum())
@@ -610,29 +602,17 @@ def _counted(found: FailedCells, frame: pd.DataFrame, columns: list[str],
     return apply_numeric(frame, found, present, failed_as)
 
 
-def _failed_scores(r: _Request, frame: pd.DataFrame, voters: list[str]
-                   ) -> dict[str, dict[str, Any]]:
-    found = find_failed(frame, voters, sidecar=None if r.corpus_table
-                        else read_sidecar(r.path))
-    if r.corpus_table:  # a corpus table's status column says which scores failed
-        found.notes.clear()
-        for column, systems in corpus_failures(corpus_records(r.path)).items():
-            if column in voters:
-                found.masks[column] = frame["system"].astype(str).isin(systems).to_numpy()
-                found.told_by[column] = "status"
-    return _counted(found, frame, voters, r.failed_as, r.path)
-
-
-def _failed_verdicts(r: _Request, frame: pd.DataFrame, column: str
+def _failed_verdicts(r: _Request, table: VoterTable, column: str
                      ) -> dict[str, dict[str, Any]]:
     """The failed cells of the verdict column, read as ties under `tie` (in place)."""
     import numpy as np
 
+    frame = table.frame
     base = column[:-3]
     judges = ({base: [base, f"{base}.ab", f"{base}.ba"]}
               if column.endswith((".ab", ".ba")) and base in frame.columns else {})
     wanted = [column, *(c for cs in judges.values() for c in cs)]
-    found = find_failed(frame, wanted, sidecar=read_sidecar(r.path), judges=judges)
+    found = table.failed(frame, wanted, judges=judges)
     mask = found.masks.get(column)
     counted = "dropped"
     if mask is not None and r.failed_as.kind == "tie":
@@ -641,28 +621,6 @@ def _failed_verdicts(r: _Request, frame: pd.DataFrame, column: str
                                  frame[column].astype(float if numeric else object))
         counted = "tie"
     return {column: found.info(column, r.failed_as, counted)}
-
-
-def _corpus_leaderboard(path: Path) -> pd.DataFrame:
-    """The corpus-score table `judgebench score --corpus` writes (system, metric, value),
-    as a leaderboard: one row per system, one column per metric; a failed score is empty."""
-    import pandas as pd
-
-    scores = read_corpus_table(path)
-    systems = list(dict.fromkeys(s for by_system in scores.values() for s in by_system))
-    return pd.DataFrame({"system": systems,
-                         **{column: [by_system.get(s, float("nan")) for s in systems]
-                            for column, by_system in scores.items()}})
-
-
-def _lower_columns(path: Path, frame: pd.DataFrame, voters: list[str],
-                   lower: tuple[str, ...], higher: tuple[str, ...],
-                   host: PluginHost | None = None) -> tuple[str, ...]:
-    """The voter columns where smaller is better, by the one direction rule
-    (judgebench.tables.scores_table): flag, then sidecar, then the registered metric."""
-    table = load_scores_table(path, frame=frame, lower=lower, higher=higher, host=host)
-    table.check_flags(voters)
-    return tuple(c for c in voters if not table.info(c).higher_is_better)
 
 
 def _only_metric(frame: pd.DataFrame, path: Path, human_column: str | None) -> str:
