@@ -11,18 +11,20 @@
   imports only, and with function-level imports too;
 - the largest cyclomatic complexities, as radon measures them (functions and methods);
 - the places outside judgebench/tables/ that read a scores table themselves: modules that call
-  one of READERS.
+  or import one of READERS (tests/test_import_graph.py, which keeps them at none).
 """
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "tests"))
-from test_import_graph import cycles, import_graph  # noqa: E402
+# READERS: the low-level readers of a scores table, kept beside the test that holds their
+# callers outside judgebench/tables/ at none
+from test_import_graph import READERS as READERS  # noqa: E402
+from test_import_graph import cycles, import_graph, scores_table_readers  # noqa: E402
 
 # Lowest first. A module imports its own layer or lower ones; the package's lazy __init__
 # (re-exports of the API, resolved on first use) sits on top.
@@ -44,9 +46,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judgebench.api", "judgebench.commands", "judgebench.view", "judgebench.cli"),
     ("judgebench",),
 )
-READERS = ("load_scores_table", "read_sidecar", "find_failed", "read_corpus_table",
-           "corpus_records", "turn_units")
-
 
 def layer(module: str) -> int:
     best, found = -1, len(LAYERS) - 1
@@ -55,20 +54,6 @@ def layer(module: str) -> int:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
                 best, found = len(prefix), rank
     return found
-
-
-def readers(tree: Path) -> list[str]:
-    out = []
-    for path in sorted((tree / "judgebench").rglob("*.py")):
-        if path.is_relative_to(tree / "judgebench" / "tables"):
-            continue
-        calls = {node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
-                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                 if isinstance(node, ast.Call)
-                 and isinstance(node.func, ast.Attribute | ast.Name)}
-        if calls & set(READERS):
-            out.append(str(path.relative_to(tree)))
-    return out
 
 
 def complexities(tree: Path) -> list[tuple[int, str]]:
@@ -97,7 +82,7 @@ def main(tree: Path) -> dict[str, object]:
         "circles_with_function_level": cycles(full),
         "largest_complexity": worst[:10],
         "functions_over_24": sum(1 for c, _ in worst if c > 24),
-        "scores_table_readers": readers(tree),
+        "scores_table_readers": scores_table_readers(tree),
     }
 
 

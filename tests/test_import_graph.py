@@ -4,6 +4,9 @@ An edge a -> b is an import of module b (or of a name from it) anywhere in modul
 module level or inside a function (a function-level import does not break a cycle, it
 hides one), except under `if TYPE_CHECKING:`. `from pkg import sub` names the submodule
 when `sub` is one. meta_eval and judgebench must be acyclic with every edge.
+
+And a scores table is read in judgebench/tables/ only: no module outside it calls or
+imports one of READERS, the low-level readers (`.ci/structure.py` counts them too).
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ KERNELS = ("meta_eval.correlation", "meta_eval.agreement", "meta_eval.deviation"
 LOWER = {"meta_eval.arrays", "meta_eval.numerics", "meta_eval.p_values", "meta_eval.pairs",
          "meta_eval.results",
          "meta_eval.correlation"}
+#: The low-level readers of a scores table (its frame, sidecar, failed cells, corpus scores,
+#: turn layout), which only judgebench/tables/ calls: everything else reads a table through
+#: PreparedTable, PreparedPairs, read_judged, VoterTable or SignedTable.
+READERS = ("load_scores_table", "read_sidecar", "find_failed", "read_corpus_table",
+           "corpus_records", "turn_units")
 
 
 def module_files(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
@@ -77,6 +85,27 @@ def import_graph(root: Path, packages: tuple[str, ...], *, top_level: bool = Fal
                         for a in node.names]
         graph[name] = {t for t in map(owner, targets) if t is not None and t != name}
     return graph
+
+
+def scores_table_readers(root: Path) -> list[str]:
+    """The files of root/judgebench outside judgebench/tables/ that call one of READERS (a
+    name or an attribute: `read_sidecar(p)`, `scores_table.read_sidecar(p)`) or import one
+    (under any alias), sorted."""
+    out = []
+    for path in sorted((root / "judgebench").rglob("*.py")):
+        if path.is_relative_to(root / "judgebench" / "tables"):
+            continue
+        named = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                named.add(node.func.id)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                named.add(node.func.attr)
+            elif isinstance(node, ast.ImportFrom):
+                named.update(alias.name for alias in node.names)
+        if named & set(READERS):
+            out.append(path.relative_to(root).as_posix())
+    return out
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -164,3 +193,26 @@ def test_a_function_level_cycle_is_not_a_module_level_one(tmp_path: Path) -> Non
                                "p/b.py": "def f():\n    import p.a\n"})
     assert cycles(import_graph(root, ("p",))) == [["p.a", "p.b"]]
     assert cycles(import_graph(root, ("p",), top_level=True)) == []
+
+
+def test_only_tables_reads_a_scores_table() -> None:
+    assert scores_table_readers(ROOT) == []
+
+
+def test_a_reader_outside_tables_is_found_however_it_is_reached(tmp_path: Path) -> None:
+    root = _package(tmp_path, {
+        "judgebench/__init__.py": "",
+        "judgebench/tables/prepared.py": "def f(p):\n    return read_sidecar(p)\n",
+        "judgebench/services/by_name.py":
+            "from judgebench.tables.failed import find_failed as told\n",
+        "judgebench/services/by_attribute.py":
+            "from judgebench.tables import scores_table\n"
+            "def f(p):\n    return scores_table.load_scores_table(p)\n",
+        "judgebench/services/in_words.py":
+            '"""read_sidecar is called in tables/ only"""\nturn_units = 1\n',
+        "judgebench/services/prepared.py":
+            "from judgebench.tables.prepared import PreparedTable\n"
+            "def f(p):\n    return PreparedTable.read(p, None)\n",
+    })
+    assert scores_table_readers(root) == ["judgebench/services/by_attribute.py",
+                                          "judgebench/services/by_name.py"]
