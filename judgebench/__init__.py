@@ -4,7 +4,7 @@ The Python API is `judgebench.api`, re-exported here: one function per command (
 `meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `estimate`, `escalate`,
 `items`, `compare_judges`, `runs`, `logs`, `bench`), each returning a result with `to_pandas()` and
 `to_json()`, and people's labels in a store (`define_criterion`, `save_label`,
-`current_labels`, ...: `judgebench.services.labels`). Importing this package is cheap: the
+`current_labels`, ...: `judgebench.engine.labels`). Importing this package is cheap: the
 API, pandas, the plugins and any model library load on first use.
 """
 

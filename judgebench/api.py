@@ -23,7 +23,7 @@ direction) take `host=`, keyword only: a `judgebench.plugins.PluginHost`
 from the installed plugins (10 to 25 ms once the plugins are imported); meta_eval builds it
 only for a column whose direction neither a flag nor the sidecar gives. The others
 (meta_eval_pairwise, compare_judges, runs, logs, and the label functions: define_criterion,
-save_label, current_labels, ... of `judgebench.services.labels`) use no plugin.
+save_label, current_labels, ... of `judgebench.engine.labels`) use no plugin.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import judgebench.services.compare_judges as _compare_judges
 import judgebench.services.escalate as _escalate
 import judgebench.services.estimate as _estimate
 import judgebench.services.items as _items
-import judgebench.services.labels as _labels
+import judgebench.engine.labels as _labels
 import judgebench.services.meta_eval as _meta_eval
 import judgebench.services.pairwise as _pairwise
 import judgebench.services.runs as _runs

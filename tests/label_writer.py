@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from judgebench.engine.store import Store
-from judgebench.services.labels import save_label
+from judgebench.engine.labels import save_label
 
 
 def main(argv: list[str]) -> None:

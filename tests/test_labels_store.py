@@ -1,5 +1,5 @@
 """People's labels in the store (schema version 5): the upgrade of a real version 4 store, the
-Python API's checks (`judgebench.services.labels`), append-only history, samples, and several
+Python API's checks (`judgebench.engine.labels`), append-only history, samples, and several
 annotators' processes writing one store at once, one of them killed mid-save."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from conftest import REPO
 
 from judgebench.engine.store import SCHEMA_VERSION, Store
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.services import labels as L
+from judgebench.engine import labels as L
 
 V4_FIXTURE = Path(__file__).parent / "data" / "stores" / "main-9680664.db"
 WRITER = Path(__file__).parent / "label_writer.py"

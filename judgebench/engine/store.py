@@ -14,7 +14,7 @@ before anything is written: another program's SQLite file is refused untouched, 
 of an older schema is migrated in place in one transaction.
 
 Since version 5 a store also holds people's labels (`criteria`, `labels`, `samples`,
-`sample_items`; written and read by `judgebench.services.labels`): `labels` is append-only,
+`sample_items`; written and read by `judgebench.engine.labels`): `labels` is append-only,
 each answer one row written in one transaction (`Store.writing`), so several annotators'
 processes write one store at once and a killed writer loses at most the label it was saving.
 """

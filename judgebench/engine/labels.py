@@ -271,40 +271,74 @@ def define_criterion(store: StoreLike, name: str, *, kind: str | None = None,
     already. An existing criterion given another definition (kind, scale, description or
     show_reference, those given) is an InputError naming the field: a store's labels of one
     criterion all mean one thing. `step` (a scale): None for any value from low to high."""
-    check_name(name, "criterion")
     with _opened(store, write=True) as opened, opened.writing() as conn:
-        existing = _criterion_row(conn, name)
-        if kind is None:
-            if existing is None:
-                raise InputError(f"no criterion {name!r} in this store yet: give its kind "
-                                 "(--scale LOW-HIGH, --binary, --choices A,B or --pairwise)",
-                                 path=opened.path, field="criterion")
-            wanted = existing
-        else:
-            wanted = _new_criterion(name, kind, description or "", low, high, step, choices,
-                                    bool(show_reference))
-            if existing is not None:
-                wanted = replace(wanted, created=existing.created)
-                if description is None:
-                    wanted = replace(wanted, description=existing.description)
-                if show_reference is None:
-                    wanted = replace(wanted, show_reference=existing.show_reference)
-        if existing is not None:
-            for what in ("kind", "scale", "description", "show_reference"):
-                mine, theirs = _aspect(wanted, what), _aspect(existing, what)
-                if mine != theirs:
-                    raise InputError(
-                        f"criterion {name!r} is defined in this store with {what} {theirs!r}, "
-                        f"not {mine!r}: a criterion's labels must all mean one thing; give "
-                        "its definition or another criterion name", path=opened.path,
-                        field=what)
-            return existing
-        wanted = replace(wanted, created=_now())
-        conn.execute("INSERT INTO criteria (name, description, kind, scale, show_reference,"
-                     " created) VALUES (?,?,?,?,?,?)",
-                     (name, wanted.description, wanted.kind, json.dumps(wanted.scale()),
-                      int(wanted.show_reference), wanted.created))
+        wanted = _planned(conn, opened.path, name, kind, description, low, high, step,
+                          choices, show_reference)
+        return _define(conn, wanted)
+
+
+def plan_criterion(store: StoreLike, name: str, *, kind: str | None = None,
+                   description: str | None = None, low: float | None = None,
+                   high: float | None = None, step: float | None = 1.0,
+                   choices: Sequence[str] = (), show_reference: bool | None = None
+                   ) -> Criterion:
+    """What `define_criterion` would give, with the same checks, writing nothing (its
+    `created` is empty when it is new): `save_labels(..., define=)` writes it with the
+    labels. A store that does not exist yet holds no criterion."""
+    if isinstance(store, str | Path) and not Path(store).exists():
+        return _planned(None, str(store), name, kind, description, low, high, step, choices,
+                        show_reference)
+    with _opened(store, write=False) as opened, opened.reading() as conn:
+        return _planned(conn if _has_labels(opened) else None, opened.path, name, kind,
+                        description, low, high, step, choices, show_reference)
+
+
+def _planned(conn: Any, path: str, name: str, kind: str | None, description: str | None,
+             low: float | None, high: float | None, step: float | None,
+             choices: Sequence[str], show_reference: bool | None) -> Criterion:
+    check_name(name, "criterion")
+    existing = None if conn is None else _criterion_row(conn, name)
+    if kind is None:
+        if existing is None:
+            raise InputError(f"no criterion {name!r} in this store yet: give its kind "
+                             "(--scale LOW-HIGH, --binary, --choices A,B or --pairwise)",
+                             path=path, field="criterion")
+        return existing
+    wanted = _new_criterion(name, kind, description or "", low, high, step, choices,
+                            bool(show_reference))
+    if existing is None:
         return wanted
+    wanted = replace(wanted, created=existing.created,
+                     description=existing.description if description is None
+                     else wanted.description,
+                     show_reference=existing.show_reference if show_reference is None
+                     else wanted.show_reference)
+    for what in ("kind", "scale", "description", "show_reference"):
+        mine, theirs = _aspect(wanted, what), _aspect(existing, what)
+        if mine != theirs:
+            raise InputError(
+                f"criterion {name!r} is defined in this store with {what} {theirs!r}, not "
+                f"{mine!r}: a criterion's labels must all mean one thing; give its "
+                "definition or another criterion name", path=path, field=what)
+    return existing
+
+
+def _define(conn: Any, wanted: Criterion) -> Criterion:
+    """`wanted` written in the open transaction unless the store has it (then the stored
+    one, which must be the same)."""
+    existing = _criterion_row(conn, wanted.name)
+    if existing is not None:
+        if any(_aspect(existing, w) != _aspect(wanted, w)
+               for w in ("kind", "scale", "description", "show_reference")):
+            raise InputError(f"criterion {wanted.name!r} was defined otherwise meanwhile",
+                             field="criterion")
+        return existing
+    wanted = replace(wanted, created=_now())
+    conn.execute("INSERT INTO criteria (name, description, kind, scale, show_reference,"
+                 " created) VALUES (?,?,?,?,?,?)",
+                 (wanted.name, wanted.description, wanted.kind, json.dumps(wanted.scale()),
+                  int(wanted.show_reference), wanted.created))
+    return wanted
 
 
 def _aspect(criterion: Criterion, what: str) -> object:
@@ -397,10 +431,14 @@ def save_label(store: StoreLike, *, criterion: str, annotator: str, item: str,
                                         inclusion_probability, source)])[0]
 
 
-def save_labels(store: StoreLike, labels: Sequence[NewLabel]) -> list[Label]:
+def save_labels(store: StoreLike, labels: Sequence[NewLabel], *,
+                define: Criterion | None = None) -> list[Label]:
     """Append `labels` in one transaction: every one is checked first, and one bad label
-    (an InputError naming its position, 1-based, as `row`, and the field) writes none."""
+    (an InputError naming its position, 1-based, as `row`, and the field) writes none.
+    `define`: a criterion (`plan_criterion`) written in the same transaction if new."""
     with _opened(store, write=True) as opened, opened.writing() as conn:
+        if define is not None:
+            _define(conn, define)
         checked = [_checked(conn, new, row=number)
                    for number, new in enumerate(labels, start=1)]
         now = _now()
@@ -572,6 +610,38 @@ def _label(row: Sequence[Any]) -> Label:
                  critique, shown_left, sample_id, probability, source, created)
 
 
+# -- people's values -----------------------------------------------------------------------
+def consensus(criterion: Criterion, values: Sequence[float]) -> float:
+    """People's value of one key from its annotators' answered values: their mean (a scale's
+    mean, the share of 1s, a pair's mean P(A better)); for choices, the choice most of them
+    gave (its position), NaN on a tie; NaN without values."""
+    if not values:
+        return math.nan
+    if criterion.kind != "choices":
+        return math.fsum(values) / len(values)
+    counts: dict[float, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    top = max(counts.values())
+    winners = [v for v, n in counts.items() if n == top]
+    return winners[0] if len(winners) == 1 else math.nan
+
+
+def people_values(store: StoreLike, criterion: str, *, annotator: str | None = None
+                  ) -> tuple[Criterion, dict[LabelKey, float]]:
+    """The criterion, and each labelled key's value: `annotator`'s answer, or every
+    annotator's `consensus`; keys whose current labels are all `cant_tell` or `skipped` are
+    NaN (looked at, no value)."""
+    with _opened(store, write=False) as opened:
+        crit = get_criterion(opened, criterion)
+        given: dict[LabelKey, list[float]] = {}
+        for label in current_labels(opened, criterion=criterion, annotator=annotator):
+            answers = given.setdefault(label.key, [])
+            if label.value is not None:
+                answers.append(label.value)
+    return crit, {key: consensus(crit, answers) for key, answers in given.items()}
+
+
 # -- samples ------------------------------------------------------------------------------
 def record_sample(store: StoreLike, *, criterion: str, strategy: str, seed: int | None,
                   items: Sequence[SampledItem | tuple[str, System, float]],
@@ -661,15 +731,15 @@ def samples(store: StoreLike, *, criterion: str | None = None,
 # -- checks -------------------------------------------------------------------------------
 def check_name(name: object, what: str) -> str:
     """A criterion's or annotator's name: non-empty printable text without surrounding
-    spaces; a criterion's also without dots (`human.<criterion>.<annotator>` names the
-    exported column)."""
+    spaces; a criterion's also without dots or colons."""
     if not isinstance(name, str) or not name or name != name.strip() \
             or not name.isprintable():
         raise InputError(f"{name!r} is not a {what} name: give non-empty printable text "
                          "without surrounding spaces", field=what)
-    if what == "criterion" and "." in name:
-        raise InputError(f"{name!r}: a criterion name has no dots (the exported column is "
-                         "human.<criterion>.<annotator>)", field=what)
+    if what == "criterion" and ("." in name or ":" in name):
+        raise InputError(f"{name!r}: a criterion name has no dots or colons (the exported "
+                         "column is human.<criterion>.<annotator>, a store's human column "
+                         "store:<criterion>)", field=what)
     return name
 
 
