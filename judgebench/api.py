@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
+import judgebench.engine.labels as _labels
 import judgebench.services.aggregate as _aggregate
 import judgebench.services.audit as _audit
 import judgebench.services.bench as _bench
@@ -45,7 +46,6 @@ import judgebench.services.compare_judges as _compare_judges
 import judgebench.services.escalate as _escalate
 import judgebench.services.estimate as _estimate
 import judgebench.services.items as _items
-import judgebench.engine.labels as _labels
 import judgebench.services.meta_eval as _meta_eval
 import judgebench.services.pairwise as _pairwise
 import judgebench.services.runs as _runs

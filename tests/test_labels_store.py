@@ -14,9 +14,9 @@ from typing import Any, cast
 import pytest
 from conftest import REPO
 
+from judgebench.engine import labels as L
 from judgebench.engine.store import SCHEMA_VERSION, Store
 from judgebench.errors import InputError, JudgebenchError
-from judgebench.engine import labels as L
 
 V4_FIXTURE = Path(__file__).parent / "data" / "stores" / "main-9680664.db"
 WRITER = Path(__file__).parent / "label_writer.py"
