@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from judgebench.engine.store import Store
 from judgebench.engine.labels import save_label
+from judgebench.engine.store import Store
 
 
 def main(argv: list[str]) -> None:
