@@ -7,7 +7,8 @@ wilson_interval (Wilson 1927, "Probable inference, the law of succession, and st
         half = z sqrt(k (n - k) / n + z^2 / 4) / (n + z^2),
 
     the interval [centre - half, centre + half] (statsmodels' proportion_confint with
-    method="wilson"); it stays inside [0, 1] and is defined at k = 0 and k = n. Undefined
+    method="wilson", but exactly 0 at k = 0 and 1 at k = n, where rounding would leave the
+    point estimate outside); it stays inside [0, 1]. Undefined
     (None) for n = 0.
 """
 
@@ -31,4 +32,7 @@ def wilson_interval(*, successes: int, n: int, confidence: float = 0.95
     z2 = z * z
     centre = (successes + z2 / 2.0) / (n + z2)
     half = z * math.sqrt(successes * (n - successes) / n + z2 / 4.0) / (n + z2)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at k = 0 (k = n) the low (high) end is 0 (1) exactly; float rounding would miss it
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high

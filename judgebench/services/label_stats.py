@@ -205,7 +205,7 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
     per_annotator = {a: int(np.isfinite(values[i]).sum()) for i, a in enumerate(annotators)}
     coded = crit.kind != "scale" or crit.step is not None
     codes = _matrix(crit, labels, coded=True)[2] if coded else values
-    alpha_input = codes if level == "nominal" else values
+    alpha_input = codes if level == "nominal" else _scaled(values)
     alpha = krippendorff_alpha(ratings=alpha_input.reshape(len(annotators), -1), level=level) \
         if annotators else None
     alpha_estimate = Estimate(f"krippendorff-{level}",
@@ -234,6 +234,18 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
                  f"@{max((lab.id for lab in labels), default=0)}")
     return CriterionStats(crit, level, per_annotator, statuses, coverage, alpha_estimate,
                           kappas, fleiss, ceiling, signature=signature)
+
+
+def _scaled(values: FloatArray) -> FloatArray:
+    """`values` times the power of two that brings the largest |value| into [0.5, 1): exact,
+    and interval alpha (a ratio of squared differences) is unchanged, but no square of a
+    difference under- or overflows."""
+    import numpy as np
+
+    present = values[np.isfinite(values)]
+    if not present.size or not np.abs(present).max():
+        return values
+    return np.ldexp(values, -int(np.frexp(np.abs(present).max())[1]))
 
 
 def _kappa(a: FloatArray, b: FloatArray, weights: str | None, bootstrap: int,
@@ -319,8 +331,8 @@ def _usable(column: pd.Series, crit: Criterion) -> bool:
     if crit.kind == "choices":
         return bool(present.astype(str).isin(crit.choices).all())
     if crit.kind == "pairwise":
-        return bool(present.astype(str).str.lower().isin(("a", "b", "tie")).all()
-                    or pd.to_numeric(present, errors="coerce").notna().all())
+        words = present.astype(str).str.strip().str.lower().isin(("a", "b", "tie"))
+        return bool((words | pd.to_numeric(present, errors="coerce").notna()).all())
     return bool(pd.to_numeric(present, errors="coerce").notna().all())
 
 
