@@ -76,7 +76,11 @@ def import_labels(path: str | Path, *, store: str | Path, criterion: str,
                           high=high, step=step, choices=choices,
                           show_reference=show_reference)
     where = str(path)
-    frame = read_table(path, key=None, text_columns=TEXT_COLUMNS)
+    from judgebench.tables.io import file_format
+
+    # JSONL cells are typed already (a missing key must stay missing, not become "nan")
+    frame = read_table(path, key=None, text_columns=() if file_format(path) == "jsonl"
+                       else TEXT_COLUMNS)
     value_column = _value_column(frame, column, crit.name, where)
     if "annotator" in frame.columns and annotator is not None:
         raise InputError("the file has an annotator column and --annotator names one too: "
