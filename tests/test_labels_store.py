@@ -73,6 +73,11 @@ def test_a_version_4_store_read_only_is_read_as_it_is_with_no_labels(v4_store: P
         with pytest.raises(InputError, match="read-only"):
             L.save_label(opened, criterion="quality", annotator="a", item="x", system="s",
                          value=1)
+    from judgebench.services.runs import logs, runs
+
+    # the viewer's reads (readonly: never migrate) take a version 4 store as it is
+    assert len(runs(v4_store, readonly=True).to_dict()) == 1
+    assert len(logs(v4_store, readonly=True).to_dict()) == 16 + 8  # segment and corpus
     assert v4_store.read_bytes() == before
 
 
