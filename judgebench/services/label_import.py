@@ -168,22 +168,43 @@ def _label(record: dict[Any, Any], crit: Criterion, value_column: str,
                          field="criterion")
     who = annotator if annotator is not None else _text(record, "annotator")
     check_name(who, "annotator")
+    item, system = _key(record, crit)
+    answer = _answer(record, crit, value_column)
+    if answer is None:
+        return None
+    status, value = answer
+    shown = _text(record, "shown_left")
+    if shown is not None and (not crit.pairwise or shown not in system):
+        raise InputError(f"shown_left {shown!r} must name one of the pair's systems",
+                         field="shown_left")
+    return NewLabel(crit.name, str(who), item, system, value, status,
+                    _text(record, "critique") or None, shown, None, _probability(record),
+                    source)
+
+
+def _key(record: dict[Any, Any], crit: Criterion) -> tuple[str, Any]:
+    """(item, system or (system_a, system_b)) of a row."""
     item = _text(record, "item")
     if not item:
         raise InputError("empty item", field="item")
-    system: Any
-    if crit.pairwise:
-        a, b = _text(record, "system_a"), _text(record, "system_b")
-        for name, given in (("system_a", a), ("system_b", b)):
-            if not given:
-                raise InputError("empty system", field=name)
-        if a == b:
-            raise InputError(f"a pair of one system with itself ({a!r})", field="system_b")
-        system = (a, b)
-    else:
+    if not crit.pairwise:
         system = _text(record, "system")
         if not system:
             raise InputError("empty system", field="system")
+        return item, system
+    a, b = _text(record, "system_a"), _text(record, "system_b")
+    for name, given in (("system_a", a), ("system_b", b)):
+        if not given:
+            raise InputError("empty system", field=name)
+    if a == b:
+        raise InputError(f"a pair of one system with itself ({a!r})", field="system_b")
+    return item, (a, b)
+
+
+def _answer(record: dict[Any, Any], crit: Criterion, value_column: str
+            ) -> tuple[str, object] | None:
+    """(status, the answer as `save_labels` takes it: None unless answered), or None for a
+    row without a value or a status."""
     raw = record.get(value_column)
     empty = raw is None or (isinstance(raw, float) and math.isnan(raw)) \
         or (isinstance(raw, str) and not raw.strip())
@@ -194,34 +215,30 @@ def _label(record: dict[Any, Any], crit: Criterion, value_column: str,
     if status is None:
         raise InputError(f"{spelt!r} is not a label status: answered, cant_tell or skipped",
                          field="status")
-    value: float | None = None
-    if status == "answered":
-        try:
-            value = crit.value_of(raw)
-        except InputError as exc:
-            raise InputError(exc.detail, field=value_column) from None
-    elif not empty:
-        raise InputError(f"a {status} label has no value (got {raw!r}): can't tell and skip "
-                         "are statuses, never values", field=value_column)
-    shown = _text(record, "shown_left")
-    if shown is not None and (not crit.pairwise or shown not in system):
-        raise InputError(f"shown_left {shown!r} must name one of the pair's systems",
-                         field="shown_left")
-    probability = record.get("inclusion_probability")
-    if probability is not None and isinstance(probability, float) and math.isnan(probability):
-        probability = None
-    if probability is not None:
-        try:
-            probability = float(probability)
-        except (TypeError, ValueError):
-            raise InputError(f"{probability!r} is not a number",
-                             field="inclusion_probability") from None
-        if not 0 < probability <= 1:
-            raise InputError(f"{probability!r} is not a probability in (0, 1]",
-                             field="inclusion_probability")
-    answer = None if value is None else crit.answer_of(value)  # as save_labels takes it
-    return NewLabel(crit.name, str(who), item, system, answer, status,
-                    _text(record, "critique") or None, shown, None, probability, source)
+    if status != "answered":
+        if not empty:
+            raise InputError(f"a {status} label has no value (got {raw!r}): can't tell and "
+                             "skip are statuses, never values", field=value_column)
+        return status, None
+    try:
+        value = crit.value_of(raw)
+    except InputError as exc:
+        raise InputError(exc.detail, field=value_column) from None
+    return status, crit.answer_of(value)
+
+
+def _probability(record: dict[Any, Any]) -> float | None:
+    given = record.get("inclusion_probability")
+    if given is None or (isinstance(given, float) and math.isnan(given)):
+        return None
+    try:
+        probability = float(given)
+    except (TypeError, ValueError):
+        raise InputError(f"{given!r} is not a number", field="inclusion_probability") from None
+    if not 0 < probability <= 1:
+        raise InputError(f"{given!r} is not a probability in (0, 1]",
+                         field="inclusion_probability")
+    return probability
 
 
 def _same(current: Any, new: NewLabel, crit: Criterion) -> bool:

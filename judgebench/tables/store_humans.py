@@ -58,12 +58,13 @@ def add_store_columns(frame: pd.DataFrame, names: Iterable[str], *,
     """Add each `store:` column of `names` that `frame` lacks, read from its store (see the
     module); a criterion of the wrong shape for the table, or labels that match none of its
     rows, is an InputError naming the column."""
+    wanted = [n for n in store_columns(names) if n not in frame.columns]
+    if not wanted:
+        return  # the store (and pydantic, which it imports) is loaded only when asked for
     from judgebench.engine.labels import people_values
 
     pairwise = "system" not in frame.columns and {"system_a", "system_b"} <= set(frame.columns)
-    for name in store_columns(names):
-        if name in frame.columns:
-            continue
+    for name in wanted:
         given, criterion, annotator = parse(name)
         path = find_store(name, given, store, sidecar, where)
         try:
