@@ -3,8 +3,9 @@
 The Python API is `judgebench.api`, re-exported here: one function per command (`score`,
 `meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `estimate`, `escalate`,
 `items`, `compare_judges`, `runs`, `logs`, `bench`), each returning a result with `to_pandas()` and
-`to_json()`. Importing this package is cheap: the API, pandas, the plugins and any model
-library load on first use.
+`to_json()`, and people's labels in a store (`define_criterion`, `save_label`,
+`current_labels`, ...: `judgebench.engine.labels`). Importing this package is cheap: the
+API, pandas, the plugins and any model library load on first use.
 """
 
 from __future__ import annotations
@@ -20,18 +21,31 @@ if TYPE_CHECKING:
         bench,
         combine,
         compare_judges,
+        current_labels,
+        define_criterion,
         escalate,
         estimate,
+        get_criterion,
+        get_sample,
         items,
+        label_history,
+        labelled_items,
         logs,
         meta_eval,
         meta_eval_pairwise,
+        record_sample,
         runs,
+        save_label,
+        save_labels,
         score,
+        withdraw_label,
     )
 
-__all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges", "escalate",
-           "estimate", "items", "logs", "meta_eval", "meta_eval_pairwise", "runs", "score"]
+__all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges",
+           "current_labels", "define_criterion", "escalate", "estimate", "get_criterion",
+           "get_sample", "items", "label_history", "labelled_items", "logs", "meta_eval",
+           "meta_eval_pairwise", "record_sample", "runs", "save_label", "save_labels", "score",
+           "withdraw_label"]
 API = frozenset(__all__) - {"__version__"}
 
 

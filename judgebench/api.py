@@ -22,7 +22,8 @@ direction) take `host=`, keyword only: a `judgebench.plugins.PluginHost`
 (`build_host(["my_plugin.py"])` adds local plugins). Without one, each call builds its own
 from the installed plugins (10 to 25 ms once the plugins are imported); meta_eval builds it
 only for a column whose direction neither a flag nor the sidecar gives. The others
-(meta_eval_pairwise, compare_judges, runs, logs) use no plugin.
+(meta_eval_pairwise, compare_judges, runs, logs, and the label functions: define_criterion,
+save_label, current_labels, ... of `judgebench.engine.labels`) use no plugin.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
+import judgebench.engine.labels as _labels
 import judgebench.services.aggregate as _aggregate
 import judgebench.services.audit as _audit
 import judgebench.services.bench as _bench
@@ -59,8 +61,10 @@ if TYPE_CHECKING:
     from judgebench.services.meta_eval import MetaEvalResult
     from judgebench.tables.failed import FailedAs
 
-__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "escalate", "estimate",
-           "items", "logs", "meta_eval", "meta_eval_pairwise", "runs", "score"]
+__all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "current_labels",
+           "define_criterion", "escalate", "estimate", "get_criterion", "get_sample", "items",
+           "label_history", "labelled_items", "logs", "meta_eval", "meta_eval_pairwise",
+           "record_sample", "runs", "save_label", "save_labels", "score", "withdraw_label"]
 
 #: What the table-reading functions accept.
 Table: TypeAlias = "str | Path | pd.DataFrame | ScoreResult"
@@ -192,6 +196,17 @@ escalate = _reads_frame(_escalate.escalate)
 items = _reads_file(_items.items)
 runs = _runs.runs
 logs = _runs.logs
+# people's labels in a store (`judgebench labels`, the labelling page)
+define_criterion = _labels.define_criterion
+get_criterion = _labels.get_criterion
+save_label = _labels.save_label
+save_labels = _labels.save_labels
+withdraw_label = _labels.withdraw_label
+current_labels = _labels.current_labels
+label_history = _labels.label_history
+labelled_items = _labels.labelled_items
+record_sample = _labels.record_sample
+get_sample = _labels.get_sample
 
 
 def bench(specs: str | list[str], suites: str = "all", *, suite_paths: tuple[str, ...] = (),

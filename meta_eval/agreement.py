@@ -60,6 +60,15 @@ categories(x): the rounding rule, in one place: floor(x) + [x - floor(x) >= 1/2]
 
 confusion_table(*, human, metric): counts of (metric category, human category).
 
+fleiss_kappa (Fleiss 1971, "Measuring nominal scale agreement among many raters"): over the
+    N units that all m raters coded, with n_uj the raters who put unit u in category j,
+
+        P_u = (sum_j n_uj^2 - m) / (m (m - 1)),  p_j = sum_u n_uj / (N m),
+        kappa = (mean_u P_u - sum_j p_j^2) / (1 - sum_j p_j^2)
+
+    (statsmodels' fleiss_kappa of the units x categories count table); undefined (NaN)
+    with fewer than 2 raters, no complete unit, or one category only.
+
 The human ceiling (raters against each other) is `meta_eval.ceiling`.
 """
 
@@ -460,3 +469,26 @@ def confusion_table(*, human: FloatArray, metric: FloatArray) -> Confusion:
     np.add.at(counts, (np.searchsorted(labels, m), np.searchsorted(labels, h)), 1)
     return Confusion([float(v) for v in labels], [float(v) for v in labels],
                      counts.tolist(), int(h.size))
+
+
+def fleiss_kappa(*, ratings: ArrayLike) -> Result:
+    """Fleiss' kappa of a (raters, units) matrix of category codes, NaN = missing, over the
+    units every rater coded (module docstring); `n` is that number of units."""
+    data = np.asarray(ratings, dtype=float)
+    if data.ndim != 2:
+        raise ValueError("ratings must be a (raters, units) matrix")
+    m = data.shape[0]
+    complete = data[:, np.isfinite(data).all(axis=0)] if data.size else data
+    n_units = complete.shape[1] if m else 0
+    if m < 2 or n_units == 0:
+        return Result("fleiss-kappa", float("nan"), n=n_units, skipped=1)
+    values, inverse = np.unique(complete, return_inverse=True)
+    counts = np.zeros((n_units, values.size))
+    np.add.at(counts, (np.tile(np.arange(n_units), m), inverse.reshape(-1)), 1.0)
+    per_unit = ((counts ** 2).sum(axis=1) - m) / (m * (m - 1))
+    shares = counts.sum(axis=0) / (n_units * m)
+    chance = float((shares ** 2).sum())
+    if chance >= 1.0:
+        return Result("fleiss-kappa", float("nan"), n=n_units, skipped=1)
+    value = (float(per_unit.mean()) - chance) / (1.0 - chance)
+    return Result("fleiss-kappa", value, n=n_units)

@@ -37,6 +37,7 @@ REQUIRED = {
     "combine": ["--human", "human.quality", "--metric", "m"],
     "audit": ["--human", "human.quality"],
     "suites": [NAME],
+    "labels import": ["--criterion", "c", "--annotator", "a", "--scale", "1-5"],
 }
 
 
@@ -147,7 +148,7 @@ def test_each_written_path_is_checked_against_each_other_path(
         args += ["--suite-path", str(suites)]
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     before = [p.read_bytes() for p in files]
-    proc = run_cli(name, *REQUIRED.get(name, []), *args)
+    proc = run_cli(*name.split(), *REQUIRED.get(name, []), *args)  # a subcommand: two words
     assert proc.returncode == 2, (args, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
     message = proc.stderr.strip().splitlines()[-1]

@@ -125,7 +125,7 @@ def test_a_version_2_store_gains_the_column_and_keeps_its_rows(tmp_path):
         assert store.kind == "v2"
     Store(path).close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
     columns = [r[1] for r in conn.execute("PRAGMA table_info(scores)")]
     assert columns[-1] == "fingerprint"
     after = conn.execute("SELECT * FROM scores ORDER BY rowid").fetchall()

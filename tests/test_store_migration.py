@@ -65,7 +65,7 @@ def test_every_old_row_is_kept_unchanged_by_the_migration(old_store: Path) -> No
     Store(old_store).close()
 
     conn = sqlite3.connect(old_store)
-    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
     assert _rows(old_store, "scores", V1_SCORE_COLUMNS) == scores
     assert conn.execute("SELECT COUNT(*) FROM scores WHERE request_keys IS NOT NULL"
                         ).fetchone() == (0,)
@@ -134,12 +134,15 @@ def test_a_version_1_store_is_read_as_it_is_when_opened_read_only(old_store: Pat
 
 
 def test_a_version_3_store_gains_the_index_and_keeps_its_rows(tmp_path: Path) -> None:
-    """Version 4 adds `scores_by_run` only; the viewer reads a version 3 store as it is."""
+    """Version 4 adds `scores_by_run` only (5 the label tables); the viewer reads a version 3
+    store as it is."""
     from judgebench.services.runs import logs
 
     path = tmp_path / "v3.db"
     with Store(path) as store:
         store.conn.execute("DROP INDEX scores_by_run")
+        for table in ("labels", "sample_items", "samples", "criteria"):  # version 5's
+            store.conn.execute(f"DROP TABLE {table}")
         store.conn.execute("PRAGMA user_version = 3")
     before = sqlite3.connect(path).execute("SELECT * FROM runs").fetchall()
     with Store(path, readonly=True) as store:
@@ -148,9 +151,10 @@ def test_a_version_3_store_gains_the_index_and_keeps_its_rows(tmp_path: Path) ->
         logs(path, readonly=True)  # read, not refused as an older schema
     Store(path).close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (5,)
     assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE"
-                        " 'sqlite_%'").fetchall() == [("scores_by_run",)]
+                        " 'sqlite_%' ORDER BY name").fetchall() == [("labels_by_key",),
+                                                                     ("scores_by_run",)]
     assert conn.execute("SELECT * FROM runs").fetchall() == before
     plan = " ".join(str(r) for r in conn.execute(
         "EXPLAIN QUERY PLAN SELECT * FROM scores WHERE run_id = 1 ORDER BY rowid LIMIT 5"))

@@ -12,6 +12,11 @@ A store is marked as judgebench's with ``PRAGMA application_id`` (`APPLICATION_I
 and its schema version with ``PRAGMA user_version``. An existing file is inspected read-only
 before anything is written: another program's SQLite file is refused untouched, and a store
 of an older schema is migrated in place in one transaction.
+
+Since version 5 a store also holds people's labels (`criteria`, `labels`, `samples`,
+`sample_items`; written and read by `judgebench.engine.labels`): `labels` is append-only,
+each answer one row written in one transaction (`Store.writing`), so several annotators'
+processes write one store at once and a killed writer loses at most the label it was saving.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from judgebench.tables.destinations import SQLITE_MAGIC
 #: ``PRAGMA application_id`` of a judgebench store: the bytes "JBST".
 APPLICATION_ID = 0x4A425354
 #: ``PRAGMA user_version``: the schema version this code writes.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The store `score`, `runs` and `logs` use without --store.
 DEFAULT_STORE = "judgebench.db"
 #: Seconds to wait for another process's write lock (overridable per Store or by this env var).
@@ -120,10 +125,78 @@ SCHEMA = (
 )""",
 )
 
+#: Version 5: people's labels. A criterion is what people judge (`kind`: scale, binary,
+#: choices or pairwise; `scale`: JSON, {"low", "high", "step"} or {"choices"}); a label is one
+#: answer of one annotator on one item's output (`system`) or pair of outputs (`system_a`,
+#: `system_b`), never updated: a later row of the same key supersedes it. A sample is the
+#: items a sampling strategy drew for labelling, each with its inclusion probability.
+LABEL_SCHEMA = (
+    """CREATE TABLE criteria (
+    name        TEXT PRIMARY KEY,
+    description TEXT NOT NULL DEFAULT '',
+    kind        TEXT NOT NULL CHECK (kind IN ('scale', 'binary', 'choices', 'pairwise')),
+    scale       TEXT NOT NULL,
+    show_reference INTEGER NOT NULL DEFAULT 0 CHECK (show_reference IN (0, 1)),
+    created     TEXT NOT NULL
+)""",
+    """CREATE TABLE samples (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    criterion   TEXT NOT NULL REFERENCES criteria(name),
+    strategy    TEXT NOT NULL,
+    seed        INTEGER,
+    parameters  TEXT NOT NULL DEFAULT '{}',
+    annotator   TEXT,
+    source      TEXT,
+    created     TEXT NOT NULL
+)""",
+    """CREATE TABLE sample_items (
+    sample_id   INTEGER NOT NULL REFERENCES samples(id),
+    position    INTEGER NOT NULL,
+    item        TEXT NOT NULL,
+    system      TEXT,
+    system_a    TEXT,
+    system_b    TEXT,
+    inclusion_probability REAL NOT NULL
+        CHECK (inclusion_probability > 0 AND inclusion_probability <= 1),
+    PRIMARY KEY (sample_id, position),
+    CHECK ((system IS NULL) = (system_a IS NOT NULL AND system_b IS NOT NULL))
+)""",
+    """CREATE TABLE labels (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    criterion   TEXT NOT NULL REFERENCES criteria(name),
+    annotator   TEXT NOT NULL,
+    item        TEXT NOT NULL,
+    system      TEXT,
+    system_a    TEXT,
+    system_b    TEXT,
+    value       REAL,
+    status      TEXT NOT NULL
+        CHECK (status IN ('answered', 'cant_tell', 'skipped', 'withdrawn')),
+    critique    TEXT,
+    shown_left  TEXT,
+    sample_id   INTEGER REFERENCES samples(id),
+    inclusion_probability REAL
+        CHECK (inclusion_probability IS NULL
+               OR (inclusion_probability > 0 AND inclusion_probability <= 1)),
+    source      TEXT,
+    created     TEXT NOT NULL,
+    CHECK ((status = 'answered') = (value IS NOT NULL)),
+    CHECK ((system IS NULL) = (system_a IS NOT NULL AND system_b IS NOT NULL)),
+    CHECK (shown_left IS NULL OR shown_left IN (system_a, system_b))
+)""",
+)
+#: Version 5's indexes: one annotator's labels of one criterion, key by key, newest last (what
+#: the current label of each key and `labelled_items` read).
+LABEL_INDEXES = (
+    "CREATE INDEX labels_by_key ON labels(criterion, annotator, item, system, system_a,"
+    " system_b, id)",
+)
+
 #: Indexes of this schema version (version 4): a run's scores in the order it wrote them, so a
 #: page of one run (`judgebench view`, `logs`) reads that page, not the whole table.
 INDEXES = ("CREATE INDEX scores_by_run ON scores(run_id)",)
-_INDEX_NAMES = ["scores_by_run"]
+_INDEX_NAMES_V4 = ["scores_by_run"]
+_INDEX_NAMES = sorted([*_INDEX_NAMES_V4, "labels_by_key"])
 
 #: Columns of `runs` in this schema version (what `judgebench runs` shows;
 #: docs/design/store-schema.md).
@@ -132,14 +205,26 @@ RUN_COLUMNS = (
     "selection", "metrics", "statuses", "rows", "computed", "reused", "failed", "tokens_in",
     "tokens_out", "cost_usd", "wall_s", "outcome", "error", "cache",
 )
-#: Columns of each table in this schema version.
-_TABLES = {
+#: Columns of the label tables (version 5).
+CRITERION_COLUMNS = ("name", "description", "kind", "scale", "show_reference", "created")
+SAMPLE_COLUMNS = ("id", "criterion", "strategy", "seed", "parameters", "annotator", "source",
+                  "created")
+SAMPLE_ITEM_COLUMNS = ("sample_id", "position", "item", "system", "system_a", "system_b",
+                       "inclusion_probability")
+LABEL_COLUMNS = ("id", "criterion", "annotator", "item", "system", "system_a", "system_b",
+                 "value", "status", "critique", "shown_left", "sample_id",
+                 "inclusion_probability", "source", "created")
+#: Columns of each table in versions 3 and 4 (the scores, no labels).
+_TABLES_V4 = {
     "runs": RUN_COLUMNS,
     "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2, *_SCORE_COLUMNS_V3),
     "corpus_scores": (*_CORPUS_COLUMNS, "run_id"),
 }
+#: Columns of each table in this schema version.
+_TABLES = {**_TABLES_V4, "criteria": CRITERION_COLUMNS, "samples": SAMPLE_COLUMNS,
+           "sample_items": SAMPLE_ITEM_COLUMNS, "labels": LABEL_COLUMNS}
 #: Version 2 (before fingerprints): no `fingerprint` column.
-_TABLES_V2 = {**_TABLES, "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2)}
+_TABLES_V2 = {**_TABLES_V4, "scores": (*_SCORE_COLUMNS, "run_id", *_SCORE_COLUMNS_V2)}
 #: Version 1 (judgebench 0.1.0, main at 1710a54): a bare `runs` table, no request keys.
 _TABLES_V1 = {
     "runs": ("id", "started_at", "pid", "version"),
@@ -180,6 +265,8 @@ MIGRATION_V2: tuple[str, ...] = (
 MIGRATION_V3: tuple[str, ...] = ("ALTER TABLE scores ADD COLUMN fingerprint TEXT",)
 #: Version 3 -> 4: the indexes (`INDEXES`); no row changes.
 MIGRATION_V4: tuple[str, ...] = INDEXES
+#: Version 4 -> 5: the label tables and their index (`LABEL_SCHEMA`); no row changes.
+MIGRATION_V5: tuple[str, ...] = LABEL_SCHEMA + LABEL_INDEXES
 
 #: Statuses that a rerun would reproduce; `error` (a crash, a timeout) is always retried.
 FINAL_STATUSES = (Status.OK, Status.PARSE_ERROR, Status.REFUSED, Status.SKIPPED)
@@ -390,8 +477,8 @@ class Store:
             probe.close()
 
     def _inspect(self, conn: sqlite3.Connection) -> str:
-        """'current', 'v3', 'v2', 'v1' or 'legacy' (to migrate) or 'empty' (to create); anything
-        else is refused."""
+        """'current', 'v4', 'v3', 'v2', 'v1' or 'legacy' (to migrate) or 'empty' (to create);
+        anything else is refused."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         objects = conn.execute(
@@ -417,8 +504,10 @@ class Store:
             return "v1"
         if version == 2 and tables == _TABLES_V2 and not others:
             return "v2"
-        if version == 3 and tables == _TABLES and not others:
+        if version == 3 and tables == _TABLES_V4 and not others:
             return "v3"
+        if version == 4 and tables == _TABLES_V4 and others == _INDEX_NAMES_V4:
+            return "v4"
         if version > SCHEMA_VERSION:
             raise InputError(
                 f"store of schema version {version}, written by a newer judgebench (this "
@@ -443,9 +532,11 @@ class Store:
         if kind == "current":
             return
         # The legacy migration builds this version's tables directly.
-        statements = {"empty": SCHEMA + INDEXES, "legacy": LEGACY_MIGRATION + INDEXES,
-                      "v1": MIGRATION_V2 + MIGRATION_V3 + MIGRATION_V4,
-                      "v2": MIGRATION_V3 + MIGRATION_V4, "v3": MIGRATION_V4}[kind]
+        statements = {"empty": SCHEMA + INDEXES + MIGRATION_V5,
+                      "legacy": LEGACY_MIGRATION + INDEXES + MIGRATION_V5,
+                      "v1": MIGRATION_V2 + MIGRATION_V3 + MIGRATION_V4 + MIGRATION_V5,
+                      "v2": MIGRATION_V3 + MIGRATION_V4 + MIGRATION_V5,
+                      "v3": MIGRATION_V4 + MIGRATION_V5, "v4": MIGRATION_V5}[kind]
         for statement in statements:
             self.conn.execute(statement)
         self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -503,6 +594,22 @@ class Store:
             self.run_id = run_id  # a run row written in this transaction is gone with it
             raise
         self.conn.execute("COMMIT")
+
+    @contextmanager
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE: it waits up to `timeout` for another
+        process's write lock, then raises StoreBusy) on this store's connection: everything
+        written inside is committed together, or, on any error, nothing is."""
+        if self.readonly:
+            raise InputError("opened read-only: nothing can be written", path=self.path)
+        with self._guard(), self._transaction():
+            yield self.conn
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """This store's connection, a SQLite error made a JudgebenchError naming the file."""
+        with self._guard():
+            yield self.conn
 
     def close(self) -> None:
         self.conn.close()

@@ -112,7 +112,7 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
     from judgebench.tables.scores_table import refuse_pairwise
 
     _check_request(a, b, tolerance)
-    frame, path, sidecar = read_judged(table)
+    frame, path, sidecar = read_judged(table, humans=[human] if human else [], store=store)
     shape = _shape(frame, path)
     if shape == "wide":
         refuse_pairwise(Path(path), sidecar=None, frame=frame)

@@ -193,8 +193,8 @@ def _reading(path: str | Path, *, readonly: bool = False, checked: bool = False
     writable = (not readonly and path.is_file() and path.stat().st_size > 0
                 and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
     store = Store(path, readonly=not writable, untouched=readonly, checked=checked)
-    # a version 3 store has this version's tables (only its indexes are missing): read as is
-    if store.kind not in ("current", "empty", "v3") and not writable:
+    # a version 3 or 4 store has its scores tables (no labels, v3 no index): read as is
+    if store.kind not in ("current", "empty", "v4", "v3") and not writable:
         store.close()
         if readonly:
             raise InputError("store of an older schema, read here without writing: run "

@@ -80,11 +80,14 @@ class PreparedPairs:
     failed: FailedCells
 
     @classmethod
-    def read(cls, source: str | Path | pd.DataFrame, exclude: Sequence[str] = ()
-             ) -> PreparedPairs:
+    def read(cls, source: str | Path | pd.DataFrame, exclude: Sequence[str] = (), *,
+             store: str | Path | None = None) -> PreparedPairs:
         """Read `source` (see the module); `exclude`: columns that hold no verdicts (the
-        human columns, a category). Bad input raises InputError naming the file and field."""
+        human columns, a category; a `store:CRITERION` one is read from `store` or the
+        store the sidecar names, `judgebench.tables.store_humans`). Bad input raises
+        InputError naming the file and field."""
         from judgebench.tables.scores_table import read_sidecar
+        from judgebench.tables.store_humans import add_store_columns
 
         if isinstance(source, (str, Path)):
             where, frame = str(source), read_pairs(source)
@@ -92,27 +95,38 @@ class PreparedPairs:
         else:
             where, frame, sidecar = DATAFRAME, source.copy(), None
             check_pairs(frame, where)
+        add_store_columns(frame, exclude, store=store, sidecar=sidecar, where=where)
         candidates, with_orders = verdict_columns(frame, exclude)
         failed = find_failed(frame, candidates, sidecar=sidecar, judges=with_orders)
         return cls(frame, where, sidecar, failed)
 
 
-def read_judged(source: str | Path | pd.DataFrame
+def read_judged(source: str | Path | pd.DataFrame, *, humans: Sequence[str] = (),
+                store: str | Path | None = None
                 ) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
     """A table of judges' scores (wide: item, system) or verdicts (pairwise: item, system_a,
     system_b), keys read as text and judged turns each a unit of their own
-    (`judgebench.tables.turn_table`); where it was read from; and its sidecar."""
+    (`judgebench.tables.turn_table`); where it was read from; and its sidecar. A
+    `store:CRITERION` column of `humans` is read from `store` or the store the sidecar names
+    (`judgebench.tables.store_humans`)."""
     import pandas as pd
 
     from judgebench.tables.io import read_table
     from judgebench.tables.scores_table import read_sidecar
+    from judgebench.tables.store_humans import add_store_columns, store_columns
     from judgebench.tables.turn_table import turn_units
 
     if isinstance(source, pd.DataFrame):
-        return turn_units(source, "unit", path=DATAFRAME), DATAFRAME, None
-    frame = read_table(source, key=None,
-                       text_columns=("item", "system", "system_a", "system_b", "category"))
-    return turn_units(frame, "unit", path=str(source)), str(source), read_sidecar(Path(source))
+        frame, where, sidecar = turn_units(source, "unit", path=DATAFRAME), DATAFRAME, None
+        if frame is source and store_columns(humans):
+            frame = frame.copy()  # the caller's frame gains no column
+    else:
+        frame = read_table(source, key=None,
+                           text_columns=("item", "system", "system_a", "system_b", "category"))
+        frame, where = turn_units(frame, "unit", path=str(source)), str(source)
+        sidecar = read_sidecar(Path(source))
+    add_store_columns(frame, humans, store=store, sidecar=sidecar, where=where)
+    return frame, where, sidecar
 
 
 def store_keys(frame: pd.DataFrame, shape: str) -> list[tuple[str, str]]:

@@ -2,7 +2,8 @@
 reader of a wide scores table needs, in one order, and every analysis (meta-eval and its
 modes, the audit, items, combine) takes the result.
 
-1. the frame (a path or a DataFrame) and 2. its sidecar and corpus scores
+1. the frame (a path or a DataFrame; `store:` human columns read from a store's labels,
+   `judgebench.tables.store_humans`) and 2. its sidecar and corpus scores
    (`judgebench.tables.scores_table`);
 3. the failed cells, told over the whole table (the sidecar counts the whole table; with a
    store, each row's stored status) before any system is left out, and counted as
@@ -33,6 +34,7 @@ from judgebench.tables.failed import (
     store_statuses,
 )
 from judgebench.tables.scores_table import ColumnInfo, ScoresTable, load_scores_table
+from judgebench.tables.store_humans import add_store_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,11 +108,15 @@ class PreparedTable:
         system scores are corpus scores). `views`: the (level, grouping) pairs the table is
         read for (the layout of judged turns). `store_path`: the store the table was scored
         into, whose statuses tell failed cells row by row. `humans` None: every `human.*`
-        column. Bad input raises InputError naming the file and field."""
+        column; a `store:CRITERION` human, rater or other column is people's labels in a
+        store (`judgebench.tables.store_humans`). Bad input raises InputError naming the
+        file and field."""
         log = log or (lambda _message: None)
         table = _load(source, corpus_path, lower, higher, host)
         where = str(table.path)
         frame = table.frame
+        add_store_columns(frame, [*(humans or ()), *raters, *others], store=store_path,
+                          sidecar=table.sidecar, where=where)
         if humans is None:
             humans = [str(c) for c in frame.columns if str(c).startswith("human.")]
         layout = None

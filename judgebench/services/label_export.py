@@ -1,0 +1,123 @@
+"""`judgebench labels export`: a store's labels as the human table the other commands read.
+
+One row per labelled key (item, system; or item, system_a, system_b for pairwise criteria),
+keys in sorted order; per criterion (by name) the people's value `human.<criterion>` (every
+annotator's current answers: their mean, the choice most gave for choices,
+`judgebench.engine.labels.consensus`), then one column per annotator (by name),
+`human.<criterion>.<annotator>`, with that annotator's current answer. A value is a number:
+a scale's value, 0/1, a choice's position among the criterion's choices (0 first), a pair's
+P(A better) (1 a, 0 b, 0.5 tie, as a pairwise table's human column). `cant_tell`, `skipped`
+and no label are all an empty cell: statuses are never values.
+
+Pairwise criteria and criteria of single outputs make tables of different keys: one export
+holds one kind (`criteria` chooses). The file is written atomically (a temporary file
+renamed into place), after `judgebench.tables.destinations` checked that it is neither the
+store nor one of its journal files.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judgebench.engine.labels import Criterion, consensus, criteria, current_labels
+from judgebench.errors import InputError
+from judgebench.results import Result
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class ExportResult(Result):
+    """What an export wrote: its rows and columns, and how to read each criterion's values."""
+
+    store: str
+    output: str | None
+    rows: int
+    columns: list[str]
+    criteria: list[Criterion] = field(default_factory=list)
+    table: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"store": self.store, "output": self.output, "rows": self.rows,
+                "columns": self.columns,
+                "criteria": [{"name": c.name, "kind": c.kind, "scale": c.describe(),
+                              **({"positions": dict(enumerate(c.choices))} if c.choices
+                                 else {})} for c in self.criteria]}
+
+    def to_frame(self) -> pd.DataFrame:
+        frame: pd.DataFrame = self.table
+        return frame
+
+
+def human_table(store: str | Path, *, names: tuple[str, ...] = ()
+                ) -> tuple[pd.DataFrame, list[Criterion]]:
+    """The human table of `store`'s labels of the criteria `names` (default: every one of
+    them, all of one kind); see the module."""
+    import pandas as pd
+
+    known = {c.name: c for c in criteria(store)}
+    if not known:
+        raise InputError("no labels in this store yet (no criterion defined): import some "
+                         "with `judgebench labels import`", path=str(store))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(f"no criterion {unknown[0]!r} in this store (it has: "
+                         f"{', '.join(sorted(known))})", path=str(store), field="--criterion")
+    chosen = [known[n] for n in sorted(set(names) or known)]
+    shapes = {c.pairwise for c in chosen}
+    if len(shapes) > 1:
+        named = sorted(c.name for c in chosen if c.pairwise)
+        raise InputError(f"pairwise criteria ({', '.join(named)}) and criteria of single "
+                         "outputs make tables of different keys: export them apart with "
+                         "--criterion NAME", path=str(store), field="--criterion")
+    pairwise = shapes == {True}
+    columns: dict[str, dict[Any, float]] = {}
+    keys: set[Any] = set()
+    for crit in chosen:
+        by_key: dict[Any, list[float]] = {}
+        per_annotator: dict[str, dict[Any, float]] = {}
+        for label in current_labels(store, criterion=crit.name):
+            keys.add(label.key)
+            answers = by_key.setdefault(label.key, [])
+            cells = per_annotator.setdefault(label.annotator, {})
+            if label.value is not None:
+                answers.append(label.value)
+                cells[label.key] = label.value
+        columns[f"human.{crit.name}"] = {k: consensus(crit, v) for k, v in by_key.items()}
+        for annotator in sorted(per_annotator):
+            columns[f"human.{crit.name}.{annotator}"] = per_annotator[annotator]
+    ordered = sorted(keys, key=lambda k: (k[0], k[1]) if isinstance(k[1], str)
+                     else (k[0], *k[1]))
+    key_names = ["item", "system_a", "system_b"] if pairwise else ["item", "system"]
+    data: dict[str, list[Any]] = {name: [] for name in key_names}
+    for item, system in ordered:
+        data["item"].append(item)
+        if pairwise:
+            data["system_a"].append(system[0])
+            data["system_b"].append(system[1])
+        else:
+            data["system"].append(system)
+    for name, cells in columns.items():
+        data[name] = [cells.get(k, math.nan) for k in ordered]
+    return pd.DataFrame(data), chosen
+
+
+def export_labels(store: str | Path, output: str | Path | None, *,
+                  names: tuple[str, ...] = ()) -> ExportResult:
+    """Write the human table of `store` (see the module) to `output` (CSV, JSONL or Parquet
+    by extension; None: write nothing, the table is in the result)."""
+    from judgebench.tables import destinations
+    from judgebench.tables.io import write_table
+
+    if output is not None:
+        destinations.check([destinations.database("--store", store, probe=False),
+                            destinations.table("-o", output)])
+    frame, chosen = human_table(store, names=names)
+    if output is not None:
+        write_table(frame, output)
+    return ExportResult(str(store), None if output is None else str(output), len(frame),
+                        [str(c) for c in frame.columns], chosen, frame)
