@@ -168,7 +168,7 @@ def _scores(name: str, values: ArrayLike) -> FloatArray:
     bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
     if bad.size:
         k = int(bad[0])
-        raise SamplingError(f"{name} of candidate {k} is {array[k]!r}: it must be a finite "
+        raise SamplingError(f"{name} of candidate {k} is {float(array[k])}: it must be a finite "
                             "number >= 0")
     return array
 
@@ -485,7 +485,7 @@ def active_binary_sample(*, verdicts: ArrayLike, n: int, seed: int, specificity:
     bad = np.flatnonzero(~np.isin(v, (0.0, 1.0)))
     if bad.size:
         k = int(bad[0])
-        raise SamplingError(f"verdict of candidate {k} is {v[k]!r}, not 0 or 1")
+        raise SamplingError(f"verdict of candidate {k} is {float(v[k])}, not 0 or 1")
     keep = _eligible(v.size, exclude)
     eligible = int(keep.sum())
     _check_n(n, eligible, v.size)
