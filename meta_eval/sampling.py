@@ -47,7 +47,8 @@ length pi_i <= 1 holds one point of a unit grid with a uniform offset with proba
 exactly pi_i, whatever the order, so every first-order inclusion probability is exactly the
 stated pi_i (no approximation, unlike Poisson sampling's random size or Pareto sampling's
 approximate probabilities); the random order makes pairs of items drawn together with
-positive probability. tests/test_sampling.py checks every item's frequency over 20,000 draws.
+positive probability. tests/test_sampling.py checks every item's frequency over 8,000 to
+16,000 draws.
 
 Labelling order: every draw is returned in a uniformly random order (its own seeded
 permutation), so the first k items labelled form a draw with probabilities pi_i k / n
