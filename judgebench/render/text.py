@@ -1150,6 +1150,27 @@ def _estimate_differences(differences: list[dict[str, Any]]) -> list[str]:
 
 
 # -- escalate -------------------------------------------------------------------------------
+def _escalate_cost(result: EscalateResult) -> list[str]:
+    """The cascade's cost per item against the strongest judge on every item, or which
+    judges lack a price."""
+    cost = result.cost
+    if cost is None:
+        return []
+    priced = ", ".join(
+        f"{j.judge} {'unknown' if j.per_item is None else f'${j.per_item:.6g}'}"
+        f"{'' if j.source is None else f' ({j.source})'} x {j.runs_on} items"
+        for j in cost.judges)
+    if cost.per_item is None:
+        return ["", f"cost: unknown: no price for {', '.join(cost.missing)} (give --cost "
+                    f"JUDGE=USD, or --store with its recorded costs); {priced}"]
+    strongest = cost.strongest_per_item or 0.0
+    saving = ("" if cost.saving is None else
+              f" ({100 * abs(cost.saving):.1f}% {'saved' if cost.saving >= 0 else 'more'})")
+    return ["", f"cost per item: ${cost.per_item:.6g} for the cascade against "
+                f"${strongest:.6g} for {cost.strongest} (the strongest) on every item"
+                f"{saving}; {priced}"]
+
+
 def escalate(result: EscalateResult) -> str:
     """Per judge of the cascade: threshold, coverage, guaranteed, calibration and held-out
     agreement, AUGRC; a judge without a threshold as its sentence; then the labelling queue
@@ -1175,6 +1196,7 @@ def escalate(result: EscalateResult) -> str:
     lines += [f"  {s.judge} keeps nothing: {s.escalates}" for s in result.stages
               if s.escalates is not None]
     decided = sum(s.kept for s in result.stages)
+    lines += _escalate_cost(result)
     lines += ["", f"decided by a judge: {decided} of {result.items} items "
               f"({decided / result.items:.3f}); labelling queue: {len(result.queue)} items "
               f"({result.queue_labelled} of them already labelled); -f json lists them",
