@@ -60,7 +60,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
-    from meta_eval.arrays import ArrayLike, FloatArray
+    from meta_eval.arrays import ArrayLike, FloatArray, IntArray
 
 
 class EstimationError(ValueError):
@@ -394,15 +394,25 @@ def _renamed(estimate: Estimate, method: str) -> Estimate:
     return replace(estimate, method=method)
 
 
-def pairwise_win_rates(*, first: Sequence[Hashable], second: Sequence[Hashable],
-                       judge: ArrayLike, human: ArrayLike, confidence: float = 0.95
-                       ) -> dict[tuple[Hashable, Hashable], Estimate]:
-    """The win rate of each system against each other one from a pairwise judge, PPI++
-    corrected. Row k compares `first[k]` with `second[k]`; judge[k] and human[k] are
-    P(first better) in [0, 1] (1 win, 0 loss, 0.5 tie), human NaN where unlabelled. For each
-    unordered pair {a, b} (a sorted before b by repr), rows are oriented towards a (a value v
-    of a row with a second becomes 1 - v) and ppi_mean gives a's win rate over b; the result
-    has (a, b) and (b, a) = 1 - that (same interval, mirrored)."""
+@dataclass(frozen=True)
+class OrientedPair:
+    """The rows comparing systems a and b (a sorted before b by repr), each value oriented
+    towards a: P(a better), a value of a row with a second turned to 1 - value."""
+
+    a: Hashable
+    b: Hashable
+    rows: IntArray
+    judge: FloatArray
+    human: FloatArray
+
+
+def oriented_pairs(*, first: Sequence[Hashable], second: Sequence[Hashable],
+                   judge: ArrayLike, human: ArrayLike) -> list[OrientedPair]:
+    """Each unordered pair of systems compared in some row, its rows oriented towards the
+    system sorted first by repr; pairs in that order. Row k compares `first[k]` with
+    `second[k]`; judge[k] and human[k] are P(first better) in [0, 1] (1 win, 0 loss, 0.5
+    tie), human NaN where unlabelled. A verdict outside [0, 1], or a system compared with
+    itself, is refused naming the row."""
     f, y = _scores(judge=judge, human=human)
     left, right = list(first), list(second)
     if len(left) != f.size or len(right) != f.size:
@@ -417,21 +427,39 @@ def pairwise_win_rates(*, first: Sequence[Hashable], second: Sequence[Hashable],
             raise EstimationError(f"row {k} compares system {a!r} with itself")
         key = (a, b) if repr(a) <= repr(b) else (b, a)
         pairs.setdefault(key, []).append(k)
-    out: dict[tuple[Hashable, Hashable], Estimate] = {}
+    out = []
     for (a, b), rows in sorted(pairs.items(), key=lambda kv: repr(kv[0])):
-        index = np.asarray(rows)
+        index = np.asarray(rows, dtype=np.int64)
         flip = np.asarray([left[k] != a for k in rows])
-        fj = np.where(flip, 1.0 - f[index], f[index])
-        yh = np.where(flip, 1.0 - y[index], y[index])
-        try:
-            won = _renamed(ppi_mean(judge=fj, human=yh, confidence=confidence), "win-rate-ppi++")
-        except EstimationError as error:
-            raise EstimationError(f"{a!r} against {b!r}: {error}") from None
-        out[(a, b)] = won
-        out[(b, a)] = _mirrored(won)
+        out.append(OrientedPair(a, b, index, np.where(flip, 1.0 - f[index], f[index]),
+                                np.where(flip, 1.0 - y[index], y[index])))
     return out
 
 
-def _mirrored(estimate: Estimate) -> Estimate:
+def pairwise_win_rates(*, first: Sequence[Hashable], second: Sequence[Hashable],
+                       judge: ArrayLike, human: ArrayLike, confidence: float = 0.95
+                       ) -> dict[tuple[Hashable, Hashable], Estimate]:
+    """The win rate of each system against each other one from a pairwise judge, PPI++
+    corrected. Row k compares `first[k]` with `second[k]`; judge[k] and human[k] are
+    P(first better) in [0, 1] (1 win, 0 loss, 0.5 tie), human NaN where unlabelled. For each
+    unordered pair {a, b} (a sorted before b by repr), rows are oriented towards a (a value v
+    of a row with a second becomes 1 - v; `oriented_pairs`) and ppi_mean gives a's win rate
+    over b (a tie counts a half); the result has (a, b) and (b, a) = 1 - that (same
+    interval, mirrored)."""
+    out: dict[tuple[Hashable, Hashable], Estimate] = {}
+    for pair in oriented_pairs(first=first, second=second, judge=judge, human=human):
+        try:
+            won = _renamed(ppi_mean(judge=pair.judge, human=pair.human, confidence=confidence),
+                           "win-rate-ppi++")
+        except EstimationError as error:
+            raise EstimationError(f"{pair.a!r} against {pair.b!r}: {error}") from None
+        out[(pair.a, pair.b)] = won
+        out[(pair.b, pair.a)] = mirrored(won)
+    return out
+
+
+def mirrored(estimate: Estimate) -> Estimate:
+    """The estimate of 1 - the mean (the other side of a win rate): the interval mirrored,
+    the standard error and labels unchanged."""
     return replace(estimate, point=1.0 - estimate.point, lower=1.0 - estimate.upper,
                    upper=1.0 - estimate.lower)

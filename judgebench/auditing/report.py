@@ -5,9 +5,10 @@ result objects that `judgebench audit --json` prints (DESIGN.md: a JSON array on
 each with a `type`: "correlation" (one metric or sentinel in one block), "pairwise" (one
 statistic of one pairwise judge, `audit --pairwise`), "probe" (one
 metamorphic probe of one metric), "bias" (one judge-bias probe of one judge), "alt-test"
-(one judge on one criterion), "power" (one criterion), "sequential" (one block) or
-"failure" (one finding of a `--fail-on` check). The JSON report opens with the `verdict`
-(judgebench.auditing.verdict) and the `--fail-on` failures.
+(one judge on one criterion), "power" (one criterion), "sequential" (one block),
+"reportable" (one system's people's mean with one metric as the judge, where a human column
+labels a subset) or "failure" (one finding of a `--fail-on` check). The JSON report opens
+with the `verdict` (judgebench.auditing.verdict) and the `--fail-on` failures.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ class Report(Result):
     #: `audit --spans HUMAN`: the span-marking judges' error spans against people's
     #: (judgebench.services.spans: one row per judge, system and view).
     spans: list[dict[str, Any]] = field(default_factory=list)
+    #: "What you can report" (judgebench.auditing.reportable): where a human column labels
+    #: a subset, per metric and system people's mean estimated with the metric as the judge.
+    reportable: list[dict[str, Any]] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     def gate_summary(self) -> list[dict[str, Any]]:
@@ -126,6 +130,7 @@ class Report(Result):
         rows += [{"type": "sequential", **s} for s in _clean_tree(self.sequential)]
         rows += [{"type": "repeats", **r} for r in self.repeats]
         rows += [{"type": "spans", **r} for r in self.spans]
+        rows += [{"type": "reportable", **r} for r in _clean_tree(self.reportable)]
         rows += [{"type": "failure", **f} for f in self.failures]
         return rows
 
@@ -155,6 +160,8 @@ class Report(Result):
             data["repeats"] = _clean_tree(self.repeats)
         if self.spans:
             data["spans"] = _clean_tree(self.spans)
+        if self.reportable:
+            data["reportable"] = _clean_tree(self.reportable)
         if self.pairwise:
             from judgebench.auditing.pairwise import summaries
 

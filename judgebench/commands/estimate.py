@@ -22,7 +22,7 @@ from judgebench.render import text as text_out
 #: The fields a markdown or latex table shows (csv has every field, these first).
 COLUMNS = ("type", "system", "against", "method", "point", "lower", "upper", "labels",
            "items", "effective_labels", "labels_worth", "moved", "undefined",
-           "labels_to_reach", "signature")
+           "labels_to_reach", "rank", "rank_low", "rank_high", "cluster", "signature")
 
 
 def _log(message: str) -> None:
@@ -30,16 +30,16 @@ def _log(message: str) -> None:
 
 
 @click.command("estimate", epilog=examples(
-    ("each system's relevance from ROUGE-L and the human ratings the table has",
-     "judgebench estimate examples/summeval-scores.csv --judge lexical.rougeL --human "
-     "human.relevance"),
     ("a pass rate (ROUGE-L >= 0.3 against relevance >= 4) with the sensitivity/specificity "
      "correction", "judgebench estimate examples/summeval-scores.csv --judge lexical.rougeL "
      "--human human.relevance --statistic pass-rate --threshold 0.3 --human-threshold 4 "
      "--by none"),
-    ("paired differences between systems, as JSON",
+    ("paired differences between systems and the ranking with its uncertainty, as JSON",
      "judgebench estimate examples/summeval-scores.csv --judge lexical.chrf --human "
      "human.relevance --compare -f json"),
+    ("each system's win rate against each other one from chrF's pairwise verdicts",
+     "judgebench estimate examples/summeval-pairs.csv --judge lexical.chrf --human "
+     "human.relevance --statistic win-rate"),
 ))
 @click.argument("scores", type=click.Path(path_type=Path))
 @click.option("--judge", required=True, metavar="COL",
@@ -48,8 +48,10 @@ def _log(message: str) -> None:
               help="The human column: labels on a subset (a missing value = not labelled).")
 @click.option("--by", type=click.Choice(("system", "none")), default="system",
               show_default=True, help="One estimate per system, or one over every row.")
-@click.option("--statistic", type=click.Choice(("mean", "pass-rate")), default="mean",
-              show_default=True, help="Estimate the human mean, or the human pass rate.")
+@click.option("--statistic", type=click.Choice(("mean", "pass-rate", "win-rate")),
+              default="mean", show_default=True,
+              help="Estimate the human mean, the human pass rate, or (SCORES a pairwise "
+                   "table) each system's win rate against each other one.")
 @click.option("--threshold", type=float, metavar="T",
               help="pass-rate: a judge score >= T passes (without it the judge must be 0/1).")
 @click.option("--human-threshold", type=float, metavar="T",
@@ -64,7 +66,8 @@ def _log(message: str) -> None:
 @click.option("--inclusion-probability", metavar="COL",
               help="The column of each item's probability of being labelled.")
 @click.option("--compare", is_flag=True,
-              help="Paired differences between every two systems on their common items.")
+              help="Paired differences between every two systems on their common items, "
+                   "and the ranking with each rank's interval and significance cluster.")
 @click.option("--target-width", type=float, metavar="W",
               help="How many more labels bring each interval to width W, and which items "
                    "to label next.")
@@ -73,8 +76,9 @@ def _log(message: str) -> None:
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.95, show_default=True, help="Confidence level of every interval.")
 @direction_options
-@format_options("Print a JSON array: one `estimate` object per (system, method), then one "
-                "`difference` per pair of systems.")
+@format_options("Print a JSON array: one `estimate` object per (system, method) (a win "
+                "rate: per (system, against, method)), then with --compare one `difference` "
+                "per pair of systems and one `rank` per system.")
 def command(scores: Path, judge: str, human: str, by: str, statistic: str,
             threshold: float | None, human_threshold: float | None, methods: tuple[str, ...],
             strata: str | None, inclusion_probability: str | None, compare: bool,
@@ -82,7 +86,9 @@ def command(scores: Path, judge: str, human: str, by: str, statistic: str,
             lower: tuple[str, ...], higher: tuple[str, ...], output_format: str) -> None:
     """Estimate people's mean (or pass rate) per system from a JUDGE column that scored every
     row of SCORES and the human labels on a subset: human-only, judge-only (biased), and the
-    corrected PPI++ estimates, with what the judge was worth in labels."""
+    corrected PPI++ estimates, with what the judge was worth in labels. With --statistic
+    win-rate, SCORES is a pairwise table and each system's win rate against each other one
+    is estimated from the judge's verdicts and people's on a subset of the pairs."""
     from judgebench.cli import context_host
     from judgebench.render.formats import render
     from judgebench.render.table import results_table

@@ -56,6 +56,29 @@ def _groups(card: Card) -> list[tuple[str, list[CardRow]]]:
     return out
 
 
+def coverage_entries(card: Card) -> tuple[str, list[tuple[bool, str]]]:
+    """Each judge's coverage at 1 - alpha = 0.9 (judgebench.services.bench_coverage): the
+    heading that says what it is, and per judge (whether it is yours, its sentence)."""
+    if not card.coverage:
+        return "", []
+    first = card.coverage[0].to_dict()
+    heading = (f"coverage at 1 - alpha = {1 - first['alpha']:g} (trust or escalate on the "
+               f"suite's labels, at probability {1 - first['delta']:g}; confidence: a "
+               "pairwise judge's two orders agree)")
+    out = []
+    for c in card.coverage:
+        if c.note is not None and not c.kept:
+            out.append((c.kind == "yours", f"{c.label}: {c.note}"))
+            continue
+        at = "both orders agree" if c.threshold == 1.0 else (
+            "every verdict" if c.threshold is not None and c.threshold <= 0.5
+            else f"confidence >= {c.threshold:g}")
+        out.append((c.kind == "yours",
+                    f"{c.label}: {100 * (c.coverage or 0.0):.1f}% ({c.kept} of {c.items} "
+                    f"kept: {at}; agreement on them {_num(c.agreement)})"))
+    return heading, out
+
+
 def render_text(result: BenchResult) -> str:
     parts = []
     for card in result.cards:
@@ -64,6 +87,10 @@ def render_text(result: BenchResult) -> str:
         for heading, rows in _groups(card):
             lines.append(f"\n{heading}")
             lines.append(_aligned([list(HEADER), *(_cells(r) for r in rows)]))
+        heading, entries = coverage_entries(card)
+        if entries:
+            lines += ["", f"{heading}:"]
+            lines += [f"{'*' if yours else ' '} {line}" for yours, line in entries]
         lines += [f"note: {n}" for n in card.notes]
         lines.append(f"licence: {card.suite.licence}; * = yours, = = human ceiling; cite the "
                      "suite's source (`judgebench suites " + card.suite.name + "`)")
@@ -93,6 +120,11 @@ def render_markdown(result: BenchResult) -> str:
                       "|" + "---|" * len(HEADER)]
             lines += ["| " + " | ".join(_md(c) for c in _cells(r)) + " |" for r in rows]
             lines.append("")
+        heading, entries = coverage_entries(card)
+        if entries:
+            lines += [f"**{_md(heading)}**", ""]
+            lines += [f"- {_md(line)}{' (yours)' if yours else ''}" for yours, line in entries]
+            lines.append("")
         lines += [f"- {_md(n)}" for n in card.notes]
         lines.append(f"\nLicence: {_md(card.suite.licence)}. `*` yours, `=` human ceiling.")
         parts.append("\n".join(lines))
@@ -117,6 +149,11 @@ def render_html(result: BenchResult) -> str:
             body.append(table_html([escape(h) for h in HEADER],
                                [[escape(c) for c in _cells(r)] for r in rows],
                                ["sentinel" if r.kind != "yours" else "" for r in rows]))
+        heading, entries = coverage_entries(card)
+        if entries:
+            body.append(f"<h3>{escape(heading)}</h3><ul>"
+                        + "".join(f"<li>{escape(line)}{' (yours)' if yours else ''}</li>"
+                                  for yours, line in entries) + "</ul>")
         body += [f'<p class="note">{escape(n)}</p>' for n in card.notes]
         body.append(f'<p class="muted">Licence: {escape(card.suite.licence)}.</p>'
                     f"<pre><code>{escape(card.suite.citation)}</code></pre>")

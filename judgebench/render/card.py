@@ -161,3 +161,39 @@ def bin_label(binning: str, low: float, high: float) -> str:
     the lowest and highest probability in them."""
     close = "]" if binning == "mass" or high >= 1 else ")"
     return f"[{low:.3g}, {high:.3g}{close}"
+
+
+REPORTABLE_HEADER = ("human", "metric", "system", "labelled", "human-only",
+                     "PPI++ with the metric", "effective labels", "worth")
+
+
+def reportable_intro(rows: Sequence[dict[str, Any]]) -> str:
+    """The sentence above "What you can report": what each row is and how it was made."""
+    level = rows[0]["confidence"] if rows else 0.95
+    humans = ", ".join(dict.fromkeys(r["human"] for r in rows))
+    return (f"People labelled only some rows of {humans}. Per system, people's mean "
+            "estimated with each metric as the judge on the unlabelled rows (PPI++, "
+            f"Angelopoulos, Duchi, Zrnic 2023) and its {100 * level:g}% interval, beside the "
+            "interval of the labelled rows alone; "
+            "'effective labels': how many human labels alone would give the same interval, "
+            "'worth': that minus the labels used (what the metric saved). The command "
+            "judgebench estimate gives pass rates, stratified and weighted forms and target "
+            "widths.")
+
+
+def reportable_cells(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """One line per (human, metric, system): the estimates, or why there is none."""
+    out = []
+    for r in rows:
+        labelled = f"{r['labels']}/{r['items']}"
+        if r.get("undefined"):
+            out.append([r["human"], r["metric"], r["system"], labelled, "n/a",
+                        f"n/a: {r['undefined']}", "", ""])
+            continue
+        alone = r["human_only"]
+        out.append([r["human"], r["metric"], r["system"], labelled,
+                    f"{fmt(alone['point'])} [{fmt(alone['lower'])}, {fmt(alone['upper'])}]",
+                    f"{fmt(r['point'])} [{fmt(r['lower'])}, {fmt(r['upper'])}]",
+                    fmt(r.get("effective_labels"), 1), f"{r['labels_worth']:+.1f}"
+                    if r.get("labels_worth") is not None else "n/a"])
+    return out

@@ -18,6 +18,7 @@ from judgebench.render import svg
 from judgebench.render.card import (
     AGREEMENT_INTRO,
     GATE_RULE,
+    REPORTABLE_HEADER,
     confusion_rows,
     fmt,
     gate_matrix,
@@ -26,6 +27,8 @@ from judgebench.render.card import (
     notes,
     probe_matrix,
     rate,
+    reportable_cells,
+    reportable_intro,
     setting_label,
     statuses,
 )
@@ -102,6 +105,7 @@ def render_html(report: Report | dict[str, Any]) -> str:
     else:
         parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
                  _gate(data), _comparison(data), _agreement(data),
+                 _reportable(data.get("reportable", [])),
                  section_html(data.get("scales", [])), _repeats(data.get("repeats", [])),
                  _spans(data.get("spans", [])), _scatter(data), _cards(data),
                  _probes(data), _bias(data), _combinations(data), _warnings(data)]
@@ -417,6 +421,16 @@ def _bias(data: dict[str, Any]) -> str:
              str(b["n"]), escape(b.get("note", ""))] for b in data["bias"]]
     return ('<h2 id="bias">Judge bias</h2>'
             + table_html(["judge", "probe", "measure", "value", "n", "note"], rows))
+
+
+def _reportable(rows: Sequence[dict[str, Any]]) -> str:
+    """What you can report (as the Markdown card)."""
+    if not rows:
+        return ""
+    return ('<h2 id="reportable">What you can report</h2>'
+            f"<p>{escape(reportable_intro(rows))}</p>"
+            + table_html([escape(h) for h in REPORTABLE_HEADER],
+                         [[escape(c) for c in cells] for cells in reportable_cells(rows)]))
 
 
 def _repeats(rows: Sequence[dict[str, Any]]) -> str:

@@ -13,6 +13,7 @@ from judgebench.display import safe
 from judgebench.render.card import (
     AGREEMENT_INTRO,
     GATE_RULE,
+    REPORTABLE_HEADER,
     bin_label,
     confusion_rows,
     fmt,
@@ -23,6 +24,8 @@ from judgebench.render.card import (
     number,
     probe_matrix,
     rate,
+    reportable_cells,
+    reportable_intro,
     setting_label,
     statuses,
 )
@@ -108,6 +111,7 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     out += _metrics_markdown(data["metrics"])
     out += _sentinels_markdown(data["sentinels"])
     out += _agreement_markdown(data)
+    out += reportable_markdown(data.get("reportable", []))
     out += section_markdown(data.get("scales", []))
     out += repeats_markdown(data.get("repeats", []))
     out += spans_markdown(data.get("spans", []))
@@ -236,6 +240,17 @@ def spans_markdown(rows: list[dict[str, Any]]) -> list[str]:
     out += table(["judge", "level", "variant", "P", "R", "F1", "segments"],
                  [[text(r["metric"]), r["level"], r["variant"], fmt(r.get("precision")),
                    fmt(r.get("recall")), fmt(r.get("f1")), r["n"]] for r in overall])
+    return [*out, ""]
+
+
+def reportable_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """What you can report: people's mean per system with each metric as the judge, where a
+    human column labels a subset (judgebench.auditing.reportable)."""
+    if not rows:
+        return []
+    out = ["## What you can report", "", text(reportable_intro(rows)), ""]
+    out += table(REPORTABLE_HEADER, [[text(c) for c in cells]
+                                     for cells in reportable_cells(rows)])
     return [*out, ""]
 
 

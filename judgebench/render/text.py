@@ -1029,34 +1029,48 @@ def transitivity_report(report: TransitivityReport) -> str:
 
 # -- estimate -------------------------------------------------------------------------------
 def estimate(result: EstimateResult) -> str:
-    """Per system (or overall): each method's estimate, interval and what the judge was worth
-    in labels; judge-only marked biased; an undefined estimate as its sentence; then the
-    paired differences and the signature of each method."""
-    what = "pass rate" if result.statistic == "pass-rate" else "mean"
+    """Per system (or overall, or per pair of systems for a win rate): each method's
+    estimate, interval and what the judge was worth in labels; judge-only marked biased; an
+    undefined estimate as its sentence; then the paired differences, the ranking and the
+    signature of each method."""
+    what = {"pass-rate": "pass rate", "win-rate": "win rate"}.get(result.statistic, "mean")
     lines = [f"{what} of {result.human}, from the judge {result.judge} and the human labels"]
     records = result.to_dict()
     signatures: dict[str, str] = {}
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for record in records:
         if record["type"] == "estimate":
-            groups.setdefault(record["system"], []).append(record)
+            groups.setdefault((record["system"], record.get("against")), []).append(record)
         signatures.setdefault(record["method"], record["signature"])
-    for group, rows in groups.items():
-        lines += _estimate_group(result, group, rows)
+    shown: set[frozenset[str]] = set()
+    for (group, against), rows in groups.items():
+        if against is not None:  # a win rate: each pair once, its first system's side
+            if frozenset((group, against)) in shown:
+                continue
+            shown.add(frozenset((group, against)))
+        lines += _estimate_group(result, group, against, rows)
     lines += _estimate_differences([r for r in records if r["type"] == "difference"])
+    lines += _estimate_ranking([r for r in records if r["type"] == "rank"])
+    mirrored = (" Each pair is shown once: the other system's win rate is 1 minus it (the "
+                "JSON has both)." if result.statistic == "win-rate" else "")
     lines += ["", "judge-only is biased: its interval is about the judge, not about people; "
               "'worth' = effective labels (human labels alone giving the same interval) "
-              "minus the labels used; 'moved' = corrected minus judge-only.", "signatures:"]
+              "minus the labels used; 'moved' = corrected minus judge-only." + mirrored,
+              "signatures:"]
     lines += [f"  {m}: {s}" for m, s in signatures.items()]
     return "\n".join(lines)
 
 
-def _estimate_group(result: EstimateResult, group: str, records: list[dict[str, Any]]
-                    ) -> list[str]:
-    """One system's (or all items') table of methods, then its notes."""
+def _estimate_group(result: EstimateResult, group: str, against: str | None,
+                    records: list[dict[str, Any]]) -> list[str]:
+    """One system's (or all items', or one pair's) table of methods, then its notes."""
     first = next(r for r in records if r["method"] == "judge-only")
-    labelled = next(r for r in records if r["method"] == "human-only")["labels"]
-    title = "all items" if result.by is None else f"{result.by} {group}"
+    people = next(r for r in records if r["method"] == "human-only")
+    items = first["items"] if first["items"] is not None else people.get("items")
+    labelled = people.get("labels")
+    title = ("all items" if result.by is None else
+             f"{group} against {against} (win rate of {group})" if against is not None
+             else f"{result.by} {group}")
     rows = []
     notes = []
     for r in records:
@@ -1065,12 +1079,20 @@ def _estimate_group(result: EstimateResult, group: str, records: list[dict[str, 
             continue
         rows.append(_estimate_row(r))
         if "target_width" in r:
-            notes.append(_target_note(r, unlabelled=first["items"] - labelled))
-    level = f"{round(100 * first['confidence'], 6):g}% interval"
+            notes.append(_target_note(r, unlabelled=(items or 0) - (labelled or 0)))
+    level = f"{round(100 * result_confidence(records), 6):g}% interval"
     table = textwrap.indent(aligned(
         ["method", "estimate", level, "labels", "effective", "worth", "moved", "lam"],
-        rows), "  ")
-    return ["", f"{title}: {first['items']} items, {labelled} labelled", table, *notes]
+        rows), "  ") if rows else "  (no estimate)"
+    counted = "" if items is None else (
+        f": {items} {'pairs' if against is not None else 'items'}"
+        + ("" if labelled is None else f", {labelled} labelled"))
+    return ["", f"{title}{counted}", table, *notes]
+
+
+def result_confidence(records: list[dict[str, Any]]) -> float:
+    """The confidence level of a group's intervals (every row of one result shares it)."""
+    return next((r["confidence"] for r in records if r.get("confidence") is not None), 0.95)
 
 
 def _estimate_row(r: dict[str, Any]) -> list[str]:
@@ -1098,6 +1120,22 @@ def _target_note(r: dict[str, Any], *, unlabelled: int) -> str:
     return f"  {r['method']}: width {r['target_width']:g} {need}{label_next}"
 
 
+def _estimate_ranking(ranks: list[dict[str, Any]]) -> list[str]:
+    """The systems by their PPI++ estimates with each rank's simultaneous interval and
+    significance cluster (`meta_eval.rank_intervals`)."""
+    if not ranks:
+        return []
+    level = f"{round(100 * ranks[0]['confidence'], 6):g}%"
+    return ["", f"ranking by PPI++ (rank interval: all ranks at once at {level}, Bonferroni "
+                "over the paired differences; cluster: the WMT walk of one-sided paired "
+                f"tests at alpha {1 - ranks[0]['confidence']:g}):",
+            textwrap.indent(aligned(
+                ["rank", "system", "estimate", "rank interval", "cluster"],
+                [[str(r["rank"]), r["system"], _fmt(r["point"], 4),
+                  f"[{r['rank_low']}, {r['rank_high']}]", str(r["cluster"])]
+                 for r in ranks]), "  ")]
+
+
 def _estimate_differences(differences: list[dict[str, Any]]) -> list[str]:
     if not differences:
         return []
@@ -1112,6 +1150,27 @@ def _estimate_differences(differences: list[dict[str, Any]]) -> list[str]:
 
 
 # -- escalate -------------------------------------------------------------------------------
+def _escalate_cost(result: EscalateResult) -> list[str]:
+    """The cascade's cost per item against the strongest judge on every item, or which
+    judges lack a price."""
+    cost = result.cost
+    if cost is None:
+        return []
+    priced = ", ".join(
+        f"{j.judge} {'unknown' if j.per_item is None else f'${j.per_item:.6g}'}"
+        f"{'' if j.source is None else f' ({j.source})'} x {j.runs_on} items"
+        for j in cost.judges)
+    if cost.per_item is None:
+        return ["", f"cost: unknown: no price for {', '.join(cost.missing)} (give --cost "
+                    f"JUDGE=USD, or --store with its recorded costs); {priced}"]
+    strongest = cost.strongest_per_item or 0.0
+    saving = ("" if cost.saving is None else
+              f" ({100 * abs(cost.saving):.1f}% {'saved' if cost.saving >= 0 else 'more'})")
+    return ["", f"cost per item: ${cost.per_item:.6g} for the cascade against "
+                f"${strongest:.6g} for {cost.strongest} (the strongest) on every item"
+                f"{saving}; {priced}"]
+
+
 def escalate(result: EscalateResult) -> str:
     """Per judge of the cascade: threshold, coverage, guaranteed, calibration and held-out
     agreement, AUGRC; a judge without a threshold as its sentence; then the labelling queue
@@ -1137,6 +1196,7 @@ def escalate(result: EscalateResult) -> str:
     lines += [f"  {s.judge} keeps nothing: {s.escalates}" for s in result.stages
               if s.escalates is not None]
     decided = sum(s.kept for s in result.stages)
+    lines += _escalate_cost(result)
     lines += ["", f"decided by a judge: {decided} of {result.items} items "
               f"({decided / result.items:.3f}); labelling queue: {len(result.queue)} items "
               f"({result.queue_labelled} of them already labelled); -f json lists them",

@@ -92,8 +92,11 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     metrics DELTA apart, `options.sequential` replays the item-grouped blocks
     (judgebench.auditing.conclusions; `raters`: the annotator columns). `spans` (people's
     error spans: a file or a suite name) adds the span-marking judges' span statistics
-    (judgebench.services.spans). Bad input raises `InputError` before any scoring."""
+    (judgebench.services.spans). A human column with labels on some rows only adds "What you
+    can report" (judgebench.auditing.reportable: each system's PPI++ estimate of people's
+    mean with each metric as the judge). Bad input raises `InputError` before any scoring."""
     from judgebench.auditing.checks import parse_checks
+    from judgebench.auditing.reportable import reportable
     from judgebench.auditing.run import audit_tasks, run_audit
     from judgebench.auditing.sentinels import parse_sentinels
     from judgebench.plugins import build_host
@@ -168,7 +171,10 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                  alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
                  target_power=target_power, options=options, lower=lower, higher=higher,
                  log=log)
-    report.repeats = _repeats(prepared, [c.column for c in report.metrics], humans)
+    audited = [c.column for c in report.metrics]
+    report.repeats = _repeats(prepared, audited, humans)
+    report.reportable = reportable(prepared, humans=humans, metrics=audited,
+                                   confidence=options.ci)
     if spans is not None:
         _spans(report, scores_path, spans, store=store, host=host, log=log)
     if checks:

@@ -17,6 +17,9 @@ puts the user's metrics beside the suite's published baselines and the human cei
   pairwise suites the majority label of the others, `meta_eval.pairwise`).
 - The verdict, first: one sentence per metric on the suite's headline protocol (its first),
   against the best published baseline.
+- Each judge's coverage at 1 - alpha = 0.9: the share of the suite it could decide alone with
+  that agreement guaranteed (trust or escalate on the suite's labels,
+  `judgebench.services.bench_coverage`), or "n/a: no confidence".
 
 A pointwise metric skips pairwise suites and a pairwise one pointwise suites, saying so.
 """
@@ -34,6 +37,7 @@ from typing import Any
 from judgebench.errors import InputError
 from judgebench.plugins import PluginHost, build_host
 from judgebench.results import Result
+from judgebench.services.bench_coverage import Coverage
 from judgebench.suite import EXPORTED, Protocol, Published, Suite, SuiteInfo, export, suite_inputs
 from judgebench.tables.destinations import Named
 
@@ -87,6 +91,8 @@ class Card:
     scored: int = 0
     failed: int = 0  # scores that failed (error, parse_error, refused)
     workdir: str | None = None
+    #: each judge's coverage at 1 - alpha = 0.9 (judgebench.services.bench_coverage)
+    coverage: list[Coverage] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         info = self.suite
@@ -95,6 +101,7 @@ class Card:
                 "verdict": self.verdicts, "skipped": self.skipped, "scored": self.scored,
                 "failed": self.failed,
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes,
+                "coverage": [c.to_dict() for c in self.coverage],
                 **({"workdir": self.workdir} if self.workdir else {})}
 
 
@@ -289,12 +296,32 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
             rows += _pointwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
                                     alpha)
     rows = _with_published(rows, published, specs, stored)
+    coverage = _coverage(table, suite, specs, stored, run.rows)
     if options.limit is not None:
         rows = [_replace(r, reproduces=None) for r in rows]
         notes.append(f"--limit {options.limit}: a part of the suite, so the values are not "
                      "compared with the published ones")
     return Card(suite.info, _verdicts(suite.info, rows, specs), rows, notes,
-                scored=run.rows, failed=run.failed, workdir=workdir)
+                scored=run.rows, failed=run.failed, workdir=workdir, coverage=coverage)
+
+
+def _coverage(table: Path, suite: Suite, specs: list[str], stored: list[str], scored: int
+              ) -> list[Coverage]:
+    """Each judge's coverage at 1 - alpha = 0.9 on the headline protocol's human labels
+    (judgebench.services.bench_coverage), published judges under their papers' names."""
+    import dataclasses
+
+    from judgebench.services.bench_coverage import pairwise_coverage, pointwise_coverage
+
+    head = suite.info.protocols[0]
+    judges = [*specs, *stored]
+    if suite.info.kind == "pairwise":
+        found = pairwise_coverage(table, human=head.human, ties=head.ties, judges=judges,
+                                  specs=specs)
+    else:
+        found = pointwise_coverage(judges, specs, scored)
+    names = {p.verdicts_column: p.metric for p in suite.info.published if p.verdicts_column}
+    return [dataclasses.replace(c, label=names.get(c.label, c.label)) for c in found]
 
 
 def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:

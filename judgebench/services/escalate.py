@@ -28,7 +28,7 @@ labelling queue.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from judgebench._version import __version__
 from judgebench.errors import InputError
 from judgebench.results import Result
+from judgebench.services.escalate_cost import CascadeCost, cascade_cost
 from judgebench.tables.prepared import PreparedTable
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class EscalateResult(Result):
     signature: str
     #: the held-out rows' names (`holdout`), in table order
     heldout: list[str] = field(default_factory=list)
+    #: the cascade's cost per item against the strongest judge's (with a store or prices)
+    cost: CascadeCost | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"human": self.human, "alpha": self.alpha, "delta": self.delta,
@@ -117,6 +120,7 @@ class EscalateResult(Result):
                 "coverage": sum(s.kept for s in self.stages) / self.items,
                 "queue": {"count": len(self.queue), "labelled": self.queue_labelled,
                           "items": self.queue},
+                "cost": None if self.cost is None else self.cost.to_dict(),
                 "signature": self.signature}
 
 
@@ -162,15 +166,19 @@ def round_half_away(values: np.ndarray, decimals: int = 0) -> np.ndarray:
 def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column: str,
              human: str, cascade: Sequence[tuple[str, str]] = (), alpha: float = 0.1,
              delta: float = 0.1, holdout: float | None = None, seed: int = 0,
-             decimals: int = 0, log: Log | None = None,
+             decimals: int = 0, store: str | Path | None = None,
+             costs: Mapping[str, float] | None = None, log: Log | None = None,
              host: PluginHost | None = None) -> EscalateResult:
     """Choose each judge's confidence threshold so that the verdicts it keeps agree with the
     `human` labels at least 1 - `alpha` of the time with probability at least 1 - `delta`
     (module docstring). `judge`/`confidence_column` is the first judge; `cascade` the
     (judge, confidence column) pairs after it, in order. `holdout`: the share of labelled
     rows kept apart (chosen with `seed`) to measure the agreement on. `decimals`: verdict
-    and label are compared rounded to this many places, halves away from zero. Bad input raises
-    InputError naming the file, line and column."""
+    and label are compared rounded to this many places, halves away from zero. `store` (the
+    store the judges were scored into) and `costs` (judge -> USD per item, before the
+    store's) price the cascade against the strongest judge on every item
+    (`judgebench.services.escalate_cost`). Bad input raises InputError naming the file, line
+    and column."""
     import numpy as np
 
     for value, option in ((alpha, "--alpha"), (delta, "--delta")):
@@ -184,7 +192,8 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
     judges = [(judge, confidence_column), *cascade]
     verdict_columns = list(dict.fromkeys(j for j, _ in judges))
     others = [c for c in dict.fromkeys(c for _, c in judges) if c not in verdict_columns]
-    frame, where = _read(scores, human, verdict_columns, others, log=log, host=host)
+    frame, where, sidecar = _read(scores, human, verdict_columns, others, log=log, host=host)
+    stored = _stored_prices(verdict_columns, frame, sidecar, store, costs)
     lines = frame.attrs.get("lines")
     labels = _numbers(frame, human, where)
     rounded_labels = round_half_away(labels, decimals)
@@ -195,7 +204,9 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
     calibration, heldout = _split(labelled, holdout, seed, where=where)
     undecided = np.ones(len(frame), dtype=bool)
     stages = []
+    arrived = []
     for verdict_column, confidence in judges:
+        arrived.append(int(undecided.sum()))
         verdicts = _numbers(frame, verdict_column, where)
         confidences = _numbers(frame, confidence, where)
         scored = np.isfinite(verdicts)
@@ -221,19 +232,47 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
                     f"holdout:{'none' if holdout is None else f'{holdout:g}'}"
                     + ("" if holdout is None else f"|seed:{seed}"),
                     f"judgebench:{__version__}"])
+    cost = None if stored is None else cascade_cost(
+        [j for j, _ in judges], arrived, len(frame), given=dict(costs or {}), stored=stored)
     return EscalateResult(human, alpha, delta, holdout, seed, len(frame),
                           int(labelled.sum()), int(calibration.sum()), stages, queue,
                           int((undecided & labelled).sum()), sig,
-                          heldout=_item_names(frame, np.flatnonzero(heldout)))
+                          heldout=_item_names(frame, np.flatnonzero(heldout)), cost=cost)
+
+
+def _stored_prices(judges: list[str], frame: pd.DataFrame, sidecar: dict[str, Any] | None,
+                   store: str | Path | None, costs: Mapping[str, float] | None
+                   ) -> dict[str, float] | None:
+    """Each judge's recorded price per item in `store` ({} without one); None when the
+    cascade is not priced (neither a store nor `costs`)."""
+    from judgebench.services.escalate_cost import stored_prices
+    from judgebench.tables.pairs import store_keys
+
+    if store is None and not costs:
+        return None
+    unknown = [j for j in costs or {} if j not in judges]
+    if unknown:
+        raise InputError(f"{unknown[0]!r} is not a judge of the cascade "
+                         f"({', '.join(judges)})", field="--cost")
+    if store is None:
+        return {}
+    from judgebench.engine.store import Store
+
+    try:  # a missing or corrupt store is refused, not read as one without costs
+        Store(store, readonly=True).close()
+    except InputError as exc:
+        raise InputError(exc.detail, path=str(store), field="--store") from None
+    shape = "wide" if "system" in frame.columns else "pairwise"
+    return stored_prices(store, sidecar, judges, store_keys(frame, shape))
 
 
 def _read(scores: str | Path | pd.DataFrame, human: str, verdict_columns: list[str],
           others: list[str], *, log: Log | None, host: PluginHost | None
-          ) -> tuple[pd.DataFrame, str]:
+          ) -> tuple[pd.DataFrame, str, dict[str, Any] | None]:
     """The table and where it came from: a scores table (item, system) through
     `PreparedTable.read`, a pairwise one (item, system_a, system_b) as `compare-judges` reads
     it; every named column checked to be there. A failed verdict (judgebench.tables.failed)
-    is missing: the judge did not decide the row."""
+    is missing: the judge did not decide the row. The sidecar comes with them."""
     from judgebench.tables.pairs import judges_failed, read_judged
 
     frame, where, sidecar = read_judged(scores)
@@ -241,17 +280,17 @@ def _read(scores: str | Path | pd.DataFrame, human: str, verdict_columns: list[s
     if not pairwise:
         table = PreparedTable.read(scores, [human], verdict_columns, others=others, log=log,
                                    host=host)
-        frame, where = table.frame, table.where
+        frame, where, sidecar = table.frame, table.where, table.sidecar
     for column in [human, *verdict_columns, *others]:
         if column not in frame.columns:
             raise InputError(f"no column {column!r} in the table", path=where, field=column)
     if not pairwise:
-        return frame, where
+        return frame, where, sidecar
     failed = judges_failed(frame, verdict_columns, sidecar, None, "pairwise")
     frame = frame.copy()
     for column, mask in failed.masks.items():  # a failed verdict: the judge decided nothing
         frame[column] = frame[column].mask(mask)
-    return frame, where
+    return frame, where, sidecar
 
 
 def _split(labelled: np.ndarray, holdout: float | None, seed: int, *, where: str

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from judgebench._version import __version__
 from judgebench.errors import InputError
-from judgebench.results import Result
+from judgebench.services.estimate_result import (
+    VERSION,
+    DifferenceRow,
+    EstimateResult,
+    EstimateRow,
+    Group,
+    RankRow,
+    signature,
+    with_target,
+)
 from judgebench.tables.prepared import PreparedTable
 from meta_eval.estimation import Estimate, EstimationError
 
@@ -35,104 +42,9 @@ if TYPE_CHECKING:
     from judgebench.plugins import PluginHost
 
 Log = Callable[[str], None]
-VERSION = "1"
 METHODS = ("ppi", "stratified", "weighted", "rogan-gladen")
-STATISTICS = ("mean", "pass-rate")
+STATISTICS = ("mean", "pass-rate", "win-rate")
 ALL = "(all)"
-
-
-@dataclass(frozen=True)
-class EstimateRow:
-    """One estimate of one group (a system, or `(all)`): the estimate, or `undefined` (the
-    sentence saying why no number exists)."""
-
-    group: str
-    method: str
-    signature: str
-    estimate: Estimate | None = None
-    undefined: str | None = None
-    #: corrected point minus the judge-only point (corrected rows only)
-    moved: float | None = None
-    target_width: float | None = None
-    labels_to_reach: int | None = None
-    next_items: tuple[str, ...] = ()
-
-    @property
-    def biased(self) -> bool:
-        return self.method == "judge-only"
-
-    def to_dict(self) -> dict[str, Any]:
-        e = self.estimate
-        record: dict[str, Any] = {"type": "estimate", "system": self.group,
-                                  "method": self.method, "biased": self.biased}
-        if e is None:
-            record.update(point=None, lower=None, upper=None, undefined=self.undefined)
-        else:
-            record.update(
-                point=e.point, lower=e.lower, upper=e.upper, standard_error=e.standard_error,
-                confidence=e.confidence, labels=e.labels, items=e.items, lam=e.lam,
-                effective_labels=None if self.biased else _finite(e.effective_labels),
-                labels_worth=None if self.biased else _finite(e.labels_worth),
-                moved=self.moved, undefined=None)
-        if self.target_width is not None and not self.biased:
-            record.update(target_width=self.target_width, labels_to_reach=self.labels_to_reach,
-                          next_items=list(self.next_items))
-        record["signature"] = self.signature
-        return record
-
-
-@dataclass(frozen=True)
-class DifferenceRow:
-    """System `a` minus system `b` on their common items (PPI++ on paired differences)."""
-
-    a: str
-    b: str
-    estimate: Estimate
-    signature: str
-
-    def to_dict(self) -> dict[str, Any]:
-        e = self.estimate
-        return {"type": "difference", "system": self.a, "against": self.b,
-                "method": e.method, "point": e.point, "lower": e.lower, "upper": e.upper,
-                "standard_error": e.standard_error, "confidence": e.confidence,
-                "labels": e.labels, "items": e.items, "lam": e.lam,
-                "effective_labels": _finite(e.effective_labels),
-                "labels_worth": _finite(e.labels_worth),
-                "excludes_zero": e.lower > 0 or e.upper < 0, "signature": self.signature}
-
-
-@dataclass
-class EstimateResult(Result):
-    """`judgebench estimate`'s numbers: the estimates per group, then the paired differences
-    (`compare`); `to_dict()` is the JSON array the command prints."""
-
-    judge: str
-    human: str
-    statistic: str
-    by: str | None
-    rows: list[EstimateRow]
-    differences: list[DifferenceRow] = field(default_factory=list)
-
-    def to_dict(self) -> list[dict[str, Any]]:
-        return [*(r.to_dict() for r in self.rows), *(d.to_dict() for d in self.differences)]
-
-
-def _finite(value: float) -> float | None:
-    import math
-
-    return value if math.isfinite(value) else None
-
-
-@dataclass(frozen=True)
-class _Group:
-    name: str
-    items: list[str]
-    judge: np.ndarray
-    human: np.ndarray
-    strata: np.ndarray | None
-    inclusion: np.ndarray | None
-    #: the judge as the corrected estimators take it: negated where lower is better (a mean)
-    oriented: np.ndarray
 
 
 def estimate(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
@@ -152,7 +64,18 @@ def estimate(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
     and the `next_items` unlabelled items to label first. A judge whose lower scores are
     better (`lower`, the sidecar or its registered metric) enters the corrected estimates of
     a mean negated (PPI++ tunes a weight in [0, 1]); judge-only stays on its own scale. Bad
-    input raises InputError naming the file, column and system."""
+    input raises InputError naming the file, column and system. `statistic="win-rate"`:
+    `scores` is a pairwise table and each system's win rate against each other one is
+    estimated (`judgebench.services.estimate_win_rate`)."""
+    if statistic == "win-rate":
+        _check_win_rate(methods, strata, inclusion_probability, by, compare, threshold,
+                        human_threshold, lower, higher)
+        _check_options("mean", (), None, None, "system", False, target_width, confidence,
+                       None, None)
+        from judgebench.services.estimate_win_rate import win_rates
+
+        return win_rates(scores, judge=judge, human=human, confidence=confidence,
+                         target_width=target_width, next_items=next_items)
     chosen = _check_options(statistic, methods, strata, inclusion_probability, by, compare,
                             target_width, confidence, threshold, human_threshold)
     others = [c for c in (strata, inclusion_probability) if c is not None]
@@ -178,9 +101,33 @@ def estimate(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
     for group in groups:
         rows.extend(_estimates(group, chosen, settings, confidence, target_width, next_items,
                                where=where, human=human, by=by))
-    differences = (_differences(groups, settings, confidence, where=where, human=human)
-                   if compare else [])
-    return EstimateResult(judge, human, statistic, by, rows, differences)
+    if not compare:
+        return EstimateResult(judge, human, statistic, by, rows)
+    differences = _differences(groups, settings, confidence, where=where, human=human)
+    ranking = _ranking(groups, rows, differences, settings, confidence)
+    return EstimateResult(judge, human, statistic, by, rows, differences, ranking)
+
+
+def _check_win_rate(methods: Sequence[str], strata: str | None, inclusion: str | None,
+                    by: str | None, compare: bool, threshold: float | None,
+                    human_threshold: float | None, lower: Sequence[str],
+                    higher: Sequence[str]) -> None:
+    """What a win rate refuses: it is one PPI++ estimate per pair of systems."""
+    given = {"--method": [m for m in methods if m != "ppi"],
+             "--strata": [strata] if strata is not None else [],
+             "--inclusion-probability": [inclusion] if inclusion is not None else [],
+             "--compare": [True] if compare else [],
+             "--threshold": [threshold] if threshold is not None else [],
+             "--human-threshold": [human_threshold] if human_threshold is not None else [],
+             "--lower-is-better": list(lower), "--higher-is-better": list(higher)}
+    refused = [option for option, values in given.items() if values]
+    if refused:
+        raise InputError("a win rate is PPI++ on each pair of systems' verdicts (method ppi; "
+                         "no strata, weights, thresholds, directions or --compare: the win "
+                         "rates are the comparisons)", field=refused[0])
+    if by is None:
+        raise InputError("a win rate is of one system against another: it needs --by system",
+                         field="--by")
 
 
 def _check_options(statistic: str, methods: Sequence[str], strata: str | None,
@@ -237,19 +184,9 @@ def _settings(judge: str, human: str, statistic: str, by: str | None,
     return parts
 
 
-def signature(method: str, settings: dict[str, str]) -> str:
-    """`estimate.METHOD@VERSION|key:value|...|judgebench:VERSION` (sacreBLEU style)."""
-    keys = {"ppi++": ("lam:tuned",), "paired-ppi++": ("lam:tuned",)}.get(method, ())
-    used = {k: v for k, v in settings.items()
-            if not (k == "strata" and method != "stratified-ppi++")
-            and not (k == "inclusion" and method != "weighted-ppi++")}
-    return "|".join([f"estimate.{method}@{VERSION}", *(f"{k}:{v}" for k, v in used.items()),
-                     *keys, f"judgebench:{__version__}"])
-
-
 def _groups(frame: pd.DataFrame, *, judge: str, human: str, by: str | None,
             strata: str | None, inclusion: str | None, where: str, negated: bool
-            ) -> list[_Group]:
+            ) -> list[Group]:
     import numpy as np
     import pandas as pd
 
@@ -296,16 +233,16 @@ def _groups(frame: pd.DataFrame, *, judge: str, human: str, by: str | None,
     out = []
     for name in dict.fromkeys(keys.tolist()):
         rows = np.flatnonzero(keys == name)
-        out.append(_Group(str(name), items[rows].tolist(), judged[rows], labels[rows],
+        out.append(Group(str(name), items[rows].tolist(), judged[rows], labels[rows],
                           None if strata_values is None else strata_values[rows],
                           None if probabilities is None else probabilities[rows],
                           -judged[rows] if negated else judged[rows]))
     return sorted(out, key=lambda g: g.name)
 
 
-def _as_statistic(group: _Group, statistic: str, judge: str, human: str,
+def _as_statistic(group: Group, statistic: str, judge: str, human: str,
                   threshold: float | None, human_threshold: float | None, where: str,
-                  by: str | None) -> _Group:
+                  by: str | None) -> Group:
     """For a pass rate: the judge's and people's scores made 0/1 (>= threshold passes);
     without a threshold a column must already be 0/1."""
     import numpy as np
@@ -328,12 +265,12 @@ def _as_statistic(group: _Group, statistic: str, judge: str, human: str,
         return values
 
     verdicts = passes(group.judge, threshold, judge, "--threshold")
-    return _Group(group.name, group.items, verdicts,
+    return Group(group.name, group.items, verdicts,
                   passes(group.human, human_threshold, human, "--human-threshold"),
                   group.strata, group.inclusion, verdicts)
 
 
-def _estimates(group: _Group, methods: Sequence[str], settings: dict[str, str],
+def _estimates(group: Group, methods: Sequence[str], settings: dict[str, str],
                confidence: float, target_width: float | None, next_items: int, *,
                where: str, human: str, by: str | None) -> list[EstimateRow]:
     import numpy as np
@@ -366,16 +303,16 @@ def _estimates(group: _Group, methods: Sequence[str], settings: dict[str, str],
         option = {"ppi": settings["judge"], "stratified": "--strata",
                   "weighted": "--inclusion-probability"}[method]
         corrected = run(option, functools.partial(_corrected, method, group, confidence))
-        rows.append(_with_target(
+        rows.append(with_target(
             EstimateRow(group.name, corrected.method, signature(corrected.method, settings),
                         corrected, moved=corrected.point - judge_only.point),
             group, target_width, next_items))
     if target_width is not None:  # human-only: how many labels, not which (uniform)
-        rows[0] = _with_target(rows[0], group, target_width, 0)
+        rows[0] = with_target(rows[0], group, target_width, 0)
     return rows
 
 
-def _corrected(method: str, group: _Group, confidence: float) -> Estimate:
+def _corrected(method: str, group: Group, confidence: float) -> Estimate:
     from meta_eval.estimation import ppi_mean, stratified_ppi_mean, weighted_ppi_mean
 
     f, h = group.oriented, group.human
@@ -387,31 +324,7 @@ def _corrected(method: str, group: _Group, confidence: float) -> Estimate:
     return ppi_mean(judge=f, human=h, confidence=confidence)
 
 
-def _with_target(row: EstimateRow, group: _Group, target_width: float | None,
-                 next_items: int) -> EstimateRow:
-    """The row with how many more labels reach `target_width` and, for an estimate with a
-    judge (lam), the unlabelled items to label first (highest active-label priority)."""
-    import numpy as np
-
-    from meta_eval.estimation import active_label_priority, labels_to_reach
-
-    if target_width is None or row.estimate is None:
-        return row
-    needed = labels_to_reach(estimate=row.estimate, target_width=target_width)
-    chosen: tuple[str, ...] = ()
-    unlabelled = ~np.isfinite(group.human)
-    if needed != 0 and unlabelled.any() and next_items and row.estimate.lam is not None:
-        priority = active_label_priority(judge=group.oriented, human=group.human,
-                                         lam=row.estimate.lam)
-        order = [int(k) for k in np.argsort(-np.where(unlabelled, priority, -np.inf),
-                                            kind="stable") if unlabelled[k]]
-        count = next_items if needed is None else min(needed, next_items)
-        chosen = tuple(group.items[k] for k in order[:count])
-    return EstimateRow(row.group, row.method, row.signature, row.estimate, row.undefined,
-                       row.moved, target_width, needed, chosen)
-
-
-def _rogan_gladen(group: _Group, settings: dict[str, str], confidence: float,
+def _rogan_gladen(group: Group, settings: dict[str, str], confidence: float,
                   judged: float) -> EstimateRow:
     """The Rogan-Gladen pass rate: the test set is every item of the group, the calibration
     set its labelled items; where it is undefined, the sentence saying why."""
@@ -432,7 +345,7 @@ def _rogan_gladen(group: _Group, settings: dict[str, str], confidence: float,
                        moved=corrected.point - judged)
 
 
-def _differences(groups: Sequence[_Group], settings: dict[str, str], confidence: float, *,
+def _differences(groups: Sequence[Group], settings: dict[str, str], confidence: float, *,
                  where: str, human: str) -> list[DifferenceRow]:
     """Every pair of systems, a minus b, on the items both have (PPI++ on differences)."""
     import numpy as np
@@ -463,3 +376,34 @@ def _differences(groups: Sequence[_Group], settings: dict[str, str], confidence:
                                  field=human) from None
             out.append(DifferenceRow(a.name, groups[j].name, difference, sig))
     return out
+
+
+def _ranking(groups: Sequence[Group], rows: Sequence[EstimateRow],
+             differences: Sequence[DifferenceRow], settings: dict[str, str],
+             confidence: float) -> list[RankRow]:
+    """The systems ranked by their PPI++ estimates (higher first), each with the
+    simultaneous interval of its rank and its significance cluster, both from the paired
+    PPI++ differences (`meta_eval.rank_intervals`; clusters at alpha = 1 - confidence)."""
+    from meta_eval.estimation import ppi_mean
+    from meta_eval.rank_intervals import corrected_clusters, rank_intervals
+
+    points = {}
+    for group in groups:
+        found = next((r.estimate for r in rows if r.group == group.name
+                      and r.method == "ppi++" and r.estimate is not None), None)
+        if found is None:  # ppi was not among the methods asked for
+            found = ppi_mean(judge=group.oriented, human=group.human, confidence=confidence)
+        points[group.name] = found.point
+    paired = {(d.a, d.b): (d.estimate.point, d.estimate.standard_error) for d in differences}
+    items = {(d.a, d.b): d.estimate.items for d in differences}
+    intervals = rank_intervals(points=points, differences=paired, confidence=confidence)
+    clusters = corrected_clusters(points=points, differences=paired, items=items,
+                                  alpha=1.0 - confidence, statistic=settings["statistic"])
+    sig = signature("rank", settings | {"ranked_by": "ppi++", "rank_ci": "bonferroni",
+                                        "clusters": f"paired-normal@{1.0 - confidence:g}"})
+    return [RankRow(r.system, "ppi++", r.point, r.rank, r.rank_low, r.rank_high,
+                    clusters.cluster_of(r.system), confidence, sig) for r in intervals]
+
+
+__all__ = ["ALL", "METHODS", "STATISTICS", "VERSION", "DifferenceRow", "EstimateResult",
+           "EstimateRow", "RankRow", "estimate", "signature"]
