@@ -92,20 +92,68 @@ _CONVERT_DEFAULT_MODEL = ("from judgebench_backends import transformers_backend 
                           "print(tb.convert_gguf(found.gguf, found.revision))\n")
 
 
+def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder this test run owns: the session's base temporary folder, or under
+    pytest-xdist the folder above the workers' own (one per run, shared by its workers)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """Holds an exclusive lock on the file `lock` (made if missing): one xdist worker at a
+    time runs the block; the others wait for it."""
+    import fcntl
+
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def default_model_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The `models` folder of a judgebench cache holding the default judge model converted
-    once for the session (in a fresh process, as `judgebench score` would). Tests that run
-    the default model link it into their own cache (`model_cache`); the cold conversion from
-    an empty cache is tested in tests/test_default_judges.py."""
+    once for the run (in a fresh process, as `judgebench score` would; under pytest-xdist by
+    the first worker that needs it, the others waiting for it). Tests that run the default
+    model link it into their own cache (`model_cache`), and the session's cache
+    (`_session_cache`) links it too; the cold conversion from an empty cache is tested in
+    tests/test_default_judges.py."""
     pytest.importorskip("transformers", reason="the [local] extra is not installed")
-    cache = tmp_path_factory.mktemp("default-model")
-    proc = subprocess.run([sys.executable, "-c", _CONVERT_DEFAULT_MODEL], capture_output=True,
-                          text=True, timeout=900,
-                          env={**os.environ, "JUDGEBENCH_CACHE_DIR": str(cache)})
+    root = _run_root(tmp_path_factory)
+    models = root / "judgebench-models"
+    models.mkdir(exist_ok=True)
+    with _exclusive(root / "judgebench-models.lock"):
+        cache = seed_model_cache(tmp_path_factory.mktemp("default-model"), models)
+        proc = subprocess.run([sys.executable, "-c", _CONVERT_DEFAULT_MODEL],
+                              capture_output=True, text=True, timeout=900,
+                              env={**os.environ, "JUDGEBENCH_CACHE_DIR": str(cache)})
     assert proc.returncode == 0, f"converting the default model failed:\n{proc.stderr}"
     assert (Path(proc.stdout.strip()) / "config.json").is_file(), proc.stdout
-    return cache / "models"
+    return models
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """$JUDGEBENCH_CACHE_DIR for every test that does not set its own: an empty cache of this
+    session's (of this xdist worker's), never the user's ~/.cache/judgebench, whose judge
+    answers and models would make a run depend on the runs before it. Its `models` folder is
+    the run's shared one (`default_model_store`): a model converted there once is found by
+    every worker."""
+    models = _run_root(tmp_path_factory) / "judgebench-models"
+    models.mkdir(exist_ok=True)
+    cache = seed_model_cache(tmp_path_factory.mktemp("judgebench-cache"), models)
+    before = os.environ.get("JUDGEBENCH_CACHE_DIR")
+    os.environ["JUDGEBENCH_CACHE_DIR"] = str(cache)
+    try:
+        yield cache
+    finally:
+        if before is None:
+            os.environ.pop("JUDGEBENCH_CACHE_DIR", None)
+        else:
+            os.environ["JUDGEBENCH_CACHE_DIR"] = before
 
 
 def seed_model_cache(cache: Path, models: Path) -> Path:

@@ -18,7 +18,8 @@ Each page is one test parameter; a failing block's error names the page, its lin
 command. The pages whose blocks load a real model are marked `slow` (SLOW_PAGES).
 The pages selected for a run start together when the first of them is reached, up to
 `$JUDGEBENCH_DOCS_JOBS` at once (default: the machine's cores; their blocks still run in
-order, each in a fresh process); each page's test then waits for its own page.
+order, each in a fresh process); each page's test then waits for its own page. Under
+pytest-xdist the workers share the pages out instead, each page run by its own test.
 """
 
 from __future__ import annotations
@@ -232,9 +233,14 @@ def run_blocks(page: str, folder: Path, env: dict[str, str]) -> str | None:
 def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
               judge_server: str) -> Iterator[dict[str, Future[str | None]]]:
     """Every page this session runs (the selected `test_page_runs` items, in their order),
-    started on a pool of `_jobs()` threads, each in a temporary folder of its own: page ->
-    its run (`run_blocks`). The pages that load the default model (SLOW_PAGES) share the
-    session's converted copy (`default_model_store`)."""
+    started on a pool of `_jobs()` threads (none under pytest-xdist), each in a temporary
+    folder of its own: page -> its run (`run_blocks`). The pages that load the default model
+    (SLOW_PAGES) share the session's converted copy (`default_model_store`)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Every xdist worker collects every page and runs only those it is handed: the pages
+        # run in their own tests (`test_page_runs`), spread over the workers by xdist.
+        yield {}
+        return
     pages = [str(item.callspec.params["page"]) for item in request.session.items
              if isinstance(item, pytest.Function) and item.originalname == "test_page_runs"
              and item.module is sys.modules[__name__]]
@@ -255,7 +261,8 @@ def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 @pytest.mark.parametrize("page", _params())
 def test_page_runs(page: str, tmp_path: Path, judge_server: str,
-                   page_runs: dict[str, Future[str | None]]) -> None:
+                   page_runs: dict[str, Future[str | None]],
+                   request: pytest.FixtureRequest) -> None:
     """Every block of the page is of a known language, every not-run reason an allowed one,
     every toml/json block parses, and the sh and python blocks run in order."""
     indented = indented_commands(page)
@@ -281,7 +288,12 @@ def test_page_runs(page: str, tmp_path: Path, judge_server: str,
             except json.JSONDecodeError as exc:
                 pytest.fail(f"{where}: the json block does not parse: {exc}")
     run = page_runs.get(page)
-    failure = run.result() if run is not None else run_page(page, tmp_path, judge_server)
+    if run is not None:
+        failure = run.result()
+    else:
+        models = (request.getfixturevalue("default_model_store") if page in SLOW_PAGES
+                  else None)
+        failure = run_page(page, tmp_path, judge_server, models)
     if failure is not None:
         pytest.fail(failure, pytrace=False)
 

@@ -51,20 +51,19 @@ def test_without_vllm_it_writes_why_and_exits_2(tmp_path) -> None:
         assert "vllm is not importable" in json.loads(out.read_text())["error"]
 
 
-SMALL_LM = sorted(Path.home().glob(".cache/judgebench/models/SmolLM2-135M-Instruct*/config.json"))
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not SMALL_LM, reason="the bundled SmolLM2 judge model is not cached here")
-def test_every_check_runs_through_on_the_fake_engine(tmp_path) -> None:
+def test_every_check_runs_through_on_the_fake_engine(tmp_path, default_model_store) -> None:
     """The script's own code paths, on tests/fake_vllm and the fake server (whose fixed
-    answers fail the checks: what matters is that each one runs and is recorded)."""
+    answers fail the checks: what matters is that each one runs and is recorded), with the
+    session's converted SmolLM2 as the model."""
+    small_lm = sorted(default_model_store.glob("SmolLM2-135M-Instruct*/config.json"))
+    assert small_lm, f"no converted SmolLM2 in {default_model_store}"
     out = tmp_path / "r.json"
     tests = REPO / "tests"
     env = {**_env(), "PYTHONPATH": _env()["PYTHONPATH"] + os.pathsep + str(tests / "fake_vllm"),
            "JUDGEBENCH_VLLM_SERVE": f"{sys.executable} {tests / 'fake_vllm_server.py'} serve",
            "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
-    run = subprocess.run([sys.executable, str(SCRIPT), "--model", str(SMALL_LM[0].parent),
+    run = subprocess.run([sys.executable, str(SCRIPT), "--model", str(small_lm[0].parent),
                           "--samples", "4", "--n", "8", "--repeats", "1", "--out", str(out)],
                          env=env, capture_output=True, text=True, timeout=300)
     report = json.loads(out.read_text())
