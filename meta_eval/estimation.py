@@ -34,6 +34,12 @@ weighted_ppi_mean Inverse-probability-weighted PPI++ for labels sampled with kno
                       lam = clip(-cov(A, B) / var(B), 0, 1), A = Y xi / pi, B = f (1 - xi / pi),
                   the lam minimising var(Z) = var(A + lam B). lam = 0 gives Horvitz-Thompson,
                   its human-only counterpart.
+hajek_ppi_mean    The same design, centred: theta = lam mean(f) + the Hajek mean of Y - lam f
+                  (weights 1 / pi scaled to sum to N), se from its linearisation with each
+                  residual centred on the weighted mean, lam minimising that se (see the
+                  function). A judge's constant offset from people no longer counts as error,
+                  as it does in weighted_ppi_mean's Z (1.5-1.8x PPI++'s variance on a judge
+                  offset by 0.75 at uniform sampling: benchmarks/README.md).
 
 Every `Estimate` carries `effective_labels`: how many human labels alone (the human-only
 estimator of the same design) would give the same standard error, n se_human^2 / se^2; the
@@ -71,8 +77,8 @@ class EstimationError(ValueError):
 class Estimate:
     """One estimate of a mean with its interval.
 
-    method: human-only, judge-only, ppi++, stratified-ppi++, weighted-ppi++, paired-ppi++,
-    win-rate-ppi++, rogan-gladen.
+    method: human-only, judge-only, ppi++, stratified-ppi++, weighted-ppi++, hajek-ppi++,
+    paired-ppi++, win-rate-ppi++, rogan-gladen.
     labels: human labels used; items: items the judge scored. lam: the power-tuning weight
     (None where no judge enters the estimate). labelled_variance, fixed_variance: the split
     se^2 = labelled_variance / labels + fixed_variance that `labels_to_reach` extrapolates.
@@ -329,6 +335,98 @@ def weighted_ppi_mean(*, judge: ArrayLike, human: ArrayLike, inclusion_probabili
                      fixed_variance=0.0, exponent=e)
 
 
+def hajek_ppi_mean(*, judge: ArrayLike, human: ArrayLike, inclusion_probability: ArrayLike,
+                   confidence: float = 0.95, lam: float | None = None) -> Estimate:
+    """Centred (Hajek-normalised) inverse-probability-weighted PPI++ for the mean: labels drawn
+    with known inclusion probabilities pi_i (any design of `meta_eval.sampling`), the
+    rectifier averaged with weights that sum to N, so a judge offset from people costs
+    nothing.
+
+    With xi_i = 1 where item i is labelled, w_i = 1 / pi_i and v_i = N w_i / sum_j xi_j w_j
+    (the weights scaled to sum to N over the labelled items: Hajek's estimated population
+    size sum xi w in place of N), over all N items:
+
+        theta = lam mean(f) + mu_r,   mu_r = sum xi w (Y - lam f) / sum xi w,
+
+    the judge's mean over every item plus the Hajek (ratio) mean of the rectifier
+    r = Y - lam f (Hajek 1971; Sarndal, Swensson and Wretman 1992, "Model Assisted Survey
+    Sampling", ch. 5: the weighted mean of a ratio and its Taylor linearisation). Its
+    linearisation, with every residual centred on the weighted mean,
+
+        psi_i = lam (f_i - mean(f)) + xi_i v_i (r_i - mu_r),   se^2 = sum_i psi_i^2 / N^2,
+
+    estimates (Var(Y) + E[(1 / pi - 1) (r - E r)^2]) / N, the variance of Zrnic and Candes
+    (2024, "Active Statistical Inference", ICML, Theorem 1) with the rectifier centred:
+    there, E[(1 / pi - 1) r^2] counts the judge's mean offset from people r_bar as error,
+    here only the spread of r around r_bar does (`weighted_ppi_mean` is their uncentred
+    form). psi sums to 0 exactly. Power tuning as PPI++ (Angelopoulos, Duchi and Zrnic
+    2023, arXiv:2311.01453) does it: psi = A + lam B with A_i = xi_i v_i (Y_i - mu_Y),
+    B_i = (f_i - mean(f)) - xi_i v_i (f_i - mu_f) (mu_Y, mu_f the Hajek means of the
+    labelled Y and f), and lam = clip(-sum A B / sum B^2, 0, 1) minimises the estimated
+    variance (0 where B is 0: every item labelled at pi = 1). lam = 0 is the Hajek mean of
+    the labels, the human-only counterpart of effective_labels.
+
+    The variance is Poisson sampling's (independent draws); on the fixed-size designs of
+    `meta_eval.sampling` it is Hajek's approximation, close because the residuals are
+    centred. Identities: every item labelled at pi = 1 gives the human-only mean and
+    interval (as `ppi_mean`); equal pi with lam = 0 gives the labels' mean and
+    var(Y) / n (as `ppi_mean(lam=0)`); equal pi with a given lam gives `ppi_mean`'s point
+    with every item's judge score in the judge's mean (its se^2 adds
+    2 lam cov(f, r) / N over the labelled items, the labelled items being in that mean).
+    labels_to_reach: the labelled term sum xi v^2 (r - mu_r)^2 / N^2 shrinks as 1 / n,
+    the rest is fixed. A labelled item needs pi_i > 0; an unlabelled item's pi_i is not
+    used (it must lie in [0, 1]). Refused where the weights leave fewer than 2 effective
+    labels, (sum w)^2 / sum w^2 < 2 (Kish 1965): the linearisation then says 0 for one
+    dominant label (the samplers' uniform share keeps every pi_i >= about u n / N)."""
+    z = two_sided_z(confidence)
+    f, y = _scores(judge=judge, human=human)
+    pi = np.asarray(inclusion_probability, dtype=float)
+    if pi.shape != f.shape:
+        raise EstimationError(
+            f"inclusion_probability must have one entry per item, got shape {pi.shape}")
+    labelled = np.isfinite(y)
+    bad = np.flatnonzero(~((pi >= 0) & (pi <= 1)) | (labelled & ~(pi > 0)))
+    if bad.size:
+        raise EstimationError(
+            f"inclusion probability of item {bad[0]} is {pi[bad[0]]}: it must lie in (0, 1] "
+            "for a labelled item and in [0, 1] otherwise")
+    n = int(labelled.sum())
+    _needs_labels(n, 2)
+    e = _scale(f, y)
+    f, y = np.ldexp(f, -e), np.ldexp(y, -e)
+    items = f.size
+    p = pi[labelled]
+    w = float(p.min()) / p  # 1 / pi up to one factor, in (0, 1]: no overflow for tiny pi
+    kish = float(w.sum()) ** 2 / float(w @ w)
+    if kish < 2:
+        raise EstimationError(
+            f"the inclusion probabilities leave {kish:.3g} effective labels of the {n} "
+            "(Kish: (sum 1/pi)^2 / sum 1/pi^2): one label's weight outweighs all the others, "
+            "and the estimate would be that one label with no interval; an estimate needs at "
+            "least 2")
+    v = items * (w / float(w.sum()))
+    yl, fl = y[labelled], f[labelled]
+    mean_y, mean_f = float(v @ yl) / items, float(v @ fl) / items
+    f_bar = float(f.mean())
+    a = np.zeros(items)
+    a[labelled] = v * (yl - mean_y)
+    b = f - f_bar
+    b[labelled] -= v * (fl - mean_f)
+    if lam is None:
+        bb = float(b @ b)
+        spread = float((f - f_bar) @ (f - f_bar))
+        lam = 0.0 if bb <= 1e-20 * spread else float(np.clip(-float(a @ b) / bb, 0.0, 1.0))
+    psi = a + lam * b
+    variance = float(psi @ psi) / items**2
+    residual = v * ((yl - mean_y) - lam * (fl - mean_f))
+    fixed = max(variance - float(residual @ residual) / items**2, 0.0)
+    return _estimate("hajek-ppi++", point=lam * f_bar + mean_y - lam * mean_f,
+                     se=math.sqrt(variance), z=z, confidence=confidence, labels=n,
+                     items=items, lam=lam, se_human=math.sqrt(float(a @ a)) / items,
+                     labelled_variance=(variance - fixed) * n, fixed_variance=fixed,
+                     exponent=e)
+
+
 def labels_to_reach(*, estimate: Estimate, target_width: float) -> int | None:
     """How many more human labels bring the interval's full width (upper - lower) to at most
     `target_width`, from se^2(n') = labelled_variance / n' + fixed_variance with the variances
@@ -350,14 +448,17 @@ def labels_to_reach(*, estimate: Estimate, target_width: float) -> int | None:
 
 
 def active_label_priority(*, judge: ArrayLike, human: ArrayLike, lam: float,
-                          bins: int | None = None) -> FloatArray:
+                          bins: int | None = None, centre: bool = False) -> FloatArray:
     """Per item, how much labelling it would help: sqrt(E[(Y - lam f)^2 | f]), the quantity the
     variance-optimal inclusion probability is proportional to (Zrnic and Candes 2024, "Active
     Statistical Inference", Theorem 1 with the rectifier of PPI++). The conditional mean is
     estimated by cutting the judge score into `bins` quantile bins (default
     max(1, floor(sqrt(n)))) and averaging (Y - lam f)^2 over each bin's labelled items; a bin
     without labels takes the overall mean. Labelled items get NaN (already labelled). To sample
-    a budget of B labels: pi_i = min(1, B * priority_i / sum(priority)) over unlabelled items."""
+    a budget of B labels: pi_i = min(1, B * priority_i / sum(priority)) over unlabelled items.
+    `centre=True`: sqrt(E[(Y - lam f - r_bar)^2 | f]), r_bar the labels' mean of Y - lam f
+    (unweighted: the labels are taken as a uniform draw), the priority of the centred
+    estimator `hajek_ppi_mean`, for which a judge's constant offset is no error."""
     f, y = _scores(judge=judge, human=human)
     labelled = np.isfinite(y)
     n = int(labelled.sum())
@@ -367,7 +468,10 @@ def active_label_priority(*, judge: ArrayLike, human: ArrayLike, lam: float,
     count = bins if bins is not None else max(1, math.isqrt(n))
     edges = np.unique(np.quantile(f[labelled], np.linspace(0, 1, count + 1)[1:-1]))
     where = np.searchsorted(edges, f, side="right")
-    squared = (y - lam * f) ** 2
+    residual = y - lam * f
+    if centre:
+        residual = residual - float(residual[labelled].mean())
+    squared = residual**2
     sums = np.bincount(where[labelled], weights=squared[labelled], minlength=edges.size + 1)
     counts = np.bincount(where[labelled], minlength=edges.size + 1)
     overall = float(squared[labelled].mean())

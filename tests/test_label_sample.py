@@ -149,14 +149,19 @@ def test_disagreement_between_a_judges_repeats_read_from_the_store(tmp_path):
     assert result.parameters["disagreement"] == "repeats"
 
 
-def direct_priority(f: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
-    """sqrt of the mean squared residual Y - lam f in quantile bins of the labelled judge
-    scores (floor(sqrt(labels)) bins, right-closed at the edges as searchsorted 'right')."""
+def direct_priority(f: np.ndarray, y: np.ndarray, lam: float, centre: bool = True
+                    ) -> np.ndarray:
+    """sqrt of the mean squared residual Y - lam f (less the labels' mean of it: centred) in
+    quantile bins of the labelled judge scores (floor(sqrt(labels)) bins, right-closed at the
+    edges as searchsorted 'right')."""
     labelled = np.isfinite(y)
     count = max(1, int(np.sqrt(labelled.sum())))
     edges = np.unique(np.quantile(f[labelled], np.linspace(0, 1, count + 1)[1:-1]))
     where = np.searchsorted(edges, f, side="right")
-    squared = (y - lam * f) ** 2
+    residual = y - lam * f
+    if centre:
+        residual = residual - residual[labelled].mean()
+    squared = residual**2
     means = {b: squared[labelled & (where == b)].mean() for b in np.unique(where[labelled])}
     overall = squared[labelled].mean()
     return np.sqrt(np.array([means.get(b, overall) for b in where]))
@@ -178,11 +183,16 @@ def test_active_draws_by_the_priority_of_the_labels_with_labelled_rows_priced_to
     priority = direct_priority(f, y, lam)
     unlabelled = ~np.isfinite(y)
     assert np.allclose(priority[unlabelled],
-                       active_label_priority(judge=f, human=y, lam=lam)[unlabelled])
+                       active_label_priority(judge=f, human=y, lam=lam,
+                                             centre=True)[unlabelled])
     want = active_sample(priority=priority, n=10, seed=6,
                          exclude=[rows.index(m) for m in mine])
     assert [(r.item, r.system) for r in result.rows] == [rows[k] for k in want.positions]
     assert not set(mine) & {(r.item, r.system) for r in result.rows}
+    uncentred = active_sample(priority=direct_priority(f, y, lam, centre=False), n=10, seed=6,
+                              exclude=[rows.index(m) for m in mine])
+    assert uncentred.probabilities != pytest.approx(want.probabilities, rel=1e-6), \
+        "centring must change the design (the check could not tell otherwise)"
 
 
 def test_active_turns_a_lower_is_better_judge_around(tmp_path):
@@ -231,6 +241,106 @@ def test_active_with_binary_verdicts_splits_by_verdict_from_labels_or_the_prior(
         assert row.inclusion_probability == drawn / size
 
 
+def test_active_by_a_judges_probability_follows_p_times_1_minus_p(tmp_path):
+    frame = pd.read_csv(SCORES)
+    rouge = frame["lexical.rougeL"].to_numpy(dtype=float)
+    frame["p"] = np.round((rouge - rouge.min()) / (rouge.max() - rouge.min()), 1)  # ties
+    rows = keys(frame)
+    labels = {rows[k]: 3.0 for k in range(4)}
+    result = label_sample(frame, strategy="active", n=12, seed=8, judge="p",
+                          uncertainty="probability", labels=labels, exclude=rows[:2])
+    p = frame["p"].to_numpy()
+    want = active_sample(uncertainty=p * (1 - p), n=12, seed=8, exclude=[0, 1])
+    assert [(r.item, r.system) for r in result.rows] == [rows[k] for k in want.positions]
+    assert [r.inclusion_probability for r in result.rows] == list(want.probabilities)
+    assert result.parameters["uncertainty"] == "probability"
+    assert "priority:uncertainty" in result.signature and "uniform_share:0.5" in result.signature
+    assert any("labels given are not used" in note for note in result.notes)
+    verdicts = frame.assign(p=(frame["p"] > 0.5).astype(int))  # 0/1: p (1 - p) = 0, uniform
+    uniform = label_sample(verdicts, strategy="active", n=8, seed=1, judge="p",
+                           uncertainty="probability")
+    assert [r.inclusion_probability for r in uniform.rows] == pytest.approx([8 / 64] * 8,
+                                                                            rel=1e-12)
+    frame.loc[9, "p"] = 1.25
+    path = tmp_path / "p.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"1\.25 is not a probability") as error:
+        label_sample(path, strategy="active", n=5, judge="p", uncertainty="probability")
+    assert (error.value.path, error.value.line, error.value.field) == (str(path), 11, "p")
+
+
+def test_active_by_a_judges_repeats_follows_the_variance_of_its_draws(tmp_path):
+    pytest.importorskip("aiohttp", reason="the [api] extra is not installed (openai_compat)")
+    from fault_server import FaultServer
+
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(16))
+    with FaultServer("--random-scores", "5") as server:
+        spec = ("judge.rubric:backend=openai_compat,model=judge,api_base=" + server.url
+                + ",timeout_s=5,temperature=1,protocol=text")
+        done = run_cli("score", str(data), "-m", spec, "--repeats", "3", "--store",
+                       str(tmp_path / "runs.db"), "--cache", str(tmp_path / "cache.sqlite"),
+                       "-o", str(tmp_path / "out.csv"), cwd=tmp_path,
+                       env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "d")})
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        stored = pd.read_sql("SELECT item, system, sample_index, value FROM scores", conn)
+    table = pd.read_csv(tmp_path / "out.csv")
+    draws = stored.pivot_table(index=["item", "system"], columns="sample_index",
+                               values="value").loc[keys(table)].to_numpy(dtype=float)
+    assert draws.shape == (16, 3) and np.isfinite(draws).all()
+    variance = draws.var(axis=1, ddof=1)
+    assert np.unique(variance).size > 2
+    judge = column(spec)
+    result = label_sample(tmp_path / "out.csv", strategy="active", n=6, seed=4, judge=judge,
+                          uncertainty="repeats")
+    want = active_sample(uncertainty=variance, n=6, seed=4)
+    assert [(r.item, r.system) for r in result.rows] == [keys(table)[k] for k in want.positions]
+    assert [r.inclusion_probability for r in result.rows] == list(want.probabilities)
+    with pytest.raises(InputError, match="no score distribution") as error:
+        label_sample(tmp_path / "out.csv", strategy="active", n=6, judge=judge,
+                     uncertainty="distribution")
+    assert error.value.field == judge
+
+
+def test_active_by_a_geval_judges_score_distribution(tmp_path):
+    """G-Eval in logprobs mode keeps its distribution over 1-5 (the server puts 0.6 on its
+    answer and 0.1 on each other score): the variance of that distribution, read here from
+    the store with sqlite3, is the uncertainty."""
+    pytest.importorskip("aiohttp", reason="the [api] extra is not installed (openai_compat)")
+    from fault_server import FaultServer
+
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(20))
+    with FaultServer(reply="{score}") as server:
+        spec = ("judge.geval:backend=openai_compat,model=judge,api_base=" + server.url
+                + ",timeout_s=5,criterion=relevance,steps=1. Rate relevance.")
+        done = run_cli("score", str(data), "-m", spec, "--store", str(tmp_path / "runs.db"),
+                       "--cache", str(tmp_path / "cache.sqlite"), "-o",
+                       str(tmp_path / "out.csv"), cwd=tmp_path,
+                       env={"JUDGEBENCH_CACHE_DIR": str(tmp_path / "d")})
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        stored = {(item, system): json.loads(extra)["probs"] for item, system, extra in
+                  conn.execute("SELECT item, system, extra FROM scores")}
+    table = pd.read_csv(tmp_path / "out.csv")
+    variance = []
+    for key in keys(table):
+        probs = {int(s): p for s, p in stored[key].items()}
+        mean = sum(s * p for s, p in probs.items())
+        variance.append(sum(p * (s - mean) ** 2 for s, p in probs.items()))
+    assert len(set(np.round(variance, 9))) > 1  # 0.6 on 1 or 5 spreads more than on 3
+    with pytest.raises(InputError, match="the sidecar names none: pass the store"):
+        label_sample(tmp_path / "out.csv", strategy="active", n=7, seed=2,
+                     judge=column(spec), uncertainty="distribution")
+    result = label_sample(tmp_path / "out.csv", strategy="active", n=7, seed=2,
+                          judge=column(spec), uncertainty="distribution",
+                          store=tmp_path / "runs.db")
+    want = active_sample(uncertainty=variance, n=7, seed=2)
+    assert [(r.item, r.system) for r in result.rows] == [keys(table)[k] for k in want.positions]
+    assert [r.inclusion_probability for r in result.rows] == pytest.approx(want.probabilities,
+                                                                           rel=1e-12)
+    assert result.parameters["uncertainty"] == "distribution"
+
+
 def test_refusals_name_the_file_and_the_column_or_option(tmp_path):
     cases = [
         (dict(strategy="random", n=65), "cannot draw 65 items", "--sample"),
@@ -248,6 +358,16 @@ def test_refusals_name_the_file_and_the_column_or_option(tmp_path):
         assert error.value.path == str(SCORES)
     with pytest.raises(InputError, match="unknown strategy 'uncertainty'"):
         label_sample(SCORES, strategy="uncertainty", n=5)
+    for wrong in (dict(strategy="random", uncertainty="probability"),
+                  dict(strategy="active", judge="lexical.bleu", uncertainty="entropy")):
+        with pytest.raises(InputError, match="instead of labels") as error:
+            label_sample(SCORES, n=5, **wrong)  # type: ignore[arg-type]
+        assert error.value.field == "--uncertainty"
+    with pytest.raises(InputError, match=r"not scored with --repeats.*variance of its draws") \
+            as error:
+        label_sample(SCORES, strategy="active", n=5, judge="lexical.bleu",
+                     uncertainty="repeats")
+    assert (error.value.path, error.value.field) == (str(SCORES), "lexical.bleu")
     with pytest.raises(InputError, match="two or more judge columns") as error:
         label_sample(SCORES, strategy="disagreement", n=5, judges=["lexical.bleu"])
     assert error.value.field == "--judges"

@@ -216,6 +216,44 @@ def test_active_sample_probabilities_by_simulation_and_the_first_k_labelled():
     assert_matches(first, expected * k / n, runs)
 
 
+def test_active_sample_by_the_judges_uncertainty_follows_its_root_by_simulation():
+    """No labels: e_i = sqrt(u_i), mixed with uniform at share 0.5 by default (0.2 given)."""
+    runs, n = 8000, 10
+    rng = np.random.default_rng(5)
+    p = np.round(rng.beta(0.4, 0.4, size=40), 1)  # a judge's probabilities, tied, 0 and 1 too
+    u = p * (1 - p)
+    exclude = [3, 4]
+    keep = np.ones(40, dtype=bool)
+    keep[exclude] = False
+    for share in (None, 0.2):
+        def draw_one(seed: int, share: float | None = share) -> Draw:
+            return active_sample(uncertainty=u, n=n, seed=seed, uniform_share=share,
+                                 exclude=exclude)
+
+        freq, stated = frequencies(draw_one, 40, runs)
+        mixing = 0.5 if share is None else share
+        root = np.where(keep, np.sqrt(u), 0.0)
+        expected = capped_pps(np.where(keep, mixing / 38 + (1 - mixing) * root / root.sum(),
+                                       0.0), n)
+        assert (expected[keep & (u == 0)] > 0).all(), "a sure item keeps a probability"
+        drawn = np.isfinite(stated)
+        assert np.allclose(stated[drawn], expected[drawn], rtol=1e-12, atol=0)
+        assert_matches(freq, expected, runs)
+    draw = active_sample(uncertainty=u, n=n, seed=0)
+    assert draw.signature.startswith("sample.active@1|n:10|seed:0|uniform_share:0.5|")
+    assert draw.signature.endswith("|priority:uncertainty")
+    learnt = active_sample(priority=np.sqrt(u), n=n, seed=0, uniform_share=0.5)
+    assert learnt.positions == draw.positions
+    assert learnt.probabilities == pytest.approx(draw.probabilities, rel=1e-12)
+    assert "priority" not in learnt.parameters
+    for scale in (1e-300, 2.0**-1074 * 1e10, 1e300):  # the root taken after scaling
+        other = active_sample(uncertainty=u * scale, n=n, seed=0)
+        assert other.positions == draw.positions
+        assert np.allclose(other.probabilities, draw.probabilities, rtol=1e-12)
+    flat = active_sample(uncertainty=np.zeros(40), n=n, seed=0)
+    assert flat.probabilities == pytest.approx([n / 40] * n, rel=1e-12)
+
+
 def test_active_binary_sample_probabilities_and_the_neyman_split():
     rng = np.random.default_rng(3)
     verdicts = (rng.random(60) < 0.3).astype(float)
@@ -390,6 +428,14 @@ def test_every_strategy_refuses_bad_input_with_a_sentence():
                                       sensitivity=0.5, minimum=0),
          "no better than chance"),
         (lambda: Draw((1, 2), (0.5, 0.5), "random", 0).first(3), "has no first 3"),
+        (lambda: active_sample(n=1, seed=0), "either a priority .* or the judge's uncertainty"),
+        (lambda: active_sample(priority=ok, uncertainty=ok, n=1, seed=0), "exactly one"),
+        (lambda: active_sample(uncertainty=[0.2, -0.1], n=1, seed=0),
+         "uncertainty of candidate 1 is -0.1"),
+        (lambda: active_sample(uncertainty=[np.nan, 0.1], n=1, seed=0),
+         "uncertainty of candidate 0 is nan"),
+        (lambda: active_sample(uncertainty=ok, n=2, seed=0, uniform_share=1.5),
+         r"uniform share must lie in \(0, 1\]"),
     ]
     for call, message in calls:
         with pytest.raises(SamplingError, match=message):

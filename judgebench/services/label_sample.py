@@ -19,8 +19,15 @@ Strategies:
   and judged-positive rows that minimises the variance of the corrected pass rate, from the
   judge's specificity and sensitivity on the `labels` given (a prior of `specificity` and
   `sensitivity`, default 0.9 each, counting as 2 labels each) or the prior alone; otherwise
-  Zrnic and Candes' active inference: the priority sqrt(E[(Y - lam f)^2 | f]) estimated from
-  `labels` (at least 2 rows, lam from PPI++ on them) by `estimation.active_label_priority`.
+  Zrnic and Candes' active inference: the priority sqrt(E[(Y - lam f - r_bar)^2 | f]) of the
+  centred estimator (`estimation.hajek_ppi_mean`) estimated from `labels` (at least 2 rows,
+  lam from PPI++ on them) by `estimation.active_label_priority(centre=True)`, or, with
+  `uncertainty`, the root of the judge's own uncertainty per row, no label needed:
+  * probability: the judge column is a probability p of a pass, uncertainty p (1 - p);
+  * repeats: the variance (divisor K - 1) of the row's `score --repeats K` draws, read from
+    the store (a row with fewer than 2 scored draws gets the mean of the others);
+  * distribution: the variance of the judge's score distribution the store keeps with each
+    score (G-Eval: `extra.probs` in logprobs mode, `extra.samples` in sampling mode).
 
 `exclude`: the (item, system) rows the annotator has labelled, never drawn; every probability
 is conditional on them (meta_eval.sampling). Bad input raises InputError naming the file and
@@ -48,7 +55,9 @@ if TYPE_CHECKING:
 Log = Callable[[str], None]
 STRATEGIES = ("random", "stratified", "disagreement", "active")
 SOURCES = ("judges", "repeats", "orders")
+UNCERTAINTIES = ("probability", "repeats", "distribution")
 PRIOR_LABELS = 2  # how many labels the prior specificity and sensitivity count as
+DEFAULT_SHARE = 0.2  # the uniform share (active_sample's own default where it has one)
 
 
 @dataclass(frozen=True)
@@ -130,8 +139,10 @@ def label_sample(scores: str | Path | pd.DataFrame, *, strategy: str, n: int, se
                  disagreement: str | None = None,
                  labels: Mapping[tuple[str, str], float] | None = None,
                  specificity: float | None = None, sensitivity: float | None = None,
-                 uniform_share: float = 0.2, exclude: Iterable[tuple[str, str]] = (),
-                 store: str | Path | None = None, log: Log | None = None) -> LabelSample:
+                 uniform_share: float | None = None,
+                 exclude: Iterable[tuple[str, str]] = (),
+                 store: str | Path | None = None, uncertainty: str | None = None,
+                 log: Log | None = None) -> LabelSample:
     """Draw `n` rows of `scores` to label by `strategy` (the module says how each works).
 
     `judge`: the judge column (stratified: the column binned; disagreement: the judge whose
@@ -139,11 +150,19 @@ def label_sample(scores: str | Path | pd.DataFrame, *, strategy: str, n: int, se
     `judges`: the columns whose disagreement draws (disagreement). `disagreement`: judges,
     repeats or orders (default: judges when two or more are named, else orders when the table
     has `<judge>.ab`/`.ba`, else repeats). `labels`: (item, system) -> a human label (active).
-    `exclude`: (item, system) rows never drawn. Returns the rows in labelling order."""
+    `uncertainty`: probability, repeats or distribution (active: the judge's own uncertainty
+    instead of labels). `uniform_share`: the share of a disagreement or active draw's
+    probability spread uniformly (default 0.2; 0.5 for an active draw by the judge's
+    uncertainty, `meta_eval.sampling.active_sample` says why). `exclude`: (item, system) rows
+    never drawn. Returns the rows in labelling order."""
     log = log or (lambda _message: None)
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}: choose one of "
                          f"{', '.join(STRATEGIES)}", field="--strategy")
+    if uncertainty is not None and (strategy != "active" or uncertainty not in UNCERTAINTIES):
+        raise InputError(f"the judge's uncertainty ({', '.join(UNCERTAINTIES)}) is what an "
+                         f"active draw may follow instead of labels; got {uncertainty!r} with "
+                         f"strategy {strategy!r}", field="--uncertainty")
     columns = _columns(strategy, judge, judges, disagreement)
     table = _read(scores, columns)
     notes: list[str] = []
@@ -157,7 +176,7 @@ def label_sample(scores: str | Path | pd.DataFrame, *, strategy: str, n: int, se
                               minimum=minimum, disagreement=disagreement, labels=labels,
                               specificity=specificity, sensitivity=sensitivity,
                               uniform_share=uniform_share, exclude=excluded, store=store,
-                              settings=settings, notes=notes)
+                              uncertainty=uncertainty, settings=settings, notes=notes)
     except SamplingError as error:
         text = str(error)
         about_n = text.startswith("cannot draw") or "number of items" in text
@@ -272,9 +291,10 @@ def _positions(table: _Table, exclude: Iterable[tuple[str, str]], notes: list[st
 def _drawn(table: _Table, strategy: str, *, n: int, seed: int, judge: str | None,
            judges: Sequence[str], bins: int, by_system: bool, allocation: str, minimum: int,
            disagreement: str | None, labels: Mapping[tuple[str, str], float] | None,
-           specificity: float | None, sensitivity: float | None, uniform_share: float,
-           exclude: list[int], store: str | Path | None, settings: dict[str, Any],
-           notes: list[str]) -> tuple[Draw, list[str] | None]:
+           specificity: float | None, sensitivity: float | None,
+           uniform_share: float | None,
+           exclude: list[int], store: str | Path | None, uncertainty: str | None,
+           settings: dict[str, Any], notes: list[str]) -> tuple[Draw, list[str] | None]:
     """The draw and, for a stratified design, each row's stratum name."""
     from meta_eval import sampling
 
@@ -288,12 +308,14 @@ def _drawn(table: _Table, strategy: str, *, n: int, seed: int, judge: str | None
     if strategy == "disagreement":
         d = _disagreement(table, judge, judges, disagreement, store, settings)
         return sampling.disagreement_sample(disagreement=d, n=n, seed=seed,
-                                            uniform_share=uniform_share,
+                                            uniform_share=DEFAULT_SHARE if uniform_share
+                                            is None else uniform_share,
                                             exclude=exclude), None
     assert judge is not None
     return _active(table, judge, n=n, seed=seed, labels=labels, specificity=specificity,
                    sensitivity=sensitivity, uniform_share=uniform_share, minimum=minimum,
-                   exclude=exclude, settings=settings, notes=notes)
+                   exclude=exclude, store=store, uncertainty=uncertainty, settings=settings,
+                   notes=notes)
 
 
 def _strata(table: _Table, judge: str | None, bins: int, by_system: bool,
@@ -400,23 +422,33 @@ def _draws(table: _Table, judge: str, store: str | Path | None) -> np.ndarray:
             f"{judge!r} was not scored with --repeats (its sidecar says no repeats), and "
             "the table has no two orders of it: disagreement needs two or more judges, "
             "repeats or orders", judge)
+    path, signature = _stored(table, judge, store, "the draws of --repeats")
+    keyed = pd.DataFrame(table.keys, columns=["item", "system"])
+    return draw_matrix(path, signature, keyed, repeats)
+
+
+def _stored(table: _Table, judge: str, store: str | Path | None, what: str
+            ) -> tuple[Path, str]:
+    """The store that holds `judge`'s scores (`store`, or the one the sidecar names) and the
+    judge's signature there."""
     named = (table.sidecar or {}).get("store")
     path = store if store is not None else named
     if path is None or path == ":memory:":
-        raise table.error("the draws of --repeats are in a store, and the sidecar names none: "
-                          "pass the store", "store")
-    signature = table.sidecar["columns"][judge].get("signature")  # type: ignore[index]
+        raise table.error(f"{what} are in a store, and the sidecar names none: pass the store",
+                          "store")
+    column = ((table.sidecar or {}).get("columns") or {}).get(judge) or {}
+    signature = column.get("signature")
     if not isinstance(signature, str):
-        raise table.error("a repeated column without its signature in the sidecar", judge)
-    keyed = pd.DataFrame(table.keys, columns=["item", "system"])
-    return draw_matrix(Path(path), signature, keyed, repeats)
+        raise table.error(f"{what} are read from the store by the judge's signature, and the "
+                          "sidecar has none for this column", judge)
+    return Path(path), signature
 
 
 def _active(table: _Table, judge: str, *, n: int, seed: int,
             labels: Mapping[tuple[str, str], float] | None, specificity: float | None,
-            sensitivity: float | None, uniform_share: float, minimum: int,
-            exclude: list[int], settings: dict[str, Any], notes: list[str]
-            ) -> tuple[Draw, list[str] | None]:
+            sensitivity: float | None, uniform_share: float | None, minimum: int,
+            exclude: list[int], store: str | Path | None, uncertainty: str | None,
+            settings: dict[str, Any], notes: list[str]) -> tuple[Draw, list[str] | None]:
     import numpy as np
 
     from meta_eval import sampling
@@ -437,10 +469,21 @@ def _active(table: _Table, judge: str, *, n: int, seed: int,
     keep_out = [int(inside[k]) for k in exclude if inside[k] >= 0]
     fs, ys = f[scored], y[scored]
     labelled = np.isfinite(ys)
-    if np.isin(fs, (0.0, 1.0)).all() and np.isin(ys[labelled], (0.0, 1.0)).all():
+    if uncertainty is not None:
+        u = _uncertainty(table, judge, uncertainty, store, notes)[scored]
+        settings["uncertainty"] = uncertainty
+        if labelled.any():
+            notes.append(f"the {int(labelled.sum())} labels given are not used: the draw "
+                         "follows the judge's uncertainty")
+        draw = sampling.active_sample(uncertainty=u, n=n, seed=seed,
+                                      uniform_share=uniform_share, exclude=keep_out)
+        strata = None
+    elif np.isin(fs, (0.0, 1.0)).all() and np.isin(ys[labelled], (0.0, 1.0)).all():
         q0, q1 = _rates(fs, ys, labelled, specificity, sensitivity, settings)
         draw = sampling.active_binary_sample(verdicts=fs, n=n, seed=seed, specificity=q0,
-                                             sensitivity=q1, uniform_share=uniform_share,
+                                             sensitivity=q1,
+                                             uniform_share=DEFAULT_SHARE if uniform_share
+                                             is None else uniform_share,
                                              minimum=minimum, exclude=keep_out)
         strata = [f"{judge} judged {v:g}" for v in f]
     else:
@@ -450,6 +493,92 @@ def _active(table: _Table, judge: str, *, n: int, seed: int,
         strata = None
     return replace(draw, positions=tuple(int(scored[k]) for k in draw.positions),
                    candidates=f.size, eligible=f.size - len(set(exclude))), strata
+
+
+def _uncertainty(table: _Table, judge: str, source: str, store: str | Path | None,
+                 notes: list[str]) -> np.ndarray:
+    """The judge's own uncertainty per row (the module says each source); NaN on a row the
+    judge did not score (never drawn: `_active` refuses those unless excluded)."""
+    import numpy as np
+
+    raw = table.raw[judge]
+    if source == "probability":
+        outside = np.flatnonzero(np.isfinite(raw) & ((raw < 0) | (raw > 1)))
+        if outside.size:
+            k = int(outside[0])
+            raise table.error(f"{float(raw[k])} is not a probability: the uncertainty "
+                              "p (1 - p) needs the judge's probability of a pass in [0, 1]",
+                              judge, k)
+        return raw * (1.0 - raw)
+    if source == "repeats":
+        from judgebench.services.repeats import repeated_columns
+
+        if repeated_columns(table.sidecar, [judge]).get(judge) is None:
+            raise table.error(f"{judge!r} was not scored with --repeats (its sidecar says no "
+                              "repeats): the variance of its draws is unknown; use another "
+                              "uncertainty, or labels", judge)
+        draws = _draws(table, judge, store)
+        counts = np.isfinite(draws).sum(axis=1)
+        enough = counts >= 2
+        if not enough.any():
+            raise table.error("no row has 2 scored draws of --repeats: their variance is "
+                              "unknown", judge)
+        variance = np.full(draws.shape[0], np.nan)
+        variance[enough] = np.nanvar(draws[enough], axis=1, ddof=1)
+        short = np.isfinite(raw) & ~enough
+        if short.any():
+            variance[short] = float(variance[enough].mean())
+            notes.append(f"{int(short.sum())} row(s) with fewer than 2 scored draws take the "
+                         "mean variance of the others")
+        return variance
+    return _distribution_variance(table, judge, store)
+
+
+def _distribution_variance(table: _Table, judge: str, store: str | Path | None
+                           ) -> np.ndarray:
+    """Per row, the variance of the score distribution the store keeps in the judge's
+    `extra`: `probs` (score -> probability, normalised) or `samples` (the sampled scores;
+    the variance of their empirical distribution, divisor n). The row's latest stored score
+    of the signature, first draw."""
+    import json
+    import sqlite3
+
+    import numpy as np
+
+    path, signature = _stored(table, judge, store, "the judge's score distributions")
+    if not path.is_file():
+        raise InputError("the store that holds the judge's score distributions is not there "
+                         "(the sidecar names it)", path=str(path))
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT item, system, extra, created_at FROM scores WHERE signature = ? AND "
+            "sample_index = 0 AND status = 'ok' ORDER BY created_at", (signature,)).fetchall()
+    latest = {(str(item), str(system)): extra for item, system, extra, _created in rows}
+    out = np.full(len(table.keys), np.nan)
+    raw = table.raw[judge]
+    for k, key in enumerate(table.keys):
+        if not math.isfinite(raw[k]):
+            continue
+        try:
+            extra = json.loads(latest.get(key) or "{}")
+        except ValueError:
+            raise InputError("the stored score's extra is not JSON: the store is damaged",
+                             path=str(path), field="scores.extra") from None
+        probs, samples = extra.get("probs"), extra.get("samples")
+        if isinstance(probs, dict) and probs:
+            values = np.array([float(s) for s in probs], dtype=float)
+            weights = np.array([float(p) for p in probs.values()], dtype=float)
+            weights = weights / weights.sum()
+            mean = float(weights @ values)
+            out[k] = float(weights @ (values - mean) ** 2)
+        elif isinstance(samples, list) and samples:
+            out[k] = float(np.var(np.asarray(samples, dtype=float)))
+        else:
+            raise table.error(
+                "the judge's stored score has no score distribution (extra.probs or "
+                "extra.samples, as judge.geval keeps): use another uncertainty, or labels",
+                judge, k)
+    return out
 
 
 def _labels(table: _Table, labels: Mapping[tuple[str, str], float] | None,
@@ -495,8 +624,9 @@ def _rates(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, specificity: floa
 
 def _priority(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, judge: str, table: _Table,
               settings: dict[str, Any]) -> np.ndarray:
-    """sqrt(E[(Y - lam f)^2 | f]) per row (`active_label_priority`; lam: PPI++'s), for the
-    labelled rows too (they may be labelled by someone else than this annotator)."""
+    """sqrt(E[(Y - lam f - r_bar)^2 | f]) per row (`active_label_priority`, centred; lam:
+    PPI++'s), for the labelled rows too (they may be labelled by someone else than this
+    annotator)."""
     import numpy as np
 
     from meta_eval.estimation import EstimationError, active_label_priority, ppi_mean
@@ -513,7 +643,7 @@ def _priority(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, judge: str, ta
         # each labelled row again as an unlabelled copy, so it gets its bin's priority too
         found = active_label_priority(
             judge=np.concatenate([f, f[labelled]]),
-            human=np.concatenate([y, np.full(count, np.nan)]), lam=lam)
+            human=np.concatenate([y, np.full(count, np.nan)]), lam=lam, centre=True)
     except EstimationError as error:
         raise table.error(str(error), judge) from None
     priority = found[:f.size]
@@ -522,4 +652,5 @@ def _priority(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, judge: str, ta
     return priority
 
 
-__all__ = ["SOURCES", "STRATEGIES", "LabelSample", "SampledRow", "label_sample"]
+__all__ = ["SOURCES", "STRATEGIES", "UNCERTAINTIES", "LabelSample", "SampledRow",
+           "label_sample"]
