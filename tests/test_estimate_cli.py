@@ -15,13 +15,13 @@ from conftest import run_cli
 
 from meta_eval.estimation import (
     active_label_priority,
+    hajek_ppi_mean,
     human_only_mean,
     judge_only_mean,
     labels_to_reach,
     paired_difference,
     ppi_mean,
     stratified_ppi_mean,
-    weighted_ppi_mean,
 )
 from meta_eval.rogan_gladen import rogan_gladen
 
@@ -93,7 +93,7 @@ def test_each_systems_estimates_equal_the_functions_on_its_rows(tmp_path: Path) 
                 ("ppi++", ppi_mean(judge=f, human=y, confidence=0.9)),
                 ("stratified-ppi++", stratified_ppi_mean(
                     judge=f, human=y, strata=rows["half"].to_numpy(), confidence=0.9)),
-                ("weighted-ppi++", weighted_ppi_mean(
+                ("hajek-ppi++", hajek_ppi_mean(
                     judge=f, human=y, inclusion_probability=rows["pi"].to_numpy(),
                     confidence=0.9))):
             record = records[(system, method)]
@@ -105,7 +105,7 @@ def test_each_systems_estimates_equal_the_functions_on_its_rows(tmp_path: Path) 
             assert f"estimate.{method}@1|" in record["signature"]
             assert "judge:judge|human:human|by:system|confidence:0.9" in record["signature"]
     assert "strata:half" in records[("alpha", "stratified-ppi++")]["signature"]
-    assert "inclusion:pi" in records[("alpha", "weighted-ppi++")]["signature"]
+    assert "inclusion:pi" in records[("alpha", "hajek-ppi++")]["signature"]
     assert "strata:" not in records[("alpha", "ppi++")]["signature"]
 
 
@@ -165,7 +165,7 @@ def test_compare_gives_paired_differences_and_target_width_the_labels(tmp_path: 
         needed = labels_to_reach(estimate=expected, target_width=0.4)
         assert record["labels_to_reach"] == needed and needed
         assert expected.lam is not None
-        priority = active_label_priority(judge=f, human=y, lam=expected.lam)
+        priority = active_label_priority(judge=f, human=y, lam=expected.lam, centre=True)
         named = record["next_items"]
         assert len(named) == min(needed, 5)
         chosen = rows["item"].isin(named).to_numpy()

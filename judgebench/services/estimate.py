@@ -313,14 +313,16 @@ def _estimates(group: Group, methods: Sequence[str], settings: dict[str, str],
 
 
 def _corrected(method: str, group: Group, confidence: float) -> Estimate:
-    from meta_eval.estimation import ppi_mean, stratified_ppi_mean, weighted_ppi_mean
+    from meta_eval.estimation import hajek_ppi_mean, ppi_mean, stratified_ppi_mean
 
     f, h = group.oriented, group.human
     if method == "stratified" and group.strata is not None:
         return stratified_ppi_mean(judge=f, human=h, strata=group.strata, confidence=confidence)
     if method == "weighted" and group.inclusion is not None:
-        return weighted_ppi_mean(judge=f, human=h, inclusion_probability=group.inclusion,
-                                 confidence=confidence)
+        # centred (Hajek): a judge offset from people costs the weighted estimate nothing
+        # (`weighted_ppi_mean`, the uncentred form, stays in meta_eval for comparison)
+        return hajek_ppi_mean(judge=f, human=h, inclusion_probability=group.inclusion,
+                              confidence=confidence)
     return ppi_mean(judge=f, human=h, confidence=confidence)
 
 

@@ -135,7 +135,7 @@ def signature(method: str, settings: dict[str, str]) -> str:
     keys = ("lam:tuned",) if method in ("ppi++", "paired-ppi++", "win-rate-ppi++") else ()
     used = {k: v for k, v in settings.items()
             if not (k == "strata" and method != "stratified-ppi++")
-            and not (k == "inclusion" and method != "weighted-ppi++")}
+            and not (k == "inclusion" and method != "hajek-ppi++")}
     return "|".join([f"estimate.{method}@{VERSION}", *(f"{k}:{v}" for k, v in used.items()),
                      *keys, f"judgebench:{__version__}"])
 
@@ -170,7 +170,7 @@ def with_target(row: EstimateRow, group: Group, target_width: float | None,
     unlabelled = ~np.isfinite(group.human)
     if needed != 0 and unlabelled.any() and next_items and row.estimate.lam is not None:
         priority = active_label_priority(judge=group.oriented, human=group.human,
-                                         lam=row.estimate.lam)
+                                         lam=row.estimate.lam, centre=True)
         order = [int(k) for k in np.argsort(-np.where(unlabelled, priority, -np.inf),
                                             kind="stable") if unlabelled[k]]
         count = next_items if needed is None else min(needed, next_items)
