@@ -279,3 +279,23 @@ def test_overall_next_items_name_item_and_system_and_a_frame_error_names_the_fra
     with pytest.raises(InputError, match=r"<DataFrame>.*'judge'.*system 'beta'"):
         judgebench.estimate(frame.assign(judge=frame["judge"].where(frame["system"] != "beta")),
                             judge="judge", human="human")
+
+
+def test_rogan_gladen_refuses_labels_drawn_with_unequal_probabilities(tmp_path: Path) -> None:
+    """Its rates assume a uniform calibration sample: with `pi` varying (0.25 / 0.6 by
+    verdict) its row says why it has no number, and the weighted estimate stands."""
+    path = table(tmp_path / "t.csv", seed=3)
+    records = by_key(estimate(str(path), "--judge", "judge", "--human", "passed",
+                              "--statistic", "pass-rate", "--threshold", "2.5",
+                              "--method", "weighted", "--inclusion-probability", "pi",
+                              "--method", "rogan-gladen"))
+    frame = pd.read_csv(path)
+    for system in ("alpha", "beta"):
+        rows = frame[frame["system"] == system]
+        verdict = (rows["judge"] >= 2.5).astype(float).to_numpy()
+        same(records[(system, "hajek-ppi++")],
+             hajek_ppi_mean(judge=verdict, human=rows["passed"].to_numpy(),
+                            inclusion_probability=rows["pi"].to_numpy()))
+        refused = records[(system, "rogan-gladen")]
+        assert refused["point"] is None
+        assert "unequal inclusion probabilities" in refused["undefined"]

@@ -336,6 +336,11 @@ def _rogan_gladen(group: Group, settings: dict[str, str], confidence: float,
 
     labelled = np.isfinite(group.human)
     sig = signature("rogan-gladen", settings)
+    if group.inclusion is not None and np.ptp(group.inclusion[labelled]) > 0:
+        return EstimateRow(group.name, "rogan-gladen", sig, undefined=(
+            "the labels were drawn with unequal inclusion probabilities, and Rogan-Gladen's "
+            "sensitivity and specificity are rates of a uniform calibration sample: use "
+            "--method weighted (at lam = 1 it is the 1/pi-weighted Rogan-Gladen point)"))
     try:
         corrected = rogan_gladen(test_verdicts=group.judge,
                                  calibration_verdicts=group.judge[labelled],
