@@ -240,7 +240,9 @@ def test_a_pairs_order_is_drawn_per_item_recorded_and_answered_by_side(
     assert {"ab", "ba"} <= set(orders)
     page = _page(root, 1, "ann", reveal="1")
     revealed = page.split('id="revealed"')[1]
-    left = shown_left(5, "ann", sample.items[0].item, sample.items[0].system)  # type: ignore[arg-type]
+    first = sample.items[0].system
+    assert isinstance(first, tuple)
+    left = shown_left(5, "ann", sample.items[0].item, first)
     assert f'id="revealed-left">{escape(left)}<' in revealed
     bad = post(root, _form(root, page, "ann", 1, action="answer", value="a", order="ab"))
     assert bad[0] == 400 and "left, right or tie" in bad[2]
@@ -282,7 +284,7 @@ def test_a_drawn_sample_is_recorded_with_its_probabilities_and_resumed(tmp_path:
     assert len(L.samples(store)) == 2
     every = label_session(texts, store=store, criterion="rel", annotator="ann", seed=9)
     assert sorted(t.key for t in every.tasks) == sorted(
-        zip(table.index.get_level_values(0), table.index.get_level_values(1)))
+        zip(table.index.get_level_values(0), table.index.get_level_values(1), strict=True))
     assert [t.key for t in every.tasks] != sorted(t.key for t in every.tasks)
     assert [t.key for t in every.tasks] == [t.key for t in label_session(
         texts, store=store, criterion="rel", annotator="ann", seed=9).tasks]
@@ -297,7 +299,7 @@ def test_a_conversation_shows_its_turns_so_far_and_a_criterion_its_reference(
     assert len(session.tasks) == len(records)
     by_key = {(f"{r['item']} #{r['turn']}", r["system"]): r for r in records}
     for task in session.tasks:
-        record = by_key[task.key]  # type: ignore[index]
+        record = by_key[task.key]
         turn = record["turn"]
         assert [t.text for t in task.conversation] == [m["content"] for m in
                                                        record["messages"][:turn]]

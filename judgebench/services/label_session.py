@@ -53,7 +53,6 @@ Log = Callable[[str], None]
 NOT_JUDGES = frozenset({"item", "system", "system_a", "system_b", "turn", "input", "output",
                         "source", "reference", "context", "output_a", "output_b",
                         "length_a", "length_b", "category"})
-TEXT_FIELDS = ("output", "output_a", "messages")
 #: Strategies that read a judge column, and so a scores table.
 NEEDS_SCORES = ("disagreement", "active")
 
@@ -175,7 +174,9 @@ def label_session(source: str | Path, *, store: str | Path, criterion: str, anno
                          "give one", field="--sample-id")
     crit = plan_criterion(store, criterion, kind=kind, description=description, low=low,
                           high=high, step=step, choices=choices, show_reference=show_reference)
-    table, where = _table(source, samples)
+    from judgebench.tables.label_rows import label_rows
+
+    table, where = label_rows(source, scores=samples is not None)
     texts_path = str(samples if samples is not None else source)
     texts = _texts(texts_path, crit)
     rows = _rows(table, where, crit)
@@ -188,6 +189,7 @@ def label_session(source: str | Path, *, store: str | Path, criterion: str, anno
     keys = _Keys(rows)
     notes: list[str] = []
     drawn: Sample | None = None
+    chosen: list[tuple[str, System, float | None]]
     if sample_id is not None:
         drawn = _recorded(store, sample_id, crit, rows)
         chosen = [(s.item, s.system, s.inclusion_probability) for s in drawn.items]
@@ -229,33 +231,13 @@ def label_session(source: str | Path, *, store: str | Path, criterion: str, anno
 
 
 # -- reading ------------------------------------------------------------------------------
-def _table(source: str | Path, samples: str | Path | None) -> tuple[pd.DataFrame, str]:
-    """The rows to label: a scores table (with `samples`) or the samples file itself."""
-    from judgebench.tables.io import read_table
-
-    if samples is None:
-        from judgebench.tables.turn_table import turn_units
-
-        frame = turn_units(read_table(source, key=None), "unit", path=str(source))
-        if not set(TEXT_FIELDS) & set(frame.columns):
-            raise InputError("no texts to show (no output, output_a/output_b or messages "
-                             "field): for a scores table, give the samples it was scored "
-                             "from with --samples", path=str(source), field="output")
-        return frame, str(source)
-    from judgebench.tables.pairs import read_judged
-
-    frame, where, _ = read_judged(source)
-    return frame, where
-
-
 def _texts(path: str, crit: Criterion) -> dict[LabelKey, TextSample]:
     """The samples of `path` by the key their labels have; a pair's shape must match the
     criterion's."""
-    from judgebench.tables.io import read_samples
-    from judgebench.tables.turn_table import keyed_samples
+    from judgebench.tables.label_rows import label_texts
 
     out: dict[LabelKey, TextSample] = {}
-    for number, found in enumerate(keyed_samples(read_samples(path), "unit"), start=1):
+    for number, found in enumerate(label_texts(path), start=1):
         if found.is_pairwise != crit.pairwise:
             what = "a pair of outputs (output_a, output_b)" if found.is_pairwise \
                 else "one output"

@@ -151,7 +151,9 @@ def make_label_app(session: LabelSession, *, host: str = "127.0.0.1",
              ) -> HTMLResponse:
         html = hide(env.get_template(name).render(store=store.name, session=session,
                                                   crit=session.criterion, **context))
-        headers = {"content-security-policy": LABEL_CSP} if script else None
+        headers = {"referrer-policy": "same-origin"}  # a same-origin post names its Origin
+        if script:
+            headers["content-security-policy"] = LABEL_CSP
         return HTMLResponse(html, status_code=status, headers=headers)
 
     def failed(exc: JudgebenchError, status: int = 400, annotator: str | None = None
