@@ -352,3 +352,54 @@ def test_on_every_interface_it_warns_and_still_checks_the_host(tmp_path: Path) -
         err = stop(proc)
     assert "listening on 0.0.0.0, not loopback: whoever reaches this machine can read the " \
            "outputs and write labels as anyone" in err
+
+
+def test_each_strategy_draws_as_the_sampling_service_and_a_pair_is_keyed_as_the_store(
+        tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    scores, texts = EXAMPLES / "summeval-scores.csv", EXAMPLES / "summeval-sample.jsonl"
+    table = pd.read_csv(scores)
+    L.define_criterion(store, "rel", kind="scale", low=1, high=5)
+    people = {(i, s): float(round(v)) for i, s, v in
+              zip(table["item"], table["system"], table["human.relevance"], strict=True)}
+    L.save_labels(store, [L.NewLabel("rel", "experts", i, s, v)
+                          for (i, s), v in list(people.items())[:12]])
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("disagreement", {"judges": ["lexical.chrf", "lexical.rougeL"]}),
+        ("active", {"judge": "lexical.rougeL"})]
+    for strategy, options in cases:
+        session = label_session(scores, samples=texts, store=store, criterion="rel",
+                                annotator="ann", sample=10, strategy=strategy, seed=6,
+                                **options)
+        known = dict(list(people.items())[:12]) if strategy == "active" else None
+        expected = label_sample(scores, strategy=strategy, n=10, seed=6, labels=known,
+                                **options)
+        assert session.signature == expected.signature
+        assert [(t.item, t.system, t.inclusion_probability) for t in session.tasks] == [
+            (r.item, r.system, r.inclusion_probability) for r in expected.rows]
+    texts_of_pairs = [json.loads(line) for line in
+                      (EXAMPLES / "pairs-sample.jsonl").read_text().splitlines()]
+    wanted = {(r["item"], r["system_a"], r["system_b"]) for r in texts_of_pairs}
+    verdicts = pd.read_csv(EXAMPLES / "summeval-pairs.csv")
+    verdicts = verdicts[[(i, a, b) in wanted for i, a, b in zip(
+        verdicts["item"], verdicts["system_a"], verdicts["system_b"], strict=True)]]
+    pairs_table = tmp_path / "pairs.csv"
+    verdicts.to_csv(pairs_table, index=False)
+    pair_options: dict[str, Any] = {"strategy": "disagreement", "seed": 2,
+                                    "judges": ["lexical.chrf", "lexical.rougeL"]}
+    drawn = label_session(pairs_table, samples=EXAMPLES / "pairs-sample.jsonl", store=store,
+                          criterion="better", kind="pairwise", annotator="ann", sample=8,
+                          **pair_options)
+    expected = label_sample(pairs_table, n=8, **pair_options)
+    assert [(t.item, t.system, t.inclusion_probability) for t in drawn.tasks] == [
+        (r.item, tuple(r.system.split(" vs ")), r.inclusion_probability)
+        for r in expected.rows]
+    assert drawn.sample is not None
+    assert all(isinstance(s.system, tuple) for s in L.get_sample(store, drawn.sample.id).items)
+    first = drawn.tasks[0]
+    L.save_label(store, criterion="better", annotator="ann", item=first.item,
+                 system=first.system, value="a")
+    again = label_session(pairs_table, samples=EXAMPLES / "pairs-sample.jsonl", store=store,
+                          criterion="better", annotator="ann", sample=8, **pair_options)
+    assert first.key not in {t.key for t in again.tasks}
+    assert again.candidates == 24 and len(again.tasks) == 8
