@@ -174,18 +174,8 @@ def label_session(source: str | Path, *, store: str | Path, criterion: str, anno
                          "give one", field="--sample-id")
     crit = plan_criterion(store, criterion, kind=kind, description=description, low=low,
                           high=high, step=step, choices=choices, show_reference=show_reference)
-    from judgebench.tables.label_rows import label_rows
-
-    table, where = label_rows(source, scores=samples is not None)
     texts_path = str(samples if samples is not None else source)
-    texts = _texts(texts_path, crit)
-    rows = _rows(table, where, crit)
-    missing = [key for key in rows if key not in texts]
-    if missing:
-        raise InputError(f"no texts for item {missing[0][0]!r} of "
-                         f"{system_text(missing[0][1])} in {texts_path} (and "
-                         f"{len(missing) - 1} more): give the samples the table was scored "
-                         "from", path=where, field="item")
+    table, where, rows, texts = _read(source, texts_path, crit, scores=samples is not None)
     keys = _Keys(rows)
     notes: list[str] = []
     drawn: Sample | None = None
@@ -231,6 +221,23 @@ def label_session(source: str | Path, *, store: str | Path, criterion: str, anno
 
 
 # -- reading ------------------------------------------------------------------------------
+def _read(source: str | Path, texts_path: str, crit: Criterion, *, scores: bool
+          ) -> tuple[pd.DataFrame, str, list[LabelKey], dict[LabelKey, TextSample]]:
+    """The table of rows, where it was read, its rows' keys, and every row's texts."""
+    from judgebench.tables.label_rows import label_rows
+
+    table, where = label_rows(source, scores=scores)
+    texts = _texts(texts_path, crit)
+    rows = _rows(table, where, crit)
+    missing = [key for key in rows if key not in texts]
+    if missing:
+        raise InputError(f"no texts for item {missing[0][0]!r} of "
+                         f"{system_text(missing[0][1])} in {texts_path} (and "
+                         f"{len(missing) - 1} more): give the samples the table was scored "
+                         "from", path=where, field="item")
+    return table, where, rows, texts
+
+
 def _texts(path: str, crit: Criterion) -> dict[LabelKey, TextSample]:
     """The samples of `path` by the key their labels have; a pair's shape must match the
     criterion's."""

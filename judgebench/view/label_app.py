@@ -33,10 +33,10 @@ from judgebench.view.app import (
     MAX_DIGITS,
     Requests,
     SecurityHeaders,
-    _environment,
     allowed_hosts,
     hiding_store,
     stoppable,
+    templates,
     url,
 )
 
@@ -139,7 +139,7 @@ def make_label_app(session: LabelSession, *, host: str = "127.0.0.1",
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
 
-    env = _environment()
+    env = templates()
     env.globals["zip"] = zip
     store = Path(session.store)
     hide = hiding_store(store)

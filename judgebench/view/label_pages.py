@@ -204,15 +204,8 @@ def item_page(session: LabelSession, *, annotator: str, position: int,
     if task.outputs is not None:
         left, right = task.outputs if order == "ab" else task.outputs[::-1]
     can_reveal = reveal_all or current is not None
-    revealed = None
-    if can_reveal and (reveal or reveal_all):
-        others = [{"annotator": lab.annotator, "answer": answer_text(crit, lab),
-                   "status": lab.status, "critique": lab.critique}
-                  for lab in labels if lab.key == task.key and lab.annotator != annotator]
-        names = (task.system if order == "ab" else task.system[::-1]) \
-            if isinstance(task.system, tuple) else (None, None)
-        revealed = Revealed(task.system_text, names[0], names[1], task.scores, task.humans,
-                            others)
+    revealed = _revealed(crit, task, labels, annotator, order) \
+        if can_reveal and (reveal or reveal_all) else None
     current_answer = "" if current is None or current.value is None or not free \
         else f"{current.value:g}"
     n = len(session.tasks)
@@ -222,6 +215,16 @@ def item_page(session: LabelSession, *, annotator: str, position: int,
                     order, can_reveal, revealed, _progress(session, labels, annotator, task),
                     position - 1 if position > 1 else None,
                     position + 1 if position < n else None)
+
+
+def _revealed(crit: Criterion, task: LabelTask, labels: list[Label], annotator: str,
+              order: str | None) -> Revealed:
+    others = [{"annotator": lab.annotator, "answer": answer_text(crit, lab),
+               "status": lab.status, "critique": lab.critique}
+              for lab in labels if lab.key == task.key and lab.annotator != annotator]
+    names = (task.system if order == "ab" else task.system[::-1]) \
+        if isinstance(task.system, tuple) else (None, None)
+    return Revealed(task.system_text, names[0], names[1], task.scores, task.humans, others)
 
 
 def save(session: LabelSession, *, annotator: str, position: int, action: str,
