@@ -25,6 +25,7 @@ from label_server import base, post, request, start, stop, token
 from markupsafe import escape
 
 from judgebench.engine import labels as L
+from judgebench.errors import InputError
 from judgebench.services.label_sample import label_sample
 from judgebench.services.label_session import label_session, shown_left
 
@@ -403,3 +404,41 @@ def test_each_strategy_draws_as_the_sampling_service_and_a_pair_is_keyed_as_the_
                           criterion="better", annotator="ann", sample=8, **pair_options)
     assert first.key not in {t.key for t in again.tasks}
     assert again.candidates == 24 and len(again.tasks) == 8
+
+
+@pytest.mark.parametrize(("kind", "options", "keys", "answers"), [
+    ("scale", {"low": 1, "high": 5}, ["1", "2", "3", "4", "5"], [1.0, 2.0, 3.0, 4.0, 5.0]),
+    ("scale", {"low": 0, "high": 1, "step": 0.25}, ["1", "2", "3", "4", "5"],
+     [0.0, 0.25, 0.5, 0.75, 1.0]),
+    ("scale", {"low": 0, "high": 10}, [None] * 11, [float(v) for v in range(11)]),
+    ("scale", {"low": 1, "high": 7, "step": None}, [], []),
+    ("binary", {}, ["y", "n"], [1.0, 0.0]),
+    ("choices", {"choices": ("calm", "rude", "odd")}, ["1", "2", "3"], [0.0, 1.0, 2.0]),
+])
+def test_each_kind_of_criterion_offers_its_answers_on_keys_and_saves_them(
+        tmp_path: Path, kind: str, options: dict[str, Any], keys: list[str | None],
+        answers: list[float]) -> None:
+    from judgebench.view import label_pages
+
+    store = tmp_path / "s.db"
+    session = label_session(EXAMPLES / "summeval-sample.jsonl", store=store, criterion="c",
+                            annotator="ann", kind=kind, **options)
+    found, free = label_pages.options(session.criterion, None)
+    assert [o.key for o in found] == keys and free == (not keys and not answers)
+    for position, (option, answer) in enumerate(zip(found, answers, strict=True), start=1):
+        saved = label_pages.save(session, annotator="ann", position=position,
+                                 action="answer", value=option.value, critique=None,
+                                 order=None)
+        assert saved.value == answer and saved.status == "answered"
+        page = label_pages.item_page(session, annotator="ann", position=position)
+        assert [o.checked for o in page.options] == [o is option for o in found]
+        assert page.current_text == label_pages.answer_text(session.criterion, saved)
+    if free:
+        saved = label_pages.save(session, annotator="ann", position=1, action="answer",
+                                 value="2.375", critique=None, order=None)
+        assert saved.value == 2.375
+        assert label_pages.item_page(session, annotator="ann", position=1).current_answer \
+            == "2.375"
+        with pytest.raises(InputError, match="outside the scale"):
+            label_pages.save(session, annotator="ann", position=2, action="answer",
+                             value="7.5", critique=None, order=None)

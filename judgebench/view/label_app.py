@@ -100,7 +100,8 @@ LABEL_JS = r"""
     }
     if (event.ctrlKey) { return; }
     const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
-    const option = form.querySelector('input[data-key="' + key + '"]');
+    const option = /^[0-9a-z]$/.test(key)
+      ? form.querySelector('input[data-key="' + key + '"]') : null;
     if (option) { option.checked = true; event.preventDefault(); return; }
     const actions = {"Enter": function () { send("answer"); },
                      "c": function () { send("cant_tell"); },
