@@ -56,7 +56,7 @@ form.answer fieldset{border:1px solid #d0d7de;margin:10px 0;padding:8px}
 form.answer label.option{display:inline-block;margin:4px 12px 4px 0;font-size:15px}
 kbd{font-family:ui-monospace,monospace;border:1px solid #d0d7de;border-radius:3px;
 padding:0 4px;background:#f6f8fa;font-size:12px}
-textarea{width:100%;min-height:60px;font:inherit}
+textarea{width:100%;box-sizing:border-box;min-height:60px;font:inherit}
 .buttons button{margin-right:8px}
 .keys{color:#57606a;font-size:12px}
 .revealed{border:2px solid #bf8700;padding:6px 10px;margin:10px 0}
