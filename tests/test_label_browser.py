@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,18 @@ PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     with running_browser(tmp_path_factory.mktemp("profile")) as b:
         yield b
+
+
+@pytest.fixture
+def servers() -> Iterator[list[subprocess.Popen[str]]]:
+    """The label servers a test starts; one still running when it ends (a failure) is
+    killed."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _open(browser: Browser, url: str) -> str:
@@ -151,12 +164,13 @@ def _opened_store(pid: int, store: Path, timeout: float = 30.0) -> None:
 
 
 def test_two_annotators_label_40_items_by_keys_through_a_killed_server(
-        browser: Browser, tmp_path: Path) -> None:
+        browser: Browser, tmp_path: Path, servers: list[subprocess.Popen[str]]) -> None:
     started = time.monotonic()
     store = tmp_path / "runs.db"
     args = [str(EXAMPLE), "--store", str(store), "--criterion", "relevance", "--scale",
             "1-5", "--annotator", "ann", "--sample", str(ITEMS), "--seed", "7"]
     proc, url = start(*args, "--port", "0")
+    servers.append(proc)
     root = base(url)
     tabs = {name: _open(browser, f"{root}/?annotator={name}") for name in ("ann", "bob")}
     plan = _plan(3)
@@ -173,6 +187,7 @@ def test_two_annotators_label_40_items_by_keys_through_a_killed_server(
             killed = True
             _kill_mid_save(browser, tabs["ann"], proc, store, plan["ann"][KILLED_AT], since)
             proc, url = start(*args[:-4], "--sample-id", "1", "--port", "0")
+            servers.append(proc)
             root = base(url)
             for name, tab in tabs.items():  # stale pages: their token was the old server's
                 _go(browser, tab, f"{root}/?annotator={name}")
@@ -258,8 +273,8 @@ def _kill_mid_save(browser: Browser, tab: str, proc: Any, store: Path, key: str,
                        and e["params"]["requestId"] == request, since=since)
 
 
-def test_the_other_keys_and_a_payload_that_stays_text(browser: Browser, tmp_path: Path
-                                                      ) -> None:
+def test_the_other_keys_and_a_payload_that_stays_text(
+        browser: Browser, tmp_path: Path, servers: list[subprocess.Popen[str]]) -> None:
     pairs = [json.loads(line) for line in
              (EXAMPLE.parent / "pairs-sample.jsonl").read_text().splitlines()[:3]]
     for pair in pairs:
@@ -268,6 +283,7 @@ def test_the_other_keys_and_a_payload_that_stays_text(browser: Browser, tmp_path
     store = tmp_path / "runs.db"
     proc, url = start(str(data), "--store", str(store), "--criterion", "better", "--pairwise",
                       "--annotator", "ann", "--seed", "2", "--port", "0")
+    servers.append(proc)
     try:
         tab = _open(browser, url)
         root = base(url)
