@@ -53,6 +53,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                "export its samples and human table."),
     "bench": ("judgebench.commands.bench", "Benchmark metrics or judges on the suites, beside "
               "published baselines and the human ceiling."),
+    "label": ("judgebench.commands.label", "Label outputs in the browser: blind, keyboard "
+              "first, saved in the store as you go."),
     "labels": ("judgebench.commands.labels", "People's labels in a store: import, export the "
                "human table, agreement and judges against them."),
 }

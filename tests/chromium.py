@@ -92,6 +92,19 @@ class Browser:
             if matches(event):
                 return event
 
+    def wait_where(self, match: Callable[[dict], bool], timeout: float = 30.0, *,
+                   since: int = 0) -> dict:
+        """The first event `match` accepts, from the `since`-th event on."""
+        deadline = time.monotonic() + timeout
+        for event in self.events[since:]:
+            if match(event):
+                return event
+        while True:
+            event = self._read(deadline)
+            self.events.append(event)
+            if match(event):
+                return event
+
     def _read(self, deadline: float) -> dict:
         while b"\0" not in self._buffer:
             left = deadline - time.monotonic()

@@ -38,6 +38,7 @@ REQUIRED = {
     "audit": ["--human", "human.quality"],
     "suites": [NAME],
     "labels import": ["--criterion", "c", "--annotator", "a", "--scale", "1-5"],
+    "label": ["--criterion", "c", "--annotator", "a", "--scale", "1-5", "--port", "0"],
 }
 
 

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from judgebench.commands.examples import examples
 from judgebench.engine.store import DEFAULT_STORE
-from judgebench.errors import InputError
 
 DEFAULT_PORT = 7731
 
@@ -50,64 +45,16 @@ def command(store_path: Path, host: str, allow_hosts: tuple[str, ...], port: int
 
     require("judgebench view", "view", "starlette", "jinja2", "uvicorn", "psutil")
     from judgebench.services.runs import runs
-    from judgebench.view.app import (
-        LOOPBACK,
-        WILDCARDS,
-        allowed_hosts,
-        make_app,
-        stop_requests,
-    )
+    from judgebench.view.app import make_app, stop_requests
     from judgebench.view.pages import audit_reports
+    from judgebench.view.serve import address, check_allow_hosts, listen, serve
 
-    for name in allow_hosts:
-        if not name or any(c in name for c in "/ *?#@"):
-            raise InputError(f"a host name or address, not {name!r}", field="--allow-host")
+    check_allow_hosts(allow_hosts)
     runs(store_path, limit=1, readonly=True)  # a bad store is refused before serving
     audit_reports(store_path, report_dirs)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise InputError(f"cannot resolve {host!r} ({exc.strerror})", field="--host") from None
-    family, _, _, _, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise InputError(f"cannot listen on {host}:{port} ({exc.strerror})",
-                         field="--port") from None
-    bound_port = sock.getsockname()[1]
-    if host not in LOOPBACK:
-        click.echo(f"judgebench view: listening on {host}, not loopback: whoever reaches this "
-                   "machine can read the store (no login, no TLS)", err=True)
-    import uvicorn
-
-    from judgebench.engine import progress_line
-
-    progress_line.quiet()  # a server is silent while it waits for browsers
+    sock = listen(host, port)
     app = make_app(store_path, report_dirs, host, allow_hosts)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", server_header=False,
-                            access_log=False, timeout_graceful_shutdown=1)
-
-    class Server(uvicorn.Server):
-        """Ctrl-C stops the pages being read at once (no request holds the shutdown up);
-        one still running a second later is cancelled."""
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            stop_requests(app)
-            super().handle_exit(sig, frame)
-
-    if host in WILDCARDS:
-        click.echo("judgebench view: answering the names " + ", ".join(allowed_hosts(
-            host, allow_hosts)) + " (--allow-host NAME for another)", err=True)
-    shown = f"[{host}]" if ":" in host else host
-    # uvicorn raises Ctrl-C again once it has shut down (and a Ctrl-C may come before it
-    # listens for one): stopping is the normal way out
-    with contextlib.suppress(KeyboardInterrupt):
-        click.echo(f"judgebench view: {store_path} at http://{shown}:{bound_port}/ "
-                   "(read-only; Ctrl-C stops)")
-        sys.stdout.flush()
-        Server(config).run(sockets=[sock])
-    click.echo("judgebench view: stopped")
+    serve(app, sock, name="judgebench view", host=host, allow=allow_hosts,
+          exposed="can read the store",
+          ready=f"judgebench view: {store_path} at {address(host, sock)} "
+                "(read-only; Ctrl-C stops)", stop=stop_requests)

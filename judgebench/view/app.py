@@ -126,7 +126,8 @@ def shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _environment() -> Any:
+def templates() -> Any:
+    """The Jinja2 environment of the viewer's templates (autoescaped, strict undefined)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     env = Environment(loader=PackageLoader("judgebench.view", "templates"), autoescape=True,
@@ -279,7 +280,7 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1",
     from starlette.responses import HTMLResponse, Response
     from starlette.routing import Route
 
-    env = _environment()
+    env = templates()
     store = Path(store)
     requests = Requests()
     hide = hiding_store(store)
