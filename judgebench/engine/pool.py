@@ -31,6 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgebench.engine import progress_line
 from judgebench.engine.scoring import build, failure_reason, score_batch, timed_score
 from judgebench.models import Outcome, Sample, Status
 
@@ -263,6 +264,7 @@ class Scheduler:
 
     def _timed_first(self, p: PreparedMetric, batches: Sequence[list[Sample]], rows: int
                      ) -> Iterator[tuple[list[Outcome], float | None]]:
+        progress_line.working(p.column, len(batches[0]))
         outcomes, per_sample = timed_score(p.metric, batches[0])
         left = rows - len(batches[0])
         used = workers_for(per_sample, left, self.workers, p.metric.batch_size)
