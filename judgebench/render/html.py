@@ -23,6 +23,7 @@ from judgebench.render.card import (
     fmt,
     gate_matrix,
     grids,
+    intervals,
     money,
     notes,
     probe_matrix,
@@ -139,8 +140,8 @@ def _header(data: dict[str, Any]) -> str:
     return (f"<p>Scores <code>{escape(inputs['scores'])}</code> ({inputs['rows']} rows: "
             f"{inputs['items']} items × {inputs['systems']} systems){samples}.</p>"
             f'<p class="muted">Statistics: {escape(", ".join(settings["statistics"]))}; '
-            f"settings: {escape(levels)}; {settings['ci']:.0%} bootstrap CI over items "
-            f"({settings['bootstrap']} resamples); clusters by {escape(settings['test'])} test "
+            f"settings: {escape(levels)}; {escape(intervals(settings))}; clusters by "
+            f"{escape(settings['test'])} test "
             f"at α = {settings['alpha']}; seed {settings['seed']}. judgebench "
             f"{escape(data['judgebench'])}, {escape(data['created'])}.</p>"
             f"<nav>{''.join(nav)}</nav>")
@@ -262,8 +263,10 @@ def _comparison(data: dict[str, Any]) -> str:
 
 
 def _agreement(data: dict[str, Any]) -> str:
+    ci = ("with its bootstrap CI" if data["settings"]["bootstrap"]
+          else "(no interval: --bootstrap 0)")
     parts = ['<h2 id="agreement">Agreement with people</h2>'
-             '<p class="muted">Dots: the statistic with its bootstrap CI, coloured by '
+             f'<p class="muted">Dots: the statistic {ci}, coloured by '
              "significance cluster (c1 is the best); hollow diamonds are sentinels; ✓/✗ is "
              "the gate.</p>"]
     for human, statistic, blocks in _views(data):
@@ -399,8 +402,8 @@ def _pairwise(data: dict[str, Any]) -> str:
                       for s in data.get("pairwise_summary", []))
     parts = ['<section id="verdict"><h2>Verdict</h2>', summary,
              f'<p class="muted">{inputs["rows"]} pairs over {inputs["items"]} items; human '
-             f'ties: {escape(settings["human_ties"])}; {settings["ci"]:.0%} bootstrap CI over '
-             f'items ({settings["bootstrap"]} resamples); c&lt;n&gt;: significance cluster '
+             f'ties: {escape(settings["human_ties"])}; {escape(intervals(settings))}; '
+             'c&lt;n&gt;: significance cluster '
              f'of accuracy (paired test on per-pair credit at alpha {settings["alpha"]}).'
              "</p></section>", '<h2 id="pairwise">Pairwise judges</h2>']
     for grid in grids(data["pairwise"], data["humans"]):
