@@ -97,8 +97,14 @@ def _statuses(counts: dict[str, int] | None) -> str:
     return escape(statuses(counts))
 
 
-def render_html(report: Report | dict[str, Any]) -> str:
+def render_html(report: Report | dict[str, Any], *,
+                links: Sequence[tuple[str, str]] = ()) -> str:
+    """The report card as one self-contained page; `links` (href, text) are put above its
+    title (the viewer's way back to its other pages)."""
     data = report.to_dict() if isinstance(report, Report) else report
+    back = ('<nav class="back">' + "".join(
+        f'<a href="{escape(href)}">{escape(label)}</a>' for href, label in links) + "</nav>"
+        if links else "")
     # The title, then the answer: the verdict is the page's first content.
     if data["inputs"].get("table") == "pairwise":
         parts = [f"<h1>{escape(data['title'])}</h1>", _pairwise(data), _bias(data),
@@ -116,7 +122,7 @@ def render_html(report: Report | dict[str, Any]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="judgebench {escape(data["judgebench"])}">'
-        f"<title>{title}</title><style>{CSS}</style></head><body><main>"
+        f"<title>{title}</title><style>{CSS}</style></head><body><main>{back}"
         + "".join(p for p in parts if p)
         + '<p class="muted">Self-contained report: no scripts and no external resources.</p>'
         + "</main></body></html>\n"
