@@ -15,7 +15,9 @@ judgebench through this module only (tests/test_plugin_api.py checks it).
 - sentinels and probes: `Sentinel`, `Probe`, `Context` and the probes' helpers;
 - errors, optional dependencies, secrets, the run's settings, specs and inputs: `InputError`,
   `JudgebenchError`, `require`, `MissingExtra`, `redact`, `runtime`, `parse_spec`,
-  `read_samples`.
+  `read_samples`;
+- what the progress line says (judgebench.engine.progress_line): `busy(what)`, a context
+  manager for a long step that moves no count (a backend converting its model once).
 
 Stability: a name here keeps its meaning within a major version; a change to one is said in
 the docs (their plugin API page is generated from this module) and in the changelog of the
@@ -57,6 +59,7 @@ from judgebench.backends.remote import (
 from judgebench.conversation import with_output
 from judgebench.engine import runtime
 from judgebench.engine.judge_cache import CachedBackend, JudgeCache, default_cache_path
+from judgebench.engine.progress_line import busy
 from judgebench.engine.store import FINGERPRINT, REQUEST_KEYS
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.extras import MissingExtra, require
@@ -146,6 +149,7 @@ __all__ = [
     "WithStatistics",
     "against",
     "backend_accepts",
+    "busy",
     "default_cache_path",
     "get_backend",
     "given_engine_options",

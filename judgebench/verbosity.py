@@ -5,7 +5,9 @@ warning, HTTP client chatter). judgebench's own progress bar and messages are no
 
 The libraries read some of these settings when they are first imported, so they are set in
 the environment (before any heavy import: plugins import their model libraries only when a
-metric is used) and, for a library already imported, through its own switches.
+metric is used) and, for a library already imported, through its own switches. A run's
+worker processes (`--workers`) start with the same choice (`chosen`): sacrebleu warns there
+once per batch.
 """
 
 from __future__ import annotations
@@ -24,10 +26,21 @@ QUIET_ENVIRONMENT = {"TRANSFORMERS_VERBOSITY": "error", "TRANSFORMERS_NO_ADVISOR
                      "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
+_chosen: bool | None = None  # the process's last choice (None: never made)
+
+
+def chosen() -> bool | None:
+    """What `set_third_party_output` last chose in this process (None: it was not called):
+    the worker processes of a run (judgebench.engine.pool) make the same choice."""
+    return _chosen
+
+
 def set_third_party_output(verbose: bool) -> None:
     """Quiet third-party libraries (errors only, no progress bars), or with `verbose` let
     them print their warnings and bars. A variable of QUIET_ENVIRONMENT the user set (not
     empty) is kept."""
+    global _chosen
+    _chosen = verbose
     level = logging.WARNING if verbose else logging.ERROR
     for name in THIRD_PARTY_LOGGERS:
         logging.getLogger(name).setLevel(level)

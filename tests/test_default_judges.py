@@ -97,9 +97,12 @@ def fresh_runs(tmp_path_factory: pytest.TempPathFactory, records: list[dict],
     for data, judges in ((points, POINTWISE), (pairs, PAIRWISE)):
         store = where / f"{data.stem}.db"
         specs = [arg for spec, _ in judges.values() for arg in ("-m", spec)]
+        # a progress line after each second of silence: the conversion (seconds to
+        # minutes) says what it is doing
         proc = run_cli_process("score", str(data), *specs, "--store", str(store), "-o",
                                str(where / f"{data.stem}.csv"), cwd=where,
-                               env=child_env(cache, hf_home))
+                               env={**child_env(cache, hf_home),
+                                    "JUDGEBENCH_PROGRESS_INTERVAL": "1"})
         assert proc.returncode in (0, 3), proc.stderr  # 3: some scores failed
         stderr.append(proc.stderr)
         with sqlite3.connect(store) as db:
@@ -135,6 +138,21 @@ def test_prometheus_format_is_enforced_and_signed(fresh_runs, judge) -> None:
 
 def test_converting_the_default_model_draws_no_bar_without_verbose(fresh_runs) -> None:
     assert BAR not in fresh_runs.stderr
+
+
+def test_converting_the_default_model_says_what_it_does_and_that_it_happens_once(
+        fresh_runs) -> None:
+    """The first process converts (saying so once, and on its progress lines while it
+    converts: not `0/2 samples` alone for minutes); the second loads the converted copy."""
+    notice = "transformers backend: converting SmolLM2-135M-Instruct.Q4_1.gguf into "
+    assert fresh_runs.stderr.count(notice) == 1, fresh_runs.stderr
+    assert "once: later runs load that copy" in fresh_runs.stderr
+    converting = [line for line in fresh_runs.stderr.splitlines()
+                  if line.startswith("judgebench score: ") and "; converting " in line]
+    assert converting, fresh_runs.stderr
+    assert all(" 0/2 samples " in line and
+               "converting SmolLM2-135M-Instruct.Q4_1.gguf for transformers, once (later "
+               "runs load the copy)" in line for line in converting), converting
 
 
 def test_converting_the_default_model_draws_its_bar_with_verbose(tmp_path) -> None:

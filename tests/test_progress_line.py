@@ -185,11 +185,14 @@ def _lines(pipe: object) -> queue.Queue[str | None]:
 
 def test_a_held_judge_call_gets_a_progress_line_on_a_pipe(tmp_path: Path) -> None:
     """The first judge call fails (HTTP 500, no retry), the second is held until the line
-    that says so has come through the pipe; earlier lines (`running`, `0/3`: the failure
-    not yet in) may come first, and each line only after a silence."""
+    that says so (the other two of the batch being scored) has come through the pipe;
+    earlier lines (`running`, `0/3`: the failure not yet in) may come first, and each line
+    only after a silence."""
     data = write_jsonl(tmp_path / "in.jsonl", summeval_records(3))
-    held = re.compile(r"judgebench score: (\S+) 1/3 samples, 1 failed, \d+ s")
-    any_line = re.compile(r"judgebench score: (running|\S+ [0-3]/3 samples(, 1 failed)?), \d+ s")
+    held = re.compile(r"judgebench score: (\S+) 1/3 samples \(2 being scored\), 1 failed, "
+                      r"\d+ s")
+    any_line = re.compile(r"judgebench score: (running|\S+ [0-3]/3 samples"
+                          r"( \([1-3] being scored\))?(, 1 failed)?), \d+ s")
     with FaultServer("--hang", str(PATIENCE_S)) as server:
         server.post("/_faults", {"next": ["500", "hold"]})
         spec = (f"judge.rubric:backend=openai_compat,model=judge,api_base={server.url},"

@@ -13,6 +13,7 @@ docs/images/view/ when JUDGEBENCH_VIEW_SCREENSHOTS names that folder).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -106,12 +107,14 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "before": _snapshot(folder)}
 
 
-def _start(store: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+def _start(store: Path, *args: str, env: dict[str, str] | None = None
+           ) -> tuple[subprocess.Popen[str], str]:
     """`judgebench view --store STORE --port 0` in a process of its own, and its URL from the
     line it prints once it listens."""
     proc = subprocess.Popen([sys.executable, "-m", "judgebench.cli", "view", "--store",
                              str(store), "--port", "0", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 60)
     line = proc.stdout.readline() if ready else ""
@@ -542,6 +545,31 @@ def test_a_store_read_stops_when_its_request_is_stopped(tmp_path: Path) -> None:
     assert len(log_page(store, 1, sort="value", offset=10_000, limit=5).entries) == 5
 
 
+def test_a_serving_viewer_prints_no_progress_line(made: dict[str, Any]) -> None:
+    """stderr is a pipe, not a terminal, and the progress interval is a millisecond: while it
+    starts the command may say it is `running`; once it listens (its URL printed) a server
+    waiting for browsers prints nothing more until it stops (issue 42: `running, N s` every
+    10 s for as long as it served)."""
+    from judgebench.engine import progress_line
+
+    proc, base = _start(made["store"], env={progress_line.INTERVAL_ENV: "0.001"})
+    assert proc.stderr is not None
+    pipe = proc.stderr.fileno()
+    os.set_blocking(pipe, False)
+    with contextlib.suppress(BlockingIOError):  # what it wrote before it listened
+        while os.read(pipe, 1 << 16):
+            pass
+    os.set_blocking(pipe, True)
+    try:
+        for page in ("/", "/runs/1", "/audits", "/runs/1"):
+            assert _get(base + page)[0] == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "judgebench view: stopped" in out
+    assert "judgebench view:" not in err, err
+
+
 def test_ctrl_c_stops_the_viewer_while_requests_run(tmp_path: Path) -> None:
     """Requests reading deep sorted pages of a 300,000-score run are under way (the server
     has started a second worker thread to answer them) when Ctrl-C comes: the server stops
@@ -644,6 +672,9 @@ def test_audit_reports_beside_the_store_and_in_reports_folders(made: dict[str, A
         keys = [row.split('href="/audits/', 1)[1].split('"', 1)[0] for row in rows]
         status, headers, card = _get(base + f"/audits/{keys[0]}")
         assert status == 200 and "Audit naming this store" in card
+        # the report is a page of its own: it links back to the viewer's
+        back = card.split('<nav class="back">', 1)[1].split("</nav>", 1)[0]
+        assert 'href="/audits"' in back and 'href="/"' in back
         assert headers["content-security-policy"].endswith("frame-ancestors 'none'")
         status, _, broken = _get(base + f"/audits/{keys[2]}")
         assert status == 400 and "broken.json" in broken

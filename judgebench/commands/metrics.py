@@ -30,7 +30,7 @@ from judgebench.render import text as text_out
               help="Print a JSON array (one object per metric), or with NAME the card as one "
                    "JSON object.")
 def command(name: str | None, as_json: bool) -> None:
-    """List every metric: name, kind, required fields, direction, range and level.
+    """List every metric: its name, kind and what it is, one line each.
 
     With NAME (e.g. lexical.bleu), show that metric's card: what it measures, what it needs,
     how to read it, every option with its type, default and allowed values, what to cite, and
@@ -55,4 +55,4 @@ def command(name: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json_out.document(rows))
     elif rows:
-        click.echo(text_out.metrics(rows))
+        click.echo(safe(text_out.metrics(rows)))

@@ -31,8 +31,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgebench.engine import progress_line
 from judgebench.engine.scoring import build, failure_reason, score_batch, timed_score
 from judgebench.models import Outcome, Sample, Status
+from judgebench.verbosity import chosen
 
 if TYPE_CHECKING:
     from judgebench.engine.scoring import PreparedMetric
@@ -151,10 +153,17 @@ def time_estimates(prepared: Sequence[PreparedMetric], samples: Sequence[Sample]
 _worker: dict[str, Any] = {}
 
 
-def _init_worker(local_plugins: tuple[str, ...], specs: dict[str, MetricSpec]) -> None:
-    """Build the plugin host once per worker. An error is kept and reported by `_check`:
-    an initializer that raises would only break the pool, without a reason."""
+def _init_worker(local_plugins: tuple[str, ...], specs: dict[str, MetricSpec],
+                 verbose: bool | None = None) -> None:
+    """Build the plugin host once per worker, with the parent's choice of what third-party
+    libraries may print (`verbose`; None: the parent made none). An error is kept and
+    reported by `_check`: an initializer that raises would only break the pool, without a
+    reason."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if verbose is not None:
+        from judgebench.verbosity import set_third_party_output
+
+        set_third_party_output(verbose)
     _worker["specs"] = specs
     _worker["metrics"] = {}
     try:
@@ -263,6 +272,7 @@ class Scheduler:
 
     def _timed_first(self, p: PreparedMetric, batches: Sequence[list[Sample]], rows: int
                      ) -> Iterator[tuple[list[Outcome], float | None]]:
+        progress_line.working(p.column, len(batches[0]))
         outcomes, per_sample = timed_score(p.metric, batches[0])
         left = rows - len(batches[0])
         used = workers_for(per_sample, left, self.workers, p.metric.batch_size)
@@ -324,7 +334,8 @@ class Scheduler:
         self._pool += 1
         self._executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=self.workers, mp_context=multiprocessing.get_context(CONTEXT),
-            initializer=_init_worker, initargs=(self.host.local_plugins, dict(self.specs)))
+            initializer=_init_worker, initargs=(self.host.local_plugins, dict(self.specs),
+                                                chosen()))
 
     def _submit_all(self, column: str, batches: Sequence[list[Sample]], start: int = 0
                     ) -> _Sent:

@@ -2,17 +2,20 @@
 a pipe: no progress bar there), once nothing has been printed on it for `INTERVAL_S`
 seconds, then again after each further interval of silence:
 
-    judgebench score: judge.rubric 120/500 samples, 2 failed, 41 s
+    judgebench score: judge.rubric 120/500 samples (16 being scored), 2 failed, 41 s
 
-(the failures, of every column so far, only when there are some).
+(the batch being scored now, and the column's failures, only when there are some). The counts
+are the current run's: a command that runs the same column again (`bench` on a second
+suite, the audit's probes) starts it again from 0 of that run's samples, so a count never
+passes its total.
 
 The `judgebench` group watches every command it runs (`watching`): stderr is wrapped so that
 every write there counts as a sign of life, and a thread prints the line when there has been
 none for an interval. The work reports what it is doing through the module's functions
-(`counting`, `scoring`, `scored`, `doing`), which do nothing when no command is watched (the
-Python API, a terminal), so the runner and the services call them unconditionally. On a
-terminal nothing is watched: tqdm's bar is there. `quiet()` ends the watch of the command
-running now (`score --no-progress`).
+(`counting`, `scoring`, `working`, `scored`, `doing`, `busy`), which do nothing when no
+command is watched (the Python API, a terminal), so the runner, the services and the plugins
+call them unconditionally. On a terminal nothing is watched: tqdm's bar is there. `quiet()`
+ends the watch of the command running now (`score --no-progress`).
 
 `JUDGEBENCH_PROGRESS_INTERVAL` (seconds, > 0; `0` or `off`: never) overrides `INTERVAL_S`.
 """
@@ -65,17 +68,22 @@ class _Activity:
         self.column: str | None = None  # when the work is scoring a column's samples
         self.done: dict[str, int] = {}
         self.total: dict[str, int] = {}
-        self.failed = 0
+        self.failed: dict[str, int] = {}
+        self.under_way: dict[str, int] = {}  # the samples of the batch being scored now
+        self.notes: list[str] = []  # `busy` steps under way, innermost last
 
     def describe(self) -> str:
         with self.lock:
             column = self.column
+            note = f"; {self.notes[-1]}" if self.notes else ""
             if column is None:
-                return self.what
+                return self.what + note
             shown = column if len(column) <= COLUMN_CHARS else column[:COLUMN_CHARS - 3] + "..."
-            failed = f", {self.failed} failed" if self.failed else ""
+            under_way = self.under_way.get(column, 0)
+            batch = f" ({under_way} being scored)" if under_way else ""
+            failed = self.failed.get(column, 0)
             return (f"{shown} {self.done.get(column, 0)}/{self.total.get(column, '?')} "
-                    f"samples{failed}")
+                    f"samples{batch}{', ' + str(failed) + ' failed' if failed else ''}{note}")
 
 
 class _Tracked:
@@ -191,11 +199,14 @@ def doing(what: str) -> None:
 
 
 def counting(column: str, total: int) -> None:
-    """`column` will score `total` samples (each draw of --repeats counted)."""
+    """A run of `column` begins: it will score `total` samples (each draw of --repeats
+    counted); nothing of them is done yet, whatever an earlier run of the same column did."""
     watch = _watch
     if watch is not None:
         with watch.activity.lock:
-            watch.activity.total[column] = total
+            activity = watch.activity
+            activity.total[column] = total
+            activity.done[column] = activity.failed[column] = activity.under_way[column] = 0
 
 
 def scoring(column: str) -> None:
@@ -204,6 +215,16 @@ def scoring(column: str) -> None:
     if watch is not None:
         with watch.activity.lock:
             watch.activity.column = column
+
+
+def working(column: str, samples: int) -> None:
+    """A batch of `samples` of `column`'s samples is being scored now (the count moves when
+    it comes back: a metric that scores a batch at once moves it by the whole batch)."""
+    watch = _watch
+    if watch is not None:
+        with watch.activity.lock:
+            watch.activity.column = column
+            watch.activity.under_way[column] = samples
 
 
 def scored(column: str, samples: int, failed: int = 0) -> None:
@@ -215,4 +236,23 @@ def scored(column: str, samples: int, failed: int = 0) -> None:
             activity = watch.activity
             activity.column = column
             activity.done[column] = activity.done.get(column, 0) + samples
-            activity.failed += failed
+            activity.under_way[column] = max(0, activity.under_way.get(column, 0) - samples)
+            activity.failed[column] = activity.failed.get(column, 0) + failed
+
+
+@contextlib.contextmanager
+def busy(what: str) -> Iterator[None]:
+    """While the block runs, the line says `what` too: a long step inside the work that
+    moves no count (a backend converting its model, once), so that a count standing still
+    is explained. Any thread may call it; blocks may nest (the innermost is shown)."""
+    watch = _watch
+    if watch is None:
+        yield
+        return
+    with watch.activity.lock:
+        watch.activity.notes.append(what)
+    try:
+        yield
+    finally:
+        with watch.activity.lock, contextlib.suppress(ValueError):
+            watch.activity.notes.remove(what)

@@ -510,6 +510,7 @@ def _finish_batch(work: _PlannedSegments, chunk: Sequence[tuple[Sample, str]], s
                   bar: Any, result: RunResult) -> None:
     p = work.p
     batch = [s for s, _ in chunk]
+    progress_line.working(p.column, len(batch))
     if work.from_workers is not None:
         try:
             outcomes, elapsed = next(work.from_workers)

@@ -26,6 +26,15 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None or value != value else f"{value:.{digits}f}"
 
 
+def intervals(settings: dict[str, Any]) -> str:
+    """What a report's settings line says of its intervals: the bootstrap CI and its
+    resamples, or that there are none (`--bootstrap 0`)."""
+    if not settings["bootstrap"]:
+        return "no confidence intervals (--bootstrap 0)"
+    return (f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
+            "resamples)")
+
+
 def setting_label(level: str, grouping: str) -> str:
     return "system" if level == "system" else f"segment/{grouping}"
 

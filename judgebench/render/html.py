@@ -23,6 +23,7 @@ from judgebench.render.card import (
     fmt,
     gate_matrix,
     grids,
+    intervals,
     money,
     notes,
     probe_matrix,
@@ -96,8 +97,14 @@ def _statuses(counts: dict[str, int] | None) -> str:
     return escape(statuses(counts))
 
 
-def render_html(report: Report | dict[str, Any]) -> str:
+def render_html(report: Report | dict[str, Any], *,
+                links: Sequence[tuple[str, str]] = ()) -> str:
+    """The report card as one self-contained page; `links` (href, text) are put above its
+    title (the viewer's way back to its other pages)."""
     data = report.to_dict() if isinstance(report, Report) else report
+    back = ('<nav class="back">' + "".join(
+        f'<a href="{escape(href)}">{escape(label)}</a>' for href, label in links) + "</nav>"
+        if links else "")
     # The title, then the answer: the verdict is the page's first content.
     if data["inputs"].get("table") == "pairwise":
         parts = [f"<h1>{escape(data['title'])}</h1>", _pairwise(data), _bias(data),
@@ -115,7 +122,7 @@ def render_html(report: Report | dict[str, Any]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="judgebench {escape(data["judgebench"])}">'
-        f"<title>{title}</title><style>{CSS}</style></head><body><main>"
+        f"<title>{title}</title><style>{CSS}</style></head><body><main>{back}"
         + "".join(p for p in parts if p)
         + '<p class="muted">Self-contained report: no scripts and no external resources.</p>'
         + "</main></body></html>\n"
@@ -139,8 +146,8 @@ def _header(data: dict[str, Any]) -> str:
     return (f"<p>Scores <code>{escape(inputs['scores'])}</code> ({inputs['rows']} rows: "
             f"{inputs['items']} items × {inputs['systems']} systems){samples}.</p>"
             f'<p class="muted">Statistics: {escape(", ".join(settings["statistics"]))}; '
-            f"settings: {escape(levels)}; {settings['ci']:.0%} bootstrap CI over items "
-            f"({settings['bootstrap']} resamples); clusters by {escape(settings['test'])} test "
+            f"settings: {escape(levels)}; {escape(intervals(settings))}; clusters by "
+            f"{escape(settings['test'])} test "
             f"at α = {settings['alpha']}; seed {settings['seed']}. judgebench "
             f"{escape(data['judgebench'])}, {escape(data['created'])}.</p>"
             f"<nav>{''.join(nav)}</nav>")
@@ -262,8 +269,10 @@ def _comparison(data: dict[str, Any]) -> str:
 
 
 def _agreement(data: dict[str, Any]) -> str:
+    ci = ("with its bootstrap CI" if data["settings"]["bootstrap"]
+          else "(no interval: --bootstrap 0)")
     parts = ['<h2 id="agreement">Agreement with people</h2>'
-             '<p class="muted">Dots: the statistic with its bootstrap CI, coloured by '
+             f'<p class="muted">Dots: the statistic {ci}, coloured by '
              "significance cluster (c1 is the best); hollow diamonds are sentinels; ✓/✗ is "
              "the gate.</p>"]
     for human, statistic, blocks in _views(data):
@@ -399,8 +408,8 @@ def _pairwise(data: dict[str, Any]) -> str:
                       for s in data.get("pairwise_summary", []))
     parts = ['<section id="verdict"><h2>Verdict</h2>', summary,
              f'<p class="muted">{inputs["rows"]} pairs over {inputs["items"]} items; human '
-             f'ties: {escape(settings["human_ties"])}; {settings["ci"]:.0%} bootstrap CI over '
-             f'items ({settings["bootstrap"]} resamples); c&lt;n&gt;: significance cluster '
+             f'ties: {escape(settings["human_ties"])}; {escape(intervals(settings))}; '
+             'c&lt;n&gt;: significance cluster '
              f'of accuracy (paired test on per-pair credit at alpha {settings["alpha"]}).'
              "</p></section>", '<h2 id="pairwise">Pairwise judges</h2>']
     for grid in grids(data["pairwise"], data["humans"]):

@@ -19,6 +19,7 @@ from judgebench.render.card import (
     fmt,
     gate_matrix,
     grids,
+    intervals,
     money,
     notes,
     number,
@@ -130,8 +131,7 @@ def _inputs_markdown(data: dict[str, Any]) -> list[str]:
             f"items x {inputs['systems']} systems){generations}. judgebench "
             f"{text(data['judgebench'])}, {text(data['created'])}.",
             "", f"Statistics: {text(', '.join(settings['statistics']))}; settings: {levels}; "
-                f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
-                f"resamples); clusters by {text(settings['test'])} test at alpha "
+                f"{text(intervals(settings))}; clusters by {text(settings['test'])} test at alpha "
                 f"{settings['alpha']}; seed {settings['seed']}.", ""]
 
 
@@ -315,8 +315,8 @@ def pairwise_markdown(data: dict[str, Any]) -> str:
     out = [f"# {text(data['title'])}", "", "## Verdict", ""]
     out += [f"- **{text(s['human'])}**: {text(s['text'])}" for s in data["pairwise_summary"]]
     out += ["", f"{inputs['rows']} pairs over {inputs['items']} items; human ties: "
-                f"{text(settings['human_ties'])}; {settings['ci']:.0%} bootstrap CI over items "
-                f"({settings['bootstrap']} resamples); c<n>: significance cluster of accuracy "
+                f"{text(settings['human_ties'])}; {text(intervals(settings))}; c<n>: "
+                "significance cluster of accuracy "
                 f"(alpha {settings['alpha']}).", "", "## Pairwise judges", ""]
     for grid in grids(data["pairwise"], data["humans"]):
         title = text(grid.human) + (f" · {text(settings['by'])} = {text(grid.category)}"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgebench.render.table import Table, numeric, shown_cells
-from judgebench.tables.failed import header
+from judgebench.tables.failed import any_failed, header
 from meta_eval.statistics import get
 
 if TYPE_CHECKING:
@@ -89,7 +89,9 @@ def meta_eval(result: MetaEvalResult, *, verbose: bool = False) -> str:
         blocks.setdefault(key, []).append(row)
     lines: list[str] = []
     for (human, statistic, _, _), rows in blocks.items():
-        lines += ["", f"{_title(human, statistic, rows[0])} · {header(result.failed_as)}"]
+        convention = header(result.failed_as, failed=any_failed(
+            row.failed for row in rows if not isinstance(row, CeilingRow)))
+        lines += ["", " · ".join(filter(None, [_title(human, statistic, rows[0]), convention]))]
         width = max(len(row.metric) for row in rows)
         lines += [_ceiling_line(row, width) if isinstance(row, CeilingRow)
                   else _metric_line(row, width) for row in rows]
@@ -324,7 +326,10 @@ def pairwise_meta_eval(result: PairwiseMetaEvalResult) -> str:
                 if accuracy is not None and accuracy.result.ceiling_fraction is not None:
                     table[-1][0] += (f" ({100 * accuracy.result.ceiling_fraction:.0f}% of "
                                      "ceiling)")
-            title = f"{human} · human ties {ties} · {header(result.failed_as)}"
+            convention = header(result.failed_as, failed=any_failed(
+                r.result.failed for r in rows if r.result.category == category
+                and r.result.human in (None, human)))
+            title = " · ".join(filter(None, [human, f"human ties {ties}", convention]))
             if category is not None:
                 title += f" · {rows[0].by} = {category}"
             lines += ["", title, aligned(table[0], table[1:])]
@@ -394,7 +399,8 @@ Ranked = list[tuple["RuleOutcome", "RuleResult"]]
 
 def _failed_cells(result: AggregateResult) -> list[str]:
     """The convention, and each column's failed rows and how they were counted."""
-    return ["", header(result.failed_as), *failed_lines(result.failed_cells)]
+    convention = header(result.failed_as, failed=any_failed(result.failed_cells.values()))
+    return ["", convention, *failed_lines(result.failed_cells)] if convention else []
 
 
 def _ranked_cells(ranked: RuleResult) -> list[str]:
@@ -608,10 +614,11 @@ def items(result: ItemsResult) -> str:
 def compare_judges(result: ComparisonResult, *, table: Path, judge_a: str, judge_b: str,
                    human: str | None) -> str:
     """What was compared, each column's failed cells, then a line per statistic."""
+    convention = header(result.failed_as, failed=any_failed(result.failed.values()))
     lines = [f"{result.shape} table {table}: A = {judge_a}, B = {judge_b}"
              + (f", human = {human}" if human else "")
              + (f", human ties {result.human_ties}" if result.human_ties else "")
-             + f", {header(result.failed_as)}"]
+             + (f", {convention}" if convention else "")]
     lines += failed_lines(result.failed)
     for e in result.estimates:
         interval = ("" if e.ci_low is None or e.ci_high is None
@@ -765,14 +772,27 @@ def _n(value: int | None) -> str:
 
 
 # -- metrics and plugins --------------------------------------------------------------------
+#: `judgebench metrics`: the widest line; a longer description is cut to fit.
+METRICS_WIDTH = 100
+METRICS_FOOTER = ("`judgebench metrics NAME`: a metric's card (what it needs, direction, range, "
+                  "level,\nevery option with its default, what to cite); --json: every field.")
+
+
 def metrics(rows: list[dict[str, Any]]) -> str:
-    """`judgebench metrics`: a line per metric (its MetricInfo, plugin and options)."""
-    return "\n".join(
-        f"{row['name']:<24} {row['kind']:<9} needs {','.join(row['requires']):<18} "
-        f"{'higher' if row['higher_is_better'] else 'lower':<6} "
-        f"{_range(*row['value_range']):<12} "
-        f"{row['level'] + ('+corpus' if row['has_corpus'] else ''):<14} "
-        f"options: {', '.join(row['options']) or '-'}" for row in rows)
+    """`judgebench metrics`: a line per metric (name, kind, its description cut to fit
+    `METRICS_WIDTH`), then where the rest is (the card)."""
+    name_width = max(len(row["name"]) for row in rows)
+    kind_width = max(len(row["kind"]) for row in rows)
+    room = METRICS_WIDTH - name_width - kind_width - 4
+    table = [[row["name"], row["kind"], _one_line(row["description"], room)]
+             for row in rows]
+    return aligned(["metric", "kind", "what it is"], table) + "\n\n" + METRICS_FOOTER
+
+
+def _one_line(text: str, width: int) -> str:
+    """A description on one line of at most `width` characters (cut at a word, with ...)."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else textwrap.shorten(line, width, placeholder="...")
 
 
 def plugins(rows: list[dict[str, Any]]) -> str:

@@ -337,6 +337,13 @@ def apply_corpus(corpus: dict[str, dict[str, float]], failed: Mapping[str, set[s
     return out
 
 
-def header(failed_as: FailedAs) -> str:
-    """What a text output's table titles say of the convention."""
-    return f"failed as {failed_as.name}"
+def header(failed_as: FailedAs, *, failed: bool) -> str:
+    """What a text output's table titles say of the convention: `failed as X` where a
+    failed cell was counted (`failed`) or the convention is not the default; nothing
+    otherwise (a title that names a convention says something failed)."""
+    return f"failed as {failed_as.name}" if failed or failed_as.kind != "missing" else ""
+
+
+def any_failed(cells: Iterable[Mapping[str, Any] | None]) -> bool:
+    """Whether any of these `failed` fields (`{"rows": N, ...}`) counts a failed cell."""
+    return any(cell and cell.get("rows") for cell in cells)

@@ -42,6 +42,9 @@ HEADERS = {
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: Addresses that listen on every interface of the machine.
 WILDCARDS = ("0.0.0.0", "::", "")
+#: An audit report page's links back to the viewer (the report is its own page, not a
+#: template of the viewer's).
+BACK_FROM_AUDIT = (("/audits", "All audit reports"), ("/", "Runs"))
 #: The longest number a query string or path may give (a run id fits SQLite's 64 bits).
 MAX_DIGITS = 18
 
@@ -386,7 +389,7 @@ def make_app(store: Path, reports: Sequence[Path] = (), host: str = "127.0.0.1",
         if not found:
             return failed(InputError(f"no audit report {key!r} here"), 404)
         try:
-            html = hide(render_html(found[0].data))
+            html = hide(render_html(found[0].data, links=BACK_FROM_AUDIT))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             return failed(InputError(f"not an audit report this version renders "
                                            f"({type(exc).__name__}: {exc})",

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -51,6 +52,7 @@ from judgebench.plugin_api import (
     Request,
     Response,
     TokenLogprob,
+    busy,
     require,
 )
 from judgebench_backends import guided_decoding
@@ -168,19 +170,25 @@ def convert_gguf(gguf: Path, revision: str) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    print(f"transformers backend: converting {gguf.name} into {target}, once: later runs "
+          "load that copy (the first takes from seconds to minutes, with nothing else to "
+          "show)", file=sys.stderr, flush=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        with _gguf_bar_follows_transformers():
-            model = AutoModelForCausalLM.from_pretrained(
-                gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-            )
+        with busy(f"converting {gguf.name} for transformers, once (later runs load the "
+                  "copy)"):
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            with _gguf_bar_follows_transformers():
+                model = AutoModelForCausalLM.from_pretrained(
+                    gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+                )
         # The de-quantised weights are plain float32; drop the GGUF marker so it can be saved.
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         model.hf_quantizer = None  # type: ignore[assignment]
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        with busy(f"saving the converted {gguf.name}, once"):
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
         try:
             os.replace(tmp, target)
         except OSError:  # another process converted it first
