@@ -221,10 +221,11 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 
 def run_cli_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
                     check: bool = False) -> subprocess.CompletedProcess[str]:
-    """Run `judgebench ARGS` in a fresh interpreter, as a user would."""
+    """Run `judgebench ARGS` in a fresh interpreter, as a user would. The timeout only stops
+    a hung process: a model's run on a loaded machine has been seen to take ten minutes."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run([sys.executable, "-m", "judgebench.cli", *args], cwd=cwd,
-                          env=full_env, capture_output=True, text=True, timeout=600)
+                          env=full_env, capture_output=True, text=True, timeout=1800)
     if check and proc.returncode != 0:
         raise AssertionError(f"judgebench {' '.join(args)} failed:\n{proc.stderr}")
     return proc

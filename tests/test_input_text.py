@@ -106,6 +106,12 @@ NOT_THE_RULE = {
     ("plugins/judgebench_judges/rubric.py", "dist.source"),
     ("plugins/judgebench_judges/templates.py", "self.source"),
     ("judgebench/render/bench.py", "info.source"),  # a suite's provenance
+    # where a label, a price or a sample came from, and the table a sample was drawn from
+    ("judgebench/engine/labels.py", "new.source"), ("judgebench/engine/labels.py", "row.source"),
+    ("judgebench/services/escalate_cost.py", "self.source"),
+    ("judgebench/render/text.py", "j.source"),
+    ("judgebench/services/label_sample.py", "self.source"),
+    ("judgebench/services/label_session.py", "self.source"),
 }
 
 
