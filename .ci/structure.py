@@ -36,9 +36,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "judgebench.registry", "judgebench.backends", "judgebench.suggest",
      "judgebench.metric_card"),
     # engine's leaves (they import only lower layers): the run's settings, the progress line,
-    # where the judge cache lives (tests/test_module_leaves.py)
+    # where the judge cache lives (tests/test_module_leaves.py), and the store with its labels
+    # (persistence: tables read failed statuses and people's labels from it)
     ("judgebench.tables", "judgebench.engine.runtime", "judgebench.engine.progress_line",
-     "judgebench.engine.cache_path"),
+     "judgebench.engine.cache_path", "judgebench.engine.store", "judgebench.engine.labels"),
     ("judgebench.engine", "judgebench.plugin_api", "judgebench.plugins", "judgebench.suite",
      "judgebench.backends.installed"),
     ("judgebench.services", "judgebench.auditing", "judgebench.pytest_plugin"),
