@@ -488,8 +488,9 @@ def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, FloatArray], t
 def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
                   ) -> PairwiseResult:
     if r.statistic != "accuracy" or r.human is None or r.human not in rankings or \
-            r.category != (MACRO if by else None) or r.judge == CEILING:
-        return r
+            r.category != (MACRO if by else None) or r.judge == CEILING or \
+            not np.isfinite(r.result.value):
+        return r  # a statistic over no pairs gets no cluster
     return replace(r, cluster=rankings[r.human].cluster_of(r.judge))
 
 
