@@ -267,7 +267,9 @@ def _system_sensitivity_parts(s: Mapping[str, Any]) -> list[str]:
         what, how = "without", f"{s['k']} system(s)"
     else:
         what, how = "over", f"{s['resamples']} system resamples"
-    parts = [f"wins {100 * s['winner_share']:.0f}% {what} {how}"]
+    tied = s.get("tied_share") or 0.0
+    parts = [f"wins {100 * s['winner_share']:.0f}% {what} {how}"
+             + (f" (a tied lead counted as shared, {100 * tied:.0f}% tied)" if tied else "")]
     if "cluster_changed" in s:
         parts.append(f"cluster changes {100 * s['cluster_changed']:.0f}%")
     if s["study_winner"] and s.get("flips"):
