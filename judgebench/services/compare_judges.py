@@ -156,7 +156,7 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
             estimates, notes, Path(store), sidecar, path, a, b, store_keys(frame, shape),
             epsilon=epsilon, bootstrap=bootstrap, seed=seed, ci=ci)
     if shape == "pairwise":
-        estimates = _named_accuracies(estimates, frame.columns, a, b)
+        estimates = _named_accuracies(estimates, list(frame.columns), a, b)
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
                             tolerance=tolerance, estimates=estimates, units=n_units,
