@@ -252,7 +252,8 @@ def _sequential_part(row: MetricRow) -> list[str]:
     if not seq:
         return []
     return [f"sequential: cluster {seq['cluster']} after {seq['items_used']}/"
-            f"{seq['items_total']} items" + ("" if seq["settled"] else " (not settled)")]
+            f"{seq['items_total']} items" + ("" if seq["settled"] else
+                                             " (not settled: items exhausted)")]
 
 
 def _sensitivity_part(row: MetricRow) -> list[str]:
