@@ -942,6 +942,9 @@ def diff(result: DiffResult) -> str:
             lines.append(f"    answered by {fa} -> {fb}: {row['units']} units, "
                          f"flip rate {row['flip_rate']:.4f}")
     lines.append("  moved: " + ("; ".join(result.moved) or "nothing"))
+    if result.moved_by_others:
+        lines.append("  moved by the others (scores unchanged): "
+                     + "; ".join(result.moved_by_others))
     lines.append(f"  drift: {'yes' if result.drift else 'no'}")
     return "\n".join(lines)
 
