@@ -17,13 +17,17 @@ as in the service it calls (`judgebench.services.*`), and bad input raises
 Functions keep no state between calls: calling one twice gives the same result twice.
 
 The functions that use plugins (score, meta_eval, audit, aggregate, combine, items,
-estimate, escalate: metrics, backends, rules, sentinels, probes, a column's registered
-direction) take `host=`, keyword only: a `judgebench.plugins.PluginHost`
-(`build_host(["my_plugin.py"])` adds local plugins). Without one, each call builds its own
-from the installed plugins (10 to 25 ms once the plugins are imported); meta_eval builds it
-only for a column whose direction neither a flag nor the sidecar gives. The others
-(meta_eval_pairwise, compare_judges, runs, logs, and the label functions: define_criterion,
-save_label, current_labels, ... of `judgebench.engine.labels`) use no plugin.
+estimate, escalate, bench, suites, meta_eval_spans: metrics, backends, rules, sentinels,
+probes, suites, a column's registered direction) take `host=`, keyword only: a
+`judgebench.plugins.PluginHost` (`build_host(["my_plugin.py"])` adds local plugins). Without
+one, each call builds its own from the installed plugins (10 to 25 ms once the plugins are
+imported); meta_eval builds it only for a column whose direction neither a flag nor the
+sidecar gives. The others (meta_eval_pairwise, compare_judges, diff, label_sample, runs,
+logs, and the label functions: define_criterion, save_label, current_labels, ... of
+`judgebench.engine.labels`) use no plugin.
+
+This module is the public surface. `judgebench.services` holds what these functions call;
+it is internal: its modules and signatures may change in any release (CHANGELOG.md).
 """
 
 from __future__ import annotations
@@ -43,14 +47,18 @@ import judgebench.services.audit as _audit
 import judgebench.services.bench as _bench
 import judgebench.services.combine as _combine
 import judgebench.services.compare_judges as _compare_judges
+import judgebench.services.diff as _diff
 import judgebench.services.escalate as _escalate
 import judgebench.services.estimate as _estimate
 import judgebench.services.items as _items
+import judgebench.services.label_sample as _label_sample
 import judgebench.services.meta_eval as _meta_eval
 import judgebench.services.pairwise as _pairwise
 import judgebench.services.runs as _runs
 import judgebench.services.score as _score
+import judgebench.services.spans as _spans
 from judgebench.errors import InputError
+from judgebench.results import Result
 from judgebench.services.score import ScoreResult
 from judgebench.tables.scores_table import SIDECAR_ATTR
 
@@ -62,9 +70,10 @@ if TYPE_CHECKING:
     from judgebench.tables.failed import FailedAs
 
 __all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "current_labels",
-           "define_criterion", "escalate", "estimate", "get_criterion", "get_sample", "items",
-           "label_history", "labelled_items", "logs", "meta_eval", "meta_eval_pairwise",
-           "record_sample", "runs", "save_label", "save_labels", "score", "withdraw_label"]
+           "define_criterion", "diff", "escalate", "estimate", "get_criterion", "get_sample",
+           "items", "label_history", "label_sample", "labelled_items", "logs", "meta_eval",
+           "meta_eval_pairwise", "meta_eval_spans", "record_sample", "runs", "save_label",
+           "save_labels", "score", "suites", "withdraw_label"]
 
 #: What the table-reading functions accept.
 Table: TypeAlias = "str | Path | pd.DataFrame | ScoreResult"
@@ -196,6 +205,12 @@ escalate = _reads_frame(_escalate.escalate)
 items = _reads_file(_items.items)
 runs = _runs.runs
 logs = _runs.logs
+#: `judgebench diff A B`: two runs (scores tables or stores) compared column by column
+diff = _diff.diff
+#: `judgebench meta-eval spans SCORES SPANS`: a judge's stored error spans against people's
+meta_eval_spans = _reads_file(_spans.span_meta_eval)
+#: which rows of a scores or pairwise table to give people to label (Python only)
+label_sample = _reads_frame(_label_sample.label_sample)
 # people's labels in a store (`judgebench labels`, the labelling page)
 define_criterion = _labels.define_criterion
 get_criterion = _labels.get_criterion
@@ -228,3 +243,46 @@ def bench(specs: str | list[str], suites: str = "all", *, suite_paths: tuple[str
         return _bench.bench([specs] if isinstance(specs, str) else list(specs), chosen,
                             options=options, host=host, bootstrap=bootstrap, seed=seed,
                             alpha=alpha, workdir=workdir)
+
+
+@dataclasses.dataclass(frozen=True)
+class SuitesResult(Result):
+    """`judgebench suites`: the suites (`name` None), one suite's card, or the files
+    `export` wrote (`exported`: file name -> path)."""
+
+    suites: list[dict[str, Any]]
+    card: dict[str, Any] | None = None
+    exported: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> Any:
+        """What `judgebench suites --json` prints: the listing, or the suite's card; with
+        `export`, the files written."""
+        if self.exported:
+            return self.exported
+        return self.card if self.card is not None else self.suites
+
+
+def suites(name: str | None = None, *, suite_paths: Sequence[str | Path] = (),
+           export: str | Path | None = None, force: bool = False,
+           host: PluginHost | None = None) -> SuitesResult:
+    """`judgebench suites [NAME] [--suite-path DIR] [--export DIR]`: the installed suites
+    and those under `suite_paths` (size, criteria, protocols, licence), or suite `name`'s
+    card; with `export`, its samples (score input) and human table written to that folder
+    (files already there refused unless `force`). Every suite's checksums are verified."""
+    from judgebench.plugins import build_host
+    from judgebench.render.bench import listing, suite_card
+    from judgebench.suite import available, load_suite, resolve
+    from judgebench.suite import export as export_suite
+
+    host = host or build_host()
+    if name is None:
+        if export is not None:
+            raise InputError("--export writes one suite: give its NAME", field="--export")
+        found = available(suite_paths, host=host)
+        return SuitesResult(listing([load_suite(*found[n]) for n in sorted(found)]))
+    (suite,) = resolve(name, suite_paths, host=host)
+    listed = listing([suite])
+    if export is not None:
+        written = export_suite(suite, export, force=force)
+        return SuitesResult(listed, exported={k: str(v) for k, v in written.items()})
+    return SuitesResult(listed, card=suite_card(suite))

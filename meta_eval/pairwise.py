@@ -23,7 +23,18 @@ Sec. 3.3 and Zeng et al. 2024, "Evaluating Large Language Models at Evaluating I
 Following" (LLMBar), Sec. 4:
 
     accuracy-ab    mean credit of ab over the pairs it scores; accuracy-ba likewise
-    accuracy       (accuracy-ab + accuracy-ba) / 2 (one order only: that order's accuracy)
+    accuracy       (accuracy-ab + accuracy-ba) / 2 (one order only: that order's accuracy):
+                   LLMBar's "Acc." (`correct_average` in its statistics.json); a judge
+                   that always names the first output shown scores 0.5
+    accuracy-combined
+                   mean credit of the combined verdict (the judge's own, else the orders'
+                   common verdict, a tie where they disagree, as judge.pairwise combines
+                   them): under `drop` a judge tie on a decided pair is wrong, so the
+                   always-first judge scores 0; `compare-judges` reports this one
+                   (`accuracy-combined_a`, `_b`). JudgeBench (Tan et al. 2024) combines the
+                   orders by a vote (a decided order and a tie count as the decided one)
+                   before counting a tie wrong; MT-Bench (Zheng et al. 2023) calls the
+                   share of equal labels "agreement" (FastChat's compute_agreement.py)
     both-correct   mean of min(credit ab, credit ba) over pairs scored in both orders
                    (drop/class: right in both orders)
     consistency    share of pairs with both verdicts where ab == ba (LLMBar's positional

@@ -57,8 +57,8 @@ from meta_eval.significance import assign_clusters
 if TYPE_CHECKING:
     from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
 
-STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "both-correct", "consistency",
-              "tie-rate", "kappa-orders", "kappa")
+STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "accuracy-combined", "both-correct",
+              "consistency", "tie-rate", "kappa-orders", "kappa")
 HUMAN_FREE = ("consistency", "tie-rate", "kappa-orders")  # need no human label
 MACRO = "(macro)"
 CEILING = "(human ceiling)"
@@ -118,7 +118,7 @@ class Verdicts:
         ba = self.failed_ba if self.ba is not None else None
         if statistic in CALIBRATION:
             return self.failed_combined if self.combined is not None else ab
-        if statistic == "kappa" or (self.ab is None and self.ba is None):
+        if statistic in ("kappa", "accuracy-combined") or (self.ab is None and self.ba is None):
             return self.combined_failed()
         if statistic in ("accuracy-ab", "accuracy-ba"):
             return ab if statistic == "accuracy-ab" else ba
@@ -249,6 +249,8 @@ class _Plan:
         else:
             out[(name, key, "accuracy")] = [self.quantity(s.ratio(credit(
                 human=human, verdict=verdicts.combined_labels(), ties=ties)))]
+        out[(name, key, "accuracy-combined")] = [self.quantity(s.ratio(credit(
+            human=human, verdict=verdicts.combined_labels(), ties=ties)))]
         if len(credits) == 2:
             both = np.fmin(credits["ab"], credits["ba"])
             both[np.isnan(credits["ab"]) | np.isnan(credits["ba"])] = np.nan
@@ -488,8 +490,9 @@ def _rankings(judges: Mapping[str, Verdicts], codes: Mapping[str, FloatArray], t
 def _with_cluster(r: PairwiseResult, rankings: Mapping[str, Ranking], by: bool
                   ) -> PairwiseResult:
     if r.statistic != "accuracy" or r.human is None or r.human not in rankings or \
-            r.category != (MACRO if by else None) or r.judge == CEILING:
-        return r
+            r.category != (MACRO if by else None) or r.judge == CEILING or \
+            not np.isfinite(r.result.value):
+        return r  # a statistic over no pairs gets no cluster
     return replace(r, cluster=rankings[r.human].cluster_of(r.judge))
 
 

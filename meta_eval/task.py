@@ -143,7 +143,8 @@ class Task:
         except ValueError as exc:
             raise ComparisonError(str(exc)) from None
         for ranked in ranking.metrics:
-            outcomes[ranked.metric].cluster = ranked.cluster
+            if math.isfinite(ranked.value):  # an undefined statistic gets no cluster
+                outcomes[ranked.metric].cluster = ranked.cluster
         return ranking
 
     def _ceiling(self, matrices: Mapping[str, FloatArray],

@@ -183,3 +183,62 @@ def test_the_readmes_api_example_runs_twice_in_a_fresh_process(tmp_path: Path) -
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_diff_suites_and_label_sample_give_the_commands_numbers(scored: Path,
+                                                               tmp_path: Path) -> None:
+    """The functions issue 42 added: `diff` (two runs), `suites` (the listing, a card, an
+    export) and `label_sample` (Python only: against a direct call of its draw twice)."""
+    other = tmp_path / "other.csv"
+    frame = pd.read_csv(scored)
+    frame.assign(**{"lexical.chrf": frame["lexical.chrf"] * 0.5 + 1}).to_csv(other, index=False)
+    args = ["--human", "human.relevance", "--bootstrap", "50"]
+    cli = cli_json("diff", str(scored), str(other), *args)
+    result = twice(lambda: judgebench.diff(scored, other, human="human.relevance",
+                                           bootstrap=50))
+    assert comparable(result.to_dict()) == comparable({k: v for k, v in cli.items()
+                                                       if k != "failed_checks"})  # --fail-on
+    assert cli_json("suites") == twice(lambda: judgebench.suites()).to_dict()
+    card = twice(lambda: judgebench.suites("summeval"))
+    assert card.to_dict() == cli_json("suites", "summeval")
+    assert card.to_pandas()["name"].tolist() == ["summeval"]
+    exported = judgebench.suites("llmbar", export=tmp_path / "api")
+    proc = run_cli("suites", "llmbar", "--export", str(tmp_path / "cli"))
+    assert proc.returncode == 0, proc.stderr
+    for name, path in exported.to_dict().items():
+        assert Path(path).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+    with pytest.raises(InputError, match="exist already"):
+        judgebench.suites("llmbar", export=tmp_path / "api")
+    drawn = twice(lambda: judgebench.label_sample(scored, strategy="random", n=5, seed=3))
+    same = judgebench.label_sample(pd.read_csv(scored), strategy="random", n=5, seed=3)
+    assert [(r.item, r.system) for r in drawn.rows] == [(r.item, r.system) for r in same.rows]
+    assert len(drawn.rows) == 5
+
+
+def test_calling_a_function_after_importing_its_service_module(scored: Path) -> None:
+    """`judgebench.services.<name>` is a module (internal); importing it changes nothing
+    about `judgebench.<name>`, which stays the function, on the first call and the second."""
+    import judgebench.services.aggregate
+    import judgebench.services.compare_judges
+    import judgebench.services.diff
+
+    for _ in range(2):
+        assert judgebench.aggregate(scored, rules=["borda"], metric="lexical.chrf").to_dict()
+        assert judgebench.compare_judges(PAIRS, a="gpt4-vanilla.ab",
+                                         b="chatgpt-vanilla.ab").to_dict()
+        assert callable(judgebench.diff) and callable(judgebench.meta_eval_spans)
+
+
+def test_no_guide_names_the_internal_services() -> None:
+    """The guides, the tutorials and the README show `judgebench.api` (re-exported at
+    `judgebench`) only; `judgebench.services` is internal (docs/design describes it)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    found = []
+    for page in pages:
+        if "design" in page.relative_to(REPO).parts:
+            continue
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"judgebench\.services|from judgebench\.services|\bservices\.\w+\(",
+                         line):
+                found.append(f"{page.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)

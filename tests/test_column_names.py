@@ -44,6 +44,7 @@ def test_the_column_drops_runtime_options_and_keeps_the_rest_as_written() -> Non
 def test_no_runtime_option_enters_a_judges_signature(judge: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")  # openai/ models need one to be built
     host = build_host()
     base = f"{judge}:backend=litellm,model=openai/judge"
     signature = prepare_metrics([parse_spec(base)], host)[0].signature

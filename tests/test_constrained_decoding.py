@@ -287,9 +287,12 @@ def test_a_vllm_server_enforces_choices_and_regexes() -> None:
 
 
 # -- litellm -----------------------------------------------------------------------------------
-def test_litellm_mapping_follows_what_the_provider_takes() -> None:
+def test_litellm_mapping_follows_what_the_provider_takes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("litellm", reason="the [api] extra is not installed")
     from judgebench_backends.litellm_backend import LiteLLMBackend
+
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")  # openai/ models need one to be built
 
     openai = LiteLLMBackend(model="openai/gpt-4o-mini")
     kwargs = openai.call_kwargs(json_request())

@@ -108,11 +108,11 @@ def test_json_rows_default_judges_and_keys(pairs):
         assert (r["human"] is None) == (r["statistic"] in ("consistency", "tie-rate",
                                                           "kappa-orders"))
     good = {r["statistic"] for r in out if r["metric"] == "good"}
-    assert good == {"accuracy-ab", "accuracy-ba", "accuracy", "both-correct", "consistency",
-                    "tie-rate", "kappa-orders", "kappa"}
+    assert good == {"accuracy-ab", "accuracy-ba", "accuracy", "accuracy-combined",
+                    "both-correct", "consistency", "tie-rate", "kappa-orders", "kappa"}
     # a soft judge (probabilities) is also calibrated against people
-    assert {r["statistic"] for r in out if r["metric"] == "soft"} == {"accuracy", "tie-rate",
-                                                                     "kappa", "brier", "ece"}
+    assert {r["statistic"] for r in out if r["metric"] == "soft"} == {
+        "accuracy", "accuracy-combined", "tie-rate", "kappa", "brier", "ece"}
     frame = pd.read_csv(pairs)
     decided = frame[frame["human.preference"] != "tie"]
     assert next(r for r in out if r["metric"] == "good" and r["statistic"] == "accuracy-ab"

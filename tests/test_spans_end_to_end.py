@@ -13,7 +13,7 @@ import math
 import pytest
 from conftest import run_cli
 from fault_server import FaultServer
-from suites_support import DATA, plugin_args, plugin_env
+from suites_support import DATA, DIST, installed, plugin_args, plugin_env
 from test_spans_kernels import brute_chars, brute_span_matches
 
 SUITE = "wmt21-tedtalks-en-de"
@@ -215,3 +215,28 @@ def test_logs_marks_the_spans_in_the_output(ted, scored) -> None:
     first = ted["spans"][key][0]["span"]
     assert f"[{first}](1)" in proc.stdout
     assert "not in the output" in proc.stdout and "kein Teil der Ausgabe" in proc.stdout
+
+
+def test_the_python_api_gives_the_commands_rows(scored, monkeypatch) -> None:
+    """`judgebench.meta_eval_spans` (the API's name for `meta-eval spans`) on the table and
+    on it as a DataFrame with its sidecar: the command's JSON, twice."""
+    import pandas as pd
+
+    import judgebench
+    from judgebench.plugins import build_host
+    from judgebench.tables.scores_table import SIDECAR_ATTR
+
+    if not installed():  # a checkout without the suites extra: the plugin from its folder
+        monkeypatch.syspath_prepend(str(DIST))
+    host = build_host([] if installed() else ["judgebench_suites"])
+
+    tmp = scored["tmp"]
+    store = tmp / "store.db"
+    cli = run_cli(*plugin_args(), "meta-eval", "spans", str(tmp / "scores.csv"), SUITE,
+                  "--store", str(store), "--json", env=scored["env"])
+    assert cli.returncode == 0, cli.stderr
+    frame = pd.read_csv(tmp / "scores.csv")
+    frame.attrs[SIDECAR_ATTR] = json.loads((tmp / "scores.csv.meta.json").read_text())
+    for table in (tmp / "scores.csv", frame, tmp / "scores.csv"):
+        result = judgebench.meta_eval_spans(table, SUITE, store=store, host=host)
+        assert result.to_dict() == json.loads(cli.stdout)

@@ -121,11 +121,17 @@ def test_suite_path_adds_a_users_folder_and_refuses_a_clash(tmp_path: Path) -> N
 
 
 def test_a_pointwise_metric_skips_a_pairwise_suite_saying_so(tmp_path: Path) -> None:
-    proc = run_cli(*plugin_args(), "bench", "lexical.chrf", "--suite", "llmbar", "--json",
-                   "--store", str(tmp_path / "runs.db"), env=plugin_env(), check=True)
-    (card,) = json.loads(proc.stdout)
-    assert card["skipped"] and card["rows"] == []
-    assert "lexical.chrf cannot run on LLMBar" in card["verdict"][0]
+    """Skipped where another suite runs (a bench where nothing runs is an input error:
+    tests/test_bench_claims.py)."""
+    rated_suite(tmp_path / "suites" / "rated", np.ones((2, 4)), ["the cat sat"] * 4)
+    proc = run_cli(*plugin_args(), "bench", "lexical.chrf", "--suite", "llmbar,rated",
+                   "--suite-path", str(tmp_path / "suites"), "--json", "--bootstrap", "0",
+                   "--workers", "1", "--store", str(tmp_path / "runs.db"), env=plugin_env(),
+                   check=True)
+    skipped, ran = json.loads(proc.stdout)
+    assert skipped["skipped"] and skipped["rows"] == []
+    assert "lexical.chrf cannot run on LLMBar" in skipped["verdict"][0]
+    assert not ran["skipped"] and ran["rows"]
 
 
 # -- the human ceiling, on a suite with annotators -----------------------------------------

@@ -123,3 +123,78 @@ def test_cli(tmp_path: Path):
     assert loo["winner_changed"] == pytest.approx(direct.winner_changed)
     text = CliRunner().invoke(cli, args, catch_exceptions=False).stdout
     assert "without 1 system(s)" in text
+
+
+def tied_study(rng, systems=6, items=8):
+    """Two metrics whose system means order the systems alike in most subsets (Kendall ties
+    at system level) and a third that orders them differently."""
+    quality = np.arange(systems, dtype=float)
+    human = quality[None, :] + rng.normal(scale=0.8, size=(items, systems))
+    a = quality[None, :] + rng.normal(scale=0.1, size=(items, systems))
+    b = 2 * a + 1.0  # the same order as a everywhere: a tie in every subset
+    b[:, [0, 1]] = b[:, [1, 0]]  # ... except that it swaps the two worst systems
+    c = quality[None, ::-1] + rng.normal(scale=0.1, size=(items, systems))
+    return human, {"m.b": b, "m.a": a, "m.c": c}
+
+
+def kendall_values(h, ms):
+    return {m: evaluate("kendall", human=h, metric=x, level="system").value
+            for m, x in ms.items()}
+
+
+def brute_lead(h, ms, columns):
+    """The metrics tied for the best scipy Kendall tau of the system means (ties within
+    relative 1e-12)."""
+    hs = np.nanmean(h[:, columns], axis=0)
+    values = {m: scipy.stats.kendalltau(hs, x[:, columns].mean(axis=0))[0]
+              for m, x in ms.items()}
+    best = max(v for v in values.values() if np.isfinite(v))
+    return {m for m, v in values.items() if np.isfinite(v) and abs(v - best) <= 1e-12 * abs(best)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_tied_lead_is_shared_not_credited_to_the_first_name(seed):
+    """Each left-out subset whose lead is tied credits each tied metric 1/w of it: against
+    brute force with scipy's Kendall tau (the old rule gave it all to the first name)."""
+    rng = np.random.default_rng(seed)
+    human, metrics = tied_study(rng)
+    names = [f"s{j}" for j in range(6)]
+    (got,) = system_sensitivity(human=human, metrics=metrics, values=kendall_values,
+                                systems=names, leave_out=1)
+    study = brute_lead(human, metrics, list(range(6)))
+    leads = {s: brute_lead(human, metrics, [j for j in range(6) if j not in s])
+             for s in itertools.combinations(range(6), 1)}
+    assert any(len(lead) > 1 for lead in leads.values())  # the case this test is about
+    assert set(got.leaders) == study
+    for m in metrics:
+        assert got.winner_share[m] == pytest.approx(
+            sum(1 / len(lead) for lead in leads.values() if m in lead) / len(leads))
+        assert got.tied_share[m] == pytest.approx(
+            sum(len(lead) > 1 and m in lead for lead in leads.values()) / len(leads))
+    assert got.winner_changed == pytest.approx(
+        sum(lead != study for lead in leads.values()) / len(leads))
+    assert sum(got.winner_share.values()) == pytest.approx(1.0)
+
+
+def test_identical_metrics_share_every_lead_in_the_cli(tmp_path: Path):
+    rng = np.random.default_rng(8)
+    human, metrics = study(rng, systems=6, items=10, noise=(0.3, 2.0))
+    rows = [{"item": f"i{i}", "system": f"s{j}", "human.q": human[i, j],
+             "m.first": metrics["m0"][i, j], "m.twin": metrics["m0"][i, j],
+             "m.other": metrics["m1"][i, j]} for i in range(10) for j in range(6)]
+    path = tmp_path / "t.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    result = CliRunner().invoke(cli, ["meta-eval", str(path), "--human", "human.q",
+                                      "--level", "system", "--statistic", "kendall",
+                                      "--system-sensitivity", "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    out = {r["metric"]: r["system_sensitivity"][0] for r in json.loads(result.stdout)}
+    assert out["m.first"]["winner_share"] == out["m.twin"]["winner_share"] > 0
+    assert out["m.first"]["tied_share"] == pytest.approx(
+        2 * out["m.first"]["winner_share"])  # tied in every resample it leads
+    assert out["m.first"]["study_winner"] == out["m.twin"]["study_winner"]
+    text = CliRunner().invoke(cli, ["meta-eval", str(path), "--human", "human.q", "--level",
+                                    "system", "--statistic", "kendall",
+                                    "--system-sensitivity"], catch_exceptions=False).stdout
+    assert "a tied lead counted as shared" in text

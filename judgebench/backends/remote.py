@@ -323,6 +323,27 @@ class RemoteBackend(Backend):
         )
         self._price: tuple[float, float] | None = None
         self._price_known = False
+        self._refuse_without_credential()
+
+    @final
+    def _refuse_without_credential(self) -> None:
+        """What the backend can know before its first call, checked then: a credential its
+        provider needs and the environment lacks stops the run (ValueError, exit 2) before
+        any work, as a missing extra does, instead of failing every call. A dry run, which
+        makes no call, needs none."""
+        from judgebench.engine import runtime
+
+        if runtime.current().dry_run:
+            return
+        reason = self.missing_credential()
+        if reason is not None:
+            raise ValueError(reason)
+
+    def missing_credential(self) -> str | None:
+        """Why a call could not authenticate, known before any call (the variable a key
+        should be in is not set), or None; the message names variables, never a value.
+        Default: nothing known (``api_key_env`` itself is checked above)."""
+        return None
 
     @classmethod
     def accepts(cls) -> Accepts:

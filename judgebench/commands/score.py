@@ -247,9 +247,13 @@ def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path
                                **options)
     write_table(done.table, output, sidecar=done.table.attrs[SIDECAR_ATTR])
     summary = done.to_dict()
-    print(f"score: {'settled' if summary['settled'] else 'not settled'} after "
-          f"{summary['items_scored']} of {summary['items_total']} items; "
-          f"{summary['judge_calls_saved']} metric calls saved", file=sys.stderr)
+    if summary["settled"]:
+        told = (f"settled after {summary['items_scored']} of {summary['items_total']} items; "
+                f"{summary['judge_calls_saved']} metric calls saved")
+    else:
+        told = (f"not settled (items exhausted): all {summary['items_total']} items scored "
+                "and the confidence sequences still leave some pair undecided")
+    print(f"score: {told}", file=sys.stderr)
     if as_json:
         click.echo(json_out.document(summary))
 

@@ -92,10 +92,16 @@ def render_text(result: BenchResult) -> str:
             lines += ["", f"{heading}:"]
             lines += [f"{'*' if yours else ' '} {line}" for yours, line in entries]
         lines += [f"note: {n}" for n in card.notes]
-        lines.append(f"licence: {card.suite.licence}; * = yours, = = human ceiling; cite the "
-                     "suite's source (`judgebench suites " + card.suite.name + "`)")
+        legend = "* = yours, = = human ceiling" if _has_ceiling(card) else "* = yours"
+        lines.append(f"licence: {card.suite.licence}; {legend}; cite the suite's source "
+                     f"(`judgebench suites {card.suite.name}`)")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def _has_ceiling(card: Card) -> bool:
+    """The card has a human-ceiling row (only suites with several annotators do)."""
+    return any(row.kind == "ceiling" for row in card.rows)
 
 
 def _aligned(rows: Sequence[Sequence[str]]) -> str:
@@ -126,7 +132,8 @@ def render_markdown(result: BenchResult) -> str:
             lines += [f"- {_md(line)}{' (yours)' if yours else ''}" for yours, line in entries]
             lines.append("")
         lines += [f"- {_md(n)}" for n in card.notes]
-        lines.append(f"\nLicence: {_md(card.suite.licence)}. `*` yours, `=` human ceiling.")
+        legend = "`*` yours, `=` human ceiling" if _has_ceiling(card) else "`*` yours"
+        lines.append(f"\nLicence: {_md(card.suite.licence)}. {legend}.")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
 

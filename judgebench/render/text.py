@@ -254,7 +254,8 @@ def _sequential_part(row: MetricRow) -> list[str]:
     if not seq:
         return []
     return [f"sequential: cluster {seq['cluster']} after {seq['items_used']}/"
-            f"{seq['items_total']} items" + ("" if seq["settled"] else " (not settled)")]
+            f"{seq['items_total']} items" + ("" if seq["settled"] else
+                                             " (not settled: items exhausted)")]
 
 
 def _sensitivity_part(row: MetricRow) -> list[str]:
@@ -269,7 +270,9 @@ def _system_sensitivity_parts(s: Mapping[str, Any]) -> list[str]:
         what, how = "without", f"{s['k']} system(s)"
     else:
         what, how = "over", f"{s['resamples']} system resamples"
-    parts = [f"wins {100 * s['winner_share']:.0f}% {what} {how}"]
+    tied = s.get("tied_share") or 0.0
+    parts = [f"wins {100 * s['winner_share']:.0f}% {what} {how}"
+             + (f" (a tied lead counted as shared, {100 * tied:.0f}% tied)" if tied else "")]
     if "cluster_changed" in s:
         parts.append(f"cluster changes {100 * s['cluster_changed']:.0f}%")
     if s["study_winner"] and s.get("flips"):
@@ -959,6 +962,9 @@ def diff(result: DiffResult) -> str:
             lines.append(f"    answered by {fa} -> {fb}: {row['units']} units, "
                          f"flip rate {row['flip_rate']:.4f}")
     lines.append("  moved: " + ("; ".join(result.moved) or "nothing"))
+    if result.moved_by_others:
+        lines.append("  moved by the others (scores unchanged): "
+                     + "; ".join(result.moved_by_others))
     lines.append(f"  drift: {'yes' if result.drift else 'no'}")
     return "\n".join(lines)
 

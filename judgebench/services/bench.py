@@ -166,13 +166,16 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     shapes, requires = _shapes(parsed, host)
     # A spec's column (its name without the runtime options) is its label everywhere after.
     specs = [p.column for p in parsed]
+    plans = [(suite, *_runnable(suite, specs, shapes, requires)) for suite in suites]
+    if not any(runnable for _, runnable, _ in plans):
+        raise InputError("nothing to run: " + "; ".join(
+            f"{suite.name}: {'; '.join(notes)}" for suite, _, notes in plans), field="SPEC")
     by_column = dict(zip(specs, parsed, strict=True))
     # One budget for the whole bench: --budget-usd bounds every suite's scoring together.
     budget = Budget(limit_usd=options.budget_usd, allow_unknown_cost=options.allow_unknown_cost)
     cards = []
     keep = Path(workdir) if workdir is not None else None
-    for suite in suites:
-        runnable, notes = _runnable(suite, specs, shapes, requires)
+    for suite, runnable, notes in plans:
         if not runnable:
             cards.append(_skipped_card(suite, specs, notes))
             log(f"{suite.name}: skipped ({'; '.join(notes)})")
@@ -283,12 +286,17 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
                      host=host)
     if run.failed:
         notes.append(f"{run.failed} score(s) failed (see `judgebench logs --store "
-                     f"{options.store}`); counted as the protocol says")
+                     f"{options.store} --failed`); counted as the protocol says")
+    dead = [s for s in specs if run.rows and sum(run.failures.get(s, {}).values()) >= run.rows]
+    failures = [_all_failed(s, run, options.store) for s in dead]
+    specs = [s for s in specs if s not in dead]
     published = list(suite.info.published)
     stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
     _merge_stored(table, suite, stored)
     rows: list[CardRow] = []
     for protocol in suite.info.protocols:
+        if not specs and not stored:
+            break
         if pairwise:
             rows += _pairwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
                                    alpha)
@@ -296,13 +304,40 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
             rows += _pointwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
                                     alpha)
     rows = _with_published(rows, published, specs, stored)
+    rows = _without_values(rows, dead)
     coverage = _coverage(table, suite, specs, stored, run.rows)
-    if options.limit is not None:
+    limited = options.limit is not None
+    if limited:
         rows = [_replace(r, reproduces=None) for r in rows]
         notes.append(f"--limit {options.limit}: a part of the suite, so the values are not "
-                     "compared with the published ones")
-    return Card(suite.info, _verdicts(suite.info, rows, specs), rows, notes,
-                scored=run.rows, failed=run.failed, workdir=workdir, coverage=coverage)
+                     "compared with the published ones (only with baselines recomputed on "
+                     "the same rows)")
+    return Card(suite.info, failures + _verdicts(suite.info, rows, specs, limited), rows,
+                notes, scored=run.rows, failed=run.failed, workdir=workdir,
+                coverage=coverage)
+
+
+def _all_failed(spec: str, run: Any, store: Path) -> str:
+    """The sentence that opens a card for a spec none of whose scores came back."""
+    counts: dict[str, int] = {}
+    for (status, _reason), n in run.failures.get(spec, {}).items():
+        counts[status] = counts.get(status, 0) + n
+    kinds = ", ".join(f"{status} {n}" for status, n in sorted(counts.items()))
+    return (f"{spec}: every one of its {run.rows} scores failed ({kinds}; see `judgebench "
+            f"logs --store {store} --failed`), so it has no statistic, no interval and no "
+            "verdict here.")
+
+
+def _without_values(rows: list[CardRow], dead: Sequence[str]) -> list[CardRow]:
+    """`rows` and, for each spec whose every score failed, an empty row in each table the
+    user's metrics appear in (no value, interval or cluster: there is no data)."""
+    if not dead:
+        return rows
+    tables = list(dict.fromkeys((r.protocol, r.statistic, r.subset) for r in rows
+                                if r.kind != "ceiling"))
+    return [CardRow(label=spec, kind="yours", protocol=protocol, statistic=statistic,
+                    subset=subset, value=None, n=0)
+            for spec in dead for protocol, statistic, subset in tables] + rows
 
 
 def _coverage(table: Path, suite: Suite, specs: list[str], stored: list[str], scored: int
@@ -348,11 +383,9 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
 def _pairwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
                    stored: list[str], bootstrap: int, seed: int, alpha: float
                    ) -> list[CardRow]:
-    import pandas as pd
-
     from judgebench.services.pairwise import pairwise_meta_eval
 
-    frame = pd.read_csv(table, dtype=str, keep_default_na=False, na_values=[""])
+    frame = _told_failed(table, [protocol.human])
     judges = [*specs, *stored]
     groups: list[tuple[str | None, Any]] = [(ALL, frame)]
     if protocol.by == "subset" and "category" in frame.columns:
@@ -380,6 +413,18 @@ def _pairwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[st
             out += [_row(r, protocol, subset, "ceiling") for r in ceiling.to_dict()
                     if r["metric"] == CEILING and r["statistic"] in protocol.statistics]
     return out
+
+
+def _told_failed(table: Path, humans: Sequence[str]) -> Any:
+    """The pairwise table with its failed verdicts (told by the sidecar `score` wrote) reading
+    `failed`, so that every subset of its rows counts them as the protocol says."""
+    from judgebench.tables.pairs import PreparedPairs
+
+    prepared = PreparedPairs.read(table, humans)
+    frame = prepared.frame
+    for column, mask in prepared.failed.masks.items():
+        frame[column] = frame[column].astype(object).mask(mask, "failed")
+    return frame
 
 
 def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
@@ -474,9 +519,11 @@ def _same(value: float | None, p: Published) -> bool | None:
     return round(value, p.precision) == round(p.value, p.precision)
 
 
-def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str]) -> list[str]:
+def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str],
+              limited: bool = False) -> list[str]:
     """One sentence per metric on the headline protocol (the first) and first statistic,
-    over every pair or item (and per subset for a suite with subsets)."""
+    over every pair or item (and per subset for a suite with subsets). `limited` (a part of
+    the suite, `--limit`): compared only with baselines recomputed on the same rows."""
     head = info.protocols[0]
     statistic = head.statistics[0]
     subsets = [ALL, *info.subsets] if any(r.subset == ALL for r in rows) else [None]
@@ -493,7 +540,7 @@ def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str]) -> list[st
                                   and r.protocol == head.name and r.statistic == statistic
                                   and r.subset == subset],
                                  _find(rows, CEILING, head.name, statistic, subset,
-                                       "ceiling")))
+                                       "ceiling"), limited))
     return out
 
 
@@ -511,42 +558,57 @@ def _fmt(value: float | None, statistic: str) -> str:
 
 
 def _sentence(spec: str, mine: CardRow, where: str, protocol: Protocol, statistic: str,
-              published: list[CardRow], ceiling: CardRow | None) -> str:
+              published: list[CardRow], ceiling: CardRow | None, limited: bool = False
+              ) -> str:
     verb = "agrees with people" if protocol.level == "pair" else "correlates with people"
+    if mine.value is None:
+        return (f"{spec} has no {statistic} on {where}: no "
+                f"{'pair' if protocol.level == 'pair' else 'item'} could be counted.")
     ci = (f" [{_fmt(mine.ci[0], statistic)}, {_fmt(mine.ci[1], statistic)}]"
           if mine.ci else "")
     text = f"{spec} {verb} on {where} at {statistic} {_fmt(mine.value, statistic)}{ci}"
     printed = [r for r in published if r.printed is not None]
-    if printed:
+    recomputed = [r for r in published if r.value is not None]
+    if printed and not limited:
         best = max(printed, key=lambda r: r.printed if r.printed is not None else -math.inf)
-        text += ", " + _against(mine, best, statistic)
-    elif any(r.value is not None for r in published):
-        best = max(published, key=lambda r: r.value if r.value is not None else -math.inf)
-        text += ", " + _against(mine, best, statistic)
+        text += ", " + _against(mine, best, statistic, limited)
+    elif recomputed:
+        best = max(recomputed, key=lambda r: r.value if r.value is not None else -math.inf)
+        text += ", " + _against(mine, best, statistic, limited)
+    elif printed:
+        text += (" (a part of the suite: not compared with the published numbers, which "
+                 "are over all of it)")
     if ceiling is not None and ceiling.value is not None:
         text += f"; the human ceiling is {_fmt(ceiling.value, statistic)}"
     return text + "."
 
 
-def _against(mine: CardRow, best: CardRow, statistic: str) -> str:
-    printed = _fmt(best.printed if best.printed is not None else best.value, statistic)
-    if best.printed is None:
-        printed += " recomputed from its stored verdicts"
+def _against(mine: CardRow, best: CardRow, statistic: str, limited: bool = False) -> str:
+    """How `mine` stands against the baseline `best`: by their significance clusters where
+    both were tested on the same rows, else against the printed value by `mine`'s interval.
+    `limited`: only the value recomputed on the same rows is compared."""
+    use_printed = best.printed is not None and not limited
+    reference = best.printed if use_printed else best.value
+    shown = _fmt(reference, statistic)
+    if not use_printed:
+        shown += " recomputed from its stored verdicts" + (" on the same rows" if limited
+                                                             else "")
     if mine.cluster is not None and best.cluster is not None and best.value is not None:
         if mine.cluster > best.cluster:
-            return f"significantly below the published {best.label} ({printed})"
+            return f"significantly below the published {best.label} ({shown})"
         if mine.cluster < best.cluster:
-            return f"significantly above the published {best.label} ({printed})"
-        return f"not significantly different from the published {best.label} ({printed})"
-    if mine.value is None or best.printed is None:
-        return f"beside the published {best.label} ({printed})"
-    side = "below" if mine.value < best.printed else "above"
-    if mine.ci is not None and mine.ci[0] <= best.printed <= mine.ci[1]:
-        return (f"{side} the published {best.label} ({printed}), which is inside its "
-                "confidence interval")
+            return f"significantly above the published {best.label} ({shown})"
+        return f"not significantly different from the published {best.label} ({shown})"
+    if mine.value is None or reference is None:
+        return f"beside the published {best.label} ({shown})"
+    side = "below" if mine.value < reference else "above"
+    if mine.ci is not None and mine.ci[0] <= reference <= mine.ci[1]:
+        return (f"not significantly {side} the published {best.label} ({shown}, inside "
+                "its confidence interval)")
     if mine.ci is not None:
-        return f"{side} the published {best.label} ({printed}), outside its confidence interval"
-    return f"{side} the published {best.label} ({printed})"
+        return (f"significantly {side} the published {best.label} ({shown}, outside its "
+                "confidence interval)")
+    return f"{side} the published {best.label} ({shown}; no interval to test it)"
 
 
 __all__ = ["BenchResult", "Card", "CardRow", "ScoreOptions", "bench"]

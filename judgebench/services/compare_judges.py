@@ -12,6 +12,7 @@ The statistics are `meta_eval.judge_comparison`'s.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sqlite3
@@ -81,6 +82,9 @@ class ComparisonResult(Result):
                   "human_ties": self.human_ties, "failed_as": self.failed_as.name,
                   "failed": self.failed}
         rows = [{**common, **e.to_dict()} for e in self.estimates]
+        rows += [{**common, **dataclasses.replace(e, statistic=old).to_dict(),
+                  "deprecated": f"renamed {e.statistic} (see the compare-judges guide)"}
+                 for e in self.estimates for old in [_old_name(e.statistic)] if old]
         for row in rows:
             if row["statistic"] in ("mean_kl", "mean_js"):
                 row.update({"unit": "nats", "epsilon": self.distributions.get("epsilon")})
@@ -151,11 +155,44 @@ def compare_judges(table: str | Path | pd.DataFrame, *, a: str, b: str, human: s
         distributions = _add_distributions(
             estimates, notes, Path(store), sidecar, path, a, b, store_keys(frame, shape),
             epsilon=epsilon, bootstrap=bootstrap, seed=seed, ci=ci)
+    if shape == "pairwise":
+        estimates = _named_accuracies(estimates, list(frame.columns), a, b)
     n_units = int(np.sum(np.isfinite(codes[a]) & np.isfinite(codes[b])))
     return ComparisonResult(path=path, shape=shape, judge_a=a, judge_b=b, human=human,
                             tolerance=tolerance, estimates=estimates, units=n_units,
                             distributions=distributions, notes=[*failed.notes, *notes],
                             failed_as=convention, failed=counts, human_ties=ties)
+
+
+def _old_name(statistic: str) -> str | None:
+    """A pairwise table's accuracy row's name before issue 42 (`accuracy_a`, `accuracy_b`):
+    its JSON row is repeated under it for one release, marked `deprecated`."""
+    for kind in ("ab", "ba", "combined"):
+        for side in ("a", "b"):
+            if statistic == f"accuracy-{kind}_{side}":
+                return f"accuracy_{side}"
+    return None
+
+
+def _named_accuracies(estimates: list[Estimate], columns: Sequence[Any], a: str, b: str
+                      ) -> list[Estimate]:
+    """A pairwise table's `accuracy_a`/`_b` named as `meta-eval pairwise` names the same
+    number: `accuracy-ab`/`accuracy-ba` for a judge's order column (`SPEC.ab`, `SPEC.ba`),
+    else `accuracy-combined` (a judge's combined verdict, a tie on a decided pair wrong);
+    never plain `accuracy`, which there is the mean of the two orders' accuracies."""
+    present = {str(c) for c in columns}
+    renamed = {}
+    for side, column in (("a", a), ("b", b)):
+        kind = "combined"
+        for order in ("ab", "ba"):
+            other = "ba" if order == "ab" else "ab"
+            judge = column[:-3]
+            if column.endswith(f".{order}") and (judge in present
+                                                 or f"{judge}.{other}" in present):
+                kind = order
+        renamed[f"accuracy_{side}"] = f"accuracy-{kind}_{side}"
+    return [dataclasses.replace(e, statistic=renamed.get(e.statistic, e.statistic))
+            for e in estimates]
 
 
 def _check_request(a: str, b: str, tolerance: float) -> None:

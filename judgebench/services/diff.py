@@ -20,8 +20,10 @@ system_a, system_b) and compared, per column:
 - from a store, what answered each side (`judgebench.engine.fingerprints`): the scores per
   fingerprint, and the flip rate per pair of fingerprints.
 
-`moved` lists the conclusions that changed; `drift` is whether any did, or a statistic
-changed significantly (`--fail-on drift`).
+`moved` lists the conclusions that changed; a column whose scores are the same under A and
+B but whose cluster changed (because another column's scores moved the clusters) is listed
+apart, in `moved_by_others`, saying so; `drift` is whether any conclusion changed (either
+list), or a statistic changed significantly (`--fail-on drift`).
 """
 
 from __future__ import annotations
@@ -110,17 +112,20 @@ class DiffResult(Result):
     columns: list[ColumnDiff]
     moved: list[str]
     notes: list[str] = field(default_factory=list)
+    #: clusters that changed for a column whose own scores did not (its neighbours' did)
+    moved_by_others: list[str] = field(default_factory=list)
 
     @property
     def drift(self) -> bool:
         """A conclusion moved, or a statistic changed significantly."""
-        return bool(self.moved) or any(s.significant for c in self.columns
-                                       for s in c.statistics)
+        return bool(self.moved or self.moved_by_others) or any(
+            s.significant for c in self.columns for s in c.statistics)
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "table": self.shape, "human": self.human,
                 "columns": [c.to_dict() for c in self.columns], "moved": self.moved,
-                "drift": self.drift, "notes": self.notes}
+                "moved_by_others": self.moved_by_others, "drift": self.drift,
+                "notes": self.notes}
 
 
 @dataclass
@@ -155,6 +160,7 @@ def diff(a: str | Path, b: str | Path, *, columns: Sequence[str] = (),
     notes: list[str] = []
     out: list[ColumnDiff] = []
     moved: list[str] = []
+    by_others: list[str] = []
     matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     human_matrix = None
     for ca, cb in pairs:
@@ -180,14 +186,14 @@ def diff(a: str | Path, b: str | Path, *, columns: Sequence[str] = (),
             moved.append(f"{ca}: winner {column.winner_a} -> {column.winner_b}")
         out.append(column)
     if human_matrix is not None and len(matrices) >= 2:
-        out, more = _clusters(out, human_matrix, matrices, statistics[0], level, grouping,
-                              bootstrap, seed)
+        out, more, by_others = _clusters(out, human_matrix, matrices, statistics[0], level,
+                                         grouping, bootstrap, seed)
         moved += more
     elif human is not None and side_a.shape == "wide" and len(matrices) < 2:
         notes.append("one column: no significance clusters to compare (they rank two or "
                      "more columns)")
     return DiffResult(a=str(a), b=str(b), shape=side_a.shape, human=human, columns=out,
-                      moved=moved, notes=notes)
+                      moved=moved, notes=notes, moved_by_others=by_others)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -437,9 +443,14 @@ def _with_statistics(column: ColumnDiff, h: np.ndarray, ma: np.ndarray, mb: np.n
 
 def _clusters(columns: list[ColumnDiff], h: np.ndarray,
               matrices: dict[str, tuple[np.ndarray, np.ndarray]], statistic: str, level: str,
-              grouping: str, resamples: int, seed: int) -> tuple[list[ColumnDiff], list[str]]:
-    """Each column's significance cluster among the columns under A and under B."""
+              grouping: str, resamples: int, seed: int
+              ) -> tuple[list[ColumnDiff], list[str], list[str]]:
+    """Each column's significance cluster among the columns under A and under B; the
+    changed clusters of columns whose scores changed, and apart those of columns whose
+    scores did not (moved by the others)."""
     import dataclasses
+
+    import numpy as np
 
     from meta_eval import significance_clusters
 
@@ -449,10 +460,16 @@ def _clusters(columns: list[ColumnDiff], h: np.ndarray,
                                          metrics={c: m[i] for c, m in matrices.items()},
                                          **options)
              for i, side in enumerate(("a", "b"))}
-    out, moved = [], []
+    out, moved, by_others = [], [], []
     for column in columns:
         ca, cb = under["a"].cluster_of(column.column_a), under["b"].cluster_of(column.column_a)
         if ca != cb:
-            moved.append(f"{column.column_a}: {statistic} cluster {ca} -> {cb}")
+            ma, mb = matrices[column.column_a]
+            if np.array_equal(ma, mb, equal_nan=True):
+                by_others.append(f"{column.column_a}: {statistic} cluster {ca} -> {cb} (its "
+                                 "scores did not change: other columns' scores moved the "
+                                 "clusters)")
+            else:
+                moved.append(f"{column.column_a}: {statistic} cluster {ca} -> {cb}")
         out.append(dataclasses.replace(column, cluster_a=ca, cluster_b=cb))
-    return out, moved
+    return out, moved, by_others

@@ -73,7 +73,8 @@ def with_sensitivity(blocks: Sequence[MetaEvalBlock],
             for s in results:
                 d = s.to_dict()
                 d["winner_share"] = s.winner_share[row.metric]
-                d["study_winner"] = row.metric == names[0]
+                d["tied_share"] = s.tied_share[row.metric]
+                d["study_winner"] = row.metric in s.leaders
                 if s.cluster_changed:
                     d["cluster_changed"] = s.cluster_changed[row.metric]
                 info.append(d)

@@ -43,6 +43,8 @@ class SettledRun(Result):
                 "rows_scored": self.rows_scored,
                 "judge_calls_saved": (self.rows_total - self.rows_scored) * self.metrics,
                 "settled": bool(seq and seq.settled),
+                "exhausted": bool(seq is None or seq.exhausted),
+                "confidence_sequence": seq.to_dict()["confidence_sequence"] if seq else None,
                 "clusters": dict(seq.clusters) if seq else {},
                 "decisions": [d.to_dict() for d in seq.decisions] if seq else []}
 
@@ -97,7 +99,8 @@ def score_until_settled(input_path: str | Path, specs: Sequence[MetricSpec], *, 
             seq = sequential_clusters(values, columns, alpha=alpha, margin=margin,
                                       batch=batch, top_k=top_k, order="given")
             log(f"until-settled: {done}/{len(order)} items scored, "
-                f"{'settled' if seq.settled else 'not settled'}")
+                + ("settled" if seq.settled else "not settled (items exhausted)"
+                   if done == len(order) else "not settled yet"))
             if seq.settled:
                 break
     assert result is not None

@@ -13,8 +13,9 @@ One rule for every command that reads a table of scores or verdicts (`meta-eval`
   column's empty cells are failed when the sidecar counts as many failed scores
   (parse_error, refused, error) as the column has empty cells; a pairwise judge's order cell
   (`<spec>.ab`, `<spec>.ba`) is failed when it is empty on a row whose combined verdict
-  failed and the order column holds some verdict (an order that was never run is empty
-  throughout). Where the counts differ (skipped scores, rows left out) empty cells stay
+  failed and the order was run: the column holds some verdict, or the sidecar names it among
+  the judge's `table_columns` (every answer failed); an order that was never run is empty
+  throughout and not named. Where the counts differ (skipped scores, rows left out) empty cells stay
   missing and a note says so.
 - Otherwise an empty cell is missing (never judged), and the note says so.
 
@@ -209,7 +210,7 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
         judge = order_of.get(column)
         if judge is not None and combined_of[judge] in from_sidecar:
             empty = frame[column].isna().to_numpy() & ~mask
-            if frame[column].notna().any():
+            if frame[column].notna().any() or _listed(sidecar, combined_of[judge], column):
                 from_sidecar[column] = empty & from_sidecar[combined_of[judge]]
                 told[column] = told[combined_of[judge]]
         if column in from_sidecar:
@@ -220,6 +221,15 @@ def find_failed(frame: pd.DataFrame, columns: Iterable[str], *,
     if sidecar is None:
         out.notes += _no_sidecar_notes(frame, wanted, texts)
     return out
+
+
+def _listed(sidecar: Mapping[str, Any] | None, judge: str, column: str) -> bool:
+    """The sidecar names `column` as one of the judge's order columns (`table_columns`): the
+    order was run, though no cell of it holds a verdict (every answer failed)."""
+    columns = (sidecar or {}).get("columns")
+    entry = columns.get(judge) if isinstance(columns, dict) else None
+    listed = entry.get("table_columns") if isinstance(entry, dict) else None
+    return isinstance(listed, dict) and column in (listed.get("ab"), listed.get("ba"))
 
 
 def _failed_texts(frame: pd.DataFrame, wanted: Sequence[str]) -> dict[str, BoolArray]:

@@ -108,6 +108,26 @@ class LiteLLMBackend(RemoteBackend):
         assert isinstance(self.options, LiteLLMOptions)
         self.drop_params = self.options.drop_params
 
+    def missing_credential(self) -> str | None:
+        """The provider's key variable(s) that litellm says it needs and the environment
+        lacks (`litellm.validate_environment`, which reads no network): e.g. OPENAI_API_KEY
+        for ``openai/...``, with or without ``api_base`` (the OpenAI client refuses to call
+        without a key). Only ``*_API_KEY`` variables: other credentials (cloud profiles) may
+        come from files litellm reads at call time. ``api_key_env`` replaces the check."""
+        if self.options.api_key_env:
+            return None
+        try:
+            found = import_litellm().validate_environment(model=self.model,
+                                                          api_base=self.api_base)
+        except Exception:  # litellm cannot tell before a call
+            return None
+        keys = [k for k in found.get("missing_keys") or [] if str(k).endswith("_API_KEY")]
+        if not keys:
+            return None
+        names = " or ".join(f"${k}" for k in keys)
+        return (f"model {self.model} needs {names}, which is not set: set it, or name the "
+                "variable that holds the key with api_key_env=VAR")
+
     @property
     def provider(self) -> str:
         return self.model.split("/", 1)[0] if "/" in self.model else "openai"
