@@ -289,11 +289,14 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     _merge_stored(table, suite, stored)
     rows: list[CardRow] = []
     for protocol in suite.info.protocols:
+        # a stored baseline is meta-evaluated under the protocols it is published under
+        mine = sorted({p.verdicts_column for p in published
+                       if p.verdicts_column and p.protocol == protocol.name})
         if pairwise:
-            rows += _pairwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
+            rows += _pairwise_rows(table, suite, protocol, specs, mine, bootstrap, seed,
                                    alpha)
         else:
-            rows += _pointwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
+            rows += _pointwise_rows(table, suite, protocol, specs, mine, bootstrap, seed,
                                     alpha)
     rows = _with_published(rows, published, specs, stored)
     coverage = _coverage(table, suite, specs, stored, run.rows)
