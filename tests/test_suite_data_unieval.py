@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,7 +26,7 @@ DATA = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
 #: rows, and items x systems, as counted in UniEval's files
 COUNTS = {"topical-chat": (360, 60, 6), "sfhot": (875, 875, 1), "sfres": (1181, 1181, 1),
           "qags-cnndm": (235, 235, 1), "qags-xsum": (239, 239, 1)}
-SCIPY = {"pearson": pearsonr, "spearman": spearmanr, "kendall": kendalltau}
+SCIPY: dict[str, Any] = {"pearson": pearsonr, "spearman": spearmanr, "kendall": kendalltau}
 
 
 def rows(name: str, file: str) -> list[dict]:
@@ -76,7 +78,7 @@ def test_topical_chat_samples_are_conversations_judged_at_their_last_turn():
         messages = sample.messages or []
         assert sample.turn == len(messages) - 1 and messages[-1].role == "assistant"
         roles = [m.role for m in messages]
-        assert all(a != b for a, b in zip(roles, roles[1:], strict=False))  # alternating
+        assert all(a != b for a, b in itertools.pairwise(roles))  # alternating
         assert all(m.content and m.content == m.content.strip() for m in messages)
         derived = derived_fields(sample)
         assert derived["output"] == messages[-1].content

@@ -40,7 +40,7 @@ def test_bench_runs_the_default_judge_on_five_rows_of_every_suite(tmp_path: Path
                            "5", "--bootstrap", "100", "--json", "--store",
                            str(tmp_path / "runs.db"), cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    cards = json.loads(proc.stdout)
+    cards = json.loads(proc.stdout)["cards"]
     assert cards, proc.stderr
     for card in cards:
         suite = card["suite"]

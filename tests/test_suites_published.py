@@ -30,7 +30,7 @@ def _bench(tmp_path: Path, spec: str, suite: str) -> dict:
     proc = run_cli(*plugin_args(), "bench", spec, "--suite", suite, "--json", "--bootstrap",
                    "200", "--store", str(tmp_path / "runs.db"), "--workers", "1",
                    env={**plugin_env(), "JB_PAIR_KEY": "not-a-secret"}, check=True)
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     return card
 
 

@@ -9,7 +9,8 @@ whether the two orders agree (1) or not (1/2) — the agreement of its two draws
 order. Its verdict is the combined one (`<judge>`, else the agreed verdict where the orders
 agree and a tie where they do not, MT-Bench's rule); it agrees with people where verdict and
 label are equal at one decimal (a tie 0.5 kept apart). A cell reading `failed` (a stored
-verdict its paper could not parse, `judgebench.tables.failed`) is no verdict. The calibration rows are the labelled
+verdict its paper could not parse, `judgebench.tables.failed`) is no verdict. The
+calibration rows are the labelled
 rows (human ties left out when the protocol drops them); a row where the judge has no
 verdict (failed) cannot be kept. Coverage is the share of those rows the judge keeps at the
 chosen threshold, with the agreement on them. A judge with no such record — a pointwise
