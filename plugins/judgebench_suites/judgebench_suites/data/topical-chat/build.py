@@ -71,9 +71,8 @@ SETS: dict[str, dict[str, Any]] = {
             "response as the last assistant message (`turn`), with the knowledge snippet "
             "as `context`. Text is lowercased and tokenised as published. UniEval's stored "
             "scores are in the human table (unieval.<criterion>)."),
-        "licence": ("CDLA-Sharing-1.0 (Topical-Chat conversations, Amazon); knowledge "
-                    "snippets from Wikipedia, Reddit and The Washington Post (CC BY-NC-ND "
-                    "4.0); ratings by USR; this copy from UniEval (MIT)"),
+        "licence": ("CDLA-Sharing-1.0 (conversations); CC BY-NC-ND 4.0 (Washington Post "
+                    "snippets, non-commercial); MIT (UniEval's copy)"),
         "licence_url": "https://github.com/alexa/Topical-Chat/blob/master/DATALICENSE",
         "citation": UNIEVAL_CITATION + """
 @inproceedings{mehri2020usr,
@@ -146,9 +145,7 @@ SETS: dict[str, dict[str, Any]] = {
             "majority found consistent with the article (`source`). No reference is kept "
             "(UniEval's copy repeats the article as the reference). UniEval's stored scores "
             "are in the human table (unieval.consistency)."),
-        "licence": ("UniEval's copy: MIT (the QAGS annotations come with no licence of their "
-                    "own; CNN/DailyMail articles are (c) their publishers, redistributed for "
-                    "research use)"),
+        "licence": "MIT (UniEval's copy); articles (c) their publishers, for research use",
         "licence_url": "https://github.com/maszhongming/UniEval/blob/main/LICENSE",
         "citation": "",  # set below
     },
@@ -162,8 +159,7 @@ SETS: dict[str, dict[str, Any]] = {
             "consistent with the article (`source`), else 0. No reference is kept (UniEval's "
             "copy repeats the article as the reference). UniEval's stored scores are in the "
             "human table (unieval.consistency)."),
-        "licence": ("UniEval's copy: MIT (the QAGS annotations come with no licence of their "
-                    "own; BBC articles are (c) the BBC, redistributed for research use)"),
+        "licence": "MIT (UniEval's copy); articles (c) the BBC, for research use",
         "licence_url": "https://github.com/maszhongming/UniEval/blob/main/LICENSE",
         "citation": "",  # set below
     },
