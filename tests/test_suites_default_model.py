@@ -59,4 +59,7 @@ def test_bench_runs_the_default_judge_on_five_rows_of_every_suite(tmp_path: Path
     # every built-in suite of the judge's kind (the conversations of topical-chat too)
     assert ran >= {s for s in BUILTIN if load_suite(DATA / s).info.kind == kind}
     assert all(load_suite(DATA / s).info.kind == kind for s in ran if (DATA / s).is_dir())
-    assert {c["suite"] for c in out["summary"] if c["status"] == "ok"} == ran
+    # five rows may leave a headline statistic undefined (a constant judge): "no value"
+    summary = {c["suite"]: c["status"] for c in out["summary"] if c["kind"] == "yours"}
+    assert {s for s, status in summary.items() if status != "skipped"} == ran
+    assert {summary[s] for s in ran} <= {"ok", "no value"}

@@ -126,10 +126,11 @@ def summary_table(result: BenchResult) -> tuple[list[str], list[list[str]], list
                 + ("" if card.full else f", --limit: {card.scored} of the suite's rows") + ")")
         best = next((c for c in cells if c.suite == card.suite.name
                      and c.kind == "published"), None)
-        if best is not None:
-            shown = best.printed if card.full and best.printed is not None else best.value
-            how = "" if card.full else ", recomputed on the same rows"
-            line += f"; best published {best.metric} {_value(shown, statistic)}{how}"
+        if best is not None and card.full and best.printed is not None:
+            line += f"; best published {best.metric} {_value(best.printed, statistic)}"
+        elif best is not None:
+            line += (f"; best published judge {best.metric} {_value(best.value, statistic)}, "
+                     "recomputed from its stored outputs on the same rows")
         elif any(r.kind == "published" for r in card.rows) and not card.full:
             line += "; published numbers are for the full set: not comparable"
         lines.append(line)
