@@ -1,4 +1,4 @@
-"""`judgebench bench` with three lexical metrics on every suite: time and peak memory.
+"""`judgebench bench` on every suite, together and one by one: time and peak memory.
 
     .venv/bin/python benchmarks/bench_suites.py [--bootstrap 1000] [--workers 1] [--json OUT]
 
@@ -7,16 +7,22 @@ the suites, export, scoring into a new store, every protocol's meta-evaluation w
 bootstrap and significance clusters, the card): wall time, and the peak resident memory of
 that process (`ru_maxrss` of the child). Cases:
 
-  lexical  `bench lexical.rouge2:multi_ref=mean lexical.chrf lexical.bleu --suite all`:
-           the lexical metrics run on every pointwise suite; pairwise suites are skipped (no
-           lexical metric compares two outputs), which the card says.
+  lexical  `bench lexical.rouge2:multi_ref=mean lexical.chrf lexical.bleu lexical.length
+           --suite all`: the lexical metrics run on every pointwise suite (the
+           reference-based ones where the suite has references, lexical.length on all);
+           pairwise suites are skipped (no lexical metric compares two outputs), which the
+           card says.
   pairwise `bench judge.pairwise --suite <every pairwise suite>` with a scripted judge on a
            loopback server (tests/scripted_judge.py), so the pairwise path (scoring every
            pair in both orders, the stored published verdicts, per-subset clusters) is
            timed without a model.
+  <suite>  each suite alone, in a fresh process with a new store: lexical.length on a
+           pointwise suite, the scripted judge on a pairwise one (the time and memory one
+           suite costs, its stored published outputs recomputed under every protocol).
 
-The suites come from the installed `judgebench[suites]`, or from plugins/judgebench_suites
-in this checkout when it is not installed.
+The suites are this checkout's (plugins/judgebench_suites first on the path, so an
+installed `judgebench[suites]`, a copy that may be older, does not stand in for them). Peak
+memory is each child's own `ru_maxrss` (`os.wait4`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -37,7 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-LEXICAL = ["lexical.rouge2:multi_ref=mean", "lexical.chrf", "lexical.bleu"]
+LEXICAL = ["lexical.rouge2:multi_ref=mean", "lexical.chrf", "lexical.bleu", "lexical.length"]
 
 
 def _installed() -> bool:
@@ -46,17 +51,19 @@ def _installed() -> bool:
 
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, float, list[dict[str, Any]]]:
     """(seconds, peak MiB of the child, the cards) of `judgebench ARGS` in a fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "judgebench.cli", *args], env=env,
-                          capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"judgebench {' '.join(args)} failed:\n{proc.stderr}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of the children is the largest of them so far: each case runs after a
-    # smaller one or reports the same peak (the order below keeps that honest).
-    return seconds, max(peak, before) / 1024, json.loads(proc.stdout)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "judgebench.cli", *args], env=env,
+                                stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"judgebench {' '.join(args)} failed:\n{err.read().decode()}")
+        cards = json.loads(out.read())["cards"]
+    return seconds, usage.ru_maxrss / 1024, cards
 
 
 def main() -> None:
@@ -65,11 +72,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
-    paths = [str(ROOT), str(ROOT / "plugins")]
-    plugin = []
-    if not _installed():
-        paths.append(str(ROOT / "plugins" / "judgebench_suites"))
-        plugin = ["-p", "judgebench_suites"]
+    paths = [str(ROOT), str(ROOT / "plugins"), str(ROOT / "plugins" / "judgebench_suites")]
+    plugin = [] if _installed() else ["-p", "judgebench_suites"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "JB_PAIR_KEY": "unused"}
     common = ["--bootstrap", str(options.bootstrap), "--workers", str(options.workers),
               "--json"]
@@ -86,6 +90,8 @@ def main() -> None:
             spec = (f"judge.pairwise:backend=openai_compat,model=judge,api_base={judge.url},"
                     "api_key_env=JB_PAIR_KEY,protocol=text")
             cases = [("pairwise", [spec], pairwise), ("lexical", LEXICAL, "all")]
+            cases += [(s["name"], [spec] if s["kind"] == "pairwise" else ["lexical.length"],
+                       s["name"]) for s in sorted(suites, key=lambda s: s["size"])]
             for name, specs, which in cases:
                 if not which:
                     continue

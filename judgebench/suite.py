@@ -194,8 +194,15 @@ class Suite:
         return pd.DataFrame(list(self.rows(HUMAN)))
 
     def fields(self) -> set[str]:
-        """The sample fields some row of `samples.jsonl.gz` fills (what a metric may require)."""
-        return {k for row in self.rows(SAMPLES) for k, v in row.items() if v not in (None, "")}
+        """The sample fields some row of `samples.jsonl.gz` fills (what a metric may require),
+        with those a conversation derives from its messages (`output`, `input`:
+        judgebench.conversation.derived_fields)."""
+        found: set[str] = set()
+        for row in self.rows(SAMPLES):
+            found |= {k for k, v in row.items() if v not in (None, "")}
+            if isinstance(row.get("messages"), list):
+                found |= _derived(row)
+        return found
 
     def size(self) -> int:
         return sum(1 for _ in self.rows(SAMPLES))
@@ -203,6 +210,18 @@ class Suite:
     @property
     def key(self) -> tuple[str, ...]:
         return PAIR_KEY if self.info.kind == "pairwise" else POINT_KEY
+
+
+def _derived(row: dict[str, Any]) -> set[str]:
+    """The fields a conversation row derives from its messages (none where it is not a
+    valid sample: `score` says why when it reads it)."""
+    from judgebench.conversation import derived_fields
+    from judgebench.models import Sample
+
+    try:
+        return {k for k, v in derived_fields(Sample.model_validate(row)).items() if v}
+    except (ValueError, TypeError):
+        return set()
 
 
 def _gzip_lines(path: Path) -> Iterator[str]:

@@ -64,7 +64,7 @@ def test_a_judge_whose_every_verdict_failed_opens_the_card_with_the_failure(
                        "--bootstrap", "20", "--store", str(tmp_path / "runs.db"), "--json",
                        "--workdir", str(tmp_path / "work"), env=plugin_env())
     assert proc.returncode == 3, proc.stderr
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     column = "judge.pairwise:backend=openai_compat,model=m"
     assert card["verdict"][0].startswith(f"{column}: every one of its 12 scores failed "
                                          "(parse_error 12; see `judgebench logs --store")
@@ -130,12 +130,12 @@ def test_a_limited_bench_compares_only_on_the_same_rows(tmp_path: Path) -> None:
         proc = run_cli(*plugin_args(), "bench", spec, "--suite", "llmbar", "--limit", "12",
                        "--bootstrap", "20", "--store", str(tmp_path / "runs.db"), "--json",
                        env=plugin_env(), check=True)
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     printed = {f"{100 * r['printed']:.1f}%" for r in card["rows"] if r.get("printed")}
     recomputed = {f"{100 * r['value']:.1f}%" for r in card["rows"]
                   if r["kind"] == "published" and r["value"] is not None}
     for sentence in card["verdict"]:
-        assert "recomputed from its stored verdicts on the same rows" in sentence, sentence
+        assert "recomputed from its stored outputs on the same rows" in sentence, sentence
         quoted = re.search(r"published [^(]+\((\d+\.\d%)", sentence)
         assert quoted is not None and quoted.group(1) in recomputed, sentence
         assert not ({quoted.group(1)} & printed - recomputed)
@@ -143,10 +143,11 @@ def test_a_limited_bench_compares_only_on_the_same_rows(tmp_path: Path) -> None:
                    "summeval", "--limit", "16", "--bootstrap", "0", "--store",
                    str(tmp_path / "se.db"), "--json", "--workers", "1", env=plugin_env(),
                    check=True)
-    (card,) = json.loads(proc.stdout)
-    assert card["verdict"][0].endswith("(a part of the suite: not compared with the published "
-                                       "numbers, which are over all of it).")
-    assert "published" not in card["verdict"][0].split("(a part")[0]
+    (card,) = json.loads(proc.stdout)["cards"]
+    assert card["verdict"][0].endswith("; the published numbers were measured on the full set, "
+                                       "not on these rows: not comparable, no verdict against "
+                                       "them.")
+    assert "published" not in card["verdict"][0].split("; the published numbers")[0]
 
 
 def test_a_printed_number_inside_the_interval_is_not_significantly_below(
@@ -159,7 +160,7 @@ def test_a_printed_number_inside_the_interval_is_not_significantly_below(
               "--bootstrap", "200", "--workers", "1", "--json"]
     pointwise_suite(suites, human, outputs)
     first = json.loads(run_cli(*common, "--store", str(tmp_path / "a.db"), check=True).stdout)
-    (mine,) = [r for r in first[0]["rows"] if r["kind"] == "yours"]
+    (mine,) = [r for r in first["cards"][0]["rows"] if r["kind"] == "yours"]
     low, high, value = mine["ci_low"], mine["ci_high"], mine["value"]
     assert low < value < high
     inside, outside = (value + high) / 2, high + 0.2
@@ -170,7 +171,7 @@ def test_a_printed_number_inside_the_interval_is_not_significantly_below(
             "metric": "Paper", "spec": None, "protocol": "global", "statistic": "pearson",
             "value": printed, "precision": 3, "table": "a table"}])
         (card,) = json.loads(run_cli(*common, "--store", str(tmp_path / f"{printed}.db"),
-                                     check=True).stdout)
+                                     check=True).stdout)["cards"]
         sentence = card["verdict"][0]
         assert expected in sentence, sentence
         assert ("inside its confidence interval" in sentence) == (printed == inside)

@@ -94,7 +94,7 @@ def bench(tmp_path: Path, judge: ScriptedJudge, suite: str, *args: str) -> dict:
                    "0", "--store", str(tmp_path / "runs.db"), *args,
                    env={**plugin_env(), "JB_PAIR_KEY": "not-a-secret"})
     assert proc.returncode == 0, proc.stderr
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     return card
 
 
@@ -152,7 +152,7 @@ def test_a_pointwise_suite_says_no_confidence(tmp_path: Path) -> None:
                    str(tmp_path / "suites"), "--json", "--bootstrap", "0", "--store",
                    str(tmp_path / "runs.db"))
     assert proc.returncode == 0, proc.stderr
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     (only,) = card["coverage"]
     assert only["coverage"] is None and only["note"].startswith("n/a: no confidence")
     for fmt in ("markdown", "html", "text"):

@@ -128,7 +128,7 @@ def test_a_pointwise_metric_skips_a_pairwise_suite_saying_so(tmp_path: Path) -> 
                    "--suite-path", str(tmp_path / "suites"), "--json", "--bootstrap", "0",
                    "--workers", "1", "--store", str(tmp_path / "runs.db"), env=plugin_env(),
                    check=True)
-    skipped, ran = json.loads(proc.stdout)
+    skipped, ran = json.loads(proc.stdout)["cards"]
     assert skipped["skipped"] and skipped["rows"] == []
     assert "lexical.chrf cannot run on LLMBar" in skipped["verdict"][0]
     assert not ran["skipped"] and ran["rows"]
@@ -200,7 +200,7 @@ def test_the_human_ceiling_is_leave_one_annotator_out_under_the_same_statistic(
     proc = run_cli("bench", "lexical.chrf", "--suite", "rated", "--suite-path",
                    str(tmp_path / "suites"), "--json", "--bootstrap", "0", "--store",
                    str(tmp_path / "runs.db"), "--workers", "1", check=True)
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     ceiling = {r["statistic"]: r["value"] for r in card["rows"] if r["kind"] == "ceiling"}
     for statistic in ("pearson", "spearman"):
         assert ceiling[statistic] == pytest.approx(loo_ceiling(ratings, statistic), abs=1e-12)
@@ -226,7 +226,7 @@ def test_bench_renders_text_markdown_json_and_html_with_the_verdict_first(
     html = html_path.read_text(encoding="utf-8")
     assert "Content-Security-Policy" in html and "<script" not in html
     assert html.index("correlates with people") < html.index("<table")
-    data = json.loads(run_cli(*common, "--json", check=True).stdout)
+    data = json.loads(run_cli(*common, "--json", check=True).stdout)["cards"]
     assert data[0]["suite"] == "tiny" and {r["kind"] for r in data[0]["rows"]} == {
         "yours", "ceiling"}
 
@@ -299,7 +299,7 @@ def test_the_pairwise_human_ceiling_is_each_annotator_against_the_others_majorit
                        str(tmp_path / "suites"), "--json", "--bootstrap", "0", "--store",
                        str(tmp_path / "runs.db"), env={"JB_PAIR_KEY": "not-a-secret"},
                        check=True)
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     (ceiling,) = [r for r in card["rows"] if r["kind"] == "ceiling"]
     per_annotator = []
     for r in range(labels.shape[0]):
@@ -330,7 +330,7 @@ def test_a_metric_that_needs_a_field_the_suite_lacks_is_skipped_saying_so(
     proc = run_cli("bench", "lexical.chrf", "lexical.length", "--suite", "norefs",
                    "--suite-path", str(tmp_path / "suites"), "--json", "--bootstrap", "0",
                    "--store", str(tmp_path / "runs.db"), "--workers", "1", check=True)
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     assert card["notes"][0] == ("lexical.chrf: skipped, it needs reference, which this suite's "
                                 "samples do not have")
     assert {r["label"] for r in card["rows"] if r["kind"] == "yours"} == {"lexical.length"}
@@ -363,7 +363,7 @@ def test_a_bench_run_with_failed_scores_says_so_and_exits_3(tmp_path: Path) -> N
                   "--bootstrap", "0", "--store", str(tmp_path / "runs.db"), "--json"]
         proc = run_cli(*common)
         assert proc.returncode == 3, proc.stderr
-        (card,) = json.loads(proc.stdout)
+        (card,) = json.loads(proc.stdout)["cards"]
         assert card["failed"] == 4 and card["scored"] == 4
         assert "bench: 4 score(s) failed (see `judgebench logs --store" in proc.stderr
         allowed = run_cli(*common, "--allow-failures", "--resume")

@@ -7,6 +7,10 @@
   runs when some pairwise judge is benchmarked.
 - SummEval (slow: ROUGE on all 1,600 summaries): ROUGE-2, summary level, Spearman and
   Kendall per criterion, as G-Eval's Table 1 prints them (8 numbers).
+- Every suite with stored published verdicts or scores: `bench` recomputes each published
+  number from them (pairwise suites with the scripted judge; pointwise ones with
+  lexical.length, which fits every pointwise suite: UniEval's 42 correlations to their 6
+  printed decimals).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ def _bench(tmp_path: Path, spec: str, suite: str) -> dict:
     proc = run_cli(*plugin_args(), "bench", spec, "--suite", suite, "--json", "--bootstrap",
                    "200", "--store", str(tmp_path / "runs.db"), "--workers", "1",
                    env={**plugin_env(), "JB_PAIR_KEY": "not-a-secret"}, check=True)
-    (card,) = json.loads(proc.stdout)
+    (card,) = json.loads(proc.stdout)["cards"]
     return card
 
 
@@ -74,6 +78,27 @@ def test_every_pairwise_suites_stored_verdicts_reproduce_its_published_numbers(
     assert all(r["reproduces"] is True for r in published), [
         (r["label"], r["subset"], r["value"], r["printed"]) for r in published
         if not r["reproduces"]]
+
+
+POINTWISE_STORED = [name for name in BUILTIN
+                    if load_suite(DATA / name).info.kind == "pointwise"
+                    and any(p.verdicts_column for p in load_suite(DATA / name).info.published)]
+
+
+@pytest.mark.parametrize("name", POINTWISE_STORED)
+def test_every_pointwise_suites_stored_scores_reproduce_its_published_numbers(
+        tmp_path: Path, name: str) -> None:
+    card = _bench(tmp_path, "lexical.length", name)
+    stored = [p for p in load_suite(DATA / name).info.published if p.verdicts_column]
+    published = [r for r in card["rows"] if r.get("printed") is not None and r.get("spec")]
+    assert len(published) == len(stored)
+    assert all(r["reproduces"] is True for r in published), [
+        (r["label"], r["protocol"], r["statistic"], r["value"], r["printed"])
+        for r in published if not r["reproduces"]]
+    # each stored baseline is evaluated only under its own protocol, beside yours
+    assert all(r["spec"] == "unieval." + r["protocol"].split("-", 1)[1] for r in published)
+    assert {r["label"] for r in card["rows"] if r["kind"] == "published"} == {"UniEval"}
+    assert all(r["n"] == card["scored"] for r in published)
 
 
 @pytest.mark.slow  # ROUGE-2 over all of SummEval

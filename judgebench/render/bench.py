@@ -1,6 +1,9 @@
 """`bench`'s cards and `suites`' listing and card, as text, Markdown, JSON and HTML.
 
-A bench card starts with its verdict sentences, then one table per protocol and subset:
+With several suites, a summary comes first (`services.bench_summary`): one row per metric,
+one column per suite (the suite's headline value), wrapped to the terminal's 100 columns,
+then a line per suite naming its headline protocol, the n and the best comparable published
+baseline. A bench card starts with its verdict sentences, then one table per protocol and subset:
 the user's metrics, the published baselines (the printed value, and the recomputed one where
 the suite stores the baseline's verdicts) and the human ceiling, each with its bootstrap CI
 and significance cluster. The HTML page reuses the audit's self-contained page (CSS,
@@ -34,6 +37,8 @@ def _cells(row: CardRow) -> list[str]:
     printed = _num(row.printed, digits)
     if row.reproduces is not None:
         printed += " (reproduced)" if row.reproduces else " (not reproduced)"
+    if row.comparable is False and row.printed is not None:
+        printed += " (published on the full set, not comparable)"
     return [mark, row.label, _num(row.value, digits), ci,
             "" if row.cluster is None else str(row.cluster), printed,
             "" if row.n is None else str(row.n), row.table or ""]
@@ -79,8 +84,81 @@ def coverage_entries(card: Card) -> tuple[str, list[tuple[bool, str]]]:
     return heading, out
 
 
+WIDTH = 100
+
+
+def _value(value: float | None, statistic: str | None) -> str:
+    if value is None:
+        return "n/a"
+    if statistic is not None and statistic.startswith("accuracy"):
+        return f"{100 * value:.1f}%"
+    return f"{value:.3f}"
+
+
+def summary_table(result: BenchResult) -> tuple[list[str], list[list[str]], list[str]]:
+    """The summary as (header, rows, one line per suite): a row per metric, a column per
+    suite; the lines name each suite's headline protocol, its n and the best published
+    baseline comparable with the rows scored."""
+    from judgebench.services.bench import protocol_words
+
+    cells = result.summary()
+    suites = [card.suite.name for card in result.cards]
+    header = ["metric", *suites]
+    rows = []
+    for spec in result.specs:
+        row = [spec]
+        for suite in suites:
+            cell = next((c for c in cells if c.suite == suite and c.kind == "yours"
+                         and c.metric == spec), None)
+            row.append("skipped" if cell is None or cell.status == "skipped"
+                       else _value(cell.value, cell.statistic))
+        rows.append(row)
+    lines = []
+    for card in result.cards:
+        head = card.suite.protocols[0]
+        statistic = head.statistics[0]
+        mine = [c for c in cells if c.suite == card.suite.name and c.kind == "yours"
+                and c.status != "skipped"]
+        if not mine:
+            lines.append(f"{card.suite.name}: skipped (no metric fits it)")
+            continue
+        line = (f"{card.suite.name}: {statistic} ({protocol_words(head, mine[0].n)}"
+                + ("" if card.full else f", --limit: {card.scored} of the suite's rows") + ")")
+        best = next((c for c in cells if c.suite == card.suite.name
+                     and c.kind == "published"), None)
+        if best is not None and card.full and best.printed is not None:
+            line += f"; best published {best.metric} {_value(best.printed, statistic)}"
+        elif best is not None:
+            line += (f"; best published judge {best.metric} {_value(best.value, statistic)}, "
+                     "recomputed from its stored outputs on the same rows")
+        elif any(r.kind == "published" for r in card.rows) and not card.full:
+            line += "; published numbers are for the full set: not comparable"
+        lines.append(line)
+    return header, rows, lines
+
+
+def _summary_text(result: BenchResult) -> str:
+    header, table, lines = summary_table(result)
+    blocks = []
+    first = max(len(r[0]) for r in [header, *table])
+    columns = list(range(1, len(header)))
+    while columns:
+        width, chunk = first, list[int]()
+        for k in columns:
+            need = max(len(r[k]) for r in [header, *table]) + 2
+            if chunk and width + need > WIDTH:
+                break
+            chunk.append(k)
+            width += need
+        blocks.append(_aligned([[r[0], *(r[k] for k in chunk)] for r in [header, *table]]))
+        columns = columns[len(chunk):]
+    return ("summary: each suite's headline statistic (below: protocol, n, best comparable "
+            "baseline)\n" + "\n\n".join(blocks) + "\n"
+            + "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines))
+
+
 def render_text(result: BenchResult) -> str:
-    parts = []
+    parts = [_summary_text(result)] if len(result.cards) > 1 else []
     for card in result.cards:
         lines = [f"== {card.suite.title} ({card.suite.name}, {card.suite.kind}) =="]
         lines += [textwrap.fill(v, 100) for v in card.verdicts]
@@ -118,6 +196,12 @@ def _md(text: str) -> str:
 
 def render_markdown(result: BenchResult) -> str:
     parts = []
+    if len(result.cards) > 1:
+        header, table, lines = summary_table(result)
+        parts.append("\n".join(["## Summary", "", "| " + " | ".join(_md(h) for h in header)
+                                 + " |", "|" + "---|" * len(header),
+                                 *("| " + " | ".join(_md(c) for c in r) + " |" for r in table),
+                                 "", *(f"- {_md(line)}" for line in lines)]))
     for card in result.cards:
         lines = [f"## {_md(card.suite.title)}", ""]
         lines += [f"**{_md(v)}**" for v in card.verdicts] + [""]
@@ -147,6 +231,12 @@ def render_html(result: BenchResult) -> str:
     from judgebench.render.html import CSP, CSS, table_html
 
     body = ["<h1>judgebench bench</h1>"]
+    if len(result.cards) > 1:
+        header, table, lines = summary_table(result)
+        body.append("<h2>Summary</h2>")
+        body.append(table_html([escape(h) for h in header],
+                               [[escape(c) for c in r] for r in table], ["" for _ in table]))
+        body.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>")
     for card in result.cards:
         body.append(f"<h2>{escape(card.suite.title)}</h2>")
         body += [f'<div class="criterion verdict-info"><p>{escape(v)}</p></div>'

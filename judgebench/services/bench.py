@@ -16,7 +16,12 @@ puts the user's metrics beside the suite's published baselines and the human cei
   statistic, level and grouping, averaged over annotators (`meta_eval.human_ceiling`; for
   pairwise suites the majority label of the others, `meta_eval.pairwise`).
 - The verdict, first: one sentence per metric on the suite's headline protocol (its first),
-  against the best published baseline.
+  naming the protocol (level, grouping, statistic) and the n it rests on, against the best
+  published baseline, like with like: on the full suite, the printed number (and, where the
+  suite stores that baseline's verdicts or scores, the significance clusters of the two on
+  the same rows); on a part of it (`--limit`), only a baseline recomputed from its stored
+  outputs on the same rows. A printed number measured on the full set is then shown as
+  "published on the full set, not comparable" and no verdict is drawn from it.
 - Each judge's coverage at 1 - alpha = 0.9: the share of the suite it could decide alone with
   that agreement guaranteed (trust or escalate on the suite's labels,
   `judgebench.services.bench_coverage`), or "n/a: no confidence".
@@ -38,6 +43,7 @@ from judgebench.errors import InputError
 from judgebench.plugins import PluginHost, build_host
 from judgebench.results import Result
 from judgebench.services.bench_coverage import Coverage
+from judgebench.services.bench_summary import SummaryCell
 from judgebench.suite import EXPORTED, Protocol, Published, Suite, SuiteInfo, export, suite_inputs
 from judgebench.tables.destinations import Named
 
@@ -65,6 +71,9 @@ class CardRow:
     table: str | None = None
     spec: str | None = None
     reproduces: bool | None = None  # a published row with a spec the user ran
+    #: a published row: whether its printed number was measured on the rows scored here
+    #: (False with --limit: the source measured it on the full set)
+    comparable: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"label": self.label, "kind": self.kind,
@@ -72,7 +81,8 @@ class CardRow:
                                "subset": self.subset, "value": self.value}
         if self.ci is not None:
             out["ci_low"], out["ci_high"] = self.ci
-        for name in ("n", "cluster", "printed", "precision", "table", "spec", "reproduces"):
+        for name in ("n", "cluster", "printed", "precision", "table", "spec", "reproduces",
+                     "comparable"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -93,13 +103,15 @@ class Card:
     workdir: str | None = None
     #: each judge's coverage at 1 - alpha = 0.9 (judgebench.services.bench_coverage)
     coverage: list[Coverage] = field(default_factory=list)
+    #: whether every row of the suite was scored (False with a --limit below its size)
+    full: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         info = self.suite
         return {"suite": info.name, "title": info.title, "kind": info.kind,
                 "licence": info.licence, "citation": info.citation,
                 "verdict": self.verdicts, "skipped": self.skipped, "scored": self.scored,
-                "failed": self.failed,
+                "failed": self.failed, "full_set": self.full,
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes,
                 "coverage": [c.to_dict() for c in self.coverage],
                 **({"workdir": self.workdir} if self.workdir else {})}
@@ -110,8 +122,16 @@ class BenchResult(Result):
     cards: list[Card]
     specs: list[str]
 
-    def to_dict(self) -> list[dict[str, Any]]:
-        return [card.to_dict() for card in self.cards]
+    def summary(self) -> list[SummaryCell]:
+        """The table across suites (rows: the user's metrics; columns: the suites), one cell
+        per metric and suite on the suite's headline (`services.bench_summary`)."""
+        from judgebench.services.bench_summary import summarise
+
+        return summarise(self.cards, self.specs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": [cell.to_dict() for cell in self.summary()],
+                "cards": [card.to_dict() for card in self.cards]}
 
     @property
     def failed(self) -> int:
@@ -297,24 +317,27 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     for protocol in suite.info.protocols:
         if not specs and not stored:
             break
+        # a stored baseline is meta-evaluated under the protocols it is published under
+        mine = sorted({p.verdicts_column for p in published
+                       if p.verdicts_column and p.protocol == protocol.name})
         if pairwise:
-            rows += _pairwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
+            rows += _pairwise_rows(table, suite, protocol, specs, mine, bootstrap, seed,
                                    alpha)
         else:
-            rows += _pointwise_rows(table, suite, protocol, specs, stored, bootstrap, seed,
+            rows += _pointwise_rows(table, suite, protocol, specs, mine, bootstrap, seed,
                                     alpha)
-    rows = _with_published(rows, published, specs, stored)
+    full = options.limit is None or options.limit >= suite.size()
+    rows = _with_published(rows, published, specs, full)
     rows = _without_values(rows, dead)
     coverage = _coverage(table, suite, specs, stored, run.rows)
-    limited = options.limit is not None
-    if limited:
-        rows = [_replace(r, reproduces=None) for r in rows]
-        notes.append(f"--limit {options.limit}: a part of the suite, so the values are not "
-                     "compared with the published ones (only with baselines recomputed on "
-                     "the same rows)")
-    return Card(suite.info, failures + _verdicts(suite.info, rows, specs, limited), rows,
-                notes, scored=run.rows, failed=run.failed, workdir=workdir,
-                coverage=coverage)
+    if not full:
+        notes.append(f"--limit {options.limit}: {run.rows} of the suite's {suite.size()} rows; "
+                     "a published number measured on the full set is not comparable with "
+                     "them (shown, no verdict drawn from it); a published judge with stored "
+                     "outputs is recomputed on the same rows")
+    return Card(suite.info, failures + _verdicts(suite.info, rows, specs, full), rows, notes,
+                scored=run.rows, failed=run.failed, workdir=workdir, coverage=coverage,
+                full=full)
 
 
 def _all_failed(spec: str, run: Any, store: Path) -> str:
@@ -472,9 +495,10 @@ def _row(r: dict[str, Any], protocol: Protocol, subset: str | None, kind: str) -
 
 
 def _with_published(rows: list[CardRow], published: list[Published], specs: list[str],
-                    stored: list[str]) -> list[CardRow]:
+                    full: bool) -> list[CardRow]:
     """Every published number as a row: a stored baseline's recomputed row gets its printed
-    value (and its paper label); a number with a spec the user ran says if it reproduces."""
+    value (and its paper label); a number with a spec the user ran says if it reproduces.
+    On a part of the suite (`full` False) no printed number is comparable or reproduced."""
     out = list(rows)
     index = {(r.label, r.protocol, r.statistic, r.subset): k for k, r in enumerate(out)}
     for p in published:
@@ -485,16 +509,17 @@ def _with_published(rows: list[CardRow], published: list[Published], specs: list
             k = index[key]
             out[k] = _replace(out[k], label=p.metric, printed=p.value, precision=p.precision,
                               table=p.table, spec=p.verdicts_column,
-                              reproduces=_same(out[k].value, p))
+                              reproduces=_same(out[k].value, p) if full else None,
+                              comparable=full)
             continue
         reproduces = None
-        if p.spec is not None and _column(p.spec) in specs:
+        if full and p.spec is not None and _column(p.spec) in specs:
             mine = index.get((_column(p.spec), p.protocol, p.statistic, subset))
             reproduces = _same(out[mine].value, p) if mine is not None else None
         out.append(CardRow(label=p.metric, kind="published", protocol=p.protocol,
                            statistic=p.statistic, subset=subset, value=None,
                            printed=p.value, precision=p.precision, table=p.table,
-                           spec=p.spec, reproduces=reproduces))
+                           spec=p.spec, reproduces=reproduces, comparable=full))
     labels = {p.verdicts_column: p.metric for p in published if p.verdicts_column}
     return [_replace(r, label=labels[r.label], spec=r.label)
             if r.kind == "published" and r.label in labels else r for r in out]
@@ -519,8 +544,8 @@ def _same(value: float | None, p: Published) -> bool | None:
     return round(value, p.precision) == round(p.value, p.precision)
 
 
-def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str],
-              limited: bool = False) -> list[str]:
+def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str], full: bool = True
+              ) -> list[str]:
     """One sentence per metric on the headline protocol (the first) and first statistic,
     over every pair or item (and per subset for a suite with subsets). `limited` (a part of
     the suite, `--limit`): compared only with baselines recomputed on the same rows."""
@@ -540,7 +565,7 @@ def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str],
                                   and r.protocol == head.name and r.statistic == statistic
                                   and r.subset == subset],
                                  _find(rows, CEILING, head.name, statistic, subset,
-                                       "ceiling"), limited))
+                                       "ceiling"), full))
     return out
 
 
@@ -557,42 +582,78 @@ def _fmt(value: float | None, statistic: str) -> str:
     return f"{100 * value:.1f}%" if statistic.startswith("accuracy") else f"{value:.3f}"
 
 
+#: how a protocol's level reads in a verdict, and what its n counts
+_LEVEL_WORDS = {"system": ("system level", "systems"),
+                "item": ("segment level, grouped by item", "items"),
+                "global": ("segment level, no grouping", "rows"),
+                "pair": ("pairwise", "pairs")}
+
+
+def protocol_words(protocol: Protocol, n: int | None) -> str:
+    """The protocol a verdict rests on, as words: its name, level, grouping and n."""
+    level, unit = _LEVEL_WORDS[protocol.level]
+    if protocol.level == "pair":
+        ties = protocol.ties or "drop"
+        level += ", human ties dropped" if ties == "drop" else f", human ties: {ties}"
+    elif protocol.grouping not in (None, "item"):
+        level = f"segment level, grouped by {protocol.grouping}"
+        unit = f"{protocol.grouping}s"
+    return f"protocol {protocol.name}: {level}; n = {'?' if n is None else n} {unit}"
+
+
 def _sentence(spec: str, mine: CardRow, where: str, protocol: Protocol, statistic: str,
-              published: list[CardRow], ceiling: CardRow | None, limited: bool = False
-              ) -> str:
+              published: list[CardRow], ceiling: CardRow | None, full: bool = True) -> str:
     verb = "agrees with people" if protocol.level == "pair" else "correlates with people"
     if mine.value is None:
         return (f"{spec} has no {statistic} on {where}: no "
                 f"{'pair' if protocol.level == 'pair' else 'item'} could be counted.")
     ci = (f" [{_fmt(mine.ci[0], statistic)}, {_fmt(mine.ci[1], statistic)}]"
           if mine.ci else "")
-    text = f"{spec} {verb} on {where} at {statistic} {_fmt(mine.value, statistic)}{ci}"
-    printed = [r for r in published if r.printed is not None]
+    text = (f"{spec} {verb} on {where} at {statistic} {_fmt(mine.value, statistic)}{ci} "
+            f"({protocol_words(protocol, mine.n)})")
     recomputed = [r for r in published if r.value is not None]
-    if printed and not limited:
+    printed = [r for r in published if r.printed is not None]
+    if not full:
+        # like with like: only a baseline recomputed on these same rows
+        if recomputed:
+            best = max(recomputed, key=lambda r: r.value if r.value is not None else -math.inf)
+            text += ", " + _against(mine, best, statistic, same_rows=True)
+        elif printed:
+            text += ("; the published numbers were measured on the full set, not on these "
+                     "rows: not comparable, no verdict against them")
+    elif printed:
         best = max(printed, key=lambda r: r.printed if r.printed is not None else -math.inf)
-        text += ", " + _against(mine, best, statistic, limited)
+        text += ", " + _against(mine, best, statistic)
     elif recomputed:
         best = max(recomputed, key=lambda r: r.value if r.value is not None else -math.inf)
-        text += ", " + _against(mine, best, statistic, limited)
-    elif printed:
-        text += (" (a part of the suite: not compared with the published numbers, which "
-                 "are over all of it)")
+        text += ", " + _against(mine, best, statistic)
     if ceiling is not None and ceiling.value is not None:
         text += f"; the human ceiling is {_fmt(ceiling.value, statistic)}"
     return text + "."
 
 
-def _against(mine: CardRow, best: CardRow, statistic: str, limited: bool = False) -> str:
+def _against(mine: CardRow, best: CardRow, statistic: str, same_rows: bool = False) -> str:
     """How `mine` stands against the baseline `best`: by their significance clusters where
     both were tested on the same rows, else against the printed value by `mine`'s interval.
-    `limited`: only the value recomputed on the same rows is compared."""
-    use_printed = best.printed is not None and not limited
-    reference = best.printed if use_printed else best.value
+    `same_rows` (a part of the suite): only the value recomputed on the same rows counts."""
+    if same_rows:
+        recomputed = (f"{_fmt(best.value, statistic)} recomputed from its stored outputs on "
+                      f"the same rows")
+        if best.printed is not None:
+            recomputed += f"; {_fmt(best.printed, statistic)} published on the full set"
+        if mine.cluster is not None and best.cluster is not None:
+            side = ("significantly below" if mine.cluster > best.cluster else
+                    "significantly above" if mine.cluster < best.cluster else
+                    "not significantly different from")
+            return f"{side} the published {best.label} ({recomputed})"
+        if mine.value is None or best.value is None:
+            return f"beside the published {best.label} ({recomputed})"
+        side = "below" if mine.value < best.value else "above"
+        return f"{side} the published {best.label} ({recomputed}; no significance test)"
+    reference = best.printed if best.printed is not None else best.value
     shown = _fmt(reference, statistic)
-    if not use_printed:
-        shown += " recomputed from its stored verdicts" + (" on the same rows" if limited
-                                                             else "")
+    if best.printed is None:
+        shown += " recomputed from its stored verdicts"
     if mine.cluster is not None and best.cluster is not None and best.value is not None:
         if mine.cluster > best.cluster:
             return f"significantly below the published {best.label} ({shown})"

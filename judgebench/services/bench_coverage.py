@@ -8,7 +8,9 @@ orders (`<judge>.ab`, `<judge>.ba`, as `judge.pairwise` and LLMBar's stored verd
 whether the two orders agree (1) or not (1/2) — the agreement of its two draws, one per
 order. Its verdict is the combined one (`<judge>`, else the agreed verdict where the orders
 agree and a tie where they do not, MT-Bench's rule); it agrees with people where verdict and
-label are equal at one decimal (a tie 0.5 kept apart). The calibration rows are the labelled
+label are equal at one decimal (a tie 0.5 kept apart). A cell reading `failed` (a stored
+verdict its paper could not parse, `judgebench.tables.failed`) is no verdict. The
+calibration rows are the labelled
 rows (human ties left out when the protocol drops them); a row where the judge has no
 verdict (failed) cannot be kept. Coverage is the share of those rows the judge keeps at the
 chosen threshold, with the agreement on them. A judge with no such record — a pointwise
@@ -60,8 +62,11 @@ def pairwise_coverage(table: Path, *, human: str, ties: str | None, judges: Sequ
     import pandas as pd
 
     from judgebench.services.pairwise import labels
+    from judgebench.tables.failed import failed_text
 
     frame = pd.read_csv(table, dtype=str, keep_default_na=False, na_values=[""])
+    for column in (c for c in frame.columns if c != human):
+        frame[column] = frame[column].mask(failed_text(frame[column]))
     where = str(table)
     people = labels(frame, human, where)
     rows = np.isfinite(people)
