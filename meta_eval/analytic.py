@@ -13,7 +13,7 @@ correlation_interval: on Fisher's z = atanh(r) with standard error se, at confid
                         sample"); scipy.stats.pearsonr(...).confidence_interval()
         bonett-wright   sqrt((1 + r^2 / 2) / (n - 3))     Spearman (Bonett and Wright 2000,
                         "Sample size requirements for estimating Pearson, Kendall and
-                        Spearman correlations", Psychometrika 65(1), eq. 4)
+                        Spearman correlations", Psychometrika 65(1))
         fieller         sqrt(1.06 / (n - 3))              Spearman, and
                         sqrt(0.437 / (n - 4))             Kendall's tau (Fieller, Hartley and
                         Pearson 1957, "Tests for rank correlation coefficients. I",
@@ -26,9 +26,9 @@ correlation_interval: on Fisher's z = atanh(r) with standard error se, at confid
     ties), |r| < 1 (r = +-1 gives the degenerate interval [r, r]). Undefined (None) below
     n = 4 (fisher, spearman) or n = 5 (Kendall's fieller form), or for a non-finite r.
 
-williams_test (Williams 1959, "The comparison of regression variables", JRSS B 21; in
-    Steiger 1980, eq. 7; psych::r.test with r23): for r_ha, r_hb sharing the human side and
-    r_ab between the metrics,
+williams_test (Williams 1959, "The comparison of regression variables", JRSS B 21; as
+    Steiger 1980 gives it, his T2; psych::r.test with r23): for r_ha, r_hb sharing the
+    human side and r_ab between the metrics,
 
         K = 1 - r_ha^2 - r_hb^2 - r_ab^2 + 2 r_ha r_hb r_ab
         t = (r_ha - r_hb) sqrt((n - 1)(1 + r_ab))
@@ -37,7 +37,7 @@ williams_test (Williams 1959, "The comparison of regression variables", JRSS B 2
     on Student's t with n - 3 degrees of freedom.
 
 steiger_test (Steiger 1980, "Tests for comparing elements of a correlation matrix",
-    Psychological Bulletin 87(2), eq. 14, the pooled form Z1*): with z = atanh(r),
+    Psychological Bulletin 87(2), the pooled form Z1*): with z = atanh(r),
     rbar = (r_ha + r_hb) / 2,
 
         psi = r_ab (1 - 2 rbar^2) - rbar^2 (1 - 2 rbar^2 - r_ab^2) / 2
@@ -65,6 +65,37 @@ from scipy.special import ndtr, ndtri, stdtr
 INTERVAL_METHODS = ("fisher", "bonett-wright", "fieller")
 ALTERNATIVES = ("greater", "less", "two-sided")
 _DEFAULT_METHOD = {"pearson": "fisher", "spearman": "bonett-wright", "kendall": "fieller"}
+#: (statistic, method) -> the standard error of atanh(r), as a signature writes it
+STANDARD_ERRORS = {("pearson", "fisher"): "1/sqrt(n-3)",
+                   ("spearman", "bonett-wright"): "sqrt((1+r^2/2)/(n-3))",
+                   ("spearman", "fieller"): "sqrt(1.06/(n-3))",
+                   ("spearman", "fisher"): "1/sqrt(n-3)",
+                   ("kendall", "fieller"): "sqrt(0.437/(n-4))"}
+
+
+#: the reference page's table (docs/_hooks/reference.py): name, what it applies to, the
+#: formula, the paper, the assumptions
+REFERENCE = (
+    ("fisher", "pearson interval", "tanh(atanh(r) +- q / sqrt(n - 3))",
+     "Fisher 1921, Metron 1: 3-32",
+     "independent units, bivariate normal; asymptotic"),
+    ("bonett-wright", "spearman interval (default)",
+     "tanh(atanh(r) +- q sqrt((1 + r^2/2) / (n - 3)))",
+     "Bonett and Wright 2000, Psychometrika 65(1): 23-28",
+     "independent units, bivariate normal, no ties (approximate with ties); n >= 4"),
+    ("fieller", "kendall interval (default); spearman on request",
+     "tanh(atanh(r) +- q sqrt(0.437 / (n - 4))); spearman: sqrt(1.06 / (n - 3))",
+     "Fieller, Hartley and Pearson 1957, Biometrika 44: 470-481",
+     "independent units, bivariate normal, no ties (approximate with ties); n >= 5"),
+    ("williams", "two dependent pearson r sharing the human side",
+     "Williams' T2, t on n - 3 df; greater, less or two-sided; signed or |r|",
+     "Williams 1959, JRSS B 21: 396-399; Steiger 1980, Psych. Bull. 87(2): 245-251",
+     "independent units, trivariate normal; n > 3"),
+    ("steiger", "two dependent correlations sharing the human side",
+     "Steiger's pooled Z1* on Fisher z; greater, less or two-sided; signed or |r|",
+     "Steiger 1980, Psych. Bull. 87(2): 245-251",
+     "independent units, trivariate normal; n > 3, |r| < 1"),
+)
 
 
 def interval_method(statistic: str, method: str = "auto") -> str:
