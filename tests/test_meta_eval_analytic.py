@@ -181,7 +181,14 @@ def test_williams_sides_and_absolute(seed: int) -> None:
     if n <= 3:
         assert math.isnan(greater) and math.isnan(steiger_test(**kw))
         return
-    assert close(greater, significance.williams_test(**kw))
+    assert greater == significance.williams_test(**kw)  # meta-eval --test williams
+    # psych::r.test's code for (n, r12, r13, r23), written out
+    r12, r13, r23 = r["ha"], r["hb"], r["ab"]
+    determin = 1 - r12 * r12 - r23 * r23 - r13 * r13 + 2 * r12 * r23 * r13
+    av = (r12 + r13) / 2
+    t2 = (r12 - r13) * np.sqrt((n - 1) * (1 + r23) / ((2 * (n - 1) / (n - 3)) * determin
+                                                     + av * av * (1 - r23) ** 3))
+    assert close(greater, float(scipy.stats.t.sf(t2, n - 3)))
     less = williams_test(**kw, alternative="less")
     two = williams_test(**kw, alternative="two-sided")
     assert close(greater + less, 1.0)
