@@ -8,6 +8,7 @@ worked example; |r| against negating the data."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pingouin
@@ -245,3 +246,37 @@ def test_steiger_and_williams_agree_for_large_n() -> None:
     assert math.isnan(steiger_test(r_ha=1.0, r_hb=0.4, r_ab=0.3, n=30))
     with pytest.raises(ValueError, match="two-sided"):
         williams_test(r_ha=0.5, r_hb=0.4, r_ab=0.3, n=30, alternative="both")
+
+
+def _hyperbolic_squared(r: int) -> float:
+    return 1 / (r + 1) ** 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_weighted_tau_options_are_scipys(seed: int) -> None:
+    """weighted_tau_groups' rank, weigher and additive against scipy.stats.weightedtau on
+    each group's units, with ties, NaN and extreme magnitudes."""
+    from meta_eval.correlation import weighted_tau_groups
+
+    rng = np.random.default_rng(4600 + seed)
+    n = [3, 8, 40][seed % 3]
+    pairs = [data(rng, n, (seed + g) % 5) for g in range(3)]
+    human, metric = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+    for rank in ("both", "human", "metric"):
+        for weigher in (None, _hyperbolic_squared):
+            for additive in (True, False):
+                got = weighted_tau_groups(human=human, metric=metric, rank=rank,
+                                          weigher=weigher, additive=additive)
+                for g in range(3):
+                    ok = np.isfinite(human[g]) & np.isfinite(metric[g])
+                    h, m = snap(human[g][ok]), snap(metric[g][ok])
+                    if ok.sum() < 2 or np.ptp(h) == 0 or np.ptp(m) == 0:
+                        assert np.isnan(got[g])
+                        continue
+                    x, y = (m, h) if rank == "metric" else (h, m)
+                    options: dict[str, Any] = {"rank": True if rank == "both" else None}
+                    want = scipy.stats.weightedtau(x, y, weigher=weigher, additive=additive,
+                                                   **options).statistic
+                    assert close(float(got[g]), float(want)), (rank, additive, g)
+    with pytest.raises(ValueError, match="human or metric"):
+        weighted_tau_groups(human=human, metric=metric, rank="x")
