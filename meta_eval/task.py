@@ -76,6 +76,10 @@ class Task:
     #: "both"
     interval: str = "bootstrap"
 
+    def __post_init__(self) -> None:
+        if self.interval not in INTERVALS:
+            raise ValueError(f"unknown interval {self.interval!r}; use {', '.join(INTERVALS)}")
+
     @property
     def _averaging(self) -> dict[str, Any]:
         return {"average": self.average, "replace_nans_with_zeros": self.replace_nans_with_zeros,

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.stats
 from conftest import run_cli, write_wide_table
 
@@ -88,3 +89,10 @@ def test_bad_combinations_exit_2_naming_the_option(tmp_path: Path) -> None:
         proc = run_cli("meta-eval", path, "--human", "human.x", "--metric", "m", *args)
         assert proc.returncode == 2, proc.stderr
         assert "--interval" in proc.stderr and words in proc.stderr
+
+
+def test_task_refuses_an_unknown_interval() -> None:
+    from meta_eval.task import Task
+
+    with pytest.raises(ValueError, match="analytic, both"):
+        Task(human="human.x", interval="fisher")
