@@ -53,7 +53,7 @@ signs and the tie rule on differences, which stay right when a difference overfl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,6 +61,8 @@ from meta_eval.numerics import constant, paired, power_of_two_scale
 from meta_eval.pairs import pair_counts, snap, snapped_exact_counts
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
@@ -109,19 +111,33 @@ def spearman_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
     return pearson_groups(human=rh, metric=rm)
 
 
-def weighted_tau_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
-    """Per-group scipy.stats.weightedtau (its defaults) over the last axis, on the snapped
-    values of the units both sides scored; NaN where undefined."""
+def weighted_tau_groups(*, human: FloatArray, metric: FloatArray, rank: str = "both",
+                        weigher: Callable[[int], float] | None = None,
+                        additive: bool = True) -> FloatArray:
+    """Per-group scipy.stats.weightedtau over the last axis, on the snapped values of the
+    units both sides scored; NaN where undefined. scipy's options: `rank` "both" (scipy's
+    rank=True, the default: the mean of the values ranked by (human, metric) and by
+    (metric, human)), "human" (importance by decreasing human score, metric breaking
+    ties: scipy's rank=None with x = human) or "metric" (x = metric); `weigher` (rank ->
+    weight; None: scipy's hyperbolic 1 / (r + 1)); `additive` (a pair's weight is the sum
+    of its two weights, or their product with False)."""
     import scipy.stats
 
+    if rank not in ("both", "human", "metric"):
+        raise ValueError(f"unknown rank {rank!r}; use both, human or metric")
+    # rank=None (lexicographic by the first argument) is scipy's documented value
+    options: dict[str, Any] = {"rank": True if rank == "both" else None, "weigher": weigher,
+                               "additive": additive}
     h, m = paired(human=human, metric=metric)
+    if rank == "metric":
+        h, m = m, h
     lead, units = h.shape[:-1], h.shape[-1]
     rows_h, rows_m = snap(h).reshape(-1, units), snap(m).reshape(-1, units)
     out = np.full(rows_h.shape[0], np.nan)
     for i, (rh, rm) in enumerate(zip(rows_h, rows_m, strict=True)):
         ok = np.isfinite(rh)
         if ok.sum() >= 2 and not (constant(rh[ok]) or constant(rm[ok])):
-            out[i] = scipy.stats.weightedtau(rh[ok], rm[ok]).statistic
+            out[i] = scipy.stats.weightedtau(rh[ok], rm[ok], **options).statistic
     return out.reshape(lead)
 
 

@@ -478,18 +478,11 @@ def _pair_test(spec: Statistic, human: FloatArray, a: FloatArray, b: FloatArray,
 
 
 def williams_test(*, r_ha: float, r_hb: float, r_ab: float, n: int) -> float:
-    """One-sided p-value of Williams' test for H1: r_ha > r_hb (see the module docstring)."""
-    import scipy.stats
+    """One-sided p-value of Williams' test for H1: r_ha > r_hb (see the module docstring;
+    `meta_eval.analytic.williams_test` has the two-sided and |r| forms)."""
+    from meta_eval import analytic
 
-    if n <= 3:
-        return float("nan")
-    k = 1 - r_ha**2 - r_hb**2 - r_ab**2 + 2 * r_ha * r_hb * r_ab
-    rbar = (r_ha + r_hb) / 2
-    num = (r_ha - r_hb) * np.sqrt((n - 1) * (1 + r_ab))
-    den = np.sqrt(2 * (n - 1) / (n - 3) * k + rbar**2 * (1 - r_ab) ** 3)
-    if den == 0:
-        return float("nan")
-    return float(scipy.stats.t.sf(num / den, n - 3))
+    return analytic.williams_test(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n)
 
 
 def williams(*, human: ArrayLike, metric_a: ArrayLike, metric_b: ArrayLike,

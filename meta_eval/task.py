@@ -71,6 +71,14 @@ class Task:
     average: str = "macro"
     replace_nans_with_zeros: bool = False
     domain: tuple[float, ...] | None = None
+    #: which intervals: "bootstrap" (the item bootstrap, when `bootstrap` > 0), "analytic"
+    #: (`meta_eval.analytic.correlation_interval`, in the result's `analytic_ci_*` fields) or
+    #: "both"
+    interval: str = "bootstrap"
+
+    def __post_init__(self) -> None:
+        if self.interval not in INTERVALS:
+            raise ValueError(f"unknown interval {self.interval!r}; use {', '.join(INTERVALS)}")
 
     @property
     def _averaging(self) -> dict[str, Any]:
@@ -115,6 +123,8 @@ class Task:
                           grouping=self.grouping, epsilon=self.epsilon,
                           bootstrap=self.bootstrap, ci=self.ci, seed=self.seed,
                           permutations=self.permutations, **self._averaging)
+        if self.interval != "bootstrap":
+            result = analytic_interval(result, confidence=self.ci)
         return MetricOutcome(name, result, system_score=self._system_score)
 
     def _given(self, name: str, human: FloatArray, scores: FloatArray) -> MetricOutcome:
@@ -158,6 +168,40 @@ class Task:
                 outcome.ceiling_fraction = human_ceiling(
                     self.statistic, raters=raters, metric=matrices[name], **common).fraction
         return human_ceiling(self.statistic, raters=raters, **common)
+
+
+def analytic_interval(result: Result, *, confidence: float) -> Result:
+    """`result` with the analytic interval of its correlation (`meta_eval.analytic`) in
+    `extra`: `analytic_ci_low`, `analytic_ci_high` and `analytic_ci_method` (the form, its
+    standard error and the confidence), or `analytic_ci_note` saying why there is none."""
+    import dataclasses
+
+    from meta_eval.analytic import STANDARD_ERRORS, correlation_interval, interval_method
+
+    grouped = result.level == "segment" and result.grouping != "none"
+    note = None
+    if result.statistic not in ANALYTIC_STATISTICS:
+        note = (f"no analytic interval for {result.statistic} (one exists for "
+                f"{', '.join(ANALYTIC_STATISTICS)})")
+    elif grouped:
+        note = "no analytic interval for an average of per-group correlations"
+    if note is not None:
+        return dataclasses.replace(result, extra={**result.extra, "analytic_ci_note": note})
+    interval = correlation_interval(statistic=result.statistic, r=float(result.value),
+                                    n=result.n, confidence=confidence)
+    if interval is None:
+        note = f"no analytic interval: {result.n} units are too few or the value is undefined"
+        return dataclasses.replace(result, extra={**result.extra, "analytic_ci_note": note})
+    method = interval_method(result.statistic)
+    se = STANDARD_ERRORS[(result.statistic, method)]
+    extra = {"analytic_ci_low": interval[0], "analytic_ci_high": interval[1],
+             "analytic_ci_method": f"{method}|z=atanh(r)|se={se}|n={result.n}|"
+                                   f"confidence={confidence:g}"}
+    return dataclasses.replace(result, extra={**result.extra, **extra})
+
+
+ANALYTIC_STATISTICS = ("pearson", "spearman", "kendall")
+INTERVALS = ("bootstrap", "analytic", "both")
 
 
 @dataclass

@@ -130,6 +130,18 @@ def statistics_page() -> str:
         out.append(f"| `{s.name}` | {_cell(s.description)} | {_cell(s.paper)} | "
                    f"{', '.join(s.levels)} | {s.better} | {'yes' if s.credits_ties else 'no'} "
                    f"| {scale} |")
+    out += ["", "## Analytic intervals and tests", "",
+            "Generated from `meta_eval/analytic.py` (`meta-eval --interval analytic|both`; "
+            "q is the standard normal quantile of (1 + confidence) / 2). The default "
+            "comparison is signed: for metric evaluation a negative correlation with people "
+            "is worse, not as good; `absolute=True` compares |r| (each negatively correlated "
+            "metric negated first).", "",
+            "| form | applies to | formula | paper | assumptions |",
+            "| --- | --- | --- | --- | --- |"]
+    from meta_eval.analytic import REFERENCE
+
+    out += [f"| `{name}` | {_cell(what)} | {_cell(formula)} | {_cell(paper)} | "
+            f"{_cell(assumptions)} |" for name, what, formula, paper, assumptions in REFERENCE]
     return "\n".join(out) + "\n"
 
 

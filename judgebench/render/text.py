@@ -204,7 +204,15 @@ def _error_part(row: MetricRow) -> list[str]:
 
 
 def _ci_part(row: MetricRow) -> list[str]:
-    return [] if row.ci is None else [f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]"]
+    parts = [] if row.ci is None else [f"[{row.ci[0]:.4f}, {row.ci[1]:.4f}]"]
+    extra = row.outcome.result.extra
+    if "analytic_ci_low" in extra:
+        method = str(extra["analytic_ci_method"]).split("|", 1)[0]
+        parts.append(f"{method} [{extra['analytic_ci_low']:.4f}, "
+                     f"{extra['analytic_ci_high']:.4f}]")
+    elif "analytic_ci_note" in extra:
+        parts.append(f"({extra['analytic_ci_note']})")
+    return parts
 
 
 def _count_part(row: MetricRow) -> list[str]:

@@ -32,7 +32,7 @@ from judgebench.tables.failed import FailedAs, parse_failed_as
 from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
 from meta_eval.statistics import get
-from meta_eval.task import ComparisonError, Task, TaskResult, TaskSet
+from meta_eval.task import INTERVALS, ComparisonError, Task, TaskResult, TaskSet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,12 +52,13 @@ def task_set(*, humans: Sequence[str], views: Sequence[tuple[str, str]],
              method: str = "permutation", resamples: int = 1000, alpha: float = 0.05,
              raters: Sequence[str] = (), permutations: int = 1000, seed: int = 0,
              labels: Sequence[float] | None = None, average: str = "macro",
-             replace_nans_with_zeros: bool = False) -> TaskSet:
+             replace_nans_with_zeros: bool = False, interval: str = "bootstrap") -> TaskSet:
     """The tasks of a meta-evaluation, checked: one per (view, human column, statistic), in
     that order. `labels`: the declared categories (kappa family) or values (Krippendorff's
     alpha) of the statistics that take them. Bad options raise `InputError` naming the
     option."""
     statistics = tuple(statistics) or ("pearson",)
+    _check_interval(interval, bootstrap)
     for level, grouping in views:
         _check_options(statistics, level, grouping, epsilon, raters)
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
@@ -65,7 +66,8 @@ def task_set(*, humans: Sequence[str], views: Sequence[tuple[str, str]],
     base = Task(human=humans[0] if humans else "", epsilon=epsilon, bootstrap=bootstrap,
                 ci=ci, seed=seed, permutations=permutations, compare=compare, method=method,
                 resamples=resamples, alpha=alpha, raters=tuple(raters), every_pair=True,
-                average=average, replace_nans_with_zeros=replace_nans_with_zeros)
+                average=average, replace_nans_with_zeros=replace_nans_with_zeros,
+                interval=interval)
     tasks = TaskSet.product(base, view=list(views), human=list(humans), statistic=statistics)
     return TaskSet(tuple(replace(t, domain=domain if get(t.statistic).declared else None)
                          for t in tasks))
@@ -85,7 +87,8 @@ def from_options(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                  host: PluginHost | None = None, missing_bounds: bool = False,
                  leave_systems_out: int = 0, system_bootstrap: int = 0,
                  sequential: dict[str, Any] | None = None,
-                 views: Sequence[tuple[str, str]] = ()) -> MetaEvalResult:
+                 views: Sequence[tuple[str, str]] = (),
+                 interval: str = "bootstrap") -> MetaEvalResult:
     """The keyword form (`judgebench.api.meta_eval`, the `meta-eval` command): the options
     checked and made a `TaskSet` (`task_set`), the table read once for them
     (`PreparedTable.read`), and `meta_eval` run over both."""
@@ -98,7 +101,7 @@ def from_options(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         humans=humans, views=views, statistics=statistics, epsilon=epsilon,
         bootstrap=bootstrap, ci=ci, compare=compare, method=method, resamples=resamples,
         alpha=alpha, raters=raters, permutations=permutations, seed=seed, labels=labels,
-        average=average, replace_nans_with_zeros=replace_nans_with_zeros)
+        average=average, replace_nans_with_zeros=replace_nans_with_zeros, interval=interval)
     table = PreparedTable.read(
         scores, humans, metrics, raters=raters, lower=lower, higher=higher,
         corpus_path=corpus_path,
@@ -201,6 +204,19 @@ def meta_eval(table: PreparedTable, tasks: TaskSet, *, missing_bounds: bool = Fa
     repeats = repeats_rows(table.sidecar, table.frame, in_table, humans, table.where)
     return MetaEvalResult(blocks, compare, len(matrices.items), len(matrices.systems),
                           table.failed_as, repeats)
+
+
+def _check_interval(interval: str, bootstrap: int) -> None:
+    """`--interval`: one of INTERVALS; "analytic" takes no --bootstrap, "both" needs one."""
+    if interval not in INTERVALS:
+        raise InputError(f"unknown interval {interval!r}; use {', '.join(INTERVALS)}",
+                         field="--interval")
+    if interval == "analytic" and bootstrap:
+        raise InputError("--interval analytic reports no bootstrap interval: drop --bootstrap "
+                         "or use --interval both", field="--interval")
+    if interval == "both" and not bootstrap:
+        raise InputError("--interval both needs --bootstrap N (N > 0) for the bootstrap "
+                         "interval", field="--interval")
 
 
 def _check_options(statistics: Sequence[str], level: str, grouping: str, epsilon: float,

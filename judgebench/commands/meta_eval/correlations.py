@@ -75,6 +75,11 @@ EXAMPLES = examples(
                    "the average instead of being skipped (mt-metrics-eval's option).")
 @bootstrap_option(0, "Item resamples for a confidence interval (0: none).")
 @ci_option()
+@click.option("--interval", type=click.Choice(("bootstrap", "analytic", "both")),
+              default="bootstrap", show_default=True,
+              help="Which confidence interval: the item bootstrap (--bootstrap N), the "
+                   "analytic one of an ungrouped pearson (Fisher z), spearman "
+                   "(Bonett-Wright) or kendall (Fieller), or both.")
 @direction_options
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
               help="Corpus scores (system, metric, value), as `judgebench score --corpus` "
@@ -130,6 +135,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
             levels: tuple[str, ...], groupings: tuple[str, ...],
             statistics: tuple[str, ...], epsilon: float, labels: tuple[float, ...] | None,
             average: str, replace_nans_with_zeros: bool, bootstrap: int, ci: float,
+            interval: str,
             lower: tuple[str, ...], higher: tuple[str, ...], corpus_path: Path | None,
             system_score: str, excluded: tuple[str, ...], compare: bool, method: str,
             resamples: int, alpha: float, verbose: bool, raters: tuple[str, ...],
@@ -161,7 +167,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
                        system_bootstrap=system_bootstrap if system_sensitivity else 0,
                        sequential={"order": sequential_order, "batch": batch, "margin": margin,
                                    "top_k": top_k} if sequential else None,
-                       views=chosen)
+                       views=chosen, interval=interval)
     if output_format == "json":
         click.echo(json_out.document(result.to_dict()))
     elif output_format == "text":
