@@ -130,7 +130,39 @@ def statistics_page() -> str:
         out.append(f"| `{s.name}` | {_cell(s.description)} | {_cell(s.paper)} | "
                    f"{', '.join(s.levels)} | {s.better} | {'yes' if s.credits_ties else 'no'} "
                    f"| {scale} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + agreement_inference()) + "\n"
+
+
+# The analytic inference of agreement (meta_eval.kappa_inference, meta_eval.icc): what each
+# gives, its paper, what it assumes, and where the CLI shows it.
+AGREEMENT_INFERENCE = [
+    ("Cohen's kappa, unweighted, linear, quadratic or a custom disagreement matrix",
+     "`meta_eval.kappa_inference.cohen_kappa_inference`: se, Wald interval, se0, z, "
+     "two-sided p of kappa = 0",
+     "Fleiss, Cohen and Everitt 1969", "independent pairs; large n (the interval may pass "
+     "1 near perfect agreement)", "`labels stats` (`analytic` of each annotator pair)"),
+    ("Fleiss' kappa, m raters, fixed marginals", "`fleiss_kappa_inference`: se0, z, two-sided "
+     "p of kappa = 0; no interval (bootstrap the units)", "Fleiss 1971; Fleiss, Nee and "
+     "Landis 1979", "every rater codes every unit (incomplete units dropped); the observed "
+     "marginals taken as fixed", "`labels stats` (`analytic` of Fleiss' kappa)"),
+    ("Randolph's free-marginal kappa", "`randolph_kappa`: se (of a mean of units), Wald "
+     "interval, se0 (exact under uniform coding), z, p", "Randolph 2005",
+     "q declared categories raters may use in any proportion; independent units",
+     "Python"),
+    ("ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k", "`meta_eval.icc.icc_forms`: F-test of ICC = 0 "
+     "and the F-based interval (ICC2: Satterthwaite's df)", "Shrout and Fleiss 1979; McGraw "
+     "and Wong 1996", "normal ratings, independent targets, a complete targets x raters "
+     "table; one-way: exchangeable raters or draws, two-way random: raters a sample, "
+     "two-way mixed: these raters only", "`meta-eval`/`audit` repeats section "
+     "(`icc_inference`, one-way, when every unit has all its draws)"),
+]
+
+
+def agreement_inference() -> list[str]:
+    out = ["", "## Standard errors, intervals and tests of agreement", "",
+           "| statistic | gives | paper | assumes | shown by |", "| --- | --- | --- | --- | --- |"]
+    out += [f"| {' | '.join(_cell(c) for c in row)} |" for row in AGREEMENT_INFERENCE]
+    return out
 
 
 def _members(cls: type) -> list[str]:
