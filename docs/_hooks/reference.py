@@ -155,6 +155,11 @@ AGREEMENT_INFERENCE = [
      "table; one-way: exchangeable raters or draws, two-way random: raters a sample, "
      "two-way mixed: these raters only", "`meta-eval`/`audit` repeats section "
      "(`icc_inference`, one-way, when every unit has all its draws)"),
+    ("Bradley-Terry log-strengths (Davidson ties)", "`meta_eval.aggregation."
+     "bradley_terry_covariance`: the observed-information covariance; se(theta_i - theta_j) "
+     "= sqrt(C_ii + C_jj - 2 C_ij)", "Bradley and Terry 1952; Davidson 1970; Agresti 2013, "
+     "11.6", "independent comparisons (weights as counts), a maximum-likelihood fit (no "
+     "penalty; Ford's condition holds)", "Python"),
 ]
 
 

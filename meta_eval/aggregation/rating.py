@@ -140,6 +140,25 @@ def fit_bradley_terry(wins: FloatArray, ties: FloatArray, *, prior: float = 0.0
     return theta, nu, converged, "" if converged else str(res.message)
 
 
+def bradley_terry_covariance(wins: FloatArray, ties: FloatArray, theta: FloatArray,
+                             nu: float = 0.0) -> FloatArray:
+    """The observed-information covariance of the estimates (theta, then log nu when there are
+    ties): the pseudo-inverse of the Hessian of the negative log-likelihood at them (its
+    null direction is the common shift of theta, so this is the covariance of theta centred
+    to mean 0; Agresti 2013, "Categorical Data Analysis", 11.6). The counts are taken as
+    independent comparisons; meaningful for a maximum-likelihood fit (prior 0), not a
+    penalised one. se(theta_i - theta_j) = sqrt(C_ii + C_jj - 2 C_ij)."""
+    n = wins.shape[0]
+    with_ties = bool(ties.sum() > 0)
+    if with_ties and not nu > 0:
+        raise ValueError("with ties in the data the tie parameter nu must be > 0")
+    params = np.concatenate([theta, [np.log(nu)]]) if with_ties else np.asarray(theta, float)
+    h = _bt_hessian(params, wins, ties, wins + wins.T + ties, with_ties, 0.0)
+    h[:n, :n] -= 1.0  # the objective's pin of the mean, not part of the likelihood
+    cov: FloatArray = np.linalg.pinv(h, hermitian=True).astype(float)
+    return cov
+
+
 def mle_exists(wins: FloatArray, ties: FloatArray) -> bool:
     """Ford's condition: every system can be reached from every other along 'won or tied
     against' edges (the graph is strongly connected)."""
