@@ -160,6 +160,10 @@ AGREEMENT_INFERENCE = [
      "= sqrt(C_ii + C_jj - 2 C_ij)", "Bradley and Terry 1952; Davidson 1970; Agresti 2013, "
      "11.6", "independent comparisons (weights as counts), a maximum-likelihood fit (no "
      "penalty; Ford's condition holds)", "Python"),
+    ("Order effect (position bias) in Bradley-Terry", "`meta_eval.aggregation.rating."
+     "fit_order_effect`: logit P(first wins) = theta_i - theta_j + h; h and the "
+     "observed-information covariance", "Agresti 2013, 11.6.3 (home advantage)",
+     "independent comparisons, one h for every pair; ties left out", "Python"),
 ]
 
 

@@ -59,6 +59,7 @@ from meta_eval.aggregation.rating import (
     elo,
     elo_ratings,
     fit_bradley_terry,
+    fit_order_effect,
 )
 from meta_eval.aggregation.rules import BUILTIN_RULES, RULES
 from meta_eval.aggregation.tables import (
@@ -124,6 +125,7 @@ __all__ = [
     "elo",
     "elo_ratings",
     "fit_bradley_terry",
+    "fit_order_effect",
     "fit_soft_logistic",
     "geometric_mean",
     "human_system_scores",
