@@ -54,7 +54,7 @@ Comparing metrics (`significance`)
         significantly worse than a member of the current cluster.
 
 Agreement (`agreement`, `pairwise`)
-    cohen_kappa(*, human, metric, weights=None | "linear" | "quadratic") -> Result
+    cohen_kappa(*, human, metric, weights=None | "linear" | "quadratic" | (k, k) matrix) -> Result
     krippendorff_alpha(*, ratings, level="nominal" | "ordinal" | "interval" | "ratio",
                        domain=None) -> Result
         (`domain`: the declared values; a rating outside it is a ValueError)

@@ -6,7 +6,9 @@ cohen_kappa (Cohen 1960; weighted: Cohen 1968): with observed joint proportions 
         kappa = 1 - sum w_ij o_ij / sum w_ij e_ij,
 
     w_ij = [i != j] (unweighted), |i - j| / (k - 1) (linear) or (i - j)^2 / (k - 1)^2
-    (quadratic), i and j being category positions (as scikit-learn's cohen_kappa_score).
+    (quadratic), i and j being category positions (as scikit-learn's cohen_kappa_score),
+    or a given matrix of disagreement weights (0 on the diagonal). Its standard error,
+    interval and test are `meta_eval.kappa_inference`.
 
 krippendorff_alpha (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability"): from
     the coincidence matrix o_ck = sum over units u with m_u >= 2 values of
@@ -96,16 +98,65 @@ def _present(x: AnyArray) -> BoolArray:
     return np.array([v is not None and v == v and v != "" for v in x], dtype=bool)
 
 
-def cohen_kappa(*, human: Sequence, metric: Sequence, weights: str | None = None,
+def kappa_weights(weights: str | ArrayLike | None, k: int) -> FloatArray:
+    """The (k, k) disagreement weights w_ij of Cohen's kappa over k ordered categories:
+    [i != j] (None), |i - j| / (k - 1) ("linear"), (i - j)^2 / (k - 1)^2 ("quadratic"), or a
+    given matrix (rows: the first side's category, columns: the second's): finite, >= 0,
+    0 on the diagonal, not all 0; only its ratios matter."""
+    i, j = np.indices((k, k))
+    if weights is None:
+        return (i != j).astype(float)
+    if isinstance(weights, str):
+        if weights not in KAPPA_WEIGHTS:
+            raise ValueError(f"unknown weights {weights!r}; use None, 'linear', 'quadratic' "
+                             f"or a (k, k) matrix")
+        if k < 2:
+            return np.zeros((k, k))
+        if weights == "linear":
+            return np.abs(i - j) / (k - 1)
+        return (i - j) ** 2 / (k - 1) ** 2
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (k, k):
+        raise ValueError(f"a weight matrix for {k} categories must be ({k}, {k}), got "
+                         f"shape {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any() or (np.diag(w) != 0).any() or \
+            not (w > 0).any():
+        raise ValueError("a weight matrix needs finite weights >= 0, 0 on the diagonal "
+                         "(agreement costs nothing) and some weight > 0")
+    return w
+
+
+def cohen_kappa(*, human: Sequence, metric: Sequence,
+                weights: str | ArrayLike | None = None,
                 labels: Sequence | None = None) -> Result:
     """Cohen's kappa between `human` and `metric` labels (the metric may be a second rater).
+
+    `weights`: None, "linear", "quadratic" or a (k, k) disagreement matrix over the
+    categories in order (`kappa_weights`).
 
     Pairs with a missing label are dropped. `labels` fixes the ordered category list
     (default: sorted union of observed labels). Undefined (NaN) when chance agreement is
     complete, e.g. a single category.
     """
-    if weights not in KAPPA_WEIGHTS:
-        raise ValueError(f"unknown weights {weights!r}; use None, 'linear' or 'quadratic'")
+    cats, counts = kappa_table(human=human, metric=metric, labels=labels)
+    k, n = len(cats), int(counts.sum())
+    kappa_weights(weights, k)  # a bad name or matrix is an error before any data check
+    name = "cohen-kappa" if weights is None else \
+        f"cohen-kappa-{weights if isinstance(weights, str) else 'custom'}"
+    if n == 0 or k < 2:
+        return Result(name, float("nan"), n=n, skipped=1)
+    observed = counts / n
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    w = kappa_weights(weights, k)
+    chance = float((w * expected).sum())
+    value = 1.0 - float((w * observed).sum()) / chance if chance > 0 else float("nan")
+    return Result(name, value, n=n, skipped=0 if np.isfinite(value) else 1)
+
+
+def kappa_table(*, human: Sequence, metric: Sequence, labels: Sequence | None = None
+                ) -> tuple[list[Any], FloatArray]:
+    """The ordered categories and the (k, k) counts of (human, metric) category pairs over
+    the pairs with both labels present (`cohen_kappa`'s table)."""
     a = np.asarray(human, dtype=object if not _numeric(human) else float)
     b = np.asarray(metric, dtype=object if not _numeric(metric) else float)
     if a.shape != b.shape or a.ndim != 1:
@@ -117,26 +168,9 @@ def cohen_kappa(*, human: Sequence, metric: Sequence, weights: str | None = None
     unknown = [v for v in set(a.tolist()) | set(b.tolist()) if v not in index]
     if unknown:
         raise ValueError(f"labels {sorted(map(str, unknown))} are not in `labels`")
-    k = len(cats)
-    name = "cohen-kappa" if weights is None else f"cohen-kappa-{weights}"
-    if a.size == 0 or k < 2:
-        return Result(name, float("nan"), n=int(a.size), skipped=1)
-    ia = np.array([index[v] for v in a.tolist()])
-    ib = np.array([index[v] for v in b.tolist()])
-    observed = np.zeros((k, k))
-    np.add.at(observed, (ia, ib), 1.0)
-    observed /= a.size
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    i, j = np.indices((k, k))
-    if weights is None:
-        w = (i != j).astype(float)
-    elif weights == "linear":
-        w = np.abs(i - j) / (k - 1)
-    else:
-        w = (i - j) ** 2 / (k - 1) ** 2
-    chance = float((w * expected).sum())
-    value = 1.0 - float((w * observed).sum()) / chance if chance > 0 else float("nan")
-    return Result(name, value, n=int(a.size), skipped=0 if np.isfinite(value) else 1)
+    counts = np.zeros((len(cats), len(cats)))
+    np.add.at(counts, ([index[v] for v in a.tolist()], [index[v] for v in b.tolist()]), 1.0)
+    return cats, counts
 
 
 def _numeric(x: Sequence) -> bool:
@@ -471,20 +505,28 @@ def confusion_table(*, human: FloatArray, metric: FloatArray) -> Confusion:
                      counts.tolist(), int(h.size))
 
 
-def fleiss_kappa(*, ratings: ArrayLike) -> Result:
-    """Fleiss' kappa of a (raters, units) matrix of category codes, NaN = missing, over the
-    units every rater coded (module docstring); `n` is that number of units."""
+def unit_counts(*, ratings: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """The sorted categories of a (raters, units) matrix (NaN = missing) and the (units,
+    categories) counts n_uj over the units every rater coded."""
     data = np.asarray(ratings, dtype=float)
     if data.ndim != 2:
         raise ValueError("ratings must be a (raters, units) matrix")
     m = data.shape[0]
     complete = data[:, np.isfinite(data).all(axis=0)] if data.size else data
     n_units = complete.shape[1] if m else 0
-    if m < 2 or n_units == 0:
-        return Result("fleiss-kappa", float("nan"), n=n_units, skipped=1)
     values, inverse = np.unique(complete, return_inverse=True)
     counts = np.zeros((n_units, values.size))
     np.add.at(counts, (np.tile(np.arange(n_units), m), inverse.reshape(-1)), 1.0)
+    return values, counts
+
+
+def fleiss_kappa(*, ratings: ArrayLike) -> Result:
+    """Fleiss' kappa of a (raters, units) matrix of category codes, NaN = missing, over the
+    units every rater coded (module docstring); `n` is that number of units."""
+    _, counts = unit_counts(ratings=ratings)
+    n_units, m = counts.shape[0], round(counts[0].sum()) if counts.size else 0
+    if m < 2 or n_units == 0:
+        return Result("fleiss-kappa", float("nan"), n=n_units, skipped=1)
     per_unit = ((counts ** 2).sum(axis=1) - m) / (m * (m - 1))
     shares = counts.sum(axis=0) / (n_units * m)
     chance = float((shares ** 2).sum())

@@ -369,6 +369,16 @@ def test_generated_reference_covers_the_code() -> None:
         assert f"## {name}\n" in pages["reference/metrics.md"], name
     for name in STATISTICS:
         assert f"| `{name}` |" in pages["reference/statistics.md"], name
+    import meta_eval.icc
+    import meta_eval.kappa_inference
+
+    for module in (meta_eval.kappa_inference, meta_eval.icc):  # the agreement inference
+        for name in [n for n in vars(module) if not n.startswith("_")
+                     and callable(getattr(module, n))
+                     and getattr(getattr(module, n), "__module__", "") == module.__name__
+                     and not isinstance(getattr(module, n), type)]:
+            assert f"`{name}`" in pages["reference/statistics.md"] or \
+                f".{name}`" in pages["reference/statistics.md"], name
     for name in plugin_api.__all__:
         assert f"## `{name}`" in pages["reference/plugin-api.md"], name
     import judgebench.api as python_api

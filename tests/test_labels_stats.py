@@ -20,12 +20,14 @@ from conftest import run_cli
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import cohens_kappa as sm_cohen
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 from statsmodels.stats.proportion import proportion_confint
 
 from judgebench.engine import labels as L
 from judgebench.services.label_stats import label_stats
 from meta_eval.agreement import fleiss_kappa
+from meta_eval.kappa_inference import fleiss_kappa_inference
 from meta_eval.proportions import wilson_interval
 
 ANNOTATORS = ("ann", "bob", "cy", "dee")
@@ -110,10 +112,24 @@ def test_agreement_equals_krippendorff_sklearn_and_statsmodels(
             expected = cohen_kappa_score(x, y)
         assert pairs[(a, b)]["value"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
         assert pairs[(a, b)]["n"] == int(both.sum())
+        lo, hi = min(x.min(), y.min()), max(x.max(), y.max())
+        table = np.zeros((hi - lo + 1, hi - lo + 1))
+        np.add.at(table, (x - lo, y - lo), 1.0)
+        ref = sm_cohen(table, weights=np.arange(hi - lo + 1), wt="quadratic") \
+            if kind == "scale" else sm_cohen(table)
+        analytic = pairs[(a, b)]["analytic"]
+        assert analytic["se"] == pytest.approx(ref["std_kappa"], rel=1e-9, abs=1e-12)
+        assert analytic["p_value"] == pytest.approx(ref["pvalue_two_sided"], rel=1e-9,
+                                                    abs=1e-12)
+        assert (analytic["low"], analytic["high"]) == pytest.approx(
+            (ref["kappa_low"], ref["kappa_upp"]), rel=1e-9, abs=1e-12)
     complete = codes[:, np.isfinite(codes).all(axis=0)]
     table, _ = aggregate_raters(complete.T.astype(int))
     assert stats.fleiss is not None and stats.fleiss.n == complete.shape[1] > 0
     assert stats.fleiss.value == pytest.approx(sm_fleiss(table), rel=1e-9, abs=1e-12)
+    assert stats.fleiss.analytic is not None
+    assert stats.fleiss.analytic["z"] == pytest.approx(
+        fleiss_kappa_inference(ratings=complete).extra["z"], rel=1e-12)
     assert stats.ceiling is not None
     if kind == "scale":  # each annotator against the mean of the others, averaged
         direct = []

@@ -100,7 +100,7 @@ def independent_icc(draws: np.ndarray) -> float:
 def test_meta_eval_reliabilities_of_random_draws_equal_an_independent_computation(
         server, tmp_path):
     import krippendorff
-    from scipy.stats import pearsonr
+    from scipy.stats import f_oneway, pearsonr
 
     data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
     metric = spec(server)
@@ -116,6 +116,13 @@ def test_meta_eval_reliabilities_of_random_draws_equal_an_independent_computatio
     icc = independent_icc(draws)
     assert got["icc"] == pytest.approx(icc, rel=1e-9, abs=1e-12)
     assert got["icc_mean"] == pytest.approx(K * icc / (1 + (K - 1) * icc), rel=1e-9)
+    one_way = f_oneway(*draws)  # the F-test of ICC(1) = 0, each unit a group
+    for form, value in (("ICC1", icc), ("ICC1k", got["icc_mean"])):
+        test = got["icc_inference"][form]
+        assert test["value"] == pytest.approx(value, rel=1e-9, abs=1e-12)
+        assert test["f"] == pytest.approx(one_way.statistic, rel=1e-9)
+        assert test["p_value"] == pytest.approx(one_way.pvalue, rel=1e-9, abs=1e-300)
+        assert test["ci_low"] < value < test["ci_high"]
     alpha = krippendorff.alpha(reliability_data=draws.T, level_of_measurement="interval")
     assert got["alpha"] == pytest.approx(alpha, rel=1e-9, abs=1e-12)
     assert got["spread"] == pytest.approx(float(np.mean(np.std(draws, axis=1, ddof=1))))

@@ -142,7 +142,48 @@ def statistics_page() -> str:
 
     out += [f"| `{name}` | {_cell(what)} | {_cell(formula)} | {_cell(paper)} | "
             f"{_cell(assumptions)} |" for name, what, formula, paper, assumptions in REFERENCE]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + agreement_inference()) + "\n"
+
+
+# The analytic inference of agreement (meta_eval.kappa_inference, meta_eval.icc): what each
+# gives, its paper, what it assumes, and where the CLI shows it.
+AGREEMENT_INFERENCE = [
+    ("Cohen's kappa, unweighted, linear, quadratic or a custom disagreement matrix",
+     "`meta_eval.kappa_inference.cohen_kappa_inference`: se, Wald interval, se0, z, "
+     "two-sided p of kappa = 0",
+     "Fleiss, Cohen and Everitt 1969", "independent pairs; large n (the interval may pass "
+     "1 near perfect agreement)", "`labels stats` (`analytic` of each annotator pair)"),
+    ("Fleiss' kappa, m raters, fixed marginals", "`fleiss_kappa_inference`: se0, z, two-sided "
+     "p of kappa = 0; no interval (bootstrap the units)", "Fleiss 1971; Fleiss, Nee and "
+     "Landis 1979", "every rater codes every unit (incomplete units dropped); the observed "
+     "marginals taken as fixed", "`labels stats` (`analytic` of Fleiss' kappa)"),
+    ("Randolph's free-marginal kappa", "`randolph_kappa`: se (of a mean of units), Wald "
+     "interval, se0 (exact under uniform coding), z, p", "Randolph 2005",
+     "q declared categories raters may use in any proportion; independent units",
+     "Python"),
+    ("ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k", "`meta_eval.icc.icc_forms`: F-test of ICC = 0 "
+     "and the F-based interval (ICC2: Satterthwaite's df)", "Shrout and Fleiss 1979; McGraw "
+     "and Wong 1996", "normal ratings, independent targets, a complete targets x raters "
+     "table; one-way: exchangeable raters or draws, two-way random: raters a sample, "
+     "two-way mixed: these raters only", "`meta-eval`/`audit` repeats section "
+     "(`icc_inference`, one-way, when every unit has all its draws)"),
+    ("Bradley-Terry log-strengths (Davidson ties)", "`meta_eval.aggregation."
+     "bradley_terry_covariance`: the observed-information covariance; se(theta_i - theta_j) "
+     "= sqrt(C_ii + C_jj - 2 C_ij)", "Bradley and Terry 1952; Davidson 1970; Agresti 2013, "
+     "11.6", "independent comparisons (weights as counts), a maximum-likelihood fit (no "
+     "penalty; Ford's condition holds)", "Python"),
+    ("Order effect (position bias) in Bradley-Terry", "`meta_eval.aggregation.rating."
+     "fit_order_effect`: logit P(first wins) = theta_i - theta_j + h; h and the "
+     "observed-information covariance", "Agresti 2013, 11.6.3 (home advantage)",
+     "independent comparisons, one h for every pair; ties left out", "Python"),
+]
+
+
+def agreement_inference() -> list[str]:
+    out = ["", "## Standard errors, intervals and tests of agreement", "",
+           "| statistic | gives | paper | assumes | shown by |", "| --- | --- | --- | --- | --- |"]
+    out += [f"| {' | '.join(_cell(c) for c in row)} |" for row in AGREEMENT_INFERENCE]
+    return out
 
 
 def _members(cls: type) -> list[str]:

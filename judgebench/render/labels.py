@@ -66,8 +66,11 @@ def _criterion(c: CriterionStats) -> str:
         lines.append(f"  {what} {k['a']} vs {k['b']}: {_num(k.get('value'))}"
                      f"{_interval(k)} on {k.get('n', 0)} keys")
     if c.fleiss is not None:
+        test = c.fleiss.analytic
         lines.append(f"  Fleiss' kappa: {_num(c.fleiss.value)} on {c.fleiss.n} keys every "
-                     "annotator answered")
+                     "annotator answered" + (f" (z {_num(test['z'])}, p "
+                                             f"{_num(test['p_value'])}: Fleiss, Nee and "
+                                             "Landis 1979)" if test else ""))
     if c.ceiling is not None:
         lines.append(f"  human ceiling ({c.ceiling['statistic']}, {c.ceiling['how']}): "
                      f"{_num(c.ceiling['value'])}")

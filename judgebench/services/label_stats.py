@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from meta_eval.arrays import FloatArray
+    from meta_eval.results import Result as Statistic
 
 SCALE_LEVELS = ("interval", "ordinal")
 
@@ -59,12 +60,15 @@ class Estimate:
     low: float | None = None
     high: float | None = None
     note: str | None = None
+    analytic: dict[str, Any] | None = None  # se, se0, z, p_value and their signature
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"statistic": self.statistic, "value": self.value, "n": self.n,
                                "low": self.low, "high": self.high}
         if self.note:
             out["note"] = self.note
+        if self.analytic is not None:
+            out["analytic"] = self.analytic
         return out
 
 
@@ -193,7 +197,8 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
                confidence: float, seed: int) -> CriterionStats:
     import numpy as np
 
-    from meta_eval.agreement import fleiss_kappa, krippendorff_alpha
+    from meta_eval.agreement import krippendorff_alpha
+    from meta_eval.kappa_inference import fleiss_kappa_inference
 
     level = scale_level if crit.kind == "scale" else "nominal"
     statuses = {s: sum(1 for lab in labels if lab.status == s)
@@ -221,9 +226,10 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
                            "note": "a scale without steps has no categories"})})
     fleiss = None
     if len(annotators) >= 3 and coded:
-        result = fleiss_kappa(ratings=codes)
+        result = fleiss_kappa_inference(ratings=codes)
         fleiss = Estimate("fleiss-kappa", _finite(result.value), int(result.n),
-                          note="nominal, over the keys every annotator answered")
+                          note="nominal, over the keys every annotator answered",
+                          analytic=_analytic(result))
     ceiling = _ceiling(crit, values if crit.kind == "scale" else codes) \
         if len(annotators) >= 2 else None
     signature = (f"labels.stats@1|criterion:{crit.name}|alpha:{level}|kappa:"
@@ -250,13 +256,38 @@ def _scaled(values: FloatArray) -> FloatArray:
 
 def _kappa(a: FloatArray, b: FloatArray, weights: str | None, bootstrap: int,
            confidence: float, seed: int) -> Estimate:
+    import numpy as np
+
+    from meta_eval.kappa_inference import cohen_kappa_inference
     from meta_eval.levels import evaluate
 
     statistic = "qwk" if weights == "quadratic" else "kappa"
     result = evaluate(statistic, human=a[:, None], metric=b[:, None], bootstrap=bootstrap,
                       ci=confidence, seed=seed, with_p_value=False)
+    both = np.isfinite(a) & np.isfinite(b)
+    analytic = None
+    if both.any():  # codes are steps: the categories lo..hi weigh by step differences
+        lo, hi = int(min(a[both].min(), b[both].min())), int(max(a[both].max(),
+                                                                 b[both].max()))
+        analytic = _analytic(cohen_kappa_inference(
+            human=a[both].tolist(), metric=b[both].tolist(), weights=weights,
+            labels=[float(v) for v in range(lo, hi + 1)], confidence=confidence))
     return Estimate(statistic, _finite(result.value), int(result.n), result.ci_low,
-                    result.ci_high)
+                    result.ci_high, analytic=analytic)
+
+
+def _analytic(result: Statistic) -> dict[str, Any] | None:
+    """The asymptotic standard errors, test and interval of a kappa (`meta_eval.
+    kappa_inference`), None where the kappa is undefined."""
+    if not math.isfinite(result.value):
+        return None
+    out: dict[str, Any] = {key: _finite(result.extra[key]) for key in ("se", "se0", "z")
+           if key in result.extra}
+    out["p_value"] = result.p_value
+    if result.ci_low is not None:
+        out["low"], out["high"] = result.ci_low, result.ci_high
+    out["signature"] = result.extra["signature"]
+    return out
 
 
 def _ceiling(crit: Criterion, matrix: FloatArray) -> dict[str, Any] | None:

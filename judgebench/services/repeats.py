@@ -7,9 +7,11 @@ draw r at sample index r. Per judge column: test-retest reliability (ICC(1) and 
 Spearman-Brown mean, Krippendorff's alpha over draws), per-item spread, the share of items
 whose verdict flips between draws, pass@k and pass^k when every draw is 0 or 1, and per human
 column the noise ceiling (agreement with people against agreement with itself); the formulas
-are `meta_eval.repeats`'. The units are the table's rows (item, system), in its order; a row
-whose sample the store holds under several contents (another run's output for the same ids)
-reads the draws of the content whose first draw was written last.
+are `meta_eval.repeats`'. When every unit has all K draws, ICC(1) and ICC(1,k) also carry
+their F-test and interval (`meta_eval.icc`, the one-way design: draws are exchangeable).
+The units are the table's rows (item, system), in its order; a row whose sample the store
+holds under several contents (another run's output for the same ids) reads the draws of
+the content whose first draw was written last.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from meta_eval.numerics import finite_or_none
 if TYPE_CHECKING:
     import pandas as pd
 
+    from meta_eval.icc import Icc
     from meta_eval.repeats import NoiseCeiling, Reliability
 
 
@@ -44,6 +47,9 @@ class RepeatsRow:
     pass_at: dict[int, float] = field(default_factory=dict)
     pass_hat: dict[int, float] = field(default_factory=dict)
     noise: dict[str, NoiseCeiling] = field(default_factory=dict)
+    #: ICC1 and ICC1k with their F-tests and intervals (`meta_eval.icc`), when every
+    #: counted unit has all its draws (None otherwise: no interval for unbalanced draws)
+    icc_tests: dict[str, Icc] | None = None
 
     @property
     def flip_share(self) -> float:
@@ -57,6 +63,9 @@ class RepeatsRow:
             "icc": finite_or_none(r.icc), "icc_mean": finite_or_none(r.icc_mean),
             "alpha": finite_or_none(r.alpha), "spread": finite_or_none(r.spread),
             "flip_share": finite_or_none(r.flip_share)}
+        if self.icc_tests is not None:
+            out["icc_inference"] = {form: t.to_dict() for form, t in self.icc_tests.items()}
+            out["icc_design"] = "one-way random (draws of one judge are exchangeable)"
         if self.pass_at:
             out["pass_at_k"] = {str(k): finite_or_none(v) for k, v in self.pass_at.items()}
             out["pass_hat_k"] = {str(k): finite_or_none(v) for k, v in self.pass_hat.items()}
@@ -125,7 +134,18 @@ def repeats_row(column: str, draws: np.ndarray, humans: dict[str, np.ndarray]) -
         keep = np.isfinite(values)
         if keep.sum() >= 2:
             noise[human] = noise_ceiling(draws[keep], values[keep])
-    return RepeatsRow(column, k, reliability(draws), pass_at, pass_hat, noise)
+    return RepeatsRow(column, k, reliability(draws), pass_at, pass_hat, noise,
+                      _icc_tests(draws))
+
+
+def _icc_tests(draws: np.ndarray) -> dict[str, Icc] | None:
+    from meta_eval.icc import DESIGNS, icc_forms
+
+    counted = draws[np.isfinite(draws).sum(axis=1) >= 2]
+    if counted.shape[0] < 2 or not np.isfinite(counted).all():
+        return None
+    forms = icc_forms(ratings=counted)
+    return {form: forms[form] for form in DESIGNS["one-way"]}
 
 
 def repeats_rows(sidecar: dict[str, Any] | None, frame: pd.DataFrame, columns: Sequence[str],

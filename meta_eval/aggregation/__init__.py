@@ -53,7 +53,14 @@ from meta_eval.aggregation.positional import (
     weighted_median,
 )
 from meta_eval.aggregation.profile import Comparisons, PairwiseCounts, Profile
-from meta_eval.aggregation.rating import bradley_terry, elo, elo_ratings, fit_bradley_terry
+from meta_eval.aggregation.rating import (
+    bradley_terry,
+    bradley_terry_covariance,
+    elo,
+    elo_ratings,
+    fit_bradley_terry,
+    fit_order_effect,
+)
 from meta_eval.aggregation.rules import BUILTIN_RULES, RULES
 from meta_eval.aggregation.tables import (
     KINDS,
@@ -106,6 +113,7 @@ __all__ = [
     "borda",
     "borda_matrix",
     "bradley_terry",
+    "bradley_terry_covariance",
     "comparisons_from_pairwise",
     "condorcet",
     "copeland",
@@ -117,6 +125,7 @@ __all__ = [
     "elo",
     "elo_ratings",
     "fit_bradley_terry",
+    "fit_order_effect",
     "fit_soft_logistic",
     "geometric_mean",
     "human_system_scores",

@@ -140,6 +140,85 @@ def fit_bradley_terry(wins: FloatArray, ties: FloatArray, *, prior: float = 0.0
     return theta, nu, converged, "" if converged else str(res.message)
 
 
+def bradley_terry_covariance(wins: FloatArray, ties: FloatArray, theta: FloatArray,
+                             nu: float = 0.0) -> FloatArray:
+    """The observed-information covariance of the estimates (theta, then log nu when there are
+    ties): the pseudo-inverse of the Hessian of the negative log-likelihood at them (its
+    null direction is the common shift of theta, so this is the covariance of theta centred
+    to mean 0; Agresti 2013, "Categorical Data Analysis", 11.6). The counts are taken as
+    independent comparisons; meaningful for a maximum-likelihood fit (prior 0), not a
+    penalised one. se(theta_i - theta_j) = sqrt(C_ii + C_jj - 2 C_ij)."""
+    n = wins.shape[0]
+    with_ties = bool(ties.sum() > 0)
+    if with_ties and not nu > 0:
+        raise ValueError("with ties in the data the tie parameter nu must be > 0")
+    params = np.concatenate([theta, [np.log(nu)]]) if with_ties else np.asarray(theta, float)
+    h = _bt_hessian(params, wins, ties, wins + wins.T + ties, with_ties, 0.0)
+    h[:n, :n] -= 1.0  # the objective's pin of the mean, not part of the likelihood
+    cov: FloatArray = np.linalg.pinv(h, hermitian=True).astype(float)
+    return cov
+
+
+def fit_order_effect(first: FloatArray, second: FloatArray
+                     ) -> tuple[FloatArray, float, FloatArray]:
+    """Bradley-Terry with an order effect (Agresti 2013, 11.6.3, the home-team advantage):
+    with i shown first and j second, logit P(first wins) = theta_i - theta_j + h, so h > 0
+    is a preference for the response shown first (a judge's position bias, one parameter).
+    `first[i, j]`: comparisons with i first and j second that i won; `second[i, j]`: those
+    that j won (ties left out). Returns (theta centred to mean 0, h, the observed-
+    information covariance of (theta, h), theta's centred). Maximum likelihood by Newton in
+    a trust region; ValueError when a system or the order effect has no finite estimate
+    (every comparison won by one side)."""
+    first = np.asarray(first, dtype=float)
+    second = np.asarray(second, dtype=float)
+    n = first.shape[0]
+    total = first + second
+    if n < 2 or not mle_exists(first + second.T, np.zeros((n, n))) or \
+            first.sum() == 0 or second.sum() == 0:
+        raise ValueError("no finite estimate: every system must have won and lost against "
+                         "others (a strongly connected won-against graph) and both the first "
+                         "and the second position must have won")
+
+    def objective(params: FloatArray) -> tuple[float, FloatArray, FloatArray]:
+        theta, h = params[:n], params[n]
+        eta = theta[:, None] - theta[None, :] + h
+        p = 1.0 / (1.0 + np.exp(-eta))
+        nll = -float((first * -np.logaddexp(0.0, -eta) + second * -np.logaddexp(0.0, eta)
+                      ).sum())
+        resid = first - total * p
+        grad = np.concatenate([-(resid.sum(axis=1) - resid.sum(axis=0)), [-resid.sum()]])
+        w = total * p * (1.0 - p)
+        hess = np.zeros((n + 1, n + 1))
+        sym = w + w.T
+        hess[:n, :n] = np.diag(sym.sum(axis=1)) - sym
+        hess[:n, n] = hess[n, :n] = w.sum(axis=1) - w.sum(axis=0)
+        hess[n, n] = w.sum()
+        centre = theta.sum()
+        return (nll + 0.5 * centre**2, grad + np.concatenate([np.full(n, centre), [0.0]]),
+                hess + np.pad(np.ones((n, n)), ((0, 1), (0, 1))))
+
+    def value_and_gradient(params: FloatArray) -> tuple[float, FloatArray]:
+        value, grad, _ = objective(params)
+        return value, grad
+
+    def hessian(params: FloatArray) -> FloatArray:
+        return objective(params)[2]
+
+    res = minimize(value_and_gradient, np.zeros(n + 1), jac=True, hess=hessian,
+                   method="trust-exact", options={"gtol": 1e-10, "maxiter": 1000})
+    params = np.asarray(res.x, dtype=float)
+    for _ in range(3):  # plain Newton steps from there: quadratic, to machine precision
+        _, grad, hess = objective(params)
+        params = params - np.linalg.solve(hess, grad)
+    if not np.abs(objective(params)[1]).max() <= 1e-8 * max(1.0, float(total.sum())):
+        raise RuntimeError(f"the order-effect fit did not converge: {res.message}")
+    params[:n] -= params[:n].mean()
+    info = objective(params)[2]
+    info[:n, :n] -= 1.0  # the pin of the mean is not part of the likelihood
+    cov: FloatArray = np.linalg.pinv(info, hermitian=True).astype(float)
+    return params[:n], float(params[n]), cov
+
+
 def mle_exists(wins: FloatArray, ties: FloatArray) -> bool:
     """Ford's condition: every system can be reached from every other along 'won or tied
     against' edges (the graph is strongly connected)."""
