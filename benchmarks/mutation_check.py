@@ -8,6 +8,7 @@ must pass there, or a failure would prove nothing.
     python benchmarks/mutation_check.py                  # the working tree
     python benchmarks/mutation_check.py --rev f27d184    # a commit (git archive)
     python benchmarks/mutation_check.py --only store-write --only reader
+    python benchmarks/mutation_check.py --workers 2      # as .ci/run runs the suite
 
 Run it with the test environment's Python (pytest and the extras on it). The exit status is
 1 when a mutation is not caught or the clean copy fails, else 0. Speed and coverage of the
@@ -105,13 +106,16 @@ def copy_tree(rev: str | None, target: Path) -> None:
             (target / name).write_bytes(source.read_bytes())
 
 
-def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[bool, list[str], float]:
-    """(passed, the failing test ids, seconds) for `tests` run in `tree`."""
+def run_tests(tree: Path, tests: tuple[str, ...], workers: str = "0"
+              ) -> tuple[bool, list[str], float]:
+    """(passed, the failing test ids, seconds) for `tests` run in `tree`, on `workers`
+    pytest-xdist workers as `.ci/run` runs them ("0": in the pytest process)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(tree / "plugins")]),
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-rfE", "--no-header", *tests], cwd=tree, env=env,
+                           "-rfE", "--no-header", "-n", workers, "--dist", "worksteal",
+                           *tests], cwd=tree, env=env,
                           capture_output=True, text=True)
     failing = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", proc.stdout, re.M)
     if proc.returncode not in (0, 1):  # a collection or usage error is not a catch
@@ -136,6 +140,8 @@ def main() -> int:
     parser.add_argument("--rev", help="a commit to check (default: the working tree)")
     parser.add_argument("--only", action="append", default=[],
                         help="a mutation's name (repeatable; default: all ten)")
+    parser.add_argument("--workers", default="0",
+                        help="pytest-xdist workers, as `.ci/run` uses them (default 0: none)")
     args = parser.parse_args()
     chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
     ok = True
@@ -143,7 +149,7 @@ def main() -> int:
         tree = Path(tmp)
         copy_tree(args.rev, tree)
         tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
-        passed, failing, seconds = run_tests(tree, tests)
+        passed, failing, seconds = run_tests(tree, tests, args.workers)
         print(f"clean tree ({args.rev or 'working tree'}): "
               f"{'pass' if passed else 'FAIL ' + ' '.join(failing)} ({seconds:.0f} s)",
               flush=True)
@@ -151,7 +157,7 @@ def main() -> int:
         for mutation in chosen:
             original = mutate(tree, mutation)
             try:
-                passed, failing, seconds = run_tests(tree, mutation.tests)
+                passed, failing, seconds = run_tests(tree, mutation.tests, args.workers)
             finally:
                 (tree / mutation.path).write_text(original, encoding="utf-8")
             caught = not passed and bool(failing)
