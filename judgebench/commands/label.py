@@ -10,7 +10,7 @@ import click
 
 from judgebench.commands.examples import examples
 from judgebench.commands.labels.import_labels import criterion_kind, parse_scale, parse_step
-from judgebench.commands.options import finite_float, seed_option
+from judgebench.commands.options import criterion_options, finite_float, seed_option
 
 DEFAULT_PORT = 7732
 
@@ -41,18 +41,7 @@ DEFAULT_PORT = 7732
 @click.option("--samples", "samples_path", type=click.Path(path_type=Path),
               help="The samples the scores table was scored from (their texts are shown); "
                    "without it SAMPLES_OR_SCORES is a samples file.")
-@click.option("--scale", metavar="LOW-HIGH",
-              help="A new criterion: a scale, such as 1-5 (whole steps; see --step).")
-@click.option("--step", default="1", show_default=True, metavar="S|any",
-              help="With --scale: the scale's step, or 'any' for every value between.")
-@click.option("--binary", is_flag=True, help="A new criterion: yes or no (0/1).")
-@click.option("--choices", metavar="A,B,...", help="A new criterion: one of these choices.")
-@click.option("--pairwise", is_flag=True,
-              help="A new criterion: which of two outputs is better (a, b or tie).")
-@click.option("--description", metavar="TEXT",
-              help="What the criterion asks, shown to annotators.")
-@click.option("--show-reference/--no-show-reference", default=None,
-              help="Whether the page shows the item's reference.")
+@criterion_options("Whether the page shows the item's reference.")
 @click.option("--sample", "sample_n", type=click.IntRange(min=1), metavar="N",
               help="Label N items drawn by --strategy (never one this annotator labelled); "
                    "default: every item, in a seeded order.")

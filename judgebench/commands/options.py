@@ -65,6 +65,25 @@ def _stack(*options: Decorator) -> Decorator:
     return decorate
 
 
+def criterion_options(show_reference_help: str) -> Decorator:
+    """A new criterion's kind and scale (`labels import`, `label`): --scale/--step, --binary,
+    --choices, --pairwise, --description, --show-reference/--no-show-reference."""
+    return _stack(
+        click.option("--scale", metavar="LOW-HIGH",
+                     help="A new criterion: a scale, such as 1-5 (whole steps; see --step)."),
+        click.option("--step", default="1", show_default=True, metavar="S|any",
+                     help="With --scale: the scale's step, or 'any' for every value between."),
+        click.option("--binary", is_flag=True, help="A new criterion: yes or no (0/1)."),
+        click.option("--choices", metavar="A,B,...",
+                     help="A new criterion: one of these choices."),
+        click.option("--pairwise", is_flag=True,
+                     help="A new criterion: which of two outputs is better (a, b or tie)."),
+        click.option("--description", metavar="TEXT",
+                     help="What the criterion asks, shown to annotators."),
+        click.option("--show-reference/--no-show-reference", default=None,
+                     help=show_reference_help))
+
+
 def humans_option(help: str, *, required: bool = False) -> Decorator:
     """`--human COL` (parameter `humans`), repeatable."""
     return click.option("--human", "humans", multiple=True, required=required,

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
+from judgebench.commands.options import criterion_options
 from judgebench.commands.output_format import format_options
 from judgebench.display import safe
 from judgebench.errors import InputError
@@ -66,18 +67,7 @@ def criterion_kind(scale: str | None, binary: bool, choices: str | None, pairwis
               help="What the labels judge (no dots or colons in the name).")
 @click.option("--annotator", metavar="NAME",
               help="Who gave every label of the file (else the file's annotator column).")
-@click.option("--scale", metavar="LOW-HIGH",
-              help="A new criterion: a scale, such as 1-5 (whole steps; see --step).")
-@click.option("--step", default="1", show_default=True, metavar="S|any",
-              help="With --scale: the scale's step, or 'any' for every value between.")
-@click.option("--binary", is_flag=True, help="A new criterion: yes or no (0/1).")
-@click.option("--choices", metavar="A,B,...", help="A new criterion: one of these choices.")
-@click.option("--pairwise", is_flag=True,
-              help="A new criterion: which of two outputs is better (a, b or tie).")
-@click.option("--description", metavar="TEXT",
-              help="What the criterion asks, shown to annotators.")
-@click.option("--show-reference/--no-show-reference", default=None,
-              help="Whether the labelling page shows the reference.")
+@criterion_options("Whether the labelling page shows the reference.")
 @click.option("--column", metavar="COL",
               help="The column of values (default: value, else human.<criterion>, else "
                    "<criterion>).")
