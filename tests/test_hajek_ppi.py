@@ -75,7 +75,7 @@ def case(seed: int, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         f = np.clip(np.round(2 * y + 3 * length + rng.normal(size=items)), 1, 10)
     elif kind == "binary":  # pass/fail against a judge's probability, tied to 1 decimal
         f = np.round(rng.beta(0.5, 0.5, size=items), 1)
-        y = (rng.random(items) < f).astype(float)
+        y = (rng.random(items) < f).astype(np.float64)
     else:  # anticorrelated: lam clips at 0
         y = rng.normal(size=items)
         f = -y + 0.3 * rng.normal(size=items)

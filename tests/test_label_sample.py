@@ -32,7 +32,8 @@ SCORES = REPO / "examples" / "summeval-scores.csv"
 
 
 def keys(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    return list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))
+    return list(zip([str(v) for v in frame["item"]], [str(v) for v in frame["system"]],
+                    strict=True))
 
 
 def test_random_rows_are_table_rows_with_n_over_n_and_never_an_excluded_one():

@@ -160,7 +160,7 @@ def test_williams_is_psych_r_test_worked_example() -> None:
     p = williams_test(r_ha=0.4, r_hb=0.5, r_ab=0.1, n=103, alternative="two-sided")
     assert round(t, 2) == -0.89
     assert round(p, 2) == 0.37
-    want = 2 * scipy.stats.t.sf(abs(t), 100)
+    want = float(2 * scipy.stats.t.sf(abs(t), 100))
     assert close(p, want)
 
 
@@ -195,7 +195,7 @@ def test_williams_sides_and_absolute(seed: int) -> None:
     assert close(greater + less, 1.0)
     assert close(two, min(1.0, 2 * min(greater, less)))
     t = williams_statistic(**kw)
-    assert close(greater, scipy.stats.t.sf(t, n - 3))
+    assert close(greater, float(scipy.stats.t.sf(t, n - 3)))
     # |r|: the same test on the data with each negatively correlated metric negated
     fa, fb = np.sign(r["ha"]) * a, np.sign(r["hb"]) * b
     flipped = {"r_ha": scipy.stats.pearsonr(h, fa).statistic,

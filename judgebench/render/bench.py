@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgebench.services.bench import BenchResult, Card, CardRow
+    from judgebench.services.bench_summary import SummaryCell
     from judgebench.suite import Suite
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -99,8 +100,6 @@ def summary_table(result: BenchResult) -> tuple[list[str], list[list[str]], list
     """The summary as (header, rows, one line per suite): a row per metric, a column per
     suite; the lines name each suite's headline protocol, its n and the best published
     baseline comparable with the rows scored."""
-    from judgebench.services.bench import protocol_words
-
     cells = result.summary()
     suites = [card.suite.name for card in result.cards]
     header = ["metric", *suites]
@@ -113,28 +112,33 @@ def summary_table(result: BenchResult) -> tuple[list[str], list[list[str]], list
             row.append("skipped" if cell is None or cell.status == "skipped"
                        else _value(cell.value, cell.statistic))
         rows.append(row)
-    lines = []
-    for card in result.cards:
-        head = card.suite.protocols[0]
-        statistic = head.statistics[0]
-        mine = [c for c in cells if c.suite == card.suite.name and c.kind == "yours"
-                and c.status != "skipped"]
-        if not mine:
-            lines.append(f"{card.suite.name}: skipped (no metric fits it)")
-            continue
-        line = (f"{card.suite.name}: {statistic} ({protocol_words(head, mine[0].n)}"
-                + ("" if card.full else f", --limit: {card.scored} of the suite's rows") + ")")
-        best = next((c for c in cells if c.suite == card.suite.name
-                     and c.kind == "published"), None)
-        if best is not None and card.full and best.printed is not None:
-            line += f"; best published {best.metric} {_value(best.printed, statistic)}"
-        elif best is not None:
-            line += (f"; best published judge {best.metric} {_value(best.value, statistic)}, "
-                     "recomputed from its stored outputs on the same rows")
-        elif any(r.kind == "published" for r in card.rows) and not card.full:
-            line += "; published numbers are for the full set: not comparable"
-        lines.append(line)
-    return header, rows, lines
+    return header, rows, [_summary_line(card, cells) for card in result.cards]
+
+
+def _summary_line(card: Card, cells: Sequence[SummaryCell]) -> str:
+    """One suite's line under the summary: its headline protocol and n, and the best
+    published baseline comparable with the rows scored."""
+    from judgebench.services.bench import protocol_words
+
+    head = card.suite.protocols[0]
+    statistic = head.statistics[0]
+    mine = [c for c in cells if c.suite == card.suite.name and c.kind == "yours"
+            and c.status != "skipped"]
+    if not mine:
+        return f"{card.suite.name}: skipped (no metric fits it)"
+    line = (f"{card.suite.name}: {statistic} ({protocol_words(head, mine[0].n)}"
+            + ("" if card.full else f", --limit: {card.scored} of the suite's rows") + ")")
+    best = next((c for c in cells if c.suite == card.suite.name and c.kind == "published"),
+                None)
+    if best is not None and card.full and best.printed is not None:
+        return line + f"; best published {best.metric} {_value(best.printed, statistic)}"
+    if best is not None:
+        return line + (f"; best published judge {best.metric} "
+                       f"{_value(best.value, statistic)}, recomputed from its stored outputs "
+                       "on the same rows")
+    if any(r.kind == "published" for r in card.rows) and not card.full:
+        return line + "; published numbers are for the full set: not comparable"
+    return line
 
 
 def _summary_text(result: BenchResult) -> str:

@@ -76,8 +76,8 @@ def win_rates(scores: str | Path | pd.DataFrame, *, judge: str, human: str,
     if not np.isfinite(people).any():
         raise InputError(f"the human column {human!r} has no labels (every value is "
                          "missing)", path=where, field=human)
-    first = frame["system_a"].astype(str).tolist()
-    second = frame["system_b"].astype(str).tolist()
+    first = [str(v) for v in frame["system_a"]]
+    second = [str(v) for v in frame["system_b"]]
     try:
         pairs = oriented_pairs(first=first, second=second, judge=verdicts, human=people)
     except EstimationError as error:

@@ -266,7 +266,7 @@ def _rows(frame: pd.DataFrame, where: str, crit: Criterion) -> list[LabelKey]:
     if crit.pairwise and not pairwise:
         raise InputError(f"criterion {crit.name!r} is pairwise: the rows name system_a and "
                          "system_b", path=where, field="system_a")
-    items = frame["item"].astype(str).tolist() if "item" in frame.columns else None
+    items = [str(v) for v in frame["item"]] if "item" in frame.columns else None
     if items is None:
         raise InputError("no item column", path=where, field="item")
     if crit.pairwise:
@@ -279,7 +279,7 @@ def _rows(frame: pd.DataFrame, where: str, crit: Criterion) -> list[LabelKey]:
     elif "system" not in frame.columns:
         raise InputError("no system column", path=where, field="system")
     else:
-        rows = list(zip(items, frame["system"].astype(str).tolist(), strict=True))
+        rows = list(zip(items, [str(v) for v in frame["system"]], strict=True))
     seen: set[LabelKey] = set()
     for number, key in enumerate(rows, start=1):
         if key in seen:

@@ -362,7 +362,8 @@ def _usable(column: pd.Series, crit: Criterion) -> bool:
     if crit.kind == "choices":
         return bool(present.astype(str).isin(crit.choices).all())
     if crit.kind == "pairwise":
-        words = present.astype(str).str.strip().str.lower().isin(("a", "b", "tie"))
+        words = pd.Series([str(v).strip().lower() for v in present],
+                          index=present.index).isin(("a", "b", "tie"))
         return bool((words | pd.to_numeric(present, errors="coerce").notna()).all())
     return bool(pd.to_numeric(present, errors="coerce").notna().all())
 

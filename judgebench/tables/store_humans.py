@@ -76,14 +76,14 @@ def add_store_columns(frame: pd.DataFrame, names: Iterable[str], *,
                 "of single outputs (item, system)"
             raise InputError(f"criterion {criterion!r} is {shape}, this table is not",
                              path=where, field=name)
-        items = frame["item"].astype(str).tolist()
+        items = [str(v) for v in frame["item"]]
         if pairwise:
             cells = [_pair_value(values, item, a, b) for item, a, b in zip(
-                items, frame["system_a"].astype(str), frame["system_b"].astype(str),
+                items, [str(v) for v in frame["system_a"]], [str(v) for v in frame["system_b"]],
                 strict=True)]
         else:
             cells = [values.get((item, system), math.nan) for item, system in
-                     zip(items, frame["system"].astype(str), strict=True)]
+                     zip(items, [str(v) for v in frame["system"]], strict=True)]
         if values and all(math.isnan(c) for c in cells):
             raise InputError(f"none of the {len(values)} labelled keys of criterion "
                              f"{criterion!r} in {path} is a row of this table (its items "
