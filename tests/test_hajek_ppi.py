@@ -70,6 +70,7 @@ def case(seed: int, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     items = int(rng.integers(60, 200))
     length = rng.random(items)
+    y: np.ndarray
     if kind == "likert":  # 1-5 people, a judge on a 1-10 scale offset by length: ties
         y = np.clip(np.round(3 + rng.normal(size=items) + length), 1, 5)
         f = np.clip(np.round(2 * y + 3 * length + rng.normal(size=items)), 1, 10)
