@@ -70,7 +70,7 @@ MUTATIONS = (
              ("tests/test_aggregate_rules.py", "tests/test_aggregate_ties.py")),
     Mutation("kappa", "an agreement statistic (quadratic-weighted kappa's weights)",
              "meta_eval/agreement.py",
-             "w = (i - j) ** 2 / (k - 1) ** 2", "w = np.abs(i - j) / (k - 1) ** 2",
+             "return (i - j) ** 2 / (k - 1) ** 2", "return np.abs(i - j) / (k - 1) ** 2",
              ("tests/test_meta_eval_agreement.py", "tests/test_meta_eval_agreement_stats.py")),
     Mutation("chrf-beta", "a lexical metric (chrF's default beta)",
              "plugins/judgebench_lexical/metrics.py",
@@ -82,7 +82,7 @@ MUTATIONS = (
              'FAILED_STATUSES = ("parse_error", "refused")',
              ("tests/test_failed_as.py",)),
     Mutation("spec-name", "the metric-spec parser (name before options)", "judgebench/spec.py",
-             'name, colon, _ = spec.partition(":")', 'name, colon, _ = spec.rpartition(":")',
+             'name, colon, rest = spec.partition(":")', 'name, colon, rest = spec.rpartition(":")',
              ("tests/test_spec_quoting.py",)),
 )
 
