@@ -183,3 +183,32 @@ def test_exclude_system_keeps_each_rows_line_for_later_messages(tmp_path: Path) 
                    "--level", "segment")
     assert proc.returncode == 0, proc.stderr
     assert "column 'm2' is not a metric: line 5 holds 'oops'" in proc.stderr
+
+
+def test_read_table_flattens_nested_objects_as_score_names_them(tmp_path: Path) -> None:
+    path = tmp_path / "nested.jsonl"
+    write_jsonl(path, [
+        {"item": "a", "system": "s", "human": {"relevance": 4, "panel": {"mean": 3.5}},
+         "references": ["r1", "r2"], "m": 0.5},
+        {"item": "b", "system": "s", "human": {"relevance": 2}, "references": [], "m": 0.1},
+    ])
+    frame = read_table(path)
+    assert list(frame["human.relevance"]) == [4, 2]
+    assert frame["human.panel.mean"].iloc[0] == 3.5 and pd.isna(frame["human.panel.mean"].iloc[1])
+    assert "human" not in frame.columns and frame["references"].iloc[0] == ["r1", "r2"]
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text(json.dumps({"item": "a", "system": "s", "human.relevance": 1,
+                                 "human": {"relevance": 2}}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_table(clash)
+    assert "line 1" in str(caught.value) and "human.relevance" in str(caught.value)
+
+
+def test_meta_eval_on_a_samples_file_is_an_error_not_a_traceback() -> None:
+    root = Path(__file__).resolve().parent.parent / "examples"
+    pairs = run_cli("meta-eval", "pairwise", str(root / "pairs-sample.jsonl"), "--human",
+                    "human.relevance")
+    assert pairs.returncode == 2 and "no judge columns" in pairs.stderr
+    pointwise = run_cli("meta-eval", str(root / "summeval-sample.jsonl"), "--human",
+                        "human.relevance")
+    assert pointwise.returncode == 2 and "no metric columns" in pointwise.stderr

@@ -136,7 +136,11 @@ def failed_text(values: pd.Series) -> BoolArray:
 
     if values.dtype.kind in "biufc":
         return np.zeros(len(values), dtype=bool)
-    codes, uniques = pd.factorize(values)  # a verdict column has a handful of values
+    try:
+        codes, uniques = pd.factorize(values)  # a verdict column has a handful of values
+    except TypeError:  # a JSON list in a cell: not a verdict, never `failed`
+        return np.array([isinstance(v, str) and v.strip().lower() == FAILED_TEXT
+                         for v in values], dtype=bool)
     hits = [k for k, v in enumerate(uniques)
             if isinstance(v, str) and v.strip().lower() == FAILED_TEXT]
     return np.isin(codes, hits) if hits else np.zeros(len(values), dtype=bool)

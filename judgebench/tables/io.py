@@ -663,6 +663,29 @@ def _jsonl_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict
         yield number, record
 
 
+def _flattened(record: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
+    """`record` with each nested object's fields as columns of their own, named by their
+    path (`{"human": {"relevance": 4}}` -> `human.relevance`, the name `score` writes), so a
+    samples file read as a table has the columns its scores table would have."""
+    if not any(isinstance(v, dict) for v in record.values()):
+        return record
+    out: dict[str, Any] = {}
+
+    def put(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for name, inner in value.items():
+                put(f"{prefix}.{name}", inner)
+            return
+        if prefix in out:
+            raise InputError(f"'{prefix}' is both a field and a nested object's path; rename "
+                             "one", path=str(path), line=line, field=prefix)
+        out[prefix] = value
+
+    for name, value in record.items():
+        put(str(name), value)
+    return out
+
+
 # One CSV field as Python's csv reader (default dialect, not strict) reads it, up to the
 # delimiter or the record's end: quoted ('"' first: "" inside is a quote, text after the
 # closing quote is kept), or unquoted (a quote inside is text).
@@ -900,7 +923,8 @@ def read_table(
             frame = _read_csv(raw, path, as_text)
             lines = list(range(2, len(frame) + 2))
         else:
-            numbered = list(_jsonl_records(text.splitlines(), path))
+            numbered = [(n, _flattened(r, path, n))
+                        for n, r in _jsonl_records(text.splitlines(), path)]
             frame = pd.DataFrame.from_records([r for _, r in numbered])
             frame.attrs["format"] = "jsonl"
             lines = [n for n, _ in numbered]
