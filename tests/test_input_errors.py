@@ -212,3 +212,11 @@ def test_meta_eval_on_a_samples_file_is_an_error_not_a_traceback() -> None:
     pointwise = run_cli("meta-eval", str(root / "summeval-sample.jsonl"), "--human",
                         "human.relevance")
     assert pointwise.returncode == 2 and "no metric columns" in pointwise.stderr
+
+
+def test_read_table_keeps_a_missing_jsonl_text_cell_missing(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    write_jsonl(path, [{"item": "a", "system": "s", "note": "x", "m": 1.0},
+                       {"item": "b", "system": "s", "m": 2.0}])
+    frame = read_table(path, text_columns=("note",))
+    assert frame["note"].iloc[0] == "x" and pd.isna(frame["note"].iloc[1])

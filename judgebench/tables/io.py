@@ -663,6 +663,13 @@ def _jsonl_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict
         yield number, record
 
 
+def _text_or_missing(value: Any) -> str | None:
+    """A JSONL cell read as text; a missing key (NaN once framed) stays missing, not "nan"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
+
+
 def _flattened(record: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
     """`record` with each nested object's fields as columns of their own, named by their
     path (`{"human": {"relevance": 4}}` -> `human.relevance`, the name `score` writes), so a
@@ -929,7 +936,7 @@ def read_table(
             frame.attrs["format"] = "jsonl"
             lines = [n for n, _ in numbered]
             for column in as_text & set(frame.columns):
-                frame[column] = frame[column].map(lambda v: v if v is None else str(v))
+                frame[column] = frame[column].map(_text_or_missing)
     if frame.empty:
         raise InputError("table has no rows", path=str(path))
     frame.attrs["lines"] = LineNumbers(lines)
