@@ -311,3 +311,16 @@ def test_the_command_prints_text_and_json_with_signatures(tmp_path: Path) -> Non
     assert data["criteria"][0]["alpha"]["statistic"] == "krippendorff-ordinal"
     proc = run_cli("labels", "stats", "--store", str(store), "--criterion", "nope")
     assert proc.returncode == 2 and "no criterion 'nope'" in proc.stderr
+
+
+def test_a_tiny_fleiss_p_prints_its_digits_not_zero(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    crit = L.define_criterion(store, "c", kind="binary")
+    batch = [L.NewLabel(crit.name, a, f"i{k:03d}", "s", k % 2)
+             for a in ANNOTATORS for k in range(60)]  # all agree: z large, p ~ 1e-40
+    L.save_labels(store, batch)
+    proc = run_cli("labels", "stats", "--store", str(store), "--bootstrap", "0")
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "Fleiss' kappa:" in x)
+    p_text = line.split(", p ")[1].split(":")[0]
+    assert float(p_text) > 0 and "e-" in p_text, line

@@ -69,7 +69,7 @@ def _criterion(c: CriterionStats) -> str:
         test = c.fleiss.analytic
         lines.append(f"  Fleiss' kappa: {_num(c.fleiss.value)} on {c.fleiss.n} keys every "
                      "annotator answered" + (f" (z {_num(test['z'])}, p "
-                                             f"{_num(test['p_value'])}: Fleiss, Nee and "
+                                             f"{test['p_value']:.3g}: Fleiss, Nee and "
                                              "Landis 1979)" if test else ""))
     if c.ceiling is not None:
         lines.append(f"  human ceiling ({c.ceiling['statistic']}, {c.ceiling['how']}): "
