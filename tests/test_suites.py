@@ -77,7 +77,7 @@ def test_suites_lists_the_registered_suites_and_shows_a_card() -> None:
     assert rows["summeval"]["size"] == 1600 and rows["llmbar"]["size"] == 419
     assert rows["llmbar"]["kind"] == "pairwise" and rows["llmbar"]["licence"] == "MIT"
     card = run_cli(*plugin_args(), "suites", "llmbar", env=plugin_env(), check=True).stdout
-    assert "GPT-4 Vanilla: accuracy 0.955 on Natural" in card
+    assert "GPT-4 Vanilla+Rules: accuracy 0.955 on Natural" in card
     assert "licence: MIT" in card and "900616bff90b6c6c8e1681f7d079250637c55992" in card
     unknown = run_cli(*plugin_args(), "suites", "sumeval", env=plugin_env())
     assert unknown.returncode == 2 and "did you mean 'summeval'" in unknown.stderr

@@ -1,6 +1,6 @@
 """`bench` reproduces each suite's published numbers to the printed precision.
 
-- LLMBar: the stored verdicts of GPT-4 Vanilla, ChatGPT Vanilla and GPT-4 Swap+CoT give the
+- LLMBar: the stored verdicts of GPT-4 Vanilla+Rules, ChatGPT Vanilla+Rules and GPT-4 Swap+CoT give the
   paper's average accuracy per subset (15 numbers), checked also against an independent
   count from the human table (mean of the two orders' accuracies). The judge `bench` is
   given is the scripted one on a loopback server (tests/scripted_judge.py): a pairwise suite
@@ -52,13 +52,13 @@ def test_llmbar_stored_verdicts_reproduce_the_papers_accuracies(tmp_path: Path) 
                        + (rows[f"{column}.ba"] == rows["human.gold"]).mean()) / 2
         assert r["value"] == pytest.approx(independent, abs=1e-12)
         assert r["ci_low"] <= r["value"] <= r["ci_high"]
-    natural = next(r for r in published if r["label"] == "GPT-4 Vanilla"
+    natural = next(r for r in published if r["label"] == "GPT-4 Vanilla+Rules"
                    and r["subset"] == "Natural")
     assert (natural["printed"], natural["table"].startswith("Zeng et al. 2024")) == (0.955, True)
     # the scripted judge always picks the first shown: 50%, significantly below GPT-4
     assert card["verdict"][1].startswith(f"{spec.split(',api_base')[0]},protocol=text agrees "
                                          "with people on LLMBar-Natural at accuracy 50.0%")
-    assert "significantly below the published GPT-4 Vanilla (95.5%)" in card["verdict"][1]
+    assert "significantly below the published GPT-4 Vanilla+Rules (95.5%)" in card["verdict"][1]
 
 
 STORED = [name for name in BUILTIN if load_suite(DATA / name).info.kind == "pairwise"

@@ -34,8 +34,8 @@ DESCRIPTIONS = {
     "Manual": "adversarial: constructed by the authors",
 }
 #: column -> (LLMBar's evaluator folder, the label the paper gives it)
-EVALUATORS = {"gpt4-vanilla": ("GPT-4/Vanilla", "GPT-4 Vanilla"),
-              "chatgpt-vanilla": ("ChatGPT/Vanilla", "ChatGPT Vanilla"),
+EVALUATORS = {"gpt4-vanilla": ("GPT-4/Vanilla", "GPT-4 Vanilla+Rules"),
+              "chatgpt-vanilla": ("ChatGPT/Vanilla", "ChatGPT Vanilla+Rules"),
               "gpt4-swap-cot": ("GPT-4/Swap_CoT", "GPT-4 Swap+CoT")}
 LABEL = {"1": "a", "2": "b"}
 
