@@ -31,10 +31,13 @@ Following" (LLMBar), Sec. 4:
                    common verdict, a tie where they disagree, as judge.pairwise combines
                    them): under `drop` a judge tie on a decided pair is wrong, so the
                    always-first judge scores 0; `compare-judges` reports this one
-                   (`accuracy-combined_a`, `_b`). JudgeBench (Tan et al. 2024) combines the
-                   orders by a vote (a decided order and a tie count as the decided one)
-                   before counting a tie wrong; MT-Bench (Zheng et al. 2023) calls the
+                   (`accuracy-combined_a`, `_b`); MT-Bench (Zheng et al. 2023) calls the
                    share of equal labels "agreement" (FastChat's compute_agreement.py)
+    accuracy-vote  mean credit of the orders' vote, sign(ab + ba): a decided order and a
+                   tie count as the decided one, opposite orders as a tie (wrong under
+                   `drop`); JudgeBench's rule (Tan et al. 2024, "JudgeBench", Sec. 4: a pair
+                   judged in both orders is combined before a tie counts wrong); one order
+                   or a combined column: that verdict
     both-correct   mean of min(credit ab, credit ba) over pairs scored in both orders
                    (drop/class: right in both orders)
     consistency    share of pairs with both verdicts where ab == ba (LLMBar's positional

@@ -57,7 +57,8 @@ from meta_eval.significance import assign_clusters
 if TYPE_CHECKING:
     from meta_eval.arrays import AnyArray, BoolArray, FloatArray, IntArray
 
-STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "accuracy-combined", "both-correct",
+STATISTICS = ("accuracy-ab", "accuracy-ba", "accuracy", "accuracy-combined", "accuracy-vote",
+              "both-correct",
               "consistency", "tie-rate", "kappa-orders", "kappa")
 HUMAN_FREE = ("consistency", "tie-rate", "kappa-orders")  # need no human label
 MACRO = "(macro)"
@@ -112,13 +113,24 @@ class Verdicts:
                                                          np.where(ab == ba, ab, 0.0)))
         return self._counted(labels, self.combined_failed())
 
+    def vote_labels(self) -> FloatArray:
+        """The orders' vote (JudgeBench, Tan et al. 2024): sign(ab + ba), so a decided order
+        and a tie give the decided one and opposite orders a tie; one order alone is its own
+        verdict; a judge's own combined column is taken as it is."""
+        if self.combined is not None or self.ab is None or self.ba is None:
+            return self.combined_labels()
+        ab, ba = hard_labels(self.ab), hard_labels(self.ba)
+        labels = np.where(np.isnan(ab), ba, np.where(np.isnan(ba), ab, np.sign(ab + ba)))
+        return self._counted(labels, self.combined_failed())
+
     def failed_rows(self, statistic: str) -> BoolArray | None:
         """The pairs where a verdict that `statistic` reads failed (None: none known)."""
         ab = self.failed_ab if self.ab is not None else None
         ba = self.failed_ba if self.ba is not None else None
         if statistic in CALIBRATION:
             return self.failed_combined if self.combined is not None else ab
-        if statistic in ("kappa", "accuracy-combined") or (self.ab is None and self.ba is None):
+        if statistic in ("kappa", "accuracy-combined", "accuracy-vote") or (
+                self.ab is None and self.ba is None):
             return self.combined_failed()
         if statistic in ("accuracy-ab", "accuracy-ba"):
             return ab if statistic == "accuracy-ab" else ba
@@ -251,6 +263,8 @@ class _Plan:
                 human=human, verdict=verdicts.combined_labels(), ties=ties)))]
         out[(name, key, "accuracy-combined")] = [self.quantity(s.ratio(credit(
             human=human, verdict=verdicts.combined_labels(), ties=ties)))]
+        out[(name, key, "accuracy-vote")] = [self.quantity(s.ratio(credit(
+            human=human, verdict=verdicts.vote_labels(), ties=ties)))]
         if len(credits) == 2:
             both = np.fmin(credits["ab"], credits["ba"])
             both[np.isnan(credits["ab"]) | np.isnan(credits["ba"])] = np.nan

@@ -75,6 +75,15 @@ def loop_combined(ab: str | None, ba: str | None) -> str | None:
     return ab if ab == ba else "tie"
 
 
+def loop_vote(ab: str | None, ba: str | None) -> str | None:
+    """JudgeBench's two-order rule: a decided order beats a tie, opposite orders tie."""
+    if ab is None or (ab == "tie" and ba is not None):
+        return ba
+    if ba is None or ba == "tie":
+        return ab
+    return ab if ab == ba else "tie"
+
+
 def loop_kappa(x: list[str | None], y: list[str | None]) -> float:
     keep = [(a, b) for a, b in zip(x, y, strict=True) if a is not None and b is not None]
     if not keep or len({*(a for a, _ in keep), *(b for _, b in keep)}) < 2:
@@ -100,6 +109,8 @@ def loop_statistics(human: list[object], ab: list[object], ba: list[object], tie
         "accuracy": (loop_mean(c_ab) + loop_mean(c_ba)) / 2,
         "accuracy-combined": loop_mean([loop_credit(a, loop_combined(p, q), ties)
                                         for a, p, q in zip(h, x, y, strict=True)]),
+        "accuracy-vote": loop_mean([loop_credit(a, loop_vote(p, q), ties)
+                                    for a, p, q in zip(h, x, y, strict=True)]),
         "both-correct": loop_mean(both), "consistency": loop_mean(consistent),
         "tie-rate": sum(v == "tie" for v in verdicts) / len(verdicts),
         "kappa-orders": loop_kappa(x, y),
@@ -162,17 +173,19 @@ def test_a_plain_verdict_column_and_a_one_order_judge():
                             humans={"h": preferences(human)}, items=np.arange(n)).results
     h = [label_of(v) for v in human]
     one = values_of(got, "one")
-    assert set(one) == {"accuracy-ab", "accuracy", "accuracy-combined", "tie-rate", "kappa"}
+    assert set(one) == {"accuracy-ab", "accuracy", "accuracy-combined", "accuracy-vote",
+                        "tie-rate", "kappa"}
     c = [loop_credit(a, label_of(b), "drop") for a, b in zip(h, ab, strict=True)]
     assert one["accuracy-ab"] == one["accuracy"] == pytest.approx(loop_mean(c))
-    assert one["accuracy-combined"] == pytest.approx(loop_mean(c))
+    assert one["accuracy-combined"] == one["accuracy-vote"] == pytest.approx(loop_mean(c))
     gold = [None if g == "tie" else g for g in h]
     assert one["kappa"] == pytest.approx(loop_kappa([label_of(v) for v in ab], gold))
     flat = values_of(got, "plain")
-    assert set(flat) == {"accuracy", "accuracy-combined", "tie-rate", "kappa"}
+    assert set(flat) == {"accuracy", "accuracy-combined", "accuracy-vote", "tie-rate", "kappa"}
     labels = [label_of(v) for v in plain]
-    assert flat["accuracy"] == flat["accuracy-combined"] == pytest.approx(loop_mean(
-        [loop_credit(a, b, "drop") for a, b in zip(h, labels, strict=True)]))
+    expected = loop_mean([loop_credit(a, b, "drop") for a, b in zip(h, labels, strict=True)])
+    assert flat["accuracy"] == flat["accuracy-combined"] == flat["accuracy-vote"]
+    assert flat["accuracy"] == pytest.approx(expected)
     kept = [v for v in labels if v is not None]
     assert flat["tie-rate"] == pytest.approx(kept.count("tie") / len(kept))
 

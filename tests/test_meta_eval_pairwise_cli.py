@@ -109,10 +109,11 @@ def test_json_rows_default_judges_and_keys(pairs):
                                                           "kappa-orders"))
     good = {r["statistic"] for r in out if r["metric"] == "good"}
     assert good == {"accuracy-ab", "accuracy-ba", "accuracy", "accuracy-combined",
-                    "both-correct", "consistency", "tie-rate", "kappa-orders", "kappa"}
+                    "accuracy-vote", "both-correct", "consistency", "tie-rate", "kappa-orders",
+                    "kappa"}
     # a soft judge (probabilities) is also calibrated against people
     assert {r["statistic"] for r in out if r["metric"] == "soft"} == {
-        "accuracy", "accuracy-combined", "tie-rate", "kappa", "brier", "ece"}
+        "accuracy", "accuracy-combined", "accuracy-vote", "tie-rate", "kappa", "brier", "ece"}
     frame = pd.read_csv(pairs)
     decided = frame[frame["human.preference"] != "tie"]
     assert next(r for r in out if r["metric"] == "good" and r["statistic"] == "accuracy-ab"

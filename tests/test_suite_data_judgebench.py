@@ -76,6 +76,7 @@ def test_the_suite_names_what_it_holds():
     for p in protocols.values():
         assert p["human"] in HUMAN[0] and p["criterion"] in SUITE["criteria"]
     assert list(protocols) == ["accuracy"] and protocols["accuracy"]["by"] == "subset"
+    assert protocols["accuracy"]["statistics"] == ["accuracy-vote"]
     assert len(SUITE["published"]) == 5 * 5
     for entry in SUITE["published"]:
         assert entry["protocol"] in protocols
@@ -125,7 +126,24 @@ def test_meta_eval_pairwise_reproduces_the_published_table():
                                  failed_as="wrong")
     found = {}
     for row in [*by_subset.to_dict(), *overall.to_dict()]:
-        if row["statistic"] == "accuracy" and row.get("category") != "(macro)":
+        if row["statistic"] == "accuracy-vote" and row.get("category") != "(macro)":
             found[(row["metric"], row.get("category"))] = row["value"]
     for key, entry in published.items():
         assert round(found[key], entry["precision"]) == entry["value"], key
+
+
+def test_accuracy_vote_of_the_two_orders_is_judgebench_s_rule():
+    """The orders' vote that meta-eval computes for a judge run in both orders equals the
+    published accuracy, recomputed from the orders alone (the stored combined verdict not
+    read): a user's judge.pairwise on the suite is scored as the paper scored its judges."""
+    published = {(e["verdicts_column"].removeprefix("verdict."), e.get("subset")): e
+                 for e in SUITE["published"]}
+    judges = sorted({f"orders.{judge}" for judge, _ in published})
+    frame = pd.DataFrame(HUMAN).drop(columns=[c for c in HUMAN[0] if c.startswith("verdict.")])
+    result = pairwise_meta_eval(frame, humans=["human.correct"], judges=judges, by="subset",
+                                failed_as="wrong")
+    found = {(row["metric"].removeprefix("orders."), row.get("category")): row["value"]
+             for row in result.to_dict() if row["statistic"] == "accuracy-vote"}
+    for (judge, subset), entry in published.items():
+        if subset is not None:
+            assert round(found[(judge, subset)], 4) == entry["value"], (judge, subset)

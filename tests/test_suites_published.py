@@ -1,10 +1,10 @@
 """`bench` reproduces each suite's published numbers to the printed precision.
 
-- LLMBar: the stored verdicts of GPT-4 Vanilla+Rules, ChatGPT Vanilla+Rules and GPT-4 Swap+CoT give the
-  paper's average accuracy per subset (15 numbers), checked also against an independent
-  count from the human table (mean of the two orders' accuracies). The judge `bench` is
-  given is the scripted one on a loopback server (tests/scripted_judge.py): a pairwise suite
-  runs when some pairwise judge is benchmarked.
+- LLMBar: the stored verdicts of GPT-4 Vanilla+Rules, ChatGPT Vanilla+Rules and GPT-4
+  Swap+CoT give the paper's average accuracy per subset (15 numbers), checked also against
+  an independent count from the human table (mean of the two orders' accuracies). The
+  judge `bench` is given is the scripted one on a loopback server (tests/scripted_judge.py):
+  a pairwise suite runs when some pairwise judge is benchmarked.
 - SummEval (slow: ROUGE on all 1,600 summaries): ROUGE-2, summary level, Spearman and
   Kendall per criterion, as G-Eval's Table 1 prints them (8 numbers).
 - Every suite with stored published verdicts or scores: `bench` recomputes each published

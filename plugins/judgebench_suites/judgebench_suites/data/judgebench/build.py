@@ -136,7 +136,7 @@ def suite_json(files: dict[str, str]) -> dict:
         for subset, value in zip((*CATEGORIES, None), values, strict=True):
             # printed as a percentage with two decimals: a fraction with four
             entry = {"metric": label, "spec": None, "protocol": "accuracy",
-                     "statistic": "accuracy", "value": round(value / 100, 4), "precision": 4,
+                     "statistic": "accuracy-vote", "value": round(value / 100, 4), "precision": 4,
                      "table": "Tan et al. 2024 (JudgeBench), Table 3 (percent, 2 decimals)",
                      "verdicts_column": f"verdict.{column}"}
             if subset:
@@ -153,7 +153,10 @@ def suite_json(files: dict[str, str]) -> dict:
             "(five reward models, Arena-Hard with o1-mini) are columns of human.jsonl.gz: "
             "verdict.<judge> is JudgeBench's two-order verdict, orders.<judge>.ab/.ba the "
             "verdict of each order in terms of the original A and B. Accuracy as the paper "
-            "reports it is the accuracy of verdict.<judge> with ties counted wrong."),
+            "reports it is the accuracy of verdict.<judge> with ties counted wrong: the "
+            "statistic accuracy-vote, which combines a judge run in both orders by the same "
+            "vote (a decided order and a tie give the decided one, opposite orders a tie) "
+            "before counting."),
         "kind": "pairwise",
         "criteria": ["correct"],
         "annotators": {},
@@ -165,7 +168,7 @@ def suite_json(files: dict[str, str]) -> dict:
         },
         "protocols": [
             {"name": "accuracy", "criterion": "correct", "level": "pair", "grouping": None,
-             "statistics": ["accuracy"], "human": "human.correct", "ties": "drop",
+             "statistics": ["accuracy-vote"], "human": "human.correct", "ties": "drop",
              "failed_as": "wrong", "by": "subset"},
         ],
         "published": published,
