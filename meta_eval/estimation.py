@@ -66,7 +66,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
-    from meta_eval.arrays import ArrayLike, FloatArray, IntArray
+    from meta_eval.arrays import ArrayLike, BoolArray, FloatArray, IntArray
 
 
 class EstimationError(ValueError):
@@ -294,15 +294,10 @@ def stratified_ppi_mean(*, judge: ArrayLike, human: ArrayLike, strata: ArrayLike
                      labelled_variance=labelled * n, fixed_variance=fixed, exponent=e)
 
 
-def weighted_ppi_mean(*, judge: ArrayLike, human: ArrayLike, inclusion_probability: ArrayLike,
-                      confidence: float = 0.95, lam: float | None = None) -> Estimate:
-    """Inverse-probability-weighted PPI++ (Zrnic and Candes 2024): each item i was labelled
-    independently with the known probability pi_i (0 < pi_i <= 1, the sampler's record);
-    theta = mean_i [lam f_i + (Y_i - lam f_i) xi_i / pi_i], se = sd / sqrt(N). lam=None tunes
-    lam to the smallest variance (clipped to [0, 1]); lam=0 is Horvitz-Thompson, the
-    human-only counterpart used for effective_labels. A labelled item needs pi_i > 0; an
-    unlabelled item's pi_i is used only through f_i (1 - 0) and may be anything in [0, 1]."""
-    z = two_sided_z(confidence)
+def _weighted_inputs(judge: ArrayLike, human: ArrayLike, inclusion_probability: ArrayLike
+                     ) -> tuple[FloatArray, FloatArray, FloatArray, BoolArray, int]:
+    """The checked scores scaled by 2^-e, the inclusion probabilities, the labelled mask and
+    e, for the inverse-probability-weighted estimators (at least 2 labels)."""
     f, y = _scores(judge=judge, human=human)
     pi = np.asarray(inclusion_probability, dtype=float)
     if pi.shape != f.shape:
@@ -314,10 +309,22 @@ def weighted_ppi_mean(*, judge: ArrayLike, human: ArrayLike, inclusion_probabili
         raise EstimationError(
             f"inclusion probability of item {bad[0]} is {pi[bad[0]]}: it must lie in (0, 1] "
             "for a labelled item and in [0, 1] otherwise")
-    n = int(labelled.sum())
-    _needs_labels(n, 2)
+    _needs_labels(int(labelled.sum()), 2)
     e = _scale(f, y)
-    f, y = np.ldexp(f, -e), np.ldexp(y, -e)
+    return np.ldexp(f, -e), np.ldexp(y, -e), pi, labelled, e
+
+
+def weighted_ppi_mean(*, judge: ArrayLike, human: ArrayLike, inclusion_probability: ArrayLike,
+                      confidence: float = 0.95, lam: float | None = None) -> Estimate:
+    """Inverse-probability-weighted PPI++ (Zrnic and Candes 2024): each item i was labelled
+    independently with the known probability pi_i (0 < pi_i <= 1, the sampler's record);
+    theta = mean_i [lam f_i + (Y_i - lam f_i) xi_i / pi_i], se = sd / sqrt(N). lam=None tunes
+    lam to the smallest variance (clipped to [0, 1]); lam=0 is Horvitz-Thompson, the
+    human-only counterpart used for effective_labels. A labelled item needs pi_i > 0; an
+    unlabelled item's pi_i is used only through f_i (1 - 0) and may be anything in [0, 1]."""
+    z = two_sided_z(confidence)
+    f, y, pi, labelled, e = _weighted_inputs(judge, human, inclusion_probability)
+    n = int(labelled.sum())
     ratio = np.where(labelled, 1.0 / np.where(labelled, pi, 1.0), 0.0)
     a = np.where(labelled, y, 0.0) * ratio
     b = f * (1.0 - ratio)
@@ -379,21 +386,8 @@ def hajek_ppi_mean(*, judge: ArrayLike, human: ArrayLike, inclusion_probability:
     labels, (sum w)^2 / sum w^2 < 2 (Kish 1965): the linearisation then says 0 for one
     dominant label (the samplers' uniform share keeps every pi_i >= about u n / N)."""
     z = two_sided_z(confidence)
-    f, y = _scores(judge=judge, human=human)
-    pi = np.asarray(inclusion_probability, dtype=float)
-    if pi.shape != f.shape:
-        raise EstimationError(
-            f"inclusion_probability must have one entry per item, got shape {pi.shape}")
-    labelled = np.isfinite(y)
-    bad = np.flatnonzero(~((pi >= 0) & (pi <= 1)) | (labelled & ~(pi > 0)))
-    if bad.size:
-        raise EstimationError(
-            f"inclusion probability of item {bad[0]} is {pi[bad[0]]}: it must lie in (0, 1] "
-            "for a labelled item and in [0, 1] otherwise")
+    f, y, pi, labelled, e = _weighted_inputs(judge, human, inclusion_probability)
     n = int(labelled.sum())
-    _needs_labels(n, 2)
-    e = _scale(f, y)
-    f, y = np.ldexp(f, -e), np.ldexp(y, -e)
     items = f.size
     p = pi[labelled]
     w = float(p.min()) / p  # 1 / pi up to one factor, in (0, 1]: no overflow for tiny pi
