@@ -299,3 +299,29 @@ def test_rogan_gladen_refuses_labels_drawn_with_unequal_probabilities(tmp_path: 
         refused = records[(system, "rogan-gladen")]
         assert refused["point"] is None
         assert "unequal inclusion probabilities" in refused["undefined"]
+
+
+def test_a_thinly_labelled_stratum_is_named_with_a_caution(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    n = 400
+    human = rng.normal(size=n).round(1)
+    judge = human + rng.normal(scale=0.5, size=n)
+    strata = np.where(np.arange(n) < 300, "big", "small")
+    labelled = np.zeros(n, dtype=bool)
+    labelled[rng.choice(300, 60, replace=False)] = True  # 60 labels in "big"
+    labelled[300 + rng.choice(100, 6, replace=False)] = True  # 6 in "small"
+    frame = pd.DataFrame({"item": [f"i{k}" for k in range(n)], "system": "s",
+                          "judge": judge, "human": np.where(labelled, human, np.nan),
+                          "stratum": strata})
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    args = ("--judge", "judge", "--human", "human", "--method", "stratified",
+            "--strata", "stratum")
+    record = by_key(estimate(str(path), *args))[("s", "stratified-ppi++")]
+    assert "small (6)" in record["caution"] and "big" not in record["caution"]
+    text = run_cli("estimate", str(path), *args)
+    assert text.returncode == 0 and "caution: strata with fewer than 20 labels" in text.stdout
+    labelled[300 + rng.choice(100, 30, replace=False)] = True  # now >= 20 in each
+    frame["human"] = np.where(labelled, human, np.nan)
+    frame.to_csv(path, index=False)
+    assert "caution" not in by_key(estimate(str(path), *args))[("s", "stratified-ppi++")]

@@ -1112,6 +1112,8 @@ def _estimate_group(result: EstimateResult, group: str, against: str | None,
             notes.append(f"  {r['method']}: undefined: {r['undefined']}")
             continue
         rows.append(_estimate_row(r))
+        if r.get("caution"):
+            notes.append(f"  {r['method']}: caution: {r['caution']}")
         if "target_width" in r:
             notes.append(_target_note(r, unlabelled=(items or 0) - (labelled or 0)))
     level = f"{round(100 * result_confidence(records), 6):g}% interval"

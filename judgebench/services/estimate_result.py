@@ -43,6 +43,8 @@ class EstimateRow:
     next_items: tuple[str, ...] = ()
     #: the other system of a win rate (`statistic="win-rate"`), None otherwise
     against: str | None = None
+    #: a sentence on why the interval may run narrow (e.g. a thinly labelled stratum)
+    caution: str | None = None
 
     @property
     def biased(self) -> bool:
@@ -65,6 +67,8 @@ class EstimateRow:
         if self.target_width is not None and not self.biased:
             record.update(target_width=self.target_width, labels_to_reach=self.labels_to_reach,
                           next_items=list(self.next_items))
+        if self.caution is not None:
+            record["caution"] = self.caution
         record["signature"] = self.signature
         return record
 
