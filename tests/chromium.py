@@ -125,6 +125,7 @@ class Browser:
                                                       "flatten": True})["sessionId"]
         self.send("Network.enable", session=session)
         self.send("Page.enable", session=session)
+        self.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session=session)
         self.navigate(session, url)
         return session
 
@@ -137,8 +138,10 @@ class Browser:
         since = len(self.events)
         action()
         self.wait("Page.loadEventFired", since=since, session=session)
-        time.sleep(0.5)  # anything the page would fetch late
-        self.send("Runtime.evaluate", {"expression": "1"}, session=session)  # drain events
+        # anything the page would fetch late: Chromium's own "no request for 500 ms" event
+        self.wait_where(lambda e: e.get("method") == "Page.lifecycleEvent"
+                        and e.get("sessionId") == session
+                        and e["params"].get("name") == "networkIdle", since=since)
 
     def requests(self, session: str) -> list[str]:
         return [e["params"]["request"]["url"] for e in self.events
