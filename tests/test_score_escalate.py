@@ -234,8 +234,23 @@ def test_the_text_report_and_a_judge_that_fails_exit_3(tmp_path: Path,
         args[args.index("--cascade") + 1] += ",min=1,max=2"  # 3 and above: parse errors
         proc = run_cli(*args, env=env)
     assert proc.returncode == 3, proc.stderr
-    assert "FAILED on" in proc.stdout and "sent on, never kept" in proc.stdout
+    # the strong judge's answers of 3 and above do not parse: every draw of the rows of
+    # quality 3 (one in three) and the second draw (+2) of its other wobbling rows fail
+    asked = Counter(judges.rows["strong"])
+    failing = sum(n for r, n in asked.items() if 1 + r % 3 == 3)
+    failing += sum(1 for r in asked if KINDS[r] == "hardest" and 1 + r % 3 != 3)
+    without = sum(1 for r in asked if 1 + r % 3 == 3)
+    assert (failing, without) == (27, 11)
+    assert (f"FAILED: {failing} failed score(s); {without} row(s) without a verdict"
+            in proc.stdout), proc.stdout
+    assert "sent on, never kept" in proc.stdout and "parse_error" in proc.stdout
     assert "threshold" in proc.stdout and "labelling queue" in proc.stdout
+    table = pd.read_csv(out)
+    strong = next(c for c in table.columns
+                  if "model=strong" in c and not c.endswith(".confidence"))
+    quality_3 = table[[1 + r % 3 == 3 for r in range(40)]]
+    assert quality_3[strong].isna().all()  # a failure is a missing cell, never a kept 0
+    assert not (quality_3["decided_by"].fillna("") == strong).any()
 
 
 def test_nothing_is_paid_before_the_labels_and_the_queue_criterion_are_known(

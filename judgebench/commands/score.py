@@ -332,9 +332,10 @@ def _escalate(input_path: Path, specs: list[MetricSpec], *, human: str, output: 
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
     else:
         click.echo(safe(text_out.score_escalate(result)))
-    if result.failed:
-        print(f"score: {result.failed} row(s) where a judge failed were sent on, never kept "
-              "(see `failed` above)", file=SafeWriter(sys.stderr))
+    if result.failed or result.failed_scores:
+        print(f"score: {result.failed_scores} failed score(s); {result.failed} row(s) "
+              "without a verdict or a confidence were sent on, never kept (see FAILED above)",
+              file=SafeWriter(sys.stderr))
         if not allow_failures:
             click.get_current_context().exit(EXIT_FAILED_SCORES)
 

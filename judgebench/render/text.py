@@ -1230,10 +1230,11 @@ def score_escalate(result: EscalateRun) -> str:
     lines += [f"  {j.stage.judge} keeps nothing: {j.stage.escalates}" for j in result.judges
               if j.stage.escalates is not None]
     for j in result.judges:
-        if j.failed:
+        if j.failed or j.failed_scores:
             why = "; ".join(f"{r['status']}: {r['reason']} ({r['count']})" for r in j.reasons)
-            lines.append(f"  {j.stage.judge} FAILED on {j.failed} row(s), sent on, never "
-                         f"kept: {why}")
+            lines.append(f"  {j.stage.judge} FAILED: {j.failed_scores} failed score(s); "
+                         f"{j.failed} row(s) without a verdict or a confidence, sent on, "
+                         f"never kept: {why}")
     lines += _escalate_cost(result.cost, "give the judge's price, price_in/price_out, or a "
                             "backend that reports its cost")
     decided = sum(j.stage.kept for j in result.judges)

@@ -74,10 +74,13 @@ class JudgeRun:
     failed: int
     sent_on: int
     reasons: list[dict[str, Any]]
+    #: the judge's failed scores (every draw counted), also where another draw gave a verdict
+    failed_scores: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.stage.to_dict(), "signature": self.signature, "scored": self.scored,
                 "calibration_scored": self.calibration, "failed": self.failed,
+                "failed_scores": self.failed_scores,
                 "sent_on": self.sent_on, "failure_reasons": self.reasons}
 
 
@@ -102,7 +105,13 @@ class EscalateRun(Result):
 
     @property
     def failed(self) -> int:
+        """Rows where a judge gave no verdict or no confidence, over the cascade."""
         return sum(j.failed for j in self.judges)
+
+    @property
+    def failed_scores(self) -> int:
+        """Failed scores (every draw counted), over the cascade."""
+        return sum(j.failed_scores for j in self.judges)
 
     def to_dict(self) -> dict[str, Any]:
         decided = sum(j.stage.kept for j in self.judges)
@@ -111,6 +120,7 @@ class EscalateRun(Result):
                 "decimals": self.decimals, "items": self.items, "labelled": self.labelled,
                 "judges": [j.to_dict() for j in self.judges], "decided": decided,
                 "coverage": decided / self.items, "failed": self.failed,
+                "failed_scores": self.failed_scores,
                 "queue": {"count": len(self.queue), "sample_id": self.queue_sample,
                           "items": [{"item": i, "system": s} for i, s in self.queue]},
                 "cost": self.cost.to_dict(), "signature": self.signature}
@@ -128,6 +138,7 @@ class Judged:
     summary: dict[str, Any]
     reasons: list[dict[str, Any]]
     price: float | None
+    failed_scores: int
 
 
 def score_escalate(input_path: str | Path, specs: Sequence[MetricSpec], *, human: str,
@@ -177,12 +188,15 @@ def score_escalate(input_path: str | Path, specs: Sequence[MetricSpec], *, human
             stage, keeps = _stage(column, f"{column}.confidence", confidences, agree,
                                   undecided & ok, labelled,
                                   np.zeros(len(samples), dtype=bool), alpha, delta)
-            if failed.any():
-                reasons = reasons or [{"status": "no_confidence", "reason": _no_confidence(
-                    confidence), "count": int(failed.sum())}]
+            unsure = rows & np.isfinite(verdicts) & ~np.isfinite(confidences)
+            if unsure.any():
+                reasons = [*reasons, {"status": "no_confidence",
+                                      "reason": _no_confidence(confidence),
+                                      "count": int(unsure.sum())}]
             runs.append(JudgeRun(stage, judged.signature, int(rows.sum()),
                                  int((rows & labelled).sum()), int(failed.sum()),
-                                 int((undecided & ~keeps).sum()), reasons))
+                                 int((undecided & ~keeps).sum()), reasons,
+                                 judged.failed_scores))
             cells[f"{column}.decided"] = keeps
             undecided &= ~keeps
             log(f"{column}: threshold {_fmt(stage.threshold)}, kept {stage.kept} of "
@@ -317,6 +331,7 @@ def _score_judge(samples: Sequence[Sample], rows: np.ndarray, spec: MetricSpec, 
                  ) -> Judged:
     """One judge on `rows` (see Judged)."""
     from judgebench.engine.runner import run
+    from judgebench.engine.store import FAILED_STATUSES
     from judgebench.engine.survey import sample_hash
 
     chosen = [samples[k] for k in np.flatnonzero(rows).tolist()]
@@ -342,8 +357,9 @@ def _score_judge(samples: Sequence[Sample], rows: np.ndarray, spec: MetricSpec, 
     price = (math.fsum(float(s.cost_usd or 0.0) for s in paid) / len({(s.item, s.system)
                                                                        for s in paid})
              if paid and all(s.cost_usd is not None for s in paid) else None)
+    failed = sum(score.status in FAILED_STATUSES for d in draws for score in d.values())
     return Judged(verdicts, confidences, prepared.signature, summary,
-                  result.reasons(spec.column), price)
+                  result.reasons(spec.column), price, failed)
 
 
 def _repeats_confidence(draws: Sequence[Any], verdict: float, decimals: int,
