@@ -265,7 +265,15 @@ def test_nothing_is_paid_before_the_labels_and_the_queue_criterion_are_known(
                                     "human.quality", out), env=env)
         no_repeats = run_cli(*[a for a in _args(judges, data, store, "human.quality", out)
                                if a not in ("--repeats", "2")], env=env)
+        args = _args(judges, data, store, "human.quality", out)
+        limited = run_cli(*args, "--limit", "5", env=env)
+        no_output = run_cli(*args[:-2], env=env)
+        where = args.index("--escalate")
+        no_escalate = run_cli(*args[:where], *args[where + 2:], env=env)
         calls = judges.rows
+    assert limited.returncode == 2 and "leave out --limit" in limited.stderr
+    assert no_output.returncode == 2 and "give -o" in no_output.stderr
+    assert no_escalate.returncode == 2 and "go with --escalate HUMAN" in no_escalate.stderr
     assert undefined.returncode == 2 and "does not define" in undefined.stderr
     assert unlabelled.returncode == 2 and "no row has a label" in unlabelled.stderr
     assert no_repeats.returncode == 2 and "--repeats K with K >= 2" in no_repeats.stderr

@@ -216,32 +216,21 @@ def command(
                        batch=settle_batch, margin=settle_margin, top_k=settle_top_k,
                        alpha=settle_alpha, statistic=settle_statistic, seed=seed)
         return
-    if escalate_human is None and (cascade_specs or confidence is not None):
-        raise InputError("--cascade and --confidence go with --escalate HUMAN",
-                         field="--cascade" if cascade_specs else "--confidence")
-    if escalate_human is not None:
-        refused = [name for name, given in (
-            ("--until-settled", until_settled is not None), ("--dry-run", dry_run),
-            ("--engine ray", engine != "local"), ("--limit", limit is not None),
-            ("--sample", sample_rows is not None), ("--corpus", corpus_path is not None),
-            ("--config", config is not None), ("a URI input", is_uri(input_path))) if given]
-        if refused:
-            raise InputError(f"--escalate scores the whole input in the cascade's order: "
-                             f"leave out {', '.join(refused)}", field="--escalate")
-        if output is None:
-            raise InputError("--escalate writes the cascade's table: give -o",
-                             field="--escalate")
-        _escalate(Path(input_path), [*specs, *(parse_spec(c) for c in cascade_specs)],
-                  human=escalate_human, output=output, store_path=store_path,
+    if escalate_human is not None or cascade_specs or confidence is not None:
+        _escalate(input_path, specs, cascade_specs, human=escalate_human, output=output,
+                  store_path=store_path,
                   settings=RunSettings(cache_path=cache_path, retry=retry, repeats=repeats,
                                        repeats_allow_greedy=repeats_allow_greedy,
                                        repeats_cell=repeats_cell,
                                        budget=Budget(limit_usd=budget_usd,
                                                      allow_unknown_cost=allow_unknown_cost)),
-                  confidence=confidence or "repeats", alpha=alpha, delta=delta,
-                  decimals=decimals, resume=resume, as_json=as_json, csv_safe=csv_safe,
-                  progress=sys.stderr.isatty() if progress is None else progress,
-                  allow_failures=allow_failures)
+                  confidence=confidence, alpha=alpha, delta=delta, decimals=decimals,
+                  resume=resume, as_json=as_json, csv_safe=csv_safe, progress=progress,
+                  allow_failures=allow_failures,
+                  refused={"--until-settled": until_settled is not None, "--dry-run": dry_run,
+                           "--engine ray": engine != "local", "--limit": limit is not None,
+                           "--sample": sample_rows is not None,
+                           "--corpus": corpus_path is not None, "--config": config is not None})
         return
     rows = Rows(limit=limit, sample=sample_rows, seed=seed)
     ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
@@ -311,22 +300,36 @@ def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path
         click.echo(json_out.document(summary))
 
 
-def _escalate(input_path: Path, specs: list[MetricSpec], *, human: str, output: Path,
-              store_path: Path, settings: RunSettings, confidence: str, alpha: float,
-              delta: float, decimals: int, resume: bool, as_json: bool, csv_safe: bool,
-              progress: bool, allow_failures: bool) -> None:
-    """`score --escalate`: the cascade (judgebench.services.score_escalate), its report on
-    stdout (text, or JSON with --json), exit 3 when a judge failed on rows."""
+def _escalate(input_path: Path | str, specs: list[MetricSpec], cascade: tuple[str, ...], *,
+              human: str | None, output: Path | None, store_path: Path,
+              settings: RunSettings, confidence: str | None, alpha: float, delta: float,
+              decimals: int, resume: bool, as_json: bool, csv_safe: bool,
+              progress: bool | None, allow_failures: bool, refused: dict[str, bool]) -> None:
+    """`score --escalate`: the options checked (`refused`: those given that the cascade does
+    not take), the cascade run (judgebench.services.score_escalate), its report on stdout
+    (text, or JSON with --json), exit 3 when a judge failed."""
     from judgebench.services.score_escalate import score_escalate
 
+    if human is None:
+        raise InputError("--cascade and --confidence go with --escalate HUMAN",
+                         field="--cascade" if cascade else "--confidence")
+    given = [name for name, value in {**refused, "a URI input": is_uri(input_path)}.items()
+             if value]
+    if given:
+        raise InputError("--escalate scores the whole input in the cascade's order: leave "
+                         f"out {', '.join(given)}", field="--escalate")
+    if output is None:
+        raise InputError("--escalate writes the cascade's table: give -o", field="--escalate")
     if progress is False:
         progress_line.quiet()
     with contextlib.ExitStack() as stack:
         stack.enter_context(_sigterm_interrupts())
-        result = score_escalate(input_path, specs, human=human, store=store_path,
-                                output=output, settings=settings, confidence=confidence,
+        result = score_escalate(Path(input_path), [*specs, *(parse_spec(c) for c in cascade)],
+                                human=human, store=store_path, output=output,
+                                settings=settings, confidence=confidence or "repeats",
                                 alpha=alpha, delta=delta, decimals=decimals, resume=resume,
-                                progress=progress, csv_safe=csv_safe, host=context_host(),
+                                progress=sys.stderr.isatty() if progress is None else progress,
+                                csv_safe=csv_safe, host=context_host(),
                                 log=lambda m: print(f"score: {m}", file=SafeWriter(sys.stderr)))
     if as_json:
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
