@@ -149,7 +149,6 @@ def score_escalate(input_path: str | Path, specs: Sequence[MetricSpec], *, human
     """Score `input_path` with the cascade `specs` (module docstring): everything is checked
     (the cascade's specs, the labels, the queue's criterion) before the first judge is
     called; the table goes to `output` (with its sidecar) and the queue into `store`."""
-
     from judgebench.engine.store import Store
     from judgebench.plugins import build_host
     from judgebench.tables.io import read_samples
@@ -365,7 +364,6 @@ def _score_judge(samples: Sequence[Sample], rows: np.ndarray, spec: MetricSpec, 
 def _repeats_confidence(draws: Sequence[Any], verdict: float, decimals: int,
                         repeats: int) -> float:
     """The share of the `repeats` draws whose value rounds to the cell's rounded verdict."""
-
     values = np.asarray([d.value for d in draws if d.value is not None], dtype=float)
     values = values[np.isfinite(values)]
     return float((round_half_away(values, decimals) == verdict).sum()) / repeats
@@ -374,7 +372,6 @@ def _repeats_confidence(draws: Sequence[Any], verdict: float, decimals: int,
 def _probs_confidence(draws: Sequence[Any], verdict: float, decimals: int) -> float:
     """The probability the judge put on the scores that round to its verdict, averaged over
     the draws that report probabilities (NaN when none does)."""
-
     found = []
     for d in draws:
         probs = (d.extra or {}).get("probs")
