@@ -16,7 +16,7 @@ import click
 from judgebench.cli import context_host
 from judgebench.commands.examples import examples
 from judgebench.commands.options import OPEN_UNIT, finite_float
-from judgebench.display import SafeWriter
+from judgebench.display import SafeWriter, safe
 from judgebench.engine import progress_line
 from judgebench.engine.ray_engine import is_uri
 from judgebench.engine.runner import RunResult
@@ -138,6 +138,26 @@ TOP_REASONS = 3
               default=0.05, show_default=True, help="--until-settled: the error level.")
 @click.option("--settle-statistic", default="pearson", show_default=True,
               help="--until-settled: the per-item correlation.")
+@click.option("--escalate", "escalate_human", metavar="HUMAN",
+              help="Trust or escalate: -m is the cascade's first judge, --cascade the next; "
+                   "each judge's threshold is chosen on the rows HUMAN labels (a samples "
+                   "field with missing values, or store:CRITERION), only the rows below it "
+                   "reach the next judge, and what the last one will not decide is recorded "
+                   "as the criterion's labelling queue in --store; needs -o.")
+@click.option("--cascade", "cascade_specs", multiple=True, metavar="SPEC",
+              help="--escalate: the next judge of the cascade (one spec each, repeatable, "
+                   "in order; the last is the strongest).")
+@click.option("--confidence", type=click.Choice(["repeats", "probs"]), default=None,
+              help="--escalate: a judge's confidence, the share of its --repeats draws that "
+                   "give its verdict (default), or the probability it put on its verdict "
+                   "(G-Eval's, a rubric judge's score probabilities).")
+@click.option("--alpha", type=OPEN_UNIT, default=0.1, show_default=True,
+              help="--escalate: kept verdicts agree with people on at least 1 - alpha...")
+@click.option("--delta", type=OPEN_UNIT, default=0.1, show_default=True,
+              help="--escalate: ...with probability at least 1 - delta.")
+@click.option("--decimals", type=click.IntRange(0, 15), default=0, show_default=True,
+              help="--escalate: a verdict agrees when it equals the label, both rounded to "
+                   "this many places (halves away from zero).")
 def command(
     input_path: Path | str,
     metric_specs: tuple[str, ...],
@@ -173,6 +193,12 @@ def command(
     repeats: int = 1,
     repeats_allow_greedy: bool = False,
     repeats_cell: str | None = None,
+    escalate_human: str | None = None,
+    cascade_specs: tuple[str, ...] = (),
+    confidence: str | None = None,
+    alpha: float = 0.1,
+    delta: float = 0.1,
+    decimals: int = 0,
 ) -> None:
     """Score generations in INPUT (.jsonl, .csv or .parquet) with one or more metrics.
 
@@ -189,6 +215,22 @@ def command(
         _until_settled(input_path, specs, output, store_path, until_settled, as_json,
                        batch=settle_batch, margin=settle_margin, top_k=settle_top_k,
                        alpha=settle_alpha, statistic=settle_statistic, seed=seed)
+        return
+    if escalate_human is not None or cascade_specs or confidence is not None:
+        _escalate(input_path, specs, cascade_specs, human=escalate_human, output=output,
+                  store_path=store_path,
+                  settings=RunSettings(cache_path=cache_path, retry=retry, repeats=repeats,
+                                       repeats_allow_greedy=repeats_allow_greedy,
+                                       repeats_cell=repeats_cell,
+                                       budget=Budget(limit_usd=budget_usd,
+                                                     allow_unknown_cost=allow_unknown_cost)),
+                  confidence=confidence, alpha=alpha, delta=delta, decimals=decimals,
+                  resume=resume, as_json=as_json, csv_safe=csv_safe, progress=progress,
+                  allow_failures=allow_failures,
+                  refused={"--until-settled": until_settled is not None, "--dry-run": dry_run,
+                           "--engine ray": engine != "local", "--limit": limit is not None,
+                           "--sample": sample_rows is not None,
+                           "--corpus": corpus_path is not None, "--config": config is not None})
         return
     rows = Rows(limit=limit, sample=sample_rows, seed=seed)
     ray = _ray_config(engine, address, replicas, gpus_per_replica, verbose)
@@ -256,6 +298,49 @@ def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path
     print(f"score: {told}", file=sys.stderr)
     if as_json:
         click.echo(json_out.document(summary))
+
+
+def _escalate(input_path: Path | str, specs: list[MetricSpec], cascade: tuple[str, ...], *,
+              human: str | None, output: Path | None, store_path: Path,
+              settings: RunSettings, confidence: str | None, alpha: float, delta: float,
+              decimals: int, resume: bool, as_json: bool, csv_safe: bool,
+              progress: bool | None, allow_failures: bool, refused: dict[str, bool]) -> None:
+    """`score --escalate`: the options checked (`refused`: those given that the cascade does
+    not take), the cascade run (judgebench.services.score_escalate), its report on stdout
+    (text, or JSON with --json), exit 3 when a judge failed."""
+    from judgebench.services.score_escalate import score_escalate
+
+    if human is None:
+        raise InputError("--cascade and --confidence go with --escalate HUMAN",
+                         field="--cascade" if cascade else "--confidence")
+    given = [name for name, value in {**refused, "a URI input": is_uri(input_path)}.items()
+             if value]
+    if given:
+        raise InputError("--escalate scores the whole input in the cascade's order: leave "
+                         f"out {', '.join(given)}", field="--escalate")
+    if output is None:
+        raise InputError("--escalate writes the cascade's table: give -o", field="--escalate")
+    if progress is False:
+        progress_line.quiet()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_sigterm_interrupts())
+        result = score_escalate(Path(input_path), [*specs, *(parse_spec(c) for c in cascade)],
+                                human=human, store=store_path, output=output,
+                                settings=settings, confidence=confidence or "repeats",
+                                alpha=alpha, delta=delta, decimals=decimals, resume=resume,
+                                progress=sys.stderr.isatty() if progress is None else progress,
+                                csv_safe=csv_safe, host=context_host(),
+                                log=lambda m: print(f"score: {m}", file=SafeWriter(sys.stderr)))
+    if as_json:
+        click.echo(json_out.document(result.to_dict(), allow_nan=False))
+    else:
+        click.echo(safe(text_out.score_escalate(result)))
+    if result.failed or result.failed_scores:
+        print(f"score: {result.failed_scores} failed score(s); {result.failed} row(s) "
+              "without a verdict or a confidence were sent on, never kept (see FAILED above)",
+              file=SafeWriter(sys.stderr))
+        if not allow_failures:
+            click.get_current_context().exit(EXIT_FAILED_SCORES)
 
 
 def _ray_config(engine: str, address: str | None, replicas: int | None,

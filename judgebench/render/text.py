@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from judgebench.services.construct import ConstructReport
     from judgebench.services.diff import DiffResult
     from judgebench.services.escalate import EscalateResult
+    from judgebench.services.escalate_cost import CascadeCost
     from judgebench.services.estimate import EstimateResult
     from judgebench.services.items import ItemsResult
     from judgebench.services.meta_eval_results import CeilingRow, MetaEvalResult, MetricRow
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from judgebench.services.power import PowerReport
     from judgebench.services.repeats import RepeatsRow
     from judgebench.services.runs import Call, LogEntry, LogsResult, RunRow, RunsResult
+    from judgebench.services.score_escalate import EscalateRun
     from judgebench.services.transitivity import TransitivityReport
     from meta_eval.aggregation import RuleResult
 
@@ -1186,10 +1188,11 @@ def _estimate_differences(differences: list[dict[str, Any]]) -> list[str]:
 
 
 # -- escalate -------------------------------------------------------------------------------
-def _escalate_cost(result: EscalateResult) -> list[str]:
+def _escalate_cost(cost: CascadeCost | None,
+                   hint: str = "give --cost JUDGE=USD, or --store with its recorded costs"
+                   ) -> list[str]:
     """The cascade's cost per item against the strongest judge on every item, or which
     judges lack a price."""
-    cost = result.cost
     if cost is None:
         return []
     priced = ", ".join(
@@ -1197,14 +1200,56 @@ def _escalate_cost(result: EscalateResult) -> list[str]:
         f"{'' if j.source is None else f' ({j.source})'} x {j.runs_on} items"
         for j in cost.judges)
     if cost.per_item is None:
-        return ["", f"cost: unknown: no price for {', '.join(cost.missing)} (give --cost "
-                    f"JUDGE=USD, or --store with its recorded costs); {priced}"]
+        return ["", f"cost: unknown: no price for {', '.join(cost.missing)} ({hint}); "
+                    f"{priced}"]
     strongest = cost.strongest_per_item or 0.0
     saving = ("" if cost.saving is None else
               f" ({100 * abs(cost.saving):.1f}% {'saved' if cost.saving >= 0 else 'more'})")
     return ["", f"cost per item: ${cost.per_item:.6g} for the cascade against "
                 f"${strongest:.6g} for {cost.strongest} (the strongest) on every item"
                 f"{saving}; {priced}"]
+
+
+def score_escalate(result: EscalateRun) -> str:
+    """`score --escalate`: per judge, the rows it scored, its threshold, coverage and
+    guaranteed agreement, the rows it kept and sent on, its failures; then the queue, the
+    cost paid against the strongest judge on every row, and the signature."""
+    lines = [f"score --escalate against {result.human}: {result.items} items, "
+             f"{result.labelled} labelled (scored by every judge: the calibration set); "
+             f"kept verdicts agree with people >= {1 - result.alpha:g} with probability "
+             f">= {1 - result.delta:g}; confidence: {result.confidence}", ""]
+    rows = []
+    for j in result.judges:
+        s = j.stage
+        rows.append([s.judge, f"{j.scored}", f"{j.calibration}",
+                     "none" if s.threshold is None else f"{s.threshold:.6g}",
+                     f"{s.kept}", f"{s.coverage:.3f}", _fmt(s.guaranteed_agreement, 3),
+                     f"{_fmt(s.calibration_agreement, 3)} ({s.calibration_kept}/"
+                     f"{s.calibration_items})", f"{j.sent_on}", f"{j.failed}"])
+    lines.append(textwrap.indent(aligned(
+        ["judge", "scored", "calibration", "threshold", "kept", "coverage", "guaranteed",
+         "calibration agreement", "sent on", "failed"], rows), "  "))
+    lines += [f"  {j.stage.judge} keeps nothing: {j.stage.escalates}" for j in result.judges
+              if j.stage.escalates is not None]
+    for j in result.judges:
+        if j.failed or j.failed_scores:
+            why = "; ".join(f"{r['status']}: {r['reason']} ({r['count']})" for r in j.reasons)
+            lines.append(f"  {j.stage.judge} FAILED: {j.failed_scores} failed score(s); "
+                         f"{j.failed} row(s) without a verdict or a confidence, sent on, "
+                         f"never kept: {why}")
+    lines += _escalate_cost(result.cost, "give the judge's price, price_in/price_out, or a "
+                            "backend that reports its cost")
+    decided = sum(j.stage.kept for j in result.judges)
+    queue = ("" if result.queue_sample is None else
+             f"; recorded as sample {result.queue_sample} of criterion {result.criterion}: "
+             f"judgebench label ... --sample-id {result.queue_sample}")
+    lines += ["", f"decided by a judge: {decided} of {result.items} items "
+              f"({decided / result.items:.3f}); labelling queue: {len(result.queue)} "
+              f"unlabelled items{queue}",
+              "coverage = share of all items the judge keeps; guaranteed = 1 - alpha, at "
+              "probability 1 - delta; sent on = items that reached the judge and it did not "
+              "keep", f"signature: {result.signature}"]
+    return "\n".join(lines)
 
 
 def escalate(result: EscalateResult) -> str:
@@ -1232,7 +1277,7 @@ def escalate(result: EscalateResult) -> str:
     lines += [f"  {s.judge} keeps nothing: {s.escalates}" for s in result.stages
               if s.escalates is not None]
     decided = sum(s.kept for s in result.stages)
-    lines += _escalate_cost(result)
+    lines += _escalate_cost(result.cost)
     lines += ["", f"decided by a judge: {decided} of {result.items} items "
               f"({decided / result.items:.3f}); labelling queue: {len(result.queue)} items "
               f"({result.queue_labelled} of them already labelled); -f json lists them",
