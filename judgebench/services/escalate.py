@@ -221,7 +221,7 @@ def escalate(scores: str | Path | pd.DataFrame, *, judge: str, confidence_column
                 line=None if lines is None else int(lines[k]))
         agree = np.where(labelled & scored,
                          round_half_away(verdicts, decimals) == rounded_labels, False)
-        stage, keeps = _stage(verdict_column, confidence, confidences, agree,
+        stage, keeps = cascade_stage(verdict_column, confidence, confidences, agree,
                               undecided & scored, calibration, heldout, alpha, delta)
         stages.append(stage)
         undecided &= ~keeps
@@ -337,7 +337,7 @@ def _item_names(frame: pd.DataFrame, rows: np.ndarray) -> list[str]:
     return names
 
 
-def _stage(judge: str, confidence: str, confidences: np.ndarray, agree: np.ndarray,
+def cascade_stage(judge: str, confidence: str, confidences: np.ndarray, agree: np.ndarray,
            candidates: np.ndarray, calibration: np.ndarray, heldout: np.ndarray,
            alpha: float, delta: float) -> tuple[Stage, np.ndarray]:
     """One judge on the rows that reached it and it scored (`candidates`): its threshold from

@@ -44,7 +44,7 @@ import numpy as np
 from judgebench._version import __version__
 from judgebench.errors import InputError
 from judgebench.results import Result
-from judgebench.services.escalate import Stage, _stage, round_half_away
+from judgebench.services.escalate import Stage, cascade_stage, round_half_away
 from judgebench.services.escalate_cost import CascadeCost, cascade_cost
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def score_escalate(input_path: str | Path, specs: Sequence[MetricSpec], *, human
             failed = rows & ~ok
             agree = np.where(labelled & ok,
                              round_half_away(verdicts, decimals) == rounded_labels, False)
-            stage, keeps = _stage(column, f"{column}.confidence", confidences, agree,
+            stage, keeps = cascade_stage(column, f"{column}.confidence", confidences, agree,
                                   undecided & ok, labelled,
                                   np.zeros(len(samples), dtype=bool), alpha, delta)
             unsure = rows & np.isfinite(verdicts) & ~np.isfinite(confidences)
