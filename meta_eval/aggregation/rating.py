@@ -31,6 +31,7 @@ the compared pairs (`meta_eval.aggregation.intervals`), in the result's extra.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -232,14 +233,29 @@ def mle_exists(wins: FloatArray, ties: FloatArray) -> bool:
 def bradley_terry(data: object, prior: float = 0.0, bootstrap: int = 0, seed: int = 0,
                   level: float = 0.95) -> RuleResult:
     """Bradley-Terry (Davidson ties) maximum-likelihood strengths; score = log-strength.
-    bootstrap=N: percentile intervals (`level`) over N seeded resamples of the compared
-    pairs, in extra ci_low / ci_high."""
-    result = _bradley_terry(data, prior)
+    Where the maximum-likelihood estimate exists (prior 0), extra se (the observed-
+    information standard error of each centred log-strength, `bradley_terry_covariance`)
+    and wald_low / wald_high (estimate -+ z_{(1+level)/2} se). bootstrap=N: percentile
+    intervals (`level`) over N seeded resamples of the compared pairs, in extra ci_low /
+    ci_high."""
+    result = _bradley_terry(data, prior, level=float(level))
     return with_intervals(result, data, lambda sample: _bradley_terry(sample, prior),
                           n=int(bootstrap), seed=int(seed), level=float(level))
 
 
-def _bradley_terry(data: object, prior: float) -> RuleResult:
+def _wald(systems: tuple[str, ...], theta: FloatArray, cov: FloatArray, level: float
+          ) -> dict[str, dict[str, float]]:
+    """extra se, wald_low, wald_high per system from the covariance of theta."""
+    from scipy.stats import norm
+
+    se = np.sqrt(np.clip(np.diag(cov)[: len(theta)], 0.0, None))
+    z = float(norm.ppf(0.5 + level / 2.0))
+    return {"se": dict(zip(systems, se.tolist(), strict=True)),
+            "wald_low": dict(zip(systems, (theta - z * se).tolist(), strict=True)),
+            "wald_high": dict(zip(systems, (theta + z * se).tolist(), strict=True))}
+
+
+def _bradley_terry(data: object, prior: float, level: float | None = None) -> RuleResult:
     counts = _counts(data)
     present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
@@ -261,7 +277,14 @@ def _bradley_terry(data: object, prior: float) -> RuleResult:
         notes.append(message)
     notes.append("Davidson tie parameter nu = " + (f"{nu:.4g}" if c.ties.sum() > 0 else
                                                    "0 (no ties)"))
+    extra = None
+    if level is not None and prior == 0 and len(theta) > 1 and c.strict.sum() > 0:
+        cov = bradley_terry_covariance(c.strict, c.ties, theta, nu)
+        extra = _wald(c.systems, theta, cov, level)
+        notes.insert(-1, f"se: observed information; wald: {level:.0%} Wald intervals")
     result = scored_result("bradley-terry", c.systems, theta, note="; ".join(notes), atol=1e-6)
+    if extra is not None:
+        result = replace(result, extra=extra)
     return _absent_last(result, counts.systems, present)
 
 
