@@ -24,7 +24,9 @@ fenced code blocks),
     markdown: (d_a - d_b) / (d_a + d_b + 1)    one feature each for headers, lists, bold,
 
 each then standardised over the comparisons, (x - mean) / sd (ddof 1), so a coefficient is
-the change in log-odds per standard deviation of its feature.
+the change in log-odds per standard deviation of its feature, and theta is a system's
+strength at the comparisons' mean style difference (not at equal style), as in
+arena-hard-auto.
 """
 
 from __future__ import annotations
