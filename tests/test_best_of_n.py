@@ -1,15 +1,22 @@
 """Best-of-N accuracy, its pairwise reduction and RewardBench 2's Ties score against direct
 computations (loops over the candidates as RewardBench 2's `process_single_model` states its
-rule) on random tables with score ties, several correct candidates and extreme magnitudes."""
+rule) on random tables with score ties, several correct candidates and extreme magnitudes;
+and `meta-eval listwise`, which reads them from a listwise table."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+from conftest import run_cli
 
 from meta_eval.best_of_n import best_of_n_accuracy, pairwise_reduction, prompt_stats, ties_score
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _table(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -128,3 +135,75 @@ def test_prompt_stats_keep_the_prompts_order() -> None:
     assert list(stats.accurate) == [True, True]
     assert np.isnan(stats.correct_spread[0]) and stats.correct_spread[1] == 0.0
     assert list(stats.margin) == [1.0, 1.0]
+
+
+# -- meta-eval listwise ---------------------------------------------------------------------
+def _listwise(seed: int, path: Path) -> pd.DataFrame:
+    scores, correct, groups = _table(seed)
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"item": groups, "candidate": [f"c{i}" for i in range(len(groups))],
+                          "human.best": correct.astype(int), "rm": scores,
+                          "subset": rng.choice(["math", "focus"], len(groups))})
+    frame["subset"] = frame.groupby("item")["subset"].transform("first")
+    frame.to_csv(path, index=False)
+    return frame
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_listwise_command_matches_a_direct_computation(tmp_path: Path, seed: int) -> None:
+    path = tmp_path / "bon.csv"
+    frame = _listwise(seed, path)
+    proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["subset"]: r for r in json.loads(proc.stdout)}
+    for subset, part in [("all", frame), *frame.groupby("subset")]:
+        accuracy, pairwise = _direct(part.rm.to_numpy(), part["human.best"].to_numpy() == 1,
+                                     part.item.to_numpy())
+        row = rows[str(subset)]
+        assert row["accuracy"] == pytest.approx(accuracy, rel=1e-12)
+        assert row["pairwise"] == pytest.approx(pairwise, rel=1e-12)
+        sizes = part.groupby("item")["human.best"].agg(["size", "sum"])
+        random = np.mean([1 / math.comb(n, k) for n, k in sizes.itertuples(index=False)])
+        assert row["random"] == pytest.approx(random, rel=1e-12)
+        assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
+        assert row["signature"].startswith("meta-eval.listwise@1|rule:best-of-n|")
+
+
+def test_listwise_leaves_out_a_failed_prompt_and_counts_it(tmp_path: Path) -> None:
+    path = tmp_path / "bon.csv"
+    path.write_text("item,candidate,human.best,judge\nq1,a,1,1\nq1,b,0,0\nq2,a,0,\nq2,b,1,0\n"
+                    "q3,a,0,0\nq3,b,1,1\n", encoding="utf-8")
+    proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert (row["prompts"], row["failed_prompts"], row["accuracy"]) == (2, 1, 1.0)
+
+
+def test_listwise_ties_subset_uses_its_rule(tmp_path: Path) -> None:
+    proc = run_cli("meta-eval", "listwise", str(REPO / "examples" / "listwise-sample.csv"),
+                   "--human", "human.best", "--judge", "rm.score", "--json")
+    assert proc.returncode == 0, proc.stderr
+    ties = next(r for r in json.loads(proc.stdout) if r["subset"] == "ties")
+    frame = pd.read_csv(REPO / "examples" / "listwise-sample.csv").query("subset == 'ties'")
+    samples: dict[tuple[str, str], list[tuple[bool, float]]] = {}
+    for item, g in frame.groupby("item"):
+        kind, _, pair = str(item).partition(":")
+        samples[(kind, pair)] = [(bool(c), float(s)) for c, s in
+                                 zip(g["human.best"] == 1, g["rm.score"], strict=True)]
+    assert ties["rule"] == "rewardbench2-ties"
+    assert ties["accuracy"] == pytest.approx(_ties_direct(samples), rel=1e-12)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("item,candidate,human.best,judge\nq1,a,2,1\nq1,b,0,0\n", "line 2"),
+    ("item,candidate,human.best,judge\nq1,a,1,x\nq1,b,0,0\n", "not a finite number"),
+    ("item,candidate,human.best,judge\nq1,a,1,1\nq1,b,1,0\n", "one incorrect"),
+    ("item,candidate,subset,human.best,judge\nq1,a,ties,1,1\nq1,b,ties,0,0\n", "ref:ID"),
+    ("item,candidate,human.best,judge\nq1,a,1,1\nq1,a,0,0\n", "duplicate"),
+])
+def test_listwise_bad_input_names_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bon.csv"
+    path.write_text(text, encoding="utf-8")
+    proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best")
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from judgebench.services.escalate import EscalateResult
     from judgebench.services.estimate import EstimateResult
     from judgebench.services.items import ItemsResult
+    from judgebench.services.listwise import ListwiseReport
     from judgebench.services.meta_eval_results import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
     from judgebench.services.power import PowerReport
@@ -1106,6 +1107,25 @@ def transitivity_report(report: TransitivityReport) -> str:
         for pair in t.cycle_pairs[:5]:
             lines.append(f"    {pair['system_a']} vs {pair['system_b']}: in {pair['cycles']} "
                          f"cycle(s), majority {pair['winner']}")
+    return "\n".join(lines)
+
+
+def listwise_report(report: ListwiseReport) -> str:
+    """Per judge and human column, each subset's best-of-N accuracy (its interval), the
+    pairwise reduction and a random ranking's accuracy; the signatures once."""
+    rows = []
+    for r in report.rows:
+        if r.reason is not None:
+            rows.append([r.judge, r.human, r.subset, r.rule, str(r.prompts),
+                         str(r.failed_prompts), f"no score: {r.reason}", "", "", ""])
+            continue
+        ci = f"[{_figure(r.ci_low)}, {_figure(r.ci_high)}]" if r.ci_low is not None else "-"
+        rows.append([r.judge, r.human, r.subset, r.rule, str(r.prompts),
+                     str(r.failed_prompts), _figure(r.accuracy), ci, _figure(r.pairwise),
+                     _figure(r.random)])
+    lines = [aligned(["judge", "human", "subset", "rule", "prompts", "failed", "accuracy",
+                      f"{report.confidence:.0%} CI", "pairwise", "random"], rows)]
+    lines += ["signature: " + s for s in dict.fromkeys(r.signature for r in report.rows)]
     return "\n".join(lines)
 
 
