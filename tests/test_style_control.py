@@ -14,8 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-from conftest import run_cli
+from conftest import column, run_cli, write_jsonl
 from scipy.stats import norm
+from scripted_judge import ScriptedJudge
+from test_score_pairwise import (  # noqa: F401 (isolated: a fixture)
+    KEY_ENV,
+    isolated,
+    judge_spec,
+    strict_template,
+)
 
 from meta_eval.aggregation.style import fit_covariate_bt, markdown_counts
 
@@ -287,3 +294,37 @@ def test_control_needs_a_pairwise_table(tmp_path: Path) -> None:
     path.write_text("system,x\nA,1\nB,2\n", encoding="utf-8")
     proc = run_cli("aggregate", str(path), "-r", "mean", "--control", "length")
     assert proc.returncode == 2 and "pairwise table" in proc.stderr
+
+
+# -- end to end: a scripted judge on a loopback server ---------------------------------------
+def test_order_effect_of_a_scored_table(tmp_path: Path) -> None:
+    """`score` a pairwise file with two scripted judges (tests/scripted_judge.py): on equal
+    quality the plain one names the output shown first, the strict one says tie. The plain
+    judge's order effect is positive with an interval above 0; the strict one's is 0, as its
+    verdict never depends on the order."""
+    rng = np.random.default_rng(11)
+    quality = {(s, n): int(rng.integers(1, 4)) for s in ("M0", "M1", "M2") for n in range(16)}
+    records = [{"item": f"q{n}", "input": f"Question {n}?", "system_a": a, "system_b": b,
+                "output_a": f"answer of {a} q={quality[a, n]}",
+                "output_b": f"answer of {b} q={quality[b, n]}"}
+               for n in range(16) for a, b in (("M0", "M1"), ("M0", "M2"), ("M1", "M2"))]
+    data = write_jsonl(tmp_path / "pairs.jsonl", records)
+    table = tmp_path / "pairs.csv"
+    with ScriptedJudge() as server:
+        plain = judge_spec(server.url)
+        strict = judge_spec(server.url, template=str(strict_template(tmp_path)))
+        proc = run_cli("score", str(data), "-m", plain, "-m", strict, "-o", str(table),
+                       "--store", str(tmp_path / "runs.db"), cwd=tmp_path, env=KEY_ENV)
+        assert proc.returncode == 0, proc.stderr
+    effects = {}
+    for spec in (plain, strict):
+        out = _aggregate(table, "--winner", column(spec))
+        effects[spec] = out["order_effect"]
+        assert effects[spec]["status"] == "ok", effects[spec]["reason"]
+    equal = sum(quality[a, n] == quality[b, n] for r in records
+                for a, b, n in [(r["system_a"], r["system_b"], int(r["item"][1:]))])
+    assert 0 < equal < len(records)
+    assert effects[plain]["effect"]["low"] > 0
+    assert effects[plain]["ties_left_out"] == 0
+    assert effects[strict]["effect"]["estimate"] == pytest.approx(0.0, abs=1e-9)
+    assert effects[strict]["ties_left_out"] == 2 * equal
