@@ -146,7 +146,8 @@ def bradley_terry_covariance(wins: FloatArray, ties: FloatArray, theta: FloatArr
     """The observed-information covariance of the estimates (theta, then log nu when there are
     ties): the pseudo-inverse of the Hessian of the negative log-likelihood at them (its
     null direction is the common shift of theta, so this is the covariance of theta centred
-    to mean 0; Agresti 2013, "Categorical Data Analysis", 11.6). The counts are taken as
+    to mean 0; Agresti 2013, "Categorical Data Analysis", 11.6), where the maximum-
+    likelihood estimate exists (the won-or-tied graph strongly connected). The counts are taken as
     independent comparisons; meaningful for a maximum-likelihood fit (prior 0), not a
     penalised one. se(theta_i - theta_j) = sqrt(C_ii + C_jj - 2 C_ij)."""
     n = wins.shape[0]
@@ -155,8 +156,13 @@ def bradley_terry_covariance(wins: FloatArray, ties: FloatArray, theta: FloatArr
         raise ValueError("with ties in the data the tie parameter nu must be > 0")
     params = np.concatenate([theta, [np.log(nu)]]) if with_ties else np.asarray(theta, float)
     h = _bt_hessian(params, wins, ties, wins + wins.T + ties, with_ties, 0.0)
-    h[:n, :n] -= 1.0  # the objective's pin of the mean, not part of the likelihood
-    cov: FloatArray = np.linalg.pinv(h, hermitian=True).astype(float)
+    # h is the objective's Hessian: the information plus the pin of the mean, 1 1' on theta.
+    # The information's null space is the common shift v = (1, .., 1, 0) / sqrt(n), so its
+    # pseudo-inverse is inv(information + v v') - v v' = inv(h + (1/n - 1) 1 1') - v v'.
+    h[:n, :n] += 1.0 / n - 1.0
+    shift = np.zeros(len(h))
+    shift[:n] = 1.0 / np.sqrt(n)
+    cov: FloatArray = (np.linalg.inv(h) - np.outer(shift, shift)).astype(float)
     return cov
 
 
@@ -278,7 +284,10 @@ def _bradley_terry(data: object, prior: float, level: float | None = None) -> Ru
     notes.append("Davidson tie parameter nu = " + (f"{nu:.4g}" if c.ties.sum() > 0 else
                                                    "0 (no ties)"))
     extra = None
-    if level is not None and prior == 0 and len(theta) > 1 and c.strict.sum() > 0:
+    if level is not None and prior == 0 and len(theta) > NEWTON_MAX_SYSTEMS:
+        notes.insert(-1, f"no standard errors above {NEWTON_MAX_SYSTEMS} systems (use "
+                         "bootstrap=N)")
+    elif level is not None and prior == 0 and len(theta) > 1 and c.strict.sum() > 0:
         cov = bradley_terry_covariance(c.strict, c.ties, theta, nu)
         extra = _wald(c.systems, theta, cov, level)
         notes.insert(-1, f"se: observed information; wald: {level:.0%} Wald intervals")
