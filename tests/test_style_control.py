@@ -328,3 +328,18 @@ def test_order_effect_of_a_scored_table(tmp_path: Path) -> None:
     assert effects[plain]["ties_left_out"] == 0
     assert effects[strict]["effect"]["estimate"] == pytest.approx(0.0, abs=1e-9)
     assert effects[strict]["ties_left_out"] == 2 * equal
+
+
+def test_no_standard_errors_above_a_thousand_systems() -> None:
+    from meta_eval.aggregation import Comparisons
+    from meta_eval.aggregation.rating import bradley_terry
+
+    n = 1001  # a cycle, each pair won once each way: the MLE exists, every theta is 0
+    a, b = np.arange(n), (np.arange(n) + 1) % n
+    result = bradley_terry(Comparisons([f"s{i}" for i in range(n)], np.tile(a, 2),
+                                       np.tile(b, 2), np.repeat([1.0, 0.0], n)))
+    assert result.extra is None
+    assert "no standard errors above 1000 systems" in result.note
+    scores = result.scores
+    assert scores is not None
+    assert np.abs([scores[f"s{i}"] for i in range(n)]).max() < 1e-6
