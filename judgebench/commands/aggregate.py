@@ -49,6 +49,17 @@ def _parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
     return weights
 
 
+def _controls(text: str | None) -> list[str]:
+    """'length,markdown' -> ['length', 'markdown'] (an empty entry is an error)."""
+    if text is None:
+        return []
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise InputError(f"--control '{text}' has an empty name: give e.g. length,markdown",
+                         field="--control")
+    return names
+
+
 def _human_ranking(text: str) -> list[list[str]]:
     """'a,b=c,d' (best first; '=' joins tied systems) or '@FILE' with one entry a line."""
     if text.startswith("@"):
@@ -120,6 +131,11 @@ def _human_ranking(text: str) -> list[list[str]]:
 @click.option("--make-win", "make_win", metavar="SYSTEM",
               help="Find non-negative voter weights that make SYSTEM win (rules mean, borda, "
                    "dowdall, plurality, condorcet): a linear programme.")
+@click.option("--control", "control", metavar="LIST",
+              help="-r bradley-terry on a pairwise table: also fit it with style covariates "
+                   "(comma-separated: length, markdown, a numeric column COL or a pair "
+                   "COL_a/COL_b), arena-hard-auto's style control; prints the controlled and "
+                   "raw rankings with Wald intervals and the covariates' coefficients.")
 @click.option("--list-rules", is_flag=True, help="List the registered rules and exit.")
 @format_options("Print a JSON array, one object per rule: rule, ranking, scores, winners, "
                 "ties, and agreement / human / bootstrap / make_win where asked; csv, "
@@ -145,6 +161,7 @@ def command(
     level: float,
     top_k: int,
     make_win: str | None,
+    control: str | None,
     list_rules: bool,
     output_format: str,
     failed_as: str,
@@ -176,7 +193,7 @@ def command(
         missing=missing, pair_weight=pair_weight, winner=winner, human=human_column,
         human_ranking=_human_ranking(human_ranking) if human_ranking is not None else None,
         bootstrap=n_boot, seed=seed, level=level, top_k=top_k, make_win=make_win,
-        failed_as=failed_as, log=_log, host=host)
+        failed_as=failed_as, log=_log, host=host, control=_controls(control))
     if output_format == "json":
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
     elif output_format == "text":

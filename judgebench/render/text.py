@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from judgebench.metric_card import MetricCard
     from judgebench.services.aggregate import AggregateResult, MakeWin, RuleInfo, RuleOutcome
     from judgebench.services.alt_test import AltTestReport
+    from judgebench.services.bt_models import Interval
     from judgebench.services.combine import CombineResult
     from judgebench.services.compare_judges import ComparisonResult
     from judgebench.services.construct import ConstructReport
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from judgebench.services.escalate_cost import CascadeCost
     from judgebench.services.estimate import EstimateResult
     from judgebench.services.items import ItemsResult
+    from judgebench.services.listwise import ListwiseReport
     from judgebench.services.meta_eval_results import CeilingRow, MetaEvalResult, MetricRow
     from judgebench.services.pairwise import PairwiseMetaEvalResult, PairwiseRow
     from judgebench.services.power import PowerReport
@@ -403,8 +405,55 @@ def aggregate(result: AggregateResult) -> str:
     sections = [_rankings(good, width), _extras(good),
                 [f"{o.spec}: failed: {o.reason}" for o in result.failed],
                 _agreement(good), _against_people(good, result.human_source),
-                _bootstraps(good), _make_win(good, result.make_win), _failed_cells(result)]
+                _bootstraps(good), _make_win(good, result.make_win), _bt_models(good),
+                _failed_cells(result)]
     return "\n".join(line for section in sections for line in section)
+
+
+def _interval(x: Interval) -> list[str]:
+    return [_figure(x.estimate), _figure(x.se), f"[{_figure(x.low)}, {_figure(x.high)}]"]
+
+
+def _bt_models(good: Ranked) -> list[str]:
+    """bradley-terry's order effect and style-controlled ranking, each with its signature."""
+    lines: list[str] = []
+    for o, _ in good:
+        effect = o.order_effect
+        if effect is not None:
+            lines += ["", f"{o.spec}: order effect (position bias: logit P(first wins) = "
+                          "theta_first - theta_second + h; h > 0 favours the response shown "
+                          "first), from " + " and ".join(effect.columns)]
+            if effect.effect is None:
+                lines.append(f"  no estimate: {effect.reason}")
+            else:
+                lines.append(aligned(["  h", "se", f"{effect.level:.0%} CI", "judgements",
+                                      "ties left out"],
+                                     [["  " + _figure(effect.effect.estimate),
+                                       *_interval(effect.effect)[1:],
+                                       _figure(effect.judgements), str(effect.ties_left_out)]]))
+            lines.append(f"  signature: {effect.signature}")
+        style = o.style
+        if style is None:
+            continue
+        lines += ["", f"{o.spec}: style control ({', '.join(style.controls)}; "
+                      f"{style.comparisons} comparisons, ties as half a win in both fits)"]
+        if not style.ok:
+            lines += [f"  no estimate: {style.reason}", f"  signature: {style.signature}"]
+            continue
+        raw, controlled = style.ranks("raw"), style.ranks("controlled")
+        ci = f"{style.level:.0%} CI"
+        order = sorted(range(len(style.systems)), key=lambda i: -style.controlled[i].estimate)
+        rows = [["  " + style.systems[i], str(controlled[style.systems[i]]),
+                 *_interval(style.controlled[i]), str(raw[style.systems[i]]),
+                 *_interval(style.raw[i])] for i in order]
+        lines.append(aligned(["  system", "rank", "controlled", "se", ci, "raw rank", "raw",
+                              "se", ci], rows))
+        lines += ["  coefficients (log-odds per standard deviation of A's minus B's feature):",
+                  aligned(["    covariate", "coefficient", "se", ci],
+                          [["    " + name, *_interval(c)] for name, c in
+                           zip(style.covariates, style.coefficients, strict=True)]),
+                  f"  signature: {style.signature}"]
+    return lines
 
 
 Ranked = list[tuple["RuleOutcome", "RuleResult"]]
@@ -1060,6 +1109,25 @@ def transitivity_report(report: TransitivityReport) -> str:
         for pair in t.cycle_pairs[:5]:
             lines.append(f"    {pair['system_a']} vs {pair['system_b']}: in {pair['cycles']} "
                          f"cycle(s), majority {pair['winner']}")
+    return "\n".join(lines)
+
+
+def listwise_report(report: ListwiseReport) -> str:
+    """Per judge and human column, each subset's best-of-N accuracy (its interval), the
+    pairwise reduction and a random ranking's accuracy; the signatures once."""
+    rows = []
+    for r in report.rows:
+        if r.reason is not None:
+            rows.append([r.judge, r.human, r.subset, r.rule, str(r.prompts),
+                         str(r.failed_prompts), f"no score: {r.reason}", "", "", ""])
+            continue
+        ci = f"[{_figure(r.ci_low)}, {_figure(r.ci_high)}]" if r.ci_low is not None else "-"
+        rows.append([r.judge, r.human, r.subset, r.rule, str(r.prompts),
+                     str(r.failed_prompts), _figure(r.accuracy), ci, _figure(r.pairwise),
+                     _figure(r.random)])
+    lines = [aligned(["judge", "human", "subset", "rule", "prompts", "failed", "accuracy",
+                      f"{report.confidence:.0%} CI", "pairwise", "random"], rows)]
+    lines += ["signature: " + s for s in dict.fromkeys(r.signature for r in report.rows)]
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.services.bt_models import OrderEffect, StyleControl
     from meta_eval.aggregation import (
         BootstrapResult,
         HumanAgreement,
@@ -89,6 +90,9 @@ class RuleOutcome:
     human: HumanComparison | None = None
     bootstrap: BootstrapResult | None = None
     make_win: MakeWin | None = None
+    #: bradley-terry on a pairwise table: the position bias, the style-controlled ranking
+    order_effect: OrderEffect | None = None
+    style: StyleControl | None = None
 
     @property
     def ok(self) -> bool:
@@ -111,6 +115,10 @@ class RuleOutcome:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.make_win is not None:
             out["make_win"] = self.make_win.to_dict()
+        if self.order_effect is not None:
+            out["order_effect"] = self.order_effect.to_dict()
+        if self.style is not None:
+            out["style_control"] = self.style.to_dict()
         return out
 
 
@@ -202,6 +210,9 @@ class Loaded:
     note: str
     failed_as: FailedAs = MISSING
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: a pairwise table: its frame and the verdict column the comparisons were read from
+    frame: pd.DataFrame | None = None
+    verdict: str | None = None
 
 
 def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto",
@@ -213,8 +224,8 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
               human_ranking: Sequence[Sequence[str]] | None = None, bootstrap: int = 0,
               seed: int = 0, level: float = 0.95, top_k: int = 3,
               make_win: str | None = None, host: PluginHost | None = None,
-              failed_as: str | FailedAs | None = None, log: Log | None = None
-              ) -> AggregateResult:
+              failed_as: str | FailedAs | None = None, log: Log | None = None,
+              control: Sequence[str] = ()) -> AggregateResult:
     """Rank the systems of `table` with each rule spec (`NAME` or `NAME:key=value,...`;
     "all" = every rule that accepts the data; default: DEFAULT_RULES), as `judgebench
     aggregate` does. `human` (a column) or `human_ranking` (tiers, best first) gives human
@@ -224,7 +235,10 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     as `failed_as` says (judgebench.tables.failed: scores missing, min, max or a number; pairwise
     verdicts missing or tie: `wrong` needs a human label). A rule that fails has
     status "error" and its reason; bad input (a rule's baseline not in the table, a column a
-    rule needs) raises `InputError` before any rule runs."""
+    rule needs) raises `InputError` before any rule runs. On a pairwise table each
+    bradley-terry outcome gets the order effect where the table records both presentation
+    orders, and with `control` (length, markdown, covariate columns) the ranking with style
+    controlled beside the raw one (judgebench.services.bt_models)."""
     from judgebench.plugins import build_host
     from meta_eval import aggregation as agg
 
@@ -242,9 +256,11 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
     built = [build_rule(spec, registry, loaded.data.kind) for spec in specs]
     specs, built = _usable(specs, built, loaded.data, path,
                            explicit={s for s in rules if s.strip() != "all"}, log=log)
+    _check_control(control, built, loaded, path)
     outcomes = [_rank(spec, rule, loaded.data, log) for spec, rule in zip(specs, built,
                                                                           strict=True)]
     ok = [o for o in outcomes if o.result is not None]
+    _bt_models(ok, loaded, control, path)
     _agreement(ok)
     if human_scores is not None:
         _against_human(ok, human_scores, loaded.data.systems, log)
@@ -264,6 +280,42 @@ def aggregate(table: str | Path, *, rules: Sequence[str] = (), kind: str = "auto
             o.make_win = winning_weights(loaded.data, make_win, o.rule)
     return AggregateResult(outcomes, loaded.note, human_scores[0] if human_scores else None,
                            make_win, loaded.failed_as, loaded.failed)
+
+
+def _check_control(control: Sequence[str], built: list[Rule], loaded: Loaded, path: Path
+                   ) -> None:
+    """--control needs a pairwise table and a bradley-terry rule (checked before any rule)."""
+    if not control:
+        return
+    if loaded.frame is None:
+        raise InputError("--control (style-controlled Bradley-Terry) needs a pairwise table",
+                         path=str(path), field="--control")
+    if not any(rule.name == "bradley-terry" for rule in built):
+        raise InputError("--control applies to -r bradley-terry: add it", path=str(path),
+                         field="--control")
+
+
+def _bt_models(ok: list[RuleOutcome], loaded: Loaded, control: Sequence[str], path: Path
+               ) -> None:
+    """Each bradley-terry outcome's order effect and style control (pairwise tables)."""
+    from judgebench.services.bt_models import order_effect, style_control
+    from meta_eval import aggregation as agg
+
+    if loaded.frame is None or loaded.verdict is None:
+        return
+    for o in ok:
+        if o.rule.name != "bradley-terry":
+            continue
+        level = float(o.rule.options.get("level", 0.95))
+        try:
+            o.order_effect = order_effect(loaded.frame, column=loaded.verdict,
+                                          systems=loaded.data.systems, level=level)
+            if control:
+                o.style = style_control(loaded.frame, loaded.data, column=loaded.verdict,
+                                        controls=control, level=level)
+        except agg.TableError as exc:
+            raise InputError(str(exc), path=str(path), **_location(path, exc.row),
+                             field=exc.field) from None
 
 
 def _usable(specs: list[str], built: list[Rule], data: Any, path: Path, *,
@@ -588,7 +640,8 @@ def _pairwise(r: _Request, table: VoterTable) -> Loaded:
                               f"from '{column}'"
                               + (f" ({soft} soft preferences)" if soft else "")
                               + (f"; {dropped} row(s) without a verdict left out"
-                                 if dropped else ""), r.failed_as, failed)
+                                 if dropped else ""), r.failed_as, failed,
+                  frame, column)
 
 
 def _counted(found: FailedCells, frame: pd.DataFrame, columns: list[str],

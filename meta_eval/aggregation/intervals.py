@@ -70,8 +70,8 @@ def with_intervals(result: RuleResult, data: Any, score: Callable[[Any], RuleRes
     """`result` with bootstrap intervals of its scores in `extra` and a note, when n > 0."""
     if int(n) <= 0:
         return result
-    extra = {**(result.extra or {}),
-             **score_intervals(data, score, n=int(n), seed=int(seed), level=float(level))}
+    extra = {**score_intervals(data, score, n=int(n), seed=int(seed), level=float(level)),
+             **(result.extra or {})}
     note = (f"{float(level):.0%} percentile intervals from {int(n)} bootstrap resamples of "
             f"the compared pairs (seed {int(seed)})")
     return replace(result, extra=extra, note=f"{result.note}; {note}" if result.note else note)

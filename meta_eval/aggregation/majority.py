@@ -55,6 +55,7 @@ def _absent_last(result: RuleResult, systems: tuple[str, ...], present: BoolArra
         winners=result.winners,
         exact=result.exact,
         note=f"{result.note}; {note}" if result.note else note,
+        extra=result.extra,
     )
 
 

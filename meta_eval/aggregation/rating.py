@@ -31,6 +31,7 @@ the compared pairs (`meta_eval.aggregation.intervals`), in the result's extra.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -145,7 +146,8 @@ def bradley_terry_covariance(wins: FloatArray, ties: FloatArray, theta: FloatArr
     """The observed-information covariance of the estimates (theta, then log nu when there are
     ties): the pseudo-inverse of the Hessian of the negative log-likelihood at them (its
     null direction is the common shift of theta, so this is the covariance of theta centred
-    to mean 0; Agresti 2013, "Categorical Data Analysis", 11.6). The counts are taken as
+    to mean 0; Agresti 2013, "Categorical Data Analysis", 11.6), where the maximum-
+    likelihood estimate exists (the won-or-tied graph strongly connected). The counts are taken as
     independent comparisons; meaningful for a maximum-likelihood fit (prior 0), not a
     penalised one. se(theta_i - theta_j) = sqrt(C_ii + C_jj - 2 C_ij)."""
     n = wins.shape[0]
@@ -154,8 +156,13 @@ def bradley_terry_covariance(wins: FloatArray, ties: FloatArray, theta: FloatArr
         raise ValueError("with ties in the data the tie parameter nu must be > 0")
     params = np.concatenate([theta, [np.log(nu)]]) if with_ties else np.asarray(theta, float)
     h = _bt_hessian(params, wins, ties, wins + wins.T + ties, with_ties, 0.0)
-    h[:n, :n] -= 1.0  # the objective's pin of the mean, not part of the likelihood
-    cov: FloatArray = np.linalg.pinv(h, hermitian=True).astype(float)
+    # h is the objective's Hessian: the information plus the pin of the mean, 1 1' on theta.
+    # The information's null space is the common shift v = (1, .., 1, 0) / sqrt(n), so its
+    # pseudo-inverse is inv(information + v v') - v v' = inv(h + (1/n - 1) 1 1') - v v'.
+    h[:n, :n] += 1.0 / n - 1.0
+    shift = np.zeros(len(h))
+    shift[:n] = 1.0 / np.sqrt(n)
+    cov: FloatArray = (np.linalg.inv(h) - np.outer(shift, shift)).astype(float)
     return cov
 
 
@@ -232,14 +239,29 @@ def mle_exists(wins: FloatArray, ties: FloatArray) -> bool:
 def bradley_terry(data: object, prior: float = 0.0, bootstrap: int = 0, seed: int = 0,
                   level: float = 0.95) -> RuleResult:
     """Bradley-Terry (Davidson ties) maximum-likelihood strengths; score = log-strength.
-    bootstrap=N: percentile intervals (`level`) over N seeded resamples of the compared
-    pairs, in extra ci_low / ci_high."""
-    result = _bradley_terry(data, prior)
+    Where the maximum-likelihood estimate exists (prior 0), extra se (the observed-
+    information standard error of each centred log-strength, `bradley_terry_covariance`)
+    and wald_low / wald_high (estimate -+ z_{(1+level)/2} se). bootstrap=N: percentile
+    intervals (`level`) over N seeded resamples of the compared pairs, in extra ci_low /
+    ci_high."""
+    result = _bradley_terry(data, prior, level=float(level))
     return with_intervals(result, data, lambda sample: _bradley_terry(sample, prior),
                           n=int(bootstrap), seed=int(seed), level=float(level))
 
 
-def _bradley_terry(data: object, prior: float) -> RuleResult:
+def _wald(systems: tuple[str, ...], theta: FloatArray, cov: FloatArray, level: float
+          ) -> dict[str, dict[str, float]]:
+    """extra se, wald_low, wald_high per system from the covariance of theta."""
+    from scipy.stats import norm
+
+    se = np.sqrt(np.clip(np.diag(cov)[: len(theta)], 0.0, None))
+    z = float(norm.ppf(0.5 + level / 2.0))
+    return {"se": dict(zip(systems, se.tolist(), strict=True)),
+            "wald_low": dict(zip(systems, (theta - z * se).tolist(), strict=True)),
+            "wald_high": dict(zip(systems, (theta + z * se).tolist(), strict=True))}
+
+
+def _bradley_terry(data: object, prior: float, level: float | None = None) -> RuleResult:
     counts = _counts(data)
     present = data.present  # type: ignore[attr-defined]
     c = _sub(counts, present)
@@ -261,7 +283,17 @@ def _bradley_terry(data: object, prior: float) -> RuleResult:
         notes.append(message)
     notes.append("Davidson tie parameter nu = " + (f"{nu:.4g}" if c.ties.sum() > 0 else
                                                    "0 (no ties)"))
+    extra = None
+    if level is not None and prior == 0 and len(theta) > NEWTON_MAX_SYSTEMS:
+        notes.insert(-1, f"no standard errors above {NEWTON_MAX_SYSTEMS} systems (use "
+                         "bootstrap=N)")
+    elif level is not None and prior == 0 and len(theta) > 1 and c.strict.sum() > 0:
+        cov = bradley_terry_covariance(c.strict, c.ties, theta, nu)
+        extra = _wald(c.systems, theta, cov, level)
+        notes.insert(-1, f"se: observed information; wald: {level:.0%} Wald intervals")
     result = scored_result("bradley-terry", c.systems, theta, note="; ".join(notes), atol=1e-6)
+    if extra is not None:
+        result = replace(result, extra=extra)
     return _absent_last(result, counts.systems, present)
 
 

@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                   "Construct validity: does a metric follow its own criterion most?"),
     "power": ("judgebench.commands.meta_eval.power",
               "Items (and annotators) a study needs to separate the metrics."),
+    "listwise": ("judgebench.commands.meta_eval.listwise",
+                 "Best-of-N judges against people's best candidates (RewardBench 2)."),
 }
 DEFAULT_MODULE = "judgebench.commands.meta_eval.correlations"
 
