@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                   "Construct validity: does a metric follow its own criterion most?"),
     "power": ("judgebench.commands.meta_eval.power",
               "Items (and annotators) a study needs to separate the metrics."),
+    "reliability": ("judgebench.commands.meta_eval.reliability",
+                    "Draws of a judge or raters against themselves: ICC, flakiness, pass@k."),
 }
 DEFAULT_MODULE = "judgebench.commands.meta_eval.correlations"
 

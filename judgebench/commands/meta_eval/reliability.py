@@ -1,0 +1,91 @@
+"""`judgebench meta-eval reliability TABLE`: judgements against themselves, K draws of a judge
+or K raters, from a plain table or from `score --repeats`' store: the intraclass
+correlations of the design with their F-tests and intervals, alpha, flakiness, pass@k
+(judgebench.services.reliability)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from judgebench.commands.examples import examples
+from judgebench.commands.meta_eval._shared import REPORT_FORMATS, echo_report, log
+from judgebench.commands.options import ci_option, metrics_option, raters_option
+from judgebench.commands.output_format import format_options
+from judgebench.services.reliability import DESIGNS, UNITS
+
+EXAMPLES = examples(
+    ("a judge's five draws per output, one row per draw: ICC(1), flakiness, pass@k",
+     "judgebench meta-eval reliability examples/judge-draws.csv --draw draw --score pass "
+     "--score score"),
+    ("three people's ratings, one column each: the two-way ICCs",
+     "judgebench meta-eval reliability examples/rater-ratings.csv --item item --rater "
+     "rater1 --rater rater2 --rater rater3 --icc-design two-way-mixed"),
+    ("the same ratings as JSON",
+     "judgebench meta-eval reliability examples/rater-ratings.csv --item item --rater "
+     "rater1 --rater rater2 --rater rater3 --json"),
+)
+
+
+@click.command("reliability", epilog=EXAMPLES)
+@click.argument("table", type=click.Path(path_type=Path))
+@click.option("--item", "items", multiple=True, metavar="COL",
+              help="A column identifying a unit (an output judged); repeatable. Default: "
+                   "item and system, those the table has.")
+@click.option("--draw", metavar="COL",
+              help="TABLE is long: one row per (unit, draw), the draw index in COL.")
+@click.option("--rater-column", metavar="COL",
+              help="TABLE is long: one row per (unit, rater), the rater in COL.")
+@raters_option("TABLE has a column per rater: one of them; repeatable (two or more).")
+@click.option("--score", "scores", multiple=True, metavar="COL",
+              help="With --draw or --rater-column: a column of judgements; repeatable. "
+                   "Default: every numeric column that is not a key.")
+@metrics_option("Without --draw, --rater-column or --rater (TABLE a scores table of `score "
+                "--repeats`): a repeated column; repeatable. Default: every one.")
+@click.option("--icc-design", type=click.Choice(DESIGNS), default=None,
+              help="The ICC's design. Default: one-way for draws (exchangeable), "
+                   "two-way-random for raters (absolute agreement); two-way-mixed: these "
+                   "raters only (consistency).")
+@click.option("--icc-unit", type=click.Choice(UNITS), default=None,
+              help="The reliability of one judgement (single) or of the mean of the K "
+                   "(mean). Default: both.")
+@ci_option("Confidence level of the ICC intervals.")
+@format_options("Print the report as a JSON list, one object per score column.",
+                REPORT_FORMATS)
+def command(table: Path, items: tuple[str, ...], draw: str | None, rater_column: str | None,
+            raters: tuple[str, ...], scores: tuple[str, ...], metrics: tuple[str, ...],
+            icc_design: str | None, icc_unit: str | None, ci: float,
+            output_format: str) -> None:
+    """Judgements against themselves: a judge's K draws per unit or K raters' judgements,
+    from TABLE, a plain table (--draw, --rater-column or --rater) or a scores table of
+    `score --repeats K` (the draws read from its store). Per score column: the intraclass
+    correlations of the design with their F-tests and intervals (a unit missing a judgement
+    is left out, counted), and for draws alpha, spread, flakiness and pass@k / pass^k."""
+    from judgebench.render.reliability import reliability_report
+    from judgebench.services.reliability import from_store, from_table
+    from judgebench.tables.draws import DrawTable
+
+    given = [name for name, on in (("--draw", draw), ("--rater-column", rater_column),
+                                   ("--rater", raters)) if on]
+    if len(given) > 1:
+        raise click.UsageError(f"{' and '.join(given)} are two layouts: give one")
+    if given and metrics:
+        raise click.UsageError("--metric names a repeated column of a scores table; with "
+                               f"{given[0]} name the judgements with --score")
+    if scores and not (draw or rater_column):
+        raise click.UsageError("--score goes with --draw or --rater-column")
+    if not given and items:
+        raise click.UsageError("--item goes with --draw, --rater-column or --rater")
+    if draw or rater_column:
+        index, kind = (draw, "draws") if draw else (rater_column, "raters")
+        source = DrawTable.read_long(table, index=str(index), kind=kind, items=items,
+                                     scores=scores, log=log)
+    elif raters:
+        source = DrawTable.read_wide(table, raters=raters, items=items)
+    if given:
+        result = from_table(source, design=icc_design, unit=icc_unit, confidence=ci, log=log)
+    else:
+        result = from_store(table, metrics=metrics, design=icc_design, unit=icc_unit,
+                            confidence=ci, log=log)
+    echo_report(result, output_format, reliability_report)
