@@ -102,9 +102,17 @@ def test_shrout_fleiss_table_2_from_the_bundled_example() -> None:
     table = str(ROOT / "examples" / "rater-ratings.csv")
     flags = ["--item", "item", *[a for j in range(1, 5) for a in ("--rater", f"rater{j}")]]
     found: dict[str, float] = {}
+    expected = pingouin_table(pd.read_csv(table).drop(columns="item").to_numpy(dtype=float))
     for design in ("one-way", "two-way-random", "two-way-mixed"):
         (row,) = reliability(table, *flags, "--icc-design", design)
         found |= {form: icc["value"] for form, icc in row["icc"].items()}
+        for form, icc in row["icc"].items():
+            theirs = expected.loc[PINGOUIN[form]]
+            for mine, want in [(icc["value"], theirs["ICC"]), (icc["f"], theirs["F"]),
+                               (icc["p_value"], theirs["pval"]),
+                               (icc["ci_low"], theirs["CI95"][0]),
+                               (icc["ci_high"], theirs["CI95"][1])]:
+                assert mine == pytest.approx(want, rel=1e-9, abs=1e-12), form
     assert {form: round(v, 2) for form, v in found.items()} == PUBLISHED
     (default,) = reliability(table, *flags)
     assert default["icc_design"] == "two-way-random" and list(default["icc"]) == ["ICC2",

@@ -1,7 +1,8 @@
-"""`meta-eval spans --spans-column COL`: predicted spans from a plain table (JSONL with a list
-per row, CSV with its JSON text), with no sidecar and no store. The TED segments judge.mqm
-scored in test_spans_end_to_end, exported from the store into a plain table, give the same
-report as from the store; bad span rows are refused naming the file, line and field."""
+"""`meta-eval spans --spans-column COL`: predicted spans from a plain table (JSONL or Parquet
+with a list per row, CSV with its JSON text), with no sidecar and no store. The TED segments
+judge.mqm scored in test_spans_end_to_end, exported from the store into a plain table, give
+the same report as from the store; bad span rows are refused naming the file, line and
+field."""
 
 from __future__ import annotations
 
@@ -56,7 +57,14 @@ def test_spans_from_a_plain_table_equal_those_from_the_store(ted, scored, tmp_pa
                   force_ascii=False)
     as_csv = frame.assign(**{name: frame[name].map(json.dumps)})
     as_csv.to_csv(tmp_path / "predicted.csv", index=False)
-    for plain in (tmp_path / "predicted.jsonl", tmp_path / "predicted.csv"):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pylist(frame.to_dict(orient="records"))
+    assert "start: int64" in str(arrow.schema), "offsets typed as integers with nulls"
+    pq.write_table(arrow, tmp_path / "predicted.parquet")
+    for plain in (tmp_path / "predicted.jsonl", tmp_path / "predicted.csv",
+                  tmp_path / "predicted.parquet"):
         got = spans_json(str(plain), _human(ted, tmp), "--spans-column", name, env=env)
         assert got == stored, plain
     assert stored[0]["unlocated_spans"] == 1 and stored[0]["n"] == 6

@@ -105,12 +105,16 @@ class PredictedTable:
                              path=str(path), field=missing[0])
         keys = list(zip(frame["item"].astype("str"), frame["system"].astype("str"),
                         strict=True))
+        raw: dict[str, list[Any]] = {c: frame[c].tolist() for c in columns}
+        if where == "row":  # Parquet: pandas makes a nullable int64 in a struct a float
+            from judgebench.tables.io import _read_parquet
+
+            arrow = _read_parquet(path)
+            raw = {c: arrow.column(c).to_pylist() for c in columns}
         cells: dict[str, dict[Key, PredictedCell]] = {}
         for column in columns:
             found = cells.setdefault(column, {})
-            for position, (key, value) in enumerate(zip(keys, frame[column], strict=True)):
-                if hasattr(value, "tolist"):  # Parquet's lists come as arrays
-                    value = value.tolist()
+            for position, (key, value) in enumerate(zip(keys, raw[column], strict=True)):
                 if value is None or (isinstance(value, float) and math.isnan(value)) \
                         or value == "":
                     continue
