@@ -189,6 +189,19 @@ def test_draws_of_a_long_table_equal_a_direct_computation(tmp_path: Path) -> Non
     assert s["draws"]["spread"] == pytest.approx(np.mean(np.std(score, axis=1, ddof=1)))
 
 
+def test_a_turn_column_is_part_of_the_unit(tmp_path: Path) -> None:
+    rows = [{"item": "c1", "system": "s", "turn": turn, "draw": d, "score": v}
+            for turn, values in ((1, (1, 2, 1)), (3, (5, 5, 4))) for d, v in enumerate(values)]
+    rows += [{"item": "c2", "system": "s", "turn": 1, "draw": d, "score": v}
+             for d, v in enumerate((3, 3, 2))]
+    pd.DataFrame(rows).to_csv(tmp_path / "turns.csv", index=False)
+    (row,) = reliability(str(tmp_path / "turns.csv"), "--draw", "draw")
+    assert (row["n"], row["k"]) == (3, 3), "three (conversation, turn) units of three draws"
+    x = np.array([[1, 2, 1], [5, 5, 4], [3, 3, 2]], dtype=float)
+    assert row["icc"]["ICC1"]["value"] == pytest.approx(
+        pingouin_table(x).loc["ICC(1,1)", "ICC"], rel=1e-9)
+
+
 BAD = [
     ("item,system,draw,score\n1,a,0,3\n1,a,0,4\n", ["--draw", "draw"], "line 3",
      "field 'item'", "duplicate key"),

@@ -11,9 +11,10 @@ Three layouts:
 Every table is read by `judgebench.tables.io.read_table` (the key read as text, non-empty
 and unique, an error naming the line of a repeated one) and its score columns by
 `judgebench.tables.columns.numeric_columns` (an error naming the line of a cell that is not
-a finite number); an empty cell is a missing judgement (NaN). Units keep the order of their
-first row; draws and raters are ordered by their index (as numbers when every index is one,
-else as text).
+a finite number); an empty cell is a missing judgement (NaN). A `turn` column (a
+conversation's judged turn) is part of the unit, as it is of a scores table's key. Units
+keep the order of their first row; draws and raters are ordered by their index (as numbers
+when every index is one, else as text).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class DrawTable:
         path = Path(path)
         chosen = _items(path, items, extra=index)
         frame = read_table(path, key=[*chosen, index])
+        chosen = _with_turn(frame, chosen)
         columns = _score_columns(frame, path, [*chosen, index], scores, log)
         units, unit_of = _units(frame, chosen)
         labels = _ordered(frame[index].astype(str).unique().tolist())
@@ -91,6 +93,7 @@ class DrawTable:
             raise InputError("a rater column named twice", path=str(path), field="--rater")
         chosen = _items(path, items)
         frame = read_table(path, key=chosen)
+        chosen = _with_turn(frame, chosen)
         numeric_columns(frame, raters, str(path))
         units, _ = _units(frame, chosen)
         values = frame[list(raters)].to_numpy(dtype=float)
@@ -115,6 +118,11 @@ def _items(path: Path, items: Sequence[str], extra: str | None = None) -> list[s
                          f"(columns: {', '.join(map(str, header))})", path=str(path),
                          field="--item")
     return found
+
+
+def _with_turn(frame: pd.DataFrame, items: list[str]) -> list[str]:
+    """A conversation's judged turn is part of the unit (read_table keys on it too)."""
+    return [*items, "turn"] if "turn" in frame.columns and "turn" not in items else items
 
 
 def _score_columns(frame: pd.DataFrame, path: Path, keys: list[str], scores: Sequence[str],
