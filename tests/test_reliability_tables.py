@@ -142,6 +142,28 @@ def test_a_rater_column_gives_what_rater_columns_give(tmp_path: Path) -> None:
         assert (tall["n"], tall["dropped"], tall["kind"]) == (wide["n"], 1, "raters")
 
 
+def test_the_python_api_gives_the_commands_numbers(tmp_path: Path) -> None:
+    import judgebench
+
+    frame = pd.read_csv(ROOT / "examples" / "rater-ratings.csv", dtype={"item": str})
+    raters = ["rater1", "rater2", "rater3", "rater4"]
+    result = judgebench.meta_eval_reliability(frame, items=["item"], raters=raters,
+                                              design="two-way-mixed")
+    flags = [a for r in raters for a in ("--rater", r)]
+    (cli,) = reliability(str(ROOT / "examples" / "rater-ratings.csv"), "--item", "item",
+                         *flags, "--icc-design", "two-way-mixed")
+    (got,) = json.loads(result.to_json())
+    assert got["icc"] == cli["icc"] and got["source"] == "<DataFrame>"
+    bad = frame.assign(rater2=frame["rater2"].astype(object))
+    bad.loc[3, "rater2"] = "x"
+    with pytest.raises(judgebench.errors.InputError, match="row 4") as caught:
+        judgebench.meta_eval_reliability(bad, items=["item"], raters=raters)
+    assert caught.value.field == "rater2" and caught.value.path == "<DataFrame>"
+    with pytest.raises(judgebench.errors.InputError, match="--icc-design"):
+        judgebench.meta_eval_reliability(frame, items=["item"], raters=raters,
+                                         design="two-way")
+
+
 def brute_pass(draws: np.ndarray, k: int, best: bool) -> float:
     values = []
     for unit in draws:

@@ -128,6 +128,49 @@ def reliability_row(column: str, values: np.ndarray, *, kind: str, design: str |
                           pass_at or {}, pass_hat or {})
 
 
+def reliability(table: str | Path, *, draw: str | None = None, rater_column: str | None = None,
+                raters: Sequence[str] = (), items: Sequence[str] = (),
+                scores: Sequence[str] = (), metrics: Sequence[str] = (),
+                design: str | None = None, unit: str | None = None,
+                confidence: float = 0.95, log: Log | None = None) -> ReliabilityResult:
+    """`meta-eval reliability TABLE`: the judgements of `table` against themselves, read as
+    a long table of draws (`draw`: the draw index column), a long table of raters
+    (`rater_column`), raters as columns (`raters`), or else a scores table of `score
+    --repeats K` whose draws are in its store (`metrics`: which repeated columns). `items`:
+    the unit's key columns (default item and system); `scores`: the judgement columns of a
+    long table (default every numeric one). `design` and `unit` choose the ICC forms
+    (module docstring); `confidence`, their intervals' level."""
+    from judgebench.tables.draws import DrawTable
+
+    given = [name for name, on in (("--draw", draw), ("--rater-column", rater_column),
+                                   ("--rater", raters)) if on]
+    if len(given) > 1:
+        raise InputError(f"{' and '.join(given)} are two layouts: give one")
+    if design is not None and design not in DESIGNS:
+        raise InputError(f"the ICC design is one of {', '.join(DESIGNS)}, got {design!r}",
+                         field="--icc-design")
+    if unit is not None and unit not in UNITS:
+        raise InputError(f"the ICC unit is one of {', '.join(UNITS)}, got {unit!r}",
+                         field="--icc-unit")
+    if given and metrics:
+        raise InputError("--metric names a repeated column of a scores table; with "
+                         f"{given[0]} name the judgements with --score", field="--metric")
+    if scores and not (draw or rater_column):
+        raise InputError("--score goes with --draw or --rater-column", field="--score")
+    if items and not given:
+        raise InputError("--item goes with --draw, --rater-column or --rater", field="--item")
+    options: dict[str, Any] = {"design": design, "unit": unit, "confidence": confidence,
+                               "log": log}
+    if draw or rater_column:
+        kind = "draws" if draw else "raters"
+        return from_table(DrawTable.read_long(table, index=str(draw or rater_column),
+                                              kind=kind, items=items, scores=scores, log=log),
+                          **options)
+    if raters:
+        return from_table(DrawTable.read_wide(table, raters=raters, items=items), **options)
+    return from_store(table, metrics=metrics, **options)
+
+
 def from_table(table: DrawTable, *, design: str | None = None, unit: str | None = None,
                confidence: float = 0.95, log: Log | None = None) -> ReliabilityResult:
     """Every score column of a plain table (`judgebench.tables.draws`)."""

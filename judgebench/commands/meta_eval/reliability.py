@@ -63,29 +63,9 @@ def command(table: Path, items: tuple[str, ...], draw: str | None, rater_column:
     correlations of the design with their F-tests and intervals (a unit missing a judgement
     is left out, counted), and for draws alpha, spread, flakiness and pass@k / pass^k."""
     from judgebench.render.reliability import reliability_report
-    from judgebench.services.reliability import from_store, from_table
-    from judgebench.tables.draws import DrawTable
+    from judgebench.services.reliability import reliability
 
-    given = [name for name, on in (("--draw", draw), ("--rater-column", rater_column),
-                                   ("--rater", raters)) if on]
-    if len(given) > 1:
-        raise click.UsageError(f"{' and '.join(given)} are two layouts: give one")
-    if given and metrics:
-        raise click.UsageError("--metric names a repeated column of a scores table; with "
-                               f"{given[0]} name the judgements with --score")
-    if scores and not (draw or rater_column):
-        raise click.UsageError("--score goes with --draw or --rater-column")
-    if not given and items:
-        raise click.UsageError("--item goes with --draw, --rater-column or --rater")
-    if draw or rater_column:
-        index, kind = (draw, "draws") if draw else (rater_column, "raters")
-        source = DrawTable.read_long(table, index=str(index), kind=kind, items=items,
-                                     scores=scores, log=log)
-    elif raters:
-        source = DrawTable.read_wide(table, raters=raters, items=items)
-    if given:
-        result = from_table(source, design=icc_design, unit=icc_unit, confidence=ci, log=log)
-    else:
-        result = from_store(table, metrics=metrics, design=icc_design, unit=icc_unit,
-                            confidence=ci, log=log)
+    result = reliability(table, draw=draw, rater_column=rater_column, raters=raters,
+                         items=items, scores=scores, metrics=metrics, design=icc_design,
+                         unit=icc_unit, confidence=ci, log=log)
     echo_report(result, output_format, reliability_report)
