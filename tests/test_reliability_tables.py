@@ -39,8 +39,7 @@ PUBLISHED = {"ICC1": 0.17, "ICC2": 0.29, "ICC3": 0.71, "ICC1k": 0.44, "ICC2k": 0
 def reliability(*args: str) -> list[dict]:
     done = run_cli("meta-eval", "reliability", *args, "--json")
     assert done.returncode == 0, done.stderr
-    out: list[dict] = json.loads(done.stdout)
-    return out
+    return strict_json(done.stdout)
 
 
 def random_ratings(seed: int) -> np.ndarray:
@@ -222,6 +221,36 @@ def test_a_turn_column_is_part_of_the_unit(tmp_path: Path) -> None:
     x = np.array([[1, 2, 1], [5, 5, 4], [3, 3, 2]], dtype=float)
     assert row["icc"]["ICC1"]["value"] == pytest.approx(
         pingouin_table(x).loc["ICC(1,1)", "ICC"], rel=1e-9)
+
+
+def strict_json(text: str) -> list[dict]:
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} is not JSON")
+
+    out: list[dict] = json.loads(text, parse_constant=refuse)
+    return out
+
+
+def test_too_few_complete_units_or_equal_draws_give_no_number_and_valid_json(
+        tmp_path: Path) -> None:
+    path = tmp_path / "few.csv"
+    path.write_text("item,draw,s,t\na,0,1,2\na,1,,2\nb,0,1,2\nb,2,1,2\n")
+    done = run_cli("meta-eval", "reliability", str(path), "--item", "item", "--draw", "draw",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    few, equal = strict_json(done.stdout)
+    assert few["complete"] == 0 and few["dropped"] == 2
+    assert all(v["value"] is None and v["df1"] is None and v["df2"] is None
+               for v in few["icc"].values())
+    assert equal["complete"] == 0 and equal["draws"]["flip_share"] == 0.0
+    text = run_cli("meta-eval", "reliability", str(path), "--item", "item", "--draw", "draw")
+    assert "ICC: n/a (fewer than 2 units with every judgement)" in text.stdout
+    assert "-1" not in text.stdout and "nan" not in text.stdout
+    path.write_text("item,draw,s\na,0,3\na,1,3\nb,0,3\nb,1,3\n")
+    (same,) = strict_json(run_cli("meta-eval", "reliability", str(path), "--item", "item",
+                                  "--draw", "draw", "--json").stdout)
+    assert same["complete"] == 2 and same["icc"]["ICC1"]["value"] is None
+    assert same["icc"]["ICC1"]["df1"] == 1
 
 
 BAD = [

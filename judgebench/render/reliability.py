@@ -27,13 +27,16 @@ def row_lines(row: ReliabilityRow) -> list[str]:
              f"  {row.judgements} {what}; {row.units} units, {row.complete} with every "
              f"judgement ({row.dropped} left out of the ICC: listwise deletion)",
              f"  design: {row.why}"]
-    confidence = next(iter(row.forms.values())).confidence if row.forms else 0.95
-    lines.append(f"  {'form':<6} {'':<9} {'ICC':>7} {'F':>9} {'df1':>5} {'df2':>7} "
-                 f"{'p':>7}  {confidence:.0%} CI")
-    for form, icc in row.forms.items():
-        lines.append(f"  {form:<6} {MCGRAW_WONG[form]:<9} {_num(icc.value)} "
-                     f"{_num(icc.f, '9.3f')} {icc.df1:5g} {icc.df2:7.4g} {_p(icc.p_value)}  "
-                     f"[{_num(icc.ci_low, '.4f')}, {_num(icc.ci_high, '.4f')}]")
+    if row.complete < 2:
+        lines.append("  ICC: n/a (fewer than 2 units with every judgement)")
+    else:
+        confidence = next(iter(row.forms.values())).confidence
+        lines.append(f"  {'form':<6} {'':<9} {'ICC':>7} {'F':>9} {'df1':>5} {'df2':>7} "
+                     f"{'p':>7}  {confidence:.0%} CI")
+        lines += [f"  {form:<6} {MCGRAW_WONG[form]:<9} {_num(icc.value)} "
+                  f"{_num(icc.f, '9.3f')} {icc.df1:5g} {icc.df2:7.4g} {_p(icc.p_value)}  "
+                  f"[{_num(icc.ci_low, '.4f')}, {_num(icc.ci_high, '.4f')}]"
+                  for form, icc in row.forms.items()]
     d = row.draws
     if d is not None:
         lines += [f"  draws: {d.units} units with 2 or more; ICC(1) {_num(d.icc, '.4f')} "

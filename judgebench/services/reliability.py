@@ -17,6 +17,7 @@ draw statistics count every unit with at least 2 draws (`meta_eval.repeats`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,8 @@ class ReliabilityRow:
             "metric": self.column, "statistic": "reliability", "kind": self.kind,
             "icc_design": self.design, "icc_design_reason": self.why, "n": self.units,
             "complete": self.complete, "dropped": self.dropped, "k": self.judgements,
-            "icc": {form: icc.to_dict() for form, icc in self.forms.items()},
+            "icc": {form: _clean(icc.to_dict(), defined=self.complete >= 2)
+                    for form, icc in self.forms.items()},
             "signature": self.signature}
         if self.draws is not None:
             d = self.draws
@@ -212,6 +214,15 @@ def from_store(scores: str | Path, *, metrics: Sequence[str] = (), design: str |
         _say_dropped(row, log)
         rows.append(row)
     return ReliabilityResult(str(store), rows)
+
+
+def _clean(icc: dict[str, Any], *, defined: bool) -> dict[str, Any]:
+    """An ICC form's JSON: no NaN (not JSON), and no degrees of freedom without 2 units."""
+    out = {k: None if isinstance(v, float) and not math.isfinite(v) else v
+           for k, v in icc.items()}
+    if not defined:
+        out["df1"] = out["df2"] = None
+    return out
 
 
 def _one(kind: str) -> str:
