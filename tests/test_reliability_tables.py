@@ -158,6 +158,8 @@ def test_the_python_api_gives_the_commands_numbers(tmp_path: Path) -> None:
     with pytest.raises(judgebench.errors.InputError, match="row 4") as caught:
         judgebench.meta_eval_reliability(bad, items=["item"], raters=raters)
     assert caught.value.field == "rater2" and caught.value.path == "<DataFrame>"
+    with pytest.raises(judgebench.errors.InputError, match="--ci"):
+        judgebench.meta_eval_reliability(frame, items=["item"], raters=raters, confidence=1.0)
     with pytest.raises(judgebench.errors.InputError, match="--icc-design"):
         judgebench.meta_eval_reliability(frame, items=["item"], raters=raters,
                                          design="two-way")

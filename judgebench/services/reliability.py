@@ -154,6 +154,9 @@ def reliability(table: str | Path, *, draw: str | None = None, rater_column: str
     if unit is not None and unit not in UNITS:
         raise InputError(f"the ICC unit is one of {', '.join(UNITS)}, got {unit!r}",
                          field="--icc-unit")
+    if not 0.0 < confidence < 1.0:
+        raise InputError(f"the confidence level lies in (0, 1), got {confidence!r}",
+                         field="--ci")
     if given and metrics:
         raise InputError("--metric names a repeated column of a scores table; with "
                          f"{given[0]} name the judgements with --score", field="--metric")
