@@ -183,12 +183,15 @@ def test_draws_of_a_long_table_equal_a_direct_computation(tmp_path: Path) -> Non
     passed = (rng.random((units, k)) < rng.uniform(0, 1, size=(units, 1))).astype(float)
     score = np.round(rng.normal(size=(units, 1)) + rng.normal(size=(units, k)))
     passed[2, 3] = np.nan
+    people = rng.normal(size=units) * 1e-300  # tiny: scale-free statistics stay finite
+    people[4] = np.nan  # a unit people did not score
     rows = [{"item": f"i{u // 3}", "system": f"s{u % 3}", "draw": d,
-             "pass": passed[u, d], "score": score[u, d]}
+             "pass": passed[u, d], "score": score[u, d],
+             "human.q": people[u] if d != 1 else np.nan}  # given on some rows only
             for d in range(k) for u in range(units)]  # draws first: order carries nothing
     pd.DataFrame(rows).to_csv(tmp_path / "draws.csv", index=False)
     done = run_cli("meta-eval", "reliability", str(tmp_path / "draws.csv"), "--draw", "draw",
-                   "--json")
+                   "--human", "human.q", "--json")
     assert done.returncode == 0, done.stderr
     assert "pass: 1 of 15 units miss a draw's judgement" in done.stderr
     by = {row["metric"]: row for row in json.loads(done.stdout)}
@@ -210,6 +213,16 @@ def test_draws_of_a_long_table_equal_a_direct_computation(tmp_path: Path) -> Non
     assert s["icc"]["ICC1"]["value"] == pytest.approx((f - 1) / (f + k - 1), rel=1e-9)
     assert s["icc"]["ICC1"]["p_value"] == pytest.approx(one_way.pvalue, rel=1e-9)
     assert s["draws"]["spread"] == pytest.approx(np.mean(np.std(score, axis=1, ddof=1)))
+    from scipy.stats import pearsonr
+
+    kept = np.isfinite(people)
+    r = pearsonr(people[kept], score[kept].mean(axis=1)).statistic
+    f_kept = f_oneway(*score[kept]).statistic
+    icc_k = (f_kept - 1) / f_kept  # ICC(k) of the balanced draws: 1 - 1/F
+    noise = s["noise_ceiling"]["human.q"]
+    assert noise["agreement"] == pytest.approx(r, rel=1e-9)
+    assert noise["ceiling"] == pytest.approx(np.sqrt(icc_k), rel=1e-9)
+    assert noise["disattenuated"] == pytest.approx(r / np.sqrt(icc_k), rel=1e-9)
 
 
 def test_a_turn_column_is_part_of_the_unit(tmp_path: Path) -> None:
@@ -277,6 +290,10 @@ BAD = [
     ("item,r1,r2\n1,3,4\n2,2,yes\n", ["--rater", "r1", "--rater", "r2"], "line 3",
      "field 'r2'", "not numeric"),
     ("item,r1,r2\n1,3,4\n", ["--rater", "r1"], "", "field '--rater'", "at least two"),
+    ("item,system,draw,score,h\n1,a,0,3,2\n1,a,1,4,\n1,a,2,4,2.5\n",
+     ["--draw", "draw", "--human", "h"], "line 4", "field 'h'", "one number"),
+    ("item,system,draw,score,h\n1,a,0,3,2\n1,a,1,4,x\n",
+     ["--draw", "draw", "--human", "h"], "line 3", "field 'h'", "not numeric"),
 ]
 
 
@@ -298,6 +315,7 @@ def test_a_bad_table_is_refused_naming_file_line_and_field(
     (["--draw", "d", "--metric", "m"], "--metric"),
     (["--rater", "a", "--rater", "b", "--score", "s"], "--score goes with"),
     (["--item", "item"], "--item goes with"),
+    (["--rater", "a", "--rater", "b", "--human", "h"], "--human goes with"),
 ])
 def test_options_that_do_not_go_together_are_usage_errors(tmp_path: Path, flags: list[str],
                                                           reason: str) -> None:
@@ -334,12 +352,15 @@ def test_draws_from_the_store_equal_the_same_draws_as_a_table(tmp_path: Path) ->
     order = pd.read_csv(tmp_path / "out.csv", dtype={"item": str, "system": str})
     # in the scores table's row order: the units' sums are then added in the same order
     draws = order[["item", "system"]].merge(draws, on=["item", "system"], how="left")
+    people = order[["item", "system", "human.coherence"]]
+    draws = draws.merge(people, on=["item", "system"])  # people's score on each draw's row
     draws.rename(columns={"value": name}).to_csv(tmp_path / "draws.csv", index=False)
     found: dict[str, dict] = {}
     for design in ("one-way", "two-way-random", "two-way-mixed"):
-        (stored,) = reliability(str(tmp_path / "out.csv"), "--icc-design", design)
+        (stored,) = reliability(str(tmp_path / "out.csv"), "--icc-design", design,
+                                "--human", "human.coherence")
         (plain,) = reliability(str(tmp_path / "draws.csv"), "--draw", "draw",
-                               "--icc-design", design)
+                               "--icc-design", design, "--human", "human.coherence")
         assert stored.pop("source") == str(tmp_path / "runs.db")
         assert plain.pop("source") == str(tmp_path / "draws.csv")
         assert stored == plain and stored["n"] == 10 and stored["k"] == 4
@@ -350,3 +371,4 @@ def test_draws_from_the_store_equal_the_same_draws_as_a_table(tmp_path: Path) ->
     (repeats,) = [r for r in json.loads(shown.stdout) if r["statistic"] == "repeats"]
     assert repeats["icc_inference"] == found["one-way"]["icc"]
     assert repeats["flip_share"] == found["one-way"]["draws"]["flip_share"]
+    assert repeats["noise_ceiling"] == found["one-way"]["noise_ceiling"]

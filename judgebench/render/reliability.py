@@ -48,6 +48,11 @@ def row_lines(row: ReliabilityRow) -> list[str]:
                                              for k, v in row.pass_at.items()))
         lines.append("  pass^k " + "  ".join(f"k={k} {_num(v, '.4f')}"
                                              for k, v in row.pass_hat.items()))
+    for human, n in row.noise.items():
+        lines += [f"  against {human}: r {_num(n.agreement, '.4f')} (people vs the mean of "
+                  "the draws),",
+                  f"    ceiling {_num(n.ceiling, '.4f')}, disattenuated "
+                  f"{_num(n.disattenuated, '.4f')}, noise share {_num(n.noise_share, '.4f')}"]
     lines.append(f"  signature: {row.signature}")
     return lines
 

@@ -32,7 +32,7 @@ from meta_eval.numerics import finite_or_none
 if TYPE_CHECKING:
     from judgebench.tables.draws import DrawTable
     from meta_eval.icc import Icc
-    from meta_eval.repeats import Reliability
+    from meta_eval.repeats import NoiseCeiling, Reliability
 
 Log = Callable[[str], None]
 DESIGNS = ("one-way", "two-way-random", "two-way-mixed")
@@ -62,6 +62,8 @@ class ReliabilityRow:
     draws: Reliability | None = None
     pass_at: dict[int, float] = field(default_factory=dict)
     pass_hat: dict[int, float] = field(default_factory=dict)
+    #: per human column, the noise ceiling of the draws against people (draws only)
+    noise: dict[str, NoiseCeiling] = field(default_factory=dict)
 
     @property
     def dropped(self) -> int:
@@ -90,6 +92,13 @@ class ReliabilityRow:
         if self.pass_at:
             out["pass_at_k"] = {str(k): finite_or_none(v) for k, v in self.pass_at.items()}
             out["pass_hat_k"] = {str(k): finite_or_none(v) for k, v in self.pass_hat.items()}
+        if self.noise:
+            out["noise_ceiling"] = {
+                human: {"agreement": finite_or_none(n.agreement),
+                        "ceiling": finite_or_none(n.ceiling),
+                        "disattenuated": finite_or_none(n.disattenuated),
+                        "noise_share": finite_or_none(n.noise_share)}
+                for human, n in self.noise.items()}
         return out
 
 
@@ -103,11 +112,13 @@ class ReliabilityResult(Result):
 
 
 def reliability_row(column: str, values: np.ndarray, *, kind: str, design: str | None = None,
-                    unit: str | None = None, confidence: float = 0.95) -> ReliabilityRow:
-    """`values` (units, K) of one score column (module docstring)."""
+                    unit: str | None = None, confidence: float = 0.95,
+                    humans: dict[str, np.ndarray] | None = None) -> ReliabilityRow:
+    """`values` (units, K) of one score column (module docstring); for draws, `humans`
+    (people's score per unit) gives each its noise ceiling (`meta_eval.repeats`)."""
     from meta_eval.icc import DESIGNS as FORMS_OF
     from meta_eval.icc import icc_forms
-    from meta_eval.repeats import pass_at_k, pass_hat_k, reliability
+    from meta_eval.repeats import noise_ceiling, pass_at_k, pass_hat_k, reliability
 
     x = np.asarray(values, dtype=float)
     seen = np.isfinite(x).any(axis=1)
@@ -125,22 +136,30 @@ def reliability_row(column: str, values: np.ndarray, *, kind: str, design: str |
             k = x.shape[1]
             pass_at = {j: pass_at_k(x, j) for j in range(1, k + 1)}
             pass_hat = {j: pass_hat_k(x, j) for j in range(1, k + 1)}
+    noise = {}
+    for human, people in (humans or {}).items():
+        keep = np.isfinite(people)  # as the store's repeats section: units people scored
+        if kind == "draws" and keep.sum() >= 2:
+            noise[human] = noise_ceiling(x[keep], people[keep])
     return ReliabilityRow(column, kind, chosen, why, {n: every[n] for n in names},
                           int(seen.sum()), int(complete.sum()), int(x.shape[1]), draws,
-                          pass_at or {}, pass_hat or {})
+                          pass_at or {}, pass_hat or {}, noise)
 
 
 def reliability(table: str | Path, *, draw: str | None = None, rater_column: str | None = None,
                 raters: Sequence[str] = (), items: Sequence[str] = (),
                 scores: Sequence[str] = (), metrics: Sequence[str] = (),
-                design: str | None = None, unit: str | None = None,
-                confidence: float = 0.95, log: Log | None = None) -> ReliabilityResult:
+                humans: Sequence[str] = (), design: str | None = None,
+                unit: str | None = None, confidence: float = 0.95,
+                log: Log | None = None) -> ReliabilityResult:
     """`meta-eval reliability TABLE`: the judgements of `table` against themselves, read as
     a long table of draws (`draw`: the draw index column), a long table of raters
     (`rater_column`), raters as columns (`raters`), or else a scores table of `score
     --repeats K` whose draws are in its store (`metrics`: which repeated columns). `items`:
     the unit's key columns (default item and system); `scores`: the judgement columns of a
-    long table (default every numeric one). `design` and `unit` choose the ICC forms
+    long table (default every numeric one); `humans`: with `draw`, columns of people's score
+    of each unit, against which the draws' noise ceiling is given. `design` and `unit`
+    choose the ICC forms
     (module docstring); `confidence`, their intervals' level."""
     from judgebench.tables.draws import DrawTable
 
@@ -162,6 +181,9 @@ def reliability(table: str | Path, *, draw: str | None = None, rater_column: str
                          f"{given[0]} name the judgements with --score", field="--metric")
     if scores and not (draw or rater_column):
         raise InputError("--score goes with --draw or --rater-column", field="--score")
+    if humans and given and not draw:
+        raise InputError("--human goes with --draw or a scores table of --repeats (people's "
+                         "score of each unit, against the draws)", field="--human")
     if items and not given:
         raise InputError("--item goes with --draw, --rater-column or --rater", field="--item")
     options: dict[str, Any] = {"design": design, "unit": unit, "confidence": confidence,
@@ -169,11 +191,11 @@ def reliability(table: str | Path, *, draw: str | None = None, rater_column: str
     if draw or rater_column:
         kind = "draws" if draw else "raters"
         return from_table(DrawTable.read_long(table, index=str(draw or rater_column),
-                                              kind=kind, items=items, scores=scores, log=log),
-                          **options)
+                                              kind=kind, items=items, scores=scores,
+                                              humans=humans, log=log), **options)
     if raters:
         return from_table(DrawTable.read_wide(table, raters=raters, items=items), **options)
-    return from_store(table, metrics=metrics, **options)
+    return from_store(table, metrics=metrics, humans=humans, **options)
 
 
 def from_table(table: DrawTable, *, design: str | None = None, unit: str | None = None,
@@ -186,21 +208,25 @@ def from_table(table: DrawTable, *, design: str | None = None, unit: str | None 
                              f"reliability needs at least two", path=str(table.path),
                              field=judged.column)
         row = reliability_row(judged.column, judged.values, kind=table.kind, design=design,
-                              unit=unit, confidence=confidence)
+                              unit=unit, confidence=confidence, humans=table.humans)
         _say_dropped(row, log)
         rows.append(row)
     return ReliabilityResult(str(table.path), rows)
 
 
-def from_store(scores: str | Path, *, metrics: Sequence[str] = (), design: str | None = None,
-               unit: str | None = None, confidence: float = 0.95,
+def from_store(scores: str | Path, *, metrics: Sequence[str] = (), humans: Sequence[str] = (),
+               design: str | None = None, unit: str | None = None, confidence: float = 0.95,
                log: Log | None = None) -> ReliabilityResult:
     """The draws of a scores table's repeated columns (`score --repeats K`), read from the
-    store its sidecar names (`judgebench.services.repeats`)."""
+    store its sidecar names (`judgebench.services.repeats`), against its `humans` columns."""
+    import pandas as pd
+
     from judgebench.services.repeats import draw_matrix, repeated_columns, store_of
     from judgebench.tables.prepared import PreparedTable
 
-    table = PreparedTable.read(scores, humans=[], metrics=metrics)
+    table = PreparedTable.read(scores, humans=list(humans), metrics=metrics)
+    people = {h: pd.to_numeric(table.frame[h], errors="coerce").to_numpy(dtype=float)
+              for h in humans}
     repeated = repeated_columns(table.sidecar, table.in_table)
     if not repeated:
         raise InputError("no column of this table was drawn more than once (score "
@@ -213,7 +239,7 @@ def from_store(scores: str | Path, *, metrics: Sequence[str] = (), design: str |
         signature = table.sidecar["columns"][column]["signature"]  # type: ignore[index]
         draws = draw_matrix(Path(store), signature, table.frame, k)
         row = reliability_row(column, draws, kind="draws", design=design, unit=unit,
-                              confidence=confidence)
+                              confidence=confidence, humans=people)
         _say_dropped(row, log)
         rows.append(row)
     return ReliabilityResult(str(store), rows)

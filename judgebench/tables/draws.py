@@ -20,7 +20,7 @@ when every index is one, else as text).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,21 +53,29 @@ class DrawTable:
     kind: str  # "draws" or "raters"
     items: tuple[str, ...]
     columns: list[Judgements]
+    #: people's score of each unit (a long table's `humans` columns), NaN where none
+    humans: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def read_long(cls, path: str | Path, *, index: str, kind: str,
                   items: Sequence[str] = (), scores: Sequence[str] = (),
+                  humans: Sequence[str] = (),
                   log: Callable[[str], None] | None = None) -> DrawTable:
         """A long table: one row per (unit, `index`) (module docstring). `scores` default:
-        every numeric column that is not a key (a column left out is told to `log`)."""
+        every numeric column that is not a key, not `humans` and not named human.* (a
+        column left out is told to `log`). `humans`: columns of people's score of the unit,
+        the same on each of its rows (empty on some is allowed)."""
+        from judgebench.tables.columns import numeric_columns
         from judgebench.tables.io import read_table
 
         path = Path(path)
         chosen = _items(path, items, extra=index)
         frame = read_table(path, key=[*chosen, index])
         chosen = _with_turn(frame, chosen)
-        columns = _score_columns(frame, path, [*chosen, index], scores, log)
+        columns = _score_columns(frame, path, [*chosen, index, *humans], scores, log)
         units, unit_of = _units(frame, chosen)
+        numeric_columns(frame, humans, str(path))
+        people = {h: _per_unit(frame, h, unit_of, len(units), path) for h in humans}
         labels = _ordered(frame[index].astype(str).unique().tolist())
         at = {label: j for j, label in enumerate(labels)}
         draw_of = frame[index].astype(str).map(at).to_numpy(dtype=int)
@@ -76,7 +84,7 @@ class DrawTable:
             values = np.full((len(units), len(labels)), np.nan)
             values[unit_of, draw_of] = frame[column].to_numpy(dtype=float)
             out.append(Judgements(column, units, labels, values))
-        return cls(path, kind, tuple(chosen), out)
+        return cls(path, kind, tuple(chosen), out, people)
 
     @classmethod
     def read_wide(cls, path: str | Path, *, raters: Sequence[str],
@@ -136,12 +144,32 @@ def _score_columns(frame: pd.DataFrame, path: Path, keys: list[str], scores: Seq
             raise InputError("a key column is not a score column", path=str(path),
                              field=clash[0])
     else:
-        chosen = metric_columns(frame, exclude=keys, prefixes=(), warn=log, path=str(path))
+        chosen = metric_columns(frame, exclude=keys, warn=log, path=str(path))
         if not chosen:
             raise InputError("no numeric score column besides the keys: name it with "
                              "--score", path=str(path), field="--score")
     numeric_columns(frame, chosen, str(path))
     return chosen
+
+
+def _per_unit(frame: pd.DataFrame, column: str, unit_of: np.ndarray, units: int,
+              path: Path) -> np.ndarray:
+    """Each unit's value of `column` (NaN where its rows have none); an InputError naming
+    the line of a row whose value differs from an earlier row's of the same unit."""
+    from judgebench.tables.columns import _where
+
+    out = np.full(units, np.nan)
+    for position, (unit, value) in enumerate(zip(unit_of, frame[column].to_numpy(dtype=float),
+                                                 strict=True)):
+        if np.isnan(value):
+            continue
+        if np.isnan(out[unit]):
+            out[unit] = value
+        elif out[unit] != value:
+            raise InputError(f"people's score of a unit is one number: {value!r} here, "
+                             f"{out[unit]!r} on an earlier row of the unit", path=str(path),
+                             field=column, **_where(frame, str(path), position))
+    return out
 
 
 def _units(frame: pd.DataFrame, items: list[str]) -> tuple[list[tuple[str, ...]], np.ndarray]:

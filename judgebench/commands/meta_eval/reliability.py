@@ -11,7 +11,12 @@ import click
 
 from judgebench.commands.examples import examples
 from judgebench.commands.meta_eval._shared import REPORT_FORMATS, echo_report, log
-from judgebench.commands.options import ci_option, metrics_option, raters_option
+from judgebench.commands.options import (
+    ci_option,
+    humans_option,
+    metrics_option,
+    raters_option,
+)
 from judgebench.commands.output_format import format_options
 from judgebench.services.reliability import DESIGNS, UNITS
 
@@ -41,6 +46,9 @@ EXAMPLES = examples(
 @click.option("--score", "scores", multiple=True, metavar="COL",
               help="With --draw or --rater-column: a column of judgements; repeatable. "
                    "Default: every numeric column that is not a key.")
+@humans_option("With --draw (or a scores table of --repeats): a column of people's score of "
+               "each unit (the same on each of its rows): the draws' noise ceiling against "
+               "it; repeatable.")
 @metrics_option("Without --draw, --rater-column or --rater (TABLE a scores table of `score "
                 "--repeats`): a repeated column; repeatable. Default: every one.")
 @click.option("--icc-design", type=click.Choice(DESIGNS), default=None,
@@ -54,18 +62,19 @@ EXAMPLES = examples(
 @format_options("Print the report as a JSON list, one object per score column.",
                 REPORT_FORMATS)
 def command(table: Path, items: tuple[str, ...], draw: str | None, rater_column: str | None,
-            raters: tuple[str, ...], scores: tuple[str, ...], metrics: tuple[str, ...],
-            icc_design: str | None, icc_unit: str | None, ci: float,
+            raters: tuple[str, ...], scores: tuple[str, ...], humans: tuple[str, ...],
+            metrics: tuple[str, ...], icc_design: str | None, icc_unit: str | None, ci: float,
             output_format: str) -> None:
     """Judgements against themselves: a judge's K draws per unit or K raters' judgements,
     from TABLE, a plain table (--draw, --rater-column or --rater) or a scores table of
     `score --repeats K` (the draws read from its store). Per score column: the intraclass
     correlations of the design with their F-tests and intervals (a unit missing a judgement
-    is left out, counted), and for draws alpha, spread, flakiness and pass@k / pass^k."""
+    is left out, counted), and for draws alpha, spread, flakiness, pass@k / pass^k and the
+    noise ceiling against people (--human)."""
     from judgebench.render.reliability import reliability_report
     from judgebench.services.reliability import reliability
 
     result = reliability(table, draw=draw, rater_column=rater_column, raters=raters,
-                         items=items, scores=scores, metrics=metrics, design=icc_design,
-                         unit=icc_unit, confidence=ci, log=log)
+                         items=items, scores=scores, metrics=metrics, humans=humans,
+                         design=icc_design, unit=icc_unit, confidence=ci, log=log)
     echo_report(result, output_format, reliability_report)
