@@ -45,7 +45,7 @@ EXAMPLES = examples(
 @raters_option("TABLE has a column per rater: one of them; repeatable (two or more).")
 @click.option("--score", "scores", multiple=True, metavar="COL",
               help="With --draw or --rater-column: a column of judgements; repeatable. "
-                   "Default: every numeric column that is not a key.")
+                   "Default: every numeric column that is not a key, --human or human.*.")
 @humans_option("With --draw (or a scores table of --repeats): a column of people's score of "
                "each unit (the same on each of its rows): the draws' noise ceiling against "
                "it; repeatable.")
