@@ -3,8 +3,8 @@
 The Python API is `judgebench.api`, re-exported here: one function per command (`score`,
 `meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `estimate`, `escalate`,
 `items`, `compare_judges`, `diff`, `runs`, `logs`, `bench`, `suites`, `meta_eval_spans`,
-`label_sample`), each returning a result with `to_pandas()` and `to_json()`, and people's
-labels in a store (`define_criterion`, `save_label`,
+`meta_eval_reliability`, `label_sample`), each returning a result with `to_pandas()` and
+`to_json()`, and people's labels in a store (`define_criterion`, `save_label`,
 `current_labels`, ...: `judgebench.engine.labels`). Importing this package is cheap: the
 API, pandas, the plugins and any model library load on first use.
 """
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         logs,
         meta_eval,
         meta_eval_pairwise,
+        meta_eval_reliability,
         meta_eval_spans,
         record_sample,
         runs,
@@ -49,9 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges",
            "current_labels", "define_criterion", "diff", "escalate", "estimate",
            "get_criterion", "get_sample", "items", "label_history", "label_sample",
-           "labelled_items", "logs", "meta_eval", "meta_eval_pairwise", "meta_eval_spans",
-           "record_sample", "runs", "save_label", "save_labels", "score", "suites",
-           "withdraw_label"]
+           "labelled_items", "logs", "meta_eval", "meta_eval_pairwise", "meta_eval_reliability",
+           "meta_eval_spans", "record_sample", "runs", "save_label", "save_labels", "score",
+           "suites", "withdraw_label"]
 API = frozenset(__all__) - {"__version__"}
 
 

@@ -22,9 +22,9 @@ probes, suites, a column's registered direction) take `host=`, keyword only: a
 `judgebench.plugins.PluginHost` (`build_host(["my_plugin.py"])` adds local plugins). Without
 one, each call builds its own from the installed plugins (10 to 25 ms once the plugins are
 imported); meta_eval builds it only for a column whose direction neither a flag nor the
-sidecar gives. The others (meta_eval_pairwise, compare_judges, diff, label_sample, runs,
-logs, and the label functions: define_criterion, save_label, current_labels, ... of
-`judgebench.engine.labels`) use no plugin.
+sidecar gives. The others (meta_eval_pairwise, meta_eval_reliability, compare_judges, diff,
+label_sample, runs, logs, and the label functions: define_criterion, save_label,
+current_labels, ... of `judgebench.engine.labels`) use no plugin.
 
 This module is the public surface. `judgebench.services` holds what these functions call;
 it is internal: its modules and signatures may change in any release (CHANGELOG.md).
@@ -54,6 +54,7 @@ import judgebench.services.items as _items
 import judgebench.services.label_sample as _label_sample
 import judgebench.services.meta_eval as _meta_eval
 import judgebench.services.pairwise as _pairwise
+import judgebench.services.reliability as _reliability
 import judgebench.services.runs as _runs
 import judgebench.services.score as _score
 import judgebench.services.spans as _spans
@@ -72,8 +73,8 @@ if TYPE_CHECKING:
 __all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "current_labels",
            "define_criterion", "diff", "escalate", "estimate", "get_criterion", "get_sample",
            "items", "label_history", "label_sample", "labelled_items", "logs", "meta_eval",
-           "meta_eval_pairwise", "meta_eval_spans", "record_sample", "runs", "save_label",
-           "save_labels", "score", "suites", "withdraw_label"]
+           "meta_eval_pairwise", "meta_eval_reliability", "meta_eval_spans", "record_sample",
+           "runs", "save_label", "save_labels", "score", "suites", "withdraw_label"]
 
 #: What the table-reading functions accept.
 Table: TypeAlias = "str | Path | pd.DataFrame | ScoreResult"
@@ -212,6 +213,8 @@ logs = _runs.logs
 diff = _diff.diff
 #: `judgebench meta-eval spans SCORES SPANS`: a judge's stored error spans against people's
 meta_eval_spans = _reads_file(_spans.span_meta_eval)
+#: `judgebench meta-eval reliability TABLE`: draws of a judge or raters against themselves
+meta_eval_reliability = _reads_file(_reliability.reliability)
 #: which rows of a scores or pairwise table to give people to label (Python only)
 label_sample = _reads_frame(_label_sample.label_sample)
 # people's labels in a store (`judgebench labels`, the labelling page)

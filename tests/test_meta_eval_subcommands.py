@@ -118,7 +118,11 @@ def test_each_help_shows_only_its_own_options() -> None:
     assert _options(_help("meta-eval", "transitivity")) == {
         "--human", "--judge", "--bootstrap", "--ci", "--seed", "--format", "--json", "--help"}
     assert _options(_help("meta-eval", "spans")) == {
-        "--metric", "--store", "--format", "--json", "--help"}
+        "--metric", "--store", "--spans-column", "--format", "--json", "--help"}
+    assert _options(_help("meta-eval", "reliability")) == {
+        "--item", "--draw", "--rater-column", "--rater", "--score", "--human", "--metric",
+        "--icc-design",
+        "--icc-unit", "--ci", "--format", "--json", "--help"}
     assert _options(_help("meta-eval", "alt-test")) == {
         "--human", "--metric", "--epsilon", "--alt-score", "--alt-min-items", "--alpha",
         "--format", "--json", "--help"}

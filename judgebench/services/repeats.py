@@ -148,6 +148,17 @@ def _icc_tests(draws: np.ndarray) -> dict[str, Icc] | None:
     return {form: forms[form] for form in DESIGNS["one-way"]}
 
 
+def store_of(sidecar: dict[str, Any] | None, where: str) -> str:
+    """The store the sidecar names as holding the draws; an InputError when it names none."""
+    store = (sidecar or {}).get("store")
+    if not isinstance(store, str) or store == ":memory:":
+        raise InputError("the sidecar says columns were drawn with --repeats but names no "
+                         "store holding the draws (they were kept in memory: score with a "
+                         "store, store=PATH in Python, to read them)", path=where,
+                         field="store")
+    return store
+
+
 def repeats_rows(sidecar: dict[str, Any] | None, frame: pd.DataFrame, columns: Sequence[str],
                  humans: Sequence[str], where: str,
                  human_values: dict[str, np.ndarray] | None = None) -> list[RepeatsRow]:
@@ -161,12 +172,7 @@ def repeats_rows(sidecar: dict[str, Any] | None, frame: pd.DataFrame, columns: S
     repeated = repeated_columns(sidecar, columns)
     if not repeated:
         return []
-    store = (sidecar or {}).get("store")
-    if not isinstance(store, str) or store == ":memory:":
-        raise InputError("the sidecar says columns were drawn with --repeats but names no "
-                         "store holding the draws (they were kept in memory: score with a "
-                         "store, store=PATH in Python, to read them)", path=where,
-                         field="store")
+    store = store_of(sidecar, where)
     if human_values is None:
         human_values = {h: pd.to_numeric(frame[h], errors="coerce").to_numpy(dtype=float)
                         for h in humans if h in frame.columns}

@@ -15,6 +15,11 @@ the content written last). A column counts when some stored score of it has span
   ``human.jsonl.gz`` for which segments each rater rated, so rated segments with no error
   count too.
 
+The predicted spans can also come from a plain table (``--spans-column COL``: xCOMET's or
+GEMBA-MQM's outputs converted, another judge's), one row per (item, system), the COL cell a
+JSON list of span objects in the schema judge.mqm writes (`PREDICTED_SCHEMA`); an empty cell
+is a row not judged, an empty list a row judged with no error.
+
 Spans marked in the source (``side: source``, as WMT MQM marks omissions) are left out and
 counted. Severities: Minor and Major (and the judge's Critical, as Major: WMT MQM and the
 WMT23 QE scorer have only these two); a Neutral span is left out and counted. A segment rated
@@ -41,9 +46,19 @@ from judgebench.results import Result
 
 if TYPE_CHECKING:
     from judgebench.plugins import PluginHost
+    from judgebench.tables.spans import PredictedTable
     from meta_eval.spans import Counts, Spans
 
 SEVERITIES = {"minor": 0, "major": 1, "critical": 1}
+#: One predicted span, as judge.mqm writes it in ``extra["spans"]`` and a plain table's
+#: spans column holds it (the keys read; others, such as ``weight``, are ignored).
+PREDICTED_SCHEMA = {
+    "start": "the first character, an integer >= 0 in code points of the output; null "
+             "(with end) when the span was not found in the output: not counted, reported",
+    "end": "one past the last character (end >= start)",
+    "severity": "minor, major or critical (any case; critical counts as major)",
+    "text": "the span's text (optional)",
+    "category": "its MQM category (optional)"}
 #: (level, variant) in report order; the variant is the kernel's option.
 VIEWS = (("character", "partial"), ("character", "match"), ("character", "ignore"),
          ("span", "overlap"), ("span", "overlap+severity"), ("span", "exact"),
@@ -106,10 +121,10 @@ class SpansResult(Result):
                 for row in self.rows]
 
 
-def _int(value: Any, where: str, line: int, name: str) -> int:
+def _int(value: Any, where: str, line: int, name: str, position: str = "line") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"'{name}' must be a non-negative integer, got {value!r}", path=where,
-                         line=line, field=name)
+        raise InputError(f"'{name.rpartition('.')[2]}' must be a non-negative integer, got "
+                         f"{value!r}", path=where, **{position: line}, field=name)
     return value
 
 
@@ -230,6 +245,46 @@ def predicted_spans(store: Path, signature: str, keys: set[Key]
     return located, unlocated, any_spans, lengths
 
 
+def table_spans(table: PredictedTable, column: str
+                ) -> tuple[dict[Key, list[SpanTuple]], dict[Key, int], dict[Key, int]]:
+    """`predicted_spans` for a plain table's `column` (`PREDICTED_SCHEMA`): per judged row
+    the located spans and the number not located, and the length of the row's `output` where
+    the table has one; an InputError naming the file, line and field (``COL[i].start``) of
+    a span outside the schema or past the end of its output."""
+    located: dict[Key, list[SpanTuple]] = {}
+    unlocated: dict[Key, int] = {}
+    lengths = {key: len(text) for key, text in table.outputs.items()}
+    for key, cell in table.cells[column].items():
+        kept: dict[SpanTuple, None] = {}
+        missing = 0
+        for n, span in enumerate(cell.spans):
+            name = f"{column}[{n}]"
+            where: dict[str, Any] = {"path": str(table.path), cell.where: cell.position}
+            if not isinstance(span, dict):
+                raise InputError(f"a predicted span is an object (start, end, severity), got "
+                                 f"{type(span).__name__}", **where, field=name)
+            start, end = span.get("start"), span.get("end")
+            if start is None and end is None:
+                missing += 1  # not located in the output: not counted, reported
+                continue
+            start = _int(start, str(table.path), cell.position, f"{name}.start", cell.where)
+            end = _int(end, str(table.path), cell.position, f"{name}.end", cell.where)
+            if end < start:
+                raise InputError(f"'end' ({end}) is before 'start' ({start})", **where,
+                                 field=f"{name}.end")
+            if key in lengths and end > lengths[key]:
+                raise InputError(f"'end' ({end}) is past the end of the row's output "
+                                 f"({lengths[key]} characters)", **where, field=f"{name}.end")
+            severity = SEVERITIES.get(str(span.get("severity")).strip().lower()
+                                      if isinstance(span.get("severity"), str) else "")
+            if severity is None:
+                raise InputError(f"'severity' must be Minor, Major or Critical, got "
+                                 f"{span.get('severity')!r}", **where, field=f"{name}.severity")
+            kept[(start, end, severity)] = None
+        located[key], unlocated[key] = list(kept), missing
+    return located, unlocated, lengths
+
+
 def _within_outputs(people: HumanSpans, lengths: dict[Key, int]) -> None:
     """An InputError at the first human span that ends past the output it marks (file, line,
     field `end`)."""
@@ -298,22 +353,35 @@ def _span_store(sidecar: dict[str, Any], store: str | Path | None) -> str | Path
 
 def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[str] = (),
                    store: str | Path | None = None, host: PluginHost | None = None,
-                   log: Log | None = None) -> SpansResult:
+                   log: Log | None = None, spans_columns: Sequence[str] = ()) -> SpansResult:
     """Every span-marking column of the scores table against people's spans. The judge's
     spans are read from `store` (default: the store the sidecar names, else `score`'s
-    default store, judgebench.db)."""
-    from judgebench.tables.spans import SignedTable
+    default store, judgebench.db), or with `spans_columns` from those columns of `scores`,
+    then a plain table of predicted spans (`PREDICTED_SCHEMA`; no sidecar, no store)."""
+    from judgebench.tables.spans import PredictedTable, SignedTable
 
-    table = SignedTable.read(scores)
-    store = _span_store(table.sidecar, store)
-    keys, present = table.rows()
-    columns = list(metrics) or present
+    Found = tuple[dict[Key, list[SpanTuple]], dict[Key, int], bool, dict[Key, int]]
+    predicted: Callable[[str], Found]
+    if spans_columns:
+        plain = PredictedTable.read(scores, list(dict.fromkeys(spans_columns)))
+        keys, columns, where = plain.keys, list(plain.cells), str(plain.path)
+
+        def predicted(column: str) -> Found:
+            located, unlocated, lengths = table_spans(plain, column)
+            return located, unlocated, True, lengths
+    else:
+        table = SignedTable.read(scores)
+        chosen_store = Path(_span_store(table.sidecar, store))
+        keys, present = table.rows()
+        columns, where = list(metrics) or present, str(table.path)
+
+        def predicted(column: str) -> Found:
+            return predicted_spans(chosen_store, table.signature(column), keys)
     people = human_spans(spans, host=host)
     rows: list[SpanRow] = []
     notes: dict[str, dict[str, int]] = {}
     for column in columns:
-        signature = table.signature(column)
-        located, unlocated, any_spans, lengths = predicted_spans(Path(store), signature, keys)
+        located, unlocated, any_spans, lengths = predicted(column)
         _within_outputs(people, lengths)
         if not any_spans:
             if metrics:
@@ -333,5 +401,5 @@ def span_meta_eval(scores: str | Path, spans: str | Path, *, metrics: Sequence[s
                 "output are not counted")
     if not rows:
         raise InputError("no column of the table marks error spans (a judge such as "
-                         "judge.mqm keeps them in its scores' extra)", path=str(table.path))
+                         "judge.mqm keeps them in its scores' extra)", path=where)
     return SpansResult(str(spans), rows, notes)

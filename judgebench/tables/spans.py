@@ -64,6 +64,79 @@ class SignedTable:
         return signature
 
 
+@dataclass(frozen=True)
+class PredictedCell:
+    """One row's predicted spans as the file holds them (a list, unchecked), with where it
+    was read: `position` is the line (JSONL, CSV) or row (Parquet), named by `where`."""
+
+    spans: list[Any]
+    position: int
+    where: str
+
+
+@dataclass(frozen=True)
+class PredictedTable:
+    """A plain table of predicted spans: one row per (item, system), each `columns` cell a
+    JSON list of span objects (a list in JSONL or Parquet, its JSON text in CSV), empty
+    where the row was not judged; the `output` column, when the table has one, is the text
+    the offsets index."""
+
+    path: Path
+    keys: set[Key]
+    cells: dict[str, dict[Key, PredictedCell]]
+    outputs: dict[Key, str]
+
+    @classmethod
+    def read(cls, path: str | Path, columns: list[str]) -> PredictedTable:
+        """The table (`io.read_table`: the key unique and non-empty); an InputError naming
+        the file, line and column of a cell that is neither empty nor a JSON list."""
+        import json
+        import math
+
+        from judgebench.tables.io import file_format, read_table
+
+        path = Path(path)
+        frame = read_table(path, key=("item", "system"))
+        where = "row" if file_format(path) == "parquet" else "line"
+        lines = frame.attrs["lines"]
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise InputError(f"no such column (columns: {', '.join(map(str, frame.columns))})",
+                             path=str(path), field=missing[0])
+        keys = list(zip(frame["item"].astype("str"), frame["system"].astype("str"),
+                        strict=True))
+        raw: dict[str, list[Any]] = {c: frame[c].tolist() for c in columns}
+        if where == "row":  # Parquet: pandas makes a nullable int64 in a struct a float
+            from judgebench.tables.io import _read_parquet
+
+            arrow = _read_parquet(path)
+            raw = {c: arrow.column(c).to_pylist() for c in columns}
+        cells: dict[str, dict[Key, PredictedCell]] = {}
+        for column in columns:
+            found = cells.setdefault(column, {})
+            for position, (key, value) in enumerate(zip(keys, raw[column], strict=True)):
+                if value is None or (isinstance(value, float) and math.isnan(value)) \
+                        or value == "":
+                    continue
+                if isinstance(value, str):
+                    try:
+                        value = json.loads(value)
+                    except json.JSONDecodeError as exc:
+                        raise InputError(f"not JSON ({exc.msg}): a cell of predicted spans "
+                                         "is a JSON list of span objects", path=str(path),
+                                         **{where: lines[position]}, field=column) from None
+                if not isinstance(value, list):
+                    raise InputError(f"a cell of predicted spans is a JSON list of span "
+                                     f"objects, got {type(value).__name__}", path=str(path),
+                                     **{where: lines[position]}, field=column)
+                found[key] = PredictedCell(value, lines[position], where)
+        outputs = {}
+        if "output" in frame.columns:
+            outputs = {k: v for k, v in zip(keys, frame["output"], strict=True)
+                       if isinstance(v, str)}
+        return cls(path, set(keys), cells, outputs)
+
+
 def span_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """The numbered rows of a JSONL (or .jsonl.gz) file of people's spans, read as `score`
     reads JSONL (`io._jsonl_records`: malformed, nested too deep, an integer too long for
@@ -93,4 +166,4 @@ def _lines(path: Path) -> Iterator[str]:
                                  f"{exc.start + 1})", path=str(path), line=line_no) from None
 
 
-__all__ = ["Key", "SignedTable", "span_records"]
+__all__ = ["Key", "PredictedCell", "PredictedTable", "SignedTable", "span_records"]

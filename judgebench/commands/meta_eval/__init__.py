@@ -32,6 +32,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
               "Items (and annotators) a study needs to separate the metrics."),
     "listwise": ("judgebench.commands.meta_eval.listwise",
                  "Best-of-N judges against people's best candidates (RewardBench 2)."),
+    "reliability": ("judgebench.commands.meta_eval.reliability",
+                    "Draws of a judge or raters against themselves: ICC, flakiness, pass@k."),
 }
 DEFAULT_MODULE = "judgebench.commands.meta_eval.correlations"
 

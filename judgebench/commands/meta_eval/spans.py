@@ -22,6 +22,9 @@ EXAMPLES = examples(
      "judgebench score examples/ted-mqm-sample.jsonl -m judge.mqm:examples=false,max_errors=2 "
      "--limit 1 -o mqm.csv --store mqm.db && judgebench meta-eval spans mqm.csv "
      "examples/ted-mqm-spans.jsonl --store mqm.db --json"),
+    ("another system's spans from a plain JSONL file against people's",
+     "judgebench meta-eval spans examples/ted-mqm-predicted.jsonl "
+     "examples/ted-mqm-spans.jsonl --spans-column spans"),
 )
 
 
@@ -33,16 +36,24 @@ EXAMPLES = examples(
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="The store `score` wrote the spans to (default: the one the sidecar "
                    "names, else judgebench.db).")
+@click.option("--spans-column", "spans_columns", multiple=True, metavar="COL",
+              help="SCORES is a plain table of predicted spans (no sidecar, no store): one "
+                   "row per (item, system), COL a JSON list of span objects (start, end, "
+                   "severity: the schema judge.mqm writes); repeatable.")
 @format_options("Print the report as a JSON object.", REPORT_FORMATS)
 def command(scores: Path, human: str, metrics: tuple[str, ...], store_path: Path | None,
-            output_format: str) -> None:
+            spans_columns: tuple[str, ...], output_format: str) -> None:
     """Error spans: each span-marking judge's (judge.mqm) spans, stored when SCORES was
-    scored, against people's in HUMAN, a JSONL file (item, system, start, end, severity) or
-    a suite name: character- and span-level precision, recall and F1."""
+    scored (or in SCORES' --spans-column columns), against people's in HUMAN, a JSONL file
+    (item, system, start, end, severity) or a suite name: character- and span-level
+    precision, recall and F1."""
     from judgebench.cli import given_host
     from judgebench.render.spans import spans_report
     from judgebench.services.spans import span_meta_eval
 
+    if spans_columns and (metrics or store_path):
+        raise click.UsageError("--spans-column reads the spans from SCORES itself: "
+                               f"{'--metric' if metrics else '--store'} does not go with it")
     result = span_meta_eval(scores, human, metrics=metrics, store=store_path,
-                            host=given_host(), log=log)
+                            host=given_host(), log=log, spans_columns=spans_columns)
     echo_report(result, output_format, spans_report)
