@@ -670,11 +670,13 @@ def _text_or_missing(value: Any) -> str | None:
     return str(value)
 
 
-def _flattened(record: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
+def _flattened(record: dict[str, Any], path: Path, line: int,
+               kept: frozenset[str]) -> dict[str, Any]:
     """`record` with each nested object's fields as columns of their own, named by their
     path (`{"human": {"relevance": 4}}` -> `human.relevance`, the name `score` writes), so a
-    samples file read as a table has the columns its scores table would have."""
-    if not any(isinstance(v, dict) for v in record.values()):
+    samples file read as a table has the columns its scores table would have; the fields
+    in `kept` stay as they are."""
+    if not any(isinstance(v, dict) and k not in kept for k, v in record.items()):
         return record
     out: dict[str, Any] = {}
 
@@ -689,7 +691,10 @@ def _flattened(record: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
         out[prefix] = value
 
     for name, value in record.items():
-        put(str(name), value)
+        if name in kept:
+            out[name] = value
+        else:
+            put(str(name), value)
     return out
 
 
@@ -904,13 +909,16 @@ class LineNumbers(tuple[int, ...]):
 
 
 def read_table(
-    path: str | Path, *, key: Iterable[str] | None = KEY, text_columns: Iterable[str] = ()
+    path: str | Path, *, key: Iterable[str] | None = KEY, text_columns: Iterable[str] = (),
+    json_columns: Iterable[str] = ()
 ) -> pd.DataFrame:
     """Read a table (wide scores, leaderboard or pairwise) into a DataFrame.
 
     With `key` (default item, system) the key columns must exist, be non-empty and unique;
     pass key=None for tables keyed otherwise (e.g. a leaderboard keyed by system only).
-    Key and `text_columns` are read as text, so an id like "001" stays "001".
+    Key and `text_columns` are read as text, so an id like "001" stays "001". A JSONL
+    object is read as columns named by its path (`human.relevance`) but in `json_columns`,
+    whose cells stay as JSON gave them.
     `frame.attrs["lines"]` holds each row's line (JSONL, CSV) or row number (Parquet), for
     error messages (a `LineNumbers`).
     """
@@ -930,7 +938,8 @@ def read_table(
             frame = _read_csv(raw, path, as_text)
             lines = list(range(2, len(frame) + 2))
         else:
-            numbered = [(n, _flattened(r, path, n))
+            kept = frozenset(json_columns)
+            numbered = [(n, _flattened(r, path, n, kept))
                         for n, r in _jsonl_records(text.splitlines(), path)]
             frame = pd.DataFrame.from_records([r for _, r in numbered])
             frame.attrs["format"] = "jsonl"

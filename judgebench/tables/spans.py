@@ -96,7 +96,7 @@ class PredictedTable:
         from judgebench.tables.io import file_format, read_table
 
         path = Path(path)
-        frame = read_table(path, key=("item", "system"))
+        frame = read_table(path, key=("item", "system"), json_columns=columns)
         where = "row" if file_format(path) == "parquet" else "line"
         lines = frame.attrs["lines"]
         missing = [c for c in columns if c not in frame.columns]
