@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from judgebench.auditing.blocks import Block, Options, evaluate_block
 from judgebench.auditing.conclusions import block_sequential, sequential_applies
 from judgebench.auditing.report import MetricCard, Report
 from judgebench.auditing.sentinels import SentinelRun, compute_sentinels
+from judgebench.bias_probe import BiasProbe
 from judgebench.errors import InputError
 from judgebench.models import Sample
 from judgebench.spec import MetricSpec
@@ -409,27 +410,67 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                human: Sequence[float | None] | None, host: PluginHost,
                paraphrases: Sequence[MetricSpec] = (), judge_family: str | None = None,
                families: dict[str, str] | None = None, probes: Sequence[str] | None = None,
+               samples: Sequence[Sample] = (), seed: int = 0, confidence: float = 0.95,
+               thresholds: Mapping[str, float] | None = None,
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The bias probes in `probes` (default: all) of each judge: the pairwise ones
+    (judgebench.auditing.bias) on `pairs` for a pairwise judge, and the registered BiasProbes
+    (judgebench.auditing.bias_battery) on `pairs` or, for a judge that scores one output, on
+    `samples`. `thresholds`: a probe's verdict threshold other than its own."""
     import tempfile
 
-    from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn, run_bias
+    from judgebench.auditing import bias_battery
+    from judgebench.auditing.bias import (
+        BIAS_PROBES,
+        BiasResult,
+        center_of,
+        judge_score_fn,
+        run_bias,
+    )
+    from judgebench.auditing.probes import runner_score_fn
+    from judgebench.engine.pairwise_table import is_pointwise_metric
     from judgebench.engine.runtime import RunSettings
 
+    registered = [entry.probe for entry in host.bias_probes().values()
+                  if isinstance(entry.probe, BiasProbe)]
+    plugged = [p for p in registered if probes is None or p.name in probes]
+    builtin = [p for p in BIAS_PROBES if probes is None or p in probes]
     out: list[dict[str, Any]] = []
     for spec in judges:
         info = host.metric(spec.name).info
-        mine = [p for p in paraphrases if p.name == spec.name]
+        if is_pointwise_metric(info):
+            mine = [p for p in plugged if "pointwise" in p.modes]
+            if progress:
+                progress(f"bias probes: {spec.column} on {len(samples)} samples")
+            found = bias_battery.pointwise(
+                samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
+                higher_is_better=info.higher_is_better, seed=seed, confidence=confidence,
+                thresholds=thresholds)
+            found += [BiasResult(spec.column, name, "skipped", None, 0,
+                                   "skipped: it probes a judge that compares two outputs")
+                        for name in [*builtin, *(p.name for p in plugged if p not in mine)]
+                        if probes is not None and name not in {p.name for p in mine}]
+            out += [r.to_dict() for r in found]
+            continue
+        center = center_of(info.value_range)
+        same = [p for p in paraphrases if p.name == spec.name]
         if progress:
             progress(f"bias probes: {spec.column} on {len(pairs)} pairs")
-        with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
-            results = run_bias(
-                pairs, judge_score_fn(spec, host), judge=spec.column,
-                center=center_of(info.value_range),
-                rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
-                paraphrases={p.column: judge_score_fn(p, host) for p in mine},
-                paraphrase_centers={p.column: center_of(host.metric(p.name).info.value_range)
-                                    for p in mine},
-                human=human, judge_family=judge_family, families=families,
-                probes=probes or BIAS_PROBES, warn=progress)
+        results: list[BiasResult] = []
+        if builtin:
+            with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
+                results = run_bias(
+                    pairs, judge_score_fn(spec, host), judge=spec.column, center=center,
+                    rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
+                    paraphrases={p.column: judge_score_fn(p, host) for p in same},
+                    paraphrase_centers={
+                        p.column: center_of(host.metric(p.name).info.value_range)
+                        for p in same},
+                    human=human, judge_family=judge_family, families=families,
+                    probes=builtin, warn=progress)
+        results += bias_battery.pairwise(
+            pairs, judge_score_fn(spec, host),
+            probes=[p for p in plugged if "pairwise" in p.modes], judge=spec.column,
+            center=center, seed=seed, confidence=confidence, thresholds=thresholds)
         out += [r.to_dict() for r in results]
     return out
