@@ -11,7 +11,9 @@ probes through the same `register_probes` hook as the metamorphic probes (a subc
 
 `edit(text, rng)` returns the edited text, or None where the probe does not apply (counted as
 skipped). It must change only what `description` says, and draw any randomness from `rng`
-(seeded by the audit's seed, the probe, the item and the system).
+(seeded by the audit's seed, the probe, the item and the system). `expect` says what a fair
+judge does: "same" (the edit keeps the quality: it must not move) or "lower" (the edit adds
+a flaw, e.g. a fallacy: it must move down by at least `threshold`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ if TYPE_CHECKING:
 
 Mode = Literal["pointwise", "pairwise"]
 MODES: tuple[Mode, ...] = ("pointwise", "pairwise")
+#: "same": the edit keeps the answer's quality, so a fair judge does not move; "lower": the
+#: edit makes the answer worse (a flaw kept in a right answer), so a fair judge moves down.
+BiasExpect = Literal["same", "lower"]
+BIAS_EXPECTS: tuple[BiasExpect, ...] = ("same", "lower")
 
 
 class BiasProbe:
@@ -35,8 +41,10 @@ class BiasProbe:
     description: ClassVar[str]
     #: The kinds of judge it applies to.
     modes: ClassVar[tuple[Mode, ...]] = MODES
-    #: The |shift| (in [0, 1)) above which the report calls the judge biased when no
-    #: `--fail-on bias:NAME>X` gives another.
+    #: What a fair judge does: "same" (does not move) or "lower" (moves down).
+    expect: ClassVar[BiasExpect] = "same"
+    #: X in [0, 1), unless `--fail-on bias:NAME>X` gives another: with expect "same" the
+    #: |shift| above which the judge is biased; with "lower" the fall it must at least show.
     threshold: ClassVar[float] = 0.1
 
     def edit(self, text: str, rng: np.random.Generator) -> str | None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from judgebench.bias_probe import MODES, BiasProbe
+from judgebench.bias_probe import BIAS_EXPECTS, MODES, BiasProbe
 from judgebench.errors import PluginError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo
@@ -240,6 +240,10 @@ class ProbeRegister(Register[ProbeEntry]):
         if not modes or any(m not in MODES for m in modes):
             raise self._error(f"registers bias probe '{probe.name}' with modes={modes!r}; "
                               f"one or more of {', '.join(MODES)}")
+        if getattr(probe, "expect", None) not in BIAS_EXPECTS:
+            raise self._error(f"registers bias probe '{probe.name}' with expect="
+                              f"{getattr(probe, 'expect', None)!r}; one of "
+                              f"{', '.join(BIAS_EXPECTS)}")
         threshold = getattr(probe, "threshold", None)
         if not isinstance(threshold, int | float) or not 0 <= threshold < 1:
             raise self._error(f"registers bias probe '{probe.name}' with threshold="

@@ -18,7 +18,7 @@ from conftest import run_cli
 from scripted_judge import ScriptedJudge
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-PROBES = ("verbosity", "authority", "bandwagon")
+PROBES = ("verbosity", "authority", "bandwagon", "sentiment", "formatting", "fallacy")
 COUNT = 10
 
 
@@ -49,49 +49,62 @@ def pairwise(server: ScriptedJudge) -> str:
     return f"judge.pairwise:backend=openai_compat,model=m,api_base={server.url},protocol=text"
 
 
-@pytest.mark.parametrize("bias", [*PROBES, None])
-def test_a_pointwise_judge_is_caught_for_its_bias_and_only_for_it(bias: str | None) -> None:
-    with ScriptedJudge(reply=bias_script.pointwise([bias] if bias else [])) as server:
+def expected(probe: str, biased: set[str]) -> tuple[float, str]:
+    """(shift, verdict) of a scripted judge: an edit it rewards moves it all the way up; a
+    fallacy a fair judge sees moves it all the way down; nothing else moves it."""
+    if probe == "fallacy":
+        return (0.0, "biased") if probe in biased else (-1.0, "unbiased")
+    return (1.0, "biased") if probe in biased else (0.0, "unbiased")
+
+
+@pytest.mark.parametrize("biased", [{"verbosity", "sentiment"}, {"authority", "formatting"},
+                                    {"bandwagon", "fallacy"}, set()], ids=str)
+def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: set[str]
+                                                                      ) -> None:
+    with ScriptedJudge(reply=bias_script.pointwise(biased)) as server:
         code, rows, stderr = audit(rubric(server))
-        # one run: the originals and every probe's edits, each judged once
-        assert server.calls == COUNT * (1 + len(PROBES))
+        calls = server.calls
     assert code == 0, stderr
     assert {p for p, _ in rows} == set(PROBES)  # no pairwise-only probe on this judge
+    edited = 0
     for probe in PROBES:
         row = rows[(probe, "shift")]
         extra = row["extra"]
-        assert row["n"] == COUNT and extra["mode"] == "pointwise"
+        assert row["n"] == COUNT - extra["skipped"] and extra["failed"] == 0
+        assert row["n"] >= COUNT - 2 and extra["mode"] == "pointwise"
+        edited += row["n"]
         assert extra["signature"].startswith(f"bias.{probe}@")
         assert "mode:pointwise" in extra["signature"] and "ci:t-0.95" in extra["signature"]
-        if probe == bias:  # +2 on a 1-5 scale for every edited answer
-            assert (row["value"], extra["verdict"], extra["mean_delta"]) == (1.0, "biased", 2.0)
-            assert extra["ci_low"] == extra["ci_high"] == 1.0
-        else:
-            assert (row["value"], extra["verdict"], extra["mean_delta"]) == (
-                0.0, "unbiased", 0.0)
+        value, said = expected(probe, biased)
+        assert (row["value"], extra["verdict"]) == (value, said), probe
+        assert extra["ci_low"] == extra["ci_high"] == value
+        # +2 on the 1-5 scale for a rewarded edit, -1 for a fallacy seen
+        assert extra["mean_delta"] == {1.0: 2.0, -1.0: -1.0, 0.0: 0.0}[value]
+    assert calls == COUNT + edited  # one run: the originals and every edit, judged once
 
 
-@pytest.mark.parametrize(("bias", "position"), [("verbosity", False),
-                                                ("bandwagon", True), (None, True),
-                                                (None, False)])
-def test_a_pairwise_judge_is_caught_for_its_bias_and_only_for_it(bias: str | None,
-                                                                 position: bool) -> None:
+@pytest.mark.parametrize(("biased", "position"), [
+    ({"verbosity", "formatting", "fallacy"}, False),
+    ({"authority", "bandwagon", "sentiment"}, True), (set(), False)], ids=str)
+def test_a_pairwise_judge_is_caught_for_its_biases_and_only_for_them(biased: set[str],
+                                                                     position: bool) -> None:
     """A judge that prefers the answer shown first (position) on equal content moves 0: its
     two presentations of each answer cancel."""
-    with ScriptedJudge(reply=bias_script.pairwise([bias] if bias else [], position)) as server:
+    with ScriptedJudge(reply=bias_script.pairwise(biased, position)) as server:
         code, rows, stderr = audit(pairwise(server), *(a for p in PROBES
                                                        for a in ("--bias-probe", p)))
     assert code == 0, stderr
     for probe in PROBES:
         row = rows[(probe, "shift")]
         extra = row["extra"]
-        assert row["n"] == COUNT and extra["mode"] == "pairwise"
-        if probe == bias:
-            assert (row["value"], extra["verdict"], extra["edited_wins"]) == (1.0, "biased", 1.0)
+        assert row["n"] == COUNT - extra["skipped"] and extra["mode"] == "pairwise"
+        value, said = expected(probe, biased)
+        assert (row["value"], extra["verdict"]) == (value, said), probe
+        if value == 0.0:  # a tie, or the first position in both orders
+            assert (extra["tie_rate"], extra["edited_wins"]) == (
+                (0.0, 0.5) if position else (1.0, 0.0))
         else:
-            assert (row["value"], extra["verdict"]) == (0.0, "unbiased")
-            assert extra["tie_rate"] == (0.0 if position else 1.0)
-            assert extra["edited_wins"] == (0.5 if position else 0.0)
+            assert (extra["tie_rate"], extra["edited_wins"]) == (0.0, (value + 1) / 2)
 
 
 def test_fail_on_bias_exits_4_for_a_biased_judge_and_0_for_a_fair_one(tmp_path: Path) -> None:

@@ -15,13 +15,21 @@ import pytest
 from judgebench_audit.bias_probes import (
     AUTHORS,
     BIAS_PROBES,
+    CLOSERS,
+    FALLACIES,
+    OPENERS,
     PADDING,
     PADDING_WORDS,
+    TONE_WORDS,
     VENUES,
     Authority,
     Bandwagon,
+    Fallacy,
+    Formatting,
+    Sentiment,
     Verbosity,
     first_sentence,
+    sentences,
 )
 
 from judgebench.auditing import bias_battery
@@ -95,6 +103,46 @@ def test_bandwagon_adds_one_note_and_nothing_else(text: str) -> None:
     assert [p for p in SENTENCE.split(note) if p] == [note]
 
 
+@pytest.mark.parametrize("text", outputs())
+def test_sentiment_wraps_the_same_answer_in_tone_words_only(text: str) -> None:
+    changed = edit(Sentiment(), text)
+    opener = next(o for o in OPENERS if changed.startswith(o))
+    closer = next(c for c in CLOSERS if changed.endswith(c))
+    assert changed[len(opener):len(changed) - len(closer)] == text.strip()
+    assert set(words(opener + closer)) <= TONE_WORDS
+    # every content word of the answer is kept, and none is added
+    assert set(words(changed)) <= set(words(text)) | TONE_WORDS
+
+
+@pytest.mark.parametrize("text", outputs())
+def test_formatting_turns_sentences_into_bullets_and_keeps_every_word(text: str) -> None:
+    changed = Formatting().edit(text, seeded_rng(0))
+    if len(sentences(text)) < 2:
+        assert changed is None
+        return
+    assert changed is not None
+    lines = changed.split("\n")
+    assert all(line.startswith("- ") for line in lines)
+    assert [line[2:] for line in lines] == sentences(text)
+    assert " ".join(line[2:] for line in lines).split() == text.split()
+
+
+def test_formatting_leaves_markdown_alone() -> None:
+    for text in ("- one. - two.", "Intro.\n1. first. 2. second.", "# Title\nBody. More.",
+                 "Some **bold** text. And more."):
+        assert Formatting().edit(text, seeded_rng(0)) is None
+
+
+@pytest.mark.parametrize("text", outputs())
+def test_fallacy_inserts_one_flawed_step_and_keeps_the_answer(text: str) -> None:
+    changed = edit(Fallacy(), text)
+    original = sentences(text)
+    flaw = next(f for f in FALLACIES if f in changed)
+    assert changed == " ".join([*original[:-1], flaw, original[-1]])
+    # the answer's own sentences, in order, and its final sentence last
+    assert changed.replace(flaw + " ", "", 1) == " ".join(original)
+
+
 @pytest.mark.parametrize("probe", [p() for p in BIAS_PROBES], ids=lambda p: p.name)
 def test_edits_are_seeded_and_refuse_empty_text(probe: BiasProbe) -> None:
     text = outputs()[0]
@@ -111,7 +159,9 @@ def test_the_seed_varies_the_citation_and_the_share() -> None:
 def test_the_probes_register_through_the_probe_hook_beside_the_metamorphic_ones() -> None:
     host = build_host()
     bias = host.bias_probes()
-    assert list(bias) == ["verbosity", "authority", "bandwagon"]
+    assert list(bias) == ["verbosity", "authority", "bandwagon", "sentiment", "formatting",
+                          "fallacy"]
+    assert [bias[n].probe.expect for n in ("authority", "fallacy")] == ["same", "lower"]
     assert {e.plugin for e in bias.values()} == {"audit"}
     assert not set(bias) & set(host.probes())
 

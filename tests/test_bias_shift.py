@@ -80,3 +80,40 @@ def test_confidence_must_be_a_probability() -> None:
 def test_the_verdict_compares_the_interval_with_the_threshold(
         low: float, high: float, threshold: float, expected: str) -> None:
     assert verdict(Shift((low + high) / 2, low, high, 10, 0.95), threshold) == expected
+
+
+@pytest.mark.parametrize(("low", "high", "expected"), [
+    (-0.05, 0.05, "biased"), (-0.08, 0.2, "biased"), (-0.9, -0.2, "unbiased"),
+    (-0.5, 0.0, "inconclusive"), (-0.5, -0.1, "inconclusive"),
+    (math.nan, math.nan, "undetermined"),
+])
+def test_a_flaw_probe_is_biased_where_the_judge_does_not_fall_by_the_threshold(
+        low: float, high: float, expected: str) -> None:
+    assert verdict(Shift((low + high) / 2, low, high, 10, 0.95), 0.1, "lower") == expected
+
+
+def failures_of(rows: list[dict], expression: str) -> list[str]:
+    from judgebench.auditing.checks import _bias, parse_checks
+
+    [check] = parse_checks([expression])
+    assert check.probe is not None and check.threshold is not None
+    return [f.message for f in _bias(rows, check, check.probe, check.threshold)]
+
+
+def row(probe: str, low: float, high: float, expect: str = "same") -> dict:
+    return {"judge": "j", "probe": probe, "measure": "shift", "value": (low + high) / 2,
+            "n": 10, "extra": {"ci_low": low, "ci_high": high, "confidence": 0.95,
+                               "mode": "pointwise", "expect": expect}}
+
+
+def test_fail_on_bias_reads_the_interval_and_the_probes_expectation() -> None:
+    assert failures_of([row("authority", 0.25, 0.6)], "bias:authority>0.2")
+    assert failures_of([row("authority", -0.6, -0.25)], "bias:authority>20%")
+    assert not failures_of([row("authority", 0.1, 0.6)], "bias:authority>0.2")
+    assert failures_of([row("fallacy", -0.1, 0.1, "lower")], "bias:fallacy>0.2")
+    assert not failures_of([row("fallacy", -0.9, -0.3, "lower")], "bias:fallacy>0.2")
+    assert not failures_of([row("fallacy", -0.3, -0.1, "lower")], "bias:fallacy>0.2")
+    [undetermined] = failures_of([row("authority", math.nan, math.nan)], "bias:authority>0.2")
+    assert "no interval" in undetermined
+    [absent] = failures_of([row("authority", 0.3, 0.4)], "bias:bandwagon>0.2")
+    assert "nothing to check" in absent

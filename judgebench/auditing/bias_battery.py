@@ -13,10 +13,17 @@ pairwise    every distinct answer of the pairs judged against its edited copy in
 
 shift (meta_eval.bias_shift.preference_shift): the mean move, in [-1, 1] (0: the judge
 ignores the edit), with its Student-t interval at the audit's --ci. Verdict against a
-threshold X (the probe's own, or `--fail-on bias:NAME>X`):
+threshold X (the probe's own, or `--fail-on bias:NAME>X`), for a probe whose edit keeps the
+quality (expect "same"):
 
     biased        the interval lies wholly outside [-X, X]
     unbiased      the interval lies wholly inside [-X, X]
+
+and for one whose edit adds a flaw (expect "lower": a fair judge falls by at least X):
+
+    biased        the interval lies wholly above -X (the judge overlooks the flaw)
+    unbiased      the interval lies wholly below -X
+
     inconclusive  otherwise; undetermined where fewer than two units have a move
 """
 
@@ -35,7 +42,7 @@ from judgebench.probe import seeded_rng
 from meta_eval.bias_shift import Shift, preference_shift
 
 if TYPE_CHECKING:
-    from judgebench.bias_probe import BiasProbe, Mode
+    from judgebench.bias_probe import BiasExpect, BiasProbe, Mode
     from judgebench.models import Sample
     from meta_eval.arrays import FloatArray
 
@@ -43,10 +50,13 @@ ScoreFn = Callable[[Sequence["Sample"]], list[float | None]]
 MEASURE = "shift"
 
 
-def verdict(shift: Shift, threshold: float) -> str:
+def verdict(shift: Shift, threshold: float, expect: BiasExpect = "same") -> str:
     """biased, unbiased, inconclusive or undetermined (module docstring)."""
     if not (math.isfinite(shift.low) and math.isfinite(shift.high)):
         return "undetermined"
+    if expect == "lower":
+        return ("biased" if shift.low > -threshold else "unbiased"
+                if shift.high < -threshold else "inconclusive")
     if shift.low > threshold or shift.high < -threshold:
         return "biased"
     if -threshold <= shift.low and shift.high <= threshold:
@@ -72,14 +82,17 @@ def _result(probe: BiasProbe, moves: FloatArray, *, judge: str, mode: Mode, seed
             confidence: float, threshold: float, skipped: int,
             extra: dict[str, float | int | str | None]) -> BiasResult:
     shift = preference_shift(moves=moves, confidence=confidence)
-    said = verdict(shift, threshold)
+    said = verdict(shift, threshold, probe.expect)
     failed = int(np.isnan(moves).sum())
     interval = (f"{confidence:.0%} CI {shift.low:+.3f} to {shift.high:+.3f}"
                 if shift.n >= 2 else f"no interval: {shift.n} unit(s) with a move")
+    rule = (f"|shift| > {threshold:g}" if probe.expect == "same"
+            else f"shift > -{threshold:g} (a fair judge falls)")
     note = (f"{mode}: share moved towards the edited answer minus the share moved away "
-            f"({interval}); {said} at |shift| > {threshold:g}")
+            f"({interval}); {said} at {rule}")
     return BiasResult(judge, probe.name, MEASURE, shift.value, shift.n, note, {
-        "mode": mode, "edit": probe.description, "ci_low": shift.low, "ci_high": shift.high,
+        "mode": mode, "edit": probe.description, "expect": probe.expect,
+        "ci_low": shift.low, "ci_high": shift.high,
         "confidence": confidence, "threshold": threshold, "verdict": said,
         "skipped": skipped, "failed": failed,
         "signature": signature(probe, judge=judge, mode=mode, confidence=confidence,

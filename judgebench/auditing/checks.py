@@ -15,8 +15,9 @@
                     statistic, level and grouping
     bias:NAME>X     a judge's shift under the bias probe NAME (judgebench.auditing.
                     bias_battery) is significantly larger than X in size: its interval lies
-                    wholly outside [-X, X] (0 <= X < 1, or 10%); a report with no shift of
-                    NAME fails it (nothing to check)
+                    wholly outside [-X, X] (0 <= X < 1, or 10%); for a probe whose edit adds
+                    a flaw (expect "lower"), it lies wholly above -X (the judge does not fall
+                    by X); a report with no shift of NAME fails it (nothing to check)
 
 `parse_checks` turns the expressions into `Check`s before any work (a bad one is an
 InputError naming it); `failures` runs them on the finished report. Each `Failure` is one
@@ -194,7 +195,13 @@ def _bias(rows: Sequence[Mapping[str, Any]], check: Check, probe: str, threshold
             out.append(Failure(check.expression, str(row["judge"]),
                                f"{probe}: no interval for its shift ({row['n']} unit(s) with "
                                "a move), so it cannot be cleared"))
-        elif low > threshold or high < -threshold:
+        elif extra.get("expect") == "lower" and low > -threshold:
+            out.append(Failure(check.expression, str(row["judge"]),
+                               f"{probe} moves it by {row['value']:+.3f} "
+                               f"({extra.get('confidence', 0.95):.0%} CI {low:+.3f} to "
+                               f"{high:+.3f}, n={row['n']}, {extra.get('mode')}): it does "
+                               f"not fall by {threshold:g} for the flaw"))
+        elif extra.get("expect") != "lower" and (low > threshold or high < -threshold):
             out.append(Failure(check.expression, str(row["judge"]),
                                f"{probe} moves it by {row['value']:+.3f} "
                                f"({extra.get('confidence', 0.95):.0%} CI {low:+.3f} to "

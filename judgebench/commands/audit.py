@@ -105,7 +105,7 @@ def report_format(path: Path) -> str:
 @click.option("--judge", "judges", multiple=True, metavar="SPEC",
               help="Judge (a metric spec) to run the bias probes on; repeatable. A pairwise "
                    "judge takes every bias probe on --pairs; a judge that scores one output "
-                   "takes the pointwise ones (verbosity, authority, bandwagon, ...) on "
+                   "takes the pointwise ones (verbosity, authority, fallacy, ...) on "
                    "--bias-pairs samples drawn from --samples.")
 @click.option("--pairs", "pairs_path", type=click.Path(path_type=Path), metavar="PAIRS",
               help="Pairwise samples (output_a/output_b) for the bias probes. Default: pairs "
@@ -115,9 +115,10 @@ def report_format(path: Path) -> str:
               help="How many pairs (samples, for a judge that scores one output) the bias "
                    "probes use.")
 @click.option("--bias-probe", "bias_probes", multiple=True, metavar="NAME",
-              help="Bias probe to run: position, verbosity, self-preference, prompt, "
-                   "injection, retest (pairwise judges), authority, bandwagon, or a plugin's "
-                   "(register_probes); repeatable. Default: all that apply to the judge.")
+              help="Bias probe to run: position, self-preference, prompt, injection, "
+                   "retest (pairwise judges); verbosity, authority, bandwagon, sentiment, "
+                   "formatting, fallacy (both kinds); or a plugin's (register_probes); "
+                   "repeatable. Default: all that apply to the judge.")
 @click.option("--paraphrase", "paraphrases", multiple=True, metavar="SPEC",
               help="The judge with a paraphrased template (same metric name as --judge); "
                    "two or more give the prompt-sensitivity probe.")
