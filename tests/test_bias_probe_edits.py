@@ -205,6 +205,7 @@ def test_the_pairwise_battery_judges_each_answer_against_its_edit_in_both_orders
     assert NOTE.search(first.output_a or "")
     assert first.input == second.input == "q"
     assert (result.value, result.n, result.extra["verdict"]) == (0.0, 1, "undetermined")
+    assert result.extra["ci_low"] is None and result.extra["ci_high"] is None  # not NaN
 
 
 @pytest.mark.parametrize("higher", [True, False])

@@ -92,11 +92,16 @@ def _result(probe: BiasProbe, moves: FloatArray, *, judge: str, mode: Mode, seed
             f"({interval}); {said} at {rule}")
     return BiasResult(judge, probe.name, MEASURE, shift.value, shift.n, note, {
         "mode": mode, "edit": probe.description, "expect": probe.expect,
-        "ci_low": shift.low, "ci_high": shift.high,
+        "ci_low": _finite(shift.low), "ci_high": _finite(shift.high),
         "confidence": confidence, "threshold": threshold, "verdict": said,
         "skipped": skipped, "failed": failed,
         "signature": signature(probe, judge=judge, mode=mode, confidence=confidence,
                                seed=seed), **extra})
+
+
+def _finite(value: float) -> float | None:
+    """None for NaN (JSON has no NaN)."""
+    return value if math.isfinite(value) else None
 
 
 def pointwise(samples: Sequence[Sample], score: ScoreFn, *, probes: Sequence[BiasProbe],
