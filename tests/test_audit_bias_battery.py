@@ -139,3 +139,15 @@ def test_bad_bias_options_are_refused_before_any_work(args: tuple[str, ...], fie
         assert server.calls == 0
     assert code == 2, stderr
     assert f"field '{field}'" in stderr and words in stderr and "audit:" not in stderr
+
+
+def test_a_pairwise_only_probe_asked_of_a_pointwise_judge_is_a_skipped_row() -> None:
+    with ScriptedJudge(reply=bias_script.pointwise([])) as server:
+        code, rows, stderr = audit(rubric(server), "--bias-probe", "position",
+                                   "--bias-probe", "authority")
+        assert server.calls == 2 * COUNT  # the originals and the authority edits only
+    assert code == 0, stderr
+    assert set(rows) == {("position", "skipped"), ("authority", "shift")}
+    skipped = rows[("position", "skipped")]
+    assert skipped["value"] is None and skipped["n"] == 0
+    assert skipped["note"] == "skipped: it probes a judge that compares two outputs"

@@ -38,6 +38,7 @@ from meta_eval.task import Task, TaskSet
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.auditing.bias import BiasResult
     from judgebench.plugins import PluginHost
     from judgebench.tables.prepared import PreparedTable
     from meta_eval.arrays import FloatArray
@@ -416,20 +417,12 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
     """The bias probes in `probes` (default: all) of each judge: the pairwise ones
     (judgebench.auditing.bias) on `pairs` for a pairwise judge, and the registered BiasProbes
     (judgebench.auditing.bias_battery) on `pairs` or, for a judge that scores one output, on
-    `samples`. `thresholds`: a probe's verdict threshold other than its own."""
-    import tempfile
-
+    `samples`. `thresholds`: a probe's verdict threshold other than its own. A probe asked
+    by name that does not apply to a judge gets a "skipped" row saying so."""
     from judgebench.auditing import bias_battery
-    from judgebench.auditing.bias import (
-        BIAS_PROBES,
-        BiasResult,
-        center_of,
-        judge_score_fn,
-        run_bias,
-    )
+    from judgebench.auditing.bias import BIAS_PROBES, BiasResult, center_of, judge_score_fn
     from judgebench.auditing.probes import runner_score_fn
     from judgebench.engine.pairwise_table import is_pointwise_metric
-    from judgebench.engine.runtime import RunSettings
 
     registered = [entry.probe for entry in host.bias_probes().values()
                   if isinstance(entry.probe, BiasProbe)]
@@ -438,39 +431,55 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
     out: list[dict[str, Any]] = []
     for spec in judges:
         info = host.metric(spec.name).info
-        if is_pointwise_metric(info):
-            mine = [p for p in plugged if "pointwise" in p.modes]
-            if progress:
-                progress(f"bias probes: {spec.column} on {len(samples)} samples")
-            found = bias_battery.pointwise(
+        pointwise = is_pointwise_metric(info)
+        mine = [p for p in plugged if ("pointwise" if pointwise else "pairwise") in p.modes]
+        if progress:
+            progress(f"bias probes: {spec.column} on "
+                     f"{f'{len(samples)} samples' if pointwise else f'{len(pairs)} pairs'}")
+        if pointwise:
+            results = bias_battery.pointwise(
                 samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
                 higher_is_better=info.higher_is_better, seed=seed, confidence=confidence,
                 thresholds=thresholds)
-            found += [BiasResult(spec.column, name, "skipped", None, 0,
-                                   "skipped: it probes a judge that compares two outputs")
-                        for name in [*builtin, *(p.name for p in plugged if p not in mine)]
-                        if probes is not None and name not in {p.name for p in mine}]
-            out += [r.to_dict() for r in found]
-            continue
-        center = center_of(info.value_range)
-        same = [p for p in paraphrases if p.name == spec.name]
-        if progress:
-            progress(f"bias probes: {spec.column} on {len(pairs)} pairs")
-        results: list[BiasResult] = []
-        if builtin:
-            with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
-                results = run_bias(
-                    pairs, judge_score_fn(spec, host), judge=spec.column, center=center,
-                    rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
-                    paraphrases={p.column: judge_score_fn(p, host) for p in same},
-                    paraphrase_centers={
-                        p.column: center_of(host.metric(p.name).info.value_range)
-                        for p in same},
-                    human=human, judge_family=judge_family, families=families,
-                    probes=builtin, warn=progress)
-        results += bias_battery.pairwise(
-            pairs, judge_score_fn(spec, host),
-            probes=[p for p in plugged if "pairwise" in p.modes], judge=spec.column,
-            center=center, seed=seed, confidence=confidence, thresholds=thresholds)
+        else:
+            results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
+                                     human=human, judge_family=judge_family,
+                                     families=families, progress=progress)
+            results += bias_battery.pairwise(
+                pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
+                center=center_of(info.value_range), seed=seed, confidence=confidence,
+                thresholds=thresholds)
+        kind = "compares two outputs" if pointwise else "scores one output"
+        results += [BiasResult(spec.column, name, "skipped", None, 0,
+                               f"skipped: it probes a judge that {kind}")
+                    for name in [*(builtin if pointwise else ()),
+                                 *(p.name for p in plugged if p not in mine)]
+                    if probes is not None]
         out += [r.to_dict() for r in results]
     return out
+
+
+def _pairwise_bias(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *,
+                   builtin: Sequence[str], paraphrases: Sequence[MetricSpec],
+                   human: Sequence[float | None] | None, judge_family: str | None,
+                   families: dict[str, str] | None,
+                   progress: Callable[[str], None] | None) -> list[BiasResult]:
+    """The pairwise-only probes (judgebench.auditing.bias) in `builtin` of one judge."""
+    import tempfile
+
+    from judgebench.auditing.bias import center_of, judge_score_fn, run_bias
+    from judgebench.engine.runtime import RunSettings
+
+    if not builtin:
+        return []
+    same = [p for p in paraphrases if p.name == spec.name]
+    with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
+        return run_bias(
+            pairs, judge_score_fn(spec, host),
+            judge=spec.column, center=center_of(host.metric(spec.name).info.value_range),
+            rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
+            paraphrases={p.column: judge_score_fn(p, host) for p in same},
+            paraphrase_centers={p.column: center_of(host.metric(p.name).info.value_range)
+                                for p in same},
+            human=human, judge_family=judge_family, families=families, probes=builtin,
+            warn=progress)
