@@ -65,7 +65,9 @@ def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: se
         code, rows, stderr = audit(rubric(server))
         calls = server.calls
     assert code == 0, stderr
-    assert {p for p, _ in rows} == set(PROBES)  # no pairwise-only probe on this judge
+    # no pairwise-only probe on this judge; self-preference without families says why not
+    assert {p for p, _ in rows} == {*PROBES, "self-preference"}
+    assert rows[("self-preference", "shift")]["note"].startswith("skipped: give the judge's")
     edited = 0
     for probe in PROBES:
         row = rows[(probe, "shift")]
@@ -151,3 +153,4 @@ def test_a_pairwise_only_probe_asked_of_a_pointwise_judge_is_a_skipped_row() -> 
     skipped = rows[("position", "skipped")]
     assert skipped["value"] is None and skipped["n"] == 0
     assert skipped["note"] == "skipped: it probes a judge that compares two outputs"
+

@@ -117,3 +117,45 @@ def test_fail_on_bias_reads_the_interval_and_the_probes_expectation() -> None:
     assert "no interval" in undetermined
     [absent] = failures_of([row("authority", 0.3, 0.4)], "bias:bandwagon>0.2")
     assert "nothing to check" in absent
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_self_preference_shift_is_a_direct_computation(seed: int) -> None:
+    """Random judges and people with ties, missing scores and huge magnitudes: the mean of
+    (sign(judge own - other) - sign(people own - other)) / 2 over every (own, other) pair of
+    an item, and scipy's t interval of those moves."""
+    from judgebench.auditing.bias_battery import self_preference
+    from judgebench.models import Sample
+
+    rng = np.random.default_rng(seed)
+    systems = [f"s{k}" for k in range(6)]
+    families = {s: ("mine" if k < 2 else "theirs") for k, s in enumerate(systems[:5])}
+    samples = [Sample(item=f"i{i}", system=s, output=f"answer {i} {s}")
+               for i in range(8) for s in systems]
+    scale = float(rng.choice([1.0, 1e300]))
+    judge = {s.output: (None if rng.random() < 0.1 else scale * float(rng.integers(1, 4)))
+             for s in samples}
+    human = {(s.item, s.system or ""): (math.nan if rng.random() < 0.1
+                                        else float(rng.integers(1, 4))) for s in samples}
+    result = self_preference(samples, lambda b: [judge[s.output or ""] for s in b],
+                             judge="j", judge_family="mine", families=families, human=human,
+                             higher_is_better=bool(seed % 2), count=10_000, seed=seed,
+                             confidence=0.9)
+    sign = 1.0 if seed % 2 else -1.0
+    moves = []
+    for i in range(8):
+        own = [s for s in samples if s.item == f"i{i}" and families.get(s.system or "") == "mine"]
+        other = [s for s in samples
+                 if s.item == f"i{i}" and families.get(s.system or "") == "theirs"]
+        for a in own:
+            for b in other:
+                ha, hb = human[(a.item, a.system or "")], human[(b.item, b.system or "")]
+                ja, jb = judge[a.output or ""], judge[b.output or ""]
+                if math.isnan(ha) or math.isnan(hb) or ja is None or jb is None:
+                    continue
+                moves.append((np.sign(sign * (ja - jb)) - np.sign(ha - hb)) / 2)
+    assert result.n == len(moves)
+    assert result.value == pytest.approx(float(np.mean(moves)), abs=1e-12)
+    low, high = scipy_interval(np.asarray(moves), 0.9)
+    assert (result.extra["ci_low"], result.extra["ci_high"]) == pytest.approx((low, high),
+                                                                              abs=1e-10)

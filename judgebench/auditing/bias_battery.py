@@ -25,6 +25,13 @@ and for one whose edit adds a flaw (expect "lower": a fair judge falls by at lea
     unbiased      the interval lies wholly below -X
 
     inconclusive  otherwise; undetermined where fewer than two units have a move
+
+self-preference (pointwise; after Panickssery et al. 2024, "LLM Evaluators Recognize and
+Favor Their Own Generations"): over pairs of outputs on one item, one of the judge's model
+family and one of another, the move is (sign(judge own - judge other) - sign(people own -
+people other)) / 2: +1 where the judge prefers its family's output against people, 0 where it
+agrees with them; the shift and verdict are as above (the pairs of one item share outputs, so
+the interval treats them as independent).
 """
 
 from __future__ import annotations
@@ -64,7 +71,7 @@ def verdict(shift: Shift, threshold: float, expect: BiasExpect = "same") -> str:
     return "inconclusive"
 
 
-def signature(probe: BiasProbe, *, judge: str, mode: Mode, confidence: float,
+def signature(probe: BiasProbe | _SelfPreference, *, judge: str, mode: Mode, confidence: float,
               seed: int) -> str:
     from judgebench._version import __version__
 
@@ -78,8 +85,8 @@ def _edited(probe: BiasProbe, text: str | None, seed: int, item: str, system: st
     return changed if changed and changed.strip() and changed != text else None
 
 
-def _result(probe: BiasProbe, moves: FloatArray, *, judge: str, mode: Mode, seed: int,
-            confidence: float, threshold: float, skipped: int,
+def _result(probe: BiasProbe | _SelfPreference, moves: FloatArray, *, judge: str,
+            mode: Mode, seed: int, confidence: float, threshold: float, skipped: int,
             extra: dict[str, float | int | str | None]) -> BiasResult:
     shift = preference_shift(moves=moves, confidence=confidence)
     said = verdict(shift, threshold, probe.expect)
@@ -210,3 +217,68 @@ def bias_samples(samples: Sequence[Sample], *, count: int, seed: int) -> list[Sa
         return usable
     picks = seeded_rng(seed, "bias-samples").choice(len(usable), count, replace=False)
     return [usable[i] for i in sorted(int(i) for i in picks)]
+
+
+def self_preference(samples: Sequence[Sample], score: ScoreFn, *, judge: str,
+                    judge_family: str | None, families: Mapping[str, str],
+                    human: Mapping[tuple[str, str], float], higher_is_better: bool,
+                    count: int, seed: int, confidence: float, threshold: float = 0.1
+                    ) -> BiasResult:
+    """The pointwise self-preference shift (module docstring) over `count` seeded (own,
+    other) pairs of `samples` with people's scores `human[(item, system)]`."""
+    if not judge_family or not families:
+        return BiasResult(judge, "self-preference", MEASURE, None, 0,
+                          "skipped: give the judge's model family and the systems' "
+                          "(--judge-family, --system-family SYSTEM=FAMILY)")
+    pairs = _own_pairs(samples, judge_family, families, human)
+    if not pairs:
+        return BiasResult(judge, "self-preference", MEASURE, None, 0,
+                          f"skipped: no item has an output of family '{judge_family}' and "
+                          "one of another, both with people's scores")
+    if len(pairs) > count:
+        pick = seeded_rng(seed, "bias", "self-preference").choice(len(pairs), count,
+                                                                  replace=False)
+        pairs = [pairs[int(i)] for i in sorted(pick)]
+    scored = sorted({k for pair in pairs for k in pair})
+    sign = 1.0 if higher_is_better else -1.0
+    values = dict(zip(scored, (np.nan if v is None else sign * v
+                               for v in score([samples[k] for k in scored])), strict=True))
+    moves = np.full(len(pairs), np.nan)
+    for u, (own, other) in enumerate(pairs):
+        a, b = values[own], values[other]
+        if math.isfinite(a) and math.isfinite(b):
+            judged = 0.0 if abs(a - b) <= ATOL + RTOL * abs(b) else float(np.sign(a - b))
+            people = float(np.sign(_human(samples[own], human) - _human(samples[other], human)))
+            moves[u] = (judged - people) / 2
+    probe = _SelfPreference()
+    return _result(probe, moves, judge=judge, mode="pointwise", seed=seed,
+                   confidence=confidence, threshold=threshold, skipped=0,
+                   extra={"family": judge_family, "pairs": len(pairs)})
+
+
+class _SelfPreference:
+    """What `_result` reads of a probe, for the self-preference shift (not an edit)."""
+
+    name = "self-preference"
+    description = "an output of the judge's family against another's on the same item"
+    expect: BiasExpect = "same"
+
+
+def _human(s: Sample, human: Mapping[tuple[str, str], float]) -> float:
+    return human[(s.item, s.system or "")]
+
+
+def _own_pairs(samples: Sequence[Sample], family: str, families: Mapping[str, str],
+               human: Mapping[tuple[str, str], float]) -> list[tuple[int, int]]:
+    """(own, other) sample indices on one item, each with a finite human score."""
+    by_item: dict[str, list[int]] = {}
+    for k, s in enumerate(samples):
+        h = human.get((s.item, s.system or ""))
+        if s.output and s.system in families and h is not None and math.isfinite(h):
+            by_item.setdefault(s.item, []).append(k)
+    out = []
+    for item in sorted(by_item):
+        own = [k for k in by_item[item] if families[samples[k].system or ""] == family]
+        other = [k for k in by_item[item] if families[samples[k].system or ""] != family]
+        out += [(a, b) for a in own for b in other]
+    return out

@@ -413,12 +413,16 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                families: dict[str, str] | None = None, probes: Sequence[str] | None = None,
                samples: Sequence[Sample] = (), seed: int = 0, confidence: float = 0.95,
                thresholds: Mapping[str, float] | None = None,
+               generations: Sequence[Sample] = (),
+               human_scores: Mapping[tuple[str, str], float] | None = None, count: int = 24,
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The bias probes in `probes` (default: all) of each judge: the pairwise ones
     (judgebench.auditing.bias) on `pairs` for a pairwise judge, and the registered BiasProbes
     (judgebench.auditing.bias_battery) on `pairs` or, for a judge that scores one output, on
     `samples`. `thresholds`: a probe's verdict threshold other than its own. A probe asked
-    by name that does not apply to a judge gets a "skipped" row saying so."""
+    by name that does not apply to a judge gets a "skipped" row saying so. Self-preference
+    of a judge that scores one output: `count` pairs of `generations` against people's
+    `human_scores` (bias_battery.self_preference)."""
     from judgebench.auditing import bias_battery
     from judgebench.auditing.bias import BIAS_PROBES, BiasResult, center_of, judge_score_fn
     from judgebench.auditing.probes import runner_score_fn
@@ -441,6 +445,13 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                 samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
                 higher_is_better=info.higher_is_better, seed=seed, confidence=confidence,
                 thresholds=thresholds)
+            if "self-preference" in builtin:
+                results.append(bias_battery.self_preference(
+                    generations, runner_score_fn(spec, host), judge=spec.column,
+                    judge_family=judge_family, families=families or {},
+                    human=human_scores or {}, higher_is_better=info.higher_is_better,
+                    count=count, seed=seed, confidence=confidence,
+                    threshold=(thresholds or {}).get("self-preference", 0.1)))
         else:
             results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
                                      human=human, judge_family=judge_family,
@@ -452,7 +463,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
         kind = "compares two outputs" if pointwise else "scores one output"
         results += [BiasResult(spec.column, name, "skipped", None, 0,
                                f"skipped: it probes a judge that {kind}")
-                    for name in [*(builtin if pointwise else ()),
+                    for name in [*(n for n in builtin if pointwise and n != "self-preference"),
                                  *(p.name for p in plugged if p not in mine)]
                     if probes is not None]
         out += [r.to_dict() for r in results]

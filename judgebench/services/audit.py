@@ -283,7 +283,9 @@ def _judge_bias(report: Report, judges: Sequence[MetricSpec], pairs_path: Path |
                              paraphrases=paraphrases, judge_family=judge_family,
                              families=system_families, probes=bias_probes or None,
                              samples=drawn, seed=options.seed, confidence=options.ci,
-                             thresholds=thresholds, progress=log)
+                             thresholds=thresholds, generations=generations or (),
+                             human_scores=_human_scores(frame, human) if any(pointwise)
+                             else None, count=bias_pairs, progress=log)
 
 
 def _check_conclusions(alt_test: float | None, alt_score: str, power_for: float | None,
@@ -433,8 +435,8 @@ def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec
     if unknown:
         raise InputError(f"unknown bias probe(s) {', '.join(unknown)}; known: "
                          f"{', '.join(known)}", field="--bias-probe")
-    pointwise_probes = [n for n, e in registered.items()
-                        if "pointwise" in getattr(e.probe, "modes", ())]
+    pointwise_probes = ["self-preference", *(n for n, e in registered.items()
+                                             if "pointwise" in getattr(e.probe, "modes", ()))]
     usable = [p for p in probes or pointwise_probes if p in pointwise_probes]
     for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
         for spec in specs:
@@ -455,9 +457,16 @@ def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec
         raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
 
 
+def _human_scores(frame: pd.DataFrame, human: str) -> dict[tuple[str, str], float]:
+    """People's score of each (item, system) in the `human` column (NaN where none)."""
+    values = frame[human].to_numpy(dtype=float)
+    keys = zip(frame["item"].astype(str), frame["system"].astype(str), strict=True)
+    return {k: float(v) for k, v in zip(keys, values, strict=True)}
+
+
 def _check_bias_checks(checks: Sequence[Check], host: PluginHost) -> None:
     """`--fail-on bias:NAME>X` names a registered bias probe."""
-    known = list(host.bias_probes())
+    known = [*host.bias_probes(), "self-preference"]
     for check in checks:
         if check.kind == "bias" and check.probe not in known:
             raise InputError(f"'{check.expression}': no bias probe '{check.probe}' gives a "
