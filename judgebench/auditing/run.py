@@ -424,7 +424,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
     of a judge that scores one output: `count` pairs of `generations` against people's
     `human_scores` (bias_battery.self_preference)."""
     from judgebench.auditing import bias_battery
-    from judgebench.auditing.bias import BIAS_PROBES, BiasResult, center_of, judge_score_fn
+    from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn
     from judgebench.auditing.probes import runner_score_fn
     from judgebench.engine.pairwise_table import is_pointwise_metric
 
@@ -439,7 +439,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
         mine = [p for p in plugged if ("pointwise" if pointwise else "pairwise") in p.modes]
         if progress:
             progress(f"bias probes: {spec.column} on "
-                     f"{f'{len(samples)} samples' if pointwise else f'{len(pairs)} pairs'}")
+                     + (f"{len(samples)} samples" if pointwise else f"{len(pairs)} pairs"))
         if pointwise:
             results = bias_battery.pointwise(
                 samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
@@ -460,14 +460,24 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                 pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
                 center=center_of(info.value_range), seed=seed, confidence=confidence,
                 thresholds=thresholds)
-        kind = "compares two outputs" if pointwise else "scores one output"
-        results += [BiasResult(spec.column, name, "skipped", None, 0,
-                               f"skipped: it probes a judge that {kind}")
-                    for name in [*(n for n in builtin if pointwise and n != "self-preference"),
-                                 *(p.name for p in plugged if p not in mine)]
-                    if probes is not None]
+        if probes is not None:
+            results += _not_applying(spec.column, pointwise, builtin,
+                                     [p.name for p in plugged if p not in mine])
         out += [r.to_dict() for r in results]
     return out
+
+
+def _not_applying(judge: str, pointwise: bool, builtin: Sequence[str],
+                  plugged: Sequence[str]) -> list[BiasResult]:
+    """A "skipped" row for each probe asked by name that does not apply to the judge: the
+    pairwise-only probes (but self-preference) of a pointwise judge, and the registered
+    probes without the judge's mode."""
+    from judgebench.auditing.bias import BiasResult
+
+    kind = "compares two outputs" if pointwise else "scores one output"
+    names = [*(n for n in builtin if pointwise and n != "self-preference"), *plugged]
+    return [BiasResult(judge, name, "skipped", None, 0,
+                       f"skipped: it probes a judge that {kind}") for name in names]
 
 
 def _pairwise_bias(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *,

@@ -441,17 +441,10 @@ def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec
     for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
         for spec in specs:
             # an unknown name or a pointwise judge is an input error now, not after the work
-            if not is_pointwise_metric(host.metric(spec.name).info):
-                continue
-            if option == "--paraphrase" or pairwise or not usable:
-                where = (" in a --pairwise audit" if pairwise and option == "--judge"
-                         else "" if option == "--judge" else " for --paraphrase")
-                raise InputError(f"{spec.column} scores one output; the bias probes "
-                                 f"{', '.join(probes) or 'asked'}{where} need a pairwise "
-                                 "judge (one that compares output_a and output_b, e.g. "
-                                 "judge.pairwise); a judge that scores one output takes "
-                                 f"{', '.join(pointwise_probes) or 'none'} (not with "
-                                 "--pairwise)", field=option)
+            pointwise = is_pointwise_metric(host.metric(spec.name).info)
+            if pointwise and (option == "--paraphrase" or pairwise or not usable):
+                raise _pointwise_refused(spec.column, option, probes, pointwise_probes,
+                                         pairwise=pairwise)
     stray = [p.column for p in paraphrases if p.name not in {j.name for j in judges}]
     if stray:
         raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
@@ -462,6 +455,17 @@ def _human_scores(frame: pd.DataFrame, human: str) -> dict[tuple[str, str], floa
     values = frame[human].to_numpy(dtype=float)
     keys = zip(frame["item"].astype(str), frame["system"].astype(str), strict=True)
     return {k: float(v) for k, v in zip(keys, values, strict=True)}
+
+
+def _pointwise_refused(column: str, option: str, probes: Sequence[str],
+                       pointwise_probes: Sequence[str], *, pairwise: bool) -> InputError:
+    where = (" in a --pairwise audit" if pairwise and option == "--judge"
+             else "" if option == "--judge" else " for --paraphrase")
+    return InputError(f"{column} scores one output; the bias probes "
+                      f"{', '.join(probes) or 'asked'}{where} need a pairwise judge (one that "
+                      "compares output_a and output_b, e.g. judge.pairwise); a judge that "
+                      f"scores one output takes {', '.join(pointwise_probes) or 'none'} (not "
+                      "with --pairwise)", field=option)
 
 
 def _check_bias_checks(checks: Sequence[Check], host: PluginHost) -> None:
