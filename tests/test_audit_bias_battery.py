@@ -154,3 +154,13 @@ def test_a_pairwise_only_probe_asked_of_a_pointwise_judge_is_a_skipped_row() -> 
     assert skipped["value"] is None and skipped["n"] == 0
     assert skipped["note"] == "skipped: it probes a judge that compares two outputs"
 
+
+
+def test_a_pointwise_judge_without_the_generations_is_refused_before_any_work() -> None:
+    with ScriptedJudge(reply=bias_script.pointwise([])) as server:
+        proc = run_cli("audit", str(EXAMPLES / "summeval-scores.csv"), "--human",
+                       "human.coherence", "--pairs", str(EXAMPLES / "pairs-sample.jsonl"),
+                       "--judge", rubric(server), "--bootstrap", "0")
+        assert server.calls == 0
+    assert proc.returncode == 2
+    assert "field '--samples'" in proc.stderr and "audit:" not in proc.stderr

@@ -136,6 +136,9 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                    fail_on=fail_on, statistics=statistics, levels=levels,
                                    groupings=groupings, samples=samples, store=store))
     _check_table_audit(by, probes, judge_specs, pairs_path, samples_path)
+    if samples_path is None and any(_pointwise(j, host) for j in judge_specs):
+        raise InputError("a judge that scores one output is probed on the generations: "
+                         "give --samples", field="--samples")
     scores_path = Path(scores)
     store_path = Path(store) if store is not None else None
     generations = read_samples(samples_path) if samples_path is not None else None
@@ -260,9 +263,8 @@ def _judge_bias(report: Report, judges: Sequence[MetricSpec], pairs_path: Path |
     from the generations, a pointwise judge's on samples drawn from the generations."""
     from judgebench.auditing.bias_battery import bias_samples
     from judgebench.auditing.run import judge_bias
-    from judgebench.engine.pairwise_table import is_pointwise_metric
 
-    pointwise = [is_pointwise_metric(host.metric(j.name).info) for j in judges]
+    pointwise = [_pointwise(j, host) for j in judges]
     chosen: list[Sample] = []
     labels: list[Any] = []
     if not all(pointwise):
@@ -272,10 +274,7 @@ def _judge_bias(report: Report, judges: Sequence[MetricSpec], pairs_path: Path |
                                   else f"{len(chosen)} drawn from --samples")
     drawn: list[Sample] = []
     if any(pointwise):
-        if generations is None:
-            raise InputError("a judge that scores one output is probed on the generations: "
-                             "give --samples", field="--samples")
-        drawn = bias_samples(generations, count=bias_pairs, seed=options.seed)
+        drawn = bias_samples(generations or [], count=bias_pairs, seed=options.seed)
         if not drawn:
             raise InputError("no generation has an output to probe", field="--samples")
         report.inputs["bias_samples"] = f"{len(drawn)} drawn from --samples"
@@ -448,6 +447,12 @@ def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec
     stray = [p.column for p in paraphrases if p.name not in {j.name for j in judges}]
     if stray:
         raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
+
+
+def _pointwise(spec: MetricSpec, host: PluginHost) -> bool:
+    from judgebench.engine.pairwise_table import is_pointwise_metric
+
+    return is_pointwise_metric(host.metric(spec.name).info)
 
 
 def _human_scores(frame: pd.DataFrame, human: str) -> dict[tuple[str, str], float]:
