@@ -135,10 +135,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                    metrics=metrics, sentinels=sentinels, probes=probes,
                                    fail_on=fail_on, statistics=statistics, levels=levels,
                                    groupings=groupings, samples=samples, store=store))
-    _check_table_audit(by, probes, judge_specs, pairs_path, samples_path)
-    if samples_path is None and any(_pointwise(j, host) for j in judge_specs):
-        raise InputError("a judge that scores one output is probed on the generations: "
-                         "give --samples", field="--samples")
+    _check_table_audit(by, probes, judge_specs, pairs_path, samples_path, host)
     scores_path = Path(scores)
     store_path = Path(store) if store is not None else None
     generations = read_samples(samples_path) if samples_path is not None else None
@@ -188,12 +185,16 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
 
 
 def _check_table_audit(by: str | None, probes: Sequence[str], judges: Sequence[MetricSpec],
-                       pairs_path: Path | None, samples_path: Path | None) -> None:
+                       pairs_path: Path | None, samples_path: Path | None,
+                       host: PluginHost) -> None:
     """What an audit of a wide scores table refuses, before any work."""
     if by is not None:
         raise InputError("--by needs --pairwise (a table of compared pairs)", field="--by")
     if (probes or (judges and pairs_path is None)) and samples_path is None:
         raise InputError("probes need the generations: give --samples", field="--samples")
+    if samples_path is None and any(_pointwise(j, host) for j in judges):
+        raise InputError("a judge that scores one output is probed on the generations: "
+                         "give --samples", field="--samples")
 
 
 def _annotators(prepared: PreparedTable, humans: Sequence[str], raters: Sequence[str]
