@@ -12,7 +12,8 @@ judgebench through this module only (tests/test_plugin_api.py checks it).
 - backends: the contract (`Backend`, `Request`, `Response`, `Constraint`, `Capabilities`...),
   the one remote engine (`RemoteBackend`, `RemoteOptions`, `Retryable`, `Final`) and the judge
   cache (`CachedBackend`, `JudgeCache`);
-- sentinels and probes: `Sentinel`, `Probe`, `Context` and the probes' helpers;
+- sentinels and probes: `Sentinel`, `Probe`, `BiasProbe` (a judge-bias probe), `Context`
+  and the probes' helpers;
 - errors, optional dependencies, secrets, the run's settings, specs and inputs: `InputError`,
   `JudgebenchError`, `require`, `MissingExtra`, `redact`, `runtime`, `parse_spec`,
   `read_samples`;
@@ -56,6 +57,7 @@ from judgebench.backends.remote import (
     retry_after_seconds,
     scrub,
 )
+from judgebench.bias_probe import BiasProbe
 from judgebench.conversation import with_output
 from judgebench.engine import runtime
 from judgebench.engine.judge_cache import CachedBackend, JudgeCache, default_cache_path
@@ -112,6 +114,7 @@ __all__ = [
     "AggregatorRegister",
     "Backend",
     "BackendRegister",
+    "BiasProbe",
     "CachedBackend",
     "Capabilities",
     "Constraint",

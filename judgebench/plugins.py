@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from judgebench import hookspecs
+from judgebench.bias_probe import BiasProbe
 from judgebench.errors import InputError, PluginError
+from judgebench.probe import Probe
 from judgebench.registry import (
     AggregatorRegister,
     BackendRegister,
@@ -76,6 +78,15 @@ class PluginHost:
 
     def probes(self) -> dict[str, ProbeEntry]:
         """Every registered metamorphic probe, in registration order."""
+        return {name: entry for name, entry in self._all_probes().items()
+                if isinstance(entry.probe, Probe)}
+
+    def bias_probes(self) -> dict[str, ProbeEntry]:
+        """Every registered judge-bias probe (a BiasProbe), in registration order."""
+        return {name: entry for name, entry in self._all_probes().items()
+                if isinstance(entry.probe, BiasProbe)}
+
+    def _all_probes(self) -> dict[str, ProbeEntry]:
         return self._collect("register_probes", ProbeRegister)
 
     def backends(self) -> dict[str, NamedEntry]:
@@ -287,4 +298,4 @@ def _check_registrations(host: PluginHost) -> None:
     contract (a clash of names, a missing corpus_score, ...) is an error at start-up."""
     host.metrics()
     host.sentinels()
-    host.probes()
+    host._all_probes()

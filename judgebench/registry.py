@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from judgebench.bias_probe import BIAS_EXPECTS, MODES, BiasProbe
 from judgebench.errors import PluginError
 from judgebench.metric import Metric
 from judgebench.models import MetricInfo
@@ -115,9 +116,9 @@ class NamedEntry:
 
 @dataclass(frozen=True)
 class ProbeEntry:
-    """A registered metamorphic probe."""
+    """A registered metamorphic probe or judge-bias probe."""
 
-    probe: Probe
+    probe: Probe | BiasProbe
     plugin: str
 
     @property
@@ -208,19 +209,23 @@ class SentinelRegister(Register[MetricEntry]):
 class ProbeRegister(Register[ProbeEntry]):
     """What `register_probes` receives."""
 
-    def __call__(self, probe: type[Probe] | Probe) -> None:
-        """Register a subclass of judgebench.probe.Probe (built with no arguments), or an
-        instance of one."""
-        if isinstance(probe, type) and issubclass(probe, Probe):
+    def __call__(self, probe: type[Probe] | Probe | type[BiasProbe] | BiasProbe) -> None:
+        """Register a subclass of judgebench.probe.Probe or judgebench.bias_probe.BiasProbe
+        (built with no arguments), or an instance of one."""
+        if isinstance(probe, type) and issubclass(probe, Probe | BiasProbe):
             probe = probe()
-        if not isinstance(probe, Probe):
+        if not isinstance(probe, Probe | BiasProbe):
             raise self._error(f"registered {probe!r} as a probe: a probe is a subclass of "
-                              "judgebench.probe.Probe (or an instance of one)")
+                              "judgebench.probe.Probe or judgebench.bias_probe.BiasProbe "
+                              "(or an instance of one)")
         kind = type(probe).__name__
         for attribute in ("name", "description"):
             value = getattr(probe, attribute, None)
             if not isinstance(value, str) or not value:
                 raise self._error(f"registered probe {kind} without a {attribute}")
+        if isinstance(probe, BiasProbe):
+            self._bias(probe)
+            return
         if getattr(probe, "expect", None) not in EXPECTS:
             raise self._error(f"registers probe '{probe.name}' with expect="
                               f"{getattr(probe, 'expect', None)!r}; one of {', '.join(EXPECTS)}")
@@ -228,6 +233,21 @@ class ProbeRegister(Register[ProbeEntry]):
             raise self._error(f"registers probe '{probe.name}' that rescores in a separate run "
                               f"with expect={probe.expect!r}: a separate run can only expect "
                               "'same'")
+        self._add(ProbeEntry(probe=probe, plugin=self._plugin))
+
+    def _bias(self, probe: BiasProbe) -> None:
+        modes = getattr(probe, "modes", ())
+        if not modes or any(m not in MODES for m in modes):
+            raise self._error(f"registers bias probe '{probe.name}' with modes={modes!r}; "
+                              f"one or more of {', '.join(MODES)}")
+        if getattr(probe, "expect", None) not in BIAS_EXPECTS:
+            raise self._error(f"registers bias probe '{probe.name}' with expect="
+                              f"{getattr(probe, 'expect', None)!r}; one of "
+                              f"{', '.join(BIAS_EXPECTS)}")
+        threshold = getattr(probe, "threshold", None)
+        if not isinstance(threshold, int | float) or not 0 <= threshold < 1:
+            raise self._error(f"registers bias probe '{probe.name}' with threshold="
+                              f"{threshold!r}; a shift in [0, 1)")
         self._add(ProbeEntry(probe=probe, plugin=self._plugin))
 
 

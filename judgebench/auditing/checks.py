@@ -13,6 +13,11 @@
     cluster-drop    a metric fell to a worse significance cluster than in a previous audit
                     (--previous: its JSON report or its --json output), per human criterion,
                     statistic, level and grouping
+    bias:NAME>X     a judge's shift under the bias probe NAME (judgebench.auditing.
+                    bias_battery) is significantly larger than X in size: its interval lies
+                    wholly outside [-X, X] (0 <= X < 1, or 10%); for a probe whose edit adds
+                    a flaw (expect "lower"), it lies wholly above -X (the judge does not fall
+                    by X); a report with no shift of NAME fails it (nothing to check)
 
 `parse_checks` turns the expressions into `Check`s before any work (a bad one is an
 InputError naming it); `failures` runs them on the finished report. Each `Failure` is one
@@ -35,9 +40,11 @@ from judgebench.errors import InputError
 if TYPE_CHECKING:
     from judgebench.auditing.report import MetricCard, Report
 
-Kind = Literal["gate", "parse-rate", "flaky", "cluster-drop"]
-USAGE = ("use gate, parse-rate>X, flaky>X (X a share such as 0.05, or 5%) or cluster-drop")
-_RATE = re.compile(r"(?P<kind>parse-rate|flaky)\s*>\s*(?P<value>[^%\s]+)\s*(?P<percent>%?)")
+Kind = Literal["gate", "parse-rate", "flaky", "cluster-drop", "bias"]
+USAGE = ("use gate, parse-rate>X, flaky>X (X a share such as 0.05, or 5%), cluster-drop or "
+         "bias:NAME>X (X a shift such as 0.1)")
+_RATE = re.compile(r"(?P<kind>parse-rate|flaky|bias:(?P<probe>[a-z0-9][a-z0-9_.-]*))\s*>\s*"
+                   r"(?P<value>[^%\s]+)\s*(?P<percent>%?)")
 
 #: (human, statistic, level, grouping, metric) -> significance cluster, of a previous audit.
 Clusters = dict[tuple[str, str, str, str, str], int]
@@ -48,6 +55,8 @@ class Check:
     kind: Kind
     expression: str
     threshold: float | None = None
+    #: The bias probe a `bias:NAME>X` check reads.
+    probe: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,12 @@ def parse_checks(expressions: Sequence[str]) -> list[Check]:
             raise InputError(f"'{expression}': '{match['value']}' is not a number",
                              field="--fail-on") from None
         share = value / 100 if match["percent"] else value
+        if match["probe"] is not None:
+            if not 0 <= share < 1 or not math.isfinite(share):
+                raise InputError(f"'{expression}': the threshold is a size of shift, from 0 "
+                                 "to below 1 (or 0% to below 100%)", field="--fail-on")
+            out.append(Check("bias", expression, share, match["probe"]))
+            continue
         if not 0 <= share < 1 or not math.isfinite(share):
             raise InputError(f"'{expression}': the threshold is a share of the "
                              f"{'items' if match['kind'] == 'flaky' else 'scores'}, from "
@@ -143,6 +158,9 @@ def failures(report: Report, checks: Sequence[Check], *, previous: Clusters | No
         elif check.kind == "flaky":
             assert check.threshold is not None
             out += _flaky(report.repeats, check, check.threshold)
+        elif check.kind == "bias":
+            assert check.threshold is not None and check.probe is not None
+            out += _bias(report.bias, check, check.probe, check.threshold)
         else:
             out += _drops(report, check, previous or {}, several)
     return out
@@ -160,6 +178,35 @@ def _flaky(repeats: Sequence[Mapping[str, Any]], check: Check, threshold: float
             out.append(Failure(check.expression, str(row["metric"]),
                                f"its verdict flips between its {row['repeats']} draws on "
                                f"{share:.1%} of {row['n']} items, above {threshold:.1%}"))
+    return out
+
+
+def _bias(rows: Sequence[Mapping[str, Any]], check: Check, probe: str, threshold: float
+          ) -> list[Failure]:
+    shifts = [r for r in rows if r.get("probe") == probe and r.get("measure") == "shift"]
+    if not shifts:
+        return [Failure(check.expression, "(bias)", f"nothing to check: no judge was probed "
+                        f"for {probe} (audit --judge SPEC --bias-probe {probe})")]
+    out = []
+    for row in shifts:
+        extra = row.get("extra", {})
+        low, high = extra.get("ci_low"), extra.get("ci_high")
+        if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+            out.append(Failure(check.expression, str(row["judge"]),
+                               f"{probe}: no interval for its shift ({row['n']} unit(s) with "
+                               "a move), so it cannot be cleared"))
+        elif extra.get("expect") == "lower" and low > -threshold:
+            out.append(Failure(check.expression, str(row["judge"]),
+                               f"{probe} moves it by {row['value']:+.3f} "
+                               f"({extra.get('confidence', 0.95):.0%} CI {low:+.3f} to "
+                               f"{high:+.3f}, n={row['n']}, {extra.get('mode')}): it does "
+                               f"not fall by {threshold:g} for the flaw"))
+        elif extra.get("expect") != "lower" and (low > threshold or high < -threshold):
+            out.append(Failure(check.expression, str(row["judge"]),
+                               f"{probe} moves it by {row['value']:+.3f} "
+                               f"({extra.get('confidence', 0.95):.0%} CI {low:+.3f} to "
+                               f"{high:+.3f}, n={row['n']}, {extra.get('mode')}), beyond "
+                               f"+-{threshold:g}"))
     return out
 
 

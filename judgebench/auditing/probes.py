@@ -78,7 +78,8 @@ def registered_probes(host: PluginHost | None = None) -> list[Probe]:
     """Every probe registered through `register_probes`, in registration order."""
     from judgebench.plugins import build_host
 
-    return [entry.probe for entry in (host or build_host()).probes().values()]
+    return [entry.probe for entry in (host or build_host()).probes().values()
+            if isinstance(entry.probe, Probe)]
 
 
 def choose_probes(names: Sequence[str] | None, host: PluginHost | None = None) -> list[Probe]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from judgebench.auditing.blocks import Block, Options, evaluate_block
 from judgebench.auditing.conclusions import block_sequential, sequential_applies
 from judgebench.auditing.report import MetricCard, Report
 from judgebench.auditing.sentinels import SentinelRun, compute_sentinels
+from judgebench.bias_probe import BiasProbe
 from judgebench.errors import InputError
 from judgebench.models import Sample
 from judgebench.spec import MetricSpec
@@ -37,6 +38,7 @@ from meta_eval.task import Task, TaskSet
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgebench.auditing.bias import BiasResult
     from judgebench.plugins import PluginHost
     from judgebench.tables.prepared import PreparedTable
     from meta_eval.arrays import FloatArray
@@ -409,27 +411,96 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                human: Sequence[float | None] | None, host: PluginHost,
                paraphrases: Sequence[MetricSpec] = (), judge_family: str | None = None,
                families: dict[str, str] | None = None, probes: Sequence[str] | None = None,
+               samples: Sequence[Sample] = (), seed: int = 0, confidence: float = 0.95,
+               thresholds: Mapping[str, float] | None = None,
+               generations: Sequence[Sample] = (),
+               human_scores: Mapping[tuple[str, str], float] | None = None, count: int = 24,
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    import tempfile
+    """The bias probes in `probes` (default: all) of each judge: the pairwise ones
+    (judgebench.auditing.bias) on `pairs` for a pairwise judge, and the registered BiasProbes
+    (judgebench.auditing.bias_battery) on `pairs` or, for a judge that scores one output, on
+    `samples`. `thresholds`: a probe's verdict threshold other than its own. A probe asked
+    by name that does not apply to a judge gets a "skipped" row saying so. Self-preference
+    of a judge that scores one output: `count` pairs of `generations` against people's
+    `human_scores` (bias_battery.self_preference)."""
+    from judgebench.auditing import bias_battery
+    from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn
+    from judgebench.auditing.probes import runner_score_fn
+    from judgebench.engine.pairwise_table import is_pointwise_metric
 
-    from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn, run_bias
-    from judgebench.engine.runtime import RunSettings
-
+    registered = [entry.probe for entry in host.bias_probes().values()
+                  if isinstance(entry.probe, BiasProbe)]
+    plugged = [p for p in registered if probes is None or p.name in probes]
+    builtin = [p for p in BIAS_PROBES if probes is None or p in probes]
     out: list[dict[str, Any]] = []
     for spec in judges:
         info = host.metric(spec.name).info
-        mine = [p for p in paraphrases if p.name == spec.name]
+        pointwise = is_pointwise_metric(info)
+        mine = [p for p in plugged if ("pointwise" if pointwise else "pairwise") in p.modes]
         if progress:
-            progress(f"bias probes: {spec.column} on {len(pairs)} pairs")
-        with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
-            results = run_bias(
-                pairs, judge_score_fn(spec, host), judge=spec.column,
-                center=center_of(info.value_range),
-                rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
-                paraphrases={p.column: judge_score_fn(p, host) for p in mine},
-                paraphrase_centers={p.column: center_of(host.metric(p.name).info.value_range)
-                                    for p in mine},
-                human=human, judge_family=judge_family, families=families,
-                probes=probes or BIAS_PROBES, warn=progress)
+            progress(f"bias probes: {spec.column} on "
+                     + (f"{len(samples)} samples" if pointwise else f"{len(pairs)} pairs"))
+        if pointwise:
+            results = bias_battery.pointwise(
+                samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
+                higher_is_better=info.higher_is_better, seed=seed, confidence=confidence,
+                thresholds=thresholds)
+            if "self-preference" in builtin:
+                results.append(bias_battery.self_preference(
+                    generations, runner_score_fn(spec, host), judge=spec.column,
+                    judge_family=judge_family, families=families or {},
+                    human=human_scores or {}, higher_is_better=info.higher_is_better,
+                    count=count, seed=seed, confidence=confidence,
+                    threshold=(thresholds or {}).get("self-preference", 0.1)))
+        else:
+            results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
+                                     human=human, judge_family=judge_family,
+                                     families=families, progress=progress)
+            results += bias_battery.pairwise(
+                pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
+                center=center_of(info.value_range), seed=seed, confidence=confidence,
+                thresholds=thresholds)
+        if probes is not None:
+            results += _not_applying(spec.column, pointwise, builtin,
+                                     [p.name for p in plugged if p not in mine])
         out += [r.to_dict() for r in results]
     return out
+
+
+def _not_applying(judge: str, pointwise: bool, builtin: Sequence[str],
+                  plugged: Sequence[str]) -> list[BiasResult]:
+    """A "skipped" row for each probe asked by name that does not apply to the judge: the
+    pairwise-only probes (but self-preference) of a pointwise judge, and the registered
+    probes without the judge's mode."""
+    from judgebench.auditing.bias import BiasResult
+
+    kind = "compares two outputs" if pointwise else "scores one output"
+    names = [*(n for n in builtin if pointwise and n != "self-preference"), *plugged]
+    return [BiasResult(judge, name, "skipped", None, 0,
+                       f"skipped: it probes a judge that {kind}") for name in names]
+
+
+def _pairwise_bias(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *,
+                   builtin: Sequence[str], paraphrases: Sequence[MetricSpec],
+                   human: Sequence[float | None] | None, judge_family: str | None,
+                   families: dict[str, str] | None,
+                   progress: Callable[[str], None] | None) -> list[BiasResult]:
+    """The pairwise-only probes (judgebench.auditing.bias) in `builtin` of one judge."""
+    import tempfile
+
+    from judgebench.auditing.bias import center_of, judge_score_fn, run_bias
+    from judgebench.engine.runtime import RunSettings
+
+    if not builtin:
+        return []
+    same = [p for p in paraphrases if p.name == spec.name]
+    with tempfile.TemporaryDirectory(prefix="judgebench-retest-") as fresh:
+        return run_bias(
+            pairs, judge_score_fn(spec, host),
+            judge=spec.column, center=center_of(host.metric(spec.name).info.value_range),
+            rescore=judge_score_fn(spec, host, RunSettings(cache_path=Path(fresh))),
+            paraphrases={p.column: judge_score_fn(p, host) for p in same},
+            paraphrase_centers={p.column: center_of(host.metric(p.name).info.value_range)
+                                for p in same},
+            human=human, judge_family=judge_family, families=families, probes=builtin,
+            warn=progress)

@@ -103,17 +103,22 @@ def report_format(path: Path) -> str:
 @click.option("--probe-items", type=click.IntRange(min=2), default=8, show_default=True,
               help="Items (with every system's output) the probes use.")
 @click.option("--judge", "judges", multiple=True, metavar="SPEC",
-              help="Pairwise judge (a metric spec) to run the bias probes on; repeatable.")
+              help="Judge (a metric spec) to run the bias probes on; repeatable. A pairwise "
+                   "judge takes every bias probe on --pairs; a judge that scores one output "
+                   "takes the pointwise ones (verbosity, authority, fallacy, ...) on "
+                   "--bias-pairs samples drawn from --samples.")
 @click.option("--pairs", "pairs_path", type=click.Path(path_type=Path), metavar="PAIRS",
               help="Pairwise samples (output_a/output_b) for the bias probes. Default: pairs "
                    "of systems on one item drawn from --samples, labelled by the first "
                    "--human column.")
 @click.option("--bias-pairs", type=click.IntRange(min=1), default=24, show_default=True,
-              help="How many pairs the bias probes use.")
-@click.option("--bias-probe", "bias_probes", multiple=True,
-              type=click.Choice(("position", "verbosity", "self-preference", "prompt",
-                                 "injection", "retest")),
-              help="Bias probes to run; repeatable. Default: all.")
+              help="How many pairs (samples, for a judge that scores one output) the bias "
+                   "probes use.")
+@click.option("--bias-probe", "bias_probes", multiple=True, metavar="NAME",
+              help="Bias probe to run: position, self-preference, prompt, injection, "
+                   "retest (pairwise judges); verbosity, authority, bandwagon, sentiment, "
+                   "formatting, fallacy (both kinds); or a plugin's (register_probes); "
+                   "repeatable. Default: all that apply to the judge.")
 @click.option("--paraphrase", "paraphrases", multiple=True, metavar="SPEC",
               help="The judge with a paraphrased template (same metric name as --judge); "
                    "two or more give the prompt-sensitivity probe.")
@@ -129,7 +134,9 @@ def report_format(path: Path) -> str:
                    "fails the sentinel gate somewhere), `parse-rate>0.05` (a metric's share "
                    "of scores that are not ok: missing in SCORES, or not ok in its "
                    ".meta.json or --store), `cluster-drop` (a metric in a worse cluster than "
-                   "in --previous). Repeatable; each failure is a FAIL line on stderr.")
+                   "in --previous), `bias:authority>0.1` (a judge's shift under that probe "
+                   "is significantly beyond +-0.1). Repeatable; each failure is a FAIL line "
+                   "on stderr.")
 @click.option("--previous", "previous_path", type=click.Path(path_type=Path),
               metavar="OLD.json", help="An earlier audit's JSON report (or --json output), "
                                        "for --fail-on cluster-drop.")

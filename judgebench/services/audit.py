@@ -115,8 +115,9 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
     sentinel_specs = parse_sentinels(sentinels, host)
     judge_specs = [parse_spec(j) for j in judges]
     paraphrase_specs = [parse_spec(p) for p in paraphrases]
-    _check_judges(judge_specs, paraphrase_specs, host)
+    _check_judges(judge_specs, paraphrase_specs, host, bias_probes, pairwise=pairwise)
     checks = parse_checks(fail_on)
+    _check_bias_checks(checks, host)
     clusters = _previous_clusters(checks, previous)
     if store is not None and not pairwise:
         _check_store(Path(store))
@@ -134,7 +135,7 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
                                    metrics=metrics, sentinels=sentinels, probes=probes,
                                    fail_on=fail_on, statistics=statistics, levels=levels,
                                    groupings=groupings, samples=samples, store=store))
-    _check_table_audit(by, probes, judge_specs, pairs_path, samples_path)
+    _check_table_audit(by, probes, judge_specs, pairs_path, samples_path, host)
     scores_path = Path(scores)
     store_path = Path(store) if store is not None else None
     generations = read_samples(samples_path) if samples_path is not None else None
@@ -166,7 +167,8 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
         _judge_bias(report, judge_specs, pairs_path, generations, frame, humans[0],
                     bias_pairs=bias_pairs, bias_probes=bias_probes,
                     paraphrases=paraphrase_specs, judge_family=judge_family,
-                    system_families=system_families, seed=options.seed, host=host, log=log)
+                    system_families=system_families, options=options,
+                    thresholds=_bias_thresholds(checks), host=host, log=log)
     _conclusions(report, scores_path, humans=humans, annotators=annotators, alt_test=alt_test,
                  alt_score=alt_score, alt_min_items=alt_min_items, power_for=power_for,
                  target_power=target_power, options=options, lower=lower, higher=higher,
@@ -183,12 +185,16 @@ def audit(scores: str | Path, *, humans: Sequence[str], samples: str | Path | No
 
 
 def _check_table_audit(by: str | None, probes: Sequence[str], judges: Sequence[MetricSpec],
-                       pairs_path: Path | None, samples_path: Path | None) -> None:
+                       pairs_path: Path | None, samples_path: Path | None,
+                       host: PluginHost) -> None:
     """What an audit of a wide scores table refuses, before any work."""
     if by is not None:
         raise InputError("--by needs --pairwise (a table of compared pairs)", field="--by")
     if (probes or (judges and pairs_path is None)) and samples_path is None:
         raise InputError("probes need the generations: give --samples", field="--samples")
+    if samples_path is None and any(_pointwise(j, host) for j in judges):
+        raise InputError("a judge that scores one output is probed on the generations: "
+                         "give --samples", field="--samples")
 
 
 def _annotators(prepared: PreparedTable, humans: Sequence[str], raters: Sequence[str]
@@ -251,19 +257,35 @@ def _refused_with_pairwise(*, metrics: Sequence[str], sentinels: Sequence[str],
 def _judge_bias(report: Report, judges: Sequence[MetricSpec], pairs_path: Path | None,
                 generations: list[Sample] | None, frame: pd.DataFrame, human: str, *,
                 bias_pairs: int, bias_probes: Sequence[str], paraphrases: Sequence[MetricSpec],
-                judge_family: str | None, system_families: dict[str, str] | None, seed: int,
-                host: PluginHost, log: Log | None) -> None:
-    """The bias probes of the pairwise `judges`, on `pairs_path` or pairs drawn from the
-    generations."""
+                judge_family: str | None, system_families: dict[str, str] | None,
+                options: Options, thresholds: dict[str, float], host: PluginHost,
+                log: Log | None) -> None:
+    """The bias probes of the `judges`: a pairwise judge's on `pairs_path` or pairs drawn
+    from the generations, a pointwise judge's on samples drawn from the generations."""
+    from judgebench.auditing.bias_battery import bias_samples
     from judgebench.auditing.run import judge_bias
 
-    chosen, labels = _pairs(pairs_path, generations, frame, human, bias_pairs, seed)
+    pointwise = [_pointwise(j, host) for j in judges]
+    chosen: list[Sample] = []
+    labels: list[Any] = []
+    if not all(pointwise):
+        chosen, labels = _pairs(pairs_path, generations, frame, human, bias_pairs,
+                                options.seed)
+        report.inputs["pairs"] = (str(pairs_path) if pairs_path
+                                  else f"{len(chosen)} drawn from --samples")
+    drawn: list[Sample] = []
+    if any(pointwise):
+        drawn = bias_samples(generations or [], count=bias_pairs, seed=options.seed)
+        if not drawn:
+            raise InputError("no generation has an output to probe", field="--samples")
+        report.inputs["bias_samples"] = f"{len(drawn)} drawn from --samples"
     report.bias = judge_bias(judges=judges, pairs=chosen, human=labels, host=host,
                              paraphrases=paraphrases, judge_family=judge_family,
                              families=system_families, probes=bias_probes or None,
-                             progress=log)
-    report.inputs["pairs"] = (str(pairs_path) if pairs_path
-                              else f"{len(chosen)} drawn from --samples")
+                             samples=drawn, seed=options.seed, confidence=options.ci,
+                             thresholds=thresholds, generations=generations or (),
+                             human_scores=_human_scores(frame, human) if any(pointwise)
+                             else None, count=bias_pairs, progress=log)
 
 
 def _check_conclusions(alt_test: float | None, alt_score: str, power_for: float | None,
@@ -372,7 +394,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
         report.bias = judge_bias(judges=judges, pairs=chosen, human=labels, host=host,
                                  paraphrases=paraphrases, judge_family=judge_family,
                                  families=system_families, probes=bias_probes or None,
-                                 progress=log)
+                                 seed=options.seed, confidence=options.ci, progress=log)
         report.inputs["pairs"] = str(pairs)
     return report
 
@@ -399,19 +421,72 @@ def _check_options(options: Options, statistics: Sequence[str]) -> None:
 
 
 def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec],
-                  host: PluginHost) -> None:
+                  host: PluginHost, probes: Sequence[str] = (), *, pairwise: bool = False
+                  ) -> None:
+    """Unknown probe names, and judges no asked probe applies to, before any work: a judge
+    that scores one output takes the registered bias probes with a pointwise mode, outside
+    --pairwise; --paraphrase takes only pairwise judges."""
+    from judgebench.auditing.bias import BIAS_PROBES
     from judgebench.engine.pairwise_table import is_pointwise_metric
 
+    registered = host.bias_probes()
+    known = [*BIAS_PROBES, *(n for n in registered if n not in BIAS_PROBES)]
+    unknown = [p for p in probes if p not in known]
+    if unknown:
+        raise InputError(f"unknown bias probe(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(known)}", field="--bias-probe")
+    pointwise_probes = ["self-preference", *(n for n, e in registered.items()
+                                             if "pointwise" in getattr(e.probe, "modes", ()))]
+    usable = [p for p in probes or pointwise_probes if p in pointwise_probes]
     for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
         for spec in specs:
             # an unknown name or a pointwise judge is an input error now, not after the work
-            if is_pointwise_metric(host.metric(spec.name).info):
-                raise InputError(f"{spec.column} scores one output; the bias probes need a "
-                                 "pairwise judge (one that compares output_a and output_b, "
-                                 "e.g. judge.pairwise)", field=option)
+            pointwise = is_pointwise_metric(host.metric(spec.name).info)
+            if pointwise and (option == "--paraphrase" or pairwise or not usable):
+                raise _pointwise_refused(spec.column, option, probes, pointwise_probes,
+                                         pairwise=pairwise)
     stray = [p.column for p in paraphrases if p.name not in {j.name for j in judges}]
     if stray:
         raise InputError(f"{stray} paraphrase no --judge", field="--paraphrase")
+
+
+def _pointwise(spec: MetricSpec, host: PluginHost) -> bool:
+    from judgebench.engine.pairwise_table import is_pointwise_metric
+
+    return is_pointwise_metric(host.metric(spec.name).info)
+
+
+def _human_scores(frame: pd.DataFrame, human: str) -> dict[tuple[str, str], float]:
+    """People's score of each (item, system) in the `human` column (NaN where none)."""
+    values = frame[human].to_numpy(dtype=float)
+    keys = zip(frame["item"].astype(str), frame["system"].astype(str), strict=True)
+    return {k: float(v) for k, v in zip(keys, values, strict=True)}
+
+
+def _pointwise_refused(column: str, option: str, probes: Sequence[str],
+                       pointwise_probes: Sequence[str], *, pairwise: bool) -> InputError:
+    where = (" in a --pairwise audit" if pairwise and option == "--judge"
+             else "" if option == "--judge" else " for --paraphrase")
+    return InputError(f"{column} scores one output; the bias probes "
+                      f"{', '.join(probes) or 'asked'}{where} need a pairwise judge (one that "
+                      "compares output_a and output_b, e.g. judge.pairwise); a judge that "
+                      f"scores one output takes {', '.join(pointwise_probes) or 'none'} (not "
+                      "with --pairwise)", field=option)
+
+
+def _check_bias_checks(checks: Sequence[Check], host: PluginHost) -> None:
+    """`--fail-on bias:NAME>X` names a registered bias probe."""
+    known = [*host.bias_probes(), "self-preference"]
+    for check in checks:
+        if check.kind == "bias" and check.probe not in known:
+            raise InputError(f"'{check.expression}': no bias probe '{check.probe}' gives a "
+                             f"shift; known: {', '.join(known) or 'none'}", field="--fail-on")
+
+
+def _bias_thresholds(checks: Sequence[Check]) -> dict[str, float]:
+    """The verdict threshold of each probe a `--fail-on bias:NAME>X` gates."""
+    return {c.probe: c.threshold for c in checks
+            if c.kind == "bias" and c.probe is not None and c.threshold is not None}
 
 
 def _pairs(pairs_path: Path | None, samples: Sequence[Sample] | None, frame: pd.DataFrame,

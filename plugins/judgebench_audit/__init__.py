@@ -33,7 +33,10 @@ def register_sentinels(register: SentinelRegister) -> None:
 
 @hookimpl
 def register_probes(register: ProbeRegister) -> None:
+    from judgebench_audit.bias_probes import BIAS_PROBES
     from judgebench_audit.probes import PROBES
 
     for probe in PROBES:
         register(probe)
+    for bias_probe in BIAS_PROBES:
+        register(bias_probe)

@@ -1,0 +1,54 @@
+"""A judge's shift under a bias probe's edit, and its confidence interval.
+
+preference_shift: each probed unit (a sample for a pointwise judge, an answer judged against
+    its edited copy in both orders for a pairwise judge) gives a move m_i in [-1, 1]: +1 the
+    judge prefers the edited text, -1 the original, 0 no change (pointwise: the sign of the
+    oriented score change; pairwise: the mean of the two orders' verdicts for the edited
+    copy). Units without a move (NaN: a failed judge call) are left out. For the n moves,
+
+        shift = mean(m),
+        interval = shift -+ t_{(1 + c) / 2, n - 1} * s / sqrt(n),  s = sd(m, ddof=1),
+
+    the one-sample Student-t interval (scipy.stats.ttest_1samp(m, 0).confidence_interval(c)),
+    clipped to [-1, 1], where every move lies. With s = 0 (every unit moved alike) the
+    interval is [shift, shift]; with n < 2 it is undefined (NaN). The moves follow CALM's
+    robustness rate (Ye et al. 2024, "Justice or Prejudice? Quantifying Biases in
+    LLM-as-a-Judge"), signed, so a judge that penalises an edit shows a negative shift.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import stdtrit
+
+
+@dataclass(frozen=True)
+class Shift:
+    value: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+
+
+def preference_shift(*, moves: ArrayLike, confidence: float = 0.95) -> Shift:
+    """The mean move and its Student-t interval at `confidence` (module docstring)."""
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be in (0, 1)")
+    values = np.asarray(moves, dtype=float).ravel()
+    values = values[~np.isnan(values)]
+    if np.isinf(values).any() or (np.abs(values) > 1).any():
+        raise ValueError("a move lies in [-1, 1]")
+    n = int(values.size)
+    if n == 0:
+        return Shift(math.nan, math.nan, math.nan, 0, confidence)
+    mean = math.fsum(values.tolist()) / n
+    if n < 2:
+        return Shift(mean, math.nan, math.nan, n, confidence)
+    sd = float(np.sqrt(math.fsum(((values - mean) ** 2).tolist()) / (n - 1)))
+    half = float(stdtrit(n - 1, (1.0 + confidence) / 2.0)) * sd / math.sqrt(n)
+    return Shift(mean, max(-1.0, mean - half), min(1.0, mean + half), n, confidence)
