@@ -57,8 +57,15 @@ def expected(probe: str, biased: set[str]) -> tuple[float, str]:
     return (1.0, "biased") if probe in biased else (0.0, "unbiased")
 
 
+def _named(value: object) -> str:
+    """A test id the same in every process (a set's order is not, under xdist)."""
+    if isinstance(value, set):
+        return "+".join(sorted(value)) or "none"
+    return str(value)
+
+
 @pytest.mark.parametrize("biased", [{"verbosity", "sentiment"}, {"authority", "formatting"},
-                                    {"bandwagon", "fallacy"}, set()], ids=str)
+                                    {"bandwagon", "fallacy"}, set()], ids=_named)
 def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: set[str]
                                                                       ) -> None:
     with ScriptedJudge(reply=bias_script.pointwise(biased)) as server:
@@ -87,7 +94,7 @@ def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: se
 
 @pytest.mark.parametrize(("biased", "position"), [
     ({"verbosity", "formatting", "fallacy"}, False),
-    ({"authority", "bandwagon", "sentiment"}, True), (set(), False)], ids=str)
+    ({"authority", "bandwagon", "sentiment"}, True), (set(), False)], ids=_named)
 def test_a_pairwise_judge_is_caught_for_its_biases_and_only_for_them(biased: set[str],
                                                                      position: bool) -> None:
     """A judge that prefers the answer shown first (position) on equal content moves 0: its
