@@ -92,12 +92,16 @@ REFERENCE = (
      "tanh(atanh(r) +- q sqrt(0.437 / (n - 4))); spearman: sqrt(1.06 / (n - 3))",
      "Fieller, Hartley and Pearson 1957, Biometrika 44: 470-481",
      "independent units, bivariate normal, no ties (approximate with ties); n >= 5"),
-    ("williams", "two dependent pearson r sharing the human side",
-     "Williams' T2, t on n - 3 df; greater, less or two-sided; signed or |r|",
+    ("williams", "two dependent pearson or spearman r sharing the human side "
+     "(meta-eval --compare --test williams [--williams-sided two] [--compare-abs])",
+     "Williams' T2, t on n - 3 df; greater (default), less or two-sided; signed "
+     "(default) or |r|",
      "Williams 1959, JRSS B 21: 396-399; Steiger 1980, Psych. Bull. 87(2): 245-251",
      "independent units, trivariate normal; n > 3"),
-    ("steiger", "two dependent correlations sharing the human side",
-     "Steiger's pooled Z1* on Fisher z; greater, less or two-sided; signed or |r|",
+    ("steiger", "two dependent pearson or spearman r sharing the human side "
+     "(meta-eval --compare --test steiger)",
+     "Steiger's pooled Z1* on Fisher z; greater (default), less or two-sided; signed "
+     "(default) or |r|",
      "Steiger 1980, Psych. Bull. 87(2): 245-251",
      "independent units, trivariate normal; n > 3, |r| < 1"),
 )

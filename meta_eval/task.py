@@ -75,6 +75,10 @@ class Task:
     #: (`meta_eval.analytic.correlation_interval`, in the result's `analytic_ci_*` fields) or
     #: "both"
     interval: str = "bootstrap"
+    #: the williams and steiger tests' conventions (`meta_eval.analytic`): "greater"
+    #: (one-sided, the default) or "two-sided", and whether they compare |r|
+    alternative: str = "greater"
+    absolute: bool = False
 
     def __post_init__(self) -> None:
         if self.interval not in INTERVALS:
@@ -140,7 +144,7 @@ class Task:
     def _cluster(self, human: FloatArray, matrices: Mapping[str, FloatArray],
                  outcomes: dict[str, MetricOutcome], progress: Progress | None) -> Ranking:
         tested = {n: matrices[n] for n, o in outcomes.items() if not o.given}
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"alternative": self.alternative, "absolute": self.absolute}
         if self.method == "permutation":
             options = {"resamples": self.resamples, "epsilon": self.epsilon,
                        "permutations": self.permutations, **self._averaging}
@@ -168,6 +172,19 @@ class Task:
                 outcome.ceiling_fraction = human_ceiling(
                     self.statistic, raters=raters, metric=matrices[name], **common).fraction
         return human_ceiling(self.statistic, raters=raters, **common)
+
+
+def test_signature(task: Task) -> str:
+    """How `task`'s significance tests were made: the test, the statistic, the sides, signed
+    or |r|, the null law (and the permutation test's resamples)."""
+    if task.method == "permutation":
+        return (f"permutation|{task.statistic}|{task.level}|{task.grouping}|one-sided|"
+                f"H1:a>b|resamples={task.resamples}|alpha={task.alpha:g}")
+    sides = "one-sided|H1:a>b" if task.alternative == "greater" else "two-sided|H1:a!=b"
+    law = "t(n-3)|Williams 1959" if task.method == "williams" else \
+        "z=atanh(r)|N(0,1)|Steiger 1980"
+    return (f"{task.method}|{task.statistic}|{task.level}|{sides}|"
+            f"{'abs(r)' if task.absolute else 'signed r'}|{law}|alpha={task.alpha:g}")
 
 
 def analytic_interval(result: Result, *, confidence: float) -> Result:

@@ -131,7 +131,8 @@ def statistics_page() -> str:
                    f"{', '.join(s.levels)} | {s.better} | {'yes' if s.credits_ties else 'no'} "
                    f"| {scale} |")
     out += ["", "## Analytic intervals and tests", "",
-            "Generated from `meta_eval/analytic.py` (`meta-eval --interval analytic|both`; "
+            "Generated from `meta_eval/analytic.py` (`meta-eval --interval analytic|both`, "
+            "`meta-eval --compare --test williams|steiger`; "
             "q is the standard normal quantile of (1 + confidence) / 2). The default "
             "comparison is signed: for metric evaluation a negative correlation with people "
             "is worse, not as good; `absolute=True` compares |r| (each negatively correlated "

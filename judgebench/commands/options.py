@@ -127,9 +127,10 @@ def seed_option(help: str | None = None) -> Decorator:
     return click.option("--seed", type=int, default=0, show_default=True, help=help)
 
 
-def test_option(help: str) -> Decorator:
-    """`--test permutation|williams` (parameter `method`)."""
-    return click.option("--test", "method", type=click.Choice(("permutation", "williams")),
+def test_option(help: str, choices: tuple[str, ...] = ("permutation", "williams")
+                ) -> Decorator:
+    """`--test permutation|williams` (parameter `method`; meta-eval adds steiger)."""
+    return click.option("--test", "method", type=click.Choice(choices),
                         default="permutation", show_default=True, help=help)
 
 
