@@ -139,6 +139,8 @@ class Task:
         except ValueError as exc:
             failed = Result(self.statistic, float("nan"), n=0, level="system", grouping="none")
             return MetricOutcome(name, failed, system_score="corpus", error=str(exc))
+        if self.interval != "bootstrap":
+            result = analytic_interval(result, confidence=self.ci)
         return MetricOutcome(name, result, system_score="corpus")
 
     def _cluster(self, human: FloatArray, matrices: Mapping[str, FloatArray],

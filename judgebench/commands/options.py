@@ -119,6 +119,17 @@ def ci_option(help: str | None = "Confidence level of the interval.") -> Decorat
     return click.option("--ci", type=OPEN_UNIT, default=0.95, show_default=True, help=help)
 
 
+def interval_option(help: str = "") -> Decorator:
+    """`--interval bootstrap|analytic|both`: which confidence interval a correlation gets
+    (`meta_eval.analytic`: Fisher z, Bonett-Wright, Fieller)."""
+    return click.option(
+        "--interval", type=click.Choice(("bootstrap", "analytic", "both")),
+        default="bootstrap", show_default=True,
+        help="Which confidence interval: the item bootstrap (--bootstrap N), the analytic "
+             "one of an ungrouped pearson (Fisher z), spearman (Bonett-Wright) or kendall "
+             f"(Fieller), or both.{' ' + help if help else ''}")
+
+
 def alpha_option(help: str | None) -> Decorator:
     return click.option("--alpha", type=OPEN_UNIT, default=0.05, show_default=True, help=help)
 
