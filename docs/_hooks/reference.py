@@ -154,7 +154,8 @@ AGREEMENT_INFERENCE = [
      "two-sided p of kappa = 0",
      "Fleiss, Cohen and Everitt 1969", "independent pairs; large n (the interval may pass "
      "1 near perfect agreement)", "`labels stats` (`analytic` of each annotator pair; "
-     "`--weights none|linear|quadratic|FILE.csv`)"),
+     "`--weights none|linear|quadratic|FILE.csv`); `meta-eval`, `audit` and `bench` "
+     "`--interval analytic|both` for an ungrouped kappa, kappa-linear or qwk"),
     ("Fleiss' kappa, m raters, fixed marginals", "`fleiss_kappa_inference`: se0, z, two-sided "
      "p of kappa = 0; no interval (bootstrap the units)", "Fleiss 1971; Fleiss, Nee and "
      "Landis 1979", "every rater codes every unit (incomplete units dropped); the observed "
