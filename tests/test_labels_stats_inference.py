@@ -131,6 +131,10 @@ def test_default_weights_unchanged_and_text(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "linear-weighted kappa ann vs bob" in proc.stdout
     assert "Randolph's free-marginal kappa" in proc.stdout and ", p " in proc.stdout
+    for line in proc.stdout.splitlines():  # a tiny p keeps its digits, not 0.0000
+        if ", p " in line and ("Randolph" in line or " vs " in line):
+            p_text = line.rsplit(", p ", 1)[1].rstrip(")")
+            assert p_text == "-" or float(p_text) > 0, line
 
 
 @pytest.mark.parametrize(("text", "where"), [

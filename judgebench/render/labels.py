@@ -54,7 +54,8 @@ def _asymptotic(test: dict | None) -> str:
     if not test:
         return ""
     interval = f", [{_num(test['low'])}, {_num(test['high'])}]" if "low" in test else ""
-    return f" (se {_num(test.get('se'))}{interval}, p {_num(test['p_value'])})"
+    p = test.get("p_value")
+    return f" (se {_num(test.get('se'))}{interval}, p {'-' if p is None else f'{p:.3g}'})"
 
 
 def _criterion(c: CriterionStats) -> str:
