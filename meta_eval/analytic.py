@@ -104,7 +104,8 @@ REFERENCE = (
      "Steiger's pooled Z1* on Fisher z; greater (default), less or two-sided; signed "
      "(default) or |r|",
      "Steiger 1980, Psych. Bull. 87(2): 245-251",
-     "independent units, trivariate normal; n > 3, |r| < 1"),
+     "independent units, trivariate normal; n > 3, |r| < 1; on spearman approximate "
+     "(size 0.057-0.065 at 0.05 in simulation)"),
 )
 
 
