@@ -173,7 +173,8 @@ def meta_eval(scores: Table, *, humans: Sequence[str], metrics: Sequence[str] = 
               missing_bounds: bool = False, leave_systems_out: int = 0,
               system_bootstrap: int = 0, sequential: dict[str, Any] | None = None,
               views: Sequence[tuple[str, str]] = (),
-              interval: str = "bootstrap") -> MetaEvalResult:
+              interval: str = "bootstrap", alternative: str = "greater",
+              absolute: bool = False) -> MetaEvalResult:
     """Correlate metric columns of `scores` with each human column, as `judgebench meta-eval`
     does (same options, same results): the table read once
     (`judgebench.tables.prepared.PreparedTable`), the options made a `meta_eval.task.TaskSet`
@@ -185,8 +186,10 @@ def meta_eval(scores: Table, *, humans: Sequence[str], metrics: Sequence[str] = 
     not given by a flag or the sidecar is its registered metric's in `host` (default: the
     installed plugins). `views`: several (level, grouping) pairs from one read of the table
     (default: `level`, `grouping`). `interval`: "bootstrap" (with `bootstrap` > 0),
-    "analytic" (Fisher z, Bonett-Wright, Fieller: `meta_eval.analytic`) or "both". Bad input
-    raises `InputError` naming the option."""
+    "analytic" (Fisher z, Bonett-Wright, Fieller: `meta_eval.analytic`) or "both".
+    `method` "williams" or "steiger" (pearson, spearman): `alternative` "greater" (one-sided,
+    the default) or "two-sided", `absolute` compares |r|. Bad input raises `InputError`
+    naming the option."""
     return _meta_eval.from_options(
         _frame_or_path(scores), humans=humans, metrics=metrics, level=level,
         grouping=grouping, statistics=statistics, epsilon=epsilon, bootstrap=bootstrap, ci=ci,
@@ -196,7 +199,8 @@ def meta_eval(scores: Table, *, humans: Sequence[str], metrics: Sequence[str] = 
         average=average, replace_nans_with_zeros=replace_nans_with_zeros, failed_as=failed_as,
         log=log, host=host, missing_bounds=missing_bounds,
         leave_systems_out=leave_systems_out, system_bootstrap=system_bootstrap,
-        sequential=sequential, views=views, interval=interval)
+        sequential=sequential, views=views, interval=interval, alternative=alternative,
+        absolute=absolute)
 
 
 meta_eval_pairwise = _reads_frame(_pairwise.pairwise_meta_eval)

@@ -59,8 +59,13 @@ or where the variance estimate is not positive.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+import numpy as np
 from scipy.special import ndtr, ndtri, stdtr
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import ArrayLike, FloatArray
 
 INTERVAL_METHODS = ("fisher", "bonett-wright", "fieller")
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -87,14 +92,20 @@ REFERENCE = (
      "tanh(atanh(r) +- q sqrt(0.437 / (n - 4))); spearman: sqrt(1.06 / (n - 3))",
      "Fieller, Hartley and Pearson 1957, Biometrika 44: 470-481",
      "independent units, bivariate normal, no ties (approximate with ties); n >= 5"),
-    ("williams", "two dependent pearson r sharing the human side",
-     "Williams' T2, t on n - 3 df; greater, less or two-sided; signed or |r|",
+    ("williams", "two dependent pearson or spearman r sharing the human side "
+     "(meta-eval --compare --test williams [--williams-sided two] [--compare-abs])",
+     "Williams' T2, t on n - 3 df; greater (default), less or two-sided; signed "
+     "(default) or |r|",
      "Williams 1959, JRSS B 21: 396-399; Steiger 1980, Psych. Bull. 87(2): 245-251",
-     "independent units, trivariate normal; n > 3"),
-    ("steiger", "two dependent correlations sharing the human side",
-     "Steiger's pooled Z1* on Fisher z; greater, less or two-sided; signed or |r|",
+     "independent units, trivariate normal; n > 3; on spearman approximate (size 0.057-0.065 "
+     "at 0.05 in simulation)"),
+    ("steiger", "two dependent pearson or spearman r sharing the human side "
+     "(meta-eval --compare --test steiger)",
+     "Steiger's pooled Z1* on Fisher z; greater (default), less or two-sided; signed "
+     "(default) or |r|",
      "Steiger 1980, Psych. Bull. 87(2): 245-251",
-     "independent units, trivariate normal; n > 3, |r| < 1"),
+     "independent units, trivariate normal; n > 3, |r| < 1; on spearman approximate "
+     "(size 0.057-0.065 at 0.05 in simulation)"),
 )
 
 
@@ -155,37 +166,60 @@ def _orient(r_ha: float, r_hb: float, r_ab: float, absolute: bool
 
 def _tail(cdf_low: float, cdf_high: float, alternative: str) -> float:
     """p from the null law's P(X <= x) and P(X >= x)."""
+    return float(_tails(np.asarray(cdf_low), np.asarray(cdf_high), alternative))
+
+
+def _tails(cdf_low: FloatArray, cdf_high: FloatArray, alternative: str) -> FloatArray:
     if alternative == "greater":
         return cdf_high
     if alternative == "less":
         return cdf_low
     if alternative == "two-sided":
-        return min(1.0, 2 * min(cdf_low, cdf_high))
+        return np.minimum(1.0, 2 * np.minimum(cdf_low, cdf_high))
     raise ValueError(f"unknown alternative {alternative!r}; use {', '.join(ALTERNATIVES)}")
+
+
+def williams_statistics(*, r_ha: ArrayLike, r_hb: ArrayLike, r_ab: ArrayLike, n: int,
+                        absolute: bool = False) -> FloatArray:
+    """Williams' t (module docstring) for arrays of correlations, elementwise; NaN where
+    n <= 3 or the variance is not positive."""
+    ha, hb, ab = (np.asarray(x, dtype=float) for x in (r_ha, r_hb, r_ab))
+    if absolute:
+        ab = np.where(ha < 0, -1.0, 1.0) * np.where(hb < 0, -1.0, 1.0) * ab
+        ha, hb = np.abs(ha), np.abs(hb)
+    if n <= 3:
+        return np.full(np.broadcast(ha, hb, ab).shape, np.nan)
+    k = 1 - ha**2 - hb**2 - ab**2 + 2 * ha * hb * ab
+    rbar = (ha + hb) / 2
+    var = 2 * (n - 1) / (n - 3) * k + rbar**2 * (1 - ab) ** 3
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = (ha - hb) * np.sqrt((n - 1) * (1 + ab)) / np.sqrt(np.where(var > 0, var, np.nan))
+    return np.asarray(t, dtype=float)
+
+
+def williams_p_values(*, r_ha: ArrayLike, r_hb: ArrayLike, r_ab: ArrayLike, n: int,
+                      alternative: str = "greater", absolute: bool = False) -> FloatArray:
+    """p-values of Williams' test for arrays of correlations, elementwise (module
+    docstring; `meta_eval.power` simulates studies with it)."""
+    _tail(0.5, 0.5, alternative)
+    t = williams_statistics(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n, absolute=absolute)
+    if n <= 3:
+        return t
+    return _tails(stdtr(n - 3, t), stdtr(n - 3, -t), alternative)
 
 
 def williams_statistic(*, r_ha: float, r_hb: float, r_ab: float, n: int,
                        absolute: bool = False) -> float:
     """Williams' t (module docstring); NaN where n <= 3 or the variance is not positive."""
-    r_ha, r_hb, r_ab = _orient(r_ha, r_hb, r_ab, absolute)
-    if n <= 3:
-        return math.nan
-    k = 1 - r_ha**2 - r_hb**2 - r_ab**2 + 2 * r_ha * r_hb * r_ab
-    rbar = (r_ha + r_hb) / 2
-    var = 2 * (n - 1) / (n - 3) * k + rbar**2 * (1 - r_ab) ** 3
-    if not var > 0:
-        return math.nan
-    return (r_ha - r_hb) * math.sqrt((n - 1) * (1 + r_ab)) / math.sqrt(var)
+    return float(williams_statistics(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n,
+                                     absolute=absolute))
 
 
 def williams_test(*, r_ha: float, r_hb: float, r_ab: float, n: int,
                   alternative: str = "greater", absolute: bool = False) -> float:
     """p-value of Williams' test of r_ha against r_hb (module docstring)."""
-    t = williams_statistic(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n, absolute=absolute)
-    _tail(0.5, 0.5, alternative)
-    if math.isnan(t):
-        return math.nan
-    return _tail(float(stdtr(n - 3, t)), float(stdtr(n - 3, -t)), alternative)
+    return float(williams_p_values(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n,
+                                   alternative=alternative, absolute=absolute))
 
 
 def steiger_statistic(*, r_ha: float, r_hb: float, r_ab: float, n: int,

@@ -87,9 +87,10 @@ def construct_validity(*, criteria: Mapping[str, np.ndarray],
         for j, (other, h) in enumerate(criteria.items()):
             if other == own:
                 continue
-            options = ({"resamples": resamples, "alpha": alpha,
-                        "seed": int(np.random.SeedSequence([seed, k, j]).generate_state(1)[0])}
-                       if method == "permutation" else {})
+            options: dict[str, Any] = ({"resamples": resamples, "alpha": alpha,
+                                         "seed": int(np.random.SeedSequence(
+                                             [seed, k, j]).generate_state(1)[0])}
+                                        if method == "permutation" else {})
             test = compare(statistic, human=m, metric_a=criteria[own], metric_b=h,
                            level=level, grouping=grouping, method=method, **options)
             p_values[other] = float(test.p_value)

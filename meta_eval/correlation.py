@@ -66,7 +66,8 @@ if TYPE_CHECKING:
     from meta_eval.arrays import BoolArray, FloatArray, IntArray
 
 KENDALL_FAMILY = ("kendall", "kendall-c", "kendall-23", "acc-23")
-CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "pdp")
+CORRELATIONS = ("pearson", "spearman", *KENDALL_FAMILY, "weighted-tau", "weighted-tau-human",
+                "weighted-tau-metric", "weighted-tau-product", "pdp")
 _SMALL_GROUP = 32  # up to this many units per group, count pairs by broadcasting
 _CHUNK = 1 << 22  # pair entries per broadcast chunk
 _SORTED_UNITS = 1 << 19  # units per sort-based counting call

@@ -24,20 +24,34 @@ wasserstein   Wasserstein-1 (earth mover's) distance between the two histograms 
               labels the bins are their positions (labels 1, 2, 4, 8: a 4 moved to 8 is one
               bin, as kappa's weights). Lower is better; 0: the same histogram.
 
+wasserstein-real  Wasserstein-1 between the two sides' empirical distributions of real
+              values, nothing rounded: with the n units both sides scored sorted on each
+              side, h_(1) <= ... <= h_(n) and m_(1) <= ... <= m_(n), W1 = (1/n) sum_i
+              |h_(i) - m_(i)| (the quantile form of W1 for two samples of equal size;
+              Vallender 1974; scipy.stats.wasserstein_distance(h, m) on those units), in
+              the scores' units. A unit missing either side is dropped (as every
+              statistic's units are those both sides scored), so both samples have n
+              values; NaN for a group with none. Lower is better; 0: the same values.
+
 K depends on the call without declared labels (a resample that loses a category loses its
 smoothing mass), so `--labels` fixes ckld's scale. Magnitudes: categories are scaled by a
 power of two above the largest |category| (exact) before any gap, so categories at +-1e300
-do not overflow W1's gaps.
+do not overflow W1's gaps; wasserstein-real scales each group's values the same way before
+any difference.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from meta_eval.agreement import _domain, _positions, categories
 from meta_eval.numerics import paired
+
+if TYPE_CHECKING:
+    from meta_eval.arrays import FloatArray
 
 SMOOTHING = 0.5  # Jeffreys' pseudo-count added to each of the judge's categories
 _CELLS = 1 << 22  # (rows x categories) cells per chunk
@@ -112,3 +126,19 @@ def wasserstein_groups(*, human: np.ndarray, metric: np.ndarray,
     return np.where(n > 0, value, np.nan).reshape(lead)
 
 
+
+
+def wasserstein_real_groups(*, human: FloatArray, metric: FloatArray) -> FloatArray:
+    """Per-group Wasserstein-1 distance between the two sides' real values on the units both
+    scored (module docstring: `wasserstein-real`)."""
+    h, m = paired(human=human, metric=metric)
+    finite = np.isfinite(h)
+    n = finite.sum(axis=-1)
+    top = np.maximum(np.where(finite, np.abs(h), 0.0).max(axis=-1, initial=0.0),
+                     np.where(finite, np.abs(m), 0.0).max(axis=-1, initial=0.0))
+    e = np.frexp(top)[1]
+    hs = np.sort(np.ldexp(h, -e[..., None]), axis=-1)  # NaN sorts last, as many per side
+    ms = np.sort(np.ldexp(m, -e[..., None]), axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(np.isfinite(hs), np.abs(hs - ms), 0.0).sum(axis=-1) / n
+    return np.asarray(np.where(n > 0, np.ldexp(mean, e), np.nan), dtype=float)

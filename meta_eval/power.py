@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from meta_eval.arrays import FloatArray
+
 
 @dataclass(frozen=True)
 class PowerPlan:
@@ -50,15 +52,12 @@ class PowerPlan:
                          for k, (n, p, d) in self.needed.items()]}
 
 
-def williams_p(r_ha: np.ndarray, r_hb: np.ndarray, r_ab: np.ndarray, n: int) -> np.ndarray:
-    """One-sided p of Williams' T2 for H1: r_ha > r_hb (vectorised)."""
-    from scipy.stats import t as student
+def williams_p(r_ha: FloatArray, r_hb: FloatArray, r_ab: FloatArray, n: int) -> FloatArray:
+    """One-sided p of Williams' T2 for H1: r_ha > r_hb (vectorised;
+    `meta_eval.analytic.williams_p_values`)."""
+    from meta_eval.analytic import williams_p_values
 
-    det = 1 - r_ha**2 - r_hb**2 - r_ab**2 + 2 * r_ha * r_hb * r_ab
-    mean = (r_ha + r_hb) / 2
-    den = np.sqrt(2 * (n - 1) / (n - 3) * det + mean**2 * (1 - r_ab) ** 3)
-    t = (r_ha - r_hb) * np.sqrt((n - 1) * (1 + r_ab)) / den
-    return np.asarray(student.sf(t, n - 3))
+    return williams_p_values(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n)
 
 
 def correlation_matrix(r_a: float, r_b: float, r_ab: float) -> np.ndarray:

@@ -39,8 +39,14 @@ williams (Williams 1959; Steiger 1980; recommended for MT by Graham and Baldwin 
         t = (r_ha - r_hb) sqrt((n - 1)(1 + r_ab))
             / sqrt(2 K (n - 1)/(n - 3) + ((r_ha + r_hb)/2)^2 (1 - r_ab)^3)
 
-    with n - 3 degrees of freedom, one-sided. Only for ungrouped pearson (segment level
-    without grouping, or system level).
+    with n - 3 degrees of freedom, one-sided by default. Only for one ungrouped correlation
+    (segment level without grouping, or system level), pearson or, as psych::r.test takes
+    any r, spearman. steiger: Steiger's (1980) pooled Z1* on Fisher's z, the same
+    conventions. `alternative="two-sided"` doubles the smaller tail (psych::r.test's
+    default); `absolute=True` compares |r| (each negatively correlated metric negated
+    first, as psych::r.test compares the r it is given): formulas and assumptions in
+    `meta_eval.analytic`. The default stays one-sided on the signed r: for metric
+    evaluation a negative correlation with people is worse, not as good.
 
 Direction: every test is of H1: goodness(A) > goodness(B) (`Statistic.goodness`: the value,
 or -value for a lower-is-better error such as mae, or -|value| for bias), and Comparison.delta
@@ -485,36 +491,58 @@ def williams_test(*, r_ha: float, r_hb: float, r_ab: float, n: int) -> float:
     return analytic.williams_test(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n)
 
 
+#: the closed-form tests of two dependent correlations sharing the human side, and the
+#: correlations they take (psych::r.test takes any r; Kendall's tau has no Fisher-z law)
+CLOSED_FORM = ("williams", "steiger")
+CLOSED_FORM_STATISTICS = ("pearson", "spearman")
+TEST_NAMES = {"williams": "Williams'", "steiger": "Steiger's"}
+
+
 def williams(*, human: ArrayLike, metric_a: ArrayLike, metric_b: ArrayLike,
-             level: str = "segment", grouping: str = "none") -> Comparison:
-    """Williams' test on Pearson correlations of (items, systems) matrices."""
-    check_options("pearson", level, grouping)
+             level: str = "segment", grouping: str = "none", statistic: str = "pearson",
+             alternative: str = "greater", absolute: bool = False,
+             method: str = "williams") -> Comparison:
+    """Williams' (or, `method="steiger"`, Steiger's) test on the pearson or spearman
+    correlations of (items, systems) matrices over the units all three score
+    (`meta_eval.analytic`: `alternative`, `absolute`)."""
+    from meta_eval import analytic
+
+    if method not in CLOSED_FORM:
+        raise ValueError(f"unknown closed-form test {method!r}; use williams or steiger")
+    if statistic not in CLOSED_FORM_STATISTICS:
+        raise ValueError(f"{TEST_NAMES[method]} test compares pearson or spearman "
+                         "correlations; use the permutation test for other statistics")
+    check_options(statistic, level, grouping)
     if level == "segment" and grouping != "none":
-        raise ValueError("Williams' test needs one correlation: use grouping 'none' "
-                         "(or the permutation test for grouped statistics)")
+        raise ValueError(f"{TEST_NAMES[method]} test needs one correlation: use grouping "
+                         "'none' (or the permutation test for grouped statistics)")
     human, a, b = _common(*(np.asarray(x, dtype=float) for x in (human, metric_a, metric_b)))
     h, ma = arrange(human=human, metric=a, level=level, grouping=grouping)
     _, mb = arrange(human=human, metric=b, level=level, grouping=grouping)
-    r_ha = float(group_values("pearson", human=h, metric=ma)[0])
-    r_hb = float(group_values("pearson", human=h, metric=mb)[0])
-    r_ab = float(group_values("pearson", human=ma, metric=mb)[0])
+    r_ha = float(group_values(statistic, human=h, metric=ma)[0])
+    r_hb = float(group_values(statistic, human=h, metric=mb)[0])
+    r_ab = float(group_values(statistic, human=ma, metric=mb)[0])
     n = int((np.isfinite(h) & np.isfinite(ma) & np.isfinite(mb)).sum())
-    p = williams_test(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n)
-    return Comparison("pearson", "williams", r_ha, r_hb, r_ha - r_hb, p, n, 0)
+    test = analytic.williams_test if method == "williams" else analytic.steiger_test
+    p = test(r_ha=r_ha, r_hb=r_hb, r_ab=r_ab, n=n, alternative=alternative, absolute=absolute)
+    delta = abs(r_ha) - abs(r_hb) if absolute else r_ha - r_hb
+    return Comparison(statistic, method, r_ha, r_hb, delta, p, n, 0)
 
 
 def compare(statistic: str, *, human: ArrayLike, metric_a: ArrayLike,
             metric_b: ArrayLike, level: str = "segment", grouping: str = "none",
-            method: str = "permutation", **options) -> Comparison:
-    """Test H1: metric_a is better than metric_b; `method` is permutation or williams."""
-    if method == "williams":
-        if statistic != "pearson":
-            raise ValueError("Williams' test compares Pearson correlations; "
-                             "use the permutation test for other statistics")
+            method: str = "permutation", alternative: str = "greater",
+            absolute: bool = False, **options) -> Comparison:
+    """Test H1: metric_a is better than metric_b; `method` is permutation, williams or
+    steiger (`alternative` and `absolute`: the closed-form tests' conventions)."""
+    if method in CLOSED_FORM:
         return williams(human=human, metric_a=metric_a, metric_b=metric_b, level=level,
-                        grouping=grouping)
+                        grouping=grouping, statistic=statistic, alternative=alternative,
+                        absolute=absolute, method=method)
     if method != "permutation":
-        raise ValueError(f"unknown method {method!r}; use permutation or williams")
+        raise ValueError(f"unknown method {method!r}; use permutation, williams or steiger")
+    if alternative != "greater" or absolute:
+        raise ValueError("the permutation test is one-sided on the signed statistic")
     return permutation_test(statistic, human=human, metric_a=metric_a, metric_b=metric_b,
                             level=level, grouping=grouping, **options)
 
@@ -525,7 +553,8 @@ def significance_clusters(statistic: str, *, human: ArrayLike,
                           alpha: float = 0.05, seed: int = 0,
                           values: Mapping[str, float] | None = None,
                           progress: Callable[[str, str], None] | None = None,
-                          every_pair: bool = False, **options) -> Ranking:
+                          every_pair: bool = False, alternative: str = "greater",
+                          absolute: bool = False, **options) -> Ranking:
     """Rank `metrics` ({name: (items, systems) matrix}) into significance clusters.
 
     `values` (optional) are the statistics already computed per metric; `options` go to
@@ -533,6 +562,8 @@ def significance_clusters(statistic: str, *, human: ArrayLike,
     test also gets `alpha`, so that its early stopping decides p <= alpha. Metrics whose
     statistic is undefined are ranked last, in a cluster of their own. `every_pair`: test
     every better-ranked metric against every worse-ranked one, not only the walk's tests.
+    `alternative` and `absolute` (williams and steiger only): the closed-form test's sides
+    and whether it compares |r|; with `absolute` the walk also ranks by |r|.
     """
     names = list(metrics)
     if values is None:
@@ -549,11 +580,13 @@ def significance_clusters(statistic: str, *, human: ArrayLike,
         return compare(statistic, human=human, metric_a=metrics[better],
                        metric_b=metrics[worse], level=level, grouping=grouping,
                        method=method, **({"seed": test_seed, "alpha": alpha} | options
-                                         if method == "permutation" else {}))
+                                         if method == "permutation" else
+                                         {"alternative": alternative, "absolute": absolute}))
 
     spec = check_options(statistic, level, grouping)
     return assign_clusters({name: values[name] for name in names}, test, alpha=alpha,
-                           method=method, progress=progress, goodness=spec.goodness,
+                           method=method, progress=progress,
+                           goodness=abs if absolute else spec.goodness,
                            statistic=statistic, every_pair=every_pair)
 
 

@@ -61,7 +61,7 @@ from meta_eval.correlation import (
     weighted_tau_groups,
 )
 from meta_eval.deviation import bias_groups, mae_groups, rmse_groups
-from meta_eval.distribution import ckld_groups, wasserstein_groups
+from meta_eval.distribution import ckld_groups, wasserstein_groups, wasserstein_real_groups
 from meta_eval.reliability import brier_groups, ece_groups
 
 if TYPE_CHECKING:
@@ -196,6 +196,17 @@ _TABLE = (
     Statistic("weighted-tau", "weighted-tau", "none", ALL_LEVELS,
               "weighted Kendall's tau, scipy.stats.weightedtau's defaults (hyperbolic "
               "weights, top ranks count more)", "Vigna 2015", groups=weighted_tau_groups),
+    *(Statistic(name, name, "none", ALL_LEVELS, description, "Vigna 2015", groups=kernel)
+      for name, description, kernel in (
+          ("weighted-tau-human", "weighted Kendall's tau, the units' importance by people's "
+           "ranking (scipy.stats.weightedtau rank=None, x = human): the top-rated by people "
+           "count more", partial(weighted_tau_groups, rank="human")),
+          ("weighted-tau-metric", "weighted Kendall's tau, the units' importance by the "
+           "metric's ranking (rank=None, x = metric)",
+           partial(weighted_tau_groups, rank="metric")),
+          ("weighted-tau-product", "weighted Kendall's tau, a pair's weight the product of "
+           "its two ranks' weights (scipy's additive=False)",
+           partial(weighted_tau_groups, additive=False)))),
     Statistic("pdp", "pdp", "none", ALL_LEVELS,
               "pairwise-difference Pearson: r of within-group score differences, pooled "
               "over groups", "mt-metrics-eval stats.py (Pearson, pdp=True)",
@@ -237,6 +248,11 @@ _TABLE = (
           ("wasserstein", "Wasserstein-1 between the judge's and people's rating "
            "histograms over ordinal bins, in scale points (lower is better)",
            "Vallender 1974; scipy.stats.wasserstein_distance", wasserstein_groups))),
+    Statistic("wasserstein-real", "wasserstein-real", "none", ("segment",),
+              "Wasserstein-1 between the judge's and people's real-valued score "
+              "distributions, nothing rounded, in score units (lower is better)",
+              "Vallender 1974; scipy.stats.wasserstein_distance", better="lower",
+              on_scale=True, groups=wasserstein_real_groups),
     Statistic("mae", "mae", "none", ALL_LEVELS, "mean absolute error |judge - human| "
               "(lower is better)", "Willmott and Matsuura 2005", better="lower", on_scale=True,
               groups=mae_groups),

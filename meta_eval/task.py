@@ -75,6 +75,10 @@ class Task:
     #: (`meta_eval.analytic.correlation_interval`, in the result's `analytic_ci_*` fields) or
     #: "both"
     interval: str = "bootstrap"
+    #: the williams and steiger tests' conventions (`meta_eval.analytic`): "greater"
+    #: (one-sided, the default) or "two-sided", and whether they compare |r|
+    alternative: str = "greater"
+    absolute: bool = False
 
     def __post_init__(self) -> None:
         if self.interval not in INTERVALS:
@@ -124,7 +128,10 @@ class Task:
                           bootstrap=self.bootstrap, ci=self.ci, seed=self.seed,
                           permutations=self.permutations, **self._averaging)
         if self.interval != "bootstrap":
-            result = analytic_interval(result, confidence=self.ci)
+            result = (kappa_interval(result, human=human, metric=matrix,
+                                     confidence=self.ci, domain=self.domain)
+                      if self.statistic in KAPPA_WEIGHTS else
+                      analytic_interval(result, confidence=self.ci))
         return MetricOutcome(name, result, system_score=self._system_score)
 
     def _given(self, name: str, human: FloatArray, scores: FloatArray) -> MetricOutcome:
@@ -135,12 +142,14 @@ class Task:
         except ValueError as exc:
             failed = Result(self.statistic, float("nan"), n=0, level="system", grouping="none")
             return MetricOutcome(name, failed, system_score="corpus", error=str(exc))
+        if self.interval != "bootstrap":
+            result = analytic_interval(result, confidence=self.ci)
         return MetricOutcome(name, result, system_score="corpus")
 
     def _cluster(self, human: FloatArray, matrices: Mapping[str, FloatArray],
                  outcomes: dict[str, MetricOutcome], progress: Progress | None) -> Ranking:
         tested = {n: matrices[n] for n, o in outcomes.items() if not o.given}
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"alternative": self.alternative, "absolute": self.absolute}
         if self.method == "permutation":
             options = {"resamples": self.resamples, "epsilon": self.epsilon,
                        "permutations": self.permutations, **self._averaging}
@@ -170,6 +179,19 @@ class Task:
         return human_ceiling(self.statistic, raters=raters, **common)
 
 
+def test_signature(task: Task) -> str:
+    """How `task`'s significance tests were made: the test, the statistic, the sides, signed
+    or |r|, the null law (and the permutation test's resamples)."""
+    if task.method == "permutation":
+        return (f"permutation|{task.statistic}|{task.level}|{task.grouping}|one-sided|"
+                f"H1:a>b|resamples={task.resamples}|alpha={task.alpha:g}")
+    sides = "one-sided|H1:a>b" if task.alternative == "greater" else "two-sided|H1:a!=b"
+    law = "t(n-3)|Williams 1959" if task.method == "williams" else \
+        "z=atanh(r)|N(0,1)|Steiger 1980"
+    return (f"{task.method}|{task.statistic}|{task.level}|{sides}|"
+            f"{'abs(r)' if task.absolute else 'signed r'}|{law}|alpha={task.alpha:g}")
+
+
 def analytic_interval(result: Result, *, confidence: float) -> Result:
     """`result` with the analytic interval of its correlation (`meta_eval.analytic`) in
     `extra`: `analytic_ci_low`, `analytic_ci_high` and `analytic_ci_method` (the form, its
@@ -182,7 +204,7 @@ def analytic_interval(result: Result, *, confidence: float) -> Result:
     note = None
     if result.statistic not in ANALYTIC_STATISTICS:
         note = (f"no analytic interval for {result.statistic} (one exists for "
-                f"{', '.join(ANALYTIC_STATISTICS)})")
+                f"{', '.join((*ANALYTIC_STATISTICS, *KAPPA_WEIGHTS))})")
     elif grouped:
         note = "no analytic interval for an average of per-group correlations"
     if note is not None:
@@ -201,6 +223,56 @@ def analytic_interval(result: Result, *, confidence: float) -> Result:
 
 
 ANALYTIC_STATISTICS = ("pearson", "spearman", "kendall")
+#: the kappa statistics with an asymptotic interval, and their disagreement weights
+KAPPA_WEIGHTS = {"kappa": None, "kappa-linear": 1, "qwk": 2}
+
+
+def kappa_interval(result: Result, *, human: FloatArray, metric: FloatArray,
+                   confidence: float, domain: Sequence[float] | None = None) -> Result:
+    """`result` (an ungrouped kappa, kappa-linear or qwk of (items, systems) matrices on
+    the human scale) with Cohen's kappa's asymptotic interval in `extra`
+    (`meta_eval.kappa_inference.cohen_kappa_inference`, Fleiss, Cohen and Everitt 1969):
+    `analytic_ci_low`, `analytic_ci_high`, `analytic_se`, `analytic_p_value` (H0: kappa =
+    0, two-sided) and `analytic_ci_method`; or `analytic_ci_note`. The categories are those
+    of the kernel (`meta_eval.agreement.kappa_groups`: both sides rounded half up, the
+    categories either side uses, or positions among the declared `domain`), weighted by
+    their differences to the power 0 (unweighted), 1 or 2, so the value is the kernel's."""
+    import dataclasses
+
+    import numpy as np
+
+    from meta_eval.agreement import _positions, categories
+    from meta_eval.kappa_inference import cohen_kappa_inference
+    from meta_eval.numerics import paired
+
+    def noted(note: str) -> Result:
+        return dataclasses.replace(result, extra={**result.extra, "analytic_ci_note": note})
+
+    if result.grouping != "none":
+        return noted("no analytic interval for an average of per-group kappas")
+    h, m = paired(human=categories(human).ravel(), metric=categories(metric).ravel())
+    if domain is not None:
+        h, m = _positions(h, domain), _positions(m, domain)
+    ok = np.isfinite(h)
+    h, m = h[ok], m[ok]
+    cats = np.unique(np.concatenate([h, m]))
+    if not math.isfinite(result.value) or cats.size < 2:
+        return noted("no analytic interval: the kappa is undefined")
+    power = KAPPA_WEIGHTS[result.statistic]
+    weights = None
+    if power is not None:
+        scaled = np.ldexp(cats, -int(np.frexp(np.max(np.abs(cats)))[1]))
+        weights = np.abs(scaled[:, None] - scaled[None, :]) ** power
+    found = cohen_kappa_inference(human=h.tolist(), metric=m.tolist(), weights=weights,
+                                  labels=cats.tolist(), confidence=confidence)
+    if found.ci_low is None or found.ci_high is None:
+        return noted("no analytic interval: its standard error is undefined")
+    kind = {None: "unweighted", 1: "linear", 2: "quadratic"}[power]
+    extra = {"analytic_ci_low": found.ci_low, "analytic_ci_high": found.ci_high,
+             "analytic_se": found.extra["se"], "analytic_p_value": found.p_value,
+             "analytic_ci_method": f"cohen-kappa-{kind}|se=fleiss-cohen-everitt-1969|wald|"
+                                   f"p:kappa=0,se0|n={found.n}|confidence={confidence:g}"}
+    return dataclasses.replace(result, extra={**result.extra, **extra})
 INTERVALS = ("bootstrap", "analytic", "both")
 
 

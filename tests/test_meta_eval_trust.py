@@ -153,10 +153,11 @@ def test_a_statistic_is_added_in_one_place(monkeypatch):
 def test_the_table_is_what_callers_accept():
     names = list(meta_eval.STATISTICS)
     assert names == ["pearson", "spearman", "kendall", "kendall-c", "kendall-23", "acc-23",
-                     "acc-eq", "pairwise-accuracy", "spa", "weighted-tau", "pdp", "kappa",
+                     "acc-eq", "pairwise-accuracy", "spa", "weighted-tau", "weighted-tau-human",
+                     "weighted-tau-metric", "weighted-tau-product", "pdp", "kappa",
                      "kappa-linear", "qwk", "krippendorff", "krippendorff-ratio",
                      "krippendorff-ordinal", "krippendorff-nominal", "ckld",
-                     "ckld-uniform", "wasserstein", "mae",
+                     "ckld-uniform", "wasserstein", "wasserstein-real", "mae",
                      "rmse", "bias", "brier", "ece", "ece-mass"]
     for name in names:
         for level in ("system", "segment"):
@@ -184,6 +185,11 @@ def test_each_entry_holds_the_kernel_it_names():
         "pdp": correlation.pearson_groups(human=human, metric=metric),
         "spearman": correlation.spearman_groups(human=human, metric=metric),
         "weighted-tau": correlation.weighted_tau_groups(human=human, metric=metric),
+        **{f"weighted-tau-{rank}": correlation.weighted_tau_groups(human=human, metric=metric,
+                                                                   rank=rank)
+           for rank in ("human", "metric")},
+        "weighted-tau-product": correlation.weighted_tau_groups(human=human, metric=metric,
+                                                                additive=False),
         **{v: correlation.kendall_groups(human=human, metric=metric, variant=v, epsilon=0.25)
            for v in ("kendall-23", "acc-23")},
         **{v: correlation.kendall_groups(human=human, metric=metric, variant=v)
@@ -204,6 +210,7 @@ def test_each_entry_holds_the_kernel_it_names():
         "ckld-uniform": distribution.ckld_groups(human=human, metric=metric,
                                                  reference="uniform"),
         "wasserstein": distribution.wasserstein_groups(human=human, metric=metric),
+        "wasserstein-real": distribution.wasserstein_real_groups(human=human, metric=metric),
     }
     kernels = [s.name for s in STATISTICS.values() if s.kernel == s.name and s.groups]
     assert sorted(kernels) == sorted(expected)

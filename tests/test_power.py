@@ -96,3 +96,37 @@ def test_cli(tmp_path: Path):
                                     "--metric", "good", "--metric", "bad", "--delta", "0.1"],
                               catch_exceptions=False)
     assert "as piloted" in text.stdout
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_power_uses_analytics_williams_on_random_correlations(seed: int) -> None:
+    """power.williams_p is analytic.williams_test elementwise, and both are psych::r.test's
+    T2 written out (scipy's t law), on correlations of random data: near-equal pairs,
+    |r| near 1, non-positive variance (NaN), NaN input and n from 4 to 10^6."""
+    from meta_eval.analytic import williams_test
+    from meta_eval.power import williams_p
+
+    rng = np.random.default_rng(4700 + seed)
+    n = [4, 7, 30, 500, 10_000, 1_000_000][seed]
+    x = rng.normal(size=(300, 40, 3)) @ np.linalg.cholesky(
+        np.array([[1, 0.5, 0.45], [0.5, 1, 0.6], [0.45, 0.6, 1]])).T
+    x[:100] = np.round(x[:100])  # ties
+    c = np.array([np.corrcoef(d.T) for d in x])
+    r1, r2, r12 = c[:, 0, 1].copy(), c[:, 0, 2].copy(), c[:, 1, 2].copy()
+    r1[:5], r2[:5], r12[:5] = 0.999999, 0.999998, 0.9999995
+    r1[5:10], r2[5:10], r12[5:10] = 0.9, -0.9, -1.0  # K <= 0: no test
+    r1[10], r2[11], r12[12] = np.nan, np.nan, np.nan
+    r2[13] = r1[13]
+    got = williams_p(r1, r2, r12, n)
+    for i in range(len(r1)):
+        one = williams_test(r_ha=r1[i], r_hb=r2[i], r_ab=r12[i], n=n)
+        det = 1 - r1[i]**2 - r2[i]**2 - r12[i]**2 + 2 * r1[i] * r2[i] * r12[i]
+        var = 2 * (n - 1) / (n - 3) * det + ((r1[i] + r2[i]) / 2) ** 2 * (1 - r12[i]) ** 3
+        if not var > 0:
+            assert math.isnan(got[i]) and math.isnan(one)
+            continue
+        t = (r1[i] - r2[i]) * math.sqrt((n - 1) * (1 + r12[i])) / math.sqrt(var)
+        want = float(scipy.stats.t.sf(t, n - 3))
+        assert got[i] == one
+        assert abs(one - want) <= 1e-9 * max(want, 1e-300) or abs(one - want) < 1e-15
+    assert got[13] == 0.5

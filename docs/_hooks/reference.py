@@ -131,7 +131,8 @@ def statistics_page() -> str:
                    f"{', '.join(s.levels)} | {s.better} | {'yes' if s.credits_ties else 'no'} "
                    f"| {scale} |")
     out += ["", "## Analytic intervals and tests", "",
-            "Generated from `meta_eval/analytic.py` (`meta-eval --interval analytic|both`; "
+            "Generated from `meta_eval/analytic.py` (`meta-eval --interval analytic|both`, "
+            "`meta-eval --compare --test williams|steiger`; "
             "q is the standard normal quantile of (1 + confidence) / 2). The default "
             "comparison is signed: for metric evaluation a negative correlation with people "
             "is worse, not as good; `absolute=True` compares |r| (each negatively correlated "
@@ -152,7 +153,9 @@ AGREEMENT_INFERENCE = [
      "`meta_eval.kappa_inference.cohen_kappa_inference`: se, Wald interval, se0, z, "
      "two-sided p of kappa = 0",
      "Fleiss, Cohen and Everitt 1969", "independent pairs; large n (the interval may pass "
-     "1 near perfect agreement)", "`labels stats` (`analytic` of each annotator pair)"),
+     "1 near perfect agreement)", "`labels stats` (`analytic` of each annotator pair; "
+     "`--weights none|linear|quadratic|FILE.csv`); `meta-eval`, `audit` and `bench` "
+     "`--interval analytic|both` for an ungrouped kappa, kappa-linear or qwk"),
     ("Fleiss' kappa, m raters, fixed marginals", "`fleiss_kappa_inference`: se0, z, two-sided "
      "p of kappa = 0; no interval (bootstrap the units)", "Fleiss 1971; Fleiss, Nee and "
      "Landis 1979", "every rater codes every unit (incomplete units dropped); the observed "
@@ -160,7 +163,7 @@ AGREEMENT_INFERENCE = [
     ("Randolph's free-marginal kappa", "`randolph_kappa`: se (of a mean of units), Wald "
      "interval, se0 (exact under uniform coding), z, p", "Randolph 2005",
      "q declared categories raters may use in any proportion; independent units",
-     "Python"),
+     "`labels stats` (`randolph`, q the criterion's declared codes)"),
     ("ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k", "`meta_eval.icc.icc_forms`: F-test of ICC = 0 "
      "and the F-based interval (ICC2: Satterthwaite's df)", "Shrout and Fleiss 1979; McGraw "
      "and Wong 1996", "normal ratings, independent targets, a complete targets x raters "

@@ -43,13 +43,17 @@ class Options:
     #: `audit --sequential`: the anytime-valid replay of each segment-level, item-grouped
     #: block (judgebench.auditing.conclusions)
     sequential: bool = False
+    #: `audit --interval`: "bootstrap", "analytic" (`meta_eval.analytic`, each row's
+    #: `analytic_ci_*` fields) or "both"
+    interval: str = "bootstrap"
 
     def task(self, human: str, statistic: str, level: str, grouping: str) -> Task:
         """The block's setting as a meta_eval Task (audit blocks always cluster)."""
         return Task(human=human, statistic=statistic, level=level, grouping=grouping,
                     epsilon=self.epsilon, bootstrap=self.bootstrap, ci=self.ci,
                     seed=self.seed, permutations=self.permutations, compare=True,
-                    method=self.method, resamples=self.resamples, alpha=self.alpha)
+                    method=self.method, resamples=self.resamples, alpha=self.alpha,
+                    interval=self.interval)
 
 
 @dataclass

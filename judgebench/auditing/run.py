@@ -243,6 +243,7 @@ def _report_settings(statistics: Sequence[str], settings: Sequence[tuple[str, st
     return {"statistics": list(statistics), "failed_as": failed_as,
             "levels": [{"level": lv, "grouping": g} for lv, g in settings],
             "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
+            "interval": options.interval,
             "alpha": options.alpha, "test": options.method,
             "resamples": options.resamples, "epsilon": options.epsilon,
             **({"robustness": True} if options.robustness else {}),

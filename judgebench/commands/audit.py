@@ -24,6 +24,7 @@ from judgebench.commands.options import (
     epsilon_option,
     failed_as_option,
     humans_option,
+    interval_option,
     metrics_option,
     pairwise_options,
     raters_option,
@@ -94,6 +95,7 @@ def report_format(path: Path) -> str:
               help="Score store (from `judgebench score --store`) to read cost and time.")
 @bootstrap_option(1000, "Item resamples for the confidence intervals (0: none).")
 @ci_option(None)
+@interval_option("analytic: no bootstrap is run; both: the card shows both.")
 @significance_options("Test behind the significance clusters.", None)
 @epsilon_option
 @seed_option()
@@ -178,8 +180,8 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
             metrics: tuple[str, ...], levels: tuple[str, ...], groupings: tuple[str, ...],
             statistics: tuple[str, ...], sentinels: tuple[str, ...],
             lower: tuple[str, ...], higher: tuple[str, ...], store_path: Path | None,
-            bootstrap: int,
-            ci: float, method: str, resamples: int, alpha: float, epsilon: float, seed: int,
+            bootstrap: int, ci: float, interval: str, method: str, resamples: int,
+            alpha: float, epsilon: float, seed: int,
             probes: tuple[str, ...], probe_items: int, judges: tuple[str, ...],
             pairs_path: Path | None, bias_pairs: int, bias_probes: tuple[str, ...],
             paraphrases: tuple[str, ...], judge_family: str | None,
@@ -206,9 +208,9 @@ def command(scores: Path, humans: tuple[str, ...], samples_path: Path | None,
         *(destinations.report("--report", path, report_format) for path in reports),
     ])
     formats = [(path, report_format(path)) for path in reports]
-    options = Options(bootstrap=bootstrap, ci=ci, seed=seed, alpha=alpha, method=method,
-                      resamples=resamples, epsilon=epsilon, robustness=robustness,
-                      sequential=sequential)
+    options = Options(bootstrap=0 if interval == "analytic" else bootstrap, ci=ci, seed=seed,
+                      alpha=alpha, method=method, resamples=resamples, epsilon=epsilon,
+                      robustness=robustness, sequential=sequential, interval=interval)
     report = audit(scores, humans=humans, samples=samples_path, metrics=metrics,
                    levels=levels, groupings=groupings, statistics=statistics,
                    sentinels=sentinels, lower=lower, higher=higher, store=store_path,

@@ -10,7 +10,12 @@ from pathlib import Path
 import click
 
 from judgebench.commands.examples import examples
-from judgebench.commands.options import alpha_option, bootstrap_option, seed_option
+from judgebench.commands.options import (
+    alpha_option,
+    bootstrap_option,
+    interval_option,
+    seed_option,
+)
 from judgebench.display import SafeWriter, safe
 from judgebench.engine import progress_line
 from judgebench.engine.runtime import check_budget_usd
@@ -50,6 +55,7 @@ from judgebench.errors import EXIT_FAILED_SCORES
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="the number of cores", help="Processes for local metrics.")
 @bootstrap_option(1000, "Item-bootstrap resamples for the CIs (0: none).")
+@interval_option("analytic: no bootstrap is run; both: the card shows both.")
 @seed_option("Seed of the bootstrap.")
 @alpha_option("Significance level of the clusters.")
 @click.option("--workdir", type=click.Path(path_type=Path, writable=True), metavar="DIR",
@@ -65,7 +71,8 @@ from judgebench.errors import EXIT_FAILED_SCORES
 def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, ...],
             store_path: Path, resume: bool, cache_path: Path | None, budget_usd: float | None,
             allow_unknown_cost: bool, allow_failures: bool, limit: int | None, workers: int,
-            bootstrap: int, seed: int, alpha: float, workdir: Path | None, force: bool, fmt: str,
+            bootstrap: int, interval: str, seed: int, alpha: float, workdir: Path | None,
+            force: bool, fmt: str,
             as_json: bool, output: Path | None) -> None:
     """Benchmark metrics or judges (SPEC, as in `score -m`) on built-in suites: each suite's
     samples are scored (store, resume, cache and budget as `score`), meta-evaluated under the
@@ -86,7 +93,7 @@ def command(specs: tuple[str, ...], suite_names: str, suite_paths: tuple[Path, .
     cards = [destinations.written("-o", output)] if output is not None else []
     result = bench(list(specs), suites, options=options, host=host, bootstrap=bootstrap,
                    seed=seed, alpha=alpha, workdir=workdir, force=force, other_paths=cards,
-                   log=lambda m: _log(m, err))
+                   log=lambda m: _log(m, err), interval=interval)
     text = render(result, "json" if as_json else fmt)
     if output is not None:
         from judgebench.tables.io import atomic_path

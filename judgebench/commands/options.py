@@ -119,6 +119,17 @@ def ci_option(help: str | None = "Confidence level of the interval.") -> Decorat
     return click.option("--ci", type=OPEN_UNIT, default=0.95, show_default=True, help=help)
 
 
+def interval_option(help: str = "") -> Decorator:
+    """`--interval bootstrap|analytic|both`: which confidence interval a correlation gets
+    (`meta_eval.analytic`: Fisher z, Bonett-Wright, Fieller)."""
+    return click.option(
+        "--interval", type=click.Choice(("bootstrap", "analytic", "both")),
+        default="bootstrap", show_default=True,
+        help="Which confidence interval: the item bootstrap (--bootstrap N), the analytic "
+             "one of an ungrouped pearson (Fisher z), spearman (Bonett-Wright) or kendall "
+             f"(Fieller), or both.{' ' + help if help else ''}")
+
+
 def alpha_option(help: str | None) -> Decorator:
     return click.option("--alpha", type=OPEN_UNIT, default=0.05, show_default=True, help=help)
 
@@ -127,9 +138,10 @@ def seed_option(help: str | None = None) -> Decorator:
     return click.option("--seed", type=int, default=0, show_default=True, help=help)
 
 
-def test_option(help: str) -> Decorator:
-    """`--test permutation|williams` (parameter `method`)."""
-    return click.option("--test", "method", type=click.Choice(("permutation", "williams")),
+def test_option(help: str, choices: tuple[str, ...] = ("permutation", "williams")
+                ) -> Decorator:
+    """`--test permutation|williams` (parameter `method`; meta-eval adds steiger)."""
+    return click.option("--test", "method", type=click.Choice(choices),
                         default="permutation", show_default=True, help=help)
 
 

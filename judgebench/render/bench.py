@@ -35,6 +35,9 @@ def _cells(row: CardRow) -> list[str]:
     digits = row.precision if row.precision is not None else 3
     mark = {"yours": "*", "published": "", "ceiling": "="}[row.kind]
     ci = f"[{_num(row.ci[0], digits)}, {_num(row.ci[1], digits)}]" if row.ci else ""
+    if row.analytic is not None:  # --interval analytic|both
+        ci = (f"{ci} " if ci else "") + (f"a[{_num(row.analytic[0], digits)}, "
+                                         f"{_num(row.analytic[1], digits)}]")
     printed = _num(row.printed, digits)
     if row.reproduces is not None:
         printed += " (reproduced)" if row.reproduces else " (not reproduced)"
@@ -43,6 +46,20 @@ def _cells(row: CardRow) -> list[str]:
     return [mark, row.label, _num(row.value, digits), ci,
             "" if row.cluster is None else str(row.cluster), printed,
             "" if row.n is None else str(row.n), row.table or ""]
+
+
+def analytic_forms(rows: Sequence[CardRow]) -> list[str]:
+    """The signatures of a group's analytic intervals without each row's n."""
+    return list(dict.fromkeys("|".join(p for p in r.analytic_method.split("|")
+                                       if not p.startswith("n="))
+                              for r in rows if r.analytic_method))
+
+
+def analytic_note(rows: Sequence[CardRow]) -> str | None:
+    """What a[...] in a group's CI cells is: the analytic intervals' forms, None where no
+    row has one."""
+    forms = analytic_forms(rows)
+    return f"a[...]: the analytic interval, {'; '.join(forms)}" if forms else None
 
 
 def _groups(card: Card) -> list[tuple[str, list[CardRow]]]:
@@ -169,6 +186,9 @@ def render_text(result: BenchResult) -> str:
         for heading, rows in _groups(card):
             lines.append(f"\n{heading}")
             lines.append(_aligned([list(HEADER), *(_cells(r) for r in rows)]))
+            note = analytic_note(rows)
+            if note:
+                lines.append(note)
         heading, entries = coverage_entries(card)
         if entries:
             lines += ["", f"{heading}:"]
@@ -213,6 +233,12 @@ def render_markdown(result: BenchResult) -> str:
             lines += [f"### {_md(heading)}", "", "| " + " | ".join(HEADER) + " |",
                       "|" + "---|" * len(HEADER)]
             lines += ["| " + " | ".join(_md(c) for c in _cells(r)) + " |" for r in rows]
+            forms = analytic_forms(rows)
+            if forms:
+                from judgebench.render.markdown import code
+
+                lines += ["", "a[...]: the analytic interval, "
+                          + "; ".join(code(f) for f in forms)]
             lines.append("")
         heading, entries = coverage_entries(card)
         if entries:
@@ -250,6 +276,9 @@ def render_html(result: BenchResult) -> str:
             body.append(table_html([escape(h) for h in HEADER],
                                [[escape(c) for c in _cells(r)] for r in rows],
                                ["sentinel" if r.kind != "yours" else "" for r in rows]))
+            note = analytic_note(rows)
+            if note:
+                body.append(f'<p class="muted">{escape(note)}</p>')
         heading, entries = coverage_entries(card)
         if entries:
             body.append(f"<h3>{escape(heading)}</h3><ul>"

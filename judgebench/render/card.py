@@ -28,11 +28,33 @@ def fmt(value: float | None, digits: int = 3) -> str:
 
 def intervals(settings: dict[str, Any]) -> str:
     """What a report's settings line says of its intervals: the bootstrap CI and its
-    resamples, or that there are none (`--bootstrap 0`)."""
+    resamples, or that there are none (`--bootstrap 0`); the analytic interval where asked
+    (`--interval analytic|both`)."""
+    analytic = settings.get("interval", "bootstrap") != "bootstrap"
+    also = (f"{settings['ci']:.0%} analytic interval (a: Fisher z for pearson, "
+            "Bonett-Wright for spearman, Fieller for kendall; ungrouped only)")
     if not settings["bootstrap"]:
-        return "no confidence intervals (--bootstrap 0)"
-    return (f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
+        return also if analytic else "no confidence intervals (--bootstrap 0)"
+    boot = (f"{settings['ci']:.0%} bootstrap CI over items ({settings['bootstrap']} "
             "resamples)")
+    return f"{boot}; {also}" if analytic else boot
+
+
+def analytic_cell(row: dict[str, Any]) -> str:
+    """A row's analytic interval as a card cell shows it after the value: " a[low, high]",
+    or "" where it has none (`meta_eval.task.analytic_interval`)."""
+    low, high = row.get("analytic_ci_low"), row.get("analytic_ci_high")
+    if low is None or high is None:
+        return ""
+    return f" a[{fmt(low)}, {fmt(high)}]"
+
+
+def analytic_forms(blocks: Sequence[dict[str, Any]]) -> list[str]:
+    """The signatures of the analytic intervals in `blocks`, without each row's n."""
+    found = [r["analytic_ci_method"] for b in blocks for r in b["rows"]
+             if r.get("analytic_ci_method")]
+    return list(dict.fromkeys("|".join(p for p in m.split("|") if not p.startswith("n="))
+                              for m in found))
 
 
 def setting_label(level: str, grouping: str) -> str:

@@ -19,6 +19,8 @@ from judgebench.render.card import (
     AGREEMENT_INTRO,
     GATE_RULE,
     REPORTABLE_HEADER,
+    analytic_cell,
+    analytic_forms,
     confusion_rows,
     fmt,
     gate_matrix,
@@ -290,6 +292,10 @@ def _agreement(data: dict[str, Any]) -> str:
                                        f"{_units(b)})", width=560))
         parts.append(f'<div class="grid">{"".join(charts)}</div>')
         parts.append(_agreement_table(blocks))
+        forms = analytic_forms(blocks)
+        if forms:
+            parts.append('<div class="note">a[...]: the analytic interval, '
+                         f'{escape("; ".join(forms))}</div>')
         parts += [f'<div class="note">{escape(text)} <span class="muted">('
                   f'{escape(", ".join(where))})</span></div>'
                   for text, where in notes(blocks).items()]
@@ -313,6 +319,8 @@ def _agreement_table(blocks: Sequence[dict[str, Any]]) -> str:
             text = fmt(row["value"])
             if row.get("ci_low") is not None:
                 text += f' <span class="muted">[{fmt(row["ci_low"])}, {fmt(row["ci_high"])}]</span>'
+            if analytic_cell(row):
+                text += f' <span class="muted">{escape(analytic_cell(row).strip())}</span>'
             if row.get("cluster") is not None:
                 text += f" c{row['cluster']}"
             if verdict is not None:

@@ -49,6 +49,15 @@ def stats(result: StatsResult) -> str:
     return "\n\n".join(blocks)
 
 
+def _asymptotic(test: dict | None) -> str:
+    """ (se S, [low, high], p P): a kappa's asymptotic standard error, interval and test."""
+    if not test:
+        return ""
+    interval = f", [{_num(test['low'])}, {_num(test['high'])}]" if "low" in test else ""
+    p = test.get("p_value")
+    return f" (se {_num(test.get('se'))}{interval}, p {'-' if p is None else f'{p:.3g}'})"
+
+
 def _criterion(c: CriterionStats) -> str:
     crit = c.criterion
     lines = [f"criterion {crit.name} ({crit.describe()}; Krippendorff's alpha at the "
@@ -62,15 +71,19 @@ def _criterion(c: CriterionStats) -> str:
     lines.append(f"  alpha ({c.alpha.statistic}): {_num(c.alpha.value)} over {c.alpha.n} "
                  "pairable values")
     for k in c.kappas:
-        what = "quadratic-weighted kappa" if k.get("weights") else "Cohen's kappa"
+        what = {None: "Cohen's kappa", "custom": "custom-weighted kappa"}.get(
+            k.get("weights"), f"{k.get('weights')}-weighted kappa")
         lines.append(f"  {what} {k['a']} vs {k['b']}: {_num(k.get('value'))}"
-                     f"{_interval(k)} on {k.get('n', 0)} keys")
+                     f"{_interval(k)} on {k.get('n', 0)} keys" + _asymptotic(k.get("analytic")))
     if c.fleiss is not None:
         test = c.fleiss.analytic
         lines.append(f"  Fleiss' kappa: {_num(c.fleiss.value)} on {c.fleiss.n} keys every "
                      "annotator answered" + (f" (z {_num(test['z'])}, p "
                                              f"{test['p_value']:.3g}: Fleiss, Nee and "
                                              "Landis 1979)" if test else ""))
+    if c.randolph is not None:
+        lines.append(f"  Randolph's free-marginal kappa: {_num(c.randolph.value)} on "
+                     f"{c.randolph.n} keys" + _asymptotic(c.randolph.analytic))
     if c.ceiling is not None:
         lines.append(f"  human ceiling ({c.ceiling['statistic']}, {c.ceiling['how']}): "
                      f"{_num(c.ceiling['value'])}")

@@ -14,6 +14,8 @@ from judgebench.render.card import (
     AGREEMENT_INTRO,
     GATE_RULE,
     REPORTABLE_HEADER,
+    analytic_cell,
+    analytic_forms,
     bin_label,
     confusion_rows,
     fmt,
@@ -83,6 +85,7 @@ def cell(row: dict[str, Any], verdict: dict[str, Any] | None) -> str:
     text = fmt(row.get("value"))
     if row.get("ci_low") is not None:
         text += f" [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"
+    text += analytic_cell(row)
     if row.get("cluster") is not None:
         text += f" c{row['cluster']}"
     if verdict is not None:
@@ -179,9 +182,10 @@ def _sentinels_markdown(sentinels: list[dict[str, Any]]) -> list[str]:
 
 def _agreement_markdown(data: dict[str, Any]) -> list[str]:
     """Per human column and statistic, a table of every metric's value in every setting."""
+    analytic = data["settings"].get("interval", "bootstrap") != "bootstrap"
     out = ["", "## Agreement with people", "",
-           "Each cell: statistic [CI] c<cluster>, and ✓/✗ for the gate. Sentinels in "
-           "italics.", ""]
+           "Each cell: statistic [CI]" + (" a[analytic interval]" if analytic else "")
+           + " c<cluster>, and ✓/✗ for the gate. Sentinels in italics.", ""]
     for human in data["humans"]:
         for statistic in data["settings"]["statistics"]:
             blocks = [b for b in data["blocks"]
@@ -197,6 +201,9 @@ def _agreement_block(human: str, statistic: str, blocks: list[dict[str, Any]]) -
     rows = [_agreement_row(r["metric"], blocks) for r in blocks[0]["rows"]]
     out += table(["metric", *(setting_label(b["level"], b["grouping"]) for b in blocks)], rows)
     block_notes = _notes(blocks)
+    forms = analytic_forms(blocks)
+    if forms:
+        out += ["", "a[...]: the analytic interval, " + "; ".join(code(f) for f in forms)]
     if block_notes:
         out += ["", *(f"- {text(n)}" for n in block_notes)]
     out.append("")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from judgebench.render.table import Table, numeric, shown_cells
 from judgebench.tables.failed import any_failed, header
 from meta_eval.statistics import get
+from meta_eval.task import test_signature
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -106,6 +107,8 @@ def meta_eval(result: MetaEvalResult, *, verbose: bool = False) -> str:
             lines += _test_lines([r for r in rows if not isinstance(r, CeilingRow)])
     if result.compare:
         lines += ["", CLUSTER_NOTE]
+        lines += [f"test: {signature}" for signature in dict.fromkeys(
+            test_signature(block.task) for block in result.blocks if block.task.compare)]
     lines += repeats_lines(result.repeats)
     return "\n".join(lines).lstrip("\n")
 
@@ -153,7 +156,7 @@ def _test_lines(rows: list[MetricRow]) -> list[str]:
     if not tests:
         return []
     width = max(len(f"{a} > {t.against}") for a, t in tests)
-    lines = [f"  p-values ({rows[0].task.method}, one-sided, H1: the first is better):"]
+    lines = [f"  p-values ({test_signature(rows[0].task)}; the first is a):"]
     for a, t in tests:
         c = t.test
         how = f"{c.resamples} resamples" if c.resamples else "closed form"

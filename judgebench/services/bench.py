@@ -74,6 +74,10 @@ class CardRow:
     #: a published row: whether its printed number was measured on the rows scored here
     #: (False with --limit: the source measured it on the full set)
     comparable: bool | None = None
+    #: `bench --interval analytic|both`: the analytic interval (`meta_eval.analytic`) and its
+    #: signature
+    analytic: tuple[float, float] | None = None
+    analytic_method: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"label": self.label, "kind": self.kind,
@@ -81,6 +85,9 @@ class CardRow:
                                "subset": self.subset, "value": self.value}
         if self.ci is not None:
             out["ci_low"], out["ci_high"] = self.ci
+        if self.analytic is not None:
+            out["analytic_ci_low"], out["analytic_ci_high"] = self.analytic
+            out["analytic_ci_method"] = self.analytic_method
         for name in ("n", "cluster", "printed", "precision", "table", "spec", "reproduces",
                      "comparable"):
             value = getattr(self, name)
@@ -157,19 +164,30 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
           host: PluginHost | None = None,
           bootstrap: int = 1000, seed: int = 0, alpha: float = 0.05,
           workdir: str | Path | None = None, force: bool = False,
-          other_paths: Sequence[Sequence[Named]] = (), log: Log | None = None) -> BenchResult:
+          other_paths: Sequence[Sequence[Named]] = (), log: Log | None = None,
+          interval: str = "bootstrap") -> BenchResult:
     """Each suite's card for `specs` (module docstring). `workdir` keeps each suite's exported
     samples and scored table in `workdir/<suite>/` (default: a temporary folder, removed);
     files already there are refused unless `force`. Before anything is written, every spec's
     metric is built and signed (a spec the metric refuses, such as a credential in
     `api_base`, stops the bench) and every path is checked at once (`tables.destinations`:
-    `bench_paths`, with the caller's `other_paths`, such as the card's `-o`)."""
+    `bench_paths`, with the caller's `other_paths`, such as the card's `-o`). `interval`
+    "analytic" or "both" adds each ungrouped correlation's analytic interval (`meta_eval.
+    analytic`; "analytic" runs no bootstrap)."""
     from judgebench.engine.runtime import Budget
     from judgebench.engine.scoring import prepare_metrics
     from judgebench.spec import parse_spec
     from judgebench.tables import destinations
 
     log = log or (lambda _message: None)
+    if interval not in ("bootstrap", "analytic", "both"):
+        raise InputError(f"unknown interval {interval!r}; use bootstrap, analytic or both",
+                         field="--interval")
+    if interval == "analytic":
+        bootstrap = 0
+    if interval == "both" and not bootstrap:
+        raise InputError("--interval both needs --bootstrap N (N > 0) for the bootstrap "
+                         "interval", field="--interval")
     if not specs:
         raise InputError("give one or more metric specs (see `judgebench metrics`)",
                          field="SPEC")
@@ -205,7 +223,7 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         try:
             cards.append(_suite_card(suite, runnable, by_column, notes, folder, budget,
                                      options, bootstrap, seed, alpha, log,
-                                     str(folder) if keep else None, host))
+                                     str(folder) if keep else None, host, interval))
         finally:
             if keep is None:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -289,7 +307,8 @@ def _shapes(specs: Sequence[Any], host: PluginHost
 
 def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes: list[str],
                 folder: Path, budget: Any, options: ScoreOptions, bootstrap: int, seed: int,
-                alpha: float, log: Log, workdir: str | None, host: PluginHost) -> Card:
+                alpha: float, log: Log, workdir: str | None, host: PluginHost,
+                interval: str = "bootstrap") -> Card:
     from judgebench.engine.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
@@ -325,7 +344,7 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
                                    alpha)
         else:
             rows += _pointwise_rows(table, suite, protocol, specs, mine, bootstrap, seed,
-                                    alpha)
+                                    alpha, interval)
     full = options.limit is None or options.limit >= suite.size()
     rows = _with_published(rows, published, specs, full)
     rows = _without_values(rows, dead)
@@ -451,8 +470,8 @@ def _told_failed(table: Path, humans: Sequence[str]) -> Any:
 
 
 def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[str],
-                    stored: list[str], bootstrap: int, seed: int, alpha: float
-                    ) -> list[CardRow]:
+                    stored: list[str], bootstrap: int, seed: int, alpha: float,
+                    interval: str = "bootstrap") -> list[CardRow]:
     from judgebench.services.meta_eval import meta_eval, task_set
     from judgebench.suite import LEVELS
     from judgebench.tables.failed import parse_failed_as
@@ -467,7 +486,8 @@ def _pointwise_rows(table: Path, suite: Suite, protocol: Protocol, specs: list[s
     convention = parse_failed_as(protocol.failed_as, pairwise=False)
     tasks = task_set(humans=[protocol.human], views=[(level, grouping)],
                      statistics=protocol.statistics, bootstrap=bootstrap, seed=seed,
-                     compare=len(metrics) > 1, alpha=alpha, raters=raters)
+                     compare=len(metrics) > 1, alpha=alpha, raters=raters,
+                     interval=interval)
     prepared = PreparedTable.read(table, [protocol.human], metrics, raters=raters,
                                   higher=stored, use_corpus=level == "system",
                                   failed_as=convention, views=[(level, grouping)])
@@ -488,10 +508,13 @@ def _finite(value: Any) -> float | None:
 
 def _row(r: dict[str, Any], protocol: Protocol, subset: str | None, kind: str) -> CardRow:
     low, high = _finite(r.get("ci_low")), _finite(r.get("ci_high"))
+    a_low, a_high = _finite(r.get("analytic_ci_low")), _finite(r.get("analytic_ci_high"))
+    analytic = (a_low, a_high) if a_low is not None and a_high is not None else None
     return CardRow(label=r["metric"], kind=kind, protocol=protocol.name,
                    statistic=r["statistic"], subset=subset, value=_finite(r.get("value")),
                    ci=(low, high) if low is not None and high is not None else None,
-                   n=r.get("n"), cluster=r.get("cluster"))
+                   n=r.get("n"), cluster=r.get("cluster"), analytic=analytic,
+                   analytic_method=r.get("analytic_ci_method") if analytic else None)
 
 
 def _with_published(rows: list[CardRow], published: list[Published], specs: list[str],

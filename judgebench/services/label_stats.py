@@ -10,8 +10,14 @@ Per criterion, over each annotator's current labels (`judgebench.engine.labels`)
   `meta_eval.agreement.krippendorff_alpha`), Cohen's kappa of each annotator pair on the
   keys both answered (unweighted for nominal criteria, quadratic weights over the scale's
   steps for a scale: `kappa` and `qwk` of `meta_eval.levels.evaluate`, with a percentile
-  bootstrap CI over keys), Fleiss' kappa with 3+ annotators (nominal, over the keys every
-  annotator answered: `meta_eval.agreement.fleiss_kappa`), and the human ceiling
+  bootstrap CI over keys, and the asymptotic se, Wald interval and test of Fleiss, Cohen and
+  Everitt 1969: `meta_eval.kappa_inference`; `weights` replaces the default weights: none,
+  linear, quadratic, or a (q, q) disagreement matrix over the criterion's q declared codes,
+  whose kappa has only the asymptotic interval), Fleiss' kappa with 3+ annotators
+  (nominal, over the keys every annotator answered: `meta_eval.agreement.fleiss_kappa`,
+  its se0 and test), Randolph's free-marginal kappa with 2+ annotators over the same keys
+  and the criterion's q declared codes (se, Wald interval, se0, test:
+  `meta_eval.kappa_inference.randolph_kappa`), and the human ceiling
   (`meta_eval.ceiling.human_ceiling`: each annotator's Pearson correlation with the mean of
   the others for a scale; Krippendorff's nominal alpha with the annotators as coders,
   leaving each out in turn, otherwise). A scale without steps has no kappa.
@@ -103,6 +109,7 @@ class CriterionStats:
     ceiling: dict[str, Any] | None
     judges: list[JudgeStats] = field(default_factory=list)
     signature: str = ""
+    randolph: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"criterion": self.criterion.name, "kind": self.criterion.kind,
@@ -111,6 +118,7 @@ class CriterionStats:
                 "coverage": self.coverage, "alpha": self.alpha.to_dict(),
                 "kappas": self.kappas,
                 "fleiss": None if self.fleiss is None else self.fleiss.to_dict(),
+                "randolph": None if self.randolph is None else self.randolph.to_dict(),
                 "ceiling": self.ceiling, "judges": [j.to_dict() for j in self.judges],
                 "signature": self.signature}
 
@@ -130,9 +138,12 @@ def label_stats(store: str | Path, *, names: Sequence[str] = (),
                 scores: str | Path | pd.DataFrame | None = None,
                 judges: Sequence[str] = (), threshold: float | None = None,
                 scale_level: str = "interval", bootstrap: int = 1000,
-                confidence: float = 0.95, seed: int = 0) -> StatsResult:
+                confidence: float = 0.95, seed: int = 0,
+                weights: str | Path | None = None) -> StatsResult:
     """The statistics of the module for the criteria `names` (default: every one) of
-    `store`, and the `judges` columns (default: every judge column) of `scores`."""
+    `store`, and the `judges` columns (default: every judge column) of `scores`.
+    `weights` (Cohen's kappa of each annotator pair): None (quadratic for a scale, none
+    otherwise), "none", "linear", "quadratic", or the path of a CSV disagreement matrix."""
     if scale_level not in SCALE_LEVELS:
         raise InputError(f"{scale_level!r} is not a level of a scale: "
                          f"{', '.join(SCALE_LEVELS)}", field="--scale-level")
@@ -149,11 +160,14 @@ def label_stats(store: str | Path, *, names: Sequence[str] = (),
             raise InputError(f"no criterion {name!r} in this store (it has: "
                              f"{', '.join(sorted(known))})", path=str(store),
                              field="--criterion")
+    chosen = [known[n] for n in sorted(set(names) or known)]
+    weighting = _weights(weights, chosen)
     table = None if scores is None else _judged(scores)
     out = []
-    for crit in (known[n] for n in sorted(set(names) or known)):
+    for crit in chosen:
         labels = current_labels(store, criterion=crit.name)
-        stats = _agreement(crit, labels, scale_level, bootstrap, confidence, seed)
+        stats = _agreement(crit, labels, scale_level, bootstrap, confidence, seed,
+                           weighting)
         if table is not None:
             stats.judges = _judges(crit, labels, table, judges, threshold, bootstrap,
                                    confidence, seed)
@@ -161,6 +175,75 @@ def label_stats(store: str | Path, *, names: Sequence[str] = (),
     where = None if scores is None else (str(scores) if isinstance(scores, str | Path)
                                          else "<DataFrame>")
     return StatsResult(str(store), where, out)
+
+
+# -- weights ------------------------------------------------------------------------------
+WEIGHTS = ("none", "linear", "quadratic")
+
+
+def declared_codes(crit: Criterion) -> int | None:
+    """How many nominal codes the criterion declares (`code`): 2 for binary, one per choice,
+    3 for a pair (b, tie, a), a scale's steps low..high; None for a scale without steps."""
+    if crit.kind == "binary":
+        return 2
+    if crit.kind == "choices":
+        return len(crit.choices)
+    if crit.kind == "pairwise":
+        return 3
+    if crit.step is None:
+        return None
+    return round((float(crit.high or 0.0) - float(crit.low or 0.0)) / crit.step) + 1
+
+
+def _weights(weights: str | Path | None, chosen: Sequence[Criterion]
+             ) -> str | FloatArray | None:
+    """`--weights`: None (each criterion's default), a name of WEIGHTS, or a CSV file of a
+    (q, q) disagreement matrix (no header; row i, column j: the cost of codes i and j),
+    checked against every chosen criterion's q; InputError naming the file, row and field."""
+    if weights is None or str(weights) in WEIGHTS:
+        return None if weights is None else str(weights)
+    import csv
+
+    import numpy as np
+
+    from meta_eval.agreement import kappa_weights
+
+    path = Path(weights)
+    if not path.is_file():
+        raise InputError(f"use {', '.join(WEIGHTS)} or a CSV file of a disagreement matrix; "
+                         "no such file", path=str(path), field="--weights")
+    rows: list[list[float]] = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.reader(handle), start=1):
+            if not any(cell.strip() for cell in row):
+                continue
+            values = []
+            for column, cell in enumerate(row, start=1):
+                try:
+                    value = float(cell)
+                except ValueError:
+                    value = math.nan
+                if not math.isfinite(value):
+                    raise InputError(f"{cell!r} is not a finite number", path=str(path),
+                                     line=number, field=f"column {column}") from None
+                values.append(value)
+            rows.append(values)
+    if not rows or any(len(r) != len(rows) for r in rows):
+        raise InputError(f"a disagreement matrix is square: {len(rows)} row(s) of "
+                         f"{sorted({len(r) for r in rows})} value(s)", path=str(path),
+                         field="--weights")
+    matrix = np.array(rows)
+    try:
+        kappa_weights(matrix, len(rows))
+    except ValueError as exc:
+        raise InputError(str(exc), path=str(path), field="--weights") from None
+    for crit in chosen:
+        q = declared_codes(crit)
+        if q is not None and q != len(rows):
+            raise InputError(f"criterion {crit.name} ({crit.describe()}) has {q} codes; "
+                             f"the matrix is {len(rows)} x {len(rows)}", path=str(path),
+                             field="--weights")
+    return matrix
 
 
 # -- codes --------------------------------------------------------------------------------
@@ -194,11 +277,12 @@ def _matrix(crit: Criterion, labels: Sequence[Label], *, coded: bool
 
 # -- agreement ----------------------------------------------------------------------------
 def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, bootstrap: int,
-               confidence: float, seed: int) -> CriterionStats:
+               confidence: float, seed: int, weighting: str | FloatArray | None = None
+               ) -> CriterionStats:
     import numpy as np
 
     from meta_eval.agreement import krippendorff_alpha
-    from meta_eval.kappa_inference import fleiss_kappa_inference
+    from meta_eval.kappa_inference import fleiss_kappa_inference, randolph_kappa
 
     level = scale_level if crit.kind == "scale" else "nominal"
     statuses = {s: sum(1 for lab in labels if lab.status == s)
@@ -217,11 +301,14 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
                               _finite(alpha.value) if alpha else None,
                               int(alpha.n) if alpha else 0)
     kappas = []
-    weights = "quadratic" if crit.kind == "scale" else None
+    weights: str | FloatArray | None = ("quadratic" if crit.kind == "scale" else None) \
+        if weighting is None else None if isinstance(weighting, str) and \
+        weighting == "none" else weighting
+    named = weights if weights is None or isinstance(weights, str) else "custom"
     for (i, a), (j, b) in itertools.combinations(enumerate(annotators), 2):
-        kappas.append({"a": a, "b": b, "weights": weights,
-                       **(_kappa(codes[i], codes[j], weights, bootstrap, confidence, seed)
-                          .to_dict() if coded else
+        kappas.append({"a": a, "b": b, "weights": named,
+                       **(_kappa(codes[i], codes[j], weights, bootstrap, confidence, seed,
+                                 declared_codes(crit)).to_dict() if coded else
                           {"statistic": "kappa", "value": None, "n": 0,
                            "note": "a scale without steps has no categories"})})
     fleiss = None
@@ -230,16 +317,24 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
         fleiss = Estimate("fleiss-kappa", _finite(result.value), int(result.n),
                           note="nominal, over the keys every annotator answered",
                           analytic=_analytic(result))
+    randolph = None
+    q = declared_codes(crit)
+    if len(annotators) >= 2 and coded and q is not None and q >= 2:
+        result = randolph_kappa(ratings=codes, categories=list(map(float, range(q))),
+                                confidence=confidence)
+        randolph = Estimate("randolph-kappa", _finite(result.value), int(result.n),
+                            note=f"free marginals over {q} declared codes, the keys every "
+                                 "annotator answered", analytic=_analytic(result))
     ceiling = _ceiling(crit, values if crit.kind == "scale" else codes) \
         if len(annotators) >= 2 else None
     signature = (f"labels.stats@1|criterion:{crit.name}|alpha:{level}|kappa:"
-                 f"{weights or 'unweighted'}|fleiss:complete-keys|ceiling:"
+                 f"{named or 'unweighted'}|fleiss:complete-keys|randolph:q={q}|ceiling:"
                  f"{'pearson-loo' if crit.kind == 'scale' else 'alpha-nominal-coders'}"
                  f"|ci:percentile-bootstrap-keys|resamples:{bootstrap}|confidence:"
                  f"{confidence:g}|seed:{seed}|labels:{len(labels)}"
                  f"@{max((lab.id for lab in labels), default=0)}")
     return CriterionStats(crit, level, per_annotator, statuses, coverage, alpha_estimate,
-                          kappas, fleiss, ceiling, signature=signature)
+                          kappas, fleiss, ceiling, signature=signature, randolph=randolph)
 
 
 def _scaled(values: FloatArray) -> FloatArray:
@@ -254,17 +349,28 @@ def _scaled(values: FloatArray) -> FloatArray:
     return np.ldexp(values, -int(np.frexp(np.abs(present).max())[1]))
 
 
-def _kappa(a: FloatArray, b: FloatArray, weights: str | None, bootstrap: int,
-           confidence: float, seed: int) -> Estimate:
+def _kappa(a: FloatArray, b: FloatArray, weights: str | FloatArray | None, bootstrap: int,
+           confidence: float, seed: int, q: int | None = None) -> Estimate:
+    """A pair's kappa: named weights over the codes lo..hi either used, with the bootstrap
+    interval (`evaluate`) and the asymptotic one; a matrix over the q declared codes, with
+    the asymptotic interval only."""
     import numpy as np
 
     from meta_eval.kappa_inference import cohen_kappa_inference
     from meta_eval.levels import evaluate
 
-    statistic = "qwk" if weights == "quadratic" else "kappa"
+    both = np.isfinite(a) & np.isfinite(b)
+    if weights is not None and not isinstance(weights, str):
+        result = cohen_kappa_inference(human=a[both].tolist(), metric=b[both].tolist(),
+                                       weights=weights,
+                                       labels=[float(v) for v in range(q or 0)],
+                                       confidence=confidence)
+        return Estimate("kappa-custom", _finite(result.value), int(result.n),
+                        note="custom weights: the asymptotic interval only",
+                        analytic=_analytic(result))
+    statistic = {"quadratic": "qwk", "linear": "kappa-linear"}.get(weights or "", "kappa")
     result = evaluate(statistic, human=a[:, None], metric=b[:, None], bootstrap=bootstrap,
                       ci=confidence, seed=seed, with_p_value=False)
-    both = np.isfinite(a) & np.isfinite(b)
     analytic = None
     if both.any():  # codes are steps: the categories lo..hi weigh by step differences
         lo, hi = int(min(a[both].min(), b[both].min())), int(max(a[both].max(),

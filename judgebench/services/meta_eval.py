@@ -31,6 +31,7 @@ from judgebench.suggest import did_you_mean
 from judgebench.tables.failed import FailedAs, parse_failed_as
 from judgebench.tables.prepared import PreparedTable
 from judgebench.tables.scales import check_scales
+from meta_eval.significance import CLOSED_FORM, CLOSED_FORM_STATISTICS, TEST_NAMES
 from meta_eval.statistics import get
 from meta_eval.task import INTERVALS, ComparisonError, Task, TaskResult, TaskSet
 
@@ -52,13 +53,16 @@ def task_set(*, humans: Sequence[str], views: Sequence[tuple[str, str]],
              method: str = "permutation", resamples: int = 1000, alpha: float = 0.05,
              raters: Sequence[str] = (), permutations: int = 1000, seed: int = 0,
              labels: Sequence[float] | None = None, average: str = "macro",
-             replace_nans_with_zeros: bool = False, interval: str = "bootstrap") -> TaskSet:
+             replace_nans_with_zeros: bool = False, interval: str = "bootstrap",
+             alternative: str = "greater", absolute: bool = False) -> TaskSet:
     """The tasks of a meta-evaluation, checked: one per (view, human column, statistic), in
     that order. `labels`: the declared categories (kappa family) or values (Krippendorff's
     alpha) of the statistics that take them. Bad options raise `InputError` naming the
-    option."""
+    option. `alternative` ("greater" or "two-sided") and `absolute` (|r|): the williams and
+    steiger tests' conventions (`meta_eval.analytic`)."""
     statistics = tuple(statistics) or ("pearson",)
     _check_interval(interval, bootstrap)
+    _check_convention(method, alternative, absolute)
     for level, grouping in views:
         _check_options(statistics, level, grouping, epsilon, raters)
     domain = _check_declared(statistics, labels, average, replace_nans_with_zeros, compare,
@@ -67,7 +71,7 @@ def task_set(*, humans: Sequence[str], views: Sequence[tuple[str, str]],
                 ci=ci, seed=seed, permutations=permutations, compare=compare, method=method,
                 resamples=resamples, alpha=alpha, raters=tuple(raters), every_pair=True,
                 average=average, replace_nans_with_zeros=replace_nans_with_zeros,
-                interval=interval)
+                interval=interval, alternative=alternative, absolute=absolute)
     tasks = TaskSet.product(base, view=list(views), human=list(humans), statistic=statistics)
     return TaskSet(tuple(replace(t, domain=domain if get(t.statistic).declared else None)
                          for t in tasks))
@@ -88,7 +92,8 @@ def from_options(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
                  leave_systems_out: int = 0, system_bootstrap: int = 0,
                  sequential: dict[str, Any] | None = None,
                  views: Sequence[tuple[str, str]] = (),
-                 interval: str = "bootstrap") -> MetaEvalResult:
+                 interval: str = "bootstrap", alternative: str = "greater",
+                 absolute: bool = False) -> MetaEvalResult:
     """The keyword form (`judgebench.api.meta_eval`, the `meta-eval` command): the options
     checked and made a `TaskSet` (`task_set`), the table read once for them
     (`PreparedTable.read`), and `meta_eval` run over both."""
@@ -101,7 +106,8 @@ def from_options(scores: str | Path | pd.DataFrame, *, humans: Sequence[str],
         humans=humans, views=views, statistics=statistics, epsilon=epsilon,
         bootstrap=bootstrap, ci=ci, compare=compare, method=method, resamples=resamples,
         alpha=alpha, raters=raters, permutations=permutations, seed=seed, labels=labels,
-        average=average, replace_nans_with_zeros=replace_nans_with_zeros, interval=interval)
+        average=average, replace_nans_with_zeros=replace_nans_with_zeros, interval=interval,
+        alternative=alternative, absolute=absolute)
     table = PreparedTable.read(
         scores, humans, metrics, raters=raters, lower=lower, higher=higher,
         corpus_path=corpus_path,
@@ -255,9 +261,9 @@ def _check_declared(statistics: Sequence[str], labels: Sequence[float] | None,
             raise InputError(f"--compare tests {name} by swapping pair outcomes, which "
                              "weights the groups itself: use the macro average without "
                              "--replace-nans-with-zeros", field="--compare")
-    if compare and method == "williams" and (average != "macro" or replace_nans_with_zeros):
-        raise InputError("Williams' test compares one Pearson r each: it takes no "
-                         "--average micro or --replace-nans-with-zeros", field="--test")
+    if compare and method in CLOSED_FORM and (average != "macro" or replace_nans_with_zeros):
+        raise InputError(f"{TEST_NAMES[method]} test compares one correlation each: it takes "
+                         "no --average micro or --replace-nans-with-zeros", field="--test")
     if labels is None:
         return None
     if not any(get(name).declared for name in statistics):
@@ -285,9 +291,23 @@ def _log_setting(cols: PreparedTable, given: dict[str, FloatArray], matrices: An
 def _check_compare(compare: bool, method: str, statistics: Sequence[str]) -> None:
     if not compare:
         return
-    if method == "williams" and set(statistics) != {"pearson"}:
-        raise InputError("Williams' test compares Pearson correlations; use "
-                         "--test permutation", field="--test")
+    other = [s for s in statistics if s not in CLOSED_FORM_STATISTICS]
+    if method in CLOSED_FORM and other:
+        raise InputError(f"{TEST_NAMES[method]} test compares pearson or spearman "
+                         f"correlations, not {', '.join(other)}; use --test permutation",
+                         field="--test")
+
+
+def _check_convention(method: str, alternative: str, absolute: bool) -> None:
+    """--williams-sided and --compare-abs: conventions of the williams and steiger tests
+    only (the permutation test is one-sided on the signed statistic)."""
+    if alternative not in ("greater", "two-sided"):
+        raise InputError(f"unknown sides {alternative!r}; use one or two",
+                         field="--williams-sided")
+    if method not in CLOSED_FORM and (alternative != "greater" or absolute):
+        raise InputError("the permutation test is one-sided on the signed statistic; "
+                         "use --test williams or --test steiger",
+                         field="--compare-abs" if absolute else "--williams-sided")
 
 
 def _block(task: Task, matrices: dict[str, FloatArray], cols: PreparedTable,

@@ -13,7 +13,7 @@ from judgebench.tables.failed import MISSING, FailedAs
 from judgebench.tables.scores_table import ColumnInfo
 from meta_eval.numerics import finite_or_none
 from meta_eval.statistics import get
-from meta_eval.task import MetricOutcome, Task, TaskResult
+from meta_eval.task import MetricOutcome, Task, TaskResult, test_signature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,7 +32,8 @@ COMPARE_NOTE = ("not compared: its system score is a corpus score, and the signi
 
 @dataclass(frozen=True)
 class PairTest:
-    """One paired test of H1: the row's metric is better than `against` (one-sided p)."""
+    """One paired test of the row's metric against `against` (H1: it is better, one-sided
+    p, unless the task's williams or steiger test is two-sided)."""
 
     against: str
     test: Comparison
@@ -111,7 +112,8 @@ class MetricRow:
         if self.ci_note:
             out["ci_note"] = self.ci_note
         if o.cluster is not None:
-            out |= {"cluster": o.cluster, "cluster_test": task.method, "alpha": task.alpha,
+            out |= {"cluster": o.cluster, "cluster_test": task.method,
+                    "cluster_test_signature": test_signature(task), "alpha": task.alpha,
                     "comparisons": [c.to_dict() for c in self.comparisons]}
         if self.compare_note:
             out["compare_note"] = self.compare_note

@@ -40,13 +40,20 @@ from judgebench.display import safe
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.95, show_default=True, help="Confidence level of every interval.")
 @click.option("--seed", type=int, default=0, show_default=True, help="The bootstrap's seed.")
+@click.option("--weights", metavar="none|linear|quadratic|FILE.csv",
+              help="Cohen's kappa of each annotator pair with these disagreement weights, or "
+                   "a CSV matrix (no header; row i, column j: the cost of codes i and j over "
+                   "the criterion's declared codes: asymptotic interval only). Default: "
+                   "quadratic for a scale, none otherwise.")
 @format_options("Print one JSON object: per criterion its coverage, agreement and judges.",
                 formats=("text", "json"))
 def command(store_path: Path, criteria: tuple[str, ...], scores: Path | None,
             judges: tuple[str, ...], threshold: float | None, scale_level: str,
-            bootstrap: int, confidence: float, seed: int, output_format: str) -> None:
+            bootstrap: int, confidence: float, seed: int, weights: str | None,
+            output_format: str) -> None:
     """Per criterion: items with 1, 2, 3+ labels; Krippendorff's alpha, Cohen's kappa per
-    annotator pair, Fleiss' kappa and the human ceiling; with --scores, each judge column
+    annotator pair (asymptotic se, interval and p beside the bootstrap), Fleiss' kappa,
+    Randolph's free-marginal kappa and the human ceiling; with --scores, each judge column
     against the labels (accuracy, kappa, TPR/TNR, confusion; or correlations for a scale)."""
     from judgebench.render import json as json_out
     from judgebench.render import labels as render
@@ -54,7 +61,7 @@ def command(store_path: Path, criteria: tuple[str, ...], scores: Path | None,
 
     result = label_stats(store_path, names=criteria, scores=scores, judges=judges,
                          threshold=threshold, scale_level=scale_level, bootstrap=bootstrap,
-                         confidence=confidence, seed=seed)
+                         confidence=confidence, seed=seed, weights=weights)
     if output_format == "json":
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
     else:

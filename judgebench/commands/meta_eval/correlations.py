@@ -91,7 +91,17 @@ EXAMPLES = examples(
 @exclude_system_option
 @click.option("--compare", is_flag=True,
               help="Rank the metrics into significance clusters (per human and statistic).")
-@test_option("Test used by --compare.")
+@test_option("Test used by --compare: permutation (any statistic), or the closed-form "
+             "williams (Williams' t) or steiger (Steiger's Z on Fisher z) for one ungrouped "
+             "pearson or spearman correlation.",
+             choices=("permutation", "williams", "steiger"))
+@click.option("--williams-sided", type=click.Choice(("one", "two")), default="one",
+              show_default=True,
+              help="--test williams|steiger: one-sided (H1: the better-ranked metric "
+                   "correlates more) or two-sided p (psych::r.test's).")
+@click.option("--compare-abs", is_flag=True,
+              help="--test williams|steiger: compare |r| as psych::r.test does, not the "
+                   "signed r (the default: a negative correlation with people is worse).")
 @resamples_option
 @alpha_option("Significance level for --compare.")
 @click.option("-v", "--verbose", is_flag=True,
@@ -138,6 +148,7 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
             interval: str,
             lower: tuple[str, ...], higher: tuple[str, ...], corpus_path: Path | None,
             system_score: str, excluded: tuple[str, ...], compare: bool, method: str,
+            williams_sided: str, compare_abs: bool,
             resamples: int, alpha: float, verbose: bool, raters: tuple[str, ...],
             permutations: int, seed: int, output_format: str, failed_as: str,
             missing_bounds: bool, system_sensitivity: bool, leave_out: int,
@@ -167,7 +178,9 @@ def command(scores: Path, humans: tuple[str, ...], metrics: tuple[str, ...],
                        system_bootstrap=system_bootstrap if system_sensitivity else 0,
                        sequential={"order": sequential_order, "batch": batch, "margin": margin,
                                    "top_k": top_k} if sequential else None,
-                       views=chosen, interval=interval)
+                       views=chosen, interval=interval,
+                       alternative="greater" if williams_sided == "one" else "two-sided",
+                       absolute=compare_abs)
     if output_format == "json":
         click.echo(json_out.document(result.to_dict()))
     elif output_format == "text":
