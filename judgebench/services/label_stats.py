@@ -282,7 +282,6 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
     import numpy as np
 
     from meta_eval.agreement import krippendorff_alpha
-    from meta_eval.kappa_inference import fleiss_kappa_inference, randolph_kappa
 
     level = scale_level if crit.kind == "scale" else "nominal"
     statuses = {s: sum(1 for lab in labels if lab.status == s)
@@ -300,31 +299,13 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
     alpha_estimate = Estimate(f"krippendorff-{level}",
                               _finite(alpha.value) if alpha else None,
                               int(alpha.n) if alpha else 0)
-    kappas = []
-    weights: str | FloatArray | None = ("quadratic" if crit.kind == "scale" else None) \
-        if weighting is None else None if isinstance(weighting, str) and \
-        weighting == "none" else weighting
+    weights = _pair_weights(crit, weighting)
     named = weights if weights is None or isinstance(weights, str) else "custom"
-    for (i, a), (j, b) in itertools.combinations(enumerate(annotators), 2):
-        kappas.append({"a": a, "b": b, "weights": named,
-                       **(_kappa(codes[i], codes[j], weights, bootstrap, confidence, seed,
-                                 declared_codes(crit)).to_dict() if coded else
-                          {"statistic": "kappa", "value": None, "n": 0,
-                           "note": "a scale without steps has no categories"})})
-    fleiss = None
-    if len(annotators) >= 3 and coded:
-        result = fleiss_kappa_inference(ratings=codes)
-        fleiss = Estimate("fleiss-kappa", _finite(result.value), int(result.n),
-                          note="nominal, over the keys every annotator answered",
-                          analytic=_analytic(result))
-    randolph = None
+    kappas = _pair_kappas(crit, annotators, codes if coded else None, weights, named,
+                          bootstrap, confidence, seed)
+    fleiss, randolph = _many_rater_kappas(crit, annotators, codes if coded else None,
+                                          confidence)
     q = declared_codes(crit)
-    if len(annotators) >= 2 and coded and q is not None and q >= 2:
-        result = randolph_kappa(ratings=codes, categories=list(map(float, range(q))),
-                                confidence=confidence)
-        randolph = Estimate("randolph-kappa", _finite(result.value), int(result.n),
-                            note=f"free marginals over {q} declared codes, the keys every "
-                                 "annotator answered", analytic=_analytic(result))
     ceiling = _ceiling(crit, values if crit.kind == "scale" else codes) \
         if len(annotators) >= 2 else None
     signature = (f"labels.stats@1|criterion:{crit.name}|alpha:{level}|kappa:"
@@ -335,6 +316,55 @@ def _agreement(crit: Criterion, labels: Sequence[Label], scale_level: str, boots
                  f"@{max((lab.id for lab in labels), default=0)}")
     return CriterionStats(crit, level, per_annotator, statuses, coverage, alpha_estimate,
                           kappas, fleiss, ceiling, signature=signature, randolph=randolph)
+
+
+def _pair_weights(crit: Criterion, weighting: str | FloatArray | None
+                  ) -> str | FloatArray | None:
+    """The kappa weights asked for: quadratic for a scale by default, none otherwise."""
+    if weighting is None:
+        return "quadratic" if crit.kind == "scale" else None
+    if isinstance(weighting, str) and weighting == "none":
+        return None
+    return weighting
+
+
+def _pair_kappas(crit: Criterion, annotators: Sequence[str], codes: FloatArray | None,
+                 weights: str | FloatArray | None, named: str | None, bootstrap: int,
+                 confidence: float, seed: int) -> list[dict[str, Any]]:
+    """Cohen's kappa of each annotator pair (`codes` None: a scale without steps)."""
+    kappas = []
+    for (i, a), (j, b) in itertools.combinations(enumerate(annotators), 2):
+        kappas.append({"a": a, "b": b, "weights": named,
+                       **(_kappa(codes[i], codes[j], weights, bootstrap, confidence, seed,
+                                 declared_codes(crit)).to_dict() if codes is not None else
+                          {"statistic": "kappa", "value": None, "n": 0,
+                           "note": "a scale without steps has no categories"})})
+    return kappas
+
+
+def _many_rater_kappas(crit: Criterion, annotators: Sequence[str], codes: FloatArray | None,
+                       confidence: float) -> tuple[Estimate | None, Estimate | None]:
+    """Fleiss' kappa (3 or more annotators) and Randolph's free-marginal kappa (2 or more,
+    over the declared codes), None where they do not apply."""
+    from meta_eval.kappa_inference import fleiss_kappa_inference, randolph_kappa
+
+    if codes is None:
+        return None, None
+    fleiss = None
+    if len(annotators) >= 3:
+        result = fleiss_kappa_inference(ratings=codes)
+        fleiss = Estimate("fleiss-kappa", _finite(result.value), int(result.n),
+                          note="nominal, over the keys every annotator answered",
+                          analytic=_analytic(result))
+    randolph = None
+    q = declared_codes(crit)
+    if len(annotators) >= 2 and q is not None and q >= 2:
+        result = randolph_kappa(ratings=codes, categories=list(map(float, range(q))),
+                                confidence=confidence)
+        randolph = Estimate("randolph-kappa", _finite(result.value), int(result.n),
+                            note=f"free marginals over {q} declared codes, the keys every "
+                                 "annotator answered", analytic=_analytic(result))
+    return fleiss, randolph
 
 
 def _scaled(values: FloatArray) -> FloatArray:
