@@ -180,14 +180,7 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
     from judgebench.tables import destinations
 
     log = log or (lambda _message: None)
-    if interval not in ("bootstrap", "analytic", "both"):
-        raise InputError(f"unknown interval {interval!r}; use bootstrap, analytic or both",
-                         field="--interval")
-    if interval == "analytic":
-        bootstrap = 0
-    if interval == "both" and not bootstrap:
-        raise InputError("--interval both needs --bootstrap N (N > 0) for the bootstrap "
-                         "interval", field="--interval")
+    bootstrap = _resamples_for(interval, bootstrap)
     if not specs:
         raise InputError("give one or more metric specs (see `judgebench metrics`)",
                          field="SPEC")
@@ -231,6 +224,19 @@ def bench(specs: Sequence[str], suites: Sequence[Suite], *, options: ScoreOption
         log(f"spent ${budget.spent_usd:.4f} of the ${options.budget_usd:.4f} budget (answers "
             "reused from the judge cache or the store are not paid again)")
     return BenchResult(cards, list(specs))
+
+
+def _resamples_for(interval: str, bootstrap: int) -> int:
+    """The bootstrap resamples `interval` needs: none for "analytic", some for "both"."""
+    if interval not in ("bootstrap", "analytic", "both"):
+        raise InputError(f"unknown interval {interval!r}; use bootstrap, analytic or both",
+                         field="--interval")
+    if interval == "analytic":
+        return 0
+    if interval == "both" and not bootstrap:
+        raise InputError("--interval both needs --bootstrap N (N > 0) for the bootstrap "
+                         "interval", field="--interval")
+    return bootstrap
 
 
 def _runnable(suite: Suite, specs: Sequence[str], shapes: Sequence[str | None],
