@@ -134,6 +134,7 @@ def test_the_suite_names_what_it_holds():
     assert SUITE["name"] == FOLDER.name and SUITE["kind"] == "pointwise"
     assert SUITE["criteria"] == ["mqm"] and SUITE["annotators"] == {}
     assert SUITE["published"] == []
+    assert "No published metric number for TED zh-en was found" in SUITE["description"]
     assert SUITE["source"] == {"repository": "https://github.com/google/wmt-mqm-human-evaluation",
                                "commit": "7fadea281aff8db61cc72fc3d469a4dca78b82a6",
                                "files": ["ted/zhen/mqm_ted_zhen.tsv"]}
