@@ -1,7 +1,9 @@
 """The WMT23 generalMT en-de side-by-side MQM suite (three raters per segment): checksums,
 counts, every rater's own column, the per-segment MQM that Marot stored in the source file
-reproduced from those columns, and bench's human ceiling recomputed with scipy from the
-raters (each rater against the mean of the other raters of the same translations)."""
+reproduced from those columns, each rater's spans (their weights sum to the rater's score,
+they point into the stored texts, `meta-eval spans` reads them per rater), and bench's
+human ceiling recomputed with scipy from the raters (each rater against the mean of the
+other raters of the same translations)."""
 
 from __future__ import annotations
 
@@ -23,13 +25,14 @@ NAME = "wmt23-generalmt-en-de"
 SUITE = suite_info(NAME)
 SAMPLES = suite_rows(NAME, "samples.jsonl.gz")
 HUMAN = pd.DataFrame(suite_rows(NAME, "human.jsonl.gz"))
+SPANS = suite_rows(NAME, "spans.jsonl.gz")
 RATERS = [f"rater{k}" for k in range(1, 11)]
 COLUMNS = [f"human.mqm.{r}" for r in RATERS]
 GPT4 = ["GPT4-5shot_with_ONLINE-W", "GPT4-5shot_with_refA"]
 
 
 def test_every_file_has_its_checksum_and_a_reproducible_gzip_header() -> None:
-    check_files(NAME, {"samples.jsonl.gz", "human.jsonl.gz"})
+    check_files(NAME, {"samples.jsonl.gz", "human.jsonl.gz", "spans.jsonl.gz"})
 
 
 def test_counts_match_the_source() -> None:
@@ -88,6 +91,66 @@ def test_samples_are_score_input_and_match_the_human_rows(tmp_path: Path) -> Non
     assert all(s.source and s.output and s.reference for s in samples)
     outputs = {(s.item, s.system): s.output for s in samples}
     assert all(outputs[(i, GPT4[0])] == outputs[(i, GPT4[1])] for i in set(HUMAN["item"]))
+
+
+def marot_weight(category: str, severity: str) -> float:
+    """Marot's default weights, written apart from build.py."""
+    if category in ("Source issue", "Accuracy/Creative Reinterpretation"):
+        return 0.0
+    if category.startswith("Non-translation"):
+        return 25.0
+    if severity == "Major":
+        return 5.0
+    return 0.1 if category == "Fluency/Punctuation" else 1.0
+
+
+def test_each_raters_span_weights_sum_to_minus_their_score() -> None:
+    assert len(SPANS) == 9977  # counted in the source: errors, attention checks left out
+    assert Counter(s["side"] for s in SPANS) == {"target": 9245, "source": 732}
+    assert all(s["weight"] == marot_weight(s["category"], s["severity"]) for s in SPANS)
+    total: Counter[tuple[str, str, str]] = Counter()
+    for s in SPANS:
+        total[(s["item"], s["system"], s["rater"])] += s["weight"]
+    for row in HUMAN.to_dict("records"):
+        for rater in RATERS:
+            if not pd.isna(row[f"human.mqm.{rater}"]):
+                assert row[f"human.mqm.{rater}"] == pytest.approx(
+                    -total[(row["item"], row["system"], rater)], abs=1e-9)
+    assert {s["system"] for s in SPANS} == set(HUMAN["system"]) | {"refA"}
+
+
+def test_spans_point_into_the_stored_texts() -> None:
+    texts = {(r["item"], r["system"]): r["output"] for r in SAMPLES}
+    references = {r["item"]: r["reference"] for r in SAMPLES}
+    sources = {r["item"]: r["source"] for r in SAMPLES}
+    for s in SPANS:
+        if s["side"] == "source":
+            text = sources[s["item"]]
+        elif s["system"] == "refA":
+            text = references[s["item"]]
+        else:
+            text = texts[(s["item"], s["system"])]
+        assert 0 <= s["start"] <= s["end"] <= len(text)
+        assert text[s["start"]:s["end"]] == s["span"]
+
+
+def test_meta_eval_spans_reads_each_raters_spans_of_each_rated_translation() -> None:
+    from judgebench.plugins import build_host
+    from judgebench.services.spans import SEVERITIES, human_spans
+
+    found = human_spans(NAME, host=build_host(plugin_args()[1:]))
+    rated = {(row["item"], row["system"], rater) for row in HUMAN.to_dict("records")
+             for rater in RATERS if not pd.isna(row[f"human.mqm.{rater}"])}
+    assert set(found.rated) == rated and len(rated) == 9 * 104 * 3
+    want: dict[tuple[str, str, str], list[tuple[int, int, int]]] = {k: [] for k in rated}
+    for s in SPANS:
+        key = (s["item"], s["system"], s["rater"])
+        if key in rated and s["side"] == "target":
+            want[key].append((s["start"], s["end"], SEVERITIES[s["severity"].lower()]))
+    assert {k: sorted(v) for k, v in found.rated.items()} == {k: sorted(v)
+                                                              for k, v in want.items()}
+    assert sum(found.source_side.values()) == sum(
+        1 for s in SPANS if s["side"] == "source" and s["system"] != "refA")
 
 
 def scipy_ceiling(level: str) -> float:

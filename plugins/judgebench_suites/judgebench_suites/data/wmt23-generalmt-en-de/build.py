@@ -6,9 +6,9 @@ from google/wmt-mqm-human-evaluation.
 SOURCE_GIT_DIR is a clone (its .git) or a bare mirror of
 https://github.com/google/wmt-mqm-human-evaluation; ARCHIVE is read at wmt21-tedtalks-en-de/
 build.py's COMMIT with `git show` and its one TSV unpacked in memory. Writes samples.jsonl.gz,
-human.jsonl.gz and suite.json beside this script (gzip mtime 0, keys sorted, rows by segment
-then system) with each file's sha256 in suite.json (wmt21-tedtalks-en-de/build.py's
-`write_gz` and `suite_json`).
+human.jsonl.gz, spans.jsonl.gz and suite.json beside this script (gzip mtime 0, keys sorted,
+rows by segment then system) with each file's sha256 in suite.json (wmt21-tedtalks-en-de/
+build.py's `write_gz` and `suite_json`).
 
 The source has one row per error (or one "No-error" row) per rating: `rater` rated the
 `system`'s translation of segment `globalSegId`; every segment has three raters, each of whom
@@ -104,6 +104,7 @@ def build(git_dir: str) -> None:
     targets: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
     docs: dict[int, tuple[str, int]] = {}
     marot: dict[tuple[int, str], float] = {}
+    errors: list[tuple[str, int, str, dict[str, str], int]] = []
     for line, row in enumerate(rows, start=2):
         where = f"{MEMBER}:{line}"
         seg, system = int(row["globalSegId"]), row["system"]
@@ -118,8 +119,10 @@ def build(git_dir: str) -> None:
         sources[seg][unmarked(row["source"])] += 1
         targets[(seg, system)][unmarked(row["target"])] += 1
         rating = penalty[(seg, system)]
-        rating[row["rater"]] = rating.get(row["rater"], 0) + tenths(row["category"],
-                                                                   row["severity"])
+        weight = tenths(row["category"], row["severity"])
+        rating[row["rater"]] = rating.get(row["rater"], 0) + weight
+        if row["severity"] != "No-error":
+            errors.append((where, seg, system, row, weight))
     segments = sorted(sources)
     systems = sorted({s for _, s in penalty} - {REFERENCE})
     raters = sorted({r for rating in penalty.values() for r in rating},
@@ -129,14 +132,16 @@ def build(git_dir: str) -> None:
             if len(penalty.get((seg, system), {})) != RATERS_PER_SEGMENT:
                 raise ValueError(f"{MEMBER}: segment {seg}, {system}: not "
                                  f"{RATERS_PER_SEGMENT} raters")
+    texts = {(seg, system): majority(counts, f"{MEMBER}: segment {seg}, {system}")
+             for (seg, system), counts in targets.items()}
     samples, human = [], []
     for seg in segments:
         source = majority(sources[seg], f"{MEMBER}: segment {seg}'s source")
-        reference = majority(targets[(seg, REFERENCE)], f"{MEMBER}: segment {seg}, {REFERENCE}")
+        reference = texts[(seg, REFERENCE)]
         doc, doc_seg = docs[seg]
         for system in systems:
             key = {"item": str(seg), "system": system}
-            output = majority(targets[(seg, system)], f"{MEMBER}: segment {seg}, {system}")
+            output = texts[(seg, system)]
             samples.append({**key, "source": source, "output": output, "reference": reference,
                             "metadata": {"doc": doc, "doc_seg": doc_seg}})
             rating = penalty[(seg, system)]
@@ -146,11 +151,36 @@ def build(git_dir: str) -> None:
             row |= {f"human.mqm.{r}": -rating[r] / 10 + 0.0 if r in rating else None
                     for r in raters}
             human.append(row)
+    stored = {"source": {seg: majority(sources[seg], f"segment {seg}") for seg in segments},
+              "target": texts}
+    spans = [span_row(en_de, error, stored) for error in errors]
+    spans.sort(key=lambda r: (int(r["item"]), r["system"], int(r["rater"].removeprefix("rater"))))
     files = {"samples.jsonl.gz": en_de.write_gz(HERE / "samples.jsonl.gz", samples),
-             "human.jsonl.gz": en_de.write_gz(HERE / "human.jsonl.gz", human)}
+             "human.jsonl.gz": en_de.write_gz(HERE / "human.jsonl.gz", human),
+             "spans.jsonl.gz": en_de.write_gz(HERE / "spans.jsonl.gz", spans)}
     info = suite_json(en_de, files, segments, systems, raters)
     (HERE / "suite.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
+
+
+def span_row(en_de: Any, error: tuple[str, int, str, dict[str, str], int],
+             stored: dict[str, dict[Any, str]]) -> dict[str, Any]:
+    """One error: its span located in the stored text of its side (each error row marks one
+    span, in the target or, for source issues and omissions, in the source)."""
+    where, seg, system, row, weight = error
+    side = "source" if "<v>" in row["source"] else "target"
+    text, span = en_de.unmark(row[side], where)
+    if span is None:
+        raise ValueError(f"{where}: an error marks no span")
+    kept = stored[side][seg if side == "source" else (seg, system)]
+    if text != kept and text.startswith(kept) and text[len(kept):].isspace():
+        # the row's text ends in a space the stored text lacks: the span ends with the text
+        span = (min(span[0], len(kept)), min(span[1], len(kept)))
+    if kept[span[0]:span[1]] != text[span[0]:span[1]]:
+        raise ValueError(f"{where}: the span is not at the same place in the stored text")
+    return {"item": str(seg), "system": system, "rater": row["rater"],
+            "category": row["category"], "severity": row["severity"], "weight": weight / 10,
+            "side": side, "start": span[0], "end": span[1], "span": kept[span[0]:span[1]]}
 
 
 def suite_json(en_de: Any, files: dict[str, str], segments: list[int], systems: list[str],
@@ -174,7 +204,10 @@ def suite_json(en_de: Any, files: dict[str, str], segments: list[int], systems: 
             "Reinterpretation 0; the attention-check HOTW-test rows left out), and "
             "human.mqm.<rater> is each rater's own score (null where that rater did not "
             "rate the segment): the human ceiling is each rater against the mean of the "
-            "other raters of the same translations, under each protocol. No metric scores "
+            "other raters of the same translations, under each protocol. spans.jsonl.gz: "
+            "one row per error of each rater (category, severity, Marot weight, side, "
+            "[start, end) in code points of the stored text; refA's too, into the "
+            "reference). No metric scores "
             "ship with the source, so there is no published metric baseline; the "
             "per-segment MQM that Marot stored in the source file is reproduced from these "
             "files in the suite's test (SOURCE.md)."),
