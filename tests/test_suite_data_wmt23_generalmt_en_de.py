@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -203,3 +204,26 @@ def test_the_suite_names_what_it_holds() -> None:
         "repository": "https://github.com/google/wmt-mqm-human-evaluation",
         "commit": "7fadea281aff8db61cc72fc3d469a4dca78b82a6",
         "files": ["generalMT2023/ende/sxs_mqm_generalMT2023_ende.3ratingsPerSegment.tsv.tar.gz"]}
+
+
+def test_on_five_rows_the_ceiling_rests_on_the_three_raters_who_rated_them(
+        tmp_path: Path) -> None:
+    proc = run_cli(*plugin_args(), "bench", "lexical.chrf", "--suite", NAME, "--limit", "5",
+                   "--json", "--bootstrap", "0", "--store", str(tmp_path / "runs.db"),
+                   "--workers", "1", env=plugin_env(), check=True)
+    (card,) = json.loads(proc.stdout)["cards"]
+    first = HUMAN.iloc[:5]
+    raters = [c for c in COLUMNS if first[c].notna().any()]
+    assert len(raters) == 3
+    ceiling = {r["protocol"]: r for r in card["rows"] if r["kind"] == "ceiling"}
+    mine, values = first[raters].to_numpy(float), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        for k in range(3):
+            values.append(stats.pearsonr(mine[:, k],
+                                         np.delete(mine, k, axis=1).mean(axis=1))[0])
+    # a rater whose five scores are all one value has no correlation: the ceiling is the
+    # mean of the others', and its n says how many raters it rests on
+    defined = [v for v in values if np.isfinite(v)]
+    assert ceiling["segment-pearson"]["n"] == len(defined) == 2
+    assert ceiling["segment-pearson"]["value"] == pytest.approx(np.mean(defined), abs=1e-12)
