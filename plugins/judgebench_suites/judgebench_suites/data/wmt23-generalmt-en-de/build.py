@@ -113,8 +113,8 @@ def build(git_dir: str) -> None:
             raise ValueError(f"{where}: doc differs from the segment's other rows")
         if row["severity"] == ATTENTION_CHECK:
             continue
-        stored = json.loads(row["metadata"]).get("segment", {}).get("metrics", {}).get("MQM")
-        if stored is not None and marot.setdefault((seg, system), stored) != stored:
+        computed = json.loads(row["metadata"]).get("segment", {}).get("metrics", {}).get("MQM")
+        if computed is not None and marot.setdefault((seg, system), computed) != computed:
             raise ValueError(f"{where}: Marot's MQM differs from the translation's other rows")
         sources[seg][unmarked(row["source"])] += 1
         targets[(seg, system)][unmarked(row["target"])] += 1
