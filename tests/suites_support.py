@@ -47,6 +47,32 @@ def copy_suite(name: str, target: Path, *, rename: str | None = None) -> Path:
     return folder
 
 
+# -- a built-in suite's folder, as its data tests read it ------------------------------------
+def suite_info(name: str) -> dict[str, Any]:
+    """Built-in suite `name`'s suite.json, as written (no model: its fields as stored)."""
+    data: dict[str, Any] = json.loads((DATA / name / "suite.json").read_text(encoding="utf-8"))
+    return data
+
+
+def suite_rows(name: str, file: str) -> list[dict[str, Any]]:
+    """The rows of built-in suite `name`'s gzip-compressed JSONL `file`."""
+    with gzip.open(DATA / name / file, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def check_files(name: str, expected: set[str]) -> None:
+    """Built-in suite `name` holds exactly the data files `expected` beside suite.json,
+    SOURCE.md and build.py; suite.json lists each with the sha256 of its bytes; each is gzip
+    with mtime 0 (build.py's bytes are reproducible)."""
+    stored = {p.name for p in (DATA / name).iterdir()} - {"suite.json", "SOURCE.md", "build.py"}
+    listed = suite_info(name)["files"]
+    assert set(listed) == stored == expected, name
+    for file, digest in listed.items():
+        data = (DATA / name / file).read_bytes()
+        assert digest == "sha256:" + hashlib.sha256(data).hexdigest(), file
+        assert data[4:8] == b"\0\0\0\0", f"{file}: gzip mtime is not 0"
+
+
 # -- a tiny pointwise suite whose files are the bytes a test gives ----------------------------
 NAME = "tiny"
 SAMPLES = [{"item": f"i{k}", "system": "S", "output": f"the cat sat {k}",

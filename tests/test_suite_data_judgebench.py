@@ -4,42 +4,29 @@ recomputed from the stored verdicts (Tan et al. 2024, Table 3)."""
 from __future__ import annotations
 
 import gzip
-import hashlib
-import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score
+from suites_support import DATA, check_files, suite_info, suite_rows
 
 from judgebench.services.pairwise import pairwise_meta_eval
 from judgebench.tables.io import read_samples
 
-FOLDER = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
-          / "judgebench_suites" / "data" / "judgebench")
-SUITE = json.loads((FOLDER / "suite.json").read_text(encoding="utf-8"))
+FOLDER = DATA / "judgebench"
+SUITE = suite_info("judgebench")
 #: JudgeBench paper, Section 3 / Table 1: pairs per category of the GPT-4o set
 PAPER_COUNTS = {"knowledge": 154, "reasoning": 98, "math": 56, "coding": 42}
 
 
-def rows(name: str) -> list[dict]:
-    with gzip.open(FOLDER / name, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-SAMPLES = rows("samples.jsonl.gz")
-HUMAN = rows("human.jsonl.gz")
+SAMPLES = suite_rows("judgebench", "samples.jsonl.gz")
+HUMAN = suite_rows("judgebench", "human.jsonl.gz")
 
 
 def test_every_file_has_its_checksum_and_a_reproducible_gzip_header():
-    stored = {p.name for p in FOLDER.iterdir()} - {"suite.json", "SOURCE.md", "build.py"}
-    assert set(SUITE["files"]) == stored
-    for name, digest in SUITE["files"].items():
-        data = (FOLDER / name).read_bytes()
-        assert digest == "sha256:" + hashlib.sha256(data).hexdigest(), name
-        assert data[4:8] == b"\0\0\0\0", f"{name}: gzip mtime is not 0"
+    check_files("judgebench", {"samples.jsonl.gz", "human.jsonl.gz"})
 
 
 def test_counts_match_the_paper():

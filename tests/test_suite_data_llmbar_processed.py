@@ -5,21 +5,17 @@ LLMBar's rule (its evaluate.py, written anew here) and by `meta-eval --pairwise`
 from __future__ import annotations
 
 import gzip
-import hashlib
-import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score
+from suites_support import DATA, check_files, suite_info, suite_rows
 
 from judgebench.services.pairwise import pairwise_meta_eval
 from judgebench.tables.io import read_samples
 
-DATA = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
-        / "judgebench_suites" / "data")
 NAMES = ("mt-bench", "llmeval2")
 #: counted in LLMBar's dataset.json files: (pairs, label 1, label 2, distinct inputs)
 COUNTS = {"mt-bench": (200, 101, 99, 75), "llmeval2": (200, 92, 108, 200)}
@@ -31,29 +27,14 @@ FAILED = {"mt-bench": {"palm2-vanilla": 8, "palm2-metrics-reference": 10},
                        "palm2-vanilla": 19, "palm2-metrics-reference": 10}}
 
 
-def rows(name: str, file: str) -> list[dict]:
-    with gzip.open(DATA / name / file, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-def suite(name: str) -> dict:
-    return json.loads((DATA / name / "suite.json").read_text(encoding="utf-8"))
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_every_file_has_its_checksum_and_a_reproducible_gzip_header(name):
-    info = suite(name)
-    stored = {p.name for p in (DATA / name).iterdir()} - {"suite.json", "SOURCE.md", "build.py"}
-    assert set(info["files"]) == stored == {"samples.jsonl.gz", "human.jsonl.gz"}
-    for file, digest in info["files"].items():
-        data = (DATA / name / file).read_bytes()
-        assert digest == "sha256:" + hashlib.sha256(data).hexdigest(), file
-        assert data[4:8] == b"\0\0\0\0", f"{file}: gzip mtime is not 0"
+    check_files(name, {"samples.jsonl.gz", "human.jsonl.gz"})
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_counts_and_keys_match_the_source(name, tmp_path):
-    samples, human = rows(name, "samples.jsonl.gz"), rows(name, "human.jsonl.gz")
+    samples, human = suite_rows(name, "samples.jsonl.gz"), suite_rows(name, "human.jsonl.gz")
     pairs, ones, twos, inputs = COUNTS[name]
     assert len(samples) == len(human) == pairs
     assert Counter(r["human.preference"] for r in human) == {"a": ones, "b": twos}
@@ -65,7 +46,7 @@ def test_counts_and_keys_match_the_source(name, tmp_path):
     plain.write_bytes(gzip.decompress((DATA / name / "samples.jsonl.gz").read_bytes()))
     read = read_samples(plain)
     assert all(s.input and s.output_a and s.output_b for s in read)
-    info = suite(name)
+    info = suite_info(name)
     columns = {p["verdicts_column"] for p in info["published"]}
     assert len(columns) == 8 and len(info["published"]) == 16
     failed = {c: sum("failed" in (r[f"{c}.ab"], r[f"{c}.ba"]) for r in human) for c in columns}
@@ -87,8 +68,8 @@ def llmbar_statistics(frame: pd.DataFrame, column: str) -> dict[str, float]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_published_value_is_llmbars_statistic_of_the_stored_verdicts(name):
-    frame = pd.DataFrame(rows(name, "human.jsonl.gz"))
-    for entry in suite(name)["published"]:
+    frame = pd.DataFrame(suite_rows(name, "human.jsonl.gz"))
+    for entry in suite_info(name)["published"]:
         found = llmbar_statistics(frame, entry["verdicts_column"])[entry["statistic"]]
         assert entry["precision"] == 4
         # every value is k/400: four decimals are exact
@@ -102,8 +83,8 @@ def test_each_published_value_is_llmbars_statistic_of_the_stored_verdicts(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_meta_eval_pairwise_reproduces_the_published_values(name):
-    info = suite(name)
-    frame = pd.DataFrame(rows(name, "human.jsonl.gz"))
+    info = suite_info(name)
+    frame = pd.DataFrame(suite_rows(name, "human.jsonl.gz"))
     judges = sorted({p["verdicts_column"] for p in info["published"]})
     result = pairwise_meta_eval(frame, humans=["human.preference"], judges=judges,
                                 failed_as="wrong")

@@ -5,59 +5,40 @@ computes it, and with judgebench's kernels."""
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import itertools
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from scipy.stats import kendalltau, pearsonr, spearmanr
+from suites_support import check_files, suite_info, suite_rows
 
 from judgebench.conversation import derived_fields
 from judgebench.models import Sample
 from meta_eval.statistics import get as get_statistic
 
-DATA = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
-        / "judgebench_suites" / "data")
 #: rows, and items x systems, as counted in UniEval's files
 COUNTS = {"topical-chat": (360, 60, 6), "sfhot": (875, 875, 1), "sfres": (1181, 1181, 1),
           "qags-cnndm": (235, 235, 1), "qags-xsum": (239, 239, 1)}
 SCIPY: dict[str, Any] = {"pearson": pearsonr, "spearman": spearmanr, "kendall": kendalltau}
 
 
-def rows(name: str, file: str) -> list[dict]:
-    with gzip.open(DATA / name / file, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-def suite(name: str) -> dict:
-    return json.loads((DATA / name / "suite.json").read_text(encoding="utf-8"))
-
-
 @pytest.mark.parametrize("name", COUNTS)
 def test_every_file_has_its_checksum_and_a_reproducible_gzip_header(name):
-    info = suite(name)
-    stored = {p.name for p in (DATA / name).iterdir()} - {"suite.json", "SOURCE.md", "build.py"}
-    assert set(info["files"]) == stored == {"samples.jsonl.gz", "human.jsonl.gz"}
-    for file, digest in info["files"].items():
-        data = (DATA / name / file).read_bytes()
-        assert digest == "sha256:" + hashlib.sha256(data).hexdigest(), file
-        assert data[4:8] == b"\0\0\0\0", f"{file}: gzip mtime is not 0"
+    check_files(name, {"samples.jsonl.gz", "human.jsonl.gz"})
 
 
 @pytest.mark.parametrize("name", COUNTS)
 def test_counts_keys_and_fields(name):
-    samples, human = rows(name, "samples.jsonl.gz"), rows(name, "human.jsonl.gz")
+    samples, human = suite_rows(name, "samples.jsonl.gz"), suite_rows(name, "human.jsonl.gz")
     n, items, systems = COUNTS[name]
     assert len(samples) == len(human) == n
     keys = [(r["item"], r["system"]) for r in samples]
     assert keys == [(r["item"], r["system"]) for r in human] and len(set(keys)) == n
     assert len({k for k, _ in keys}) == items and len({s for _, s in keys}) == systems
-    info = suite(name)
+    info = suite_info(name)
     for criterion in info["criteria"]:
         values = [r[f"human.{criterion}"] for r in human]
         assert all(isinstance(v, float) and np.isfinite(v) for v in values)
@@ -71,7 +52,7 @@ def test_counts_keys_and_fields(name):
 
 
 def test_topical_chat_samples_are_conversations_judged_at_their_last_turn():
-    samples = rows("topical-chat", "samples.jsonl.gz")
+    samples = suite_rows("topical-chat", "samples.jsonl.gz")
     assert Counter(Counter(r["item"] for r in samples).values()) == {6: 60}
     for row in samples:
         sample = Sample.model_validate(row)
@@ -93,8 +74,8 @@ def test_topical_chat_samples_are_conversations_judged_at_their_last_turn():
 
 @pytest.mark.parametrize("name", COUNTS)
 def test_each_published_correlation_is_reproduced_by_scipy_and_judgebench(name):
-    human = rows(name, "human.jsonl.gz")
-    info = suite(name)
+    human = suite_rows(name, "human.jsonl.gz")
+    info = suite_info(name)
     protocols = {p["name"]: p for p in info["protocols"]}
     assert len(info["published"]) == 3 * len(info["criteria"])
     for entry in info["published"]:

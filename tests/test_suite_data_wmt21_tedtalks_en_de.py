@@ -4,19 +4,16 @@ from the error spans, and the source README's system MQM averages reproduced."""
 from __future__ import annotations
 
 import gzip
-import hashlib
-import json
 from collections import Counter
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from suites_support import DATA, check_files, suite_info, suite_rows
 
 from judgebench.tables.io import read_samples
 
-FOLDER = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
-          / "judgebench_suites" / "data" / "wmt21-tedtalks-en-de")
-SUITE = json.loads((FOLDER / "suite.json").read_text(encoding="utf-8"))
+FOLDER = DATA / "wmt21-tedtalks-en-de"
+SUITE = suite_info("wmt21-tedtalks-en-de")
 REFERENCE = "ref-A"
 #: the source README's "TED talks / English to German" table (expert-based MQM, mean penalty
 #: per segment, lower is better), as printed
@@ -30,24 +27,13 @@ PUBLISHED_MQM = {
 DISAGREES = {"eTranslation": 1.97}
 
 
-def rows(name: str) -> list[dict]:
-    with gzip.open(FOLDER / name, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-SAMPLES = rows("samples.jsonl.gz")
-HUMAN = rows("human.jsonl.gz")
-SPANS = rows("spans.jsonl.gz")
+SAMPLES = suite_rows("wmt21-tedtalks-en-de", "samples.jsonl.gz")
+HUMAN = suite_rows("wmt21-tedtalks-en-de", "human.jsonl.gz")
+SPANS = suite_rows("wmt21-tedtalks-en-de", "spans.jsonl.gz")
 
 
 def test_every_file_has_its_checksum_and_a_reproducible_gzip_header():
-    stored = {p.name for p in FOLDER.iterdir()} - {"suite.json", "SOURCE.md", "build.py"}
-    assert set(SUITE["files"]) == stored == {"samples.jsonl.gz", "human.jsonl.gz",
-                                             "spans.jsonl.gz"}
-    for name, digest in SUITE["files"].items():
-        data = (FOLDER / name).read_bytes()
-        assert digest == "sha256:" + hashlib.sha256(data).hexdigest(), name
-        assert data[4:8] == b"\0\0\0\0", f"{name}: gzip mtime is not 0"
+    check_files("wmt21-tedtalks-en-de", {"samples.jsonl.gz", "human.jsonl.gz", "spans.jsonl.gz"})
 
 
 def test_counts_match_the_source():

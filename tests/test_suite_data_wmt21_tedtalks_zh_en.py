@@ -5,19 +5,16 @@ system MQM averages reproduced."""
 from __future__ import annotations
 
 import gzip
-import hashlib
-import json
 from collections import Counter
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from suites_support import DATA, check_files, suite_info, suite_rows
 
 from judgebench.tables.io import read_samples
 
-FOLDER = (Path(__file__).resolve().parents[1] / "plugins" / "judgebench_suites"
-          / "judgebench_suites" / "data" / "wmt21-tedtalks-zh-en")
-SUITE = json.loads((FOLDER / "suite.json").read_text(encoding="utf-8"))
+FOLDER = DATA / "wmt21-tedtalks-zh-en"
+SUITE = suite_info("wmt21-tedtalks-zh-en")
 REFERENCE = "ref-B"
 #: the source README's "TED talks / Chinese to English" table (mean MQM penalty per
 #: segment, lower is better), as printed; ref.A (5.52) is left out of the suite
@@ -32,24 +29,13 @@ PRINTED_DIGITS = {"SMU": 3}
 DISAGREES = {"Borderline": 2.41}
 
 
-def rows(name: str) -> list[dict]:
-    with gzip.open(FOLDER / name, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
-SAMPLES = rows("samples.jsonl.gz")
-HUMAN = rows("human.jsonl.gz")
-SPANS = rows("spans.jsonl.gz")
+SAMPLES = suite_rows("wmt21-tedtalks-zh-en", "samples.jsonl.gz")
+HUMAN = suite_rows("wmt21-tedtalks-zh-en", "human.jsonl.gz")
+SPANS = suite_rows("wmt21-tedtalks-zh-en", "spans.jsonl.gz")
 
 
 def test_every_file_has_its_checksum_and_a_reproducible_gzip_header():
-    stored = {p.name for p in FOLDER.iterdir()} - {"suite.json", "SOURCE.md", "build.py"}
-    assert set(SUITE["files"]) == stored == {"samples.jsonl.gz", "human.jsonl.gz",
-                                             "spans.jsonl.gz"}
-    for name, digest in SUITE["files"].items():
-        data = (FOLDER / name).read_bytes()
-        assert digest == "sha256:" + hashlib.sha256(data).hexdigest(), name
-        assert data[4:8] == b"\0\0\0\0", f"{name}: gzip mtime is not 0"
+    check_files("wmt21-tedtalks-zh-en", {"samples.jsonl.gz", "human.jsonl.gz", "spans.jsonl.gz"})
 
 
 def test_counts_match_the_source():
@@ -134,6 +120,7 @@ def test_the_suite_names_what_it_holds():
     assert SUITE["name"] == FOLDER.name and SUITE["kind"] == "pointwise"
     assert SUITE["criteria"] == ["mqm"] and SUITE["annotators"] == {}
     assert SUITE["published"] == []
+    assert "No published metric number for TED zh-en was found" in SUITE["description"]
     assert SUITE["source"] == {"repository": "https://github.com/google/wmt-mqm-human-evaluation",
                                "commit": "7fadea281aff8db61cc72fc3d469a4dca78b82a6",
                                "files": ["ted/zhen/mqm_ted_zhen.tsv"]}

@@ -5,6 +5,7 @@ these types, and the service builds them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +144,11 @@ class CeilingRow:
 
     @property
     def n(self) -> int:
-        return len(self.task.raters)
+        """The raters the value averages over: those with a value of their own (a rater who
+        rated none of the rows has none); all of them where no rater has one of their own
+        (Krippendorff's alpha of two coders)."""
+        own = sum(1 for v in self.ceiling.per_rater if math.isfinite(v))
+        return own or len(self.task.raters)
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": CEILING, "human": self.human, "statistic": self.task.statistic,

@@ -12,8 +12,9 @@ the content written last). A column counts when some stored score of it has span
   ``rater``, ``category``, ``side``; a row with ``start`` and ``end`` null says the segment
   was rated and has no error. Only the segments the file names are evaluated; or
 - a suite name (``wmt21-tedtalks-en-de``): its ``spans.jsonl.gz`` for the errors and its
-  ``human.jsonl.gz`` for which segments each rater rated, so rated segments with no error
-  count too.
+  ``human.jsonl.gz`` for which segments each rater rated (its ``rater``, or, in a suite
+  with annotators, each annotator's non-null ``human.<criterion>.<annotator>``), so rated
+  segments with no error count too.
 
 The predicted spans can also come from a plain table (``--spans-column COL``: xCOMET's or
 GEMBA-MQM's outputs converted, another judge's), one row per (item, system), the COL cell a
@@ -24,11 +25,11 @@ Spans marked in the source (``side: source``, as WMT MQM marks omissions) are le
 counted. Severities: Minor and Major (and the judge's Critical, as Major: WMT MQM and the
 WMT23 QE scorer have only these two); a Neutral span is left out and counted. A segment rated
 by several people counts once per rater, each rater's spans against the same prediction
-(the WMT TED files have one rater per translation). The evaluated segments are those people
-rated and the judge scored (status ok); a predicted span with no offsets (not found in the
-output) is not counted at either level, and the number of them is reported; identical
-predicted spans (same offsets and severity) count once. Statistics: `meta_eval.spans`, micro
-over the segments, overall and per system.
+(the WMT TED files have one rater per translation, wmt23-generalmt-en-de three). The
+evaluated segments are those people rated and the judge scored (status ok); a predicted
+span with no offsets (not found in the output) is not counted at either level, and the
+number of them is reported; identical predicted spans (same offsets and severity) count
+once. Statistics: `meta_eval.spans`, micro over the segments, overall and per system.
 """
 
 from __future__ import annotations
@@ -188,9 +189,12 @@ def human_spans(spans: str | Path, *, host: PluginHost | None = None) -> HumanSp
                          field="--spans") from None
     if not (suite.folder / "spans.jsonl.gz").is_file():
         raise InputError(f"suite '{suite.name}' ships no spans.jsonl.gz", field="--spans")
-    for row in suite.rows("human.jsonl.gz"):  # every rated translation, with its rater
-        found.rated.setdefault((str(row["item"]), str(row["system"]),
-                                str(row.get("rater") or "")), [])
+    columns = [(f"human.{criterion}.{a}", a)
+               for criterion, names in suite.info.annotators.items() for a in names]
+    for row in suite.rows("human.jsonl.gz"):  # every rated translation, with its rater(s)
+        raters = [a for column, a in columns if row.get(column) is not None]
+        for rater in raters or [str(row.get("rater") or "")]:
+            found.rated.setdefault((str(row["item"]), str(row["system"]), rater), [])
     where = str(suite.folder / "spans.jsonl.gz")
     rated = set(found.rated)
     add_span_rows(found, ((n, r) for n, r in suite.numbered_rows("spans.jsonl.gz")

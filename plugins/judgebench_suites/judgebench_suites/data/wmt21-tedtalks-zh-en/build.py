@@ -116,9 +116,14 @@ def build(git_dir: str) -> None:
             "source README ranks first, so ref-B is not a scored system; its ratings are in "
             "spans.jsonl.gz. The other human translation, ref-A (ranked last), is left out. "
             "spans.jsonl.gz: one row per error (category, severity, weight, side, [start, "
-            "end) in code points of the unmarked text, rater). The source ships no metric "
-            "scores, so there is no published metric baseline; the source README's system "
-            "MQM averages are reproduced from these files in the suite's test (SOURCE.md)."),
+            "end) in code points of the unmarked text, rater). No published metric number "
+            "for TED zh-en was found, so there is no metric baseline: searched were every "
+            "file and commit of google/wmt-mqm-human-evaluation (its README prints human "
+            "MQM averages only; ted/zhen holds the MQM ratings and their per-segment "
+            "averages, avg_seg_scores.tsv, no metric scores) and this suite's vendored data; "
+            "the WMT21 metrics-task scores are in mt-metrics-eval's data tarball, not "
+            "reachable offline. The source README's system MQM averages are reproduced from "
+            "these files in the suite's test (SOURCE.md)."),
     })
     info["source"]["files"] = [TSV]
     (HERE / "suite.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n",
