@@ -104,7 +104,8 @@ def cross_fitted(statistic: str, *, human: FloatArray, candidates: Mapping[str, 
                  folds: IntArray, search: BoolArray) -> tuple[FloatArray, dict[int, str]]:
     """Out-of-fold scores over the search units: on each search fold j, the scores of the
     candidate `best` on the other search folds (NaN where it does not score, e.g. its own
-    examples). Returns them and the candidate chosen per fold."""
+    examples; a whole fold NaN where no candidate has a value on the others). Returns them
+    and the candidate chosen per fold."""
     pooled = np.full(human.shape, np.nan)
     chosen: dict[int, str] = {}
     for fold in np.unique(folds[search]):
@@ -112,7 +113,10 @@ def cross_fitted(statistic: str, *, human: FloatArray, candidates: Mapping[str, 
         train = search & (folds != fold)
         if not train.any():
             continue
-        name, _ = best(statistic, human=human, candidates=candidates, use=train)
+        try:
+            name, _ = best(statistic, human=human, candidates=candidates, use=train)
+        except ValueError:
+            continue
         chosen[int(fold)] = name
         pooled[test] = candidates[name][test]
     return pooled, chosen

@@ -358,3 +358,65 @@ def test_gain_interval_is_the_paired_percentile_bootstrap() -> None:
     expected = np.quantile(gains, [0.025, 0.975])
     assert (low, high) == pytest.approx(tuple(expected), rel=1e-9)
     assert low is not None and low > 0
+
+
+def test_threshold_is_chosen_for_binary_labels(tmp_path: Path, planted: PlantedJudge) -> None:
+    """People's 0/1 labels (coherence >= 3.5): the planted judge answers the rounded
+    coherence, so the threshold 4 reproduces the labels; fit chooses it, and the written
+    judge's scores are those 0/1 decisions."""
+    rows = _rows()
+    for r in rows:
+        r["human"]["good"] = int(r["human"]["coherence"] >= 3.5)
+    data = tmp_path / "binary.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    spec = tmp_path / "judge.toml"
+    proc = run_cli("fit", str(data), _judge(planted.url), *SEARCH[2:], "--human", "good",
+                   "--search", "few-shot,threshold", "--store", str(tmp_path / "s.sqlite"),
+                   "-o", str(spec), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    item, system, _ = _planted_unit()
+    chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
+    assert chosen["threshold"] == 4.0 and f"{item}/{system}" in chosen["examples"]
+    fitted = tomllib.loads(spec.read_text(encoding="utf-8"))["metrics"]["fitted"]
+    assert fitted["threshold"] == 4.0
+    assert {e["score"] for e in fitted["examples"]} <= {1, 5}  # a 0/1 label at the scale's ends
+    out = tmp_path / "scores.csv"
+    scored = run_cli("score", str(data), "-m", f"@{spec}", "--store",
+                     str(tmp_path / "t.sqlite"), "-o", str(out))
+    assert scored.returncode == 0, scored.stderr
+    table = pd.read_csv(out)
+    decided = table["fitted"].to_numpy(float)
+    truth = np.floor(table["human.coherence"].to_numpy(float) + 0.5)
+    shown = {(e["item"], e["system"]) for e in fitted["examples"]}
+    others = np.array([(i, s) not in shown for i, s in zip(table["item"], table["system"],
+                                                            strict=True)])
+    np.testing.assert_array_equal(decided[others], (truth[others] >= 4).astype(float))
+
+
+def test_rubric_shows_the_examples_after_the_rubric() -> None:
+    from judgebench.models import Sample
+    from judgebench.plugins import build_host
+
+    examples = [{"item": "a", "system": "s", "input": "Article one.", "output": "Good </rubric>",
+                 "score": 5},
+                {"item": "b", "system": "s", "output": "Bad.", "score": 1}]
+    judge = build_host().metric("judge.rubric").build(criterion="coherence", examples=examples)
+    values = judge.values(Sample(item="c", system="s", input="Article.", output="Summary."))
+    rubric = values["rubric"]
+    assert rubric.index("Example 1:") < rubric.index("Example 2:")
+    assert "Response: Good ‹/rubric›\nScore: 5" in rubric  # a tag in an example is data
+    assert "Instruction: (no instruction given)\nResponse: Bad.\nScore: 1" in rubric
+    plain = build_host().metric("judge.rubric").build(criterion="coherence")
+    assert "Example" not in plain.values(Sample(item="c", system="s", output="x"))["rubric"]
+    from judgebench.errors import InputError
+
+    with pytest.raises(InputError, match="outside 1..5"):
+        build_host().metric("judge.rubric").build(
+            examples=[{"output": "x", "score": 7}])
+
+
+def test_score_at_file_names_a_missing_file(tmp_path: Path) -> None:
+    proc = run_cli("score", str(EXAMPLE), "-m", f"@{tmp_path / 'none.toml'}", "--limit", "1")
+    assert proc.returncode == 2
+    assert "none.toml" in proc.stderr

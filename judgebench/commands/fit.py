@@ -51,6 +51,10 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--folds", type=click.IntRange(min=3), default=4, show_default=True,
               help="Folds over items; the last is held out of the search and gives the "
                    "number to report.")
+@click.option("--folds-over", type=click.Choice(("items", "rows")), default="items",
+              show_default=True,
+              help="What the folds deal out: items (all rows of an item in one fold: no item "
+                   "is both searched on and held out) or rows (for few items).")
 @click.option("--statistic", default="pearson", show_default=True,
               help="The agreement the search maximises and the report gives (segment level).")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
@@ -72,7 +76,8 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(input_path: Path, judge: str, human: str, search: str, shots: str, draws: int,
-            folds: int, statistic: str, bootstrap: int, seed: int, limit: int | None,
+            folds: int, folds_over: str, statistic: str, bootstrap: int, seed: int,
+            limit: int | None,
             output: Path | None, store_path: Path, cache_path: Path | None,
             budget_usd: float | None, allow_unknown_cost: bool, dry_run: bool,
             as_json: bool) -> None:
@@ -97,7 +102,8 @@ def command(input_path: Path, judge: str, human: str, search: str, shots: str, d
     ])
     settings = FitSettings(human=human, search=tuple(p.strip() for p in search.split(",")),
                            shots=_ints(shots), draws=draws, folds=folds, seed=seed,
-                           statistic=statistic, bootstrap=bootstrap, limit=limit)
+                           statistic=statistic, bootstrap=bootstrap, limit=limit,
+                           folds_over=folds_over)
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judgebench.errors import InputError
+from judgebench.errors import InputError, JudgebenchError
 from judgebench.results import Result
 from judgebench.spec import MetricSpec, specs_of
 
@@ -49,6 +49,8 @@ class FitSettings:
     statistic: str = "pearson"
     bootstrap: int = 1000
     limit: int | None = None
+    #: what the folds deal out: items (every row of an item in one fold) or rows
+    folds_over: str = "items"
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,8 @@ class FitResult(Result):
     options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(asdict(self), default=str,
-                                     allow_nan=True).replace("NaN", "null"))
+        cleaned: dict[str, Any] = _plain(asdict(self))
+        return cleaned
 
 
 def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
@@ -133,7 +135,14 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
             candidates[label] = fitting.thresholded(base, t)
             own[label] = (draw, t)
     spec = get(settings.statistic)
-    chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates, use=search)
+    try:
+        chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
+                                 use=search)
+    except ValueError:
+        raise JudgebenchError(
+            f"fit: no candidate has a {settings.statistic} value on the {int(search.sum())} "
+            "search rows (every score failed, or the judge gave one score to every row); "
+            f"`judgebench runs --store` and `logs` show its answers") from None
     report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
@@ -147,7 +156,8 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
 
     draw, threshold = own[chosen]
     fitted_on = (f"fit:human={key},statistic={settings.statistic},folds="
-                 f"{int(folds.max()) + 1},held-out-fold={held_fold},seed={settings.seed},"
+                 f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
+                 f"held-out-fold={held_fold},seed={settings.seed},"
                  f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
     chosen_spec = _with(start, FITTED, examples=shot_specs[chosen.split("@")[0]].options.get(
         "examples"), threshold=threshold, fitted=fitted_on)
@@ -250,10 +260,14 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     if not units:
         raise InputError(f"no row has a human score {key!r} (its human.{key} field)",
                          path=where, field="--human")
-    items = [s.item for s in units]
+    items = ([s.item for s in units] if settings.folds_over == "items"
+             else [_unit(s) for s in units])
     if len(set(items)) < 3:
-        raise InputError(f"fit needs labelled rows of 3 or more items (a held-out fold and two "
-                         f"search folds); {len(set(items))} found", path=where, field="--human")
+        raise InputError(f"fit needs labelled rows of 3 or more {settings.folds_over} (a "
+                         f"held-out fold and two search folds); {len(set(items))} found"
+                         + (": --folds-over rows deals rows into folds" if
+                            settings.folds_over == "items" else ""),
+                         path=where, field="--human")
     human = np.array([float(s.human[key]) for s in units])  # type: ignore[arg-type]
     folds = item_folds(items, settings.folds, settings.seed)
     held_fold = int(folds.max())
@@ -276,6 +290,17 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
                  thresholds)
+
+
+def _plain(value: Any) -> Any:
+    """`value` with NaN as None and tuples as lists (JSON's shapes)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _start_spec(judge: str) -> MetricSpec:
@@ -309,6 +334,8 @@ def _check_settings(settings: FitSettings) -> None:
         raise InputError(f"fit chooses by a segment-level correlation or error (pearson, "
                          f"spearman, kendall, mae, rmse, ...); {settings.statistic} is not one",
                          field="--statistic")
+    if settings.folds_over not in ("items", "rows"):
+        raise InputError("--folds-over is items or rows", field="--folds-over")
     if settings.folds < 3:
         raise InputError("--folds is 3 or more (one held out, two or more to search on)",
                          field="--folds")
@@ -413,8 +440,8 @@ def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: in
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
-            f"|candidates:{candidates}|seed:{settings.seed}|bootstrap:{settings.bootstrap}"
-            "|units:rows|gain-test:paired-permutation")
+            f"|folds-over:{settings.folds_over}|candidates:{candidates}|seed:{settings.seed}"
+            f"|bootstrap:{settings.bootstrap}|ci-over:rows|gain-test:paired-permutation")
 
 
 def write_spec(spec: MetricSpec, result: FitResult, path: Path) -> None:
