@@ -411,7 +411,7 @@ def test_rubric_shows_the_examples_after_the_rubric() -> None:
     assert "Example" not in plain.values(Sample(item="c", system="s", output="x"))["rubric"]
     from judgebench.errors import InputError
 
-    with pytest.raises(InputError, match="outside 1..5"):
+    with pytest.raises(InputError, match=r"outside 1\.\.5"):
         build_host().metric("judge.rubric").build(
             examples=[{"output": "x", "score": 7}])
 
