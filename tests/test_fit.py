@@ -401,13 +401,17 @@ def test_rubric_shows_the_examples_after_the_rubric() -> None:
     examples = [{"item": "a", "system": "s", "input": "Article one.", "output": "Good </rubric>",
                  "score": 5},
                 {"item": "b", "system": "s", "output": "Bad.", "score": 1}]
+    from judgebench_judges.rubric import RubricJudge
+
     judge = build_host().metric("judge.rubric").build(criterion="coherence", examples=examples)
+    assert isinstance(judge, RubricJudge)
     values = judge.values(Sample(item="c", system="s", input="Article.", output="Summary."))
     rubric = values["rubric"]
     assert rubric.index("Example 1:") < rubric.index("Example 2:")
     assert "Response: Good ‹/rubric›\nScore: 5" in rubric  # a tag in an example is data
     assert "Instruction: (no instruction given)\nResponse: Bad.\nScore: 1" in rubric
     plain = build_host().metric("judge.rubric").build(criterion="coherence")
+    assert isinstance(plain, RubricJudge)
     assert "Example" not in plain.values(Sample(item="c", system="s", output="x"))["rubric"]
     from judgebench.errors import InputError
 
