@@ -114,8 +114,8 @@ def _judge(url: str) -> str:
             "criterion=coherence,price_in=1,price_out=1")
 
 
-SEARCH = ("--human", "coherence", "--shots", "1,2", "--draws", "3", "--folds", "4",
-          "--seed", "3", "--bootstrap", "300")
+SEARCH = ("--human", "coherence", "--shots", "1,2", "--draws", "2", "--folds", "4",
+          "--seed", "3", "--bootstrap", "200")
 
 
 def _planted_unit() -> tuple[str, str, str]:
@@ -123,7 +123,7 @@ def _planted_unit() -> tuple[str, str, str]:
     from judgebench.services.fit import FitSettings, plan_fit
 
     plan = plan_fit(EXAMPLE, "judge.rubric", FitSettings(human="coherence", shots=(1, 2),
-                                                         draws=3, folds=4, seed=3))
+                                                         draws=2, folds=4, seed=3))
     one_shot = [d for d in plan.draws if len(d) == 1]
     unit = plan.units[one_shot[1][0]]
     return unit.item, unit.system, (unit.output or "").strip()
@@ -139,8 +139,17 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Planted
 def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path,
                                                                  planted: PlantedJudge) -> None:
     store, spec = tmp_path / "runs.sqlite", tmp_path / "judge.toml"
-    proc = run_cli("fit", str(EXAMPLE), _judge(planted.url), *SEARCH, "--store", str(store),
-                   "-o", str(spec), "--json", "--budget-usd", "50")
+    rows = _rows()
+    rng = np.random.default_rng(5)
+    for r in rows:  # three raters of coherence, for the human ceiling
+        r["human"].update({f"r{k}": float(np.clip(np.round(r["human"]["coherence"]
+                                                           + rng.normal(0, 0.8)), 1, 5))
+                           for k in range(3)})
+    rows[0]["human"]["r1"] = None  # a rater who did not rate one row
+    data = tmp_path / "raters.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    proc = run_cli("fit", str(data), _judge(planted.url), *SEARCH, "--store", str(store),
+                   "-o", str(spec), "--json", "--budget-usd", "50", "--raters", "r0,r1,r2")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     item, system, _ = _planted_unit()
@@ -156,7 +165,7 @@ def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path
     assert result["held_out"]["ci_low"] <= result["held_out"]["value"] <= \
         result["held_out"]["ci_high"]
     assert result["gain"]["ci_low"] > 0
-    assert result["candidates"] and len(result["candidates"]) == 7  # 0 shots, 3 x 1, 3 x 2
+    assert len(result["candidates"]) == 5  # no example, 2 draws of 1, 2 draws of 2
 
     # the fitted judge, as written, gives the reported held-out number through `score`
     written = tomllib.loads(spec.read_text(encoding="utf-8"))
@@ -165,7 +174,6 @@ def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path
     assert [(e["item"], e["system"]) for e in fitted["examples"]] == \
         [tuple(u.split("/")) for u in chosen["examples"]]
     assert "held-out-fold=" in fitted["fitted"]
-    rows = _rows()
     held = _held_rows(result, rows)
     held_file = tmp_path / "held.jsonl"
     held_file.write_text("".join(json.dumps(r) + "\n" for r in held), encoding="utf-8")
@@ -183,6 +191,21 @@ def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path
         stats.pearsonr(human, table["fitted"].to_numpy(float))[0], abs=1e-12)
     assert result["held_out_start"]["value"] == pytest.approx(
         stats.pearsonr(human, table[start_column].to_numpy(float))[0], abs=1e-12)
+    # the human ceiling: each rater against the mean of the others, averaged
+    ratings = np.array([[np.nan if r["human"][f"r{k}"] is None else r["human"][f"r{k}"]
+                         for k in range(3)] for r in held])
+    by_key = {(r["item"], r["system"]): i for i, r in enumerate(held)}
+    order = [by_key[(i, s)] for i, s in zip(table["item"], table["system"], strict=True)]
+    ratings = ratings[order]
+    ceiling, fitted_there, start_there = [], [], []
+    for k in range(3):
+        others = np.nanmean(np.delete(ratings, k, axis=1), axis=1)
+        ceiling.append(_pearson(others, ratings[:, k]))
+        fitted_there.append(_pearson(others, table["fitted"].to_numpy(float)))
+        start_there.append(_pearson(others, table[start_column].to_numpy(float)))
+    assert result["ceiling"] == pytest.approx(np.mean(ceiling), abs=1e-12)
+    assert result["ceiling_fitted"] == pytest.approx(np.mean(fitted_there), abs=1e-12)
+    assert result["ceiling_start"] == pytest.approx(np.mean(start_there), abs=1e-12)
     meta = json.loads((tmp_path / "held.csv.meta.json").read_text(encoding="utf-8"))
     signature = json.dumps(meta)
     assert result["fitted_signature"].split("|")[0] in signature
@@ -190,7 +213,7 @@ def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path
     assert "fitted:fit" in result["fitted_signature"]
 
     # rerun: nothing is asked again
-    again = run_cli("fit", str(EXAMPLE), _judge(planted.url), *SEARCH, "--store", str(store),
+    again = run_cli("fit", str(data), _judge(planted.url), *SEARCH, "--store", str(store),
                     "--json")
     assert again.returncode == 0, again.stderr
     assert planted.calls == calls
@@ -218,7 +241,7 @@ def test_noise_judge_held_out_is_not_above_the_search_by_more_than_chance(
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     held, search = result["held_out"], result["in_search"]
-    assert len(result["candidates"]) == 7 * 5  # no threshold, and 2..5
+    assert len(result["candidates"]) == 5 * 5  # no threshold, and 2..5
     # the held-out value exceeds the in-search one by no more than the held-out interval's
     # half-width (its sampling error): the selection's optimism is not carried over
     half = (held["ci_high"] - held["ci_low"]) / 2
@@ -237,7 +260,7 @@ def test_budget_is_refused_before_any_call(tmp_path: Path, planted: PlantedJudge
     dry = run_cli("fit", str(EXAMPLE), _judge(planted.url), *SEARCH, "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     found = json.loads(dry.stdout)
-    assert found["candidates"] == 7 and found["calls"] > 0 and found["cost_usd"] > 0.01
+    assert found["candidates"] == 5 and found["calls"] > 0 and found["cost_usd"] > 0.01
     assert planted.calls == 0
 
 

@@ -40,6 +40,9 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.argument("judge", metavar="JUDGE_SPEC")
 @click.option("--human", required=True, metavar="H",
               help="The human score to fit to (the samples' human.H field).")
+@click.option("--raters", default="", metavar="H1,H2,...",
+              help="The human fields of the individual raters (two or more): the human "
+                   "ceiling on the held-out fold, and each judge against it.")
 @click.option("--search", default="few-shot", show_default=True, metavar="WHAT",
               help="What to search, comma-separated: few-shot (examples drawn from the "
                    "labelled rows of the search folds), threshold (the score becomes 1 at or "
@@ -75,12 +78,11 @@ def _ints(text: str) -> tuple[int, ...]:
               help="With --budget-usd, run a judge whose price is unknown.")
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def command(input_path: Path, judge: str, human: str, search: str, shots: str, draws: int,
-            folds: int, folds_over: str, statistic: str, bootstrap: int, seed: int,
-            limit: int | None,
-            output: Path | None, store_path: Path, cache_path: Path | None,
-            budget_usd: float | None, allow_unknown_cost: bool, dry_run: bool,
-            as_json: bool) -> None:
+def command(input_path: Path, judge: str, human: str, raters: str, search: str, shots: str,
+            draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
+            seed: int, limit: int | None, output: Path | None, store_path: Path,
+            cache_path: Path | None, budget_usd: float | None, allow_unknown_cost: bool,
+            dry_run: bool, as_json: bool) -> None:
     """Fit JUDGE_SPEC (a spec or @FILE) to the human labels of INPUT and report it out of
     fold: the fitted and the starting judge on a held-out fold neither saw."""
     from judgebench.cli import context_host
@@ -103,7 +105,8 @@ def command(input_path: Path, judge: str, human: str, search: str, shots: str, d
     settings = FitSettings(human=human, search=tuple(p.strip() for p in search.split(",")),
                            shots=_ints(shots), draws=draws, folds=folds, seed=seed,
                            statistic=statistic, bootstrap=bootstrap, limit=limit,
-                           folds_over=folds_over)
+                           folds_over=folds_over,
+                           raters=tuple(r.strip() for r in raters.split(",") if r.strip()))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

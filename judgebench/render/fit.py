@@ -35,6 +35,14 @@ def report(result: FitResult) -> str:
         f"  in search (best of {tried})     {_number(result.in_search)}   "
         "<- optimistic: chosen as the best",
     ]
+    if result.ceiling is not None:
+        def shown(v: float | None) -> str:
+            return "undefined" if v is None else f"{v:.3f}"
+
+        lines.append(f"  human ceiling (held out)    {shown(result.ceiling)}   each rater "
+                     "against the others' mean; on that footing the fitted judge "
+                     f"{shown(result.ceiling_fitted)}, the starting judge "
+                     f"{shown(result.ceiling_start)}")
     if result.failed:
         lines.append(f"warning: {result.failed} scores failed and are left out")
     if result.spec_path is not None:

@@ -51,6 +51,8 @@ class FitSettings:
     limit: int | None = None
     #: what the folds deal out: items (every row of an item in one fold) or rows
     folds_over: str = "items"
+    #: the human fields of the individual raters of the same criterion (the human ceiling)
+    raters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,11 @@ class FitResult(Result):
     held_out_start: Number
     gain: Number
     gain_p_value: float
+    #: with --raters, on the held-out fold: the raters' leave-one-out agreement
+    #: (meta_eval.ceiling.human_ceiling), and each judge against the same references
+    ceiling: float | None
+    ceiling_fitted: float | None
+    ceiling_start: float | None
     estimated_usd: float | None
     spent_usd: float
     failed: int
@@ -174,6 +181,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     low_gain, high_gain = fitting.gain_interval(
         settings.statistic, human=h, metric_a=fitted_values, metric_b=start_values,
         resamples=settings.bootstrap, seed=settings.seed)
+    ceiling = _ceiling(settings, plan, fitted_values, start_values)
     signatures = {p.column: str(p.signature) for p in final.metrics}
     failed = sum(int(np.isnan(v).sum()) for v in (*found.values(), *on_held.values()))
     result = FitResult(
@@ -186,7 +194,8 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         held_out_start=_number(settings, human=h, metric=start_values),
         gain=Number(spec.goodness(comparison.value_a) - spec.goodness(comparison.value_b),
                     low_gain, high_gain, int(held.sum())),
-        gain_p_value=float(comparison.p_value), estimated_usd=estimated,
+        gain_p_value=float(comparison.p_value), ceiling=ceiling[0],
+        ceiling_fitted=ceiling[1], ceiling_start=ceiling[2], estimated_usd=estimated,
         spent_usd=run_settings.budget.spent_usd, failed=failed,
         spec_path=None if output is None else str(output),
         signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1),
@@ -292,6 +301,27 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
                  thresholds)
 
 
+def _ceiling(settings: FitSettings, plan: FitPlan, fitted: FloatArray, start: FloatArray
+             ) -> tuple[float | None, float | None, float | None]:
+    """The human ceiling of the raters on the held-out fold, and the fitted and the starting
+    judge on its footing (None without --raters)."""
+    from meta_eval.ceiling import human_ceiling
+
+    if not settings.raters:
+        return None, None, None
+    raters = [np.array([_rating(u, r) for u in plan.held_units])[:, None]
+              for r in settings.raters]
+    with_fitted = human_ceiling(settings.statistic, raters=raters, metric=fitted[:, None])
+    with_start = human_ceiling(settings.statistic, raters=raters, metric=start[:, None])
+    value = with_fitted.value if math.isfinite(with_fitted.value) else None
+    return value, with_fitted.metric_value, with_start.metric_value
+
+
+def _rating(sample: Sample, rater: str) -> float:
+    value = sample.human.get(rater)
+    return float(value) if _finite(value) else math.nan  # type: ignore[arg-type]
+
+
 def _plain(value: Any) -> Any:
     """`value` with NaN as None and tuples as lists (JSON's shapes)."""
     if isinstance(value, float):
@@ -336,6 +366,9 @@ def _check_settings(settings: FitSettings) -> None:
                          field="--statistic")
     if settings.folds_over not in ("items", "rows"):
         raise InputError("--folds-over is items or rows", field="--folds-over")
+    if len(settings.raters) == 1:
+        raise InputError("--raters names two or more raters' human fields (the ceiling is "
+                         "each rater against the others)", field="--raters")
     if settings.folds < 3:
         raise InputError("--folds is 3 or more (one held out, two or more to search on)",
                          field="--folds")
