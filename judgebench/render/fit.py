@@ -14,6 +14,10 @@ def _number(n: Number) -> str:
     return f"{n.value:.3f}{interval}  (n={n.n})"
 
 
+def _or_undefined(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
 def report(result: FitResult) -> str:
     """The chosen candidate, then each number with its 95% interval and the units it is on."""
     s = result.statistic
@@ -36,13 +40,10 @@ def report(result: FitResult) -> str:
         "<- optimistic: chosen as the best",
     ]
     if result.ceiling is not None:
-        def shown(v: float | None) -> str:
-            return "undefined" if v is None else f"{v:.3f}"
-
-        lines.append(f"  human ceiling (held out)    {shown(result.ceiling)}   each rater "
-                     "against the others' mean; on that footing the fitted judge "
-                     f"{shown(result.ceiling_fitted)}, the starting judge "
-                     f"{shown(result.ceiling_start)}")
+        lines.append(f"  human ceiling (held out)    {_or_undefined(result.ceiling)}   each "
+                     "rater against the others' mean; on that footing the fitted judge "
+                     f"{_or_undefined(result.ceiling_fitted)}, the starting judge "
+                     f"{_or_undefined(result.ceiling_start)}")
     if result.failed:
         lines.append(f"warning: {result.failed} scores failed and are left out")
     if result.spec_path is not None:
