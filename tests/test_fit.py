@@ -214,10 +214,13 @@ def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path
 
     # rerun: nothing is asked again
     again = run_cli("fit", str(data), _judge(planted.url), *SEARCH, "--store", str(store),
-                    "--json")
+                    "--raters", "r0,r1,r2")
     assert again.returncode == 0, again.stderr
     assert planted.calls == calls
-    assert json.loads(again.stdout)["held_out"] == result["held_out"]
+    held_line = next(line for line in again.stdout.splitlines()
+                     if "held out, fitted judge" in line)
+    assert f"{result['held_out']['value']:.3f}" in held_line
+    assert f"human ceiling (held out)    {result['ceiling']:.3f}" in again.stdout
 
 
 def _held_rows(result: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
