@@ -239,12 +239,13 @@ def test_noise_judge_held_out_is_not_above_the_search_by_more_than_chance(
     held-out number of the chosen one is no better than chance would give."""
     monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     with PlantedJudge(None) as server:
-        proc = run_cli("fit", str(EXAMPLE), _judge(server.url), *SEARCH, "--search",
-                       "few-shot,threshold", "--store", str(tmp_path / "s.sqlite"), "--json")
+        proc = run_cli("fit", str(EXAMPLE), _judge(server.url), *SEARCH, "--shots", "1",
+                       "--search", "few-shot,threshold", "--store", str(tmp_path / "s.sqlite"),
+                       "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     held, search = result["held_out"], result["in_search"]
-    assert len(result["candidates"]) == 5 * 5  # no threshold, and 2..5
+    assert len(result["candidates"]) == 3 * 5  # (none, 2 draws of 1) x (no threshold, 2..5)
     # the held-out value exceeds the in-search one by no more than the held-out interval's
     # half-width (its sampling error): the selection's optimism is not carried over
     half = (held["ci_high"] - held["ci_low"]) / 2
@@ -397,8 +398,8 @@ def test_threshold_is_chosen_for_binary_labels(tmp_path: Path, planted: PlantedJ
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     spec = tmp_path / "judge.toml"
     proc = run_cli("fit", str(data), _judge(planted.url), *SEARCH[2:], "--human", "good",
-                   "--search", "few-shot,threshold", "--store", str(tmp_path / "s.sqlite"),
-                   "-o", str(spec), "--json")
+                   "--shots", "1", "--search", "few-shot,threshold", "--store",
+                   str(tmp_path / "s.sqlite"), "-o", str(spec), "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     item, system, _ = _planted_unit()

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
 SEARCHES = ("few-shot", "threshold")
+#: Permutations of the paired test of the gain.
+PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
 START, FITTED = "start", "fitted"
 
@@ -177,7 +179,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     comparison = permutation_test(settings.statistic, human=h[:, None],
                                   metric_a=fitted_values[:, None],
                                   metric_b=start_values[:, None], seed=settings.seed,
-                                  resamples=max(settings.bootstrap, 1), early_stop=False)
+                                  resamples=PERMUTATIONS, early_stop=False)
     low_gain, high_gain = fitting.gain_interval(
         settings.statistic, human=h, metric_a=fitted_values, metric_b=start_values,
         resamples=settings.bootstrap, seed=settings.seed)
@@ -474,7 +476,8 @@ def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: in
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
             f"|folds-over:{settings.folds_over}|candidates:{candidates}|seed:{settings.seed}"
-            f"|bootstrap:{settings.bootstrap}|ci-over:rows|gain-test:paired-permutation")
+            f"|bootstrap:{settings.bootstrap}|ci-over:rows"
+            f"|gain-test:paired-permutation-{PERMUTATIONS}")
 
 
 def write_spec(spec: MetricSpec, result: FitResult, path: Path) -> None:
