@@ -22,14 +22,14 @@ pytestmark = pytest.mark.slow  # runs the local SmolLM2 judge
 def test_fit_runs_end_to_end_on_the_default_model(tmp_path: Path, model_cache: Path) -> None:
     env = {"JUDGEBENCH_CACHE_DIR": str(model_cache)}
     spec = tmp_path / "judge.toml"
-    proc = run_cli("fit", str(EXAMPLE), "judge.rubric:criterion=coherence,feedback_tokens=8",
+    proc = run_cli("fit", str(EXAMPLE), "judge.rubric:criterion=coherence,feedback_tokens=4",
                    "--human", "coherence", "--limit", "20", "--search", "few-shot",
-                   "--folds-over", "rows", "--folds", "3", "--shots", "1", "--draws", "2",
+                   "--folds-over", "rows", "--folds", "3", "--shots", "1", "--draws", "1",
                    "--bootstrap", "100", "--store", str(tmp_path / "runs.db"), "-o", str(spec),
                    "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert len(result["candidates"]) == 3  # no example, and two draws of one
+    assert len(result["candidates"]) == 2  # no example, and one example
     assert result["units"] == 20 and result["search_units"] + result["held_out_units"] == 20
     assert "model:SmolLM2-135M-Instruct" in result["fitted_signature"]
     for number in ("held_out", "held_out_start", "in_search", "cross_fitted"):
