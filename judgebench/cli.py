@@ -45,6 +45,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("judgebench.commands.view", "Browse a store in a local web viewer (read-only)."),
     "items": ("judgebench.commands.items", "Item response theory: abilities, items, subsets."),
     "combine": ("judgebench.commands.combine", "Learn a cross-fitted combination of metrics."),
+    "fit": ("judgebench.commands.fit", "Fit a judge to people's labels (few-shot examples, a "
+            "threshold) and report it out of fold."),
     "estimate": ("judgebench.commands.estimate", "Estimate people's mean or pass rate from a "
                  "judge and a few human labels (PPI++)."),
     "escalate": ("judgebench.commands.escalate", "Trust a judge's verdicts above a confidence "

@@ -17,6 +17,9 @@ metric; its key is the column:
     metric = "judge.geval"
     criterion = "coherence"
     model = "hosted_vllm/my-judge"
+
+`@FILE` in place of a spec (`score -m @judge.toml`) is every metric of that TOML file, as
+`--config FILE` reads it (`specs_of`): the judge `judgebench fit -o` writes is one.
 """
 
 from __future__ import annotations
@@ -178,6 +181,23 @@ def _value(spec: str, at: int, key: str) -> tuple[str, int]:
         raise _Problem(after, "has text after a closing quote: put the whole value inside "
                               "the quotes")
     return "".join(chars), after
+
+
+def specs_of(text: str) -> list[MetricSpec]:
+    """The specs `text` names: `@FILE`, the metrics of that TOML file (`load_config`); any
+    other text, the one spec it is (`parse_spec`)."""
+    if text.strip().startswith("@"):
+        path = text.strip()[1:]
+        if not path:
+            raise InputError(f"metric spec '{text}' names no file after '@': write @judge.toml")
+        return load_config(path)
+    return [parse_spec(text)]
+
+
+def spec_file(text: str) -> Path | None:
+    """The file of an `@FILE` spec (None for any other spec)."""
+    stripped = text.strip()
+    return Path(stripped[1:]) if stripped.startswith("@") and len(stripped) > 1 else None
 
 
 def load_config(path: str | Path) -> list[MetricSpec]:

@@ -39,7 +39,10 @@ REQUIRED = {
     "suites": [NAME],
     "labels import": ["--criterion", "c", "--annotator", "a", "--scale", "1-5"],
     "label": ["--criterion", "c", "--annotator", "a", "--scale", "1-5", "--port", "0"],
+    "fit": ["--human", "h"],
 }
+#: Required arguments that come after the paths (a positional one after INPUT).
+REQUIRED_AFTER = {"fit": ["judge.rubric"]}
 
 
 def commands() -> Iterator[tuple[str, click.Command]]:
@@ -149,7 +152,8 @@ def test_each_written_path_is_checked_against_each_other_path(
         args += ["--suite-path", str(suites)]
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     before = [p.read_bytes() for p in files]
-    proc = run_cli(*name.split(), *REQUIRED.get(name, []), *args)  # a subcommand: two words
+    proc = run_cli(*name.split(), *REQUIRED.get(name, []), *args,  # a subcommand: two words
+                   *REQUIRED_AFTER.get(name, []))
     assert proc.returncode == 2, (args, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
     message = proc.stderr.strip().splitlines()[-1]

@@ -26,7 +26,7 @@ from judgebench.errors import EXIT_FAILED_SCORES, InputError
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
-from judgebench.spec import MetricSpec, load_config, parse_spec
+from judgebench.spec import MetricSpec, load_config, spec_file, specs_of
 from judgebench.tables import destinations
 
 if TYPE_CHECKING:
@@ -52,7 +52,8 @@ TOP_REASONS = 3
 @click.argument("input_path", metavar="INPUT",
                 callback=lambda _c, _p, v: v if is_uri(v) else Path(v))
 @click.option("-m", "--metric", "metric_specs", multiple=True, metavar="SPEC",
-              help="NAME or NAME:key=value[,key=value...]; repeatable. The spec is the column.")
+              help="NAME or NAME:key=value[,key=value...]; repeatable. The spec is the column. "
+                   "@FILE: the metrics of a TOML file (as --config; `fit -o` writes one).")
 @click.option("--config", type=click.Path(path_type=Path),
               help="TOML file with [metrics.<column>] tables (metric = NAME, options...).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, writable=True),
@@ -204,7 +205,8 @@ def command(
 
     With --engine ray, INPUT may also be a URI (s3://..., gs://..., file://...), read through
     Ray Data."""
-    _check_paths(input_path, config, output, store_path, corpus_path, cache_path)
+    _check_paths(input_path, config, output, store_path, corpus_path, cache_path,
+                 [path for text in metric_specs if (path := spec_file(text)) is not None])
     specs = _specs(metric_specs, config)
     if as_json and output is None and not dry_run:
         raise InputError("--json prints the summary to stdout: give the table a file with -o")
@@ -439,10 +441,12 @@ def _echo_estimates(result: RunResult, as_json: bool) -> None:
 
 
 def _check_paths(input_path: Path | str, config: Path | None, output: Path | None,
-                 store_path: Path, corpus_path: Path | None, cache_path: Path | None) -> None:
+                 store_path: Path, corpus_path: Path | None, cache_path: Path | None,
+                 spec_files: list[Path] | None = None) -> None:
     """Every path of the run, before any is read or written."""
     destinations.check([
         *([] if is_uri(input_path) else [destinations.read("INPUT", Path(input_path))]),
+        *[destinations.read("-m @FILE", path) for path in spec_files or []],
         *([destinations.read("--config", config)] if config is not None else []),
         *([destinations.table("-o", output, sidecar=True)] if output is not None else []),
         destinations.database("--store", store_path),
@@ -453,7 +457,7 @@ def _check_paths(input_path: Path | str, config: Path | None, output: Path | Non
 
 def _specs(metric_specs: tuple[str, ...], config: Path | None) -> list[MetricSpec]:
     """The metrics of -m, then those of --config; none is an error."""
-    specs: list[MetricSpec] = [parse_spec(text) for text in metric_specs]
+    specs: list[MetricSpec] = [spec for text in metric_specs for spec in specs_of(text)]
     if config is not None:
         specs += load_config(config)
     if not specs:

@@ -9,6 +9,12 @@ scores only, renormalised (``scoring=argmax``: the most probable score, an integ
 ``scoring=expectation``: their probability-weighted mean); ``scoring=text`` parses the text.
 The scoring used is in the signature, the probabilities in ``extra["probs"]``.
 
+``examples`` (few-shot: responses with a person's score, shown after the rubric) and
+``threshold`` (the score becomes 1 at or above it, else 0) are what `judgebench fit` chooses;
+``fitted`` says how (the fit's folds, seed and statistic). Each is in the signature when set
+(the examples as their number and a digest of their texts and scores); unset, the signature
+is as before.
+
 ``mode=turn`` judges a conversation's judged turn in its context (the messages up to it, the
 turn marked; template rubric_turn.txt), ``mode=conversation`` the whole conversation
 (rubric_conversation.txt); the default ``mode=response`` reads ``input`` and ``output`` (a
@@ -16,9 +22,11 @@ conversation's derived ones) and leaves the signature as it was (judgebench_judg
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from judgebench.plugin_api import (
     MAX_SCALE,
@@ -49,6 +57,18 @@ from judgebench_judges.templates import as_data
 MARKER = "\n[RESULT] "
 
 
+class Example(BaseModel):
+    """A few-shot example: a response (and its instruction) with the score a person gave."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item: str = ""
+    system: str = ""
+    input: str | None = None
+    output: str
+    score: int = Field(ge=-MAX_SCALE, le=MAX_SCALE)
+
+
 class RubricOptions(JudgeOptions):
     criterion: str = "helpfulness"
     definition: str | None = None
@@ -61,6 +81,12 @@ class RubricOptions(JudgeOptions):
     #: what is judged: the sample's input and output (response), or for a conversation its
     #: judged turn in context (turn) or the whole conversation (conversation)
     mode: Mode = "response"
+    #: few-shot examples shown after the rubric (in the order given)
+    examples: list[Example] | None = None
+    #: the score becomes 1.0 where it is >= threshold, else 0.0 (a decision threshold)
+    threshold: float | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE, allow_inf_nan=False)
+    #: how `judgebench fit` chose this judge (kept in the signature, asks nothing)
+    fitted: str | None = None
 
 
 def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
@@ -102,6 +128,13 @@ class RubricJudge(JudgeMetric[RubricOptions]):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         o = self.options
+        for example in o.examples or []:
+            if not o.min <= example.score <= o.max:
+                from judgebench.plugin_api import InputError
+
+                raise InputError(f"metric {self.info.name}: example {example.item}/"
+                                 f"{example.system} has score {example.score}, outside "
+                                 f"{o.min}..{o.max}", field="examples")
         if o.min >= o.max:
             from judgebench.plugin_api import InputError
 
@@ -135,6 +168,11 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         fields["scoring"] = self.scoring
         if self.options.mode == "response":  # signatures from before conversations
             fields.pop("mode", None)
+        for name in ("examples", "threshold", "fitted"):  # signatures from before `fit`
+            if getattr(self.options, name) is None:
+                fields.pop(name, None)
+        if self.options.examples is not None:
+            fields["examples"] = examples_digest(self.options.examples)
         return fields
 
     def follow_logprobs(self) -> int:
@@ -164,7 +202,7 @@ class RubricJudge(JudgeMetric[RubricOptions]):
                 "turn": "" if turn is None else str(turn),
                 "reference_block": reference_block,
                 "reference_note": "Compare it with the reference answer. " if refs else "",
-                "rubric": as_data(self.criterion.rubric(o.min, o.max)),
+                "rubric": self.rubric_text(),
                 "format": self.format_instruction(),
                 "min": str(o.min),
                 "max": str(o.max),
@@ -175,11 +213,23 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             "response": as_data(response),
             "reference_block": reference_block,
             "reference_note": "Compare it with the reference answer. " if refs else "",
-            "rubric": as_data(self.criterion.rubric(o.min, o.max)),
+            "rubric": self.rubric_text(),
             "format": self.format_instruction(),
             "min": str(o.min),
             "max": str(o.max),
         }
+
+    def rubric_text(self) -> str:
+        """The rubric, then the few-shot examples (each response with a person's score)."""
+        o = self.options
+        text = as_data(self.criterion.rubric(o.min, o.max))
+        if not o.examples:
+            return text
+        shown = [f"Example {n}:\nInstruction: "
+                 f"{as_data(e.input or '(no instruction given)')}\n"
+                 f"Response: {as_data(e.output)}\nScore: {e.score}"
+                 for n, e in enumerate(o.examples, 1)]
+        return text + "\n\nScored examples (a person's scores):\n\n" + "\n\n".join(shown)
 
     def first_request(self, sample: Sample) -> Request:
         return self.protocol_request(self.messages(self.values(sample)), self.schema,
@@ -220,7 +270,17 @@ class RubricJudge(JudgeMetric[RubricOptions]):
                 score = parsing.leading_score(second.text, o.min, o.max)
         except parsing.ParseError as exc:
             return parse_failure(responses, exc)
-        return judged(responses, float(score), raw, feedback)
+        return self.decided(judged(responses, float(score), raw, feedback))
+
+    def decided(self, outcome: Outcome) -> Outcome:
+        """`outcome` with its score turned into 1.0 or 0.0 by the threshold (when set); the
+        score itself kept in ``extra["score"]``."""
+        t = self.options.threshold
+        if t is None or outcome.value is None:
+            return outcome
+        return outcome.model_copy(update={
+            "value": 1.0 if outcome.value >= t else 0.0,
+            "extra": {**outcome.extra, "score": outcome.value, "threshold": t}})
 
     def from_probabilities(self, responses: list[Response], answer: Response, raw: str,
                            feedback: str) -> Outcome:
@@ -235,4 +295,12 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         extra = {**outcome.extra, "scoring": self.scoring, "choice_mass": dist.mass,
                  "probs": {c.strip(): p for c, p in dist.probs.items()},
                  "probs_from": dist.source}
-        return outcome.model_copy(update={"extra": extra})
+        return self.decided(outcome.model_copy(update={"extra": extra}))
+
+
+def examples_digest(examples: list[Example]) -> str:
+    """`k<number>-<12 hex>`: how many examples, and a digest of their texts and scores in
+    order (what the prompt shows; the item and system names are not shown)."""
+    shown = [[e.input, e.output, e.score] for e in examples]
+    digest = hashlib.sha256(json.dumps(shown).encode()).hexdigest()[:12]
+    return f"k{len(examples)}-{digest}"

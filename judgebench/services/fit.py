@@ -1,0 +1,522 @@
+"""`judgebench fit`: a judge fitted to people's labels (few-shot examples, a decision
+threshold), reported out of fold (meta_eval.fitting has the scheme and its numbers).
+
+Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`), scored
+by the scoring engine (`engine.runner.run`) into the store and the judge cache, so a rerun pays
+for nothing twice and `--budget-usd` is checked before the first call (the engine's estimate
+of every candidate's calls and price) and again before each call (the run's Budget).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from judgebench.errors import InputError, JudgebenchError
+from judgebench.results import Result
+from judgebench.spec import MetricSpec, specs_of
+
+if TYPE_CHECKING:
+    from judgebench.engine.runtime import RunSettings
+    from judgebench.engine.store import Store
+    from judgebench.models import Sample
+    from judgebench.plugins import PluginHost
+    from meta_eval.arrays import BoolArray, FloatArray
+
+#: The judges `fit` can fit (their options take `examples` and `threshold`).
+FITTABLE = ("judge.rubric",)
+SEARCHES = ("few-shot", "threshold")
+#: Permutations of the paired test of the gain.
+PERMUTATIONS = 1000
+#: The column of the starting judge, of each candidate, and of the chosen one.
+START, FITTED = "start", "fitted"
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What `fit` searches and how it reports (the command's options)."""
+
+    human: str
+    search: tuple[str, ...] = ("few-shot",)
+    shots: tuple[int, ...] = (1, 2)
+    draws: int = 4
+    folds: int = 4
+    seed: int = 0
+    statistic: str = "pearson"
+    bootstrap: int = 1000
+    limit: int | None = None
+    #: what the folds deal out: items (every row of an item in one fold) or rows
+    folds_over: str = "items"
+    #: the human fields of the individual raters of the same criterion (the human ceiling)
+    raters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Number:
+    """One agreement value with its interval and the units it is computed on."""
+
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    shots: int
+    examples: tuple[str, ...]  # item/system of each example
+    threshold: float | None
+    in_search: float
+
+
+@dataclass
+class FitResult(Result):
+    judge: str  # the starting judge's signature
+    fitted_signature: str
+    statistic: str
+    human: str
+    units: int
+    search_units: int
+    held_out_units: int
+    held_out_fold: int
+    candidates: list[Candidate]
+    chosen: str
+    in_search: Number
+    cross_fitted: Number
+    cross_fitted_choices: dict[int, str]
+    held_out: Number
+    held_out_start: Number
+    gain: Number
+    gain_p_value: float
+    #: with --raters, on the held-out fold: the raters' leave-one-out agreement
+    #: (meta_eval.ceiling.human_ceiling), and each judge against the same references
+    ceiling: float | None
+    ceiling_fitted: float | None
+    ceiling_start: float | None
+    estimated_usd: float | None
+    spent_usd: float
+    failed: int
+    spec_path: str | None
+    signature: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = _plain(asdict(self))
+        return cleaned
+
+
+def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
+        run_settings: RunSettings, output: Path | None = None, host: PluginHost | None = None
+        ) -> FitResult:
+    """Fit `judge` (a spec or @FILE) to the human score `settings.human` of `input_path`;
+    write the chosen judge to `output` (TOML) when given."""
+    from judgebench.engine.runner import run
+    from meta_eval import fitting
+    from meta_eval.significance import permutation_test
+    from meta_eval.statistics import get
+
+    plan = plan_fit(input_path, judge, settings)
+    start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
+    search, held, held_fold, draws = plan.search, plan.held, plan.held_fold, plan.draws
+    shot_specs, thresholds, key = plan.shot_specs, plan.thresholds, plan.key
+    search_units, held_units = plan.search_units, plan.held_units
+    estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
+
+    scored = run(search_units, list(shot_specs.values()), store=store, resume=True,
+                 settings=run_settings, host=host)
+    found = _by_unit(scored.table, search_units, list(shot_specs))
+    candidates: dict[str, FloatArray] = {}
+    own: dict[str, tuple[tuple[int, ...], float | None]] = {}
+    positions = np.flatnonzero(search)
+    for (name, values), draw in zip(found.items(), draws, strict=True):
+        base = np.full(len(units), np.nan)
+        base[positions] = values
+        base[list(draw)] = np.nan  # never judged with itself as an example
+        for t in thresholds:
+            label = name if t is None else f"{name}@{t:g}"
+            candidates[label] = fitting.thresholded(base, t)
+            own[label] = (draw, t)
+    spec = get(settings.statistic)
+    try:
+        chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
+                                 use=search)
+    except ValueError:
+        raise JudgebenchError(
+            f"fit: no candidate has a {settings.statistic} value on the {int(search.sum())} "
+            "search rows (every score failed, or the judge gave one score to every row); "
+            f"`judgebench runs --store` and `logs` show its answers") from None
+    report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
+                        own[label][1],
+                        fitting.value(settings.statistic, human=np.where(search, human, np.nan),
+                                      metric=scores).value)
+              for label, scores in candidates.items()]
+    in_search = _number(settings, human=np.where(search, human, np.nan),
+                        metric=candidates[chosen])
+    pooled, per_fold = fitting.cross_fitted(settings.statistic, human=human,
+                                            candidates=candidates, folds=folds, search=search)
+    crossed = _number(settings, human=human, metric=pooled)
+
+    draw, threshold = own[chosen]
+    fitted_on = (f"fit:human={key},statistic={settings.statistic},folds="
+                 f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
+                 f"held-out-fold={held_fold},seed={settings.seed},"
+                 f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
+    chosen_spec = _with(start, FITTED, examples=shot_specs[chosen.split("@")[0]].options.get(
+        "examples"), threshold=threshold, fitted=fitted_on)
+    start_spec = _with(start, START)
+    final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
+                settings=run_settings, host=host)
+    on_held = _by_unit(final.table, held_units, [START, FITTED])
+    h = human[held]
+    fitted_values, start_values = on_held[FITTED], on_held[START]
+    comparison = permutation_test(settings.statistic, human=h[:, None],
+                                  metric_a=fitted_values[:, None],
+                                  metric_b=start_values[:, None], seed=settings.seed,
+                                  resamples=PERMUTATIONS, early_stop=False)
+    low_gain, high_gain = fitting.gain_interval(
+        settings.statistic, human=h, metric_a=fitted_values, metric_b=start_values,
+        resamples=settings.bootstrap, seed=settings.seed)
+    ceiling = _ceiling(settings, plan, fitted_values, start_values)
+    signatures = {p.column: str(p.signature) for p in final.metrics}
+    failed = sum(int(np.isnan(v).sum()) for v in (*found.values(), *on_held.values()))
+    result = FitResult(
+        judge=signatures.get(START, ""), fitted_signature=signatures.get(FITTED, ""),
+        statistic=settings.statistic, human=key, units=len(units),
+        search_units=int(search.sum()), held_out_units=int(held.sum()),
+        held_out_fold=held_fold, candidates=report, chosen=chosen, in_search=in_search,
+        cross_fitted=crossed, cross_fitted_choices=per_fold,
+        held_out=_number(settings, human=h, metric=fitted_values),
+        held_out_start=_number(settings, human=h, metric=start_values),
+        gain=Number(spec.goodness(comparison.value_a) - spec.goodness(comparison.value_b),
+                    low_gain, high_gain, int(held.sum())),
+        gain_p_value=float(comparison.p_value), ceiling=ceiling[0],
+        ceiling_fitted=ceiling[1], ceiling_start=ceiling[2], estimated_usd=estimated,
+        spent_usd=run_settings.budget.spent_usd, failed=failed,
+        spec_path=None if output is None else str(output),
+        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1),
+        options=dict(chosen_spec.options))
+    if output is not None:
+        write_spec(chosen_spec, result, output)
+    return result
+
+
+@dataclass(frozen=True)
+class FitEstimate(Result):
+    """`fit --dry-run`: what the fit would ask (cache hits and stored scores excluded)."""
+
+    candidates: int
+    judge_specs: int
+    search_units: int
+    held_out_units: int
+    calls: int
+    cost_usd: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fit_estimate(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
+                 run_settings: RunSettings, host: PluginHost | None = None) -> FitEstimate:
+    """The calls and cost `fit` would make (refused over `--budget-usd`), calling nothing."""
+    return _preflight(plan_fit(input_path, judge, settings), store=store,
+                      run_settings=run_settings, host=host)
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    start: MetricSpec
+    key: str
+    units: list[Sample]
+    human: FloatArray
+    folds: Any
+    held_fold: int
+    held: BoolArray
+    search: BoolArray
+    draws: list[tuple[int, ...]]
+    shot_specs: dict[str, MetricSpec]
+    thresholds: list[float | None]
+
+    @property
+    def search_units(self) -> list[Sample]:
+        return [self.units[i] for i in np.flatnonzero(self.search)]
+
+    @property
+    def held_units(self) -> list[Sample]:
+        return [self.units[i] for i in np.flatnonzero(self.held)]
+
+    @property
+    def candidates(self) -> int:
+        return len(self.shot_specs) * len(self.thresholds)
+
+
+def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
+    """The labelled rows, their folds and the candidates, before any call."""
+    from judgebench.tables.io import read_samples
+    from meta_eval import fitting
+    from meta_eval.combination import item_folds
+
+    start = _start_spec(judge)
+    _check_settings(settings)
+    key = settings.human.removeprefix("human.")
+    samples = read_samples(input_path)[:settings.limit]
+    units = [s for s in samples if _finite(s.human.get(key))]
+    where = f"{input_path}"
+    if not units:
+        raise InputError(f"no row has a human score {key!r} (its human.{key} field)",
+                         path=where, field="--human")
+    items = ([s.item for s in units] if settings.folds_over == "items"
+             else [_unit(s) for s in units])
+    if len(set(items)) < 3:
+        raise InputError(f"fit needs labelled rows of 3 or more {settings.folds_over} (a "
+                         f"held-out fold and two search folds); {len(set(items))} found"
+                         + (": --folds-over rows deals rows into folds" if
+                            settings.folds_over == "items" else ""),
+                         path=where, field="--human")
+    human = np.array([float(s.human[key]) for s in units])  # type: ignore[arg-type]
+    folds = item_folds(items, settings.folds, settings.seed)
+    held_fold = int(folds.max())
+    held = folds == held_fold
+    search = ~held
+    low, high = _scale(start)
+    binary = bool(np.isin(human, (0.0, 1.0)).all())
+    try:
+        draws = fitting.example_draws(
+            pool=[int(i) for i in np.flatnonzero(search)],
+            shots=(0, *settings.shots) if "few-shot" in settings.search else (0,),
+            draws=settings.draws, seed=settings.seed)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--shots") from None
+    shot_specs = {f"fit-{n}": _with(start, f"fit-{n}", examples=[
+        _example(units[i], human[i], low, high, binary) for i in draw])
+        for n, draw in enumerate(draws)}
+    thresholds: list[float | None] = [None]
+    if "threshold" in settings.search:
+        thresholds += [float(t) for t in range(low + 1, high + 1)]
+    return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
+                 thresholds)
+
+
+def _ceiling(settings: FitSettings, plan: FitPlan, fitted: FloatArray, start: FloatArray
+             ) -> tuple[float | None, float | None, float | None]:
+    """The human ceiling of the raters on the held-out fold, and the fitted and the starting
+    judge on its footing (None without --raters)."""
+    from meta_eval.ceiling import human_ceiling
+
+    if not settings.raters:
+        return None, None, None
+    raters = [np.array([_rating(u, r) for u in plan.held_units])[:, None]
+              for r in settings.raters]
+    with_fitted = human_ceiling(settings.statistic, raters=raters, metric=fitted[:, None])
+    with_start = human_ceiling(settings.statistic, raters=raters, metric=start[:, None])
+    value = with_fitted.value if math.isfinite(with_fitted.value) else None
+    return value, with_fitted.metric_value, with_start.metric_value
+
+
+def _rating(sample: Sample, rater: str) -> float:
+    value = sample.human.get(rater)
+    return float(value) if _finite(value) else math.nan  # type: ignore[arg-type]
+
+
+def _plain(value: Any) -> Any:
+    """`value` with NaN as None and tuples as lists (JSON's shapes)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _start_spec(judge: str) -> MetricSpec:
+    specs = specs_of(judge)
+    if len(specs) != 1:
+        raise InputError(f"fit takes one judge; {judge} holds {len(specs)}", field="JUDGE_SPEC")
+    spec = specs[0]
+    if spec.name not in FITTABLE:
+        raise InputError(f"fit fits {', '.join(FITTABLE)} (few-shot examples and a threshold "
+                         f"are its options); {spec.name} is not one", field="JUDGE_SPEC")
+    for name in ("examples", "threshold", "fitted"):
+        if name in spec.options:
+            raise InputError(f"the starting judge already has {name}=: fit chooses it; start "
+                             "from the judge without it", field="JUDGE_SPEC")
+    return spec
+
+
+def _check_settings(settings: FitSettings) -> None:
+    from meta_eval.statistics import get
+
+    unknown = [s for s in settings.search if s not in SEARCHES]
+    if unknown or not settings.search:
+        raise InputError(f"--search takes {', '.join(SEARCHES)} (comma-separated); got "
+                         f"{', '.join(unknown) or 'nothing'}", field="--search")
+    try:
+        spec = get(settings.statistic)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--statistic") from None
+    if (spec.groups is None or spec.kernel != spec.name or spec.declared
+            or spec.probabilities or spec.better == "zero" or "segment" not in spec.levels):
+        raise InputError(f"fit chooses by a segment-level correlation or error (pearson, "
+                         f"spearman, kendall, mae, rmse, ...); {settings.statistic} is not one",
+                         field="--statistic")
+    if settings.folds_over not in ("items", "rows"):
+        raise InputError("--folds-over is items or rows", field="--folds-over")
+    if len(settings.raters) == 1:
+        raise InputError("--raters names two or more raters' human fields (the ceiling is "
+                         "each rater against the others)", field="--raters")
+    if settings.folds < 3:
+        raise InputError("--folds is 3 or more (one held out, two or more to search on)",
+                         field="--folds")
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _scale(spec: MetricSpec) -> tuple[int, int]:
+    try:
+        return int(spec.options.get("min", 1)), int(spec.options.get("max", 5))
+    except (TypeError, ValueError):
+        raise InputError("the judge's min= and max= are integers", field="JUDGE_SPEC") from None
+
+
+def _unit(sample: Sample) -> str:
+    return f"{sample.item}/{sample.system}"
+
+
+def _example(sample: Sample, human: float, low: int, high: int, binary: bool
+             ) -> dict[str, Any]:
+    """A labelled row as a few-shot example: its human score on the judge's scale (a 0/1
+    label as the scale's ends; another rounded half up and clipped to it)."""
+    if binary:
+        score = high if human >= 1 else low
+    else:
+        score = min(high, max(low, math.floor(human + 0.5)))
+    return {"item": sample.item, "system": sample.system, "input": sample.input_text,
+            "output": sample.output or "", "score": score}
+
+
+def _with(start: MetricSpec, column: str, **options: Any) -> MetricSpec:
+    added = {k: v for k, v in options.items() if v is not None and v != []}
+    return MetricSpec(name=start.name, options={**start.options, **added}, column=column)
+
+
+def _by_unit(table: Any, units: Sequence[Sample], columns: Sequence[str]
+             ) -> dict[str, FloatArray]:
+    """Each column's values in the order of `units` (NaN where the score failed)."""
+    import pandas as pd
+
+    index = pd.MultiIndex.from_arrays([table["item"].astype(str), table["system"].astype(str)])
+    out: dict[str, FloatArray] = {}
+    keys = pd.MultiIndex.from_tuples([(s.item, s.system) for s in units])
+    for column in columns:
+        series = pd.Series(pd.to_numeric(table[column], errors="coerce").to_numpy(float),
+                           index=index)
+        out[column] = series.reindex(keys).to_numpy(float)
+    return out
+
+
+def _number(settings: FitSettings, *, human: FloatArray, metric: FloatArray) -> Number:
+    from meta_eval import fitting
+
+    r = fitting.value(settings.statistic, human=human, metric=metric,
+                      bootstrap=settings.bootstrap, seed=settings.seed)
+    return Number(r.value, r.ci_low, r.ci_high, r.n)
+
+
+def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
+               host: PluginHost | None) -> FitEstimate:
+    """The estimated calls and cost (None: unknown) of the search and of the held-out fold
+    (the starting judge and the dearest candidate there); refused over --budget-usd."""
+    import dataclasses
+
+    from judgebench.services.score import estimate
+
+    candidates = list(plan.shot_specs.values())
+    dry = dataclasses.replace(run_settings, dry_run=True)
+    on_search = estimate(plan.search_units, candidates, store=store, settings=dry, resume=True,
+                         host=host).estimates
+    on_held = estimate(plan.held_units, [_with(plan.start, START), *candidates], store=store,
+                       settings=dry, resume=True, host=host).estimates
+    dearest = max(candidates, key=lambda c: (on_held[c.column].get("cost_usd") or 0.0,
+                                             on_held[c.column].get("calls") or 0))
+    spent = [*on_search.values(), on_held[START], on_held[dearest.column]]
+    calls = sum(int(e.get("calls") or 0) for e in spent)
+    costs = [e.get("cost_usd") for e in spent]
+    total = None if any(c is None for c in costs) else math.fsum(
+        float(c) for c in costs if c is not None)
+    found = FitEstimate(plan.candidates, len(candidates), len(plan.search_units),
+                        len(plan.held_units), calls, total)
+    limit = run_settings.budget.limit_usd
+    if limit is None:
+        return found
+    if total is None and not run_settings.budget.allow_unknown_cost:
+        raise InputError("--budget-usd cannot count the calls of a judge whose price is "
+                         "unknown: give it price_in=...,price_out=... (USD per million tokens) "
+                         "or pass --allow-unknown-cost", field="--budget-usd")
+    if total is not None and total > limit:
+        raise InputError(f"fit would cost about ${total:.4f} ({calls} calls: "
+                         f"{len(candidates)} judge specs on {len(plan.search_units)} rows, then "
+                         f"the held-out fold), over --budget-usd {limit:g}: ask for fewer "
+                         "candidates (--draws, --shots) or a larger budget",
+                         field="--budget-usd")
+    return found
+
+
+def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int) -> str:
+    """How the reported numbers were made (as sacrebleu's signatures say)."""
+    return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
+            f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
+            f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
+            f"|folds-over:{settings.folds_over}|candidates:{candidates}|seed:{settings.seed}"
+            f"|bootstrap:{settings.bootstrap}|ci-over:rows"
+            f"|gain-test:paired-permutation-{PERMUTATIONS}")
+
+
+def write_spec(spec: MetricSpec, result: FitResult, path: Path) -> None:
+    """The chosen judge as a TOML spec file (`score -m @FILE`), written atomically: its
+    options under `[metrics.fitted]`, and under `[fit]` how it was chosen and its numbers
+    (which `score` does not read)."""
+    from judgebench.tables.io import write_text
+
+    lines = [f"# written by judgebench fit: {result.signature}", "",
+             f"[metrics.{spec.column}]", f"metric = {_toml(spec.name)}"]
+    tables: list[str] = []
+    for key, value in spec.options.items():
+        if key == "examples":
+            for example in value:
+                tables += ["", f"[[metrics.{spec.column}.examples]]",
+                           *(f"{k} = {_toml(v)}" for k, v in example.items() if v is not None)]
+        else:
+            lines.append(f"{_bare(key)} = {_toml(value)}")
+    held = result.held_out
+    fit_table = ["", "[fit]", f"signature = {_toml(result.signature)}",
+                 f"judge = {_toml(result.judge)}", f"chosen = {_toml(result.chosen)}",
+                 f"held_out_fold = {result.held_out_fold}",
+                 f"held_out_{result.statistic.replace('-', '_')} = {_toml(held.value)}",
+                 f"candidates = {len(result.candidates)}"]
+    write_text("\n".join([*lines, *tables, *fit_table]) + "\n", path)
+
+
+def _bare(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() else _toml(key)
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: a JSON string is a TOML basic string; numbers and booleans as TOML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value))
