@@ -326,7 +326,8 @@ def _escalate(input_path: Path | str, specs: list[MetricSpec], cascade: tuple[st
         progress_line.quiet()
     with contextlib.ExitStack() as stack:
         stack.enter_context(_sigterm_interrupts())
-        result = score_escalate(Path(input_path), [*specs, *(parse_spec(c) for c in cascade)],
+        result = score_escalate(Path(input_path),
+                                [*specs, *(s for c in cascade for s in specs_of(c))],
                                 human=human, store=store_path, output=output,
                                 settings=settings, confidence=confidence or "repeats",
                                 alpha=alpha, delta=delta, decimals=decimals, resume=resume,
