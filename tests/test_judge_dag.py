@@ -1,0 +1,254 @@
+"""judge.dag, a compound judge of five nodes (tests/dag_support.py), against a real loopback
+OpenAI-compatible judge: the file checked before any call (errors name the file and the
+node), every sample's path and score equal to the graph walked by hand, every node's answer in
+the store with its signature, and a `judgebench score` process killed mid-run (at an event: the
+first call of the second node) then resumed, paying no call twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import REPO, column, run_cli, summeval_records, write_jsonl
+from dag_support import DAG, draw_tags, expected, reply, tagged, write_dag
+from judgebench_judges.dag_file import read_dag
+from scripted_judge import ScriptedJudge
+
+from judgebench.errors import InputError
+
+KEY_ENV = {"JB_DAG_KEY": "sk-dag-test"}
+PYTHONPATH = os.pathsep.join([str(REPO), str(REPO / "plugins")])
+
+
+def dag_spec(url: str) -> str:
+    return (f"judge.dag:path=dag.toml,backend=openai_compat,model=judge,api_base={url},"
+            "api_key_env=JB_DAG_KEY")
+
+
+def tagged_samples(tmp_path: Path, n: int, seed: int) -> tuple[Path, list[dict[str, int]]]:
+    rng = random.Random(seed)
+    records, tags = [], []
+    for record in summeval_records(n):
+        drawn = draw_tags(rng)
+        tags.append(drawn)
+        records.append({**record, "output": tagged(record["output"], drawn)})
+    return write_jsonl(tmp_path / "samples.jsonl", records), tags
+
+
+# -- the file, checked before any call --------------------------------------------------------
+BAD = [
+    ("cycle", DAG.replace('{ when = "else", goto = "check" }',
+                          '{ when = "else", goto = "on-topic" }'),
+     "cycle: on-topic -> cites-source -> quality -> on-topic", None),
+    ("missing node", DAG.replace('goto = "check"', 'goto = "chek"'),
+     "node 'quality' goes to 'chek', which is no node", "nodes.quality.routes[0].goto"),
+    ("no else", DAG.replace('{ when = "else", score = 2 }', '{ when = "< 1", score = 2 }'),
+     "node 'cites-source': the last route must be when = \"else\"", "nodes.cites-source.routes"),
+    ("unreached", DAG + '\n[nodes.orphan]\njudge = "judge.rubric"\n',
+     "node 'orphan' is never reached", "nodes.orphan"),
+    ("sees off path", DAG.replace('sees = "quality"', 'sees = "second-opinion"'),
+     "node 'check' sees 'second-opinion', which is not on every path",
+     "nodes.check.sees"),
+    ("score off path", DAG.replace('score = "quality"', 'score = "second-opinion"'),
+     "scores the value of 'second-opinion', which is not on every path",
+     "nodes.check.routes[0].score"),
+    ("bad condition", DAG.replace('when = "== 1"', 'when = "is 1"'),
+     "node 'cites-source': when must be 'OP NUMBER'", "nodes.cites-source.routes[0].when"),
+    ("goto and score", DAG.replace('{ when = "else", score = 1 }',
+                                   '{ when = "else", score = 1, goto = "quality" }'),
+     "exactly one of goto", "nodes.on-topic.routes[1]"),
+    ("one member", DAG.replace(',\n           "judge.rubric:criterion=fluency,'
+                               'definition=QUESTION=flu how fluent?"', ''),
+     "node 'quality': an ensemble's members are a list of two or more", "nodes.quality.members"),
+    ("bad combine", DAG.replace('combine = "mean"', 'combine = "median"'),
+     "combine must be one of vote, mean, max", "nodes.quality.combine"),
+    ("no judge", DAG.replace('judge = "judge.rubric"\ncriterion = "overall"',
+                             'criterion = "overall"'),
+     "node 'second-opinion' has no judge", "nodes.second-opinion.judge"),
+    ("unknown start", 'start = "nowhere"\n' + DAG.split("\n", 1)[1],
+     "start names no node: 'nowhere'", "start"),
+]
+
+
+@pytest.mark.parametrize(("text", "message", "field"), [b[1:] for b in BAD],
+                         ids=[b[0] for b in BAD])
+def test_a_bad_file_names_the_file_the_node_and_the_field(tmp_path: Path, text: str,
+                                                          message: str, field: str | None
+                                                          ) -> None:
+    path = write_dag(tmp_path, text)
+    with pytest.raises(InputError) as caught:
+        read_dag(path)
+    assert message in str(caught.value)
+    assert caught.value.path == str(path)
+    if field is not None:
+        assert caught.value.field == field
+
+
+def test_the_good_file_reads_and_json_reads_the_same(tmp_path: Path) -> None:
+    dag = read_dag(write_dag(tmp_path))
+    assert list(dag.nodes) == ["on-topic", "cites-source", "quality", "check",
+                               "second-opinion"]
+    assert dag.always_before["second-opinion"] == {"on-topic", "cites-source", "quality",
+                                                   "check", "second-opinion"}
+    assert dag.humans() == {"on-topic": "human.on_topic", "cites-source": "human.cites"}
+    import tomllib
+
+    as_json = tmp_path / "dag.json"
+    as_json.write_text(json.dumps(tomllib.loads(DAG)))
+    assert read_dag(as_json).structure() == dag.structure()
+
+
+def test_a_bad_node_stops_the_run_before_any_call_exit_2(tmp_path: Path) -> None:
+    data, _ = tagged_samples(tmp_path, 2, seed=1)
+    write_dag(tmp_path, DAG.replace('criterion = "overall"', 'criterion = "overall"\nmin = 7'))
+    with ScriptedJudge(reply=reply) as server:
+        proc = run_cli("score", str(data), "-m", dag_spec(server.url), "-o", "out.csv",
+                       "--store", "s.db", cwd=tmp_path,
+                       env={**KEY_ENV, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")})
+        assert server.calls == 0
+    assert proc.returncode == 2, proc.stderr
+    assert "dag.toml" in proc.stderr and "node 'second-opinion'" in proc.stderr
+    assert "min must be below max" in proc.stderr
+    assert not (tmp_path / "out.csv").exists()
+
+
+# -- a run ------------------------------------------------------------------------------------
+def test_five_nodes_on_a_loopback_judge_follow_the_graph_and_store_every_answer(
+        tmp_path: Path) -> None:
+    data, tags = tagged_samples(tmp_path, 24, seed=7)
+    write_dag(tmp_path)
+    env = {**KEY_ENV, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    with ScriptedJudge(reply=reply) as server:
+        spec = dag_spec(server.url)
+        proc = run_cli("score", str(data), "-m", spec, "-o", "out.csv", "--store", "s.db",
+                       cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        walked = [expected(t) for t in tags]
+        assert server.calls == sum(calls for _, _, calls in walked)
+        checks = [p[-1]["content"] for p in server.prompts if "QUESTION=ok" in p[-1]["content"]]
+        assert len(checks) == sum("check" in path for path, _, _ in walked)
+        assert all("[The verdict of judge 'quality': " in c for c in checks)
+        # the whole path of every sample was a run of all five; the second run pays nothing
+        again = run_cli("score", str(data), "-m", spec, "-o", "again.csv", "--store", "s2.db",
+                        cwd=tmp_path, env=env)
+        assert again.returncode == 0, again.stderr
+        assert server.calls == sum(calls for _, _, calls in walked)
+    table = pd.read_csv(tmp_path / "out.csv")
+    assert table[column(spec)].tolist() == [value for _, value, _ in walked]
+    assert pd.read_csv(tmp_path / "again.csv")[column(spec)].tolist() == \
+        table[column(spec)].tolist()
+    assert {path[-1] for path, _, _ in walked} == {"on-topic", "cites-source", "check",
+                                                   "second-opinion"}
+
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        rows = db.execute("SELECT value, extra, signature, request_keys FROM scores "
+                          "ORDER BY rowid").fetchall()
+    assert len(rows) == 24
+    for (value, extra, signature, keys), (path, want, calls), drawn in zip(
+            rows, walked, tags, strict=True):
+        stored = json.loads(extra)
+        assert value == want and stored["path"] == path
+        assert [n["node"] for n in stored["nodes"]] == path
+        assert signature.startswith("judge.dag@1|nodes:5:")
+        assert len(json.loads(keys)) == calls  # every call of the path is linked
+        for node in stored["nodes"]:
+            assert node["status"] == "ok" and node["value"] is not None
+            assert "model:judge" in node["signature"]
+            assert "template:rubric:" in node["signature"]
+        if "quality" in path:
+            quality = stored["nodes"][path.index("quality")]
+            assert [m["value"] for m in quality["members"]] == [drawn["coh"], drawn["flu"]]
+            assert quality["value"] == (drawn["coh"] + drawn["flu"]) / 2
+        assert stored["nodes"][0]["human"] == "human.on_topic"
+
+
+def test_the_signature_names_the_nodes_judges_and_not_the_file_name(tmp_path: Path) -> None:
+    from judgebench.plugins import build_host
+
+    def signature(folder: Path, text: str) -> str:
+        folder.mkdir()
+        path = write_dag(folder, text)
+        metric = build_host().metric("judge.dag").build(
+            path=str(path), backend="openai_compat", model="judge", api_base=server.url)
+        return str(metric.signature())
+
+    with ScriptedJudge(reply=reply) as server:
+        base = signature(tmp_path / "a", DAG)
+        assert signature(tmp_path / "b", DAG) == base
+        changed = [DAG.replace("how fluent?", "how fluent is it?"),
+                   DAG.replace('when = "== 1"', 'when = ">= 1"'),
+                   DAG.replace('combine = "mean"', 'combine = "max"'),
+                   DAG.replace('sees = "quality"\n', "")]
+        assert all(signature(tmp_path / f"c{i}", text) != base
+                   for i, text in enumerate(changed))
+        assert server.calls == 0
+
+
+# -- killed and resumed -----------------------------------------------------------------------
+class Gate:
+    """The scripted judge, answering the first `limit` calls and holding the next until
+    released: `reached` is set when call limit + 1 arrives (the run cannot go further)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.arrived = 0
+        self.answered: list[str] = []
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, system: str, user: str) -> str:
+        with self.lock:
+            self.arrived += 1
+            held = self.limit is not None and self.arrived > self.limit
+        if held:
+            self.reached.set()
+            self.release.wait(timeout=300)
+            return "Feedback: the client is gone."
+        with self.lock:
+            self.answered.append(user)
+        return reply(system, user)
+
+
+def test_a_killed_run_resumes_without_paying_any_call_twice(tmp_path: Path) -> None:
+    data, tags = tagged_samples(tmp_path, 16, seed=11)
+    write_dag(tmp_path)
+    walked = [expected(t) for t in tags]
+    gate = Gate(limit=len(tags))  # every sample's first node: the second node's first call
+    env = {**KEY_ENV, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    with ScriptedJudge(reply=gate) as server:
+        spec = dag_spec(server.url)
+        args = ["score", str(data), "-m", spec, "-o", "out.csv", "--store", "s.db"]
+        child = subprocess.Popen(
+            [sys.executable, "-m", "judgebench.cli", *args], cwd=tmp_path,
+            env={**os.environ, **env, "PYTHONPATH": PYTHONPATH},
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            assert gate.reached.wait(timeout=300), child.stderr.read() if child.stderr else ""
+            child.kill()
+            child.wait()
+        finally:
+            gate.release.set()
+            if child.stderr is not None:
+                child.stderr.close()
+        assert child.returncode != 0
+        first = list(gate.answered)
+        assert len(first) == len(tags)
+        gate.limit = 10**9
+        proc = run_cli(*args, "--resume", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+    answered = gate.answered
+    assert len(answered) == sum(calls for _, _, calls in walked)
+    assert len(set(answered)) == len(answered)  # no request was paid for twice
+    assert pd.read_csv(tmp_path / "out.csv")[column(spec)].tolist() == [
+        value for _, value, _ in walked]
