@@ -171,6 +171,16 @@ def test_five_nodes_on_a_loopback_judge_follow_the_graph_and_store_every_answer(
             assert quality["value"] == (drawn["coh"] + drawn["flu"]) / 2
         assert stored["nodes"][0]["human"] == "human.on_topic"
 
+    longest = max(range(len(walked)), key=lambda i: len(walked[i][0]))
+    item = pd.read_csv(tmp_path / "out.csv")["item"][longest]
+    logs = run_cli("logs", "--store", "s.db", "--item", str(item), cwd=tmp_path, env=env)
+    assert logs.returncode == 0, logs.stderr
+    path, value, calls = walked[longest]
+    assert f"  path: {' -> '.join(path)}\n" in logs.stdout
+    assert "    on-topic: 1  (people: human.on_topic)\n" in logs.stdout
+    assert f"    {path[-1]}: {value:g}\n" in logs.stdout
+    assert f"call {calls} of {calls} " in logs.stdout and '"nodes"' not in logs.stdout
+
 
 def test_the_signature_names_the_nodes_judges_and_not_the_file_name(tmp_path: Path) -> None:
     from judgebench.plugins import build_host

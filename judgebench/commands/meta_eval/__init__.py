@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                   "Construct validity: does a metric follow its own criterion most?"),
     "power": ("judgebench.commands.meta_eval.power",
               "Items (and annotators) a study needs to separate the metrics."),
+    "nodes": ("judgebench.commands.meta_eval.nodes",
+              "A compound judge's nodes against people; where its disagreements pass."),
 }
 DEFAULT_MODULE = "judgebench.commands.meta_eval.correlations"
 
