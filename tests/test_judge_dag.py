@@ -204,6 +204,42 @@ def test_the_signature_names_the_nodes_judges_and_not_the_file_name(tmp_path: Pa
         assert server.calls == 0
 
 
+def test_a_plugin_declares_the_same_judge_in_python(tmp_path: Path) -> None:
+    data, tags = tagged_samples(tmp_path, 6, seed=3)
+    env = {**KEY_ENV, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    plugin = str(Path(__file__).parent / "dag_plugin.py")
+    with ScriptedJudge(reply=reply) as server:
+        spec = (f"judge.dag_example:backend=openai_compat,model=judge,api_base={server.url},"
+                "api_key_env=JB_DAG_KEY")
+        proc = run_cli("-p", plugin, "score", str(data), "-m", spec, "-o", "out.csv",
+                       "--store", "s.db", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        with_path = run_cli("-p", plugin, "score", str(data), "-m", f"{spec},path=x.toml",
+                            "-o", "bad.csv", cwd=tmp_path, env=env)
+        no_path = run_cli("score", str(data), "-m", "judge.dag:backend=openai_compat",
+                          "-o", "bad.csv", cwd=tmp_path, env=env)
+    assert pd.read_csv(tmp_path / "out.csv")[column(spec)].tolist() == [
+        expected(t)[1] for t in tags]
+    assert with_path.returncode == 2 and "declares its graph" in with_path.stderr
+    assert no_path.returncode == 2 and "give path=FILE" in no_path.stderr
+
+
+def test_a_node_that_is_a_compound_judge_or_no_judge_is_refused(tmp_path: Path) -> None:
+    from judgebench.plugins import build_host
+
+    for judge, message in (("judge.dag:path=dag.toml", "'judge.dag' is a compound judge"),
+                           ("lexical.bleu", "'lexical.bleu' is not a judge metric"),
+                           ("judge.nothing", "unknown metric 'judge.nothing'")):
+        path = write_dag(tmp_path, DAG.replace('judge = "judge.rubric"\ncriterion = "overall"',
+                                               f'judge = "{judge}"\ncriterion = "overall"'))
+        with pytest.raises(InputError) as caught:
+            build_host().metric("judge.dag").build(path=str(path), backend="openai_compat",
+                                                   model="judge", api_base="http://127.0.0.1:9")
+        assert message in str(caught.value)
+        assert caught.value.path == str(path)
+        assert caught.value.field == "nodes.second-opinion"
+
+
 # -- killed and resumed -----------------------------------------------------------------------
 class Gate:
     """The scripted judge, answering the first `limit` calls and holding the next until

@@ -1,5 +1,6 @@
 """judge.dag: a compound judge, a small program of judges read from a file
-(``judge.dag:path=dag.toml``; the format and its checks: `judgebench_judges.dag_file`).
+(``judge.dag:path=dag.toml``; the format and its checks: `judgebench_judges.dag_file`), or
+declared by a plugin: a subclass with its own `info` and the file's content as `graph`.
 
 Every node's judge is built, and the graph checked, when the metric is built: before any
 call. Each sample starts at the start node and follows the first route whose condition its
@@ -44,7 +45,7 @@ from judgebench.plugin_api import (
     parse_spec,
     run_sync,
 )
-from judgebench_judges.dag_file import Dag, Node, read_dag
+from judgebench_judges.dag_file import Dag, Node, dag_from_data, read_dag
 
 DAG_EMPTY = EmptyText(output="scored", reference="scored", input="scored",
                       note="as its node judges, which judge an empty text like any other")
@@ -53,7 +54,7 @@ DAG_EMPTY = EmptyText(output="scored", reference="scored", input="scored",
 class DagOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    path: str = Field(examples=["dag.toml"])
+    path: str | None = Field(None, examples=["dag.toml"])
 
 
 @dataclass
@@ -78,23 +79,39 @@ class JudgeDag(Metric[DagOptions]):
     )
     Options = DagOptions
     batch_size: ClassVar[int] = 512
+    #: A plugin's compound judge: the file's content as data (a subclass sets it, with an
+    #: `info` of its own); None reads the file `path` names.
+    graph: ClassVar[dict[str, Any] | None] = None
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.dag: Dag = read_dag(self.options.path)
+        name = self.info.name
+        if self.graph is not None:
+            if self.options.path is not None:
+                raise InputError(f"metric {name} declares its graph: it takes no path=",
+                                 field="path")
+            self.dag: Dag = dag_from_data(self.graph, f"metric {name}")
+        elif self.options.path is None:
+            raise InputError(f"metric {name}: give path=FILE, the TOML or JSON file of the "
+                             "judge's nodes", field="path")
+        else:
+            self.dag = read_dag(self.options.path)
         self.judges: dict[str, list[Any]] = {
             name: [self._build(node, spec) for spec in node.specs]
             for name, node in self.dag.nodes.items()}
 
     def _build(self, node: Node, text: str) -> Any:
-        spec = parse_spec(text)
-        opts = {**self.dag.defaults, **(self.options.model_extra or {}), **spec.options,
-                **node.options}
-        if not spec.name.startswith("judge.") or spec.name == self.info.name:
-            raise InputError(f"node '{node.name}': '{spec.name}' is not a judge metric",
-                             path=self.dag.where, field=f"nodes.{node.name}")
         try:
-            judge = self.host.metric(spec.name).build(**opts)
+            spec = parse_spec(text)
+            if not spec.name.startswith("judge."):
+                raise InputError(f"'{spec.name}' is not a judge metric")
+            opts = {**self.dag.defaults, **(self.options.model_extra or {}), **spec.options,
+                    **node.options}
+            entry = self.host.metric(spec.name)
+            if isinstance(entry.factory, type) and issubclass(entry.factory, JudgeDag):
+                raise InputError(f"'{spec.name}' is a compound judge: a node is one judge "
+                                 "(nest its nodes in this file instead)")
+            judge = entry.build(**opts)
         except InputError as exc:
             raise InputError(f"node '{node.name}': {exc}", path=self.dag.where,
                              field=f"nodes.{node.name}") from None
