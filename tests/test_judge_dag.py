@@ -298,3 +298,4 @@ def test_a_killed_run_resumes_without_paying_any_call_twice(tmp_path: Path) -> N
     assert len(set(answered)) == len(answered)  # no request was paid for twice
     assert pd.read_csv(tmp_path / "out.csv")[column(spec)].tolist() == [
         value for _, value, _ in walked]
+
