@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -299,3 +300,80 @@ def test_a_killed_run_resumes_without_paying_any_call_twice(tmp_path: Path) -> N
     assert pd.read_csv(tmp_path / "out.csv")[column(spec)].tolist() == [
         value for _, value, _ in walked]
 
+
+
+# -- ensembles and failures -------------------------------------------------------------------
+ENSEMBLE = """\
+[defaults]
+protocol = "text"
+
+[nodes.jury]
+members = ["judge.rubric:criterion=a,definition=QUESTION=coh",
+           "judge.rubric:criterion=b,definition=QUESTION=flu",
+           "judge.rubric:criterion=c,definition=QUESTION=overall"]
+combine = "COMBINE"
+"""
+
+
+def _build(tmp_path: Path, text: str, url: str) -> Any:
+    from judgebench.plugins import build_host
+
+    tmp_path.mkdir(exist_ok=True)
+    path = write_dag(tmp_path, text)
+    return build_host().metric("judge.dag").build(path=str(path), backend="openai_compat",
+                                                  model="judge", api_base=url,
+                                                  api_key_env="JB_DAG_KEY")
+
+
+@pytest.mark.parametrize("combine", ["vote", "mean", "max"])
+def test_an_ensemble_combines_its_members_as_statistics_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, combine: str) -> None:
+    import statistics
+
+    from judgebench.models import Sample
+
+    monkeypatch.setenv("JB_DAG_KEY", KEY_ENV["JB_DAG_KEY"])
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(13)
+    tags = [draw_tags(rng) for _ in range(30)]
+    samples = [Sample(item=f"i{k}", system="s", input="article", output=tagged("text", t))
+               for k, t in enumerate(tags)]
+    with ScriptedJudge(reply=reply) as server:
+        outcomes = _build(tmp_path, ENSEMBLE.replace("COMBINE", combine), server.url
+                          ).score(samples)
+    for outcome, t in zip(outcomes, tags, strict=True):
+        answers = [t["coh"], t["flu"], t["overall"]]
+        if combine == "vote":
+            want = statistics.fmean(statistics.multimode(answers))
+        else:
+            want = statistics.fmean(answers) if combine == "mean" else max(answers)
+        assert outcome.value == pytest.approx(want, rel=1e-12)
+        [node] = outcome.extra["nodes"]
+        assert [m["value"] for m in node["members"]] == answers
+    assert any(len(set(t[k] for k in ("coh", "flu", "overall"))) == 3 for t in tags)  # ties
+
+
+def test_a_failed_node_or_member_fails_the_score_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judgebench.models import Sample, Status
+
+    monkeypatch.setenv("JB_DAG_KEY", KEY_ENV["JB_DAG_KEY"])
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+    def garbled(system: str, user: str) -> str:
+        if "QUESTION=cites" in user or "QUESTION=flu" in user:
+            return "I would rather not say."
+        return reply(system, user)
+
+    tags = {"on": 1, "cites": 1, "coh": 4, "flu": 2, "ok": 1, "overall": 3}
+    sample = Sample(item="i", system="s", input="article", output=tagged("text", tags))
+    with ScriptedJudge(reply=garbled) as server:
+        [outcome] = _build(tmp_path / "dag", DAG, server.url).score([sample])
+        [jury] = _build(tmp_path / "jury", ENSEMBLE.replace("COMBINE", "mean"),
+                        server.url).score([sample])
+    assert outcome.status == Status.PARSE_ERROR and outcome.value is None
+    assert outcome.reason.startswith("node 'cites-source': ")
+    assert outcome.extra["path"] == ["on-topic", "cites-source"]
+    assert [n["status"] for n in outcome.extra["nodes"]] == ["ok", "parse_error"]
+    assert jury.status == Status.PARSE_ERROR and jury.reason.startswith("node 'jury': member ")
+    assert "QUESTION=flu" in jury.reason or "criterion:b" in jury.reason
