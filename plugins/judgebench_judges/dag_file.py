@@ -128,22 +128,7 @@ def read_dag(path: str | Path) -> Dag:
 
 def dag_from_data(data: Any, where: str) -> Dag:
     """The DAG described by `data` (the parsed file; `where` names it in errors), checked."""
-    if not isinstance(data, dict):
-        raise InputError("a DAG file is a table with [nodes.NAME] tables", path=where)
-    unknown = set(data) - {"start", "defaults", "nodes"}
-    if unknown:
-        raise InputError(f"unknown top-level key(s) {', '.join(sorted(unknown))} (keys: "
-                         "start, defaults, nodes)", path=where, field=sorted(unknown)[0])
-    raw_nodes = data.get("nodes")
-    if not isinstance(raw_nodes, dict) or not raw_nodes:
-        raise InputError("no nodes: give at least one [nodes.NAME] table", path=where,
-                         field="nodes")
-    if len(raw_nodes) > MAX_NODES:
-        raise InputError(f"{len(raw_nodes)} nodes, more than {MAX_NODES}", path=where,
-                         field="nodes")
-    defaults = data.get("defaults", {})
-    if not isinstance(defaults, dict):
-        raise InputError("must be a table of judge options", path=where, field="defaults")
+    raw_nodes, defaults = _top_level(data, where)
     nodes = {name: _node(str(name), body, where) for name, body in raw_nodes.items()}
     start = data.get("start", next(iter(nodes)))
     if not isinstance(start, str) or start not in nodes:
@@ -161,21 +146,49 @@ def dag_from_data(data: Any, where: str) -> Dag:
                          path=where, field=f"nodes.{missed[0]}")
     always = _always_before(order, nodes)
     for node in nodes.values():
-        for name in node.sees:
-            if name not in nodes:
-                raise InputError(f"node '{node.name}' sees '{name}', which is no node",
-                                 path=where, field=f"nodes.{node.name}.sees")
-            if name == node.name or name not in always[node.name]:
-                raise InputError(f"node '{node.name}' sees '{name}', which is not on every "
-                                 f"path to '{node.name}'", path=where,
-                                 field=f"nodes.{node.name}.sees")
-        for i, route in enumerate(node.routes):
-            if isinstance(route.score, str) and route.score not in always[node.name]:
-                raise InputError(f"node '{node.name}' scores the value of '{route.score}', "
-                                 f"which is not on every path to '{node.name}'", path=where,
-                                 field=f"nodes.{node.name}.routes[{i}].score")
-    return Dag(where=where, start=start, nodes=nodes, defaults=dict(defaults),
+        _check_named(node, nodes, always[node.name], where)
+    return Dag(where=where, start=start, nodes=nodes, defaults=defaults,
                always_before=always)
+
+
+def _top_level(data: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file's node tables and defaults, checked for shape."""
+    if not isinstance(data, dict):
+        raise InputError("a DAG file is a table with [nodes.NAME] tables", path=where)
+    unknown = set(data) - {"start", "defaults", "nodes"}
+    if unknown:
+        raise InputError(f"unknown top-level key(s) {', '.join(sorted(unknown))} (keys: "
+                         "start, defaults, nodes)", path=where, field=sorted(unknown)[0])
+    raw_nodes = data.get("nodes")
+    if not isinstance(raw_nodes, dict) or not raw_nodes:
+        raise InputError("no nodes: give at least one [nodes.NAME] table", path=where,
+                         field="nodes")
+    if len(raw_nodes) > MAX_NODES:
+        raise InputError(f"{len(raw_nodes)} nodes, more than {MAX_NODES}", path=where,
+                         field="nodes")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise InputError("must be a table of judge options", path=where, field="defaults")
+    return raw_nodes, dict(defaults)
+
+
+def _check_named(node: Node, nodes: dict[str, Node], before: frozenset[str],
+                 where: str) -> None:
+    """Every node `node` sees or scores by name exists and is on every path to it
+    (`before`)."""
+    for name in node.sees:
+        if name not in nodes:
+            raise InputError(f"node '{node.name}' sees '{name}', which is no node",
+                             path=where, field=f"nodes.{node.name}.sees")
+        if name == node.name or name not in before:
+            raise InputError(f"node '{node.name}' sees '{name}', which is not on every "
+                             f"path to '{node.name}'", path=where,
+                             field=f"nodes.{node.name}.sees")
+    for i, route in enumerate(node.routes):
+        if isinstance(route.score, str) and route.score not in before:
+            raise InputError(f"node '{node.name}' scores the value of '{route.score}', "
+                             f"which is not on every path to '{node.name}'", path=where,
+                             field=f"nodes.{node.name}.routes[{i}].score")
 
 
 def _node(name: str, body: Any, where: str) -> Node:
@@ -186,31 +199,6 @@ def _node(name: str, body: Any, where: str) -> Node:
     if kind not in ("judge", "ensemble"):
         raise InputError(f"node '{name}': kind must be judge or ensemble, got {kind!r}",
                          path=where, field=f"{at}.kind")
-    options = {k: v for k, v in body.items() if k not in NODE_KEYS}
-    combine = body.get("combine", "mean")
-    if kind == "judge":
-        judge = body.get("judge")
-        if not isinstance(judge, str) or not judge.strip():
-            raise InputError(f"node '{name}' has no judge: give judge = \"judge.rubric\" (or "
-                             "kind = \"ensemble\" with members)", path=where, field=f"{at}.judge")
-        for key in ("members", "combine"):
-            if key in body:
-                raise InputError(f"node '{name}': {key} is an ensemble's key (kind = "
-                                 "\"ensemble\")", path=where, field=f"{at}.{key}")
-        specs: tuple[str, ...] = (judge,)
-    else:
-        members = body.get("members")
-        if (not isinstance(members, list) or len(members) < 2
-                or not all(isinstance(m, str) and m.strip() for m in members)):
-            raise InputError(f"node '{name}': an ensemble's members are a list of two or more "
-                             "judge specs", path=where, field=f"{at}.members")
-        if combine not in COMBINES:
-            raise InputError(f"node '{name}': combine must be one of {', '.join(COMBINES)}, "
-                             f"got {combine!r}", path=where, field=f"{at}.combine")
-        if "judge" in body:
-            raise InputError(f"node '{name}': an ensemble has members, not judge", path=where,
-                             field=f"{at}.judge")
-        specs = tuple(members)
     human = body.get("human")
     if human is not None and (not isinstance(human, str) or not human):
         raise InputError(f"node '{name}': human must be a column name", path=where,
@@ -220,50 +208,45 @@ def _node(name: str, body: Any, where: str) -> Node:
     if not isinstance(sees, list) or not all(isinstance(s, str) for s in sees):
         raise InputError(f"node '{name}': sees must be a node name or a list of them",
                          path=where, field=f"{at}.sees")
-    return Node(name=name, kind=kind, specs=specs, options=options,
+    return Node(name=name, kind=kind, specs=_specs(name, kind, body, where),
+                options={k: v for k, v in body.items() if k not in NODE_KEYS},
                 routes=_routes(name, body.get("routes", []), where), human=human,
-                sees=tuple(sees), combine=combine)
+                sees=tuple(sees), combine=body.get("combine", "mean"))
+
+
+def _specs(name: str, kind: str, body: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The judge spec of a judge node, or the members of an ensemble, checked."""
+    at = f"nodes.{name}"
+    if kind == "judge":
+        judge = body.get("judge")
+        if not isinstance(judge, str) or not judge.strip():
+            raise InputError(f"node '{name}' has no judge: give judge = \"judge.rubric\" (or "
+                             "kind = \"ensemble\" with members)", path=where, field=f"{at}.judge")
+        for key in ("members", "combine"):
+            if key in body:
+                raise InputError(f"node '{name}': {key} is an ensemble's key (kind = "
+                                 "\"ensemble\")", path=where, field=f"{at}.{key}")
+        return (judge,)
+    members = body.get("members")
+    if (not isinstance(members, list) or len(members) < 2
+            or not all(isinstance(m, str) and m.strip() for m in members)):
+        raise InputError(f"node '{name}': an ensemble's members are a list of two or more "
+                         "judge specs", path=where, field=f"{at}.members")
+    combine = body.get("combine", "mean")
+    if combine not in COMBINES:
+        raise InputError(f"node '{name}': combine must be one of {', '.join(COMBINES)}, "
+                         f"got {combine!r}", path=where, field=f"{at}.combine")
+    if "judge" in body:
+        raise InputError(f"node '{name}': an ensemble has members, not judge", path=where,
+                         field=f"{at}.judge")
+    return tuple(members)
 
 
 def _routes(name: str, raw: Any, where: str) -> tuple[Route, ...]:
     at = f"nodes.{name}.routes"
     if not isinstance(raw, list):
         raise InputError(f"node '{name}': routes must be a list of tables", path=where, field=at)
-    routes = []
-    for i, entry in enumerate(raw):
-        here = f"{at}[{i}]"
-        if not isinstance(entry, dict):
-            raise InputError(f"node '{name}': a route is a table {{ when = ..., goto = ... }}",
-                             path=where, field=here)
-        unknown = set(entry) - {"when", "goto", "score"}
-        if unknown:
-            raise InputError(f"node '{name}': unknown route key(s) {', '.join(sorted(unknown))}"
-                             " (keys: when, goto, score)", path=where, field=here)
-        when = entry.get("when")
-        found = _WHEN.match(when) if isinstance(when, str) else None
-        if not isinstance(when, str) or (when != "else" and found is None):
-            raise InputError(f"node '{name}': when must be 'OP NUMBER' (OP one of < <= > >= == "
-                             f"!=) or 'else', got {when!r}", path=where, field=f"{here}.when")
-        if found is not None and not math.isfinite(float(found.group(2))):
-            raise InputError(f"node '{name}': when compares with a number that is not finite",
-                             path=where, field=f"{here}.when")
-        goto, score = entry.get("goto"), entry.get("score")
-        if (goto is None) == (score is None):
-            raise InputError(f"node '{name}': a route has exactly one of goto (a node) and "
-                             "score (a number or a node's name)", path=where, field=here)
-        if goto is not None and not isinstance(goto, str):
-            raise InputError(f"node '{name}': goto must be a node's name", path=where,
-                             field=f"{here}.goto")
-        if score is not None and (isinstance(score, bool) or not isinstance(
-                score, int | float | str) or (isinstance(score, float)
-                                              and not math.isfinite(score))):
-            raise InputError(f"node '{name}': score must be a finite number or a node's "
-                                 "name", path=where, field=f"{here}.score")
-        if goto == name:
-            raise InputError(f"node '{name}' goes to itself (a cycle)", path=where,
-                             field=f"{here}.goto")
-        routes.append(Route(when=when, goto=goto,
-                            score=float(score) if isinstance(score, int | float) else score))
+    routes = [_route(name, entry, where, f"{at}[{i}]") for i, entry in enumerate(raw)]
     if routes and routes[-1].when != "else":
         raise InputError(f"node '{name}': the last route must be when = \"else\", so every "
                          "value ends in a score or goes on", path=where, field=at)
@@ -272,6 +255,42 @@ def _routes(name: str, raw: Any, where: str) -> tuple[Route, ...]:
             raise InputError(f"node '{name}': the routes after an 'else' are never taken",
                              path=where, field=f"{at}[{i + 1}]")
     return tuple(routes)
+
+
+def _route(name: str, entry: Any, where: str, here: str) -> Route:
+    """One route of node `name` (at `here` in the file), checked."""
+    if not isinstance(entry, dict):
+        raise InputError(f"node '{name}': a route is a table {{ when = ..., goto = ... }}",
+                         path=where, field=here)
+    unknown = set(entry) - {"when", "goto", "score"}
+    if unknown:
+        raise InputError(f"node '{name}': unknown route key(s) {', '.join(sorted(unknown))}"
+                         " (keys: when, goto, score)", path=where, field=here)
+    when = entry.get("when")
+    found = _WHEN.match(when) if isinstance(when, str) else None
+    if not isinstance(when, str) or (when != "else" and found is None):
+        raise InputError(f"node '{name}': when must be 'OP NUMBER' (OP one of < <= > >= == "
+                         f"!=) or 'else', got {when!r}", path=where, field=f"{here}.when")
+    if found is not None and not math.isfinite(float(found.group(2))):
+        raise InputError(f"node '{name}': when compares with a number that is not finite",
+                         path=where, field=f"{here}.when")
+    goto, score = entry.get("goto"), entry.get("score")
+    if (goto is None) == (score is None):
+        raise InputError(f"node '{name}': a route has exactly one of goto (a node) and "
+                         "score (a number or a node's name)", path=where, field=here)
+    if goto is not None and not isinstance(goto, str):
+        raise InputError(f"node '{name}': goto must be a node's name", path=where,
+                         field=f"{here}.goto")
+    if score is not None and (isinstance(score, bool) or not isinstance(
+            score, int | float | str) or (isinstance(score, float)
+                                          and not math.isfinite(score))):
+        raise InputError(f"node '{name}': score must be a finite number or a node's name",
+                         path=where, field=f"{here}.score")
+    if goto == name:
+        raise InputError(f"node '{name}' goes to itself (a cycle)", path=where,
+                         field=f"{here}.goto")
+    return Route(when=when, goto=goto,
+                 score=float(score) if isinstance(score, int | float) else score)
 
 
 def _topological(start: str, nodes: dict[str, Node], where: str) -> list[str]:
