@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, column, run_cli, summeval_records, write_jsonl
-from dag_support import DAG, draw_tags, expected, reply, tagged, write_dag
+from dag_support import DAG, draw_tags, expected, reply, tagged, tags_of, write_dag
 from judgebench_judges.dag_file import read_dag
 from scripted_judge import ScriptedJudge
 
@@ -419,3 +420,60 @@ def test_a_failed_node_or_member_fails_the_score_naming_it(
     assert [n["status"] for n in outcome.extra["nodes"]] == ["ok", "parse_error"]
     assert jury.status == Status.PARSE_ERROR and jury.reason.startswith("node 'jury': member ")
     assert "QUESTION=flu" in jury.reason or "criterion:b" in jury.reason
+
+
+DEBATE = """\
+[defaults]
+protocol = "text"
+
+[nodes.pro]
+judge = "judge.rubric"
+criterion = "for"
+definition = "QUESTION=coh argue for it"
+routes = [{ when = "else", goto = "con" }]
+
+[nodes.con]
+judge = "judge.rubric"
+criterion = "against"
+definition = "QUESTION=flu argue against it"
+routes = [{ when = "else", goto = "referee" }]
+
+[nodes.referee]
+judge = "judge.rubric"
+criterion = "referee"
+definition = "QUESTION=overall weigh both verdicts"
+sees = ["pro", "con"]
+"""
+
+
+def test_a_debate_s_third_judge_sees_both_verdicts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judgebench.models import Sample
+
+    monkeypatch.setenv("JB_DAG_KEY", KEY_ENV["JB_DAG_KEY"])
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(17)
+    tags = [draw_tags(rng) for _ in range(10)]
+    samples = [Sample(item=f"i{k}", system="s", input="article", output=tagged(f"text {k}", t))
+               for k, t in enumerate(tags)]
+
+    def referee(system: str, user: str) -> str:
+        if "QUESTION=overall" not in user:
+            return reply(system, user)
+        shown = re.findall(r"\[The verdict of judge '(\w+)': (\d)\. Its reasons: read\.\]",
+                           user)
+        return f"Feedback: weighed. [RESULT] {len(shown)}"
+
+    with ScriptedJudge(reply=referee) as server:
+        outcomes = _build(tmp_path, DEBATE, server.url).score(samples)
+        prompts = [p[-1]["content"] for p in server.prompts if "QUESTION=overall" in
+                   p[-1]["content"]]
+    assert [o.value for o in outcomes] == [2.0] * len(samples)
+    for outcome, t in zip(outcomes, tags, strict=True):
+        assert outcome.extra["path"] == ["pro", "con", "referee"]
+        assert [n["value"] for n in outcome.extra["nodes"][:2]] == [t["coh"], t["flu"]]
+    assert len(prompts) == len(samples)
+    for prompt in prompts:  # each referee prompt shows its own sample's two verdicts
+        t = tags_of(prompt)
+        assert f"[The verdict of judge 'pro': {t['coh']}. Its reasons: read.]" in prompt
+        assert f"[The verdict of judge 'con': {t['flu']}. Its reasons: read.]" in prompt
