@@ -477,3 +477,28 @@ def test_a_debate_s_third_judge_sees_both_verdicts(
         t = tags_of(prompt)
         assert f"[The verdict of judge 'pro': {t['coh']}. Its reasons: read.]" in prompt
         assert f"[The verdict of judge 'con': {t['flu']}. Its reasons: read.]" in prompt
+
+
+def test_each_draw_of_repeats_asks_every_node_anew(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judgebench.models import Sample
+
+    monkeypatch.setenv("JB_DAG_KEY", KEY_ENV["JB_DAG_KEY"])
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    rng = random.Random(19)
+    tags = [draw_tags(rng) for _ in range(6)]
+    samples = [Sample(item=f"i{k}", system="s", input="article", output=tagged(f"t {k}", t))
+               for k, t in enumerate(tags)]
+    calls = sum(expected(t)[2] for t in tags)
+    with ScriptedJudge(reply=reply) as server:
+        first = _build(tmp_path / "a", DAG, server.url)
+        first.score(samples)
+        assert server.calls == calls
+        second = _build(tmp_path / "b", DAG, server.url)
+        second.repeat = 1
+        again = second.score(samples)
+        assert server.calls == 2 * calls  # draw 1 is not draw 0's cached answers
+        second.score(samples)
+        assert server.calls == 2 * calls  # draw 1 asked twice: its own cache
+    assert all(j.repeat == 1 for judges in second.judges.values() for j in judges)
+    assert [o.value for o in again] == [expected(t)[1] for t in tags]

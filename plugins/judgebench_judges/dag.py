@@ -120,6 +120,21 @@ class JudgeDag(Metric[DagOptions]):
                              path=self.dag.where, field=f"nodes.{node.name}")
         return judge
 
+    _repeat: int = 0
+
+    @property
+    def repeat(self) -> int:
+        """Which draw of `score --repeats K` this instance makes; every node's judge makes
+        the same draw (its requests, and so its cache keys, carry it)."""
+        return self._repeat
+
+    @repeat.setter
+    def repeat(self, value: int) -> None:
+        self._repeat = value
+        for judges in getattr(self, "judges", {}).values():
+            for judge in judges:
+                judge.repeat = value
+
     # -- signatures ---------------------------------------------------------------------------
     def node_signature(self, name: str) -> str:
         """The node's judge's signature (an ensemble: its members', one per line)."""
