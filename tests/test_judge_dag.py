@@ -314,35 +314,44 @@ def test_a_killed_run_resumes_without_paying_any_call_twice(tmp_path: Path) -> N
     data, tags = tagged_samples(tmp_path, 16, seed=11)
     write_dag(tmp_path)
     walked = [expected(t) for t in tags]
-    gate = Gate(limit=len(tags))  # every sample's first node: the second node's first call
+    # the first run's server answers every sample's first node, then holds what comes next
+    # (the second node's first call is the event the run is killed at) until the test ends:
+    # a request the killed process sent but the server read late is never answered. The
+    # resumed run asks a second server (the same judge: api_base is in no signature).
+    gate = Gate(limit=len(tags))
+    resumed = Gate(limit=10**9)
     env = {**KEY_ENV, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
-    with ScriptedJudge(reply=gate) as server:
-        spec = dag_spec(server.url)
-        args = ["score", str(data), "-m", spec, "-o", "out.csv", "--store", "s.db"]
-        child = subprocess.Popen(
-            [sys.executable, "-m", "judgebench.cli", *args], cwd=tmp_path,
-            env={**os.environ, **env, "PYTHONPATH": PYTHONPATH},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with ScriptedJudge(reply=gate) as first_server, ScriptedJudge(reply=resumed) as server:
         try:
-            assert gate.reached.wait(timeout=300), child.stderr.read() if child.stderr else ""
-            child.kill()
-            child.wait()
+            spec = dag_spec(first_server.url)
+            args = ["score", str(data), "-o", "out.csv", "--store", "s.db"]
+            child = subprocess.Popen(
+                [sys.executable, "-m", "judgebench.cli", *args, "-m", spec], cwd=tmp_path,
+                env={**os.environ, **env, "PYTHONPATH": PYTHONPATH},
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                assert gate.reached.wait(timeout=300), (
+                    child.stderr.read() if child.stderr else "")
+                child.kill()
+                child.wait()
+            finally:
+                if child.stderr is not None:
+                    child.stderr.close()
+            assert child.returncode != 0
+            first = list(gate.answered)
+            assert len(first) == len(tags)
+            proc = run_cli(*args, "-m", dag_spec(server.url), "--resume", cwd=tmp_path,
+                           env=env)
+            assert proc.returncode == 0, proc.stderr
         finally:
             gate.release.set()
-            if child.stderr is not None:
-                child.stderr.close()
-        assert child.returncode != 0
-        first = list(gate.answered)
-        assert len(first) == len(tags)
-        gate.limit = 10**9
-        proc = run_cli(*args, "--resume", cwd=tmp_path, env=env)
-        assert proc.returncode == 0, proc.stderr
-    answered = gate.answered
-    assert len(answered) == sum(calls for _, _, calls in walked)
-    assert len(set(answered)) == len(answered)  # no request was paid for twice
+    assert gate.answered == first  # nothing the killed run sent was answered later
+    again = set(first) & set(resumed.answered)
+    assert not again, [re.findall(r"QUESTION=\w+", u) for u in again]  # none paid twice
+    assert len(set(resumed.answered)) == len(resumed.answered)
+    assert len(first) + len(resumed.answered) == sum(calls for _, _, calls in walked)
     assert pd.read_csv(tmp_path / "out.csv")[column(spec)].tolist() == [
         value for _, value, _ in walked]
-
 
 
 # -- ensembles and failures -------------------------------------------------------------------
