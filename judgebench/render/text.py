@@ -779,10 +779,13 @@ def block(entry: LogEntry) -> str:
         lines += ["  answer:", _indent(entry.raw)]
     if entry.rationale:
         lines += ["  rationale:", _indent(entry.rationale)]
+    from judgebench.render.dag_nodes import path_log_lines
     from judgebench.render.spans import span_log_lines
 
     span_lines, rest = span_log_lines(entry.extra)
     lines += span_lines
+    path_lines, rest = path_log_lines(dict(rest or {}))
+    lines += path_lines
     extra = dict(rest or {})
     for key in [k for k, v in extra.items() if _units(v)]:
         lines += _unit_lines(key, extra.pop(key))

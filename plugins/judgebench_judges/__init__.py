@@ -1,7 +1,8 @@
 """LLM judges as a plugin: judge.rubric, judge.geval, judge.pairwise, judge.reference,
-judge.panel, Prometheus 2's judge.prometheus and judge.prometheus_relative, GEMBA-MQM's
-error spans (judge.mqm) and the retrieval-grounded rag.* metrics (rag.py). Prompt templates
-live in templates/*.txt; pass ``template=PATH`` to override.
+judge.panel, judge.dag (a compound judge read from a file), Prometheus 2's judge.prometheus
+and judge.prometheus_relative, GEMBA-MQM's error spans (judge.mqm) and the retrieval-grounded
+rag.* metrics (rag.py). Prompt templates live in templates/*.txt; pass ``template=PATH`` to
+override.
 
 Registering imports no model library; a judge builds its backend on first use.
 """
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 
 @hookimpl
 def register_metrics(register: MetricRegister) -> None:
+    from judgebench_judges.dag import JudgeDag
     from judgebench_judges.geval import GEvalJudge
     from judgebench_judges.mqm import MqmJudge
     from judgebench_judges.pairwise import PairwiseJudge
@@ -30,5 +32,5 @@ def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.rubric import RubricJudge
 
     for metric in (RubricJudge, GEvalJudge, PairwiseJudge, ReferenceJudge, JudgePanel,
-                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge, *RAG_METRICS):
+                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge, JudgeDag, *RAG_METRICS):
         register(metric)

@@ -34,6 +34,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                  "Best-of-N judges against people's best candidates (RewardBench 2)."),
     "reliability": ("judgebench.commands.meta_eval.reliability",
                     "Draws of a judge or raters against themselves: ICC, flakiness, pass@k."),
+    "nodes": ("judgebench.commands.meta_eval.nodes",
+              "A compound judge's nodes against people; where its disagreements pass."),
 }
 DEFAULT_MODULE = "judgebench.commands.meta_eval.correlations"
 
