@@ -13,6 +13,7 @@ from conftest import run_cli, write_jsonl
 
 from judgebench.errors import PluginError
 from judgebench.plugins import build_host
+from judgebench.probe import Probe
 
 WORDCOUNT_PLUGIN = '''
 from judgebench.hookspecs import hookimpl
@@ -373,4 +374,6 @@ def test_builtin_probes_register_in_report_order() -> None:
                             "repetition", "negation", "numbers", "case", "whitespace",
                             "rename-systems", "batch-order"]
     assert {entry.plugin for entry in probes.values()} == {"audit"}
-    assert [probes[n].probe.scope for n in ("identity", "batch-order")] == ["sample", "run"]
+    metamorphic = [probes[n].probe for n in ("identity", "batch-order")]
+    assert all(isinstance(p, Probe) for p in metamorphic)
+    assert [p.scope for p in metamorphic if isinstance(p, Probe)] == ["sample", "run"]

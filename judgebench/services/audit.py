@@ -459,7 +459,7 @@ def _pointwise(spec: MetricSpec, host: PluginHost) -> bool:
 def _human_scores(frame: pd.DataFrame, human: str) -> dict[tuple[str, str], float]:
     """People's score of each (item, system) in the `human` column (NaN where none)."""
     values = frame[human].to_numpy(dtype=float)
-    keys = zip(frame["item"].astype(str), frame["system"].astype(str), strict=True)
+    keys = zip([str(v) for v in frame["item"]], [str(v) for v in frame["system"]], strict=True)
     return {k: float(v) for k, v in zip(keys, values, strict=True)}
 
 

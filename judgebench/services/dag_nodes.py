@@ -158,7 +158,8 @@ def node_meta_eval(scores: str | Path, *, human: str, metrics: Sequence[str] = (
     prepared = PreparedTable.read(scores, wanted, columns, store_path=store_path, host=host,
                                   log=log)
     frame = prepared.frame
-    keys = list(zip(frame["item"].astype(str), frame["system"].astype(str), strict=True))
+    keys = list(zip([str(v) for v in frame["item"]], [str(v) for v in frame["system"]],
+                    strict=True))
     humans = {name: frame[name].to_numpy(dtype=float) for name in wanted}
     reports = [_report(c, table.signature(c), frame[c].to_numpy(dtype=float), keys,
                        walks[c], node_humans[c], humans, human, tolerance) for c in columns]
