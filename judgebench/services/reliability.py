@@ -27,6 +27,7 @@ import numpy as np
 
 from judgebench.errors import InputError
 from judgebench.results import Result
+from judgebench.services.repeats import pass_and_noise_dict
 from meta_eval.numerics import finite_or_none
 
 if TYPE_CHECKING:
@@ -89,17 +90,7 @@ class ReliabilityRow:
                             "icc": finite_or_none(d.icc), "icc_mean": finite_or_none(d.icc_mean),
                             "alpha": finite_or_none(d.alpha), "spread": finite_or_none(d.spread),
                             "flip_share": finite_or_none(d.flip_share)}
-        if self.pass_at:
-            out["pass_at_k"] = {str(k): finite_or_none(v) for k, v in self.pass_at.items()}
-            out["pass_hat_k"] = {str(k): finite_or_none(v) for k, v in self.pass_hat.items()}
-        if self.noise:
-            out["noise_ceiling"] = {
-                human: {"agreement": finite_or_none(n.agreement),
-                        "ceiling": finite_or_none(n.ceiling),
-                        "disattenuated": finite_or_none(n.disattenuated),
-                        "noise_share": finite_or_none(n.noise_share)}
-                for human, n in self.noise.items()}
-        return out
+        return {**out, **pass_and_noise_dict(self.pass_at, self.pass_hat, self.noise)}
 
 
 @dataclass

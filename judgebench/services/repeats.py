@@ -66,17 +66,25 @@ class RepeatsRow:
         if self.icc_tests is not None:
             out["icc_inference"] = {form: t.to_dict() for form, t in self.icc_tests.items()}
             out["icc_design"] = "one-way random (draws of one judge are exchangeable)"
-        if self.pass_at:
-            out["pass_at_k"] = {str(k): finite_or_none(v) for k, v in self.pass_at.items()}
-            out["pass_hat_k"] = {str(k): finite_or_none(v) for k, v in self.pass_hat.items()}
-        if self.noise:
-            out["noise_ceiling"] = {
-                human: {"agreement": finite_or_none(n.agreement),
-                        "ceiling": finite_or_none(n.ceiling),
-                        "disattenuated": finite_or_none(n.disattenuated),
-                        "noise_share": finite_or_none(n.noise_share)}
-                for human, n in self.noise.items()}
-        return out
+        return {**out, **pass_and_noise_dict(self.pass_at, self.pass_hat, self.noise)}
+
+
+def pass_and_noise_dict(pass_at: dict[int, float], pass_hat: dict[int, float],
+                        noise: dict[str, Any]) -> dict[str, Any]:
+    """pass@k, pass^k and the noise ceiling against each human column, as JSON (nothing
+    where there is none)."""
+    out: dict[str, Any] = {}
+    if pass_at:
+        out["pass_at_k"] = {str(k): finite_or_none(v) for k, v in pass_at.items()}
+        out["pass_hat_k"] = {str(k): finite_or_none(v) for k, v in pass_hat.items()}
+    if noise:
+        out["noise_ceiling"] = {
+            human: {"agreement": finite_or_none(n.agreement),
+                    "ceiling": finite_or_none(n.ceiling),
+                    "disattenuated": finite_or_none(n.disattenuated),
+                    "noise_share": finite_or_none(n.noise_share)}
+            for human, n in noise.items()}
+    return out
 
 
 
