@@ -39,7 +39,9 @@ def test_the_default_judge_runs_two_bias_probes_end_to_end(model_cache: Path, tm
                    "judge.rubric:feedback_tokens=16", "--bias-probe", "authority",
                    "--bias-probe", "verbosity", "--bias-pairs", str(COUNT), "--json")
     assert proc.returncode == 0, proc.stderr
-    rows = {r["probe"]: r for r in json.loads(proc.stdout) if r["type"] == "bias"}
+    bias = [r for r in json.loads(proc.stdout) if r["type"] == "bias"]
+    assert {r["probe"] for r in bias} == {"authority", "verbosity"}
+    rows = {r["probe"]: r for r in bias if r["measure"] == "shift"}
     assert set(rows) == {"authority", "verbosity"}
     for probe, row in rows.items():
         extra = row["extra"]

@@ -112,6 +112,11 @@ NOT_THE_RULE = {
     ("judgebench/render/text.py", "j.source"),
     ("judgebench/services/label_sample.py", "self.source"),
     ("judgebench/services/label_session.py", "self.source"),
+    # where a reliability analysis read its draws or ratings (a table, the store)
+    ("judgebench/services/reliability.py", "self.source"),
+    ("judgebench/render/reliability.py", "result.source"),
+    # a fitted judge's few-shot example (rubric.Example: its own input, not a sample's)
+    ("plugins/judgebench_judges/rubric.py", "e.input"),
 }
 
 

@@ -344,7 +344,7 @@ class Scheduler:
         for attempt in (1, 2):
             assert self._executor is not None
             try:
-                futures = [self._executor.submit(_score, column, batch) for batch in batches]
+                futures = [self._submit(_score, column, batch) for batch in batches]
                 return _Sent(self._pool, dict(enumerate(futures, start)))
             except BrokenProcessPool:
                 if attempt == 2:
@@ -352,9 +352,17 @@ class Scheduler:
                 self._start()
         raise AssertionError("unreachable")
 
-    def _run(self, fn: Any, *args: Any) -> Any:
+    def _submit(self, fn: Any, *args: Any) -> concurrent.futures.Future[Any]:
+        """`executor.submit`, a pool whose dead worker is found while its replacement starts
+        (the dead one's pipe closed: OSError, not yet BrokenProcessPool) told as broken."""
         assert self._executor is not None
-        return self._executor.submit(fn, *args).result()
+        try:
+            return self._executor.submit(fn, *args)
+        except OSError as exc:
+            raise BrokenProcessPool(f"a worker process died ({exc})") from exc
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        return self._submit(fn, *args).result()
 
     def _isolated(self, column: str, batch: list[Sample]
                   ) -> tuple[list[Outcome], float | None]:
