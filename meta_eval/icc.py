@@ -88,8 +88,8 @@ class Icc:
             return float(v) if np.isfinite(v) else None
 
         return {"form": self.form, "mcgraw_wong": MCGRAW_WONG[self.form],
-                "value": clean(self.value), "f": clean(self.f), "df1": self.df1,
-                "df2": self.df2, "p_value": clean(self.p_value), "ci_low": clean(self.ci_low),
+                "value": clean(self.value), "f": clean(self.f), "df1": clean(self.df1),
+                "df2": clean(self.df2), "p_value": clean(self.p_value), "ci_low": clean(self.ci_low),
                 "ci_high": clean(self.ci_high), "confidence": self.confidence, "n": self.n,
                 "k": self.k, "signature": self.signature}
 
@@ -109,7 +109,7 @@ def icc_forms(*, ratings: ArrayLike, confidence: float = 0.95) -> dict[str, Icc]
     n, k = x.shape
     if n < 2 or k < 2:
         nan = float("nan")
-        return {f: Icc(f, nan, nan, n - 1, nan, nan, nan, nan, confidence, n, k)
+        return {f: Icc(f, nan, nan, nan, nan, nan, nan, nan, confidence, n, k)
                 for f in FORMS}
     x = np.ldexp(x, -int(power_of_two_scale(x, axis=None).item()))
     grand = x.mean()

@@ -93,3 +93,13 @@ def test_interval_coverage(form: str, rater_sd: float, truth: float) -> None:
         covered += r.ci_low <= truth <= r.ci_high
     # 0.95 within 4 binomial standard errors (Satterthwaite's ICC2 is approximate)
     assert abs(covered / reps - 0.95) < 4 * np.sqrt(0.95 * 0.05 / reps) + 0.01
+
+
+def test_too_few_targets_give_forms_whose_json_is_valid() -> None:
+    import json
+
+    for ratings in ([[1.0, 2.0]], [[1.0, float("nan")], [2.0, 3.0]], [[1.0], [2.0]]):
+        for icc in icc_forms(ratings=ratings).values():
+            record = icc.to_dict()
+            json.dumps(record, allow_nan=False)
+            assert record["value"] is None and record["df1"] is None and record["df2"] is None
