@@ -396,3 +396,17 @@ def test_a_seeded_judge_sends_each_draw_with_a_seed_of_its_own(server, tmp_path)
     assert score(unseeded, data, spec(server), "--repeats", "3").returncode == 0
     again = [entry["digest"] for entry in server.served()[before:]]
     assert len(again) == 12 and len(set(again)) == 4, "without a seed the body is the same"
+
+
+def test_a_panels_members_draw_anew_on_each_repeat(server, tmp_path):
+    data = write_jsonl(tmp_path / "in.jsonl", summeval_records(N))
+    shared = (f"backend=openai_compat,api_base={server.url},timeout_s=5,max_attempts=3,"
+              "temperature=1,protocol=text")
+    metric = f"judge.panel:models=a;b,{shared}"
+    done = score(tmp_path, data, metric, "--repeats", "3")
+    assert done.returncode == 0, done.stderr
+    # two members, three draws: each draw of each member its own request
+    assert len(server.served()) == N * 2 * 3
+    draws = matrix(draws_of(tmp_path / "runs.db"))
+    assert draws.shape == (N, 3)
+    assert not all(np.array_equal(draws[:, 0], draws[:, r]) for r in (1, 2))

@@ -107,6 +107,21 @@ class JudgePanel(Metric[PanelOptions]):
             members.append(member)
         return members
 
+    _repeat: int = 0
+
+    @property
+    def repeat(self) -> int:
+        """Which draw of `score --repeats K` this panel makes; every member makes the same
+        draw (its requests, and so its judge-cache keys, carry it: a member left at draw 0
+        would replay draw 0's answers as every draw)."""
+        return self._repeat
+
+    @repeat.setter
+    def repeat(self, value: int) -> None:
+        self._repeat = value
+        for member in getattr(self, "members", []):
+            member.repeat = value
+
     def signature_fields(self) -> dict[str, str]:
         signatures = [str(m.signature()) for m in self.members]
         digest = hashlib.sha256("\n".join(signatures).encode()).hexdigest()[:12]
