@@ -10,8 +10,16 @@ preference_shift: each probed unit (a sample for a pointwise judge, an answer ju
         interval = shift -+ t_{(1 + c) / 2, n - 1} * s / sqrt(n),  s = sd(m, ddof=1),
 
     the one-sample Student-t interval (scipy.stats.ttest_1samp(m, 0).confidence_interval(c)),
-    clipped to [-1, 1], where every move lies. With s = 0 (every unit moved alike) the
-    interval is [shift, shift]; with n < 2 it is undefined (NaN). The moves follow CALM's
+    clipped to [-1, 1], where every move lies; with n < 2 it is undefined (NaN). With s = 0
+    (every unit moved alike, by v) the t interval would be the point v, which claims more
+    than n units show: the share q of units that would move otherwise is bounded as
+    Clopper-Pearson bounds a proportion seen 0 times in n, q <= b = 1 - ((1 - c) / 2)^(1/n),
+    and the mean by where those units could lie in [-1, 1]:
+
+        interval = [v - b (v + 1), v + b (1 - v)]
+
+    (10 units that all stayed put: [-0.31, 0.31] at c = 0.95; 36 are needed to bound the
+    shift within +-0.1). The moves follow CALM's
     robustness rate (Ye et al. 2024, "Justice or Prejudice? Quantifying Biases in
     LLM-as-a-Judge"), signed, so a judge that penalises an edit shows a negative shift.
 """
@@ -50,5 +58,9 @@ def preference_shift(*, moves: ArrayLike, confidence: float = 0.95) -> Shift:
     if n < 2:
         return Shift(mean, math.nan, math.nan, n, confidence)
     sd = float(np.sqrt(math.fsum(((values - mean) ** 2).tolist()) / (n - 1)))
+    if sd == 0:
+        unseen = 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
+        return Shift(mean, max(-1.0, mean - unseen * (mean + 1.0)),
+                     min(1.0, mean + unseen * (1.0 - mean)), n, confidence)
     half = float(stdtrit(n - 1, (1.0 + confidence) / 2.0)) * sd / math.sqrt(n)
     return Shift(mean, max(-1.0, mean - half), min(1.0, mean + half), n, confidence)

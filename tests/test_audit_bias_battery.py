@@ -50,11 +50,13 @@ def pairwise(server: ScriptedJudge) -> str:
 
 
 def expected(probe: str, biased: set[str]) -> tuple[float, str]:
-    """(shift, verdict) of a scripted judge: an edit it rewards moves it all the way up; a
-    fallacy a fair judge sees moves it all the way down; nothing else moves it."""
+    """(shift, verdict) of a scripted judge on COUNT units: an edit it rewards moves it all
+    the way up; a fallacy a fair judge sees moves it all the way down; nothing else moves
+    it. A shift of 0 on 10 units is inconclusive (the unseen share's Clopper-Pearson bound,
+    0.31, is wider than the 0.1 threshold): not a bias found, and not ruled out."""
     if probe == "fallacy":
-        return (0.0, "biased") if probe in biased else (-1.0, "unbiased")
-    return (1.0, "biased") if probe in biased else (0.0, "unbiased")
+        return (0.0, "inconclusive") if probe in biased else (-1.0, "unbiased")
+    return (1.0, "biased") if probe in biased else (0.0, "inconclusive")
 
 
 def _named(value: object) -> str:
@@ -86,7 +88,9 @@ def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: se
         assert "mode:pointwise" in extra["signature"] and "ci:t-0.95" in extra["signature"]
         value, said = expected(probe, biased)
         assert (row["value"], extra["verdict"]) == (value, said), probe
-        assert extra["ci_low"] == extra["ci_high"] == value
+        bound = 1 - 0.025 ** (1 / row["n"])  # every unit alike: Clopper-Pearson
+        assert extra["ci_low"] == pytest.approx(max(-1, value - bound * (value + 1)))
+        assert extra["ci_high"] == pytest.approx(min(1, value + bound * (1 - value)))
         # +2 on the 1-5 scale for a rewarded edit, -1 for a fallacy seen
         assert extra["mean_delta"] == {1.0: 2.0, -1.0: -1.0, 0.0: 0.0}[value]
     assert calls == COUNT + edited  # one run: the originals and every edit, judged once
@@ -116,6 +120,17 @@ def test_a_pairwise_judge_is_caught_for_its_biases_and_only_for_them(biased: set
             assert (extra["tie_rate"], extra["edited_wins"]) == (0.0, (value + 1) / 2)
 
 
+def test_enough_units_that_stay_put_rule_a_bias_out() -> None:
+    """40 units, none moved: the shift is bounded within +-0.1 (Clopper-Pearson: 0.088)."""
+    with ScriptedJudge(reply=bias_script.pointwise([])) as server:
+        code, rows, stderr = audit(rubric(server), "--bias-probe", "authority",
+                                   "--bias-pairs", "40")
+    assert code == 0, stderr
+    row = rows[("authority", "shift")]
+    assert (row["n"], row["value"], row["extra"]["verdict"]) == (40, 0.0, "unbiased")
+    assert row["extra"]["ci_high"] == pytest.approx(1 - 0.025 ** (1 / 40))
+
+
 def test_fail_on_bias_exits_4_for_a_biased_judge_and_0_for_a_fair_one(tmp_path: Path) -> None:
     with ScriptedJudge(reply=bias_script.pointwise(["authority"])) as server:
         code, rows, stderr = audit(rubric(server), "--bias-probe", "authority",
@@ -124,7 +139,7 @@ def test_fail_on_bias_exits_4_for_a_biased_judge_and_0_for_a_fair_one(tmp_path: 
     assert code == 4, stderr
     fails = [line for line in stderr.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 2
-    assert "authority moves it by +1.000 (95% CI +1.000 to +1.000, n=10, pointwise), " \
+    assert "authority moves it by +1.000 (95% CI +0.383 to +1.000, n=10, pointwise), " \
            "beyond +-0.2" in fails[0]
     assert "nothing to check: no judge was probed for bandwagon" in fails[1]
     assert rows[("authority", "shift")]["extra"]["threshold"] == 0.2

@@ -79,4 +79,6 @@ def test_self_preference_of_a_pointwise_judge_is_found_against_people(tmp_path: 
         assert extra["verdict"] == "biased" and row["value"] >= 0.25 and extra["ci_low"] > 0.1
         assert "FAIL judge.rubric:" in proc.stderr
     else:
-        assert (row["value"], extra["ci_low"], extra["verdict"]) == (0.0, 0.0, "unbiased")
+        # no pair moved: 20 pairs bound the shift only to +-0.168 (Clopper-Pearson)
+        assert (row["value"], extra["verdict"]) == (0.0, "inconclusive")
+        assert extra["ci_low"] == pytest.approx(-(1 - 0.025 ** (1 / 20)))

@@ -36,6 +36,9 @@ def test_the_shift_is_scipys_t_interval_on_random_moves_with_ties_and_nan(seed: 
         assert math.isnan(shift.low) and math.isnan(shift.high)
         return
     assert shift.value == pytest.approx(float(np.mean(kept)), abs=1e-12)
+    if np.ptp(kept) == 0:  # every unit alike: the Clopper-Pearson bound (the test below)
+        assert shift.low < shift.high
+        return
     low, high = scipy_interval(kept, confidence)
     assert (shift.low, shift.high) == pytest.approx((low, high), abs=1e-10)
 
@@ -45,15 +48,37 @@ def test_continuous_moves_near_the_bounds_match_scipy_too() -> None:
     for scale in (1e-300, 1e-12, 1.0):
         moves = np.clip(1 - scale * rng.random(50), -1, 1)
         shift = preference_shift(moves=moves, confidence=0.95)
+        if np.ptp(moves) == 0:  # 1 - 1e-300 r is 1.0: every unit alike (Clopper-Pearson)
+            assert shift.high == 1.0 and shift.low < 1.0
+            continue
         low, high = scipy_interval(moves, 0.95)
         assert shift.value == pytest.approx(float(np.mean(moves)), rel=1e-15)
         assert shift.high <= 1.0 and shift.low == pytest.approx(low, rel=1e-9, abs=1e-300)
         assert shift.high == pytest.approx(high, rel=1e-12)
 
 
-def test_every_unit_moving_alike_is_a_point_interval_and_one_unit_none() -> None:
-    assert preference_shift(moves=[1.0] * 8) == Shift(1.0, 1.0, 1.0, 8, 0.95)
-    assert preference_shift(moves=[0.0, 0.0, np.nan]) == Shift(0.0, 0.0, 0.0, 2, 0.95)
+@pytest.mark.parametrize("value", [-1.0, -0.5, 0.0, 0.5, 1.0])
+@pytest.mark.parametrize("n", [2, 10, 36, 1000])
+@pytest.mark.parametrize("confidence", [0.9, 0.95])
+def test_every_unit_moving_alike_bounds_the_others_by_clopper_pearson(
+        value: float, n: int, confidence: float) -> None:
+    """All n units moved by v: the unseen share's bound is the Clopper-Pearson upper limit of
+    0 successes in n (scipy's binomtest), the mean moved that share of the way to -1 or +1."""
+    unseen = stats.binomtest(0, n).proportion_ci(confidence, method="exact").high
+    shift = preference_shift(moves=[value] * n + [np.nan], confidence=confidence)
+    assert (shift.value, shift.n) == (value, n)
+    assert shift.low == pytest.approx(max(-1.0, value - unseen * (value + 1)), abs=1e-12)
+    assert shift.high == pytest.approx(min(1.0, value + unseen * (1 - value)), abs=1e-12)
+    assert shift.low < value or value == -1.0
+    assert shift.high > value or value == 1.0
+
+
+def test_no_unit_moving_is_not_a_zero_width_interval_and_one_unit_none() -> None:
+    ten = preference_shift(moves=[0.0] * 10)
+    assert ten.low == pytest.approx(-0.3085, abs=1e-4) and ten.high == -ten.low
+    assert verdict(ten, 0.1) == "inconclusive"  # 10 units cannot bound the shift by 0.1
+    assert verdict(preference_shift(moves=[0.0] * 36), 0.1) == "unbiased"
+    assert verdict(preference_shift(moves=[1.0] * 10), 0.1) == "biased"
     one = preference_shift(moves=[np.nan, -1.0])
     assert (one.value, one.n) == (-1.0, 1) and math.isnan(one.low)
     empty = preference_shift(moves=[])
