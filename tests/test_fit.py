@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_cli, write_jsonl
 from scipy import stats
 
 from meta_eval import fitting
@@ -451,3 +451,57 @@ def test_score_at_file_names_a_missing_file(tmp_path: Path) -> None:
     proc = run_cli("score", str(EXAMPLE), "-m", f"@{tmp_path / 'none.toml'}", "--limit", "1")
     assert proc.returncode == 2
     assert "none.toml" in proc.stderr
+
+
+def test_human_from_the_store_is_people_s_consensus(tmp_path: Path, planted: PlantedJudge
+                                                     ) -> None:
+    """`--human store:coherence`: the store's labels (two annotators, their mean; some rows
+    unlabelled, one `cant_tell`) give the same fit as a human field holding that mean,
+    computed here directly."""
+    from judgebench.engine import labels as store_labels
+
+    store = tmp_path / "runs.sqlite"
+    store_labels.define_criterion(store, "coherence", kind="scale", low=1, high=5)
+    rows = _rows()
+    new, expected = [], {}
+    for i, r in enumerate(rows):
+        if i % 5 == 4:
+            continue  # nobody labelled it
+        a = int(np.clip(np.floor(r["human"]["coherence"] + 0.5), 1, 5))
+        b = min(5, a + (i % 3 == 0))
+        new.append(store_labels.NewLabel("coherence", "ann-a", r["item"], r["system"], a))
+        if i % 7 == 0:
+            new.append(store_labels.NewLabel("coherence", "ann-b", r["item"], r["system"],
+                                             status="cant_tell"))
+            expected[(r["item"], r["system"])] = float(a)
+        else:
+            new.append(store_labels.NewLabel("coherence", "ann-b", r["item"], r["system"], b))
+            expected[(r["item"], r["system"])] = (a + b) / 2
+    store_labels.save_labels(store, new)
+    plain = [{**r, "human": {}} for r in rows]
+    data = write_jsonl(tmp_path / "unlabelled.jsonl", plain)
+    direct = write_jsonl(tmp_path / "direct.jsonl", [
+        {**r, "human": {"mean": expected.get((r["item"], r["system"]))}} for r in rows])
+    args = ("--shots", "1", "--draws", "2", "--folds", "4", "--seed", "3", "--bootstrap", "50",
+            "--json")
+    from_store = run_cli("fit", str(data), _judge(planted.url), "--human", "store:coherence",
+                         "--store", str(store), *args)
+    assert from_store.returncode == 0, from_store.stderr
+    by_field = run_cli("fit", str(direct), _judge(planted.url), "--human", "mean", "--store",
+                       str(tmp_path / "other.sqlite"), *args)
+    assert by_field.returncode == 0, by_field.stderr
+    got, want = json.loads(from_store.stdout), json.loads(by_field.stdout)
+    assert got["units"] == len(expected) < len(rows)
+    assert got["human"] == "store:coherence"
+    for name in ("in_search", "cross_fitted", "held_out", "held_out_start", "gain"):
+        assert got[name] == want[name], name
+    assert [c["examples"] for c in got["candidates"]] == \
+        [c["examples"] for c in want["candidates"]]
+
+    missing = run_cli("fit", str(data), _judge(planted.url), "--human", "store:nothing",
+                      "--store", str(store), *args)
+    assert missing.returncode == 2 and "nothing" in missing.stderr
+    absent = run_cli("fit", str(data), _judge(planted.url), "--human",
+                     f"store:{tmp_path / 'none.sqlite'}:coherence", "--store", str(store),
+                     *args)
+    assert absent.returncode == 2 and "none.sqlite" in absent.stderr

@@ -39,7 +39,9 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
 @click.argument("judge", metavar="JUDGE_SPEC")
 @click.option("--human", required=True, metavar="H",
-              help="The human score to fit to (the samples' human.H field).")
+              help="The human score to fit to: the samples' human.H field, or "
+                   "store:CRITERION (people's labels in --store; store:PATH:CRITERION names "
+                   "another store; store:CRITERION.ANNOTATOR one annotator's).")
 @click.option("--raters", default="", metavar="H1,H2,...",
               help="The human fields of the individual raters (two or more): the human "
                    "ceiling on the held-out fold, and each judge against it.")
@@ -106,7 +108,8 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str, 
                            shots=_ints(shots), draws=draws, folds=folds, seed=seed,
                            statistic=statistic, bootstrap=bootstrap, limit=limit,
                            folds_over=folds_over,
-                           raters=tuple(r.strip() for r in raters.split(",") if r.strip()))
+                           raters=tuple(r.strip() for r in raters.split(",") if r.strip()),
+                           store=str(store_path))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

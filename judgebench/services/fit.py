@@ -55,6 +55,8 @@ class FitSettings:
     folds_over: str = "items"
     #: the human fields of the individual raters of the same criterion (the human ceiling)
     raters: tuple[str, ...] = ()
+    #: the store a `store:CRITERION` human is read from when its name gives none (--store)
+    store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -266,11 +268,13 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     _check_settings(settings)
     key = settings.human.removeprefix("human.")
     samples = read_samples(input_path)[:settings.limit]
-    units = [s for s in samples if _finite(s.human.get(key))]
     where = f"{input_path}"
+    labels = _labels(samples, settings, where=where)
+    units = [s for s, v in zip(samples, labels, strict=True) if math.isfinite(v)]
     if not units:
-        raise InputError(f"no row has a human score {key!r} (its human.{key} field)",
-                         path=where, field="--human")
+        raise InputError(f"no row has a human score {key!r}" + (
+            "" if key.startswith("store:") else f" (its human.{key} field)"),
+            path=where, field="--human")
     items = ([s.item for s in units] if settings.folds_over == "items"
              else [_unit(s) for s in units])
     if len(set(items)) < 3:
@@ -279,7 +283,7 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
                          + (": --folds-over rows deals rows into folds" if
                             settings.folds_over == "items" else ""),
                          path=where, field="--human")
-    human = np.array([float(s.human[key]) for s in units])  # type: ignore[arg-type]
+    human = labels[np.isfinite(labels)]
     folds = item_folds(items, settings.folds, settings.seed)
     held_fold = int(folds.max())
     held = folds == held_fold
@@ -301,6 +305,28 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
                  thresholds)
+
+
+def _labels(samples: Sequence[Sample], settings: FitSettings, *, where: str) -> FloatArray:
+    """Each sample's human score (NaN: unlabelled): its `human.H` field, or with
+    `store:CRITERION` people's labels in a store (`tables.store_humans`)."""
+    from judgebench.tables import store_humans
+
+    if not settings.human.startswith(store_humans.PREFIX):
+        key = settings.human.removeprefix("human.")
+        return np.array([_rating(s, key) for s in samples])
+    import pandas as pd
+
+    given, _, _ = store_humans.parse(settings.human)
+    path = store_humans.find_store(settings.human, given, settings.store, None, where)
+    if not path.exists():
+        raise InputError(f"{settings.human} reads people's labels from {path}, which does "
+                         "not exist", path=str(path), field="--human")
+    frame = pd.DataFrame({"item": [s.item for s in samples],
+                          "system": [s.system for s in samples]})
+    store_humans.add_store_columns(frame, [settings.human], store=settings.store,
+                                   sidecar=None, where=where)
+    return frame[settings.human].to_numpy(dtype=float)
 
 
 def _ceiling(settings: FitSettings, plan: FitPlan, fitted: FloatArray, start: FloatArray
