@@ -1,6 +1,7 @@
 """`judgebench fit` on the bundled SummEval sample, against a real loopback judge server whose
-answers depend on the prompt's few-shot examples: with the planted example in the prompt it
-answers the people's score, without it a score drawn from a hash of the prompt (noise).
+answers depend on the prompt's few-shot examples (or the criterion's wording): with the planted
+example (wording) in the prompt it answers the people's score, without it a score drawn from a
+hash of the prompt (noise).
 
 Checked: fit chooses a candidate showing the planted example; its held-out number is what
 `score -m @judge.toml` and scipy give on the held-out rows; the starting judge's too; the
@@ -44,8 +45,9 @@ class PlantedJudge:
     examples include `planted`, and hash noise otherwise; it counts the judgements it
     answered (a /tokenize request is answered 404, as by a server without a tokenizer)."""
 
-    def __init__(self, planted: str | None) -> None:
+    def __init__(self, planted: str | None, wording: str | None = None) -> None:
         self.planted = planted
+        self.wording = wording
         self.truth = {r["output"].strip(): r["human"]["coherence"] for r in _rows()}
         self.calls = 0
         self.lock = threading.Lock()
@@ -54,7 +56,8 @@ class PlantedJudge:
         judged = RESPONSE.search(prompt)
         assert judged is not None, prompt[:400]
         shown = [m.strip() for m in EXAMPLE_RESPONSE.findall(prompt)]
-        if self.planted is not None and self.planted in shown:
+        if (self.planted is not None and self.planted in shown) or \
+                (self.wording is not None and self.wording in prompt):
             return int(np.clip(np.floor(self.truth[judged.group(1).strip()] + 0.5), 1, 5))
         return 1 + int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big") % 5
 
@@ -505,3 +508,87 @@ def test_human_from_the_store_is_people_s_consensus(tmp_path: Path, planted: Pla
                      f"store:{tmp_path / 'none.sqlite'}:coherence", "--store", str(store),
                      *args)
     assert absent.returncode == 2 and "none.sqlite" in absent.stderr
+
+
+WORDINGS = {
+    "plain": "Is the summary easy to follow?",
+    "planted": "The summary reads as a well-structured whole, sentence after sentence.",
+    "terse": "Coherent or not.",
+}
+
+
+def test_fit_finds_the_planted_wording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    """--search criteria: each wording of --criteria-file is a judge.rubric definition; the
+    judge answers people's scores only under the planted one, and fit chooses it."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    wordings = tmp_path / "wordings.toml"
+    wordings.write_text("".join(f"[{name}]\ntext = {json.dumps(text)}\n\n"
+                                for name, text in WORDINGS.items()), encoding="utf-8")
+    spec = tmp_path / "judge.toml"
+    with PlantedJudge(None, WORDINGS["planted"]) as server:
+        proc = run_cli("fit", str(EXAMPLE), _judge(server.url), "--human", "coherence",
+                       "--search", "criteria", "--criteria-file", str(wordings), "--folds",
+                       "4", "--seed", "3", "--bootstrap", "100", "--store",
+                       str(tmp_path / "s.sqlite"), "-o", str(spec), "--json")
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert [c["criterion"] for c in result["candidates"]] == [None, *WORDINGS]
+        chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
+        assert chosen["criterion"] == "planted"
+        others = [c["in_search"] for c in result["candidates"] if c["criterion"] != "planted"]
+        assert chosen["in_search"] > 0.8 > max(others)
+        assert result["held_out"]["value"] > 0.8 and result["gain_p_value"] < 0.05
+        digest = hashlib.sha256(WORDINGS["planted"].encode()).hexdigest()[:12]
+        assert f"planted={digest}" in result["signature"]
+        fitted = tomllib.loads(spec.read_text(encoding="utf-8"))["metrics"]["fitted"]
+        assert fitted["definition"] == WORDINGS["planted"]
+        assert WORDINGS["planted"] in result["fitted_signature"]
+        # the written judge scores the held-out rows as reported, from the cache
+        held = _held_rows(result, _rows())
+        calls = server.calls
+        out = tmp_path / "held.csv"
+        scored = run_cli("score", str(write_jsonl(tmp_path / "held.jsonl", held)), "-m",
+                         f"@{spec}", "--store", str(tmp_path / "t.sqlite"), "-o", str(out))
+        assert scored.returncode == 0, scored.stderr
+        assert server.calls == calls
+    table = pd.read_csv(out)
+    assert result["held_out"]["value"] == pytest.approx(stats.pearsonr(
+        table["human.coherence"], table["fitted"])[0], abs=1e-12)
+
+
+BAD_WORDINGS = [
+    ("w.toml", "[a]\ntext = \"x\"\nlevels = 3\n", "field 'levels'"),
+    ("w.toml", "[a]\ntext = \"\"\n", "table [a]: the wording is a non-empty string"),
+    ("w.toml", "a = 1\n", "field 'a'"),
+    ("w.toml", "[a]\ntext = \"x\"\n[b]\ntext = \" x \"\n", "the same text as 'a'"),
+    ("w.toml", "[a\n", "not TOML"),
+    ("w.jsonl", '{"name": "a", "text": "x"}\n{"name": "a", "text": "y"}\n',
+     "line 2, field 'name'"),
+    ("w.jsonl", '{"name": "a", "text": "x"}\n\n{"name": "b", "txt": "y"}\n',
+     "line 3, field 'txt'"),
+    ("w.jsonl", '{"name": "a b", "text": "x"}\n', "line 1, field 'name'"),
+    ("w.jsonl", '["a"]\n', "line 1: not an object"),
+    ("w.jsonl", "", "holds no wording"),
+]
+
+
+def test_bad_wordings_are_refused_before_any_call(tmp_path: Path, planted: PlantedJudge
+                                                  ) -> None:
+    for n, (name, text, message) in enumerate(BAD_WORDINGS):
+        path = tmp_path / f"{n}-{name}"
+        path.write_text(text, encoding="utf-8")
+        proc = run_cli("fit", str(EXAMPLE), _judge(planted.url), "--human", "coherence",
+                       "--search", "criteria", "--criteria-file", str(path), "--store",
+                       str(tmp_path / "s.sqlite"))
+        assert proc.returncode == 2, proc.stderr
+        assert str(path) in proc.stderr and message in proc.stderr, (message, proc.stderr)
+    assert planted.calls == 0
+
+
+def test_criteria_search_and_file_go_together(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "w.jsonl", [{"name": "a", "text": "x"}])
+    for args in (("--criteria-file", str(path)), ("--search", "few-shot,criteria")):
+        proc = run_cli("fit", str(EXAMPLE), "judge.rubric", "--human", "coherence", *args,
+                       "--store", str(tmp_path / "s.sqlite"))
+        assert proc.returncode == 2 and "go together" in proc.stderr

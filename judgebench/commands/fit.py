@@ -48,7 +48,10 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--search", default="few-shot", show_default=True, metavar="WHAT",
               help="What to search, comma-separated: few-shot (examples drawn from the "
                    "labelled rows of the search folds), threshold (the score becomes 1 at or "
-                   "above it).")
+                   "above it), criteria (the criterion's wordings of --criteria-file).")
+@click.option("--criteria-file", type=click.Path(path_type=Path), metavar="FILE",
+              help="criteria: the wordings to try, one TOML table each ([name] text = "
+                   "\"...\") or a JSONL of {\"name\": ..., \"text\": ...}.")
 @click.option("--shots", default="1,2", show_default=True, metavar="K,...",
               help="few-shot: the numbers of examples to try (besides none).")
 @click.option("--draws", type=click.IntRange(min=1), default=4, show_default=True,
@@ -80,7 +83,8 @@ def _ints(text: str) -> tuple[int, ...]:
               help="With --budget-usd, run a judge whose price is unknown.")
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def command(input_path: Path, judge: str, human: str, raters: str, search: str, shots: str,
+def command(input_path: Path, judge: str, human: str, raters: str, search: str,
+            criteria_file: Path | None, shots: str,
             draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
             seed: int, limit: int | None, output: Path | None, store_path: Path,
             cache_path: Path | None, budget_usd: float | None, allow_unknown_cost: bool,
@@ -98,6 +102,7 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str, 
 
     destinations.check([
         destinations.read("INPUT", input_path),
+        *([destinations.read("--criteria-file", criteria_file)] if criteria_file else []),
         *([destinations.read("JUDGE_SPEC @FILE", path)]
           if (path := spec_file(judge)) is not None else []),
         *([destinations.written("-o", output)] if output is not None else []),
@@ -109,7 +114,8 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str, 
                            statistic=statistic, bootstrap=bootstrap, limit=limit,
                            folds_over=folds_over,
                            raters=tuple(r.strip() for r in raters.split(",") if r.strip()),
-                           store=str(store_path))
+                           store=str(store_path),
+                           criteria_file=None if criteria_file is None else str(criteria_file))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from judgebench.engine.store import Store
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
+    from judgebench.tables.criteria_variants import Variant
     from meta_eval.arrays import BoolArray, FloatArray
 
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
-SEARCHES = ("few-shot", "threshold")
+SEARCHES = ("few-shot", "threshold", "criteria")
 #: Permutations of the paired test of the gain.
 PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
@@ -57,6 +58,8 @@ class FitSettings:
     raters: tuple[str, ...] = ()
     #: the store a `store:CRITERION` human is read from when its name gives none (--store)
     store: str | None = None
+    #: criteria: the file of the criterion's wordings (tables.criteria_variants)
+    criteria_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class Candidate:
     examples: tuple[str, ...]  # item/system of each example
     threshold: float | None
     in_search: float
+    #: the wording of the criterion (its name in --criteria-file; None: the starting judge's)
+    criterion: str | None = None
 
 
 @dataclass
@@ -126,7 +131,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
 
     plan = plan_fit(input_path, judge, settings)
     start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
-    search, held, held_fold, draws = plan.search, plan.held, plan.held_fold, plan.draws
+    search, held, held_fold = plan.search, plan.held, plan.held_fold
     shot_specs, thresholds, key = plan.shot_specs, plan.thresholds, plan.key
     search_units, held_units = plan.search_units, plan.held_units
     estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
@@ -136,8 +141,10 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     found = _by_unit(scored.table, search_units, list(shot_specs))
     candidates: dict[str, FloatArray] = {}
     own: dict[str, tuple[tuple[int, ...], float | None]] = {}
+    wording: dict[str, str | None] = {}
     positions = np.flatnonzero(search)
-    for (name, values), draw in zip(found.items(), draws, strict=True):
+    for name, values in found.items():
+        draw, variant = plan.made[name]
         base = np.full(len(units), np.nan)
         base[positions] = values
         base[list(draw)] = np.nan  # never judged with itself as an example
@@ -145,6 +152,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
             label = name if t is None else f"{name}@{t:g}"
             candidates[label] = fitting.thresholded(base, t)
             own[label] = (draw, t)
+            wording[label] = variant
     spec = get(settings.statistic)
     try:
         chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
@@ -157,7 +165,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
-                                      metric=scores).value)
+                                      metric=scores).value, wording[label])
               for label, scores in candidates.items()]
     in_search = _number(settings, human=np.where(search, human, np.nan),
                         metric=candidates[chosen])
@@ -170,8 +178,9 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                  f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
                  f"held-out-fold={held_fold},seed={settings.seed},"
                  f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
-    chosen_spec = _with(start, FITTED, examples=shot_specs[chosen.split("@")[0]].options.get(
-        "examples"), threshold=threshold, fitted=fitted_on)
+    searched = shot_specs[chosen.split("@")[0]]
+    chosen_spec = _with(MetricSpec(start.name, dict(searched.options)), FITTED,
+                        threshold=threshold, fitted=fitted_on)
     start_spec = _with(start, START)
     final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
                 settings=run_settings, host=host)
@@ -202,7 +211,8 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         ceiling_fitted=ceiling[1], ceiling_start=ceiling[2], estimated_usd=estimated,
         spent_usd=run_settings.budget.spent_usd, failed=failed,
         spec_path=None if output is None else str(output),
-        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1),
+        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1,
+                             plan.variants),
         options=dict(chosen_spec.options))
     if output is not None:
         write_spec(chosen_spec, result, output)
@@ -242,8 +252,12 @@ class FitPlan:
     held: BoolArray
     search: BoolArray
     draws: list[tuple[int, ...]]
+    #: every judge spec searched (one per wording and set of examples), by column
     shot_specs: dict[str, MetricSpec]
     thresholds: list[float | None]
+    #: each spec's examples (positions in units) and wording (None: the starting judge's)
+    made: dict[str, tuple[tuple[int, ...], str | None]]
+    variants: tuple[Variant, ...] = ()
 
     @property
     def search_units(self) -> list[Sample]:
@@ -260,12 +274,15 @@ class FitPlan:
 
 def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     """The labelled rows, their folds and the candidates, before any call."""
+    from judgebench.tables.criteria_variants import read_variants
     from judgebench.tables.io import read_samples
     from meta_eval import fitting
     from meta_eval.combination import item_folds
 
     start = _start_spec(judge)
     _check_settings(settings)
+    variants = (read_variants(Path(settings.criteria_file))
+                if settings.criteria_file is not None else [])
     key = settings.human.removeprefix("human.")
     samples = read_samples(input_path)[:settings.limit]
     where = f"{input_path}"
@@ -297,14 +314,21 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
             draws=settings.draws, seed=settings.seed)
     except ValueError as exc:
         raise InputError(str(exc), field="--shots") from None
-    shot_specs = {f"fit-{n}": _with(start, f"fit-{n}", examples=[
-        _example(units[i], human[i], low, high, binary) for i in draw])
-        for n, draw in enumerate(draws)}
+    wordings: list[Variant | None] = [None, *variants]
+    shot_specs: dict[str, MetricSpec] = {}
+    made: dict[str, tuple[tuple[int, ...], str | None]] = {}
+    for w, variant in enumerate(wordings):
+        for n, draw in enumerate(draws):
+            column = f"fit-{n}" if variant is None else f"fit-{n}-c{w}"
+            shot_specs[column] = _with(start, column, examples=[
+                _example(units[i], human[i], low, high, binary) for i in draw],
+                definition=None if variant is None else variant.text)
+            made[column] = (draw, None if variant is None else variant.name)
     thresholds: list[float | None] = [None]
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                 thresholds)
+                   thresholds, made, tuple(variants))
 
 
 def _labels(samples: Sequence[Sample], settings: FitSettings, *, where: str) -> FloatArray:
@@ -392,6 +416,9 @@ def _check_settings(settings: FitSettings) -> None:
         raise InputError(f"fit chooses by a segment-level correlation or error (pearson, "
                          f"spearman, kendall, mae, rmse, ...); {settings.statistic} is not one",
                          field="--statistic")
+    if ("criteria" in settings.search) != (settings.criteria_file is not None):
+        raise InputError("--search criteria and --criteria-file FILE (the wordings to try) "
+                         "go together", field="--criteria-file")
     if settings.folds_over not in ("items", "rows"):
         raise InputError("--folds-over is items or rows", field="--folds-over")
     if len(settings.raters) == 1:
@@ -496,14 +523,18 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     return found
 
 
-def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int) -> str:
-    """How the reported numbers were made (as sacrebleu's signatures say)."""
+def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int,
+               variants: Sequence[Variant] = ()) -> str:
+    """How the reported numbers were made (as sacrebleu's signatures say); the wordings
+    tried by name and the SHA-256 of their text."""
+    tried = "".join(f"|criteria:{','.join(f'{v.name}={v.digest}' for v in variants)}"
+                    for _ in variants[:1])
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
             f"|folds-over:{settings.folds_over}|candidates:{candidates}|seed:{settings.seed}"
             f"|bootstrap:{settings.bootstrap}|ci-over:rows"
-            f"|gain-test:paired-permutation-{PERMUTATIONS}")
+            f"|gain-test:paired-permutation-{PERMUTATIONS}{tried}")
 
 
 def write_spec(spec: MetricSpec, result: FitResult, path: Path) -> None:
