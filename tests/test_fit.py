@@ -45,9 +45,11 @@ class PlantedJudge:
     examples include `planted`, and hash noise otherwise; it counts the judgements it
     answered (a /tokenize request is answered 404, as by a server without a tokenizer)."""
 
-    def __init__(self, planted: str | None, wording: str | None = None) -> None:
+    def __init__(self, planted: str | None, wording: str | None = None,
+                 scale: int | None = None) -> None:
         self.planted = planted
         self.wording = wording
+        self.scale = scale
         self.truth = {r["output"].strip(): r["human"]["coherence"] for r in _rows()}
         self.calls = 0
         self.lock = threading.Lock()
@@ -56,6 +58,8 @@ class PlantedJudge:
         judged = RESPONSE.search(prompt)
         assert judged is not None, prompt[:400]
         shown = [m.strip() for m in EXAMPLE_RESPONSE.findall(prompt)]
+        if self.scale is not None and f"an integer from 1 to {self.scale}" in prompt:
+            return _on(self.scale, self.truth[judged.group(1).strip()])
         if (self.planted is not None and self.planted in shown) or \
                 (self.wording is not None and self.wording in prompt):
             return int(np.clip(np.floor(self.truth[judged.group(1).strip()] + 0.5), 1, 5))
@@ -425,6 +429,7 @@ def test_threshold_is_chosen_for_binary_labels(tmp_path: Path, planted: PlantedJ
 
 
 def test_rubric_shows_the_examples_after_the_rubric() -> None:
+    from judgebench.errors import InputError
     from judgebench.models import Sample
     from judgebench.plugins import build_host
 
@@ -443,8 +448,12 @@ def test_rubric_shows_the_examples_after_the_rubric() -> None:
     plain = build_host().metric("judge.rubric").build(criterion="coherence")
     assert isinstance(plain, RubricJudge)
     assert "Example" not in plain.values(Sample(item="c", system="s", output="x"))["rubric"]
-    from judgebench.errors import InputError
-
+    assert "to_min" not in str(plain.signature())  # an unmapped judge keeps its signature
+    mapped = build_host().metric("judge.rubric").build(criterion="coherence", min=1, max=10,
+                                                       to_min=1, to_max=5)
+    assert "to_min:1" in str(mapped.signature()) and "to_max:5" in str(mapped.signature())
+    with pytest.raises(InputError, match="to_min and to_max go together"):
+        build_host().metric("judge.rubric").build(to_min=1)
     with pytest.raises(InputError, match=r"outside 1\.\.5"):
         build_host().metric("judge.rubric").build(
             examples=[{"output": "x", "score": 7}])
@@ -592,3 +601,48 @@ def test_criteria_search_and_file_go_together(tmp_path: Path) -> None:
         proc = run_cli("fit", str(EXAMPLE), "judge.rubric", "--human", "coherence", *args,
                        "--store", str(tmp_path / "s.sqlite"))
         assert proc.returncode == 2 and "go together" in proc.stderr
+
+
+def _on(top: int, human: float) -> int:
+    """People's 1..5 score asked on 1..top: mapped linearly, rounded half up."""
+    return int(np.floor(1 + (human - 1) * (top - 1) / 4 + 0.5))
+
+
+def test_fit_finds_the_planted_scale_and_maps_it_back(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """--search scale: the judge answers people's scores (on 1..10) only when asked on 1..10;
+    fit chooses that scale, and its held-out MAE is that of the 1..10 answers mapped back
+    linearly onto 1..5, computed here directly from people's scores."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "judge.toml"
+    with PlantedJudge(None, scale=10) as server:
+        proc = run_cli("fit", str(EXAMPLE), _judge(server.url), "--human", "coherence",
+                       "--search", "scale", "--scales", "1-3,1-5,1-10", "--statistic", "mae",
+                       "--folds", "4", "--seed", "3", "--bootstrap", "100", "--store",
+                       str(tmp_path / "s.sqlite"), "-o", str(spec), "--json")
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert [c["scale"] for c in result["candidates"]] == [None, "1-3", "1-10"]
+        chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
+        assert chosen["scale"] == "1-10"
+        held = _held_rows(result, _rows())
+        human = np.array([r["human"]["coherence"] for r in held])
+        mapped = np.array([1 + (_on(10, h) - 1) * 4 / 9 for h in human])
+        assert result["held_out"]["value"] == pytest.approx(np.mean(np.abs(human - mapped)),
+                                                            rel=1e-12)
+        fitted = tomllib.loads(spec.read_text(encoding="utf-8"))["metrics"]["fitted"]
+        assert (fitted["min"], fitted["max"], fitted["to_min"], fitted["to_max"]) == \
+            (1, 10, 1, 5)
+        calls = server.calls
+        out = tmp_path / "held.csv"
+        scored = run_cli("score", str(write_jsonl(tmp_path / "held.jsonl", held)), "-m",
+                         f"@{spec}", "--store", str(tmp_path / "t.sqlite"), "-o", str(out))
+        assert scored.returncode == 0, scored.stderr
+        assert server.calls == calls
+    table = pd.read_csv(out).set_index(["item", "system"])
+    want = dict(zip([(r["item"], r["system"]) for r in held], mapped, strict=True))
+    np.testing.assert_allclose(table["fitted"].to_numpy(float),
+                               [want[k] for k in table.index], rtol=1e-12)
+    bad = run_cli("fit", str(EXAMPLE), "judge.rubric", "--human", "coherence", "--search",
+                  "scale", "--scales", "5-1", "--store", str(tmp_path / "s.sqlite"))
+    assert bad.returncode == 2 and "MIN below MAX" in bad.stderr

@@ -3,6 +3,7 @@ threshold) and report it out of fold; the work is `judgebench.services.fit`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -23,6 +24,17 @@ def _ints(text: str) -> tuple[int, ...]:
         raise InputError("--shots are 1 or more (the starting judge, 0 shots, is always "
                          "a candidate)", field="--shots")
     return values
+
+
+def _scales(text: str) -> tuple[tuple[int, int], ...]:
+    found = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        match = re.fullmatch(r"(-?\d+)-(-?\d+)", part)
+        if match is None:
+            raise InputError(f"--scales takes MIN-MAX integers, comma-separated (1-5,1-10); "
+                             f"got {part!r}", field="--scales")
+        found.append((int(match[1]), int(match[2])))
+    return tuple(found)
 
 
 @click.command("fit", epilog=examples(
@@ -48,7 +60,11 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--search", default="few-shot", show_default=True, metavar="WHAT",
               help="What to search, comma-separated: few-shot (examples drawn from the "
                    "labelled rows of the search folds), threshold (the score becomes 1 at or "
-                   "above it), criteria (the criterion's wordings of --criteria-file).")
+                   "above it), criteria (the criterion's wordings of --criteria-file), scale "
+                   "(the scales of --scales).")
+@click.option("--scales", default="", metavar="A-B,...",
+              help="scale: the scales to ask the judge on (1-10,0-100), each score mapped "
+                   "linearly back onto the starting judge's scale.")
 @click.option("--criteria-file", type=click.Path(path_type=Path), metavar="FILE",
               help="criteria: the wordings to try, one TOML table each ([name] text = "
                    "\"...\") or a JSONL of {\"name\": ..., \"text\": ...}.")
@@ -84,7 +100,7 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(input_path: Path, judge: str, human: str, raters: str, search: str,
-            criteria_file: Path | None, shots: str,
+            criteria_file: Path | None, scales: str, shots: str,
             draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
             seed: int, limit: int | None, output: Path | None, store_path: Path,
             cache_path: Path | None, budget_usd: float | None, allow_unknown_cost: bool,
@@ -115,7 +131,8 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str,
                            folds_over=folds_over,
                            raters=tuple(r.strip() for r in raters.split(",") if r.strip()),
                            store=str(store_path),
-                           criteria_file=None if criteria_file is None else str(criteria_file))
+                           criteria_file=None if criteria_file is None else str(criteria_file),
+                           scales=_scales(scales))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

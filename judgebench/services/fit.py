@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
-SEARCHES = ("few-shot", "threshold", "criteria")
+SEARCHES = ("few-shot", "threshold", "criteria", "scale")
 #: Permutations of the paired test of the gain.
 PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
@@ -60,6 +60,8 @@ class FitSettings:
     store: str | None = None
     #: criteria: the file of the criterion's wordings (tables.criteria_variants)
     criteria_file: str | None = None
+    #: scale: the scales (min, max) to ask the judge on, each reported on the starting one
+    scales: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class Candidate:
     in_search: float
     #: the wording of the criterion (its name in --criteria-file; None: the starting judge's)
     criterion: str | None = None
+    #: the scale the judge is asked on, as "min-max" (None: the starting judge's)
+    scale: str | None = None
 
 
 @dataclass
@@ -141,10 +145,10 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     found = _by_unit(scored.table, search_units, list(shot_specs))
     candidates: dict[str, FloatArray] = {}
     own: dict[str, tuple[tuple[int, ...], float | None]] = {}
-    wording: dict[str, str | None] = {}
+    wording: dict[str, tuple[str | None, str | None]] = {}
     positions = np.flatnonzero(search)
     for name, values in found.items():
-        draw, variant = plan.made[name]
+        draw, variant, scale = plan.made[name]
         base = np.full(len(units), np.nan)
         base[positions] = values
         base[list(draw)] = np.nan  # never judged with itself as an example
@@ -152,7 +156,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
             label = name if t is None else f"{name}@{t:g}"
             candidates[label] = fitting.thresholded(base, t)
             own[label] = (draw, t)
-            wording[label] = variant
+            wording[label] = (variant, scale)
     spec = get(settings.statistic)
     try:
         chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
@@ -165,7 +169,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
-                                      metric=scores).value, wording[label])
+                                      metric=scores).value, *wording[label])
               for label, scores in candidates.items()]
     in_search = _number(settings, human=np.where(search, human, np.nan),
                         metric=candidates[chosen])
@@ -255,8 +259,9 @@ class FitPlan:
     #: every judge spec searched (one per wording and set of examples), by column
     shot_specs: dict[str, MetricSpec]
     thresholds: list[float | None]
-    #: each spec's examples (positions in units) and wording (None: the starting judge's)
-    made: dict[str, tuple[tuple[int, ...], str | None]]
+    #: each spec's examples (positions in units), wording and scale (None: the starting
+    #: judge's)
+    made: dict[str, tuple[tuple[int, ...], str | None, str | None]]
     variants: tuple[Variant, ...] = ()
 
     @property
@@ -315,15 +320,24 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     except ValueError as exc:
         raise InputError(str(exc), field="--shots") from None
     wordings: list[Variant | None] = [None, *variants]
+    scales = [None, *(s for s in settings.scales if s != (low, high))]
     shot_specs: dict[str, MetricSpec] = {}
-    made: dict[str, tuple[tuple[int, ...], str | None]] = {}
+    made: dict[str, tuple[tuple[int, ...], str | None, str | None]] = {}
     for w, variant in enumerate(wordings):
-        for n, draw in enumerate(draws):
-            column = f"fit-{n}" if variant is None else f"fit-{n}-c{w}"
-            shot_specs[column] = _with(start, column, examples=[
-                _example(units[i], human[i], low, high, binary) for i in draw],
-                definition=None if variant is None else variant.text)
-            made[column] = (draw, None if variant is None else variant.name)
+        for k, scale in enumerate(scales):
+            a, b = (low, high) if scale is None else scale
+            for n, draw in enumerate(draws):
+                column = (f"fit-{n}" + ("" if variant is None else f"-c{w}")
+                          + ("" if scale is None else f"-s{k}"))
+                shot_specs[column] = _with(start, column, examples=[
+                    _example(units[i], human[i] if binary else
+                             _on_scale(human[i], (low, high), (a, b)), a, b, binary)
+                    for i in draw],
+                    definition=None if variant is None else variant.text,
+                    **({} if scale is None else {"min": a, "max": b, "to_min": low,
+                                                 "to_max": high}))
+                made[column] = (draw, None if variant is None else variant.name,
+                                None if scale is None else f"{a}-{b}")
     thresholds: list[float | None] = [None]
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
@@ -393,7 +407,7 @@ def _start_spec(judge: str) -> MetricSpec:
     if spec.name not in FITTABLE:
         raise InputError(f"fit fits {', '.join(FITTABLE)} (few-shot examples and a threshold "
                          f"are its options); {spec.name} is not one", field="JUDGE_SPEC")
-    for name in ("examples", "threshold", "fitted"):
+    for name in ("examples", "threshold", "fitted", "to_min", "to_max"):
         if name in spec.options:
             raise InputError(f"the starting judge already has {name}=: fit chooses it; start "
                              "from the judge without it", field="JUDGE_SPEC")
@@ -419,6 +433,11 @@ def _check_settings(settings: FitSettings) -> None:
     if ("criteria" in settings.search) != (settings.criteria_file is not None):
         raise InputError("--search criteria and --criteria-file FILE (the wordings to try) "
                          "go together", field="--criteria-file")
+    if ("scale" in settings.search) != bool(settings.scales):
+        raise InputError("--search scale and --scales A-B,... (the scales to try) go together",
+                         field="--scales")
+    if any(a >= b for a, b in settings.scales):
+        raise InputError("each of --scales is MIN-MAX with MIN below MAX", field="--scales")
     if settings.folds_over not in ("items", "rows"):
         raise InputError("--folds-over is items or rows", field="--folds-over")
     if len(settings.raters) == 1:
@@ -454,6 +473,15 @@ def _example(sample: Sample, human: float, low: int, high: int, binary: bool
         score = min(high, max(low, math.floor(human + 0.5)))
     return {"item": sample.item, "system": sample.system, "input": sample.input_text,
             "output": sample.output or "", "score": score}
+
+
+def _on_scale(human: float, labels: tuple[int, int], scale: tuple[int, int]) -> float:
+    """A human score on the labels' scale mapped linearly onto `scale` (the inverse of the
+    judge's to_min..to_max map); the labels' scale itself is left as it is."""
+    (lo, hi), (a, b) = labels, scale
+    if (lo, hi) == (a, b):
+        return human
+    return a + (min(hi, max(lo, human)) - lo) * (b - a) / (hi - lo)
 
 
 def _with(start: MetricSpec, column: str, **options: Any) -> MetricSpec:
