@@ -548,6 +548,23 @@ def test_fit_finds_the_planted_wording(tmp_path: Path, monkeypatch: pytest.Monke
         others = [c["in_search"] for c in result["candidates"] if c["criterion"] != "planted"]
         assert chosen["in_search"] > 0.8 > max(others)
         assert result["held_out"]["value"] > 0.8 and result["gain_p_value"] < 0.05
+        calls = server.calls
+        # the Python API gives the command's result, every answer from the cache and store
+        import judgebench
+
+        again = judgebench.fit(EXAMPLE, _judge(server.url), human="coherence",
+                               search=["criteria"], criteria_file=wordings, folds=4, seed=3,
+                               bootstrap=100, store=tmp_path / "s.sqlite")
+        assert server.calls == calls
+        assert again.spent_usd == 0.0 < result["spent_usd"]  # nothing paid twice
+        costs = ("spent_usd", "estimated_usd", "spec_path")
+        assert {k: v for k, v in again.to_dict().items() if k not in costs} == \
+            {k: v for k, v in result.items() if k not in costs}
+        from judgebench.errors import InputError
+
+        with pytest.raises(InputError, match="criteria_file"):
+            judgebench.fit(EXAMPLE, _judge(server.url), human="coherence",
+                           search=["criteria"], criteria_file=wordings, output=wordings)
         digest = hashlib.sha256(WORDINGS["planted"].encode()).hexdigest()[:12]
         assert f"planted={digest}" in result["signature"]
         fitted = tomllib.loads(spec.read_text(encoding="utf-8"))["metrics"]["fitted"]
