@@ -288,7 +288,8 @@ def test_output_never_overwrites_an_input(tmp_path: Path) -> None:
     (("judge.geval", "--human", "coherence"), "fit fits judge.rubric"),
     (("judge.rubric:threshold=3", "--human", "coherence"), "already has threshold="),
     (("judge.rubric", "--human", "nothing"), "no row has a human score 'nothing'"),
-    (("judge.rubric", "--human", "coherence", "--search", "scale"), "--search takes"),
+    (("judge.rubric", "--human", "coherence", "--search", "panel"), "--search takes"),
+    (("judge.rubric", "--human", "coherence", "--search", "scale"), "go together"),
     (("judge.rubric", "--human", "coherence", "--statistic", "kappa"), "fit chooses by"),
     (("judge.rubric", "--human", "coherence", "--shots", "0"), "--shots are 1 or more"),
 ])
@@ -468,8 +469,8 @@ def test_score_at_file_names_a_missing_file(tmp_path: Path) -> None:
 def test_human_from_the_store_is_people_s_consensus(tmp_path: Path, planted: PlantedJudge
                                                      ) -> None:
     """`--human store:coherence`: the store's labels (two annotators, their mean; some rows
-    unlabelled, one `cant_tell`) give the same fit as a human field holding that mean,
-    computed here directly."""
+    unlabelled, one `cant_tell`) are the labels fit uses: the same rows, values and folds as
+    a human field holding that mean, computed here directly; the fit runs on them."""
     from judgebench.engine import labels as store_labels
 
     store = tmp_path / "runs.sqlite"
@@ -494,21 +495,22 @@ def test_human_from_the_store_is_people_s_consensus(tmp_path: Path, planted: Pla
     data = write_jsonl(tmp_path / "unlabelled.jsonl", plain)
     direct = write_jsonl(tmp_path / "direct.jsonl", [
         {**r, "human": {"mean": expected.get((r["item"], r["system"]))}} for r in rows])
-    args = ("--shots", "1", "--draws", "2", "--folds", "4", "--seed", "3", "--bootstrap", "50",
+    from judgebench.services.fit import FitSettings, plan_fit
+
+    plans = [plan_fit(path, "judge.rubric", FitSettings(human=h, store=str(store), seed=3))
+             for path, h in ((data, "store:coherence"), (direct, "mean"))]
+    np.testing.assert_array_equal(plans[0].human, plans[1].human)
+    np.testing.assert_array_equal(plans[0].folds, plans[1].folds)
+    assert [(u.item, u.system) for u in plans[0].units] == list(expected)
+    args = ("--shots", "1", "--draws", "1", "--folds", "4", "--seed", "3", "--bootstrap", "50",
             "--json")
     from_store = run_cli("fit", str(data), _judge(planted.url), "--human", "store:coherence",
                          "--store", str(store), *args)
     assert from_store.returncode == 0, from_store.stderr
-    by_field = run_cli("fit", str(direct), _judge(planted.url), "--human", "mean", "--store",
-                       str(tmp_path / "other.sqlite"), *args)
-    assert by_field.returncode == 0, by_field.stderr
-    got, want = json.loads(from_store.stdout), json.loads(by_field.stdout)
+    got = json.loads(from_store.stdout)
     assert got["units"] == len(expected) < len(rows)
-    assert got["human"] == "store:coherence"
-    for name in ("in_search", "cross_fitted", "held_out", "held_out_start", "gain"):
-        assert got[name] == want[name], name
-    assert [c["examples"] for c in got["candidates"]] == \
-        [c["examples"] for c in want["candidates"]]
+    assert got["human"] == "store:coherence" and "human:store:coherence" in got["signature"]
+    assert got["held_out_units"] == int(plans[1].held.sum())
 
     missing = run_cli("fit", str(data), _judge(planted.url), "--human", "store:nothing",
                       "--store", str(store), *args)
@@ -522,7 +524,6 @@ def test_human_from_the_store_is_people_s_consensus(tmp_path: Path, planted: Pla
 WORDINGS = {
     "plain": "Is the summary easy to follow?",
     "planted": "The summary reads as a well-structured whole, sentence after sentence.",
-    "terse": "Coherent or not.",
 }
 
 
@@ -634,12 +635,12 @@ def test_fit_finds_the_planted_scale_and_maps_it_back(tmp_path: Path,
     spec = tmp_path / "judge.toml"
     with PlantedJudge(None, scale=10) as server:
         proc = run_cli("fit", str(EXAMPLE), _judge(server.url), "--human", "coherence",
-                       "--search", "scale", "--scales", "1-3,1-5,1-10", "--statistic", "mae",
+                       "--search", "scale", "--scales", "1-5,1-10", "--statistic", "mae",
                        "--folds", "4", "--seed", "3", "--bootstrap", "100", "--store",
                        str(tmp_path / "s.sqlite"), "-o", str(spec), "--json")
         assert proc.returncode == 0, proc.stderr
         result = json.loads(proc.stdout)
-        assert [c["scale"] for c in result["candidates"]] == [None, "1-3", "1-10"]
+        assert [c["scale"] for c in result["candidates"]] == [None, "1-10"]  # 1-5: the start
         chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
         assert chosen["scale"] == "1-10"
         held = _held_rows(result, _rows())

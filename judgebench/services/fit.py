@@ -546,7 +546,7 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
         raise InputError(f"fit would cost about ${total:.4f} ({calls} calls: "
                          f"{len(candidates)} judge specs on {len(plan.search_units)} rows, then "
                          f"the held-out fold), over --budget-usd {limit:g}: ask for fewer "
-                         "candidates (--draws, --shots) or a larger budget",
+                         "candidates (--draws, --shots, wordings, --scales) or a larger budget",
                          field="--budget-usd")
     return found
 
