@@ -1,5 +1,6 @@
 """`judgebench fit`: fit a judge to people's labels (few-shot examples, a decision
-threshold) and report it out of fold; the work is `judgebench.services.fit`."""
+threshold, the criterion's wording, the scale) and report it out of fold; the work is
+`judgebench.services.fit`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
 """`judgebench fit`: a judge fitted to people's labels (few-shot examples, a decision
-threshold), reported out of fold (meta_eval.fitting has the scheme and its numbers).
+threshold, the criterion's wording, the scale), reported out of fold (meta_eval.fitting has
+the scheme and its numbers).
 
-Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`), scored
-by the scoring engine (`engine.runner.run`) into the store and the judge cache, so a rerun pays
-for nothing twice and `--budget-usd` is checked before the first call (the engine's estimate
-of every candidate's calls and price) and again before each call (the run's Budget).
+Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`,
+`definition=`, `min=`/`max=` with `to_min=`/`to_max=`), scored by the scoring engine
+(`engine.runner.run`) into the store and the judge cache, so a rerun pays for nothing twice
+and `--budget-usd` is checked before the first call (the engine's estimate of every
+candidate's calls and price) and again before each call (the run's Budget).
 """
 
 from __future__ import annotations
