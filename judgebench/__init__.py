@@ -2,7 +2,7 @@
 
 The Python API is `judgebench.api`, re-exported here: one function per command (`score`,
 `meta_eval`, `meta_eval_pairwise`, `audit`, `aggregate`, `combine`, `estimate`, `escalate`,
-`items`, `compare_judges`, `diff`, `runs`, `logs`, `bench`, `suites`, `meta_eval_spans`,
+`fit`, `items`, `compare_judges`, `diff`, `runs`, `logs`, `bench`, `suites`, `meta_eval_spans`,
 `meta_eval_reliability`, `label_sample`), each returning a result with `to_pandas()` and
 `to_json()`, and people's labels in a store (`define_criterion`, `save_label`,
 `current_labels`, ...: `judgebench.engine.labels`). Importing this package is cheap: the
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         diff,
         escalate,
         estimate,
+        fit,
         get_criterion,
         get_sample,
         items,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["__version__", "aggregate", "audit", "bench", "combine", "compare_judges",
-           "current_labels", "define_criterion", "diff", "escalate", "estimate",
+           "current_labels", "define_criterion", "diff", "escalate", "estimate", "fit",
            "get_criterion", "get_sample", "items", "label_history", "label_sample",
            "labelled_items", "logs", "meta_eval", "meta_eval_pairwise", "meta_eval_reliability",
            "meta_eval_spans", "record_sample", "runs", "save_label", "save_labels", "score",

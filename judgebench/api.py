@@ -17,7 +17,7 @@ as in the service it calls (`judgebench.services.*`), and bad input raises
 Functions keep no state between calls: calling one twice gives the same result twice.
 
 The functions that use plugins (score, meta_eval, audit, aggregate, combine, items,
-estimate, escalate, bench, suites, meta_eval_spans: metrics, backends, rules, sentinels,
+estimate, escalate, fit, bench, suites, meta_eval_spans: metrics, backends, rules, sentinels,
 probes, suites, a column's registered direction) take `host=`, keyword only: a
 `judgebench.plugins.PluginHost` (`build_host(["my_plugin.py"])` adds local plugins). Without
 one, each call builds its own from the installed plugins (10 to 25 ms once the plugins are
@@ -67,11 +67,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from judgebench.plugins import PluginHost
+    from judgebench.services.fit import FitResult
     from judgebench.services.meta_eval import MetaEvalResult
     from judgebench.tables.failed import FailedAs
 
 __all__ = ["aggregate", "audit", "bench", "combine", "compare_judges", "current_labels",
-           "define_criterion", "diff", "escalate", "estimate", "get_criterion", "get_sample",
+           "define_criterion", "diff", "escalate", "estimate", "fit", "get_criterion",
+           "get_sample",
            "items", "label_history", "label_sample", "labelled_items", "logs", "meta_eval",
            "meta_eval_pairwise", "meta_eval_reliability", "meta_eval_spans", "record_sample",
            "runs", "save_label", "save_labels", "score", "suites", "withdraw_label"]
@@ -232,6 +234,53 @@ label_history = _labels.label_history
 labelled_items = _labels.labelled_items
 record_sample = _labels.record_sample
 get_sample = _labels.get_sample
+
+
+def fit(data: str | Path, judge: str, *, human: str, search: Sequence[str] = ("few-shot",),
+        shots: Sequence[int] = (1, 2), draws: int = 4, folds: int = 4,
+        folds_over: str = "items", statistic: str = "pearson", bootstrap: int = 1000,
+        seed: int = 0, limit: int | None = None, raters: Sequence[str] = (),
+        criteria_file: str | Path | None = None, scales: Sequence[tuple[int, int]] = (),
+        output: str | Path | None = None, store: str | Path | None = None,
+        cache: str | Path | None = None, budget_usd: float | None = None,
+        allow_unknown_cost: bool = False, host: PluginHost | None = None) -> FitResult:
+    """`judgebench fit`: `judge` (a judge.rubric spec, or @FILE) fitted to the human score
+    `human` of the samples file `data` (`human.H`, or `store:CRITERION` read from `store`),
+    reported on a held-out fold; `output` gets the chosen judge as TOML (`score -m @FILE`).
+    The keywords are the command's options (`scales` as (min, max) pairs). Without `store`,
+    scores are kept in memory only (the judge cache still answers a second call); paths are
+    checked first, as the command checks them (`output` may not be an input)."""
+    from judgebench.engine.runtime import Budget, RunSettings, check_budget_usd
+    from judgebench.engine.store import Store
+    from judgebench.services.fit import FitSettings
+    from judgebench.services.fit import fit as fit_service
+    from judgebench.spec import spec_file
+    from judgebench.tables import destinations
+
+    path = Path(data)
+    out = None if output is None else Path(output)
+    wordings = None if criteria_file is None else Path(criteria_file)
+    destinations.check([
+        destinations.read("data", path),
+        *([destinations.read("judge @FILE", given)]
+          if (given := spec_file(judge)) is not None else []),
+        *([destinations.read("criteria_file", wordings)] if wordings is not None else []),
+        *([destinations.written("output", out)] if out is not None else []),
+        *([destinations.database("store", store)] if store is not None else []),
+        destinations.judge_cache("cache", cache),
+    ])
+    settings = FitSettings(human=human, search=tuple(search), shots=tuple(shots), draws=draws,
+                           folds=folds, seed=seed, statistic=statistic, bootstrap=bootstrap,
+                           limit=limit, folds_over=folds_over, raters=tuple(raters),
+                           store=None if store is None else str(store),
+                           criteria_file=None if wordings is None else str(wordings),
+                           scales=tuple((int(a), int(b)) for a, b in scales))
+    run_settings = RunSettings(budget=Budget(limit_usd=check_budget_usd(budget_usd),
+                                             allow_unknown_cost=allow_unknown_cost),
+                               cache_path=None if cache is None else Path(cache))
+    with Store(store if store is not None else ":memory:") as db:
+        return fit_service(path, judge, settings=settings, store=db, run_settings=run_settings,
+                           output=out, host=host)
 
 
 def bench(specs: str | list[str], suites: str = "all", *, suite_paths: tuple[str, ...] = (),

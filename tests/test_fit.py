@@ -1,6 +1,7 @@
 """`judgebench fit` on the bundled SummEval sample, against a real loopback judge server whose
-answers depend on the prompt's few-shot examples: with the planted example in the prompt it
-answers the people's score, without it a score drawn from a hash of the prompt (noise).
+answers depend on the prompt's few-shot examples (or the criterion's wording): with the planted
+example (wording) in the prompt it answers the people's score, without it a score drawn from a
+hash of the prompt (noise).
 
 Checked: fit chooses a candidate showing the planted example; its held-out number is what
 `score -m @judge.toml` and scipy give on the held-out rows; the starting judge's too; the
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, run_cli, write_jsonl
 from scipy import stats
 
 from meta_eval import fitting
@@ -44,8 +45,11 @@ class PlantedJudge:
     examples include `planted`, and hash noise otherwise; it counts the judgements it
     answered (a /tokenize request is answered 404, as by a server without a tokenizer)."""
 
-    def __init__(self, planted: str | None) -> None:
+    def __init__(self, planted: str | None, wording: str | None = None,
+                 scale: int | None = None) -> None:
         self.planted = planted
+        self.wording = wording
+        self.scale = scale
         self.truth = {r["output"].strip(): r["human"]["coherence"] for r in _rows()}
         self.calls = 0
         self.lock = threading.Lock()
@@ -54,7 +58,10 @@ class PlantedJudge:
         judged = RESPONSE.search(prompt)
         assert judged is not None, prompt[:400]
         shown = [m.strip() for m in EXAMPLE_RESPONSE.findall(prompt)]
-        if self.planted is not None and self.planted in shown:
+        if self.scale is not None and f"an integer from 1 to {self.scale}" in prompt:
+            return _on(self.scale, self.truth[judged.group(1).strip()])
+        if (self.planted is not None and self.planted in shown) or \
+                (self.wording is not None and self.wording in prompt):
             return int(np.clip(np.floor(self.truth[judged.group(1).strip()] + 0.5), 1, 5))
         return 1 + int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big") % 5
 
@@ -281,7 +288,8 @@ def test_output_never_overwrites_an_input(tmp_path: Path) -> None:
     (("judge.geval", "--human", "coherence"), "fit fits judge.rubric"),
     (("judge.rubric:threshold=3", "--human", "coherence"), "already has threshold="),
     (("judge.rubric", "--human", "nothing"), "no row has a human score 'nothing'"),
-    (("judge.rubric", "--human", "coherence", "--search", "scale"), "--search takes"),
+    (("judge.rubric", "--human", "coherence", "--search", "panel"), "--search takes"),
+    (("judge.rubric", "--human", "coherence", "--search", "scale"), "go together"),
     (("judge.rubric", "--human", "coherence", "--statistic", "kappa"), "fit chooses by"),
     (("judge.rubric", "--human", "coherence", "--shots", "0"), "--shots are 1 or more"),
 ])
@@ -422,6 +430,7 @@ def test_threshold_is_chosen_for_binary_labels(tmp_path: Path, planted: PlantedJ
 
 
 def test_rubric_shows_the_examples_after_the_rubric() -> None:
+    from judgebench.errors import InputError
     from judgebench.models import Sample
     from judgebench.plugins import build_host
 
@@ -440,8 +449,12 @@ def test_rubric_shows_the_examples_after_the_rubric() -> None:
     plain = build_host().metric("judge.rubric").build(criterion="coherence")
     assert isinstance(plain, RubricJudge)
     assert "Example" not in plain.values(Sample(item="c", system="s", output="x"))["rubric"]
-    from judgebench.errors import InputError
-
+    assert "to_min" not in str(plain.signature())  # an unmapped judge keeps its signature
+    mapped = build_host().metric("judge.rubric").build(criterion="coherence", min=1, max=10,
+                                                       to_min=1, to_max=5)
+    assert "to_min:1" in str(mapped.signature()) and "to_max:5" in str(mapped.signature())
+    with pytest.raises(InputError, match="to_min and to_max go together"):
+        build_host().metric("judge.rubric").build(to_min=1)
     with pytest.raises(InputError, match=r"outside 1\.\.5"):
         build_host().metric("judge.rubric").build(
             examples=[{"output": "x", "score": 7}])
@@ -451,3 +464,203 @@ def test_score_at_file_names_a_missing_file(tmp_path: Path) -> None:
     proc = run_cli("score", str(EXAMPLE), "-m", f"@{tmp_path / 'none.toml'}", "--limit", "1")
     assert proc.returncode == 2
     assert "none.toml" in proc.stderr
+
+
+def test_human_from_the_store_is_people_s_consensus(tmp_path: Path, planted: PlantedJudge
+                                                     ) -> None:
+    """`--human store:coherence`: the store's labels (two annotators, their mean; some rows
+    unlabelled, one `cant_tell`) are the labels fit uses: the same rows, values and folds as
+    a human field holding that mean, computed here directly; the fit runs on them."""
+    from judgebench.engine import labels as store_labels
+
+    store = tmp_path / "runs.sqlite"
+    store_labels.define_criterion(store, "coherence", kind="scale", low=1, high=5)
+    rows = _rows()
+    new, expected = [], {}
+    for i, r in enumerate(rows):
+        if i % 5 == 4:
+            continue  # nobody labelled it
+        a = int(np.clip(np.floor(r["human"]["coherence"] + 0.5), 1, 5))
+        b = min(5, a + (i % 3 == 0))
+        new.append(store_labels.NewLabel("coherence", "ann-a", r["item"], r["system"], a))
+        if i % 7 == 0:
+            new.append(store_labels.NewLabel("coherence", "ann-b", r["item"], r["system"],
+                                             status="cant_tell"))
+            expected[(r["item"], r["system"])] = float(a)
+        else:
+            new.append(store_labels.NewLabel("coherence", "ann-b", r["item"], r["system"], b))
+            expected[(r["item"], r["system"])] = (a + b) / 2
+    store_labels.save_labels(store, new)
+    plain = [{**r, "human": {}} for r in rows]
+    data = write_jsonl(tmp_path / "unlabelled.jsonl", plain)
+    direct = write_jsonl(tmp_path / "direct.jsonl", [
+        {**r, "human": {"mean": expected.get((r["item"], r["system"]))}} for r in rows])
+    from judgebench.services.fit import FitSettings, plan_fit
+
+    plans = [plan_fit(path, "judge.rubric", FitSettings(human=h, store=str(store), seed=3))
+             for path, h in ((data, "store:coherence"), (direct, "mean"))]
+    np.testing.assert_array_equal(plans[0].human, plans[1].human)
+    np.testing.assert_array_equal(plans[0].folds, plans[1].folds)
+    assert [(u.item, u.system) for u in plans[0].units] == list(expected)
+    args = ("--shots", "1", "--draws", "1", "--folds", "4", "--seed", "3", "--bootstrap", "50",
+            "--json")
+    from_store = run_cli("fit", str(data), _judge(planted.url), "--human", "store:coherence",
+                         "--store", str(store), *args)
+    assert from_store.returncode == 0, from_store.stderr
+    got = json.loads(from_store.stdout)
+    assert got["units"] == len(expected) < len(rows)
+    assert got["human"] == "store:coherence" and "human:store:coherence" in got["signature"]
+    assert got["held_out_units"] == int(plans[1].held.sum())
+
+    missing = run_cli("fit", str(data), _judge(planted.url), "--human", "store:nothing",
+                      "--store", str(store), *args)
+    assert missing.returncode == 2 and "nothing" in missing.stderr
+    absent = run_cli("fit", str(data), _judge(planted.url), "--human",
+                     f"store:{tmp_path / 'none.sqlite'}:coherence", "--store", str(store),
+                     *args)
+    assert absent.returncode == 2 and "none.sqlite" in absent.stderr
+
+
+WORDINGS = {
+    "plain": "Is the summary easy to follow?",
+    "planted": "The summary reads as a well-structured whole, sentence after sentence.",
+}
+
+
+def test_fit_finds_the_planted_wording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    """--search criteria: each wording of --criteria-file is a judge.rubric definition; the
+    judge answers people's scores only under the planted one, and fit chooses it."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    wordings = tmp_path / "wordings.toml"
+    wordings.write_text("".join(f"[{name}]\ntext = {json.dumps(text)}\n\n"
+                                for name, text in WORDINGS.items()), encoding="utf-8")
+    spec = tmp_path / "judge.toml"
+    with PlantedJudge(None, WORDINGS["planted"]) as server:
+        proc = run_cli("fit", str(EXAMPLE), _judge(server.url), "--human", "coherence",
+                       "--search", "criteria", "--criteria-file", str(wordings), "--folds",
+                       "4", "--seed", "3", "--bootstrap", "100", "--store",
+                       str(tmp_path / "s.sqlite"), "-o", str(spec), "--json")
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert [c["criterion"] for c in result["candidates"]] == [None, *WORDINGS]
+        chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
+        assert chosen["criterion"] == "planted"
+        others = [c["in_search"] for c in result["candidates"] if c["criterion"] != "planted"]
+        assert chosen["in_search"] > 0.8 > max(others)
+        assert result["held_out"]["value"] > 0.8 and result["gain_p_value"] < 0.05
+        calls = server.calls
+        # the Python API gives the command's result, every answer from the cache and store
+        import judgebench
+
+        again = judgebench.fit(EXAMPLE, _judge(server.url), human="coherence",
+                               search=["criteria"], criteria_file=wordings, folds=4, seed=3,
+                               bootstrap=100, store=tmp_path / "s.sqlite")
+        assert server.calls == calls
+        assert again.spent_usd == 0.0 < result["spent_usd"]  # nothing paid twice
+        costs = ("spent_usd", "estimated_usd", "spec_path")
+        assert {k: v for k, v in again.to_dict().items() if k not in costs} == \
+            {k: v for k, v in result.items() if k not in costs}
+        from judgebench.errors import InputError
+
+        with pytest.raises(InputError, match="criteria_file"):
+            judgebench.fit(EXAMPLE, _judge(server.url), human="coherence",
+                           search=["criteria"], criteria_file=wordings, output=wordings)
+        digest = hashlib.sha256(WORDINGS["planted"].encode()).hexdigest()[:12]
+        assert f"planted={digest}" in result["signature"]
+        fitted = tomllib.loads(spec.read_text(encoding="utf-8"))["metrics"]["fitted"]
+        assert fitted["definition"] == WORDINGS["planted"]
+        assert WORDINGS["planted"] in result["fitted_signature"]
+        # the written judge scores the held-out rows as reported, from the cache
+        held = _held_rows(result, _rows())
+        calls = server.calls
+        out = tmp_path / "held.csv"
+        scored = run_cli("score", str(write_jsonl(tmp_path / "held.jsonl", held)), "-m",
+                         f"@{spec}", "--store", str(tmp_path / "t.sqlite"), "-o", str(out))
+        assert scored.returncode == 0, scored.stderr
+        assert server.calls == calls
+    table = pd.read_csv(out)
+    assert result["held_out"]["value"] == pytest.approx(stats.pearsonr(
+        table["human.coherence"], table["fitted"])[0], abs=1e-12)
+
+
+BAD_WORDINGS = [
+    ("w.toml", "[a]\ntext = \"x\"\nlevels = 3\n", "field 'levels'"),
+    ("w.toml", "[a]\ntext = \"\"\n", "table [a]: the wording is a non-empty string"),
+    ("w.toml", "a = 1\n", "field 'a'"),
+    ("w.toml", "[a]\ntext = \"x\"\n[b]\ntext = \" x \"\n", "the same text as 'a'"),
+    ("w.toml", "[a\n", "not TOML"),
+    ("w.jsonl", '{"name": "a", "text": "x"}\n{"name": "a", "text": "y"}\n',
+     "line 2, field 'name'"),
+    ("w.jsonl", '{"name": "a", "text": "x"}\n\n{"name": "b", "txt": "y"}\n',
+     "line 3, field 'txt'"),
+    ("w.jsonl", '{"name": "a b", "text": "x"}\n', "line 1, field 'name'"),
+    ("w.jsonl", '["a"]\n', "line 1: not an object"),
+    ("w.jsonl", "", "holds no wording"),
+]
+
+
+def test_bad_wordings_are_refused_before_any_call(tmp_path: Path, planted: PlantedJudge
+                                                  ) -> None:
+    for n, (name, text, message) in enumerate(BAD_WORDINGS):
+        path = tmp_path / f"{n}-{name}"
+        path.write_text(text, encoding="utf-8")
+        proc = run_cli("fit", str(EXAMPLE), _judge(planted.url), "--human", "coherence",
+                       "--search", "criteria", "--criteria-file", str(path), "--store",
+                       str(tmp_path / "s.sqlite"))
+        assert proc.returncode == 2, proc.stderr
+        assert str(path) in proc.stderr and message in proc.stderr, (message, proc.stderr)
+    assert planted.calls == 0
+
+
+def test_criteria_search_and_file_go_together(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "w.jsonl", [{"name": "a", "text": "x"}])
+    for args in (("--criteria-file", str(path)), ("--search", "few-shot,criteria")):
+        proc = run_cli("fit", str(EXAMPLE), "judge.rubric", "--human", "coherence", *args,
+                       "--store", str(tmp_path / "s.sqlite"))
+        assert proc.returncode == 2 and "go together" in proc.stderr
+
+
+def _on(top: int, human: float) -> int:
+    """People's 1..5 score asked on 1..top: mapped linearly, rounded half up."""
+    return int(np.floor(1 + (human - 1) * (top - 1) / 4 + 0.5))
+
+
+def test_fit_finds_the_planted_scale_and_maps_it_back(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """--search scale: the judge answers people's scores (on 1..10) only when asked on 1..10;
+    fit chooses that scale, and its held-out MAE is that of the 1..10 answers mapped back
+    linearly onto 1..5, computed here directly from people's scores."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "judge.toml"
+    with PlantedJudge(None, scale=10) as server:
+        proc = run_cli("fit", str(EXAMPLE), _judge(server.url), "--human", "coherence",
+                       "--search", "scale", "--scales", "1-5,1-10", "--statistic", "mae",
+                       "--folds", "4", "--seed", "3", "--bootstrap", "100", "--store",
+                       str(tmp_path / "s.sqlite"), "-o", str(spec), "--json")
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert [c["scale"] for c in result["candidates"]] == [None, "1-10"]  # 1-5: the start
+        chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
+        assert chosen["scale"] == "1-10"
+        held = _held_rows(result, _rows())
+        human = np.array([r["human"]["coherence"] for r in held])
+        mapped = np.array([1 + (_on(10, h) - 1) * 4 / 9 for h in human])
+        assert result["held_out"]["value"] == pytest.approx(np.mean(np.abs(human - mapped)),
+                                                            rel=1e-12)
+        fitted = tomllib.loads(spec.read_text(encoding="utf-8"))["metrics"]["fitted"]
+        assert (fitted["min"], fitted["max"], fitted["to_min"], fitted["to_max"]) == \
+            (1, 10, 1, 5)
+        calls = server.calls
+        out = tmp_path / "held.csv"
+        scored = run_cli("score", str(write_jsonl(tmp_path / "held.jsonl", held)), "-m",
+                         f"@{spec}", "--store", str(tmp_path / "t.sqlite"), "-o", str(out))
+        assert scored.returncode == 0, scored.stderr
+        assert server.calls == calls
+    table = pd.read_csv(out).set_index(["item", "system"])
+    want = dict(zip([(r["item"], r["system"]) for r in held], mapped, strict=True))
+    np.testing.assert_allclose(table["fitted"].to_numpy(float),
+                               [want[k] for k in table.index], rtol=1e-12)
+    bad = run_cli("fit", str(EXAMPLE), "judge.rubric", "--human", "coherence", "--search",
+                  "scale", "--scales", "5-1", "--store", str(tmp_path / "s.sqlite"))
+    assert bad.returncode == 2 and "MIN below MAX" in bad.stderr

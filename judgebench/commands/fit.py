@@ -1,8 +1,10 @@
 """`judgebench fit`: fit a judge to people's labels (few-shot examples, a decision
-threshold) and report it out of fold; the work is `judgebench.services.fit`."""
+threshold, the criterion's wording, the scale) and report it out of fold; the work is
+`judgebench.services.fit`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -25,6 +27,17 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def _scales(text: str) -> tuple[tuple[int, int], ...]:
+    found = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        match = re.fullmatch(r"(-?\d+)-(-?\d+)", part)
+        if match is None:
+            raise InputError(f"--scales takes MIN-MAX integers, comma-separated (1-5,1-10); "
+                             f"got {part!r}", field="--scales")
+        found.append((int(match[1]), int(match[2])))
+    return tuple(found)
+
+
 @click.command("fit", epilog=examples(
     ("the candidates, calls and cost of fitting a judge to coherence, without calling it",
      "judgebench fit examples/summeval-sample.jsonl "
@@ -39,14 +52,23 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
 @click.argument("judge", metavar="JUDGE_SPEC")
 @click.option("--human", required=True, metavar="H",
-              help="The human score to fit to (the samples' human.H field).")
+              help="The human score to fit to: the samples' human.H field, or "
+                   "store:CRITERION (people's labels in --store; store:PATH:CRITERION names "
+                   "another store; store:CRITERION.ANNOTATOR one annotator's).")
 @click.option("--raters", default="", metavar="H1,H2,...",
               help="The human fields of the individual raters (two or more): the human "
                    "ceiling on the held-out fold, and each judge against it.")
 @click.option("--search", default="few-shot", show_default=True, metavar="WHAT",
               help="What to search, comma-separated: few-shot (examples drawn from the "
                    "labelled rows of the search folds), threshold (the score becomes 1 at or "
-                   "above it).")
+                   "above it), criteria (the criterion's wordings of --criteria-file), scale "
+                   "(the scales of --scales).")
+@click.option("--scales", default="", metavar="A-B,...",
+              help="scale: the scales to ask the judge on (1-10,0-100), each score mapped "
+                   "linearly back onto the starting judge's scale.")
+@click.option("--criteria-file", type=click.Path(path_type=Path), metavar="FILE",
+              help="criteria: the wordings to try, one TOML table each ([name] text = "
+                   "\"...\") or a JSONL of {\"name\": ..., \"text\": ...}.")
 @click.option("--shots", default="1,2", show_default=True, metavar="K,...",
               help="few-shot: the numbers of examples to try (besides none).")
 @click.option("--draws", type=click.IntRange(min=1), default=4, show_default=True,
@@ -78,7 +100,8 @@ def _ints(text: str) -> tuple[int, ...]:
               help="With --budget-usd, run a judge whose price is unknown.")
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def command(input_path: Path, judge: str, human: str, raters: str, search: str, shots: str,
+def command(input_path: Path, judge: str, human: str, raters: str, search: str,
+            criteria_file: Path | None, scales: str, shots: str,
             draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
             seed: int, limit: int | None, output: Path | None, store_path: Path,
             cache_path: Path | None, budget_usd: float | None, allow_unknown_cost: bool,
@@ -96,6 +119,7 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str, 
 
     destinations.check([
         destinations.read("INPUT", input_path),
+        *([destinations.read("--criteria-file", criteria_file)] if criteria_file else []),
         *([destinations.read("JUDGE_SPEC @FILE", path)]
           if (path := spec_file(judge)) is not None else []),
         *([destinations.written("-o", output)] if output is not None else []),
@@ -106,7 +130,10 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str, 
                            shots=_ints(shots), draws=draws, folds=folds, seed=seed,
                            statistic=statistic, bootstrap=bootstrap, limit=limit,
                            folds_over=folds_over,
-                           raters=tuple(r.strip() for r in raters.split(",") if r.strip()))
+                           raters=tuple(r.strip() for r in raters.split(",") if r.strip()),
+                           store=str(store_path),
+                           criteria_file=None if criteria_file is None else str(criteria_file),
+                           scales=_scales(scales))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

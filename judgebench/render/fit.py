@@ -28,7 +28,10 @@ def report(result: FitResult) -> str:
     lines = [
         f"fit: {tried} candidates searched on {result.search_units} labelled rows; "
         f"fold {result.held_out_fold} ({result.held_out_units} rows) held out",
-        f"chosen: {result.chosen} ({chosen.shots} examples: {shown}; threshold {threshold})",
+        f"chosen: {result.chosen} ({chosen.shots} examples: {shown}; threshold {threshold}"
+        + ("" if chosen.criterion is None else f"; criterion wording {chosen.criterion}")
+        + ("" if chosen.scale is None else f"; asked on {chosen.scale}, mapped back")
+        + ")",
         "",
         f"{s} with human.{result.human} (95% bootstrap intervals over rows):",
         f"  held out, fitted judge      {_number(result.held_out)}   <- the number to report",

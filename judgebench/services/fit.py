@@ -1,10 +1,12 @@
 """`judgebench fit`: a judge fitted to people's labels (few-shot examples, a decision
-threshold), reported out of fold (meta_eval.fitting has the scheme and its numbers).
+threshold, the criterion's wording, the scale), reported out of fold (meta_eval.fitting has
+the scheme and its numbers).
 
-Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`), scored
-by the scoring engine (`engine.runner.run`) into the store and the judge cache, so a rerun pays
-for nothing twice and `--budget-usd` is checked before the first call (the engine's estimate
-of every candidate's calls and price) and again before each call (the run's Budget).
+Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`,
+`definition=`, `min=`/`max=` with `to_min=`/`to_max=`), scored by the scoring engine
+(`engine.runner.run`) into the store and the judge cache, so a rerun pays for nothing twice
+and `--budget-usd` is checked before the first call (the engine's estimate of every
+candidate's calls and price) and again before each call (the run's Budget).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ if TYPE_CHECKING:
     from judgebench.engine.store import Store
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
+    from judgebench.tables.criteria_variants import Variant
     from meta_eval.arrays import BoolArray, FloatArray
 
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
-SEARCHES = ("few-shot", "threshold")
+SEARCHES = ("few-shot", "threshold", "criteria", "scale")
 #: Permutations of the paired test of the gain.
 PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
@@ -55,6 +58,12 @@ class FitSettings:
     folds_over: str = "items"
     #: the human fields of the individual raters of the same criterion (the human ceiling)
     raters: tuple[str, ...] = ()
+    #: the store a `store:CRITERION` human is read from when its name gives none (--store)
+    store: str | None = None
+    #: criteria: the file of the criterion's wordings (tables.criteria_variants)
+    criteria_file: str | None = None
+    #: scale: the scales (min, max) to ask the judge on, each reported on the starting one
+    scales: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,10 @@ class Candidate:
     examples: tuple[str, ...]  # item/system of each example
     threshold: float | None
     in_search: float
+    #: the wording of the criterion (its name in --criteria-file; None: the starting judge's)
+    criterion: str | None = None
+    #: the scale the judge is asked on, as "min-max" (None: the starting judge's)
+    scale: str | None = None
 
 
 @dataclass
@@ -124,7 +137,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
 
     plan = plan_fit(input_path, judge, settings)
     start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
-    search, held, held_fold, draws = plan.search, plan.held, plan.held_fold, plan.draws
+    search, held, held_fold = plan.search, plan.held, plan.held_fold
     shot_specs, thresholds, key = plan.shot_specs, plan.thresholds, plan.key
     search_units, held_units = plan.search_units, plan.held_units
     estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
@@ -134,8 +147,10 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     found = _by_unit(scored.table, search_units, list(shot_specs))
     candidates: dict[str, FloatArray] = {}
     own: dict[str, tuple[tuple[int, ...], float | None]] = {}
+    wording: dict[str, tuple[str | None, str | None]] = {}
     positions = np.flatnonzero(search)
-    for (name, values), draw in zip(found.items(), draws, strict=True):
+    for name, values in found.items():
+        draw, variant, scale = plan.made[name]
         base = np.full(len(units), np.nan)
         base[positions] = values
         base[list(draw)] = np.nan  # never judged with itself as an example
@@ -143,6 +158,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
             label = name if t is None else f"{name}@{t:g}"
             candidates[label] = fitting.thresholded(base, t)
             own[label] = (draw, t)
+            wording[label] = (variant, scale)
     spec = get(settings.statistic)
     try:
         chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
@@ -155,7 +171,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
-                                      metric=scores).value)
+                                      metric=scores).value, *wording[label])
               for label, scores in candidates.items()]
     in_search = _number(settings, human=np.where(search, human, np.nan),
                         metric=candidates[chosen])
@@ -168,8 +184,9 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                  f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
                  f"held-out-fold={held_fold},seed={settings.seed},"
                  f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
-    chosen_spec = _with(start, FITTED, examples=shot_specs[chosen.split("@")[0]].options.get(
-        "examples"), threshold=threshold, fitted=fitted_on)
+    searched = shot_specs[chosen.split("@")[0]]
+    chosen_spec = _with(MetricSpec(start.name, dict(searched.options)), FITTED,
+                        threshold=threshold, fitted=fitted_on)
     start_spec = _with(start, START)
     final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
                 settings=run_settings, host=host)
@@ -200,7 +217,8 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         ceiling_fitted=ceiling[1], ceiling_start=ceiling[2], estimated_usd=estimated,
         spent_usd=run_settings.budget.spent_usd, failed=failed,
         spec_path=None if output is None else str(output),
-        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1),
+        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1,
+                             plan.variants),
         options=dict(chosen_spec.options))
     if output is not None:
         write_spec(chosen_spec, result, output)
@@ -240,8 +258,13 @@ class FitPlan:
     held: BoolArray
     search: BoolArray
     draws: list[tuple[int, ...]]
+    #: every judge spec searched (one per wording and set of examples), by column
     shot_specs: dict[str, MetricSpec]
     thresholds: list[float | None]
+    #: each spec's examples (positions in units), wording and scale (None: the starting
+    #: judge's)
+    made: dict[str, tuple[tuple[int, ...], str | None, str | None]]
+    variants: tuple[Variant, ...] = ()
 
     @property
     def search_units(self) -> list[Sample]:
@@ -258,19 +281,24 @@ class FitPlan:
 
 def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     """The labelled rows, their folds and the candidates, before any call."""
+    from judgebench.tables.criteria_variants import read_variants
     from judgebench.tables.io import read_samples
     from meta_eval import fitting
     from meta_eval.combination import item_folds
 
     start = _start_spec(judge)
     _check_settings(settings)
+    variants = (read_variants(Path(settings.criteria_file))
+                if settings.criteria_file is not None else [])
     key = settings.human.removeprefix("human.")
     samples = read_samples(input_path)[:settings.limit]
-    units = [s for s in samples if _finite(s.human.get(key))]
     where = f"{input_path}"
+    labels = _labels(samples, settings, where=where)
+    units = [s for s, v in zip(samples, labels, strict=True) if math.isfinite(v)]
     if not units:
-        raise InputError(f"no row has a human score {key!r} (its human.{key} field)",
-                         path=where, field="--human")
+        raise InputError(f"no row has a human score {key!r}" + (
+            "" if key.startswith("store:") else f" (its human.{key} field)"),
+            path=where, field="--human")
     items = ([s.item for s in units] if settings.folds_over == "items"
              else [_unit(s) for s in units])
     if len(set(items)) < 3:
@@ -279,7 +307,7 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
                          + (": --folds-over rows deals rows into folds" if
                             settings.folds_over == "items" else ""),
                          path=where, field="--human")
-    human = np.array([float(s.human[key]) for s in units])  # type: ignore[arg-type]
+    human = labels[np.isfinite(labels)]
     folds = item_folds(items, settings.folds, settings.seed)
     held_fold = int(folds.max())
     held = folds == held_fold
@@ -293,14 +321,52 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
             draws=settings.draws, seed=settings.seed)
     except ValueError as exc:
         raise InputError(str(exc), field="--shots") from None
-    shot_specs = {f"fit-{n}": _with(start, f"fit-{n}", examples=[
-        _example(units[i], human[i], low, high, binary) for i in draw])
-        for n, draw in enumerate(draws)}
+    wordings: list[Variant | None] = [None, *variants]
+    scales = [None, *(s for s in settings.scales if s != (low, high))]
+    shot_specs: dict[str, MetricSpec] = {}
+    made: dict[str, tuple[tuple[int, ...], str | None, str | None]] = {}
+    for w, variant in enumerate(wordings):
+        for k, scale in enumerate(scales):
+            a, b = (low, high) if scale is None else scale
+            for n, draw in enumerate(draws):
+                column = (f"fit-{n}" + ("" if variant is None else f"-c{w}")
+                          + ("" if scale is None else f"-s{k}"))
+                shot_specs[column] = _with(start, column, examples=[
+                    _example(units[i], human[i] if binary else
+                             _on_scale(human[i], (low, high), (a, b)), a, b, binary)
+                    for i in draw],
+                    definition=None if variant is None else variant.text,
+                    **({} if scale is None else {"min": a, "max": b, "to_min": low,
+                                                 "to_max": high}))
+                made[column] = (draw, None if variant is None else variant.name,
+                                None if scale is None else f"{a}-{b}")
     thresholds: list[float | None] = [None]
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                 thresholds)
+                   thresholds, made, tuple(variants))
+
+
+def _labels(samples: Sequence[Sample], settings: FitSettings, *, where: str) -> FloatArray:
+    """Each sample's human score (NaN: unlabelled): its `human.H` field, or with
+    `store:CRITERION` people's labels in a store (`tables.store_humans`)."""
+    from judgebench.tables import store_humans
+
+    if not settings.human.startswith(store_humans.PREFIX):
+        key = settings.human.removeprefix("human.")
+        return np.array([_rating(s, key) for s in samples])
+    import pandas as pd
+
+    given, _, _ = store_humans.parse(settings.human)
+    path = store_humans.find_store(settings.human, given, settings.store, None, where)
+    if not path.exists():
+        raise InputError(f"{settings.human} reads people's labels from {path}, which does "
+                         "not exist", path=str(path), field="--human")
+    frame = pd.DataFrame({"item": [s.item for s in samples],
+                          "system": [s.system for s in samples]})
+    store_humans.add_store_columns(frame, [settings.human], store=settings.store,
+                                   sidecar=None, where=where)
+    return frame[settings.human].to_numpy(dtype=float)
 
 
 def _ceiling(settings: FitSettings, plan: FitPlan, fitted: FloatArray, start: FloatArray
@@ -343,7 +409,7 @@ def _start_spec(judge: str) -> MetricSpec:
     if spec.name not in FITTABLE:
         raise InputError(f"fit fits {', '.join(FITTABLE)} (few-shot examples and a threshold "
                          f"are its options); {spec.name} is not one", field="JUDGE_SPEC")
-    for name in ("examples", "threshold", "fitted"):
+    for name in ("examples", "threshold", "fitted", "to_min", "to_max"):
         if name in spec.options:
             raise InputError(f"the starting judge already has {name}=: fit chooses it; start "
                              "from the judge without it", field="JUDGE_SPEC")
@@ -366,6 +432,14 @@ def _check_settings(settings: FitSettings) -> None:
         raise InputError(f"fit chooses by a segment-level correlation or error (pearson, "
                          f"spearman, kendall, mae, rmse, ...); {settings.statistic} is not one",
                          field="--statistic")
+    if ("criteria" in settings.search) != (settings.criteria_file is not None):
+        raise InputError("--search criteria and --criteria-file FILE (the wordings to try) "
+                         "go together", field="--criteria-file")
+    if ("scale" in settings.search) != bool(settings.scales):
+        raise InputError("--search scale and --scales A-B,... (the scales to try) go together",
+                         field="--scales")
+    if any(a >= b for a, b in settings.scales):
+        raise InputError("each of --scales is MIN-MAX with MIN below MAX", field="--scales")
     if settings.folds_over not in ("items", "rows"):
         raise InputError("--folds-over is items or rows", field="--folds-over")
     if len(settings.raters) == 1:
@@ -401,6 +475,15 @@ def _example(sample: Sample, human: float, low: int, high: int, binary: bool
         score = min(high, max(low, math.floor(human + 0.5)))
     return {"item": sample.item, "system": sample.system, "input": sample.input_text,
             "output": sample.output or "", "score": score}
+
+
+def _on_scale(human: float, labels: tuple[int, int], scale: tuple[int, int]) -> float:
+    """A human score on the labels' scale mapped linearly onto `scale` (the inverse of the
+    judge's to_min..to_max map); the labels' scale itself is left as it is."""
+    (lo, hi), (a, b) = labels, scale
+    if (lo, hi) == (a, b):
+        return human
+    return a + (min(hi, max(lo, human)) - lo) * (b - a) / (hi - lo)
 
 
 def _with(start: MetricSpec, column: str, **options: Any) -> MetricSpec:
@@ -465,19 +548,23 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
         raise InputError(f"fit would cost about ${total:.4f} ({calls} calls: "
                          f"{len(candidates)} judge specs on {len(plan.search_units)} rows, then "
                          f"the held-out fold), over --budget-usd {limit:g}: ask for fewer "
-                         "candidates (--draws, --shots) or a larger budget",
+                         "candidates (--draws, --shots, wordings, --scales) or a larger budget",
                          field="--budget-usd")
     return found
 
 
-def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int) -> str:
-    """How the reported numbers were made (as sacrebleu's signatures say)."""
+def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int,
+               variants: Sequence[Variant] = ()) -> str:
+    """How the reported numbers were made (as sacrebleu's signatures say); the wordings
+    tried by name and the SHA-256 of their text."""
+    tried = "".join(f"|criteria:{','.join(f'{v.name}={v.digest}' for v in variants)}"
+                    for _ in variants[:1])
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
             f"|folds-over:{settings.folds_over}|candidates:{candidates}|seed:{settings.seed}"
             f"|bootstrap:{settings.bootstrap}|ci-over:rows"
-            f"|gain-test:paired-permutation-{PERMUTATIONS}")
+            f"|gain-test:paired-permutation-{PERMUTATIONS}{tried}")
 
 
 def write_spec(spec: MetricSpec, result: FitResult, path: Path) -> None:

@@ -13,7 +13,8 @@ The scoring used is in the signature, the probabilities in ``extra["probs"]``.
 ``threshold`` (the score becomes 1 at or above it, else 0) are what `judgebench fit` chooses;
 ``fitted`` says how (the fit's folds, seed and statistic). Each is in the signature when set
 (the examples as their number and a digest of their texts and scores); unset, the signature
-is as before.
+is as before. ``to_min``/``to_max`` map the score read on ``min..max`` linearly onto another
+scale (`fit --search scale`: a judge asked on 1-10 reported on the labels' 1-5).
 
 ``mode=turn`` judges a conversation's judged turn in its context (the messages up to it, the
 turn marked; template rubric_turn.txt), ``mode=conversation`` the whole conversation
@@ -87,6 +88,10 @@ class RubricOptions(JudgeOptions):
     threshold: float | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE, allow_inf_nan=False)
     #: how `judgebench fit` chose this judge (kept in the signature, asks nothing)
     fitted: str | None = None
+    #: the score read on min..max mapped linearly onto to_min..to_max (both or neither),
+    #: before the threshold: a judge asked on another scale reports on the labels' one
+    to_min: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
+    to_max: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
 
 
 def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
@@ -139,6 +144,12 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             from judgebench.plugin_api import InputError
 
             raise InputError(f"metric {self.info.name}: min must be below max")
+        if (o.to_min is None) != (o.to_max is None) or (
+                o.to_min is not None and o.to_max is not None and o.to_min >= o.to_max):
+            from judgebench.plugin_api import InputError
+
+            raise InputError(f"metric {self.info.name}: to_min and to_max go together, "
+                             "to_min below to_max", field="to_min")
         try:
             self.criterion = criterion(o.criterion, o.definition, o.levels)
         except ValueError as exc:
@@ -168,7 +179,7 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         fields["scoring"] = self.scoring
         if self.options.mode == "response":  # signatures from before conversations
             fields.pop("mode", None)
-        for name in ("examples", "threshold", "fitted"):  # signatures from before `fit`
+        for name in ("examples", "threshold", "fitted", "to_min", "to_max"):  # before `fit`
             if getattr(self.options, name) is None:
                 fields.pop(name, None)
         if self.options.examples is not None:
@@ -273,9 +284,17 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         return self.decided(judged(responses, float(score), raw, feedback))
 
     def decided(self, outcome: Outcome) -> Outcome:
-        """`outcome` with its score turned into 1.0 or 0.0 by the threshold (when set); the
-        score itself kept in ``extra["score"]``."""
-        t = self.options.threshold
+        """`outcome` with its score mapped onto to_min..to_max (when set; the score read kept
+        in ``extra["read_score"]``), then turned into 1.0 or 0.0 by the threshold (when set;
+        the score itself kept in ``extra["score"]``)."""
+        o = self.options
+        if o.to_min is not None and o.to_max is not None and outcome.value is not None:
+            read = outcome.value
+            mapped = o.to_min + (read - o.min) * (o.to_max - o.to_min) / (o.max - o.min)
+            outcome = outcome.model_copy(update={
+                "value": mapped, "extra": {**outcome.extra, "read_score": read,
+                                           "read_scale": f"{o.min}..{o.max}"}})
+        t = o.threshold
         if t is None or outcome.value is None:
             return outcome
         return outcome.model_copy(update={
