@@ -89,9 +89,10 @@ class Icc:
 
         return {"form": self.form, "mcgraw_wong": MCGRAW_WONG[self.form],
                 "value": clean(self.value), "f": clean(self.f), "df1": clean(self.df1),
-                "df2": clean(self.df2), "p_value": clean(self.p_value), "ci_low": clean(self.ci_low),
-                "ci_high": clean(self.ci_high), "confidence": self.confidence, "n": self.n,
-                "k": self.k, "signature": self.signature}
+                "df2": clean(self.df2), "p_value": clean(self.p_value),
+                "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
+                "confidence": self.confidence, "n": self.n, "k": self.k,
+                "signature": self.signature}
 
 
 def icc_forms(*, ratings: ArrayLike, confidence: float = 0.95) -> dict[str, Icc]:
