@@ -426,6 +426,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
     `human_scores` (bias_battery.self_preference)."""
     from judgebench.auditing import bias_battery
     from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn
+    from judgebench.auditing.bias_variants import VARIANT_PROBES
     from judgebench.auditing.probes import runner_score_fn
     from judgebench.engine.pairwise_table import is_pointwise_metric
 
@@ -461,9 +462,14 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                 pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
                 center=center_of(info.value_range), seed=seed, confidence=confidence,
                 thresholds=thresholds)
+            if probes is None or "label-scheme" in probes:
+                results.append(_label_scheme(spec, pairs, host, seed=seed,
+                                             confidence=confidence, thresholds=thresholds))
         if probes is not None:
+            variants = [n for n, mode in VARIANT_PROBES.items() if n in probes
+                        and mode != ("pointwise" if pointwise else "pairwise")]
             results += _not_applying(spec.column, pointwise, builtin,
-                                     [p.name for p in plugged if p not in mine])
+                                     [*variants, *(p.name for p in plugged if p not in mine)])
         out += [r.to_dict() for r in results]
     return out
 
@@ -479,6 +485,28 @@ def _not_applying(judge: str, pointwise: bool, builtin: Sequence[str],
     names = [*(n for n in builtin if pointwise and n != "self-preference"), *plugged]
     return [BiasResult(judge, name, "skipped", None, 0,
                        f"skipped: it probes a judge that {kind}") for name in names]
+
+
+def _label_scheme(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *, seed: int,
+                  confidence: float, thresholds: Mapping[str, float] | None) -> BiasResult:
+    """The label-scheme probe of one pairwise judge: its pairs judged under each of its
+    `labels=` schemes (the judge's own options otherwise), or a skipped row for a judge
+    without that option."""
+    from judgebench.auditing.bias import BiasResult, center_of, judge_score_fn
+    from judgebench.auditing.bias_variants import LABEL_SCHEMES, label_scheme
+
+    entry = host.metric(spec.name)
+    options = getattr(entry.factory, "Options", None)
+    if "labels" not in getattr(options, "model_fields", {}):
+        return BiasResult(spec.column, "label-scheme", "skipped", None, 0,
+                          "skipped: the judge has no labels= option (judge.pairwise has)")
+    scores = {scheme: judge_score_fn(
+        MetricSpec(spec.name, {**spec.options, "labels": scheme},
+                   f"{spec.column}~labels-{scheme}"), host) for scheme in LABEL_SCHEMES}
+    return label_scheme(pairs, scores, judge=spec.column,
+                        center=center_of(entry.info.value_range), seed=seed,
+                        confidence=confidence,
+                        threshold=(thresholds or {}).get("label-scheme"))
 
 
 def _pairwise_bias(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *,
