@@ -1,6 +1,8 @@
-"""bias_variants.label_scheme's number against a direct computation: on random verdicts with
-ties and failed calls, the share of pairs whose verdict changes with the labels and its
-interval equal scipy's one-sample t interval of the change indicators, clipped to [0, 1]."""
+"""bias_variants' numbers against a direct computation: on random verdicts with ties and
+failed calls, label_scheme's share of pairs whose verdict changes with the labels and its
+interval equal scipy's one-sample t interval of the change indicators, clipped to [0, 1];
+on random scores with ties, failures and extreme magnitudes, scale_inversion's shift (the
+signs of the oriented mapped-back changes), its interval and mean change."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judgebench.auditing.bias_variants import LABEL_SCHEMES, label_scheme
+from judgebench.auditing.bias_variants import LABEL_SCHEMES, label_scheme, scale_inversion
 from judgebench.models import Sample
 
 
@@ -68,3 +70,33 @@ def test_all_equal_verdicts_are_unbiased_and_all_changed_biased() -> None:
     lone = label_scheme(pairs(2), {s: answering([1.0, None]) for s in LABEL_SCHEMES},
                         judge="j", center=0.5, seed=0, confidence=0.95)
     assert (lone.n, lone.extra["verdict"], lone.extra["ci_low"]) == (1, "undetermined", None)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("higher_is_better", [True, False])
+def test_the_scale_inversion_shift_matches_a_direct_computation(seed: int,
+                                                                higher_is_better: bool) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 60))
+    scale = float(rng.choice([1e-6, 1.0, 1e8]))
+    plain = [None if rng.random() < 0.1 else float(rng.integers(1, 6)) * scale
+             for _ in range(n)]
+    # the inverted answers, mapped back: often the same score (ties), else another
+    back = [None if rng.random() < 0.1 else (p if p is not None and rng.random() < 0.4
+                                             else float(rng.integers(1, 6)) * scale)
+            for p in plain]
+    result = scale_inversion(pairs(n), answering(plain), answering(back), judge="j",
+                             higher_is_better=higher_is_better, seed=seed, confidence=0.95)
+    sign = 1 if higher_is_better else -1
+    moves, deltas = [], []
+    for p, b in zip(plain, back, strict=True):
+        if p is not None and b is not None:
+            moves.append(0.0 if b == p else float(np.sign(sign * (b - p))))
+            deltas.append(sign * (b - p))
+    assert result.n == len(moves) and result.extra["failed"] == n - len(moves)
+    assert result.value == pytest.approx(np.mean(moves), abs=1e-12)
+    assert result.extra["mean_delta"] == pytest.approx(np.mean(deltas), rel=1e-12)
+    if np.std(moves) > 0:
+        low, high = stats.ttest_1samp(moves, 0).confidence_interval(0.95)
+        assert result.extra["ci_low"] == pytest.approx(max(-1.0, low), abs=1e-12)
+        assert result.extra["ci_high"] == pytest.approx(min(1.0, high), abs=1e-12)

@@ -417,7 +417,8 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                generations: Sequence[Sample] = (),
                human_scores: Mapping[tuple[str, str], float] | None = None, count: int = 24,
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """The bias probes in `probes` (default: all) of each judge: the pairwise ones
+    """The bias probes in `probes` (default: all that apply, the variant probes to a judge
+    with the option they vary) of each judge: the pairwise ones
     (judgebench.auditing.bias) on `pairs` for a pairwise judge, and the registered BiasProbes
     (judgebench.auditing.bias_battery) on `pairs` or, for a judge that scores one output, on
     `samples`. `thresholds`: a probe's verdict threshold other than its own. A probe asked
@@ -454,6 +455,10 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                     human=human_scores or {}, higher_is_better=info.higher_is_better,
                     count=count, seed=seed, confidence=confidence,
                     threshold=(thresholds or {}).get("self-preference", 0.1)))
+            if ("scale-inversion" in probes if probes is not None
+                    else _takes(host.metric(spec.name), "invert")):
+                results.append(_scale_inversion(spec, samples, host, seed=seed,
+                                                confidence=confidence, thresholds=thresholds))
         else:
             results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
                                      human=human, judge_family=judge_family,
@@ -462,7 +467,8 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                 pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
                 center=center_of(info.value_range), seed=seed, confidence=confidence,
                 thresholds=thresholds)
-            if probes is None or "label-scheme" in probes:
+            if ("label-scheme" in probes if probes is not None
+                    else _takes(host.metric(spec.name), "labels")):
                 results.append(_label_scheme(spec, pairs, host, seed=seed,
                                              confidence=confidence, thresholds=thresholds))
         if probes is not None:
@@ -496,8 +502,7 @@ def _label_scheme(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *
     from judgebench.auditing.bias_variants import LABEL_SCHEMES, label_scheme
 
     entry = host.metric(spec.name)
-    options = getattr(entry.factory, "Options", None)
-    if "labels" not in getattr(options, "model_fields", {}):
+    if not _takes(entry, "labels"):
         return BiasResult(spec.column, "label-scheme", "skipped", None, 0,
                           "skipped: the judge has no labels= option (judge.pairwise has)")
     scores = {scheme: judge_score_fn(
@@ -507,6 +512,33 @@ def _label_scheme(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *
                         center=center_of(entry.info.value_range), seed=seed,
                         confidence=confidence,
                         threshold=(thresholds or {}).get("label-scheme"))
+
+
+def _scale_inversion(spec: MetricSpec, samples: Sequence[Sample], host: PluginHost, *,
+                     seed: int, confidence: float, thresholds: Mapping[str, float] | None
+                     ) -> BiasResult:
+    """The scale-inversion probe of one pointwise judge: its samples scored as it is and
+    with invert=true, or a skipped row for a judge without that option."""
+    from judgebench.auditing.bias import BiasResult
+    from judgebench.auditing.bias_variants import scale_inversion
+    from judgebench.auditing.probes import runner_score_fn
+
+    entry = host.metric(spec.name)
+    if not _takes(entry, "invert"):
+        return BiasResult(spec.column, "scale-inversion", "skipped", None, 0,
+                          "skipped: the judge has no invert= option (judge.rubric has)")
+    inverted = MetricSpec(spec.name, {**spec.options, "invert": "true"},
+                          f"{spec.column}~invert")
+    return scale_inversion(samples, runner_score_fn(spec, host),
+                           runner_score_fn(inverted, host), judge=spec.column,
+                           higher_is_better=entry.info.higher_is_better, seed=seed,
+                           confidence=confidence,
+                           threshold=(thresholds or {}).get("scale-inversion"))
+
+
+def _takes(entry: Any, option: str) -> bool:
+    """Whether a registered metric's options have `option`."""
+    return option in getattr(getattr(entry.factory, "Options", None), "model_fields", {})
 
 
 def _pairwise_bias(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *,

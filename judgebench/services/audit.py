@@ -437,7 +437,8 @@ def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec
         raise InputError(f"unknown bias probe(s) {', '.join(unknown)}; known: "
                          f"{', '.join(known)}", field="--bias-probe")
     pointwise_probes = ["self-preference", *(n for n, e in registered.items()
-                                             if "pointwise" in getattr(e.probe, "modes", ()))]
+                                             if "pointwise" in getattr(e.probe, "modes", ())),
+                        *(n for n, mode in VARIANT_PROBES.items() if mode == "pointwise")]
     usable = [p for p in probes or pointwise_probes if p in pointwise_probes]
     for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
         for spec in specs:
