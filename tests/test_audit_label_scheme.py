@@ -81,11 +81,11 @@ def test_a_judge_whose_verdict_follows_the_labels_is_found_and_a_fair_one_is_not
     assert extra["verdict"] == ("biased" if biased else "unbiased")
     assert extra["signature"].startswith("bias.label-scheme@")
     assert "mode:pairwise" in extra["signature"] and "statistic:shift" in extra["signature"]
-    # each pair judged in both orders under each of the three schemes
-    assert len(prompts) == 3 * 2 * COUNT
+    # each pair judged in the order shown (the one the probe reads) under each scheme
+    assert len(prompts) == 3 * COUNT
     shown = {tuple(label for label, _, _ in _SHOWN.findall(m[-1]["content"]))
              for m in prompts}
-    assert {("A", "B"), ("1", "2")} < shown and len(shown) == 2 + 2 * COUNT
+    assert {("A", "B"), ("1", "2")} < shown and len(shown) == 2 + COUNT
     counts = {s: extra[f"verdicts_{s}"] for s in extra["schemes"]}
     assert all(sum(c.values()) == COUNT for c in counts.values())
     if not biased:
@@ -117,3 +117,19 @@ def test_label_scheme_asked_of_a_pointwise_judge_is_refused_before_any_work() ->
         assert server.calls == 0
     assert proc.returncode == 2
     assert "field '--judge'" in proc.stderr and "label-scheme" in proc.stderr
+
+
+def test_label_scheme_asked_of_a_pairwise_judge_without_labels_is_a_skipped_row() -> None:
+    with ScriptedJudge(reply=reply(False)) as server:
+        judge = f"judge.prometheus_relative:backend=openai_compat,model=m,api_base={server.url}"
+        proc = run_cli("audit", str(EXAMPLES / "summeval-scores.csv"), "--human",
+                       "human.coherence", "--samples", str(EXAMPLES / "summeval-sample.jsonl"),
+                       "--judge", judge, "--bias-probe", "label-scheme", "--bootstrap", "0",
+                       "--resamples", "50", "--sentinel", "sentinel.random", "--bias-pairs",
+                       "3", "--json")
+        assert server.calls == 0
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(proc.stdout) if r["type"] == "bias"]
+    assert [(r["probe"], r["measure"], r["note"]) for r in rows] == [
+        ("label-scheme", "skipped",
+         "skipped: the judge has no labels= option (judge.pairwise has)")]

@@ -65,6 +65,12 @@ class PairwiseOptions(JudgeOptions):
     #: response: the two outputs to the input; conversation: two conversations from the same
     #: start (`messages`, continued by `messages_a` and `messages_b`), shown whole
     mode: Literal["response", "conversation"] = "response"
+
+
+class PairwiseLabelOptions(PairwiseOptions):
+    """judge.pairwise's own options (a judge built on it, judge.prometheus_relative, has its
+    own template and takes no labels=)."""
+
     #: how the responses are labelled in the prompt and the verdict: A/B (ab), 1/2 (12) or
     #: ids drawn per request (random-ids)
     labels: Literal["ab", "12", "random-ids"] = "ab"
@@ -82,16 +88,21 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
                  "NeurIPS Datasets and Benchmarks. Zeng et al. (2024). Evaluating Large "
                  "Language Models at Evaluating Instruction Following (LLMBar). ICLR.",
     )
-    Options = PairwiseOptions
+    Options = PairwiseLabelOptions
     template_name = "pairwise"
     parser_name = "pairwise"
     placeholders: ClassVar[set[str]] = {"question", "response_a", "response_b", "format"}
     conversation_placeholders: ClassVar[set[str]] = {"conversation", "conversation_a",
                                                      "conversation_b", "format"}
 
+    @property
+    def scheme(self) -> str:
+        """labels= (ab where the judge's options have none)."""
+        return str(getattr(self.options, "labels", "ab"))
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        if self.options.labels != "ab" and self.options.mode == "conversation":
+        if self.scheme != "ab" and self.options.mode == "conversation":
             from judgebench.plugin_api import InputError
 
             raise InputError(f"metric {self.info.name}: labels= applies to mode=response "
@@ -100,7 +111,7 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     def chosen_template(self) -> tuple[str, set[str]]:
         if self.options.mode == "conversation":
             return "pairwise_conversation", self.conversation_placeholders
-        if self.options.labels != "ab":
+        if self.scheme != "ab":
             return "pairwise_labels", self.placeholders | {"label_a", "label_b"}
         return super().chosen_template()
 
@@ -108,14 +119,14 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
         fields = super().signature_fields()
         if self.options.mode == "response":  # signatures from before conversations
             fields.pop("mode", None)
-        if self.options.labels == "ab":  # signatures from before labels=
+        if self.scheme == "ab":  # signatures from before labels=
             fields.pop("labels", None)
         return fields
 
     def shown_labels(self, sample: Sample, first: str, second: str) -> tuple[str, str, str]:
         """(first, second, tie) labels of one presentation (`first` shown first)."""
-        if self.options.labels != "random-ids" or self.options.mode == "conversation":
-            return LABELS[self.options.labels]
+        if self.scheme != "random-ids" or self.options.mode == "conversation":
+            return LABELS[self.scheme]
         shown = [sample.input_text or "", first, second]
         for attempt in range(64):
             digest = hashlib.sha256(json_text([*shown, attempt]).encode()).digest()
@@ -126,13 +137,13 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
         return ids[0], ids[1], "tie"
 
     def schema(self, labels: tuple[str, str, str]) -> dict[str, Any]:
-        if self.options.labels == "ab":
+        if self.scheme == "ab":
             return SCHEMA
         verdict = {"type": "string", "enum": [labels[0], labels[1], "tie"]}
         return {**SCHEMA, "properties": {**SCHEMA["properties"], "verdict": verdict}}
 
     def format_instruction(self, labels: tuple[str, str, str] = LABELS["ab"]) -> str:
-        if self.options.labels == "ab":
+        if self.scheme == "ab":
             if self.protocol == "json":
                 return ('Answer with a JSON object with the keys "explanation" (a short string) '
                         'and "verdict" ("A" if response A is better, "B" if response B is '
@@ -152,7 +163,7 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     @property
     def verdict_tokens(self) -> int:
         """The second stage's max_tokens: a letter (3, as before labels=) or an id."""
-        return 3 if self.options.labels == "ab" else 8
+        return 3 if self.scheme == "ab" else 8
 
     def order_request(self, sample: Sample, first: str, second: str) -> Request:
         if self.options.mode == "conversation":
@@ -172,7 +183,7 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
             "response_b": as_data(second),
             "format": self.format_instruction(labels),
         }
-        if self.options.labels != "ab":
+        if self.scheme != "ab":
             values.update(label_a=labels[0], label_b=labels[1])
         return self.protocol_request(self.messages(values), self.schema(labels))
 
@@ -229,13 +240,13 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
 
     def choices(self, sample: Sample, first: str, second: str) -> tuple[str, ...]:
         """What the continuation after MARKER may be (C, or tie, a tie)."""
-        if self.options.labels == "ab":
+        if self.scheme == "ab":
             return CHOICES
         return self.shown_labels(sample, first, second)
 
     def parsed(self, text: str, labels: tuple[str, str, str], *, leading: bool) -> str:
         """A, B or C from an answer (`leading`: a continuation after MARKER)."""
-        if self.options.labels == "ab":
+        if self.scheme == "ab":
             return parsing.leading_verdict(text) if leading else parsing.verdict(text)
         return (parsing.leading_labelled_verdict(text, labels) if leading
                 else parsing.labelled_verdict(text, labels))
