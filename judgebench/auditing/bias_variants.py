@@ -47,8 +47,6 @@ ScoreFn = Callable[[Sequence["Sample"]], list[float | None]]
 LABEL_SCHEMES = ("ab", "12", "random-ids")
 #: Each variant probe and the kind of judge it applies to.
 VARIANT_PROBES: dict[str, Mode] = {"label-scheme": "pairwise", "scale-inversion": "pointwise"}
-#: The judge option each variant probe varies: a judge without it is skipped.
-VARIED_OPTION = {"label-scheme": "labels", "scale-inversion": "invert"}
 
 
 class LabelScheme:

@@ -505,8 +505,10 @@ def _label_scheme(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *
     if not _takes(entry, "labels"):
         return BiasResult(spec.column, "label-scheme", "skipped", None, 0,
                           "skipped: the judge has no labels= option (judge.pairwise has)")
+    # the probe reads the order shown only (`verdict_ab`): the swapped order is not asked
+    once = {"both_orders": "false"} if _takes(entry, "both_orders") else {}
     scores = {scheme: judge_score_fn(
-        MetricSpec(spec.name, {**spec.options, "labels": scheme},
+        MetricSpec(spec.name, {**spec.options, **once, "labels": scheme},
                    f"{spec.column}~labels-{scheme}"), host) for scheme in LABEL_SCHEMES}
     return label_scheme(pairs, scores, judge=spec.column,
                         center=center_of(entry.info.value_range), seed=seed,
