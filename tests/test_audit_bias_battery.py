@@ -74,8 +74,9 @@ def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: se
         code, rows, stderr = audit(rubric(server))
         calls = server.calls
     assert code == 0, stderr
-    # no pairwise-only probe on this judge; self-preference without families says why not
-    assert {p for p, _ in rows} == {*PROBES, "self-preference"}
+    # no pairwise-only probe on this judge; self-preference without families says why not;
+    # scale-inversion (tests/test_audit_scale_inversion.py) runs on a judge with invert=
+    assert {p for p, _ in rows} == {*PROBES, "self-preference", "scale-inversion"}
     assert rows[("self-preference", "shift")]["note"].startswith("skipped: give the judge's")
     edited = 0
     for probe in PROBES:
@@ -93,7 +94,8 @@ def test_a_pointwise_judge_is_caught_for_its_biases_and_only_for_them(biased: se
         assert extra["ci_high"] == pytest.approx(min(1, value + bound * (1 - value)))
         # +2 on the 1-5 scale for a rewarded edit, -1 for a fallacy seen
         assert extra["mean_delta"] == {1.0: 2.0, -1.0: -1.0, 0.0: 0.0}[value]
-    assert calls == COUNT + edited  # one run: the originals and every edit, judged once
+    # one run: the originals and every edit, judged once; the originals inverted
+    assert calls == COUNT + edited + rows[("scale-inversion", "shift")]["n"] == 2 * COUNT + edited
 
 
 @pytest.mark.parametrize(("biased", "position"), [

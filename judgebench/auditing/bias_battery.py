@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -57,6 +57,12 @@ ScoreFn = Callable[[Sequence["Sample"]], list[float | None]]
 MEASURE = "shift"
 
 
+class _Named(Protocol):
+    """Any probe with a name (a variant probe: judgebench.auditing.bias_variants)."""
+
+    name: str
+
+
 def verdict(shift: Shift, threshold: float, expect: BiasExpect = "same") -> str:
     """biased, unbiased, inconclusive or undetermined (module docstring)."""
     if not (math.isfinite(shift.low) and math.isfinite(shift.high)):
@@ -71,8 +77,8 @@ def verdict(shift: Shift, threshold: float, expect: BiasExpect = "same") -> str:
     return "inconclusive"
 
 
-def signature(probe: BiasProbe | _SelfPreference, *, judge: str, mode: Mode, confidence: float,
-              seed: int) -> str:
+def signature(probe: BiasProbe | _SelfPreference | _Named, *, judge: str, mode: Mode,
+              confidence: float, seed: int) -> str:
     from judgebench._version import __version__
 
     return (f"bias.{probe.name}@{__version__}|ci:t-{confidence:g}|judge:{judge}|mode:{mode}"

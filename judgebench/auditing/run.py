@@ -417,7 +417,8 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                generations: Sequence[Sample] = (),
                human_scores: Mapping[tuple[str, str], float] | None = None, count: int = 24,
                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """The bias probes in `probes` (default: all) of each judge: the pairwise ones
+    """The bias probes in `probes` (default: all that apply, the variant probes to a judge
+    with the option they vary) of each judge: the pairwise ones
     (judgebench.auditing.bias) on `pairs` for a pairwise judge, and the registered BiasProbes
     (judgebench.auditing.bias_battery) on `pairs` or, for a judge that scores one output, on
     `samples`. `thresholds`: a probe's verdict threshold other than its own. A probe asked
@@ -426,6 +427,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
     `human_scores` (bias_battery.self_preference)."""
     from judgebench.auditing import bias_battery
     from judgebench.auditing.bias import BIAS_PROBES, center_of, judge_score_fn
+    from judgebench.auditing.bias_variants import VARIANT_PROBES
     from judgebench.auditing.probes import runner_score_fn
     from judgebench.engine.pairwise_table import is_pointwise_metric
 
@@ -453,6 +455,10 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                     human=human_scores or {}, higher_is_better=info.higher_is_better,
                     count=count, seed=seed, confidence=confidence,
                     threshold=(thresholds or {}).get("self-preference", 0.1)))
+            if ("scale-inversion" in probes if probes is not None
+                    else _takes(host.metric(spec.name), "invert")):
+                results.append(_scale_inversion(spec, samples, host, seed=seed,
+                                                confidence=confidence, thresholds=thresholds))
         else:
             results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
                                      human=human, judge_family=judge_family,
@@ -461,9 +467,15 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                 pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
                 center=center_of(info.value_range), seed=seed, confidence=confidence,
                 thresholds=thresholds)
+            if ("label-scheme" in probes if probes is not None
+                    else _takes(host.metric(spec.name), "labels")):
+                results.append(_label_scheme(spec, pairs, host, seed=seed,
+                                             confidence=confidence, thresholds=thresholds))
         if probes is not None:
+            variants = [n for n, mode in VARIANT_PROBES.items() if n in probes
+                        and mode != ("pointwise" if pointwise else "pairwise")]
             results += _not_applying(spec.column, pointwise, builtin,
-                                     [p.name for p in plugged if p not in mine])
+                                     [*variants, *(p.name for p in plugged if p not in mine)])
         out += [r.to_dict() for r in results]
     return out
 
@@ -479,6 +491,56 @@ def _not_applying(judge: str, pointwise: bool, builtin: Sequence[str],
     names = [*(n for n in builtin if pointwise and n != "self-preference"), *plugged]
     return [BiasResult(judge, name, "skipped", None, 0,
                        f"skipped: it probes a judge that {kind}") for name in names]
+
+
+def _label_scheme(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *, seed: int,
+                  confidence: float, thresholds: Mapping[str, float] | None) -> BiasResult:
+    """The label-scheme probe of one pairwise judge: its pairs judged under each of its
+    `labels=` schemes (the judge's own options otherwise), or a skipped row for a judge
+    without that option."""
+    from judgebench.auditing.bias import BiasResult, center_of, judge_score_fn
+    from judgebench.auditing.bias_variants import LABEL_SCHEMES, label_scheme
+
+    entry = host.metric(spec.name)
+    if not _takes(entry, "labels"):
+        return BiasResult(spec.column, "label-scheme", "skipped", None, 0,
+                          "skipped: the judge has no labels= option (judge.pairwise has)")
+    # the probe reads the order shown only (`verdict_ab`): the swapped order is not asked
+    once = {"both_orders": "false"} if _takes(entry, "both_orders") else {}
+    scores = {scheme: judge_score_fn(
+        MetricSpec(spec.name, {**spec.options, **once, "labels": scheme},
+                   f"{spec.column}~labels-{scheme}"), host) for scheme in LABEL_SCHEMES}
+    return label_scheme(pairs, scores, judge=spec.column,
+                        center=center_of(entry.info.value_range), seed=seed,
+                        confidence=confidence,
+                        threshold=(thresholds or {}).get("label-scheme"))
+
+
+def _scale_inversion(spec: MetricSpec, samples: Sequence[Sample], host: PluginHost, *,
+                     seed: int, confidence: float, thresholds: Mapping[str, float] | None
+                     ) -> BiasResult:
+    """The scale-inversion probe of one pointwise judge: its samples scored as it is and
+    with invert=true, or a skipped row for a judge without that option."""
+    from judgebench.auditing.bias import BiasResult
+    from judgebench.auditing.bias_variants import scale_inversion
+    from judgebench.auditing.probes import runner_score_fn
+
+    entry = host.metric(spec.name)
+    if not _takes(entry, "invert"):
+        return BiasResult(spec.column, "scale-inversion", "skipped", None, 0,
+                          "skipped: the judge has no invert= option (judge.rubric has)")
+    inverted = MetricSpec(spec.name, {**spec.options, "invert": "true"},
+                          f"{spec.column}~invert")
+    return scale_inversion(samples, runner_score_fn(spec, host),
+                           runner_score_fn(inverted, host), judge=spec.column,
+                           higher_is_better=entry.info.higher_is_better, seed=seed,
+                           confidence=confidence,
+                           threshold=(thresholds or {}).get("scale-inversion"))
+
+
+def _takes(entry: Any, option: str) -> bool:
+    """Whether a registered metric's options have `option`."""
+    return option in getattr(getattr(entry.factory, "Options", None), "model_fields", {})
 
 
 def _pairwise_bias(spec: MetricSpec, pairs: Sequence[Sample], host: PluginHost, *,

@@ -118,9 +118,10 @@ def report_format(path: Path) -> str:
                    "probes use.")
 @click.option("--bias-probe", "bias_probes", multiple=True, metavar="NAME",
               help="Bias probe to run: position, self-preference, prompt, injection, "
-                   "retest (pairwise judges); verbosity, authority, bandwagon, sentiment, "
-                   "formatting, fallacy (both kinds); or a plugin's (register_probes); "
-                   "repeatable. Default: all that apply to the judge.")
+                   "retest, label-scheme (pairwise judges); scale-inversion (judges that "
+                   "score one output); verbosity, authority, bandwagon, sentiment, "
+                   "formatting, fallacy (both kinds); or a plugin's "
+                   "(register_probes); repeatable. Default: all that apply to the judge.")
 @click.option("--paraphrase", "paraphrases", multiple=True, metavar="SPEC",
               help="The judge with a paraphrased template (same metric name as --judge); "
                    "two or more give the prompt-sensitivity probe.")

@@ -427,16 +427,18 @@ def _check_judges(judges: Sequence[MetricSpec], paraphrases: Sequence[MetricSpec
     that scores one output takes the registered bias probes with a pointwise mode, outside
     --pairwise; --paraphrase takes only pairwise judges."""
     from judgebench.auditing.bias import BIAS_PROBES
+    from judgebench.auditing.bias_variants import VARIANT_PROBES
     from judgebench.engine.pairwise_table import is_pointwise_metric
 
     registered = host.bias_probes()
-    known = [*BIAS_PROBES, *(n for n in registered if n not in BIAS_PROBES)]
+    known = [*BIAS_PROBES, *(n for n in registered if n not in BIAS_PROBES), *VARIANT_PROBES]
     unknown = [p for p in probes if p not in known]
     if unknown:
         raise InputError(f"unknown bias probe(s) {', '.join(unknown)}; known: "
                          f"{', '.join(known)}", field="--bias-probe")
     pointwise_probes = ["self-preference", *(n for n, e in registered.items()
-                                             if "pointwise" in getattr(e.probe, "modes", ()))]
+                                             if "pointwise" in getattr(e.probe, "modes", ())),
+                        *(n for n, mode in VARIANT_PROBES.items() if mode == "pointwise")]
     usable = [p for p in probes or pointwise_probes if p in pointwise_probes]
     for option, specs in (("--judge", judges), ("--paraphrase", paraphrases)):
         for spec in specs:
@@ -476,7 +478,9 @@ def _pointwise_refused(column: str, option: str, probes: Sequence[str],
 
 def _check_bias_checks(checks: Sequence[Check], host: PluginHost) -> None:
     """`--fail-on bias:NAME>X` names a registered bias probe."""
-    known = [*host.bias_probes(), "self-preference"]
+    from judgebench.auditing.bias_variants import VARIANT_PROBES
+
+    known = [*host.bias_probes(), "self-preference", *VARIANT_PROBES]
     for check in checks:
         if check.kind == "bias" and check.probe not in known:
             raise InputError(f"'{check.expression}': no bias probe '{check.probe}' gives a "

@@ -22,6 +22,16 @@ class Criterion:
         lines = [f"Score {i}: {text}" for i, text in enumerate(self.levels, start=1)]
         return "\n".join([question, *lines])
 
+    def inverted_rubric(self, lo: int = 1, hi: int = 5) -> str:
+        """The rubric worded negatively, its scale flipped: how far the response falls short
+        of the criterion, score `lo` the best and `hi` the worst (the levels in reverse)."""
+        question = (f"Lack of {self.name.lower()}: how far the {self.object} falls short of "
+                    f"this: {self.definition}")
+        if (lo, hi) != (1, 5) or not any(self.levels):
+            return f"{question}\nScore {lo} is the best and score {hi} the worst."
+        lines = [f"Score {i}: {text}" for i, text in enumerate(reversed(self.levels), start=1)]
+        return "\n".join([question, *lines])
+
 
 _SUMMARY = {"object": "summary", "source_name": "news article"}
 

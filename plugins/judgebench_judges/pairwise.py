@@ -8,6 +8,14 @@ favour a position. The combined winner is the one both orders agree on, else a t
 0.5 = tie. `extra` keeps each order's verdict (in terms of a/b), its raw answer, and `flip`:
 whether swapping the order changed the verdict.
 
+``labels`` names the two responses in the prompt and the verdict tokens the parser expects:
+``ab`` (default: "Response A"/"Response B", ``[[A]]``/``[[B]]``/``[[C]]``, the signature as
+before), ``12`` ("Response 1"/"Response 2", ``[[1]]``/``[[2]]``/``[[tie]]``) or ``random-ids``
+(two five-character ids drawn from a hash of the question and the two responses in the order
+shown, so a request is the same each time; ``[[tie]]`` a tie). Only the labels change (template
+pairwise_labels.txt: pairwise.txt with ``{{label_a}}``/``{{label_b}}`` for A and B); the
+audit's label-scheme probe judges the same pairs under each.
+
 ``mode=conversation`` compares two conversations from the same start: ``messages`` shown once,
 then ``messages_a`` and ``messages_b`` (template pairwise_conversation.txt), in both orders.
 """
@@ -15,6 +23,7 @@ then ``messages_a`` and ``messages_b`` (template pairwise_conversation.txt), in 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import Any, ClassVar, Literal
 
 from judgebench.plugin_api import MetricInfo, Outcome, Request, Response, Sample, Status
@@ -39,7 +48,10 @@ VALUE = {"a": 1.0, "b": 0.0, "tie": 0.5}
 MARKER = "\nVerdict: [["
 #: What the continuation after MARKER may be (enforced where the backend can); C is a tie.
 CHOICES = ("A", "B", "C")
-SCHEMA = {
+#: labels= -> (first, second, tie) as shown and parsed; random-ids draws its own per request.
+LABELS: dict[str, tuple[str, str, str]] = {"ab": ("A", "B", "C"), "12": ("1", "2", "tie")}
+ID_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"explanation": {"type": "string"},
                    "verdict": {"type": "string", "enum": ["A", "B", "tie"]}},
@@ -55,6 +67,15 @@ class PairwiseOptions(JudgeOptions):
     mode: Literal["response", "conversation"] = "response"
 
 
+class PairwiseLabelOptions(PairwiseOptions):
+    """judge.pairwise's own options (a judge built on it, judge.prometheus_relative, has its
+    own template and takes no labels=)."""
+
+    #: how the responses are labelled in the prompt and the verdict: A/B (ab), 1/2 (12) or
+    #: ids drawn per request (random-ids)
+    labels: Literal["ab", "12", "random-ids"] = "ab"
+
+
 class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="judge.pairwise", version="1", kind="judge", requires=("output_a", "output_b"),
@@ -67,32 +88,82 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
                  "NeurIPS Datasets and Benchmarks. Zeng et al. (2024). Evaluating Large "
                  "Language Models at Evaluating Instruction Following (LLMBar). ICLR.",
     )
-    Options = PairwiseOptions
+    Options = PairwiseLabelOptions
     template_name = "pairwise"
     parser_name = "pairwise"
     placeholders: ClassVar[set[str]] = {"question", "response_a", "response_b", "format"}
     conversation_placeholders: ClassVar[set[str]] = {"conversation", "conversation_a",
                                                      "conversation_b", "format"}
 
+    @property
+    def scheme(self) -> str:
+        """labels= (ab where the judge's options have none)."""
+        return str(getattr(self.options, "labels", "ab"))
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.scheme != "ab" and self.options.mode == "conversation":
+            from judgebench.plugin_api import InputError
+
+            raise InputError(f"metric {self.info.name}: labels= applies to mode=response "
+                             "only", field="labels")
+
     def chosen_template(self) -> tuple[str, set[str]]:
         if self.options.mode == "conversation":
             return "pairwise_conversation", self.conversation_placeholders
+        if self.scheme != "ab":
+            return "pairwise_labels", self.placeholders | {"label_a", "label_b"}
         return super().chosen_template()
 
     def signature_fields(self) -> dict[str, str]:
         fields = super().signature_fields()
         if self.options.mode == "response":  # signatures from before conversations
             fields.pop("mode", None)
+        if self.scheme == "ab":  # signatures from before labels=
+            fields.pop("labels", None)
         return fields
 
-    def format_instruction(self) -> str:
+    def shown_labels(self, sample: Sample, first: str, second: str) -> tuple[str, str, str]:
+        """(first, second, tie) labels of one presentation (`first` shown first)."""
+        if self.scheme != "random-ids" or self.options.mode == "conversation":
+            return LABELS[self.scheme]
+        shown = [sample.input_text or "", first, second]
+        for attempt in range(64):
+            digest = hashlib.sha256(json_text([*shown, attempt]).encode()).digest()
+            ids = ["".join(ID_ALPHABET[b % len(ID_ALPHABET)] for b in digest[k:k + 5])
+                   for k in (0, 5)]
+            if ids[0] != ids[1]:
+                break
+        return ids[0], ids[1], "tie"
+
+    def schema(self, labels: tuple[str, str, str]) -> dict[str, Any]:
+        if self.scheme == "ab":
+            return SCHEMA
+        verdict = {"type": "string", "enum": [labels[0], labels[1], "tie"]}
+        return {**SCHEMA, "properties": {**SCHEMA["properties"], "verdict": verdict}}
+
+    def format_instruction(self, labels: tuple[str, str, str] = LABELS["ab"]) -> str:
+        if self.scheme == "ab":
+            if self.protocol == "json":
+                return ('Answer with a JSON object with the keys "explanation" (a short string) '
+                        'and "verdict" ("A" if response A is better, "B" if response B is '
+                        'better, "tie" if they are equally good), and nothing else.')
+            return ("After a short explanation, give your verdict in exactly this format: "
+                    '"[[A]]" if response A is better, "[[B]]" if response B is better, '
+                    '"[[C]]" for a tie.')
+        a, b, tie = labels
         if self.protocol == "json":
             return ('Answer with a JSON object with the keys "explanation" (a short string) and '
-                    '"verdict" ("A" if response A is better, "B" if response B is better, '
-                    '"tie" if they are equally good), and nothing else.')
+                    f'"verdict" ("{a}" if response {a} is better, "{b}" if response {b} is '
+                    'better, "tie" if they are equally good), and nothing else.')
         return ("After a short explanation, give your verdict in exactly this format: "
-                '"[[A]]" if response A is better, "[[B]]" if response B is better, '
-                '"[[C]]" for a tie.')
+                f'"[[{a}]]" if response {a} is better, "[[{b}]]" if response {b} is better, '
+                f'"[[{tie}]]" for a tie.')
+
+    @property
+    def verdict_tokens(self) -> int:
+        """The second stage's max_tokens: a letter (3, as before labels=) or an id."""
+        return 3 if self.scheme == "ab" else 8
 
     def order_request(self, sample: Sample, first: str, second: str) -> Request:
         if self.options.mode == "conversation":
@@ -105,13 +176,16 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
                 "conversation_b": rendered(tails[second], start=len(start)),
                 "format": self.format_instruction(),
             }), SCHEMA)
-        messages = self.messages({
+        labels = self.shown_labels(sample, first, second)
+        values = {
             "question": as_data(sample.input_text or "(no question given)"),
             "response_a": as_data(first),
             "response_b": as_data(second),
-            "format": self.format_instruction(),
-        })
-        return self.protocol_request(messages, SCHEMA)
+            "format": self.format_instruction(labels),
+        }
+        if self.scheme != "ab":
+            values.update(label_a=labels[0], label_b=labels[1])
+        return self.protocol_request(self.messages(values), self.schema(labels))
 
     def orders(self, sample: Sample) -> list[tuple[str, str, str]]:
         if self.options.mode == "conversation":
@@ -133,33 +207,49 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
     def planned_requests(self, sample: Sample) -> list[Request]:
         planned = []
         for _, first, second in self.orders(sample):
-            planned.extend(self.planned_two_stage(self.order_request(sample, first, second),
-                                                  MARKER, max_tokens=3, choices=CHOICES))
+            planned.extend(self.planned_two_stage(
+                self.order_request(sample, first, second), MARKER,
+                max_tokens=self.verdict_tokens, choices=self.choices(sample, first, second)))
         return planned
 
     async def one_order(self, sample: Sample, first: str, second: str
                         ) -> tuple[list[Response], str | None, str, str | None]:
         """(responses, verdict A/B/C or None, raw text, parse problem)."""
         req = self.order_request(sample, first, second)
+        labels = self.shown_labels(sample, first, second)
         answer = await self.ask(req)
         responses = [answer]
         if answer.error is not None:
             return responses, None, answer.text, None
         try:
             if self.protocol == "json":
-                data = parsing.json_object(answer.text, SCHEMA)
-                return responses, {"tie": "C"}.get(data["verdict"], data["verdict"]), \
-                    answer.text, None
+                data = parsing.json_object(answer.text, self.schema(labels))
+                return responses, _letter(data["verdict"], labels), answer.text, None
             if self.protocol == "text":
-                return responses, parsing.verdict(answer.text), answer.text, None
-            follow, raw = await self.second_stage(req, answer, MARKER, max_tokens=3,
-                                                  choices=CHOICES)
+                return responses, self.parsed(answer.text, labels, leading=False), \
+                    answer.text, None
+            follow, raw = await self.second_stage(req, answer, MARKER,
+                                                  max_tokens=self.verdict_tokens,
+                                                  choices=self.choices(sample, first, second))
             responses.append(follow)
             if follow.error is not None:
                 return responses, None, raw, None
-            return responses, parsing.leading_verdict(follow.text), raw, None
+            return responses, self.parsed(follow.text, labels, leading=True), raw, None
         except parsing.ParseError as exc:
             return responses, None, joined_raw(responses), str(exc)
+
+    def choices(self, sample: Sample, first: str, second: str) -> tuple[str, ...]:
+        """What the continuation after MARKER may be (C, or tie, a tie)."""
+        if self.scheme == "ab":
+            return CHOICES
+        return self.shown_labels(sample, first, second)
+
+    def parsed(self, text: str, labels: tuple[str, str, str], *, leading: bool) -> str:
+        """A, B or C from an answer (`leading`: a continuation after MARKER)."""
+        if self.scheme == "ab":
+            return parsing.leading_verdict(text) if leading else parsing.verdict(text)
+        return (parsing.leading_labelled_verdict(text, labels) if leading
+                else parsing.labelled_verdict(text, labels))
 
     async def judge(self, sample: Sample) -> Outcome:
         orders = self.orders(sample)
@@ -186,6 +276,19 @@ class PairwiseJudge(JudgeMetric[PairwiseOptions]):
             extra["flip"] = verdicts["ab"] != verdicts["ba"]
         return Outcome(value=VALUE[winner], raw="\n===\n".join(r[2] for r in results),
                        rationale=results[0][2], extra=extra, **accounting(responses))
+
+
+def _letter(verdict: str, labels: tuple[str, str, str]) -> str:
+    """A JSON verdict (a label or "tie") -> A, B or C."""
+    if verdict == "tie":
+        return "C"
+    return "ABC"[labels.index(verdict)] if verdict in labels[:2] else verdict
+
+
+def json_text(values: list[Any]) -> str:
+    import json
+
+    return json.dumps(values, ensure_ascii=False)
 
 
 def _to_systems(order: str, letter: str) -> str:

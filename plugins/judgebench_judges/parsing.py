@@ -90,6 +90,31 @@ def leading_verdict(text: str) -> str:
     return match.group(1)
 
 
+def labelled_verdict(text: str, labels: tuple[str, str, str]) -> str:
+    """``... [[x]]`` for one of `labels` (first, second, tie) -> "A", "B" or "C" (the
+    labels judge.pairwise's ``labels=`` shows instead of A, B and C)."""
+    found = set(re.findall(_labels_pattern(labels, r"\[\[\s*", r"\s*\]\]"), text))
+    if not found:
+        shown = ", ".join(f"'[[{label}]]'" for label in labels)
+        raise ParseError(f"no verdict {shown} in the answer")
+    if len(found) > 1:
+        raise ParseError(f"conflicting verdicts {sorted(found)}")
+    return "ABC"[labels.index(found.pop())]
+
+
+def leading_labelled_verdict(text: str, labels: tuple[str, str, str]) -> str:
+    """The continuation after ``Verdict: [[`` must begin with one of `labels` -> A, B or C."""
+    match = re.match(_labels_pattern(labels, r"\s*", r"\s*(?:\]\]|\]|$)"), text)
+    if not match:
+        raise ParseError(f"the answer does not begin with {', '.join(labels)}: {text[:40]!r}")
+    return "ABC"[labels.index(match.group(1))]
+
+
+def _labels_pattern(labels: tuple[str, str, str], before: str, after: str) -> str:
+    longest_first = sorted(labels, key=len, reverse=True)
+    return before + "(" + "|".join(re.escape(label) for label in longest_first) + ")" + after
+
+
 def correctness(text: str) -> bool:
     found = set(_CORRECT.findall(text))
     if not found:

@@ -16,6 +16,13 @@ The scoring used is in the signature, the probabilities in ``extra["probs"]``.
 is as before. ``to_min``/``to_max`` map the score read on ``min..max`` linearly onto another
 scale (`fit --search scale`: a judge asked on 1-10 reported on the labels' 1-5).
 
+``invert=true`` words the criterion negatively and flips the scale (`Criterion.inverted_rubric`:
+"Lack of coherence: how far the summary falls short of this: ...", score min the best, the
+levels in reverse, few-shot scores and the reference's place flipped); the judge's answer s
+is mapped back to min + max - s, so the value points the same way as without it (the answer
+in ``extra["inverted_score"]``). The audit's scale-inversion probe compares the two. Unset,
+the signature is as before.
+
 ``mode=turn`` judges a conversation's judged turn in its context (the messages up to it, the
 turn marked; template rubric_turn.txt), ``mode=conversation`` the whole conversation
 (rubric_conversation.txt); the default ``mode=response`` reads ``input`` and ``output`` (a
@@ -92,6 +99,8 @@ class RubricOptions(JudgeOptions):
     #: before the threshold: a judge asked on another scale reports on the labels' one
     to_min: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
     to_max: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
+    #: the criterion worded negatively, the scale flipped; the answer mapped back
+    invert: bool = False
 
 
 def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
@@ -182,6 +191,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         for name in ("examples", "threshold", "fitted", "to_min", "to_max"):  # before `fit`
             if getattr(self.options, name) is None:
                 fields.pop(name, None)
+        if not self.options.invert:  # signatures from before invert=
+            fields.pop("invert", None)
         if self.options.examples is not None:
             fields["examples"] = examples_digest(self.options.examples)
         return fields
@@ -204,7 +215,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         refs = sample.references if o.use_reference else []
         reference_block = ""
         if refs:
-            reference_block = ("\nReference answer (would get the highest score):\n"
+            best = "the lowest score, the best" if o.invert else "the highest score"
+            reference_block = (f"\nReference answer (would get {best}):\n"
                                f"<reference>\n{as_data(refs[0])}\n</reference>\n")
         if o.mode != "response":
             conversation, turn = conversation_of(sample, o.mode)
@@ -233,14 +245,23 @@ class RubricJudge(JudgeMetric[RubricOptions]):
     def rubric_text(self) -> str:
         """The rubric, then the few-shot examples (each response with a person's score)."""
         o = self.options
-        text = as_data(self.criterion.rubric(o.min, o.max))
+        text = as_data(self.criterion.inverted_rubric(o.min, o.max) if o.invert
+                       else self.criterion.rubric(o.min, o.max))
         if not o.examples:
             return text
         shown = [f"Example {n}:\nInstruction: "
                  f"{as_data(e.input or '(no instruction given)')}\n"
-                 f"Response: {as_data(e.output)}\nScore: {e.score}"
+                 f"Response: {as_data(e.output)}\nScore: {self.shown_score(e.score)}"
                  for n, e in enumerate(o.examples, 1)]
         return text + "\n\nScored examples (a person's scores):\n\n" + "\n\n".join(shown)
+
+    def shown_score(self, score: float) -> float:
+        """A score on the scale the prompt uses (flipped under invert), or back from it."""
+        o = self.options
+        if not o.invert:
+            return score
+        back = o.min + o.max - score
+        return int(back) if float(back).is_integer() else back
 
     def first_request(self, sample: Sample) -> Request:
         return self.protocol_request(self.messages(self.values(sample)), self.schema,
@@ -283,10 +304,20 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             return parse_failure(responses, exc)
         return self.decided(judged(responses, float(score), raw, feedback))
 
+    def mapped_back(self, outcome: Outcome) -> Outcome:
+        """Under invert, the answer s as min + max - s, the answer kept in extra."""
+        if not self.options.invert or outcome.value is None:
+            return outcome
+        return outcome.model_copy(update={
+            "value": float(self.shown_score(outcome.value)),
+            "extra": {**outcome.extra, "inverted_score": outcome.value}})
+
     def decided(self, outcome: Outcome) -> Outcome:
-        """`outcome` with its score mapped onto to_min..to_max (when set; the score read kept
-        in ``extra["read_score"]``), then turned into 1.0 or 0.0 by the threshold (when set;
-        the score itself kept in ``extra["score"]``)."""
+        """`outcome` with its answer mapped back under invert (min + max - s), then onto
+        to_min..to_max (when set; the score read kept in ``extra["read_score"]``), then
+        turned into 1.0 or 0.0 by the threshold (when set; the score itself kept in
+        ``extra["score"]``)."""
+        outcome = self.mapped_back(outcome)
         o = self.options
         if o.to_min is not None and o.to_max is not None and outcome.value is not None:
             read = outcome.value

@@ -1,0 +1,131 @@
+"""Judge-bias probes that judge the same samples under variants of the judge's own options
+(no edit of the text): the judge is biased if its verdict depends on how the question is
+put rather than on what is judged.
+
+label-scheme  (pairwise; the label-scheme bias of Ye et al. 2024, "Justice or Prejudice?
+              Quantifying Biases in LLM-as-a-Judge", and Zheng et al. 2023's naming of the
+              assistants) each pair judged with the responses labelled "A/B", "1/2" and by
+              random ids (judge.pairwise's `labels=`). A pair's move is 1 where its verdicts
+              of the order shown (`verdict_ab`; +1 first wins, -1 second wins, 0 tie) are not
+              all the same under the schemes, 0 where they are, NaN where one is missing.
+
+scale-inversion (pointwise; CALM's scale/criterion wording, Ye et al. 2024) each sample
+              scored as the judge is and with its criterion worded negatively and the scale
+              flipped (judge.rubric's `invert=`, whose answer s comes back as lo + hi - s);
+              with scores oriented so that higher is better, a sample's move is +1 where the
+              mapped-back score is higher, -1 lower, 0 the same (|d| <= atol + rtol |plain|,
+              as the metamorphic probes' "same").
+
+shift (meta_eval.bias_shift.preference_shift): the mean move (for label-scheme the share of
+pairs whose verdict changes with the labels), with its Student-t interval at the audit's
+--ci; verdict as bias_battery's for a probe that keeps the quality (expect "same": biased
+where the interval lies wholly outside [-X, X], unbiased where wholly inside).
+
+Criteria order is not probed: judge.rubric and judge.geval put one criterion in a prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from judgebench.auditing.bias import BiasResult, verdicts
+from judgebench.auditing.bias_battery import MEASURE, signature, verdict
+from judgebench.auditing.probes import ATOL, RTOL
+from meta_eval.bias_shift import preference_shift
+
+if TYPE_CHECKING:
+    from judgebench.bias_probe import BiasExpect, Mode
+    from judgebench.models import Sample
+    from meta_eval.arrays import FloatArray
+
+ScoreFn = Callable[[Sequence["Sample"]], list[float | None]]
+#: judge.pairwise's labels= values, the first the judge's default.
+LABEL_SCHEMES = ("ab", "12", "random-ids")
+#: Each variant probe and the kind of judge it applies to.
+VARIANT_PROBES: dict[str, Mode] = {"label-scheme": "pairwise", "scale-inversion": "pointwise"}
+
+
+class LabelScheme:
+    """What `signature` and the report read of the label-scheme probe."""
+
+    name = "label-scheme"
+    description = ('the same pair with the responses labelled "A/B", "1/2" and by random ids '
+                   "(judge option labels=)")
+    expect: BiasExpect = "same"
+    threshold = 0.1
+
+
+class ScaleInversion:
+    """What `signature` and the report read of the scale-inversion probe."""
+
+    name = "scale-inversion"
+    description = ("the criterion worded negatively, the scale flipped, the answer s mapped "
+                   "back to lo + hi - s (judge option invert=)")
+    expect: BiasExpect = "same"
+    threshold = 0.1
+
+
+def label_scheme(pairs: Sequence[Sample], scores: Mapping[str, ScoreFn], *, judge: str,
+                 center: float, seed: int, confidence: float, threshold: float | None = None
+                 ) -> BiasResult:
+    """The share of `pairs` whose verdict changes with the label scheme (module docstring);
+    `scores[scheme]` judges a batch of pairs under that scheme."""
+    rows = np.stack([verdicts(scores[s](pairs), center) for s in LABEL_SCHEMES])
+    known = np.isfinite(rows).all(axis=0)
+    changed = (rows != rows[0]).any(axis=0)
+    moves = np.where(known, changed.astype(float), np.nan)
+    decided = rows[:, known]
+    per_scheme = {f"verdicts_{s}": {"first": int((decided[k] > 0).sum()),
+                                    "second": int((decided[k] < 0).sum()),
+                                    "tie": int((decided[k] == 0).sum())}
+                  for k, s in enumerate(LABEL_SCHEMES)}
+    return _result(LabelScheme(), moves, judge=judge, mode="pairwise", seed=seed,
+                   confidence=confidence, threshold=threshold,
+                   what=f"share of pairs whose verdict changes with the labels "
+                        f"({'/'.join(LABEL_SCHEMES)})",
+                   extra={"schemes": list(LABEL_SCHEMES), **per_scheme})
+
+
+def scale_inversion(samples: Sequence[Sample], plain: ScoreFn, inverted: ScoreFn, *,
+                    judge: str, higher_is_better: bool, seed: int, confidence: float,
+                    threshold: float | None = None) -> BiasResult:
+    """The shift of `samples`' scores from `plain` to `inverted` (the judge with its scale
+    inverted and its answers mapped back; module docstring)."""
+    sign = 1.0 if higher_is_better else -1.0
+    before, after = (np.array([np.nan if v is None else sign * v for v in fn(samples)],
+                              dtype=float) for fn in (plain, inverted))
+    delta = after - before
+    same = np.abs(delta) <= ATOL + RTOL * np.abs(before)
+    moves = np.where(np.isfinite(delta), np.where(same, 0.0, np.sign(delta)), np.nan)
+    known = np.isfinite(delta)
+    return _result(ScaleInversion(), moves, judge=judge, mode="pointwise", seed=seed,
+                   confidence=confidence, threshold=threshold,
+                   what="share of samples scored higher with the scale inverted and mapped "
+                        "back, minus the share scored lower",
+                   extra={"mean_delta": float(delta[known].mean()) if known.any() else None})
+
+
+def _result(probe: LabelScheme | ScaleInversion, moves: FloatArray, *, judge: str,
+            mode: Mode, seed: int, confidence: float, threshold: float | None, what: str,
+            extra: dict[str, object]) -> BiasResult:
+    limit = probe.threshold if threshold is None else threshold
+    shift = preference_shift(moves=moves, confidence=confidence)
+    said = verdict(shift, limit, probe.expect)
+    interval = (f"{confidence:.0%} CI {shift.low:+.3f} to {shift.high:+.3f}"
+                if shift.n >= 2 else f"no interval: {shift.n} unit(s) with a move")
+    return BiasResult(judge, probe.name, MEASURE, shift.value, shift.n,
+                      f"{mode}: {what} ({interval}); {said} at |shift| > {limit:g}", {
+        "mode": mode, "edit": probe.description, "expect": probe.expect,
+        "ci_low": _finite(shift.low), "ci_high": _finite(shift.high),
+        "confidence": confidence, "threshold": limit, "verdict": said, "skipped": 0,
+        "failed": int(np.isnan(moves).sum()), **extra,
+        "signature": signature(probe, judge=judge, mode=mode, confidence=confidence,
+                               seed=seed)})
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
