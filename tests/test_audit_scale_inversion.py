@@ -65,8 +65,11 @@ def test_a_judge_blind_to_the_wording_is_found_and_a_fair_one_is_not(biased: boo
     extra = row["extra"]
     assert row["n"] == COUNT and extra["failed"] == 0 and extra["mode"] == "pointwise"
     value = 1.0 if biased else 0.0
-    assert (row["value"], extra["ci_low"], extra["ci_high"]) == (value, value, value)
-    assert extra["verdict"] == ("biased" if biased else "unbiased")
+    bound = 1 - 0.025 ** (1 / COUNT)  # every unit alike: Clopper-Pearson, 0.31 on 10
+    assert row["value"] == value
+    assert extra["ci_low"] == pytest.approx(max(-1, value - bound * (value + 1)))
+    assert extra["ci_high"] == pytest.approx(min(1, value + bound * (1 - value)))
+    assert extra["verdict"] == ("biased" if biased else "inconclusive")
     assert extra["signature"].startswith("bias.scale-inversion@")
     assert "mode:pointwise" in extra["signature"]
     # each sample scored plainly and inverted: 6 - 2c moves 4 (c=1) or 2 (c=2); fair: 0
@@ -91,7 +94,7 @@ def test_fail_on_scale_inversion_exits_4_for_a_biased_judge_and_0_for_a_fair_one
                                    "--fail-on", "bias:scale-inversion>0.25",
                                    cache=tmp_path / "fresh")
     assert code == 0, stderr
-    assert rows[0]["extra"]["verdict"] == "unbiased"
+    assert rows[0]["extra"]["verdict"] == "inconclusive"  # not a bias, not ruled out on 10
 
 
 def test_scale_inversion_asked_of_a_judge_without_invert_is_a_skipped_row() -> None:

@@ -57,13 +57,17 @@ def test_the_change_share_and_its_interval_match_scipy(seed: int) -> None:
                                                  "tie": int((row == 0).sum())}
 
 
-def test_all_equal_verdicts_are_unbiased_and_all_changed_biased() -> None:
+def test_all_equal_verdicts_are_not_a_bias_and_all_changed_are() -> None:
+    """Nothing changed on 5 pairs: not a bias, and not ruled out either (the unseen share's
+    Clopper-Pearson bound, 0.52, is wider than the threshold); all changed on 10: biased."""
     same = label_scheme(pairs(5), {s: answering([1.0, 0.0, 0.5, 1.0, 0.0])
                                    for s in LABEL_SCHEMES},
                         judge="j", center=0.5, seed=0, confidence=0.95)
-    assert (same.value, same.extra["verdict"]) == (0.0, "unbiased")
-    flipped = label_scheme(pairs(4), {"ab": answering([1.0] * 4), "12": answering([0.0] * 4),
-                                      "random-ids": answering([1.0] * 4)},
+    assert (same.value, same.extra["verdict"]) == (0.0, "inconclusive")
+    assert same.extra["ci_high"] == pytest.approx(1 - 0.025 ** (1 / 5))
+    flipped = label_scheme(pairs(10), {"ab": answering([1.0] * 10),
+                                       "12": answering([0.0] * 10),
+                                       "random-ids": answering([1.0] * 10)},
                            judge="j", center=0.5, seed=0, confidence=0.95, threshold=0.3)
     assert (flipped.value, flipped.extra["verdict"], flipped.extra["threshold"]) == (
         1.0, "biased", 0.3)
