@@ -113,10 +113,11 @@ def test_a_third_party_bias_probe_runs_and_gates_like_a_built_in_one(
                        "--human", "human.coherence", "--samples",
                        str(EXAMPLES / "summeval-sample.jsonl"), "--level", "segment",
                        "--grouping", "none", "--bootstrap", "0", "--resamples", "50",
-                       "--sentinel", "sentinel.random", "--judge", spec, "--bias-pairs", "6",
+                       "--sentinel", "sentinel.random", "--judge", spec, "--bias-pairs", "16",
                        "--bias-probe", "shout", "--fail-on", "bias:shout>0.5", "--json")
     assert proc.returncode == 4, proc.stderr
     [row] = [r for r in json.loads(proc.stdout) if r["type"] == "bias"]
-    assert (row["probe"], row["value"], row["n"]) == ("shout", 1.0, 6)
+    # 16 moves of +1: the Clopper-Pearson bound puts the interval's low end at 0.59 > 0.5
+    assert (row["probe"], row["value"], row["n"]) == ("shout", 1.0, 16)
     assert row["extra"]["threshold"] == 0.5 and row["extra"]["verdict"] == "biased"
     assert "FAIL judge.rubric:" in proc.stderr and "shout moves it by +1.000" in proc.stderr

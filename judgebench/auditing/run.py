@@ -435,6 +435,40 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
                   if isinstance(entry.probe, BiasProbe)]
     plugged = [p for p in registered if probes is None or p.name in probes]
     builtin = [p for p in BIAS_PROBES if probes is None or p in probes]
+    def asked(name: str, spec: MetricSpec, option: str) -> bool:
+        """A variant probe runs where asked by name, else on a judge with its option."""
+        return name in probes if probes is not None else _takes(host.metric(spec.name), option)
+
+    def on_samples(spec: MetricSpec, info: Any, mine: list[BiasProbe]) -> list[BiasResult]:
+        results = bias_battery.pointwise(
+            samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
+            higher_is_better=info.higher_is_better, seed=seed, confidence=confidence,
+            thresholds=thresholds)
+        if "self-preference" in builtin:
+            results.append(bias_battery.self_preference(
+                generations, runner_score_fn(spec, host), judge=spec.column,
+                judge_family=judge_family, families=families or {},
+                human=human_scores or {}, higher_is_better=info.higher_is_better,
+                count=count, seed=seed, confidence=confidence,
+                threshold=(thresholds or {}).get("self-preference", 0.1)))
+        if asked("scale-inversion", spec, "invert"):
+            results.append(_scale_inversion(spec, samples, host, seed=seed,
+                                            confidence=confidence, thresholds=thresholds))
+        return results
+
+    def on_pairs(spec: MetricSpec, info: Any, mine: list[BiasProbe]) -> list[BiasResult]:
+        results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
+                                 human=human, judge_family=judge_family,
+                                 families=families, progress=progress)
+        results += bias_battery.pairwise(
+            pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
+            center=center_of(info.value_range), seed=seed, confidence=confidence,
+            thresholds=thresholds)
+        if asked("label-scheme", spec, "labels"):
+            results.append(_label_scheme(spec, pairs, host, seed=seed,
+                                         confidence=confidence, thresholds=thresholds))
+        return results
+
     out: list[dict[str, Any]] = []
     for spec in judges:
         info = host.metric(spec.name).info
@@ -443,34 +477,7 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
         if progress:
             progress(f"bias probes: {spec.column} on "
                      + (f"{len(samples)} samples" if pointwise else f"{len(pairs)} pairs"))
-        if pointwise:
-            results = bias_battery.pointwise(
-                samples, runner_score_fn(spec, host), probes=mine, judge=spec.column,
-                higher_is_better=info.higher_is_better, seed=seed, confidence=confidence,
-                thresholds=thresholds)
-            if "self-preference" in builtin:
-                results.append(bias_battery.self_preference(
-                    generations, runner_score_fn(spec, host), judge=spec.column,
-                    judge_family=judge_family, families=families or {},
-                    human=human_scores or {}, higher_is_better=info.higher_is_better,
-                    count=count, seed=seed, confidence=confidence,
-                    threshold=(thresholds or {}).get("self-preference", 0.1)))
-            if ("scale-inversion" in probes if probes is not None
-                    else _takes(host.metric(spec.name), "invert")):
-                results.append(_scale_inversion(spec, samples, host, seed=seed,
-                                                confidence=confidence, thresholds=thresholds))
-        else:
-            results = _pairwise_bias(spec, pairs, host, builtin=builtin, paraphrases=paraphrases,
-                                     human=human, judge_family=judge_family,
-                                     families=families, progress=progress)
-            results += bias_battery.pairwise(
-                pairs, judge_score_fn(spec, host), probes=mine, judge=spec.column,
-                center=center_of(info.value_range), seed=seed, confidence=confidence,
-                thresholds=thresholds)
-            if ("label-scheme" in probes if probes is not None
-                    else _takes(host.metric(spec.name), "labels")):
-                results.append(_label_scheme(spec, pairs, host, seed=seed,
-                                             confidence=confidence, thresholds=thresholds))
+        results = on_samples(spec, info, mine) if pointwise else on_pairs(spec, info, mine)
         if probes is not None:
             variants = [n for n, mode in VARIANT_PROBES.items() if n in probes
                         and mode != ("pointwise" if pointwise else "pairwise")]
