@@ -299,14 +299,7 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
         raise InputError(f"no row has a human score {key!r}" + (
             "" if key.startswith("store:") else f" (its human.{key} field)"),
             path=where, field="--human")
-    items = ([s.item for s in units] if settings.folds_over == "items"
-             else [_unit(s) for s in units])
-    if len(set(items)) < 3:
-        raise InputError(f"fit needs labelled rows of 3 or more {settings.folds_over} (a "
-                         f"held-out fold and two search folds); {len(set(items))} found"
-                         + (": --folds-over rows deals rows into folds" if
-                            settings.folds_over == "items" else ""),
-                         path=where, field="--human")
+    items = _fold_units(units, settings.folds_over, where)
     human = labels[np.isfinite(labels)]
     folds = item_folds(items, settings.folds, settings.seed)
     held_fold = int(folds.max())
@@ -321,30 +314,54 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
             draws=settings.draws, seed=settings.seed)
     except ValueError as exc:
         raise InputError(str(exc), field="--shots") from None
-    wordings: list[Variant | None] = [None, *variants]
-    scales = [None, *(s for s in settings.scales if s != (low, high))]
+    shot_specs, made = _candidates(start, units, human, draws, variants,
+                                   [s for s in settings.scales if s != (low, high)],
+                                   (low, high), binary)
+    thresholds: list[float | None] = [None]
+    if "threshold" in settings.search:
+        thresholds += [float(t) for t in range(low + 1, high + 1)]
+    return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
+                   thresholds, made, tuple(variants))
+
+
+def _fold_units(units: Sequence[Sample], folds_over: str, where: str) -> list[str]:
+    """What the folds deal (each row's item, or the row), 3 or more of them."""
+    items = [s.item for s in units] if folds_over == "items" else [_unit(s) for s in units]
+    if len(set(items)) < 3:
+        raise InputError(f"fit needs labelled rows of 3 or more {folds_over} (a held-out "
+                         f"fold and two search folds); {len(set(items))} found"
+                         + (": --folds-over rows deals rows into folds" if
+                            folds_over == "items" else ""), path=where, field="--human")
+    return items
+
+
+def _candidates(start: MetricSpec, units: Sequence[Sample], human: FloatArray,
+                draws: Sequence[tuple[int, ...]], variants: Sequence[Variant],
+                scales: Sequence[tuple[int, int]], own: tuple[int, int], binary: bool
+                ) -> tuple[dict[str, MetricSpec],
+                           dict[str, tuple[tuple[int, ...], str | None, str | None]]]:
+    """Every candidate spec (each wording x scale x example draw; the starting wording and
+    scale first) by its column, and what each varies: its examples, wording and scale."""
+    low, high = own
     shot_specs: dict[str, MetricSpec] = {}
     made: dict[str, tuple[tuple[int, ...], str | None, str | None]] = {}
+    wordings: list[Variant | None] = [None, *variants]
     for w, variant in enumerate(wordings):
-        for k, scale in enumerate(scales):
-            a, b = (low, high) if scale is None else scale
+        for k, scale in enumerate([None, *scales]):
+            a, b = own if scale is None else scale
             for n, draw in enumerate(draws):
                 column = (f"fit-{n}" + ("" if variant is None else f"-c{w}")
                           + ("" if scale is None else f"-s{k}"))
                 shot_specs[column] = _with(start, column, examples=[
                     _example(units[i], human[i] if binary else
-                             _on_scale(human[i], (low, high), (a, b)), a, b, binary)
+                             _on_scale(human[i], own, (a, b)), a, b, binary)
                     for i in draw],
                     definition=None if variant is None else variant.text,
                     **({} if scale is None else {"min": a, "max": b, "to_min": low,
                                                  "to_max": high}))
                 made[column] = (draw, None if variant is None else variant.name,
                                 None if scale is None else f"{a}-{b}")
-    thresholds: list[float | None] = [None]
-    if "threshold" in settings.search:
-        thresholds += [float(t) for t in range(low + 1, high + 1)]
-    return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                   thresholds, made, tuple(variants))
+    return shot_specs, made
 
 
 def _labels(samples: Sequence[Sample], settings: FitSettings, *, where: str) -> FloatArray:
