@@ -10,7 +10,7 @@ MODEL is a small Hugging Face causal LM in a local directory (the machine needs 
 internet). Each check prints a PASS/FAIL line on stderr and goes into the JSON file:
 
   judges.vllm / judges.vllm_server
-      every registered judge (rubric, geval, reference, pairwise, panel) on --samples
+      every registered judge (rubric, geval, reference, pairwise, panel, dag) on --samples
       SummEval-style samples, through in-process vLLM and through a managed `vllm serve`
       (backend=vllm_server); statuses counted. PASS: no error, and no parse_error under the
       json protocol (structured output never fails to parse).
@@ -141,6 +141,8 @@ def judge_options(name: str) -> dict[str, Any]:
         return {"judge": "judge.rubric", "criterion": "coherence"}
     if name in ("judge.rubric", "judge.geval"):
         return {"criterion": "coherence"}
+    if name == "judge.dag":  # the bundled five-node judge, every node on the backend
+        return {"path": str(ROOT / "examples" / "dag.toml")}
     return {}
 
 

@@ -73,7 +73,7 @@ def test_every_check_runs_through_on_the_fake_engine(tmp_path, default_model_sto
     for side in ("judges.vllm", "judges.vllm_server"):
         judges = checks[side]["judges"]
         assert {"judge.rubric", "judge.geval", "judge.pairwise", "judge.reference",
-                "judge.panel"} <= set(judges)
+                "judge.panel", "judge.dag"} <= set(judges)
         assert all("error" not in j for j in judges.values()), judges
         assert judges["judge.rubric"]["ok"] and judges["judge.rubric"]["protocol"] == "json"
     assert "neural.likelihood" in checks["likelihood"] and "traceback" not in checks["likelihood"]
