@@ -145,14 +145,15 @@ def build(git_dir: str) -> None:
             samples.append({**key, "source": source, "output": output, "reference": reference,
                             "metadata": {"doc": doc, "doc_seg": doc_seg}})
             rating = penalty[(seg, system)]
-            row: dict[str, Any] = {**key,
-                                   "human.mqm": -sum(rating.values()) / (10 * len(rating))
-                                   + 0.0, "marot_mqm": marot.get((seg, system))}
-            row |= {f"human.mqm.{r}": -rating[r] / 10 + 0.0 if r in rating else None
-                    for r in raters}
-            human.append(row)
-    stored = {"source": {seg: majority(sources[seg], f"segment {seg}") for seg in segments},
-              "target": texts}
+            record: dict[str, Any] = {
+                **key, "human.mqm": -sum(rating.values()) / (10 * len(rating)) + 0.0,
+                "marot_mqm": marot.get((seg, system))}
+            record |= {f"human.mqm.{r}": -rating[r] / 10 + 0.0 if r in rating else None
+                       for r in raters}
+            human.append(record)
+    stored: dict[str, dict[Any, str]] = {
+        "source": {seg: majority(sources[seg], f"segment {seg}") for seg in segments},
+        "target": dict(texts)}
     spans = [span_row(en_de, error, stored) for error in errors]
     spans.sort(key=lambda r: (int(r["item"]), r["system"], int(r["rater"].removeprefix("rater"))))
     files = {"samples.jsonl.gz": en_de.write_gz(HERE / "samples.jsonl.gz", samples),
