@@ -77,3 +77,23 @@ def pairwise(biased: Collection[str], position: bool = False) -> Callable[[str, 
         return f"Compared them. [[{letter}]]"
 
     return reply
+
+
+def bias_audit(judge: str, count: int, *args: str, cache: object = None
+               ) -> tuple[int, list[dict], str]:
+    """`judgebench audit` of the bundled SummEval sample with `judge` probed on `count`
+    samples (pairs): its exit code, its `bias` rows and its stderr."""
+    import json
+    from pathlib import Path
+
+    from conftest import run_cli
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    proc = run_cli("audit", str(examples / "summeval-scores.csv"), "--human",
+                   "human.coherence", "--samples", str(examples / "summeval-sample.jsonl"),
+                   "--level", "segment", "--grouping", "none", "--bootstrap", "0",
+                   "--resamples", "50", "--sentinel", "sentinel.random", "--judge", judge,
+                   "--bias-pairs", str(count), *args, "--json",
+                   env={"JUDGEBENCH_CACHE_DIR": str(cache)} if cache else None)
+    rows = json.loads(proc.stdout) if proc.stdout else []
+    return proc.returncode, [r for r in rows if r["type"] == "bias"], proc.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bias_script import bias_audit
 from conftest import run_cli
 from scripted_judge import ScriptedJudge
 
@@ -55,14 +56,7 @@ def reply(biased: bool):
 
 def audit(url: str, *args: str, cache: Path | None = None) -> tuple[int, list[dict], str]:
     judge = f"judge.pairwise:backend=openai_compat,model=m,api_base={url},protocol=text"
-    proc = run_cli("audit", str(EXAMPLES / "summeval-scores.csv"), "--human",
-                   "human.coherence", "--samples", str(EXAMPLES / "summeval-sample.jsonl"),
-                   "--level", "segment", "--grouping", "none", "--bootstrap", "0",
-                   "--resamples", "50", "--sentinel", "sentinel.random", "--judge", judge,
-                   "--bias-pairs", str(COUNT), *args, "--json",
-                   env={"JUDGEBENCH_CACHE_DIR": str(cache)} if cache else None)
-    rows = json.loads(proc.stdout) if proc.stdout else []
-    return proc.returncode, [r for r in rows if r["type"] == "bias"], proc.stderr
+    return bias_audit(judge, COUNT, *args, cache=cache)
 
 
 @pytest.mark.parametrize("biased", [True, False], ids=["biased", "fair"])
