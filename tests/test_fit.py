@@ -664,3 +664,36 @@ def test_fit_finds_the_planted_scale_and_maps_it_back(tmp_path: Path,
     bad = run_cli("fit", str(EXAMPLE), "judge.rubric", "--human", "coherence", "--search",
                   "scale", "--scales", "5-1", "--store", str(tmp_path / "s.sqlite"))
     assert bad.returncode == 2 and "MIN below MAX" in bad.stderr
+
+
+def test_written_spec_keeps_any_text_an_example_holds(tmp_path: Path) -> None:
+    """An example's text with a character outside the BMP (an emoji: JSON would escape it as
+    a surrogate pair, which TOML refuses), a DEL and a quote; a held-out number that could
+    not be computed (None) left out, not written as the string "None"."""
+    from judgebench.services.fit import FitResult, Number, write_spec
+    from judgebench.spec import MetricSpec, specs_of
+
+    text = 'Great 😀 "quoted" \x7f\\ end'
+    spec = MetricSpec(name="judge.rubric", column="fitted",
+                      options={"criterion": "coherence", "examples": [
+                          {"item": "d1", "system": "M1", "output": text, "score": 4,
+                           "input": None}]})
+    none = Number(value=float("nan"), ci_low=None, ci_high=None, n=0)
+    result = FitResult(
+        judge="start|sig", fitted_signature="fitted|sig", statistic="kendall-tau",
+        human="coherence", units=9, search_units=6, held_out_units=3, held_out_fold=3,
+        candidates=[], chosen="fit-0", in_search=none, cross_fitted=none,
+        cross_fitted_choices={}, held_out=Number(value=None, ci_low=None, ci_high=None,  # type: ignore[arg-type]
+                                                   n=0),
+        held_out_start=none, gain=none, gain_p_value=float("nan"), ceiling=None,
+        ceiling_fitted=None, ceiling_start=None, estimated_usd=None, spent_usd=0.0, failed=0,
+        spec_path=None, signature="fit|sig")
+    path = tmp_path / "judge.toml"
+    write_spec(spec, result, path)
+    document = tomllib.loads(path.read_text(encoding="utf-8"))
+    [example] = document["metrics"]["fitted"]["examples"]
+    assert example == {"item": "d1", "system": "M1", "output": text, "score": 4}
+    assert "held_out_kendall_tau" not in document["fit"]
+    assert document["fit"]["held_out_fold"] == 3 and document["fit"]["chosen"] == "fit-0"
+    [read] = specs_of(f"@{path}")
+    assert read.name == "judge.rubric" and read.options["examples"][0]["output"] == text

@@ -11,7 +11,6 @@ candidate's calls and price) and again before each call (the run's Budget).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -587,40 +586,29 @@ def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: in
 def write_spec(spec: MetricSpec, result: FitResult, path: Path) -> None:
     """The chosen judge as a TOML spec file (`score -m @FILE`), written atomically: its
     options under `[metrics.fitted]`, and under `[fit]` how it was chosen and its numbers
-    (which `score` does not read)."""
+    (which `score` does not read). tomli-w writes it: any text an example holds (an emoji,
+    a control character) is escaped as TOML requires; a value that is None is left out."""
+    import tomli_w
+
     from judgebench.tables.io import write_text
 
-    lines = [f"# written by judgebench fit: {result.signature}", "",
-             f"[metrics.{spec.column}]", f"metric = {_toml(spec.name)}"]
-    tables: list[str] = []
-    for key, value in spec.options.items():
-        if key == "examples":
-            for example in value:
-                tables += ["", f"[[metrics.{spec.column}.examples]]",
-                           *(f"{k} = {_toml(v)}" for k, v in example.items() if v is not None)]
-        else:
-            lines.append(f"{_bare(key)} = {_toml(value)}")
     held = result.held_out
-    fit_table = ["", "[fit]", f"signature = {_toml(result.signature)}",
-                 f"judge = {_toml(result.judge)}", f"chosen = {_toml(result.chosen)}",
-                 f"held_out_fold = {result.held_out_fold}",
-                 f"held_out_{result.statistic.replace('-', '_')} = {_toml(held.value)}",
-                 f"candidates = {len(result.candidates)}"]
-    write_text("\n".join([*lines, *tables, *fit_table]) + "\n", path)
+    document = {
+        "metrics": {spec.column: _without_none({"metric": spec.name, **spec.options})},
+        "fit": _without_none({
+            "signature": result.signature, "judge": result.judge, "chosen": result.chosen,
+            "held_out_fold": result.held_out_fold,
+            f"held_out_{result.statistic.replace('-', '_')}": held.value,
+            "candidates": len(result.candidates)}),
+    }
+    write_text(f"# written by judgebench fit: {result.signature}\n\n"
+               + tomli_w.dumps(document), path)
 
 
-def _bare(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else _toml(key)
-
-
-def _toml(value: Any) -> str:
-    """A TOML value: a JSON string is a TOML basic string; numbers and booleans as TOML."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        if isinstance(value, float) and not math.isfinite(value):
-            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value))
+def _without_none(value: Any) -> Any:
+    """`value` with every None left out of its tables and lists (TOML has no null)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_without_none(v) for v in value if v is not None]
+    return value
