@@ -285,3 +285,12 @@ def test_a_candidate_cannot_close_its_own_tag(tmp_path: Path) -> None:
     assert [label for label, _ in _BLOCK.findall(user)] == ["A", "B"]
     table = pd.read_csv(tmp_path / "x.csv")
     assert list(table.iloc[:, 2]) == [0.0, 1.0]  # b (q=5), not the smuggled q=9
+
+
+def test_bench_skips_a_listwise_judge_on_other_suites(tmp_path: Path) -> None:
+    pytest.importorskip("judgebench_suites", reason="the [suites] extra is not installed")
+    proc = run_cli("bench", "judge.listwise", "--suite", "summeval", "--store",
+                   str(tmp_path / "b.db"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "judge.listwise: skipped, a listwise metric does not run on a pointwise suite" \
+        in proc.stderr
