@@ -238,6 +238,9 @@ class MetricInfo(BaseModel):
     citation: str = ""
     #: What it does with an empty text (None: not declared); every built-in metric declares it.
     empty_text: EmptyText | None = None
+    #: Whether it judges one prompt's N candidates at once (a listwise sample, see
+    #: `judgebench.listwise_sample`): `score` then writes the listwise table.
+    listwise: bool = False
 
     @field_validator("requires")
     @classmethod

@@ -16,7 +16,8 @@ judgebench through this module only (tests/test_plugin_api.py checks it).
   and the probes' helpers;
 - errors, optional dependencies, secrets, the run's settings, specs and inputs: `InputError`,
   `JudgebenchError`, `require`, `MissingExtra`, `redact`, `runtime`, `parse_spec`,
-  `read_samples`;
+  `read_samples`; `listwise_candidates` (a listwise sample's candidates, for a judge of
+  the best of N);
 - what the progress line says (judgebench.engine.progress_line): `busy(what)`, a context
   manager for a long step that moves no count (a backend converting its model once).
 
@@ -66,6 +67,7 @@ from judgebench.engine.store import FINGERPRINT, REQUEST_KEYS
 from judgebench.errors import InputError, JudgebenchError
 from judgebench.extras import MissingExtra, require
 from judgebench.hookspecs import hookimpl
+from judgebench.listwise_sample import listwise_candidates
 from judgebench.metric import (
     MAX_BATCH,
     MAX_COUNT,
@@ -158,6 +160,7 @@ __all__ = [
     "given_engine_options",
     "hookimpl",
     "http_failure",
+    "listwise_candidates",
     "parse_spec",
     "read_samples",
     "redact",

@@ -38,9 +38,11 @@ def verdict_for(system: str, user: str) -> str:
 
 def any_judges_form(system: str, user: str) -> str:
     """A well-formed answer for whichever built-in judge's prompt `user` is (pairwise,
-    Prometheus relative, reference, G-Eval, else a rubric score of 2)."""
+    listwise, Prometheus relative, reference, G-Eval, else a rubric score of 2)."""
     if "<response_a>" in user:
         return "Both were read. [[A]]"
+    if "Response A:\n<response>" in user:  # judge.listwise
+        return "All were read. [[A]]"
     if "###Response A:" in user:
         return "Feedback: both read. [RESULT] A"
     if "Response to grade:" in user:

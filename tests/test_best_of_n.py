@@ -207,3 +207,42 @@ def test_listwise_bad_input_names_the_problem(tmp_path: Path, text: str, message
     proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best")
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
+
+
+@pytest.mark.parametrize("seed", range(4, 8))
+def test_listwise_command_leaves_out_random_failed_prompts(tmp_path: Path, seed: int) -> None:
+    """Random tables with score ties, several correct candidates, extreme magnitudes and a
+    NaN (a failed judgement) in about a quarter of the prompts: each such prompt is left out
+    and counted, the rest match the direct computation."""
+    path = tmp_path / "bon.csv"
+    frame = _listwise(seed, path)
+    rng = np.random.default_rng(100 + seed)
+    items = sorted(set(frame.item))
+    failed = {i for i in items if rng.random() < 0.25} or {items[0]}
+    for item in failed:  # one candidate's cell empty fails the whole prompt
+        rows = np.flatnonzero(frame.item == item)
+        frame.loc[rows[int(rng.integers(0, len(rows)))], "rm"] = np.nan
+    frame.to_csv(path, index=False)
+    proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best", "--json")
+    assert proc.returncode == 0, proc.stderr
+    found = {r["subset"]: r for r in json.loads(proc.stdout)}
+    for subset, part in [("all", frame), *frame.groupby("subset")]:
+        row = found[str(subset)]
+        assert row["failed_prompts"] == len(failed & set(part.item))
+        kept = part[~part.item.isin(failed)]
+        if kept.empty:
+            assert row["accuracy"] is None and row["reason"]
+            continue
+        accuracy, pairwise = _direct(kept.rm.to_numpy(), kept["human.best"].to_numpy() == 1,
+                                     kept.item.to_numpy())
+        assert row["prompts"] == kept.item.nunique()
+        assert row["accuracy"] == pytest.approx(accuracy, rel=1e-12)
+        assert row["pairwise"] == pytest.approx(pairwise, rel=1e-12)
+
+
+def test_listwise_refuses_an_infinite_score(tmp_path: Path) -> None:
+    path = tmp_path / "bon.csv"
+    path.write_text("item,candidate,human.best,judge\nq1,a,1,inf\nq1,b,0,0\n", encoding="utf-8")
+    proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best")
+    assert proc.returncode == 2
+    assert "line 2" in proc.stderr and "field 'judge'" in proc.stderr

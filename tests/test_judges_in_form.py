@@ -74,3 +74,20 @@ def test_pairwise_on_pairs_from_the_example_never_fails_to_parse(tmp_path, model
     found, column = statuses(tmp_path, data, "judge.pairwise", limit=2, cache=model_cache)
     assert found == {"ok": 2}, found
     assert "constrained:choice" in column["signature"]
+
+
+def test_the_listwise_judge_picks_one_candidate_on_the_local_model(tmp_path, model_cache
+                                                                   ) -> None:
+    """judge.listwise on the CPU default: 3 items of the bundled listwise example, each
+    answered in form (the pick's label constrained while decoding), one pick per item."""
+    import pandas as pd
+
+    example = EXAMPLE.parent / "listwise-samples.jsonl"
+    spec = "judge.listwise:feedback_tokens=16"
+    found, column = statuses(tmp_path, example, spec, limit=3, cache=model_cache)
+    assert found == {"ok": 3}, found
+    assert "constrained:choice" in column["signature"]
+    assert "model:SmolLM2-135M-Instruct" in column["signature"]
+    table = pd.read_csv(tmp_path / "scores.csv")
+    assert len(table) == 12
+    assert table.groupby("item")[spec].sum().tolist() == [1.0, 1.0, 1.0]

@@ -25,6 +25,7 @@ from judgebench.engine.store import DEFAULT_STORE
 from judgebench.errors import EXIT_FAILED_SCORES, InputError
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
+from judgebench.services import score_listwise
 from judgebench.services.score import Rows, estimate_file, score_file, summary_rows
 from judgebench.spec import MetricSpec, load_config, spec_file, specs_of
 from judgebench.tables import destinations
@@ -247,6 +248,17 @@ def command(
     show = sys.stderr.isatty() if progress is None else progress
     if progress is False:
         progress_line.quiet()
+    listwise = score_listwise.is_listwise_run(specs, context_host())
+    if listwise:
+        score_listwise.refuse_options(rows=rows, settings=settings, corpus=corpus_path,
+                                      ray=ray is not None)
+        if is_uri(input_path):
+            raise InputError("a listwise run reads a local file", field="INPUT")
+    if dry_run and listwise:
+        _echo_estimates(score_listwise.estimate_listwise_file(
+            Path(input_path), specs, settings=settings, resume=resume, progress=show,
+            rows=rows, host=context_host()), as_json)
+        return
     if dry_run:
         _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
                                       progress=show, workers=workers, on_estimate=_echo_time,
@@ -256,11 +268,18 @@ def command(
         stack.enter_context(_sigterm_interrupts())
         table_path = output or Path(stack.enter_context(tempfile.TemporaryDirectory())) / (
             "scores.csv")
-        result = score_file(input_path, specs, output=table_path, store=store_path,
-                            settings=settings, resume=resume, corpus=corpus_path,
-                            sidecar=output is not None, csv_safe=csv_safe, progress=show,
-                            workers=workers, on_estimate=_echo_time, rows=rows,
-                            command=_command_line(), ray=ray, host=context_host())
+        if listwise:
+            result = score_listwise.score_listwise_file(
+                Path(input_path), specs, output=table_path, store=store_path,
+                settings=settings, resume=resume, sidecar=output is not None,
+                csv_safe=csv_safe, progress=show, workers=workers, rows=rows,
+                command=_command_line(), host=context_host())
+        else:
+            result = score_file(input_path, specs, output=table_path, store=store_path,
+                                settings=settings, resume=resume, corpus=corpus_path,
+                                sidecar=output is not None, csv_safe=csv_safe, progress=show,
+                                workers=workers, on_estimate=_echo_time, rows=rows,
+                                command=_command_line(), ray=ray, host=context_host())
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)

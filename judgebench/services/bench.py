@@ -248,8 +248,7 @@ def _runnable(suite: Suite, specs: Sequence[str], shapes: Sequence[str | None],
     for spec, shape, needs in zip(specs, shapes, requires, strict=True):
         missing = [f for f in needs if f not in fields]
         if shape not in (None, suite.info.kind):
-            other = "pairwise" if suite.info.kind == "pointwise" else "pointwise"
-            notes.append(f"{spec}: skipped, a {other} metric does not run on a "
+            notes.append(f"{spec}: skipped, a {shape} metric does not run on a "
                          f"{suite.info.kind} suite")
         elif missing:
             notes.append(f"{spec}: skipped, it needs {', '.join(missing)}, which this "
@@ -293,8 +292,9 @@ def bench_paths(suites: Sequence[Suite], options: ScoreOptions,
 
 def _shapes(specs: Sequence[Any], host: PluginHost
             ) -> tuple[list[str | None], list[tuple[str, ...]]]:
-    """Per spec: "pairwise", "pointwise", or None (a metric that takes the rows' shape); and
-    the sample fields it requires."""
+    """Per spec: "pairwise", "pointwise", "listwise" (no suite holds listwise sets yet), or
+    None (a metric that takes the rows' shape); and the sample fields it requires."""
+    from judgebench.engine.listwise_table import is_listwise_metric
     from judgebench.engine.pairwise_table import is_pairwise_metric
 
     shapes: list[str | None] = []
@@ -302,7 +302,9 @@ def _shapes(specs: Sequence[Any], host: PluginHost
     for spec in specs:
         info = host.metric(spec.name).info
         requires.append(tuple(info.requires))
-        if is_pairwise_metric(info):
+        if is_listwise_metric(info):
+            shapes.append("listwise")
+        elif is_pairwise_metric(info):
             shapes.append("pairwise")
         elif "output" in info.requires:
             shapes.append("pointwise")

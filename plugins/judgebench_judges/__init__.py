@@ -1,8 +1,8 @@
 """LLM judges as a plugin: judge.rubric, judge.geval, judge.pairwise, judge.reference,
-judge.panel, judge.dag (a compound judge read from a file), Prometheus 2's judge.prometheus
-and judge.prometheus_relative, GEMBA-MQM's error spans (judge.mqm) and the retrieval-grounded
-rag.* metrics (rag.py). Prompt templates live in templates/*.txt; pass ``template=PATH`` to
-override.
+judge.panel, judge.listwise (the best of N), judge.dag (a compound judge read from a file),
+Prometheus 2's judge.prometheus and judge.prometheus_relative, GEMBA-MQM's error spans
+(judge.mqm) and the retrieval-grounded rag.* metrics (rag.py). Prompt templates live in
+templates/*.txt; pass ``template=PATH`` to override.
 
 Registering imports no model library; a judge builds its backend on first use.
 """
@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.dag import JudgeDag
     from judgebench_judges.geval import GEvalJudge
+    from judgebench_judges.listwise import ListwiseJudge
     from judgebench_judges.mqm import MqmJudge
     from judgebench_judges.pairwise import PairwiseJudge
     from judgebench_judges.panel import JudgePanel
@@ -32,5 +33,6 @@ def register_metrics(register: MetricRegister) -> None:
     from judgebench_judges.rubric import RubricJudge
 
     for metric in (RubricJudge, GEvalJudge, PairwiseJudge, ReferenceJudge, JudgePanel,
-                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge, JudgeDag, *RAG_METRICS):
+                   PrometheusJudge, PrometheusRelativeJudge, MqmJudge, JudgeDag, ListwiseJudge,
+                   *RAG_METRICS):
         register(metric)
