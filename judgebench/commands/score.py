@@ -8,6 +8,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,41 +246,26 @@ def command(
                            cache_path=cache_path, retry=retry, repeats=repeats,
                            repeats_allow_greedy=repeats_allow_greedy,
                            repeats_cell=repeats_cell)
-    show = sys.stderr.isatty() if progress is None else progress
-    if progress is False:
-        progress_line.quiet()
-    listwise = score_listwise.is_listwise_run(specs, context_host())
-    if listwise:
-        score_listwise.refuse_options(rows=rows, settings=settings, corpus=corpus_path,
-                                      ray=ray is not None)
-        if is_uri(input_path):
-            raise InputError("a listwise run reads a local file", field="INPUT")
-    if dry_run and listwise:
-        _echo_estimates(score_listwise.estimate_listwise_file(
-            Path(input_path), specs, settings=settings, resume=resume, progress=show,
-            rows=rows, host=context_host()), as_json)
-        return
+    show = _show_progress(progress)
+    listwise = _listwise_run(input_path, specs, rows=rows, settings=settings,
+                             corpus=corpus_path, ray=ray)
     if dry_run:
-        _echo_estimates(estimate_file(Path(input_path), specs, settings=settings, resume=resume,
-                                      progress=show, workers=workers, on_estimate=_echo_time,
-                                      rows=rows, host=context_host()), as_json)
+        estimate = score_listwise.estimate_listwise_file if listwise else partial(
+            estimate_file, workers=workers, on_estimate=_echo_time)
+        _echo_estimates(estimate(Path(input_path), specs, settings=settings, resume=resume,
+                                 progress=show, rows=rows, host=context_host()), as_json)
         return
     with contextlib.ExitStack() as stack:
         stack.enter_context(_sigterm_interrupts())
         table_path = output or Path(stack.enter_context(tempfile.TemporaryDirectory())) / (
             "scores.csv")
-        if listwise:
-            result = score_listwise.score_listwise_file(
-                Path(input_path), specs, output=table_path, store=store_path,
-                settings=settings, resume=resume, sidecar=output is not None,
-                csv_safe=csv_safe, progress=show, workers=workers, rows=rows,
-                command=_command_line(), host=context_host())
-        else:
-            result = score_file(input_path, specs, output=table_path, store=store_path,
-                                settings=settings, resume=resume, corpus=corpus_path,
-                                sidecar=output is not None, csv_safe=csv_safe, progress=show,
-                                workers=workers, on_estimate=_echo_time, rows=rows,
-                                command=_command_line(), ray=ray, host=context_host())
+        run = partial(score_listwise.score_listwise_file, Path(input_path)) if listwise \
+            else partial(score_file, input_path, corpus=corpus_path, on_estimate=_echo_time,
+                         ray=ray)
+        result = run(specs, output=table_path, store=store_path, settings=settings,
+                     resume=resume, sidecar=output is not None, csv_safe=csv_safe,
+                     progress=show, workers=workers, rows=rows, command=_command_line(),
+                     host=context_host())
         if output is None:
             _echo_file(table_path)
     _echo_summary(result, output, store_path, corpus_path is not None)
@@ -295,6 +281,27 @@ def command(
         click.echo(json_out.document(summary_rows(result)))
     if result.failed and not allow_failures:
         click.get_current_context().exit(EXIT_FAILED_SCORES)
+
+
+def _show_progress(progress: bool | None) -> bool:
+    """Whether to draw the progress bar (--progress/--no-progress; default: on a terminal);
+    --no-progress also silences the periodic progress line."""
+    if progress is False:
+        progress_line.quiet()
+    return sys.stderr.isatty() if progress is None else progress
+
+
+def _listwise_run(input_path: Path | str, specs: list[MetricSpec], *, rows: Rows,
+                  settings: RunSettings, corpus: Path | None, ray: RayConfig | None) -> bool:
+    """Whether the metrics are a listwise judge's (score groups the input by item), its
+    refused options checked."""
+    if not score_listwise.is_listwise_run(specs, context_host()):
+        return False
+    score_listwise.refuse_options(rows=rows, settings=settings, corpus=corpus,
+                                  ray=ray is not None)
+    if is_uri(input_path):
+        raise InputError("a listwise run reads a local file", field="INPUT")
+    return True
 
 
 def _until_settled(input_path: Path | str, specs: list[MetricSpec], output: Path | None,
@@ -341,8 +348,7 @@ def _escalate(input_path: Path | str, specs: list[MetricSpec], cascade: tuple[st
                          f"out {', '.join(given)}", field="--escalate")
     if output is None:
         raise InputError("--escalate writes the cascade's table: give -o", field="--escalate")
-    if progress is False:
-        progress_line.quiet()
+    show = _show_progress(progress)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_sigterm_interrupts())
         result = score_escalate(Path(input_path),
@@ -350,8 +356,7 @@ def _escalate(input_path: Path | str, specs: list[MetricSpec], cascade: tuple[st
                                 human=human, store=store_path, output=output,
                                 settings=settings, confidence=confidence or "repeats",
                                 alpha=alpha, delta=delta, decimals=decimals, resume=resume,
-                                progress=sys.stderr.isatty() if progress is None else progress,
-                                csv_safe=csv_safe, host=context_host(),
+                                progress=show, csv_safe=csv_safe, host=context_host(),
                                 log=lambda m: print(f"score: {m}", file=SafeWriter(sys.stderr)))
     if as_json:
         click.echo(json_out.document(result.to_dict(), allow_nan=False))
