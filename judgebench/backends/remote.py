@@ -354,13 +354,19 @@ class RemoteBackend(Backend):
         (``api_key_env``) and its value are never in it, and the endpoint is scrubbed
         (`refuse_credentials` already refuses one that carries a key)."""
         found = dict(self.identity())
-        if self.options.api_base:
-            found["api_base"] = scrub(self.options.api_base.rstrip("/"))
+        endpoint = self.cache_endpoint()
+        if endpoint:
+            found["api_base"] = scrub(endpoint.rstrip("/"))
         for option in fields(self.options):
             value = getattr(self.options, option.name)
             if option.name not in self.not_in_cache_key and value != option.default:
                 found[f"option.{option.name}"] = scrub(str(value))
         return found
+
+    def cache_endpoint(self) -> str | None:
+        """The endpoint the cache key names: ``api_base`` as given (None: the provider's own).
+        A backend that starts its own server names none (its options say what it serves)."""
+        return self.options.api_base
 
     def missing_credential(self) -> str | None:
         """Why a call could not authenticate, known before any call (the variable a key

@@ -383,8 +383,12 @@ class VLLMServerBackend(OpenAICompatBackend):
                 return str(entry.get("root") or entry["id"])
         return None
 
-    #: the endpoint is its own server's (api_base: a fixed placeholder, never the port)
     not_in_cache_key = OpenAICompatBackend.not_in_cache_key | {"startup_timeout_s"}
+
+    def cache_endpoint(self) -> str | None:
+        """None: the endpoint is its own server (on a free port each start), which the
+        engine options in the cache key describe."""
+        return None
 
     def identity(self) -> dict[str, str]:
         from judgebench_backends.vllm_backend import batch_invariant
