@@ -10,16 +10,19 @@ preference_shift: each probed unit (a sample for a pointwise judge, an answer ju
         interval = shift -+ t_{(1 + c) / 2, n - 1} * s / sqrt(n),  s = sd(m, ddof=1),
 
     the one-sample Student-t interval (scipy.stats.ttest_1samp(m, 0).confidence_interval(c)),
-    clipped to [-1, 1], where every move lies; with n < 2 it is undefined (NaN). With s = 0
-    (every unit moved alike, by v) the t interval would be the point v, which claims more
-    than n units show: the share q of units that would move otherwise is bounded as
-    Clopper-Pearson bounds a proportion seen 0 times in n, q <= b = 1 - ((1 - c) / 2)^(1/n),
-    and the mean by where those units could lie in [-1, 1]:
+    clipped to [L, U] = [-1, 1], where every move lies; with n < 2 it is undefined (NaN).
+    With s = 0 (every unit moved alike, by v) the t interval would be the point v, which
+    claims more than n units show: the share q of units that would move otherwise is bounded
+    as Clopper-Pearson bounds a proportion seen 0 times in n, q <= b = 1 - ((1 - c) / 2)^(1/n),
+    and the mean by where those units could lie in [L, U]:
 
-        interval = [v - b (v + 1), v + b (1 - v)]
+        interval = [v - b (v - L), v + b (U - v)]
 
     (10 units that all stayed put: [-0.31, 0.31] at c = 0.95; 36 are needed to bound the
-    shift within +-0.1). The moves follow CALM's
+    shift within +-0.1). A statistic that is a share (moves 0 or 1, `bounds` = (0, 1): the
+    label-scheme probe's share of changed verdicts) gets [L, U] = [0, 1], and then the
+    interval of 0 or n alike is exactly the two-sided Clopper-Pearson interval of 0 or n
+    successes in n ([0, b] or [1 - b, 1]). The moves follow CALM's
     robustness rate (Ye et al. 2024, "Justice or Prejudice? Quantifying Biases in
     LLM-as-a-Judge"), signed, so a judge that penalises an edit shows a negative shift.
 """
@@ -43,14 +46,19 @@ class Shift:
     confidence: float
 
 
-def preference_shift(*, moves: ArrayLike, confidence: float = 0.95) -> Shift:
-    """The mean move and its Student-t interval at `confidence` (module docstring)."""
+def preference_shift(*, moves: ArrayLike, confidence: float = 0.95,
+                     bounds: tuple[float, float] = (-1.0, 1.0)) -> Shift:
+    """The mean move and its Student-t interval at `confidence` (module docstring); `bounds`
+    is where every move lies ([-1, 1]; [0, 1] for a share), the interval's range."""
     if not 0 < confidence < 1:
         raise ValueError("confidence must be in (0, 1)")
+    lo, hi = (float(b) for b in bounds)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"bounds must be two finite numbers, low < high, got {bounds}")
     values = np.asarray(moves, dtype=float).ravel()
     values = values[~np.isnan(values)]
-    if np.isinf(values).any() or (np.abs(values) > 1).any():
-        raise ValueError("a move lies in [-1, 1]")
+    if np.isinf(values).any() or (values < lo).any() or (values > hi).any():
+        raise ValueError(f"a move lies in [{lo:g}, {hi:g}]")
     n = int(values.size)
     if n == 0:
         return Shift(math.nan, math.nan, math.nan, 0, confidence)
@@ -60,7 +68,7 @@ def preference_shift(*, moves: ArrayLike, confidence: float = 0.95) -> Shift:
     sd = float(np.sqrt(math.fsum(((values - mean) ** 2).tolist()) / (n - 1)))
     if sd == 0:
         unseen = 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / n)
-        return Shift(mean, max(-1.0, mean - unseen * (mean + 1.0)),
-                     min(1.0, mean + unseen * (1.0 - mean)), n, confidence)
+        return Shift(mean, max(lo, mean - unseen * (mean - lo)),
+                     min(hi, mean + unseen * (hi - mean)), n, confidence)
     half = float(stdtrit(n - 1, (1.0 + confidence) / 2.0)) * sd / math.sqrt(n)
-    return Shift(mean, max(-1.0, mean - half), min(1.0, mean + half), n, confidence)
+    return Shift(mean, max(lo, mean - half), min(hi, mean + half), n, confidence)

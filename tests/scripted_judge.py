@@ -8,7 +8,9 @@ The server reads the two responses between the pairwise template's `<response_a>
   answers `[[C]]` (a tie) instead;
 - `GARBLE` in the response shown first: an answer with no verdict (a parse error).
 Every answered request is counted, and its messages kept (`prompts`), so a test can see what
-was sent. `ScriptedJudge(reply=f)` answers with `f(system, user)` instead (another script).
+was sent. `ScriptedJudge(reply=f)` answers with `f(system, user)` instead (another script),
+or with `f(system, user, key)` where `f.by_key` is true (`key`: the request's bearer key, so
+two clients of one server can be told apart).
 """
 
 from __future__ import annotations
@@ -69,7 +71,11 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body["messages"]
         system = "\n".join(m["content"] for m in messages if m["role"] == "system")
         user = "\n".join(m["content"] for m in messages if m["role"] == "user")
-        reply = self.server.reply(system, user)
+        if getattr(self.server.reply, "by_key", False):  # which client: its bearer key
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            reply = self.server.reply(system, user, key)
+        else:
+            reply = self.server.reply(system, user)
         time.sleep(self.server.latency)
         with self.server.lock:
             self.server.calls += 1
@@ -93,7 +99,7 @@ class ScriptedJudge:
     """`with ScriptedJudge() as judge:` serves on 127.0.0.1; `judge.url` is the api_base."""
 
     def __init__(self, latency: float = 0.0,
-                 reply: Callable[[str, str], str] = verdict_for) -> None:
+                 reply: Callable[..., str] = verdict_for) -> None:
         self.latency = latency
         self.reply = reply
 

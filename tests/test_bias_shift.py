@@ -184,3 +184,68 @@ def test_the_self_preference_shift_is_a_direct_computation(seed: int) -> None:
     low, high = scipy_interval(np.asarray(moves), 0.9)
     assert (result.extra["ci_low"], result.extra["ci_high"]) == pytest.approx((low, high),
                                                                               abs=1e-10)
+
+
+@pytest.mark.parametrize("n", [2, 10, 36, 1000])
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])
+def test_a_share_in_zero_to_one_moving_alike_is_bounded_as_a_proportion(
+        n: int, confidence: float) -> None:
+    """Moves in [0, 1] (label-scheme: a pair's verdict changed or not), all alike: the
+    interval is the two-sided Clopper-Pearson interval of 0 (or n) successes in n, scipy's
+    binomtest and the beta quantiles, never below 0 or above 1."""
+    alpha = 1 - confidence
+    for successes, value in ((0, 0.0), (n, 1.0)):
+        exact = stats.binomtest(successes, n).proportion_ci(confidence, method="exact")
+        low = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, 1))
+        high = 1.0 if successes == n else float(stats.beta.ppf(1 - alpha / 2, 1, n))
+        assert (exact.low, exact.high) == pytest.approx((low, high), abs=1e-12)
+        shift = preference_shift(moves=[value] * n + [np.nan], confidence=confidence,
+                                 bounds=(0.0, 1.0))
+        assert (shift.value, shift.n) == (value, n)
+        assert (shift.low, shift.high) == pytest.approx((exact.low, exact.high), abs=1e-12)
+        assert 0.0 <= shift.low <= shift.value <= shift.high <= 1.0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_mixed_shares_are_the_t_interval_clipped_to_zero_to_one(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    moves = (rng.random(n) < rng.choice([0.02, 0.3, 0.98])).astype(float)
+    moves[rng.random(n) < 0.1] = np.nan
+    kept = moves[~np.isnan(moves)]
+    if kept.size < 2 or np.ptp(kept) == 0:
+        return
+    shift = preference_shift(moves=moves, confidence=0.95, bounds=(0.0, 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ci = stats.ttest_1samp(kept, 0.0).confidence_interval(0.95)
+    assert (shift.low, shift.high) == pytest.approx(
+        (max(0.0, float(ci.low)), min(1.0, float(ci.high))), abs=1e-10)
+
+
+def test_a_move_outside_the_bounds_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        preference_shift(moves=[-1.0, 0.0], bounds=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_the_label_scheme_interval_stays_in_zero_to_one(changed: bool) -> None:
+    """label-scheme's share on 10 pairs whose verdicts never (or always) change with the
+    labels: the Clopper-Pearson interval of 0 (or 10) in 10, not one for [-1, 1]."""
+    from judgebench.auditing.bias_variants import LABEL_SCHEMES, label_scheme
+    from judgebench.models import Sample
+
+    pairs = [Sample(item=f"i{k}", system="x vs y", system_a="x", system_b="y",
+                    output_a=f"a{k}", output_b=f"b{k}") for k in range(10)]
+
+    def scheme(k: int):
+        def score(batch):
+            return [1.0 if not changed or k == 0 else 0.0 for _ in batch]
+        return score
+
+    result = label_scheme(pairs, {s: scheme(k) for k, s in enumerate(LABEL_SCHEMES)},
+                          judge="j", center=0.5, seed=1, confidence=0.95)
+    exact = stats.binomtest(10 if changed else 0, 10).proportion_ci(0.95, method="exact")
+    assert result.value == (1.0 if changed else 0.0)
+    assert (result.extra["ci_low"], result.extra["ci_high"]) == pytest.approx(
+        (exact.low, exact.high), abs=1e-12)

@@ -317,13 +317,20 @@ def test_a_killed_run_resumes_without_paying_any_call_twice(tmp_path: Path) -> N
     # the first run's server answers every sample's first node, then holds what comes next
     # (the second node's first call is the event the run is killed at) until the test ends:
     # a request the killed process sent but the server read late is never answered. The
-    # resumed run asks a second server (the same judge: api_base is in no signature).
+    # resumed run asks the same server (the judge cache's key names the endpoint) with
+    # another key (in no cache key), which tells the server its requests apart.
     gate = Gate(limit=len(tags))
     resumed = Gate(limit=10**9)
     env = {**KEY_ENV, "JUDGEBENCH_CACHE_DIR": str(tmp_path / "cache")}
-    with ScriptedJudge(reply=gate) as first_server, ScriptedJudge(reply=resumed) as server:
+    resumed_key = KEY_ENV["JB_DAG_KEY"] + "-resumed"
+
+    def route(system: str, user: str, key: str) -> str:
+        return (resumed if key == resumed_key else gate)(system, user)
+
+    route.by_key = True  # type: ignore[attr-defined]
+    with ScriptedJudge(reply=route) as server:
         try:
-            spec = dag_spec(first_server.url)
+            spec = dag_spec(server.url)
             args = ["score", str(data), "-o", "out.csv", "--store", "s.db"]
             child = subprocess.Popen(
                 [sys.executable, "-m", "judgebench.cli", *args, "-m", spec], cwd=tmp_path,
@@ -341,7 +348,7 @@ def test_a_killed_run_resumes_without_paying_any_call_twice(tmp_path: Path) -> N
             first = list(gate.answered)
             assert len(first) == len(tags)
             proc = run_cli(*args, "-m", dag_spec(server.url), "--resume", cwd=tmp_path,
-                           env=env)
+                           env={**env, "JB_DAG_KEY": resumed_key})
             assert proc.returncode == 0, proc.stderr
         finally:
             gate.release.set()

@@ -144,15 +144,15 @@ def test_jsonl_and_parquet_files_of_labels_with_statuses_and_critiques(tmp_path:
     assert (got[("ann", "i2")].status, got[("ann", "i2")].value) == ("cant_tell", None)
     assert got[("bob", "i3")].system == ("y", "x") and got[("bob", "i3")].value == 0.0
     assert got[("ann", "i1")].source == "import:pairs.jsonl"
-    # a pairwise export is keyed by the pair, P(A better) per cell
+    # a pairwise export is keyed by the pair, each answer as given (a, b, tie)
     out = tmp_path / "pairs-human.csv"
     proc = run_cli("labels", "export", "--store", str(store), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(out, dtype=str).fillna("")
     assert table[["item", "system_a", "system_b", "human.pref", "human.pref.ann",
                   "human.pref.bob"]].values.tolist() == [
-        ["i1", "x", "y", "1.0", "1.0", ""], ["i2", "x", "y", "0.5", "", "0.5"],
-        ["i3", "y", "x", "0.0", "", "0.0"]]
+        ["i1", "x", "y", "a", "a", ""], ["i2", "x", "y", "tie", "", "tie"],
+        ["i3", "y", "x", "b", "", "b"]]
     # the pairwise meta-eval reads the store's labels for a table of the pair either way round
     pairs = _write(tmp_path / "verdicts.csv", [
         {"item": "i1", "system_a": "x", "system_b": "y", "j": "a"},
@@ -174,7 +174,8 @@ def test_jsonl_and_parquet_files_of_labels_with_statuses_and_critiques(tmp_path:
     assert proc.returncode == 2 and "export them apart with --criterion" in proc.stderr
     proc = run_cli("labels", "export", "--store", str(store), "--criterion", "tone", "-o",
                    str(tmp_path / "tone.csv"))
-    assert proc.returncode == 0 and "0 calm, 1 rude, 2 odd" in proc.stderr
+    assert proc.returncode == 0 and "a choice's name (calm, rude, odd)" in proc.stderr
+    assert pd.read_csv(tmp_path / "tone.csv")["human.tone.ann"].tolist() == ["rude", "calm"]
 
 
 def test_a_criterion_keeps_its_definition_and_an_annotator_is_named_once(

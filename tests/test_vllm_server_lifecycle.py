@@ -304,3 +304,25 @@ def test_a_server_that_ignores_sigterm_is_killed(log, monkeypatch) -> None:
     backend.close()
     assert process.returncode == -signal.SIGKILL  # terminate, wait, then kill
     assert time.monotonic() - started < 5
+
+
+def test_the_cache_key_names_no_port_and_the_engine_options(log) -> None:
+    """Each start takes a free port: the judge cache's key names the server's options, not
+    its address, so a rerun's new server finds the answers the last one gave."""
+    keys = []
+    for _ in range(2):
+        backend = get_backend("vllm_server", model="/models/judge", startup_timeout_s=60)
+        try:
+            identity = backend.cache_identity()
+            keys.append(identity)
+        finally:
+            backend.close()
+    ports = [e["argv"][e["argv"].index("--port") + 1] for e in starts(log)]
+    assert len(ports) == 2 and not any(port in str(keys) for port in ports)
+    assert keys[0] == keys[1] and "api_base" not in keys[0]
+    assert not any(name.startswith("option.") for name in keys[0])
+    quantized = get_backend("vllm_server", model="/models/judge", quantization="fp8")
+    try:
+        assert quantized.cache_identity()["option.quantization"] == "fp8"
+    finally:
+        quantized.close()

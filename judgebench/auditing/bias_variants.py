@@ -17,9 +17,11 @@ scale-inversion (pointwise; CALM's scale/criterion wording, Ye et al. 2024) each
               as the metamorphic probes' "same").
 
 shift (meta_eval.bias_shift.preference_shift): the mean move (for label-scheme the share of
-pairs whose verdict changes with the labels), with its Student-t interval at the audit's
---ci; verdict as bias_battery's for a probe that keeps the quality (expect "same": biased
-where the interval lies wholly outside [-X, X], unbiased where wholly inside).
+pairs whose verdict changes with the labels, in [0, 1], its interval kept there: where no
+verdict or every verdict changed, the Clopper-Pearson interval of 0 or n in n), with its
+Student-t interval at the audit's --ci; verdict as bias_battery's for a probe that keeps
+the quality (expect "same": biased where the interval lies wholly outside [-X, X], unbiased
+where wholly inside).
 
 Criteria order is not probed: judge.rubric and judge.geval put one criterion in a prompt.
 """
@@ -84,7 +86,7 @@ def label_scheme(pairs: Sequence[Sample], scores: Mapping[str, ScoreFn], *, judg
                                     "tie": int((decided[k] == 0).sum())}
                   for k, s in enumerate(LABEL_SCHEMES)}
     return _result(LabelScheme(), moves, judge=judge, mode="pairwise", seed=seed,
-                   confidence=confidence, threshold=threshold,
+                   confidence=confidence, threshold=threshold, bounds=(0.0, 1.0),
                    what=f"share of pairs whose verdict changes with the labels "
                         f"({'/'.join(LABEL_SCHEMES)})",
                    extra={"schemes": list(LABEL_SCHEMES), **per_scheme})
@@ -111,9 +113,10 @@ def scale_inversion(samples: Sequence[Sample], plain: ScoreFn, inverted: ScoreFn
 
 def _result(probe: LabelScheme | ScaleInversion, moves: FloatArray, *, judge: str,
             mode: Mode, seed: int, confidence: float, threshold: float | None, what: str,
-            extra: dict[str, object]) -> BiasResult:
+            extra: dict[str, object], bounds: tuple[float, float] = (-1.0, 1.0)
+            ) -> BiasResult:
     limit = probe.threshold if threshold is None else threshold
-    shift = preference_shift(moves=moves, confidence=confidence)
+    shift = preference_shift(moves=moves, confidence=confidence, bounds=bounds)
     said = verdict(shift, limit, probe.expect)
     interval = (f"{confidence:.0%} CI {shift.low:+.3f} to {shift.high:+.3f}"
                 if shift.n >= 2 else f"no interval: {shift.n} unit(s) with a move")

@@ -73,8 +73,10 @@ Run settings
 
 Identity
     `Backend.identity()` names everything about the backend that decides its outputs (backend
-    name, model id, revision); judges put it in their signature and the judge cache puts it
-    in the request hash. It never contains an API key.
+    name, model id, revision); judges put it in their signature. The judge cache hashes
+    `Backend.cache_identity()` with the request: the identity plus what a signature leaves
+    out but an answer depends on (a remote backend's endpoint, `RemoteBackend.cache_identity`).
+    Neither ever contains an API key.
 """
 
 from __future__ import annotations
@@ -465,6 +467,12 @@ class Backend:
     # -- what decides the outputs ---------------------------------------------------------
     def identity(self) -> dict[str, str]:
         return {"backend": self.name, "model": self.model, "revision": self.revision or "none"}
+
+    def cache_identity(self) -> dict[str, str]:
+        """What the judge cache's key names about this backend: `identity()` plus the settings
+        that change an answer but are no part of a signature (a remote backend's endpoint and
+        options); never a key, a key variable's name or a header value. Default: identity."""
+        return self.identity()
 
     def enforcement(self, kind: ConstraintKind) -> Enforced | None:
         """What this backend enforces for a constraint of `kind` (None: nothing, the answer

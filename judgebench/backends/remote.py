@@ -339,6 +339,35 @@ class RemoteBackend(Backend):
         if reason is not None:
             raise ValueError(reason)
 
+    #: Options that change no answer (how calls are made, priced, limited, authenticated):
+    #: left out of the judge cache's key. A provider adds its own (`cache_identity`).
+    not_in_cache_key: ClassVar[frozenset[str]] = frozenset({
+        "api_base", "api_key_env", "concurrency", "rpm", "tpm", "timeout_s", "max_attempts",
+        "backoff_base_s", "backoff_max_s", "max_retry_after_s", "input_cost_per_token",
+        "output_cost_per_token", "price_in", "price_out"})
+
+    def cache_identity(self) -> dict[str, str]:
+        """`identity()` plus the endpoint (``api_base`` as given, less a trailing ``/``) and
+        every other option set to other than its default that is not in `not_in_cache_key`:
+        two servers serving one model name never share cached answers. An option a provider
+        adds is in the key unless the provider says it changes no answer. The key variable
+        (``api_key_env``) and its value are never in it, and the endpoint is scrubbed
+        (`refuse_credentials` already refuses one that carries a key)."""
+        found = dict(self.identity())
+        endpoint = self.cache_endpoint()
+        if endpoint:
+            found["api_base"] = scrub(endpoint.rstrip("/"))
+        for option in fields(self.options):
+            value = getattr(self.options, option.name)
+            if option.name not in self.not_in_cache_key and value != option.default:
+                found[f"option.{option.name}"] = scrub(str(value))
+        return found
+
+    def cache_endpoint(self) -> str | None:
+        """The endpoint the cache key names: ``api_base`` as given (None: the provider's own).
+        A backend that starts its own server names none (its options say what it serves)."""
+        return self.options.api_base
+
     def missing_credential(self) -> str | None:
         """Why a call could not authenticate, known before any call (the variable a key
         should be in is not set), or None; the message names variables, never a value.

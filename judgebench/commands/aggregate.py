@@ -21,7 +21,8 @@ from judgebench.errors import InputError, JudgebenchError
 from judgebench.render import json as json_out
 from judgebench.render import text as text_out
 from judgebench.render.formats import render as render_table
-from judgebench.render.table import aggregate_table, rules_table
+from judgebench.render.formats import render_tables
+from judgebench.render.table import aggregate_tables, rules_table
 
 KIND_HELP = (
     "What TABLE holds (default: auto). leaderboard: one row per system (column 'system' or "
@@ -139,7 +140,9 @@ def _human_ranking(text: str) -> list[list[str]]:
 @click.option("--list-rules", is_flag=True, help="List the registered rules and exit.")
 @format_options("Print a JSON array, one object per rule: rule, ranking, scores, winners, "
                 "ties, and agreement / human / bootstrap / make_win where asked; csv, "
-                "markdown and latex print one row per (rule, system).")
+                "markdown and latex print one row per (rule, system) with each rule's "
+                "per-system figures, then bradley-terry's order effect, style-controlled "
+                "ranking and coefficients (--control) as tables of their own.")
 @failed_as_option
 def command(
     table: Path | None,
@@ -199,7 +202,7 @@ def command(
     elif output_format == "text":
         click.echo(safe(text_out.aggregate(result)))  # system and column names are the user's
     else:
-        click.echo(safe(render_table(aggregate_table(result, output_format), output_format)))
+        click.echo(safe(render_tables(aggregate_tables(result, output_format), output_format)))
     if result.failed:
         raise JudgebenchError(f"rule(s) failed: {', '.join(o.spec for o in result.failed)} "
                               "(reasons above)")

@@ -1,8 +1,12 @@
 """A persistent cache of judge responses, and a backend wrapper that uses it.
 
-The key is `Request.content_hash(backend.identity())`: SHA-256 over the backend name, model
-id and revision, and every field of the request (messages or prompt, decoding parameters,
-logprob settings, JSON schema, sample index), serialised as canonical JSON. Only answers are
+The key is `Request.content_hash(backend.cache_identity())`: SHA-256 over the backend name,
+model id and revision, what else decides the backend's answers (a remote backend's endpoint,
+``api_base``, and its options other than their defaults; never a key or its variable's name),
+and every field of the request (messages or prompt, decoding parameters, logprob settings,
+JSON schema, sample index), serialised as canonical JSON. Two servers serving one model name
+therefore never share answers. (Entries written before the endpoint was in the key are not
+found by it: harmless, those requests are asked again.) Only answers are
 stored (successes, and refusals, which are final and paid for); a failure is never cached, so
 a rerun tries it again. Each response is committed as soon as it arrives, so a killed run keeps
 every call it finished, and a rerun of a finished run makes no model call. A failed call's
@@ -182,6 +186,9 @@ class CachedBackend(Backend):
     def identity(self) -> dict[str, str]:
         return self.inner.identity()
 
+    def cache_identity(self) -> dict[str, str]:
+        return self.inner.cache_identity()
+
     def count_tokens(self, request: Request) -> int:
         return self.inner.count_tokens(request)
 
@@ -197,7 +204,7 @@ class CachedBackend(Backend):
     async def aiter_generate(
         self, requests: Sequence[Request]
     ) -> AsyncIterator[tuple[int, Response]]:
-        identity = self.inner.identity()
+        identity = self.inner.cache_identity()
         keys = [r.content_hash(identity) for r in requests]
         inflight = self._inflight.setdefault(asyncio.get_running_loop(), {})
         owned: dict[str, list[int]] = {}

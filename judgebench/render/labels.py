@@ -35,12 +35,13 @@ def exported(result: ExportResult) -> str:
     lines = [f"wrote {result.rows} row(s) to {result.output}: {', '.join(result.columns)}"]
     for crit in result.criteria:
         if crit.choices:
-            positions = ", ".join(f"{i} {c}" for i, c in enumerate(crit.choices))
-            lines.append(f"  {crit.name}: a choice's position ({positions}); "
-                         f"human.{crit.name} is the choice most annotators gave")
+            lines.append(f"  {crit.name}: a choice's name ({', '.join(crit.choices)}); "
+                         f"human.{crit.name} is the choice most annotators gave (none on "
+                         "a tie)")
         elif crit.pairwise:
-            lines.append(f"  {crit.name}: P(A better), 1 a, 0 b, 0.5 tie; human.{crit.name} "
-                         "is the annotators' mean")
+            lines.append(f"  {crit.name}: a, b or tie; human.{crit.name} is the answer "
+                         "where the annotators agree, else their mean P(A better) (1 a, "
+                         "0 b, 0.5 tie)")
     return "\n".join(lines)
 
 

@@ -17,6 +17,12 @@ writes it), so escaping is decided once:
   escaped; number columns are right-aligned.
 
 Text, markdown and latex show floats with `digits` decimals; csv and json keep every digit.
+
+A result of several tables (`aggregate`'s rankings, order effect, style control) is printed
+by `judgebench.render.formats.render_tables`: the tables one after another, separated by a
+blank line, the first (the rankings) as a lone table prints; markdown puts each further
+table's title above it as a paragraph, latex as a `%` comment, csv prints none (each table's
+header names its fields).
 """
 
 from __future__ import annotations
@@ -87,8 +93,41 @@ def meta_eval_table(result: MetaEvalResult, fmt: str) -> Table:
 
 
 def aggregate_table(result: AggregateResult, fmt: str) -> Table:
-    """`aggregate -f csv|markdown|latex`: one row per (rule, system)."""
-    return results_table(result.system_rows(), fmt, AGGREGATE_COLUMNS)
+    """`aggregate -f csv|markdown|latex`'s first table: one row per (rule, system), then
+    each rule's per-system figures (bradley-terry's se and Wald interval, win-rate's
+    standard error and counts)."""
+    rows = result.system_rows()
+    extras = dict.fromkeys(k for r in rows for k in r if k not in AGGREGATE_COLUMNS)
+    return results_table(rows, fmt, (*AGGREGATE_COLUMNS, *extras))
+
+
+#: The further tables of an aggregate result (bradley-terry on a pairwise table), with the
+#: title markdown and latex print above each and the fields they show.
+ORDER_EFFECT_COLUMNS = ("rule", "h", "se", "ci_low", "ci_high", "level", "judgements",
+                        "ties_left_out", "orders", "status", "reason", "signature")
+STYLE_COLUMNS = ("rule", "system", "rank", "controlled", "se", "ci_low", "ci_high",
+                 "raw_rank", "raw", "raw_se", "raw_ci_low", "raw_ci_high", "level",
+                 "controls", "status", "reason", "signature")
+COEFFICIENT_COLUMNS = ("rule", "covariate", "coefficient", "se", "ci_low", "ci_high", "level",
+                       "signature")
+
+
+def aggregate_tables(result: AggregateResult, fmt: str) -> list[tuple[str, Table]]:
+    """Every table of `aggregate -f csv|markdown|latex`, each with its title: the rankings
+    (`aggregate_table`), then where bradley-terry has them the order effect, the style-
+    controlled ranking and the style covariates' coefficients, as the text format shows."""
+    tables = [("rankings", aggregate_table(result, fmt))]
+    further = (
+        ("order effect (position bias: logit P(first wins) = theta_first - theta_second + h; "
+         "h > 0 favours the response shown first)", result.order_effect_rows(),
+         ORDER_EFFECT_COLUMNS),
+        ("style control: controlled and raw Bradley-Terry strengths (ties as half a win)",
+         result.style_rows(), STYLE_COLUMNS),
+        ("style control: coefficients (log-odds per standard deviation of A's minus B's "
+         "feature)", result.coefficient_rows(), COEFFICIENT_COLUMNS))
+    tables += [(title, results_table(rows, fmt, columns))
+               for title, rows, columns in further if rows]
+    return tables
 
 
 def rules_table(rules: Sequence[RuleInfo], fmt: str) -> Table:

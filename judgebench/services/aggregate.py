@@ -149,18 +149,41 @@ class AggregateResult(Result):
     def system_rows(self) -> list[dict[str, Any]]:
         """One dict per (rule, system) of the rules that ranked, best first: rule, system,
         rank, score (None for a rule without scores), winner; with a bootstrap also the
-        rank interval (rank_low, rank_high) and p_win."""
+        rank interval (rank_low, rank_high) and p_win; then the rule's own per-system
+        figures (its `extra`: bradley-terry's se, wald_low, wald_high; win-rate's
+        standard_error and counts; a bootstrap's ci_low, ci_high)."""
         rows = []
         for o in self.ok:
             assert o.result is not None
-            scores = o.result.to_dict()["scores"] or {}
+            plain = o.result.to_dict()
+            scores = plain["scores"] or {}
+            extra = plain.get("extra") or {}
             ranks = o.result.ranks
             boot = o.bootstrap.to_dict()["systems"] if o.bootstrap is not None else {}
-            rows += [{"rule": o.spec, "system": s, "rank": ranks[s], "score": scores.get(s),
-                      "winner": s in o.result.winners,
-                      **{k: boot[s][k] for k in ("rank_low", "rank_high", "p_win") if s in boot}}
-                     for s in o.result.ranking]
+            for s in o.result.ranking:
+                row = {"rule": o.spec, "system": s, "rank": ranks[s], "score": scores.get(s),
+                       "winner": s in o.result.winners,
+                       **{k: boot[s][k] for k in ("rank_low", "rank_high", "p_win")
+                          if s in boot}}
+                for key, by_system in extra.items():
+                    row.setdefault(key, by_system.get(s))
+                rows.append(row)
         return rows
+
+    def order_effect_rows(self) -> list[dict[str, Any]]:
+        """bradley-terry's order effect, one row per rule that has one (`OrderEffect.row`)."""
+        return [{"rule": o.spec, **o.order_effect.row()} for o in self.ok
+                if o.order_effect is not None]
+
+    def style_rows(self) -> list[dict[str, Any]]:
+        """The style-controlled and raw rankings, one row per (rule, system)."""
+        return [{"rule": o.spec, **row} for o in self.ok if o.style is not None
+                for row in o.style.system_rows()]
+
+    def coefficient_rows(self) -> list[dict[str, Any]]:
+        """The style covariates' coefficients, one row per (rule, covariate)."""
+        return [{"rule": o.spec, **row} for o in self.ok if o.style is not None
+                for row in o.style.coefficient_rows()]
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (rule, system) of the rules that ranked: rank, score, winner."""

@@ -72,6 +72,19 @@ class OrderEffect:
                 "effect": None if self.effect is None else self.effect.to_dict(),
                 "signature": self.signature}
 
+    def row(self) -> dict[str, Any]:
+        """The order effect as one flat row of a table (status and reason only where there
+        is no estimate)."""
+        effect = self.effect.to_dict() if self.effect is not None else {}
+        out: dict[str, Any] = {"h": effect.get("estimate"), "se": effect.get("se"),
+                               "ci_low": effect.get("low"), "ci_high": effect.get("high"),
+                               "level": self.level, "judgements": self.judgements,
+                               "ties_left_out": self.ties_left_out,
+                               "orders": ",".join(self.columns)}
+        if self.effect is None:
+            out |= {"status": "error", "reason": self.reason}
+        return {**out, "signature": self.signature}
+
 
 def order_effect(frame: pd.DataFrame, *, column: str, systems: Sequence[str],
                  level: float) -> OrderEffect | None:
@@ -139,6 +152,38 @@ class StyleControl:
             out["coefficients"] = {name: c.to_dict() for name, c in
                                    zip(self.covariates, self.coefficients, strict=True)}
         return out
+
+    def system_rows(self) -> list[dict[str, Any]]:
+        """One flat row per system, best controlled strength first: its controlled and raw
+        rank, strength, standard error and interval; without a fit one row with the
+        status and reason."""
+        controls = ",".join(self.controls)
+        if not self.ok:
+            return [{"system": None, "level": self.level, "controls": controls,
+                     "status": "error", "reason": self.reason, "signature": self.signature}]
+        raw, controlled = self.ranks("raw"), self.ranks("controlled")
+        order = sorted(range(len(self.systems)), key=lambda i: -self.controlled[i].estimate)
+        rows = []
+        for i in order:
+            s, c, r = self.systems[i], self.controlled[i].to_dict(), self.raw[i].to_dict()
+            rows.append({"system": s, "rank": controlled[s], "controlled": c["estimate"],
+                         "se": c["se"], "ci_low": c["low"], "ci_high": c["high"],
+                         "raw_rank": raw[s], "raw": r["estimate"], "raw_se": r["se"],
+                         "raw_ci_low": r["low"], "raw_ci_high": r["high"],
+                         "level": self.level, "controls": controls,
+                         "signature": self.signature})
+        return rows
+
+    def coefficient_rows(self) -> list[dict[str, Any]]:
+        """One flat row per covariate (log-odds per standard deviation of A's minus B's
+        feature); none without a fit."""
+        if not self.ok:
+            return []
+        return [{"covariate": name, "coefficient": c["estimate"], "se": c["se"],
+                 "ci_low": c["low"], "ci_high": c["high"], "level": self.level,
+                 "signature": self.signature}
+                for name, c in ((n, x.to_dict()) for n, x in
+                                zip(self.covariates, self.coefficients, strict=True))]
 
 
 def style_control(frame: pd.DataFrame, data: Comparisons, *, column: str,

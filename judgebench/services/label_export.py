@@ -4,10 +4,13 @@ One row per labelled key (item, system; or item, system_a, system_b for pairwise
 keys in sorted order; per criterion (by name) the people's value `human.<criterion>` (every
 annotator's current answers: their mean, the choice most gave for choices,
 `judgebench.engine.labels.consensus`), then one column per annotator (by name),
-`human.<criterion>.<annotator>`, with that annotator's current answer. A value is a number:
-a scale's value, 0/1, a choice's position among the criterion's choices (0 first), a pair's
-P(A better) (1 a, 0 b, 0.5 tie, as a pairwise table's human column). `cant_tell`, `skipped`
-and no label are all an empty cell: statuses are never values.
+`human.<criterion>.<annotator>`, with that annotator's current answer as people gave it: a
+scale's number, 0/1, a choice's name, a pair's `a`/`b`/`tie` (what `labels import` reads
+back: an export imported again gives the same labels). People's value is a scale's mean,
+the share of 1s, the choice most annotators gave (none on a tie), and for a pair the answer
+where every annotator gave the same one, else their mean P(A better) as a decimal (a
+pairwise table's human column takes both). `cant_tell`, `skipped` and no label are all an
+empty cell: statuses are never values.
 
 Pairwise criteria and criteria of single outputs make tables of different keys: one export
 holds one kind (`criteria` chooses). The file is written atomically (a temporary file
@@ -45,8 +48,8 @@ class ExportResult(Result):
         return {"store": self.store, "output": self.output, "rows": self.rows,
                 "columns": self.columns,
                 "criteria": [{"name": c.name, "kind": c.kind, "scale": c.describe(),
-                              **({"positions": dict(enumerate(c.choices))} if c.choices
-                                 else {})} for c in self.criteria]}
+                              **({"choices": list(c.choices)} if c.choices else {})}
+                             for c in self.criteria]}
 
     def to_frame(self) -> pd.DataFrame:
         frame: pd.DataFrame = self.table
@@ -75,21 +78,26 @@ def human_table(store: str | Path, *, names: tuple[str, ...] = ()
                          "outputs make tables of different keys: export them apart with "
                          "--criterion NAME", path=str(store), field="--criterion")
     pairwise = shapes == {True}
-    columns: dict[str, dict[Any, float]] = {}
+    columns: dict[str, dict[Any, float | str | None]] = {}
+    text: set[str] = set()  # columns of names: a missing cell is None, not NaN
     keys: set[Any] = set()
     for crit in chosen:
         by_key: dict[Any, list[float]] = {}
-        per_annotator: dict[str, dict[Any, float]] = {}
+        per_annotator: dict[str, dict[Any, float | str | None]] = {}
         for label in current_labels(store, criterion=crit.name):
             keys.add(label.key)
             answers = by_key.setdefault(label.key, [])
             cells = per_annotator.setdefault(label.annotator, {})
             if label.value is not None:
                 answers.append(label.value)
-                cells[label.key] = label.value
-        columns[f"human.{crit.name}"] = {k: consensus(crit, v) for k, v in by_key.items()}
-        for annotator in sorted(per_annotator):
-            columns[f"human.{crit.name}.{annotator}"] = per_annotator[annotator]
+                cells[label.key] = crit.answer_of(label.value)
+        own = [f"human.{crit.name}", *(f"human.{crit.name}.{a}" for a in
+                                       sorted(per_annotator))]
+        columns[own[0]] = {k: _people(crit, v) for k, v in by_key.items() if v}
+        for name, annotator in zip(own[1:], sorted(per_annotator), strict=True):
+            columns[name] = per_annotator[annotator]
+        if crit.kind in ("choices", "pairwise"):
+            text.update(own)
     ordered = sorted(keys, key=lambda k: (k[0], k[1]) if isinstance(k[1], str)
                      else (k[0], *k[1]))
     key_names = ["item", "system_a", "system_b"] if pairwise else ["item", "system"]
@@ -102,8 +110,19 @@ def human_table(store: str | Path, *, names: tuple[str, ...] = ()
         else:
             data["system"].append(system)
     for name, cells in columns.items():
-        data[name] = [cells.get(k, math.nan) for k in ordered]
+        data[name] = [cells.get(k, None if name in text else math.nan) for k in ordered]
     return pd.DataFrame(data), chosen
+
+
+def _people(crit: Criterion, values: list[float]) -> float | str | None:
+    """People's value of one key (see the module): a choice's name (None on a tie), a
+    pair's answer where all agree, else their mean P(A better) as a decimal's text."""
+    value = consensus(crit, values)
+    if crit.kind == "choices":
+        return None if math.isnan(value) else crit.answer_of(value)
+    if crit.kind == "pairwise":
+        return crit.answer_of(values[0]) if len(set(values)) == 1 else repr(value)
+    return value
 
 
 def export_labels(store: str | Path, output: str | Path | None, *,

@@ -301,6 +301,9 @@ class OpenAICompatBackend(RemoteBackend):
             ask, f"GET {url}", "the judge's signature names the checkpoint it lists, so the "
             "run does not start without it: start the server, or give more max_attempts")
 
+    #: /tokenize only counts tokens for estimates and budgets
+    not_in_cache_key = RemoteBackend.not_in_cache_key | {"tokenize"}
+
     def identity(self) -> dict[str, str]:
         served = self.served_model()
         return {**super().identity(), **({"served": served} if served else {})}

@@ -383,6 +383,13 @@ class VLLMServerBackend(OpenAICompatBackend):
                 return str(entry.get("root") or entry["id"])
         return None
 
+    not_in_cache_key = OpenAICompatBackend.not_in_cache_key | {"startup_timeout_s"}
+
+    def cache_endpoint(self) -> str | None:
+        """None: the endpoint is its own server (on a free port each start), which the
+        engine options in the cache key describe."""
+        return None
+
     def identity(self) -> dict[str, str]:
         from judgebench_backends.vllm_backend import batch_invariant
 

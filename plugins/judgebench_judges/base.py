@@ -328,7 +328,7 @@ class JudgeMetric(Metric[JudgeOptionsT]):
             request = dataclasses.replace(request, repeat=self.repeat, seed=seed)
         keys = _request_keys.get()
         if keys is not None:  # the sample's score links to its cached requests (`logs`)
-            keys.append(request.content_hash(self._dispatcher.backend.identity()))
+            keys.append(request.content_hash(self._dispatcher.backend.cache_identity()))
         return await self._dispatcher.submit(request)
 
     @staticmethod
@@ -422,7 +422,7 @@ class JudgeMetric(Metric[JudgeOptionsT]):
         backend = self.use_cache()
         calls = tokens_in = tokens_out = 0
         cost: float | None = 0.0
-        identity = backend.identity()
+        identity = backend.cache_identity()
         seen: set[str] = set()
         for sample in samples:
             try:

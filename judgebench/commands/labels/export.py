@@ -31,8 +31,9 @@ from judgebench.display import safe
 def command(store_path: Path, output: Path, criteria: tuple[str, ...],
             output_format: str) -> None:
     """Write the labels of a store as a human table: one row per item and system (or pair),
-    human.<criterion> (people's value: the annotators' mean) and human.<criterion>.<annotator>
-    per annotator; can't tell and skip are empty cells."""
+    human.<criterion> (people's value: the annotators' mean, the choice most gave, a pair's
+    agreed answer) and human.<criterion>.<annotator> per annotator, each answer as given (a
+    number, a choice's name, a/b/tie); can't tell and skip are empty cells."""
     from judgebench.render import json as json_out
     from judgebench.render import labels as render
     from judgebench.services.label_export import export_labels
