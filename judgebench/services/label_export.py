@@ -60,8 +60,20 @@ def human_table(store: str | Path, *, names: tuple[str, ...] = ()
                 ) -> tuple[pd.DataFrame, list[Criterion]]:
     """The human table of `store`'s labels of the criteria `names` (default: every one of
     them, all of one kind); see the module."""
-    import pandas as pd
+    chosen = _chosen(store, names)
+    columns: dict[str, dict[Any, float | str | None]] = {}
+    text: set[str] = set()  # columns of names: a missing cell is None, not NaN
+    keys: set[Any] = set()
+    for crit in chosen:
+        own = _criterion_columns(store, crit, keys)
+        columns.update(own)
+        if crit.kind in ("choices", "pairwise"):
+            text.update(own)
+    return _frame(keys, columns, text, pairwise=chosen[0].pairwise), chosen
 
+
+def _chosen(store: str | Path, names: tuple[str, ...]) -> list[Criterion]:
+    """The criteria `names` of `store` (default: all), all of one kind (pairwise or not)."""
     known = {c.name: c for c in criteria(store)}
     if not known:
         raise InputError("no labels in this store yet (no criterion defined): import some "
@@ -71,33 +83,38 @@ def human_table(store: str | Path, *, names: tuple[str, ...] = ()
         raise InputError(f"no criterion {unknown[0]!r} in this store (it has: "
                          f"{', '.join(sorted(known))})", path=str(store), field="--criterion")
     chosen = [known[n] for n in sorted(set(names) or known)]
-    shapes = {c.pairwise for c in chosen}
-    if len(shapes) > 1:
+    if len({c.pairwise for c in chosen}) > 1:
         named = sorted(c.name for c in chosen if c.pairwise)
         raise InputError(f"pairwise criteria ({', '.join(named)}) and criteria of single "
                          "outputs make tables of different keys: export them apart with "
                          "--criterion NAME", path=str(store), field="--criterion")
-    pairwise = shapes == {True}
-    columns: dict[str, dict[Any, float | str | None]] = {}
-    text: set[str] = set()  # columns of names: a missing cell is None, not NaN
-    keys: set[Any] = set()
-    for crit in chosen:
-        by_key: dict[Any, list[float]] = {}
-        per_annotator: dict[str, dict[Any, float | str | None]] = {}
-        for label in current_labels(store, criterion=crit.name):
-            keys.add(label.key)
-            answers = by_key.setdefault(label.key, [])
-            cells = per_annotator.setdefault(label.annotator, {})
-            if label.value is not None:
-                answers.append(label.value)
-                cells[label.key] = crit.answer_of(label.value)
-        own = [f"human.{crit.name}", *(f"human.{crit.name}.{a}" for a in
-                                       sorted(per_annotator))]
-        columns[own[0]] = {k: _people(crit, v) for k, v in by_key.items() if v}
-        for name, annotator in zip(own[1:], sorted(per_annotator), strict=True):
-            columns[name] = per_annotator[annotator]
-        if crit.kind in ("choices", "pairwise"):
-            text.update(own)
+    return chosen
+
+
+def _criterion_columns(store: str | Path, crit: Criterion, keys: set[Any]
+                       ) -> dict[str, dict[Any, float | str | None]]:
+    """One criterion's columns (people's, then one per annotator) by key; the keys it
+    labels are added to `keys`."""
+    by_key: dict[Any, list[float]] = {}
+    per_annotator: dict[str, dict[Any, float | str | None]] = {}
+    for label in current_labels(store, criterion=crit.name):
+        keys.add(label.key)
+        answers = by_key.setdefault(label.key, [])
+        cells = per_annotator.setdefault(label.annotator, {})
+        if label.value is not None:
+            answers.append(label.value)
+            cells[label.key] = crit.answer_of(label.value)
+    columns = {f"human.{crit.name}": {k: _people(crit, v) for k, v in by_key.items() if v}}
+    for annotator in sorted(per_annotator):
+        columns[f"human.{crit.name}.{annotator}"] = per_annotator[annotator]
+    return columns
+
+
+def _frame(keys: set[Any], columns: dict[str, dict[Any, float | str | None]], text: set[str],
+           *, pairwise: bool) -> pd.DataFrame:
+    """The table: one row per key in order, its key columns, then `columns`."""
+    import pandas as pd
+
     ordered = sorted(keys, key=lambda k: (k[0], k[1]) if isinstance(k[1], str)
                      else (k[0], *k[1]))
     key_names = ["item", "system_a", "system_b"] if pairwise else ["item", "system"]
@@ -111,7 +128,7 @@ def human_table(store: str | Path, *, names: tuple[str, ...] = ()
             data["system"].append(system)
     for name, cells in columns.items():
         data[name] = [cells.get(k, None if name in text else math.nan) for k in ordered]
-    return pd.DataFrame(data), chosen
+    return pd.DataFrame(data)
 
 
 def _people(crit: Criterion, values: list[float]) -> float | str | None:
