@@ -5,12 +5,16 @@ judge (the scripted loopback judge) against `meta-eval listwise` on the same sco
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from suites_support import gz
+from conftest import summeval_records
+from suites_support import DATA, check_files, gz, suite_rows
 
 from judgebench.errors import InputError
 from judgebench.suite import load_suite, score_rows
@@ -30,8 +34,6 @@ def listwise_info(files: dict[str, str], **protocol: Any) -> dict[str, Any]:
 
 def listwise_suite(root: Path, **protocol: Any) -> Path:
     """A listwise suite `root/tiny-list` (two prompts of three candidates, one tied best)."""
-    import hashlib
-
     folder = root / "tiny-list"
     folder.mkdir(parents=True)
     samples = [{"item": i, "candidate": c, "input": f"question {i}", "output": f"{i}{c}",
@@ -90,3 +92,52 @@ def test_a_bad_listwise_protocol_is_refused_naming_the_field(
         load_suite(folder)
     assert caught.value.path == str(folder / "suite.json")
     assert caught.value.field == field
+
+
+# -- summeval-best-of-4 ---------------------------------------------------------------------
+BEST_OF_4 = "summeval-best-of-4"
+
+
+def test_the_build_is_byte_for_byte_and_the_files_are_listed(tmp_path: Path) -> None:
+    check_files(BEST_OF_4, {"samples.jsonl.gz", "human.jsonl.gz"})
+    spec = importlib.util.spec_from_file_location("best_of_4_build", DATA / BEST_OF_4 /
+                                                  "build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    build.main(None, str(tmp_path))
+    for name in ("samples.jsonl.gz", "human.jsonl.gz", "suite.json"):
+        assert (tmp_path / name).read_bytes() == (DATA / BEST_OF_4 / name).read_bytes(), name
+
+
+def test_people_s_best_is_the_highest_mean_expert_rating_ties_kept() -> None:
+    """Against the vendored SummEval rows read directly: 4 distinct systems of each of the
+    100 documents, their texts as in the source, and best = the mean of the four criteria's
+    mean ratings within 1e-9 of the document's highest (several when tied)."""
+    source = {(r["item"], r["system"]): r for r in summeval_records()}
+    samples = suite_rows(BEST_OF_4, "samples.jsonl.gz")
+    human = suite_rows(BEST_OF_4, "human.jsonl.gz")
+    assert [(r["item"], r["candidate"]) for r in samples] == \
+        [(r["item"], r["candidate"]) for r in human]
+    items = list(dict.fromkeys(r["item"] for r in samples))
+    assert len(items) == 100 and len(samples) == 400
+    tied = []
+    for item in items:
+        rows = [r for r in samples if r["item"] == item]
+        marks = [r["human.best"] for r in human if r["item"] == item]
+        assert len({r["candidate"] for r in rows}) == 4
+        means = []
+        for r in rows:
+            original = source[(item, r["candidate"])]
+            assert (r["input"], r["output"]) == (original["input"], original["output"])
+            means.append(float(np.mean([original["human"][c] for c in
+                                        ("coherence", "consistency", "fluency",
+                                         "relevance")])))
+        top = max(means)
+        assert marks == [int(abs(m - top) < 1e-9) for m in means], item
+        assert 1 <= sum(marks) < 4
+        tied.append(sum(marks))
+    assert {k: tied.count(k) for k in set(tied)} == {1: 83, 2: 14, 3: 3}  # as SOURCE.md says
+    suite = load_suite(DATA / BEST_OF_4)
+    assert suite.info.kind == "listwise" and suite.info.published == []
+    assert "no published number" in suite.info.description
