@@ -8,13 +8,16 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import summeval_records
-from suites_support import DATA, check_files, gz, suite_rows
+from conftest import column, run_cli, summeval_records
+from scripted_judge import ScriptedJudge
+from suites_support import DATA, check_files, copy_suite, gz, suite_rows
 
 from judgebench.errors import InputError
 from judgebench.suite import load_suite, score_rows
@@ -141,3 +144,114 @@ def test_people_s_best_is_the_highest_mean_expert_rating_ties_kept() -> None:
     suite = load_suite(DATA / BEST_OF_4)
     assert suite.info.kind == "listwise" and suite.info.published == []
     assert "no published number" in suite.info.description
+
+
+# -- bench on a listwise suite ----------------------------------------------------------------
+_SHOWN = re.compile(r"Response ([A-Z]):\n<response>\n(.*?)\n</response>", re.DOTALL)
+KEY_ENV = {"JB_LIST_KEY": "not-a-secret"}
+
+
+def longest_or_none(system: str, user: str) -> str:
+    """The planted judge: the label of the longest summary shown; no pick (a parse error)
+    when two are longest (SummEval has identical summaries) or its length is a multiple
+    of 5."""
+    shown = sorted(_SHOWN.findall(user), key=lambda lt: -len(lt[1]))
+    if len(shown[0][1]) == len(shown[1][1]) or len(shown[0][1]) % 5 == 0:
+        return "They all have merits."
+    return f"Read them all. [[{shown[0][0]}]]"
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z * math.sqrt(k * (n - k) / n + z * z / 4) / (n + z * z)
+    return centre - half, centre + half
+
+
+@pytest.fixture
+def best_of_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This checkout's summeval-best-of-4, renamed (an installed copy may register its own)."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    for k, v in KEY_ENV.items():
+        monkeypatch.setenv(k, v)
+    copy_suite(BEST_OF_4, tmp_path / "suites", rename="my-best-of-4")
+    return tmp_path / "suites"
+
+
+def test_bench_a_listwise_judge_equals_meta_eval_listwise_and_the_planted_picks(
+        tmp_path: Path, best_of_4: Path) -> None:
+    limit = 40
+    with ScriptedJudge(reply=longest_or_none) as server:
+        spec = (f"judge.listwise:backend=openai_compat,model=judge,api_base={server.url},"
+                "api_key_env=JB_LIST_KEY,protocol=text")
+        args = ("bench", spec, "--suite", "my-best-of-4", "--suite-path", str(best_of_4),
+                "--limit", str(limit), "--store", str(tmp_path / "runs.db"),
+                "--workdir", str(tmp_path / "work"), "--workers", "1")
+        strict = run_cli(*args, "--json", cwd=tmp_path)
+        proc = run_cli(*args, "--json", "--allow-failures", "--force", cwd=tmp_path)
+        text = run_cli(*args, "--allow-failures", "--force", "--resume", cwd=tmp_path)
+        html = run_cli(*args, "--allow-failures", "--force", "--resume", "--format", "html",
+                       "-o", str(tmp_path / "card.html"), cwd=tmp_path)
+        assert server.calls == limit  # the reruns answered by the judge cache and the store
+    assert proc.returncode == 0 and text.returncode == 0, proc.stderr + text.stderr
+    (card,) = json.loads(proc.stdout)["cards"]
+    name = column(spec)
+    mine = next(r for r in card["rows"] if r["kind"] == "yours")
+    random = next(r for r in card["rows"] if r["kind"] == "random")
+
+    # the same scored table through `meta-eval listwise`
+    table = tmp_path / "work" / "my-best-of-4" / "listwise.csv"
+    report = run_cli("meta-eval", "listwise", str(table), "--human", "human.best", "--json",
+                     check=True)
+    (row,) = json.loads(report.stdout)
+    assert (mine["value"], mine["ci_low"], mine["ci_high"], mine["n"]) == (
+        row["accuracy"], row["ci_low"], row["ci_high"], row["prompts"])
+    assert (random["value"], random["n"]) == (row["random"], row["prompts"])
+
+    # and a direct computation from the planted rule on the suite's first `limit` documents
+    samples = suite_rows(BEST_OF_4, "samples.jsonl.gz")
+    best = {(r["item"], r["candidate"]): r["human.best"]
+            for r in suite_rows(BEST_OF_4, "human.jsonl.gz")}
+    items = list(dict.fromkeys(r["item"] for r in samples))[:limit]
+    right, failed, chance = 0, 0, []
+    for item in items:
+        group = [r for r in samples if r["item"] == item]
+        # the judge is shown each summary stripped (templates.as_data)
+        lengths = sorted((len(r["output"].strip()) for r in group), reverse=True)
+        top = max(group, key=lambda r: len(r["output"].strip()))
+        if lengths[0] == lengths[1] or lengths[0] % 5 == 0:
+            failed += 1
+            continue
+        marks = [best[(item, r["candidate"])] for r in group]
+        right += int(sum(marks) == 1 and best[(item, top["candidate"])] == 1)
+        chance.append(1 / math.comb(4, sum(marks)))
+    n = limit - failed
+    assert 0 < failed < limit and strict.returncode == 3
+    assert card["failed"] == failed and card["scored"] == limit and card["full_set"] is False
+    assert mine["value"] == pytest.approx(right / n, rel=1e-12) and mine["n"] == n
+    assert (mine["ci_low"], mine["ci_high"]) == pytest.approx(wilson(right, n), rel=1e-9)
+    assert random["value"] == pytest.approx(float(np.mean(chance)), rel=1e-12)
+    assert card["kind"] == "listwise" and card["coverage"] == []
+    assert card["verdict"][0].startswith(f"{name} picks people's best on SummEval best of 4 "
+                                         f"at accuracy {100 * right / n:.1f}%")
+    assert (f"protocol best-of-4: best of N per prompt; n = {n} prompts" in card["verdict"][0]
+            and f"a random ranking gets {100 * random['value']:.1f}%" in card["verdict"][0])
+    assert any(f"{failed} judgement(s) failed" in note for note in card["notes"])
+    assert f"--limit {limit}: {limit} of the suite's 100 prompts" in " ".join(card["notes"])
+    lines = text.stdout.splitlines()
+    assert any(line.split()[:2] == ["*", name] for line in lines)
+    assert any(line.startswith("~  (random ranking)") for line in lines), text.stdout
+    assert "~ = random ranking" in text.stdout
+    assert html.returncode == 0, html.stderr
+    page = (tmp_path / "card.html").read_text(encoding="utf-8")
+    assert "(random ranking)" in page and f"{random['value']:.3f}" in page
+
+
+def test_a_pointwise_or_pairwise_metric_skips_a_listwise_suite_saying_so(
+        tmp_path: Path, best_of_4: Path) -> None:
+    for spec, kind in (("lexical.length", "pointwise"), ("judge.pairwise", "pairwise")):
+        proc = run_cli("bench", spec, "--suite", "my-best-of-4", "--suite-path",
+                       str(best_of_4), "--store", str(tmp_path / "b.db"), cwd=tmp_path)
+        assert proc.returncode == 2
+        assert (f"{spec}: skipped, a {kind} metric does not run on a listwise suite (a "
+                "listwise metric, such as judge.listwise, does)") in proc.stderr
+    assert not (tmp_path / "b.db").exists()
