@@ -213,6 +213,8 @@ def test_bench_a_listwise_judge_equals_meta_eval_listwise_and_the_planted_picks(
             for r in suite_rows(BEST_OF_4, "human.jsonl.gz")}
     items = list(dict.fromkeys(r["item"] for r in samples))[:limit]
     right, failed, chance = 0, 0, []
+    tied = sum(1 for item in items if sum(best[(r["item"], r["candidate"])] for r in samples
+                                          if r["item"] == item) > 1)
     for item in items:
         group = [r for r in samples if r["item"] == item]
         # the judge is shown each summary stripped (templates.as_data)
@@ -237,6 +239,10 @@ def test_bench_a_listwise_judge_equals_meta_eval_listwise_and_the_planted_picks(
             and f"a random ranking gets {100 * random['value']:.1f}%" in card["verdict"][0])
     assert any(f"{failed} judgement(s) failed" in note for note in card["notes"])
     assert f"--limit {limit}: {limit} of the suite's 100 prompts" in " ".join(card["notes"])
+    assert tied > 0 and (f"best-of-4: {tied} of the {limit} prompts have several candidates "
+                         "tied for best; a judge that picks one candidate is never right on "
+                         f"them (its best possible accuracy: {100 * (limit - tied) / limit:.1f}%)"
+                         ) in card["notes"]
     lines = text.stdout.splitlines()
     assert any(line.split()[:2] == ["*", name] for line in lines)
     assert any(line.startswith("~  (random ranking)") for line in lines), text.stdout

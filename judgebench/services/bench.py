@@ -414,6 +414,7 @@ def _listwise_card(suite: Suite, specs: list[str], by_column: dict[str, Any],
     rows: list[CardRow] = []
     for protocol in suite.info.protocols if specs else []:
         rows += _listwise_rows(table, protocol, specs)
+    notes += _tied_notes(suite, options.limit)
     full = options.limit is None or options.limit >= prompts
     rows = _with_published(rows, list(suite.info.published), specs, full)
     rows = _without_values(rows, dead)
@@ -423,6 +424,31 @@ def _listwise_card(suite: Suite, specs: list[str], by_column: dict[str, Any],
                      "them")
     return Card(suite.info, failures + _verdicts(suite.info, rows, specs, full), rows, notes,
                 scored=run.rows, failed=run.failed, workdir=workdir, full=full)
+
+
+def _tied_notes(suite: Suite, limit: int | None) -> list[str]:
+    """Per protocol, how many of the prompts judged have several candidates tied for best: a
+    judge that picks one candidate is never right on them (RewardBench 2's rule)."""
+    from judgebench.suite import HUMAN, SAMPLES
+
+    marks: dict[str, dict[str, float]] = {}
+    for row in suite.rows(HUMAN):
+        item = str(row.get("item"))
+        by_column = marks.setdefault(item, {})
+        for column, value in row.items():
+            if column.startswith("human.") and isinstance(value, int | float):
+                by_column[column] = by_column.get(column, 0.0) + float(value)
+    order = list(dict.fromkeys(str(row.get("item")) for row in suite.rows(SAMPLES)))
+    items = order[:limit] if limit is not None else order
+    notes = []
+    for protocol in suite.info.protocols:
+        tied = sum(1 for item in items if marks.get(item, {}).get(protocol.human, 0.0) > 1)
+        if tied:
+            notes.append(f"{protocol.name}: {tied} of the {len(items)} prompts have several "
+                         "candidates tied for best; a judge that picks one candidate is never "
+                         f"right on them (its best possible accuracy: "
+                         f"{100 * (len(items) - tied) / len(items):.1f}%)")
+    return notes
 
 
 def _listwise_rows(table: Path, protocol: Protocol, specs: list[str]) -> list[CardRow]:
