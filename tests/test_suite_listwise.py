@@ -261,3 +261,30 @@ def test_a_pointwise_or_pairwise_metric_skips_a_listwise_suite_saying_so(
         assert (f"{spec}: skipped, a {kind} metric does not run on a listwise suite (a "
                 "listwise metric, such as judge.listwise, does)") in proc.stderr
     assert not (tmp_path / "b.db").exists()
+
+
+def test_a_listwise_and_a_pointwise_metric_each_run_on_their_own_kind_of_suite(
+        tmp_path: Path, best_of_4: Path) -> None:
+    with ScriptedJudge(reply=longest_or_none) as server:
+        spec = (f"judge.listwise:backend=openai_compat,model=judge,api_base={server.url},"
+                "api_key_env=JB_LIST_KEY,protocol=text")
+        args = ("bench", "lexical.length", spec, "--suite", "summeval,my-best-of-4",
+                "--suite-path", str(best_of_4), "--limit", "3", "--bootstrap", "0",
+                "--store", str(tmp_path / "runs.db"), "--workers", "1", "--allow-failures")
+        proc = run_cli(*args, "--json", cwd=tmp_path)
+        text = run_cli(*args, cwd=tmp_path)
+        assert server.calls == 3
+    assert proc.returncode == 0 and text.returncode == 0, proc.stderr + text.stderr
+    out = json.loads(proc.stdout)
+    pointwise, listwise = out["cards"]
+    assert listwise["kind"] == "listwise" and listwise["scored"] == 3
+    assert {r["label"] for r in listwise["rows"] if r["kind"] == "yours"} == {column(spec)}
+    assert {r["label"] for r in pointwise["rows"] if r["kind"] == "yours"} == {"lexical.length"}
+    cells = {(c["metric"], c["suite"]): c for c in out["summary"] if c["kind"] == "yours"}
+    assert cells[(column(spec), "summeval")]["status"] == "skipped"
+    assert cells[("lexical.length", "my-best-of-4")]["status"] == "skipped"
+    mine = next(r for r in listwise["rows"] if r["kind"] == "yours")
+    assert cells[(column(spec), "my-best-of-4")]["value"] == mine["value"]
+    summary = " ".join(text.stdout.split("\n\n== ")[0].split())
+    assert ("my-best-of-4: accuracy (protocol best-of-4: best of N per prompt; n = "
+            f"{mine['n']} prompts, --limit: 3 of the suite's prompts)") in summary

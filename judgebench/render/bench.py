@@ -145,7 +145,8 @@ def _summary_line(card: Card, cells: Sequence[SummaryCell]) -> str:
     if not mine:
         return f"{card.suite.name}: skipped (no metric fits it)"
     line = (f"{card.suite.name}: {statistic} ({protocol_words(head, mine[0].n)}"
-            + ("" if card.full else f", --limit: {card.scored} of the suite's rows") + ")")
+            + ("" if card.full else f", --limit: {card.scored} of the suite's "
+               f"{'prompts' if card.suite.kind == 'listwise' else 'rows'}") + ")")
     best = next((c for c in cells if c.suite == card.suite.name and c.kind == "published"),
                 None)
     if best is not None and card.full and best.printed is not None:
