@@ -2,8 +2,10 @@
 
 A suite is a folder `<name>/` holding `suite.json` (described by `SuiteInfo`),
 `samples.jsonl.gz` (the rows to score, in `score`'s input format, plus `subset` where the
-suite has subsets), `human.jsonl.gz` (the human judgments keyed by `item`, `system` or
-`item`, `system_a`, `system_b`), `SOURCE.md` and `build.py`. Checksums in `suite.json`'s
+suite has subsets), `human.jsonl.gz` (the human judgments keyed by `item`, `system` (a
+pointwise suite), `item`, `system_a`, `system_b` (pairwise) or `item`, `candidate` (listwise:
+one row per prompt and candidate, people's best marked 1, as `meta-eval listwise` reads it)),
+`SOURCE.md` and `build.py`. Checksums in `suite.json`'s
 `files` are the sha256 of each file's bytes as stored (the compressed file, not its
 content): `load_suite` verifies every one before reading anything, and a mismatch is an
 InputError naming the file.
@@ -39,6 +41,10 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 SAMPLES, HUMAN, INFO = "samples.jsonl.gz", "human.jsonl.gz", "suite.json"
 PAIR_KEY = ("item", "system_a", "system_b")
 POINT_KEY = ("item", "system")
+LIST_KEY = ("item", "candidate")
+#: The statistics a listwise protocol (level `prompt`) may ask for: best-of-N accuracy
+#: (`meta_eval.best_of_n`, RewardBench 2's rule).
+LISTWISE_STATISTICS = ("accuracy",)
 #: How a suite's level names map onto meta-eval's (`item` is a segment-level statistic
 #: computed per item; `pair` is the pairwise path).
 LEVELS = {"system": ("system", "none"), "item": ("segment", "item"),
@@ -54,7 +60,7 @@ class Protocol(_Strict):
 
     name: str = Field(min_length=1)
     criterion: str = Field(min_length=1)
-    level: Literal["system", "item", "global", "pair"]
+    level: Literal["system", "item", "global", "pair", "prompt"]
     grouping: Literal["item", "system"] | None = None
     statistics: list[str] = Field(min_length=1)
     human: str = Field(pattern=r"^human\.")
@@ -89,7 +95,7 @@ class SuiteInfo(_Strict):
     name: str
     title: str
     description: str
-    kind: Literal["pointwise", "pairwise"]
+    kind: Literal["pointwise", "pairwise", "listwise"]
     criteria: list[str] = Field(min_length=1)
     annotators: dict[str, list[str]] = Field(default_factory=dict)
     subsets: dict[str, str] = Field(default_factory=dict)
@@ -127,7 +133,8 @@ class SuiteInfo(_Strict):
 
     def check(self, where: str) -> None:
         """Cross-field rules: protocols name known criteria, published rows known protocols,
-        the pairwise kind uses the pair level."""
+        the pairwise kind uses the pair level, the listwise kind the prompt level (best-of-N
+        accuracy, no grouping, ties or failed_as option; no stored baseline verdicts)."""
         names = [p.name for p in self.protocols]
         if len(set(names)) != len(names):
             raise InputError("two protocols share a name", path=where, field="protocols")
@@ -135,9 +142,13 @@ class SuiteInfo(_Strict):
             if p.criterion not in self.criteria:
                 raise InputError(f"protocol '{p.name}' names criterion '{p.criterion}', not "
                                  f"one of {self.criteria}", path=where, field="protocols")
-            if (p.level == "pair") != (self.kind == "pairwise"):
+            if (p.level == "pair") != (self.kind == "pairwise") or \
+                    (p.level == "prompt") != (self.kind == "listwise"):
                 raise InputError(f"protocol '{p.name}': level '{p.level}' does not fit a "
-                                 f"{self.kind} suite", path=where, field="protocols")
+                                 f"{self.kind} suite (pairwise: pair, listwise: prompt)",
+                                 path=where, field="protocols")
+            if p.level == "prompt":
+                _check_listwise(p, where)
             if p.by == "subset" and not self.subsets:
                 raise InputError(f"protocol '{p.name}' is by subset, but the suite has no "
                                  "subsets", path=where, field="protocols")
@@ -146,10 +157,28 @@ class SuiteInfo(_Strict):
                 raise InputError(f"names protocol '{row.protocol}'"
                                  f"{did_you_mean(row.protocol, names)}", path=where,
                                  field=f"published[{k}].protocol")
+            if row.verdicts_column is not None and self.kind == "listwise":
+                raise InputError("a listwise suite stores no baseline's picks: leave "
+                                 "verdicts_column out", path=where,
+                                 field=f"published[{k}].verdicts_column")
             if row.subset is not None and row.subset not in self.subsets:
                 raise InputError(f"names subset '{row.subset}', not one of "
                                  f"{list(self.subsets)}", path=where,
                                  field=f"published[{k}].subset")
+
+
+def _check_listwise(protocol: Protocol, where: str) -> None:
+    """A listwise protocol asks for best-of-N accuracy per prompt and nothing else."""
+    unknown = [s for s in protocol.statistics if s not in LISTWISE_STATISTICS]
+    if unknown:
+        raise InputError(f"protocol '{protocol.name}': a listwise protocol's statistics are "
+                         f"{list(LISTWISE_STATISTICS)} (best-of-N accuracy), not {unknown}",
+                         path=where, field="protocols")
+    for name in ("grouping", "ties", "failed_as"):
+        if getattr(protocol, name) is not None:
+            raise InputError(f"protocol '{protocol.name}': a listwise protocol takes no "
+                             f"{name} (a failed prompt is left out and counted)", path=where,
+                             field="protocols")
 
 
 @dataclass(frozen=True)
@@ -209,7 +238,7 @@ class Suite:
 
     @property
     def key(self) -> tuple[str, ...]:
-        return PAIR_KEY if self.info.kind == "pairwise" else POINT_KEY
+        return {"pairwise": PAIR_KEY, "listwise": LIST_KEY}.get(self.info.kind, POINT_KEY)
 
 
 def _derived(row: dict[str, Any]) -> set[str]:
@@ -344,7 +373,8 @@ def resolve(names: str, suite_paths: Sequence[str | Path] = (), *, host: PluginH
 def score_rows(suite: Suite) -> list[dict[str, Any]]:
     """The samples as `score` input rows, each with its human judgments (`human` field) so a
     scored table carries them: a subset goes to `metadata.subset` (pointwise) or
-    `metadata.category` (pairwise, where the pairwise table reads it). Pairwise human labels
+    `metadata.category` (pairwise, where the pairwise table reads it) or stays `subset`
+    (listwise, where the listwise reader reads it). Pairwise human labels
     a/b/tie become 1/0/0.5, as `score`'s input takes them; any other label must be a number
     or null, as `score` takes it (`io.human_value`). An InputError names the file, line and
     field of a human row without its key, a label of another kind, or a sample whose
@@ -364,7 +394,8 @@ def score_rows(suite: Suite) -> list[dict[str, Any]]:
                 raise InputError(f"'{name}' is an object of named values, not a "
                                  f"{type(row[name]).__name__}", path=samples_path, line=line,
                                  field=name)
-        subset = row.pop("subset", None)
+        # a listwise row keeps its `subset`: the listwise reader takes it as a column
+        subset = row.pop("subset", None) if suite.info.kind != "listwise" else None
         if subset is not None:
             field = "category" if suite.info.kind == "pairwise" else "subset"
             row["metadata"] = {**(row.get("metadata") or {}), field: subset}

@@ -51,7 +51,8 @@ from judgebench.errors import EXIT_FAILED_SCORES
               help="Exit 0 even if some scores failed (error, parse_error, refused); without "
                    "it such a run exits 3, as `score` does.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N",
-              help="Score only the first N rows of each suite (to try a judge).")
+              help="Score only the first N rows of each suite (of a listwise suite, its "
+                   "first N prompts), to try a judge.")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1,
               show_default="the number of cores", help="Processes for local metrics.")
 @bootstrap_option(1000, "Item-bootstrap resamples for the CIs (0: none).")

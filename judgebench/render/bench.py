@@ -6,7 +6,8 @@ then a line per suite naming its headline protocol, the n and the best comparabl
 baseline. A bench card starts with its verdict sentences, then one table per protocol and subset:
 the user's metrics, the published baselines (the printed value, and the recomputed one where
 the suite stores the baseline's verdicts) and the human ceiling, each with its bootstrap CI
-and significance cluster. The HTML page reuses the audit's self-contained page (CSS,
+and significance cluster (a listwise suite: best-of-N accuracy with its Wilson interval, and a
+random ranking's accuracy, marked `~`). The HTML page reuses the audit's self-contained page (CSS,
 Content-Security-Policy, tables: judgebench.render.html).
 """
 
@@ -33,7 +34,7 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 def _cells(row: CardRow) -> list[str]:
     digits = row.precision if row.precision is not None else 3
-    mark = {"yours": "*", "published": "", "ceiling": "="}[row.kind]
+    mark = {"yours": "*", "published": "", "ceiling": "=", "random": "~"}[row.kind]
     ci = f"[{_num(row.ci[0], digits)}, {_num(row.ci[1], digits)}]" if row.ci else ""
     if row.analytic is not None:  # --interval analytic|both
         ci = (f"{ci} " if ci else "") + (f"a[{_num(row.analytic[0], digits)}, "
@@ -65,7 +66,7 @@ def analytic_note(rows: Sequence[CardRow]) -> str | None:
 def _groups(card: Card) -> list[tuple[str, list[CardRow]]]:
     """(heading, rows) per protocol, statistic and subset, in the suite's order; the user's
     metrics first, then the published baselines by value, the ceiling last."""
-    order = {"yours": 0, "published": 1, "ceiling": 2}
+    order = {"yours": 0, "published": 1, "ceiling": 2, "random": 3}
     seen: dict[tuple[str, str, str | None], list[CardRow]] = {}
     for row in card.rows:
         seen.setdefault((row.protocol, row.statistic, row.subset), []).append(row)
@@ -144,7 +145,8 @@ def _summary_line(card: Card, cells: Sequence[SummaryCell]) -> str:
     if not mine:
         return f"{card.suite.name}: skipped (no metric fits it)"
     line = (f"{card.suite.name}: {statistic} ({protocol_words(head, mine[0].n)}"
-            + ("" if card.full else f", --limit: {card.scored} of the suite's rows") + ")")
+            + ("" if card.full else f", --limit: {card.scored} of the suite's "
+               f"{'prompts' if card.suite.kind == 'listwise' else 'rows'}") + ")")
     best = next((c for c in cells if c.suite == card.suite.name and c.kind == "published"),
                 None)
     if best is not None and card.full and best.printed is not None:
@@ -194,7 +196,8 @@ def render_text(result: BenchResult) -> str:
             lines += ["", f"{heading}:"]
             lines += [f"{'*' if yours else ' '} {line}" for yours, line in entries]
         lines += [f"note: {n}" for n in card.notes]
-        legend = "* = yours, = = human ceiling" if _has_ceiling(card) else "* = yours"
+        legend = ("* = yours" + (", = = human ceiling" if _has_ceiling(card) else "")
+                  + (", ~ = random ranking" if _has_random(card) else ""))
         lines.append(f"licence: {card.suite.licence}; {legend}; cite the suite's source "
                      f"(`judgebench suites {card.suite.name}`)")
         parts.append("\n".join(lines))
@@ -204,6 +207,11 @@ def render_text(result: BenchResult) -> str:
 def _has_ceiling(card: Card) -> bool:
     """The card has a human-ceiling row (only suites with several annotators do)."""
     return any(row.kind == "ceiling" for row in card.rows)
+
+
+def _has_random(card: Card) -> bool:
+    """The card has a random ranking's row (listwise suites do)."""
+    return any(row.kind == "random" for row in card.rows)
 
 
 def _aligned(rows: Sequence[Sequence[str]]) -> str:
@@ -246,7 +254,8 @@ def render_markdown(result: BenchResult) -> str:
             lines += [f"- {_md(line)}{' (yours)' if yours else ''}" for yours, line in entries]
             lines.append("")
         lines += [f"- {_md(n)}" for n in card.notes]
-        legend = "`*` yours, `=` human ceiling" if _has_ceiling(card) else "`*` yours"
+        legend = ("`*` yours" + (", `=` human ceiling" if _has_ceiling(card) else "")
+                  + (", `~` random ranking" if _has_random(card) else ""))
         lines.append(f"\nLicence: {_md(card.suite.licence)}. {legend}.")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
@@ -330,6 +339,14 @@ def suite_card(suite: Suite) -> dict[str, Any]:
             "origin": suite.origin}
 
 
+def _run_line(kind: str, name: str) -> str:
+    """How to bench a judge on a suite of this kind."""
+    spec = {"pointwise": "lexical.rouge2", "pairwise": "judge.pairwise",
+            "listwise": "judge.listwise"}[kind]
+    return f"run: judgebench bench {spec} --suite {name}" + (
+        "" if kind == "pointwise" else " --limit 5")
+
+
 def render_suite_card(suite: Suite) -> str:
     info = suite.info
     lines = [f"{info.name}: {info.title}", "", textwrap.fill(info.description, 100), "",
@@ -362,7 +379,5 @@ def render_suite_card(suite: Suite) -> str:
                                                  else ""),
               f"source: {info.source.repository} at {info.source.commit}",
               f"folder: {suite.folder} (from {suite.origin})", "", "cite:", info.citation, "",
-              f"run: judgebench bench lexical.rouge2 --suite {info.name}"
-              if info.kind == "pointwise" else
-              f"run: judgebench bench judge.pairwise --suite {info.name} --limit 5"]
+              _run_line(info.kind, info.name)]
     return "\n".join(lines) + "\n"

@@ -26,7 +26,14 @@ puts the user's metrics beside the suite's published baselines and the human cei
   that agreement guaranteed (trust or escalate on the suite's labels,
   `judgebench.services.bench_coverage`), or "n/a: no confidence".
 
-A pointwise metric skips pairwise suites and a pairwise one pointwise suites, saying so.
+A listwise suite (best of N per prompt) is judged by a listwise metric (judge.listwise):
+its rows are scored as `score` scores a listwise file (`services.score_listwise`: store,
+judge cache, budget and --resume as any run; `--limit N`: the first N prompts) and
+meta-evaluated by `meta-eval listwise` (`services.listwise`): best-of-N accuracy with its
+Wilson interval at 0.95, beside a random ranking's accuracy (the "random" row).
+
+A pointwise metric skips pairwise and listwise suites, a pairwise one pointwise and listwise
+suites and a listwise one the others, saying so.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from judgebench.tables.destinations import Named
 
 Log = Callable[[str], None]
 CEILING = "(human ceiling)"
+RANDOM = "(random ranking)"
 ALL = "(all)"
 
 
@@ -58,7 +66,7 @@ class CardRow:
     one protocol, statistic and subset."""
 
     label: str
-    kind: str  # "yours", "published", "ceiling"
+    kind: str  # "yours", "published", "ceiling", "random" (a listwise suite's random ranking)
     protocol: str
     statistic: str
     subset: str | None
@@ -245,9 +253,13 @@ def _runnable(suite: Suite, specs: Sequence[str], shapes: Sequence[str | None],
     that is skipped."""
     fields = suite.fields()
     runnable, notes = [], []
+    listwise = suite.info.kind == "listwise"
     for spec, shape, needs in zip(specs, shapes, requires, strict=True):
         missing = [f for f in needs if f not in fields]
-        if shape not in (None, suite.info.kind):
+        if listwise and shape != "listwise":
+            notes.append(f"{spec}: skipped, a {shape or 'pointwise'} metric does not run on a "
+                         "listwise suite (a listwise metric, such as judge.listwise, does)")
+        elif shape not in (None, suite.info.kind):
             notes.append(f"{spec}: skipped, a {shape} metric does not run on a "
                          f"{suite.info.kind} suite")
         elif missing:
@@ -269,7 +281,8 @@ def workdir_files(suite: Suite, workdir: Path) -> list[Path]:
     """The files `bench --workdir DIR` writes for `suite`: its export, the scored table and
     the table's .meta.json."""
     folder = workdir / suite.name
-    table = folder / ("pairs.csv" if suite.info.kind == "pairwise" else "scores.csv")
+    table = folder / {"pairwise": "pairs.csv", "listwise": "listwise.csv"}.get(
+        suite.info.kind, "scores.csv")
     return [*(folder / name for name in EXPORTED), table, Path(f"{table}.meta.json")]
 
 
@@ -292,8 +305,8 @@ def bench_paths(suites: Sequence[Suite], options: ScoreOptions,
 
 def _shapes(specs: Sequence[Any], host: PluginHost
             ) -> tuple[list[str | None], list[tuple[str, ...]]]:
-    """Per spec: "pairwise", "pointwise", "listwise" (no suite holds listwise sets yet), or
-    None (a metric that takes the rows' shape); and the sample fields it requires."""
+    """Per spec: "pairwise", "pointwise", "listwise", or None (a metric that takes the rows'
+    shape); and the sample fields it requires."""
     from judgebench.engine.listwise_table import is_listwise_metric
     from judgebench.engine.pairwise_table import is_pairwise_metric
 
@@ -320,6 +333,9 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     from judgebench.engine.runtime import RunSettings
     from judgebench.services.score import Rows, score_file
 
+    if suite.info.kind == "listwise":
+        return _listwise_card(suite, specs, by_column, notes, folder, budget, options, log,
+                              workdir, host)
     files = export(suite, folder, force=True, option="--workdir")  # checked in `bench`
     pairwise = suite.info.kind == "pairwise"
     table = folder / ("pairs.csv" if pairwise else "scores.csv")
@@ -367,6 +383,103 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
                 full=full)
 
 
+def _listwise_card(suite: Suite, specs: list[str], by_column: dict[str, Any],
+                   notes: list[str], folder: Path, budget: Any, options: ScoreOptions,
+                   log: Log, workdir: str | None, host: PluginHost) -> Card:
+    """A listwise suite's card: its prompts judged (`score_listwise_file`), each protocol's
+    best-of-N accuracy per judge (`services.listwise`) and a random ranking's."""
+    from judgebench.engine.runtime import RunSettings
+    from judgebench.services.score import Rows
+    from judgebench.services.score_listwise import score_listwise_file
+    from judgebench.suite import SAMPLES
+
+    files = export(suite, folder, force=True, option="--workdir")  # checked in `bench`
+    table = folder / "listwise.csv"
+    prompts = len({str(row.get("item")) for row in suite.rows(SAMPLES)})
+    log(f"{suite.name}: judging {'the first ' + str(options.limit) if options.limit else 'all'}"
+        f" of {prompts} prompts with {len(specs)} metric(s)")
+    run = score_listwise_file(files["samples.jsonl"], [by_column[s] for s in specs],
+                              output=table, store=options.store,
+                              settings=RunSettings(budget=budget, cache_path=options.cache),
+                              resume=options.resume, progress=options.progress,
+                              workers=options.workers, rows=Rows(limit=options.limit),
+                              command=f"judgebench bench {suite.name}", host=host)
+    if run.failed:
+        notes.append(f"{run.failed} judgement(s) failed (see `judgebench logs --store "
+                     f"{options.store} --failed`); their prompts are left out of the accuracy "
+                     "and counted")
+    dead = [s for s in specs if run.rows and sum(run.failures.get(s, {}).values()) >= run.rows]
+    failures = [_all_failed(s, run, options.store) for s in dead]
+    specs = [s for s in specs if s not in dead]
+    rows: list[CardRow] = []
+    for protocol in suite.info.protocols if specs else []:
+        rows += _listwise_rows(table, protocol, specs)
+    notes += _tied_notes(suite, options.limit)
+    full = options.limit is None or options.limit >= prompts
+    rows = _with_published(rows, list(suite.info.published), specs, full)
+    rows = _without_values(rows, dead)
+    if not full:
+        notes.append(f"--limit {options.limit}: {run.rows} of the suite's {prompts} prompts; "
+                     "a published number measured on the full set is not comparable with "
+                     "them")
+    return Card(suite.info, failures + _verdicts(suite.info, rows, specs, full), rows, notes,
+                scored=run.rows, failed=run.failed, workdir=workdir, full=full)
+
+
+def _tied_notes(suite: Suite, limit: int | None) -> list[str]:
+    """Per protocol, how many of the prompts judged have several candidates tied for best: a
+    judge that picks one candidate is never right on them (RewardBench 2's rule)."""
+    from judgebench.suite import HUMAN, SAMPLES
+
+    marks: dict[str, dict[str, float]] = {}
+    for row in suite.rows(HUMAN):
+        item = str(row.get("item"))
+        by_column = marks.setdefault(item, {})
+        for column, value in row.items():
+            if column.startswith("human.") and isinstance(value, int | float):
+                by_column[column] = by_column.get(column, 0.0) + float(value)
+    order = list(dict.fromkeys(str(row.get("item")) for row in suite.rows(SAMPLES)))
+    items = order[:limit] if limit is not None else order
+    notes = []
+    for protocol in suite.info.protocols:
+        tied = sum(1 for item in items if marks.get(item, {}).get(protocol.human, 0.0) > 1)
+        if tied:
+            notes.append(f"{protocol.name}: {tied} of the {len(items)} prompts have several "
+                         "candidates tied for best; a judge that picks one candidate is never "
+                         f"right on them (its best possible accuracy: "
+                         f"{100 * (len(items) - tied) / len(items):.1f}%)")
+    return notes
+
+
+def _listwise_rows(table: Path, protocol: Protocol, specs: list[str]) -> list[CardRow]:
+    """Each judge's best-of-N accuracy under `protocol` (every prompt, and per subset when
+    the protocol is by subset), with the random ranking's accuracy on the same prompts."""
+    from judgebench.services.listwise import ALL as LISTWISE_ALL
+    from judgebench.services.listwise import listwise
+
+    report = listwise(table, humans=[protocol.human], judges=specs, confidence=0.95)
+    by_subset = protocol.by == "subset"
+    out: list[CardRow] = []
+    randoms: dict[str | None, dict[float, str]] = {}
+    for r in report.rows:
+        if r.subset != LISTWISE_ALL and not by_subset:
+            continue
+        subset = (ALL if r.subset == LISTWISE_ALL else r.subset) if by_subset else None
+        ci = (r.ci_low, r.ci_high) if r.ci_low is not None and r.ci_high is not None else None
+        out.append(CardRow(label=r.judge, kind="yours", protocol=protocol.name,
+                           statistic="accuracy", subset=subset, value=r.accuracy, ci=ci,
+                           n=r.prompts))
+        if r.random is not None:
+            randoms.setdefault(subset, {}).setdefault(r.random, r.judge)
+    for subset, found in randoms.items():
+        for value, judge in found.items():
+            n = next(row.n for row in out if row.label == judge and row.subset == subset)
+            label = RANDOM if len(found) == 1 else f"{RANDOM} on {judge}'s prompts"
+            out.append(CardRow(label=label, kind="random", protocol=protocol.name,
+                               statistic="accuracy", subset=subset, value=value, n=n))
+    return out
+
+
 def _all_failed(spec: str, run: Any, store: Path) -> str:
     """The sentence that opens a card for a spec none of whose scores came back."""
     counts: dict[str, int] = {}
@@ -400,6 +513,8 @@ def _coverage(table: Path, suite: Suite, specs: list[str], stored: list[str], sc
 
     head = suite.info.protocols[0]
     judges = [*specs, *stored]
+    if suite.info.kind == "listwise":
+        return []  # a pick carries no confidence to calibrate a threshold on
     if suite.info.kind == "pairwise":
         found = pairwise_coverage(table, human=head.human, ties=head.ties, judges=judges,
                                   specs=specs)
@@ -591,13 +706,26 @@ def _verdicts(info: SuiteInfo, rows: list[CardRow], specs: list[str], full: bool
                 continue
             where = info.title.split(" (")[0] + (
                 f"-{subset}" if subset not in (None, ALL) else "")
-            out.append(_sentence(spec, mine, where, head, statistic,
+            sentence = _sentence(spec, mine, where, head, statistic,
                                  [r for r in rows if r.kind == "published"
                                   and r.protocol == head.name and r.statistic == statistic
                                   and r.subset == subset],
                                  _find(rows, CEILING, head.name, statistic, subset,
-                                       "ceiling"), full))
+                                       "ceiling"), full)
+            out.append(_with_random(sentence, rows, mine, statistic))
     return out
+
+
+def _with_random(sentence: str, rows: list[CardRow], mine: CardRow, statistic: str) -> str:
+    """A listwise verdict ends with a random ranking's accuracy on the same prompts."""
+    random = [r for r in rows if r.kind == "random" and r.protocol == mine.protocol
+              and r.statistic == statistic and r.subset == mine.subset]
+    if mine.value is None or not random:
+        return sentence
+    chosen = next((r for r in random if r.label.endswith(f" {mine.label}'s prompts")),
+                  random[0])
+    return (f"{sentence[:-1]}; a random ranking gets {_fmt(chosen.value, statistic)} on "
+            "the same prompts.")
 
 
 def _find(rows: list[CardRow], label: str, protocol: str, statistic: str,
@@ -617,7 +745,8 @@ def _fmt(value: float | None, statistic: str) -> str:
 _LEVEL_WORDS = {"system": ("system level", "systems"),
                 "item": ("segment level, grouped by item", "items"),
                 "global": ("segment level, no grouping", "rows"),
-                "pair": ("pairwise", "pairs")}
+                "pair": ("pairwise", "pairs"),
+                "prompt": ("best of N per prompt", "prompts")}
 
 
 def protocol_words(protocol: Protocol, n: int | None) -> str:
@@ -634,10 +763,11 @@ def protocol_words(protocol: Protocol, n: int | None) -> str:
 
 def _sentence(spec: str, mine: CardRow, where: str, protocol: Protocol, statistic: str,
               published: list[CardRow], ceiling: CardRow | None, full: bool = True) -> str:
-    verb = "agrees with people" if protocol.level == "pair" else "correlates with people"
+    verb = {"pair": "agrees with people",
+            "prompt": "picks people's best"}.get(protocol.level, "correlates with people")
     if mine.value is None:
-        return (f"{spec} has no {statistic} on {where}: no "
-                f"{'pair' if protocol.level == 'pair' else 'item'} could be counted.")
+        unit = {"pair": "pair", "prompt": "prompt"}.get(protocol.level, "item")
+        return f"{spec} has no {statistic} on {where}: no {unit} could be counted."
     ci = (f" [{_fmt(mine.ci[0], statistic)}, {_fmt(mine.ci[1], statistic)}]"
           if mine.ci else "")
     text = (f"{spec} {verb} on {where} at {statistic} {_fmt(mine.value, statistic)}{ci} "
