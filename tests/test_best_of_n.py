@@ -179,6 +179,22 @@ def test_listwise_leaves_out_a_failed_prompt_and_counts_it(tmp_path: Path) -> No
     assert (row["prompts"], row["failed_prompts"], row["accuracy"]) == (2, 1, 1.0)
 
 
+def test_listwise_leaves_out_a_prompt_people_did_not_mark_and_counts_it(tmp_path: Path
+                                                                        ) -> None:
+    """`score` carries a listwise file's empty marks through: a prompt with every mark empty
+    is unlabelled (left out, counted), not an error; q3 alone would make the accuracy 0.5."""
+    path = tmp_path / "bon.csv"
+    path.write_text("item,candidate,human.best,judge\nq1,a,1,1\nq1,b,0,0\nq2,a,0,1\nq2,b,1,0\n"
+                    "q3,a,,1\nq3,b,,0\nq4,a,0,0\nq4,b,1,1\n", encoding="utf-8")
+    proc = run_cli("meta-eval", "listwise", str(path), "--human", "human.best", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert (row["prompts"], row["unlabelled_prompts"], row["failed_prompts"]) == (3, 1, 0)
+    assert row["accuracy"] == pytest.approx(2 / 3, rel=1e-12)
+    text = run_cli("meta-eval", "listwise", str(path), "--human", "human.best")
+    assert "1 prompt(s) of all people did not mark, left out" in text.stdout
+
+
 def test_listwise_ties_subset_uses_its_rule(tmp_path: Path) -> None:
     proc = run_cli("meta-eval", "listwise", str(REPO / "examples" / "listwise-sample.csv"),
                    "--human", "human.best", "--judge", "rm.score", "--json")
@@ -200,6 +216,7 @@ def test_listwise_ties_subset_uses_its_rule(tmp_path: Path) -> None:
     ("item,candidate,human.best,judge\nq1,a,1,1\nq1,b,1,0\n", "one incorrect"),
     ("item,candidate,subset,human.best,judge\nq1,a,ties,1,1\nq1,b,ties,0,0\n", "ref:ID"),
     ("item,candidate,human.best,judge\nq1,a,1,1\nq1,a,0,0\n", "duplicate"),
+    ("item,candidate,human.best,judge\nq1,a,1,1\nq1,b,0,0\nq1,c,,0\n", "line 4"),
 ])
 def test_listwise_bad_input_names_the_problem(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bon.csv"

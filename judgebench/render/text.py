@@ -1133,6 +1133,9 @@ def listwise_report(report: ListwiseReport) -> str:
                      _figure(r.random)])
     lines = [aligned(["judge", "human", "subset", "rule", "prompts", "failed", "accuracy",
                       f"{report.confidence:.0%} CI", "pairwise", "random"], rows)]
+    lines += [f"{r.human}: {r.unlabelled_prompts} prompt(s) of {r.subset} people did not mark, "
+              "left out" for r in report.rows if r.unlabelled_prompts and r.judge ==
+              report.rows[0].judge]
     lines += ["signature: " + s for s in dict.fromkeys(r.signature for r in report.rows)]
     return "\n".join(lines)
 

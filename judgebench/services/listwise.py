@@ -27,8 +27,9 @@ class ListwiseRow:
     """One judge against one human column on one subset (`all`: every prompt outside the
     ties subset). `accuracy` is the best-of-N accuracy (the Ties score on `ties`), with a
     Wilson interval; `pairwise` the pairwise reduction; `random` a random ranking's expected
-    accuracy, mean 1 / C(N, k) (k correct of N). `reason` and no numbers when no prompt
-    could be scored."""
+    accuracy, mean 1 / C(N, k) (k correct of N). A prompt with a failed judgement
+    (`failed_prompts`) or that people did not mark (`unlabelled_prompts`: every human cell
+    empty) is left out. `reason` and no numbers when no prompt could be scored."""
 
     judge: str
     human: str
@@ -36,6 +37,7 @@ class ListwiseRow:
     rule: str
     prompts: int
     failed_prompts: int
+    unlabelled_prompts: int
     accuracy: float | None
     ci_low: float | None
     ci_high: float | None
@@ -48,6 +50,7 @@ class ListwiseRow:
         return {"judge": self.judge, "human": self.human, "subset": self.subset,
                 "rule": self.rule, "prompts": self.prompts,
                 "failed_prompts": self.failed_prompts,
+                "unlabelled_prompts": self.unlabelled_prompts,
                 "status": "ok" if self.reason is None else "error", "reason": self.reason,
                 "accuracy": self.accuracy, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "pairwise": self.pairwise, "random": self.random,
@@ -85,12 +88,12 @@ def listwise(table: str | Path, *, humans: Sequence[str], judges: Sequence[str] 
         f"{len(names)} judge(s)")
     rows = []
     for human in dict.fromkeys(humans):
-        correct = read.human(human)
+        correct, marked = read.human(human)
         for judge in names:
             scores = read.judge(judge)
             for subset in _subsets(subsets):
-                rows.append(_row(judge, human, subset, items, subsets, scores, correct,
-                                 confidence, read.where))
+                rows.append(_row(judge, human, subset, items, subsets, scores,
+                                 (correct, marked), confidence, read.where))
     return ListwiseReport(rows, confidence)
 
 
@@ -100,8 +103,8 @@ def _subsets(subsets: np.ndarray) -> list[str]:
 
 
 def _row(judge: str, human: str, subset: str, items: np.ndarray, subsets: np.ndarray,
-         scores: np.ndarray, correct: np.ndarray, confidence: float, where: str
-         ) -> ListwiseRow:
+         scores: np.ndarray, people: tuple[np.ndarray, np.ndarray], confidence: float,
+         where: str) -> ListwiseRow:
     from meta_eval.best_of_n import (
         best_of_n_accuracy,
         pairwise_reduction,
@@ -113,15 +116,17 @@ def _row(judge: str, human: str, subset: str, items: np.ndarray, subsets: np.nda
     ties = subset.lower() == "ties"
     keep = (subsets == subset) if subset != ALL else (np.char.lower(subsets.astype(str))
                                                       != "ties")
-    failed = set(items[keep & np.isnan(scores)].tolist())
-    use = keep & ~np.isin(items, list(failed))
+    correct, marked = people
+    unlabelled = set(items[keep & ~marked].tolist())
+    failed = set(items[keep & marked & np.isnan(scores)].tolist())
+    use = keep & marked & ~np.isin(items, list(failed))
     rule = "rewardbench2-ties" if ties else "best-of-n"
     signature = "|".join([f"meta-eval.listwise@{VERSION}", f"rule:{rule}",
                           "accuracy:min-correct>max-incorrect", "pairwise:tie-half",
                           f"ci:wilson-{confidence:g}", f"judgebench:{__version__}"])
     prompts = len(set(items[use].tolist()))
-    empty = ListwiseRow(judge, human, subset, rule, prompts, len(failed), None, None, None,
-                        None, None, None, signature)
+    empty = ListwiseRow(judge, human, subset, rule, prompts, len(failed), len(unlabelled),
+                        None, None, None, None, None, None, signature)
     if not prompts:
         return _failed(empty, "no prompt with a score for every candidate")
     args = {"scores": scores[use], "correct": correct[use], "groups": items[use]}
@@ -142,8 +147,8 @@ def _row(judge: str, human: str, subset: str, items: np.ndarray, subsets: np.nda
     sizes = {p: (int((items[use] == p).sum()), int(((items[use] == p) & correct[use]).sum()))
              for p in stats.prompts}
     random = None if ties else float(np.mean([1.0 / comb(n, k) for n, k in sizes.values()]))
-    return ListwiseRow(judge, human, subset, rule, prompts, len(failed), accuracy, low, high,
-                       pairwise, random, None, signature)
+    return ListwiseRow(judge, human, subset, rule, prompts, len(failed), len(unlabelled),
+                       accuracy, low, high, pairwise, random, None, signature)
 
 
 def _failed(row: ListwiseRow, reason: str) -> ListwiseRow:

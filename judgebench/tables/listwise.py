@@ -66,16 +66,26 @@ class ListwiseTable:
             raise self._error(f"not a finite number: {raw.iloc[at]!r}", column, at)
         return values
 
-    def human(self, column: str) -> BoolArray:
-        """People's best candidates: 1 or 0 on every row."""
+    def human(self, column: str) -> tuple[BoolArray, BoolArray]:
+        """People's best candidates (1 or 0 on a row) and the rows people marked: a prompt
+        left unmarked (every cell empty) is unlabelled; a prompt marked on some rows and
+        empty on others is an error naming the first empty row."""
         values = self._numbers(column)
-        bad = ~np.isin(values, (0.0, 1.0))
+        bad = ~np.isin(values, (0.0, 1.0)) & ~np.isnan(values)
         if bad.any():
             at = int(np.flatnonzero(bad)[0])
             raise self._error("people's column marks each candidate 1 (a best one) or 0; got "
                               f"{self.frame[column].iloc[at]!r}", column, at)
-        out: BoolArray = values == 1.0
-        return out
+        marked: BoolArray = ~np.isnan(values)
+        items = self.frame["item"].astype(str).to_numpy()
+        partly = np.isin(items, items[marked]) & ~marked
+        if partly.any():
+            at = int(np.flatnonzero(partly)[0])
+            raise self._error(f"prompt {items[at]!r} is marked on some candidates and empty "
+                              "on this one: mark every candidate of a labelled prompt 1 or 0 "
+                              "(or none, for a prompt people did not label)", column, at)
+        best: BoolArray = values == 1.0
+        return best, marked
 
     def judge(self, column: str) -> FloatArray:
         """A judge's scores (NaN: the judgement failed)."""
