@@ -31,6 +31,7 @@ def report(result: FitResult) -> str:
         f"chosen: {result.chosen} ({chosen.shots} examples: {shown}; threshold {threshold}"
         + ("" if chosen.criterion is None else f"; criterion wording {chosen.criterion}")
         + ("" if chosen.scale is None else f"; asked on {chosen.scale}, mapped back")
+        + ("" if chosen.panel is None else f"; panel {chosen.panel}")
         + ")",
         "",
         f"{s} with human.{result.human} (95% bootstrap intervals over rows):",
@@ -61,4 +62,8 @@ def estimate(found: FitEstimate) -> str:
     cost = "unknown (no price)" if found.cost_usd is None else f"${found.cost_usd:.4f}"
     return (f"fit would try {found.candidates} candidates ({found.judge_specs} judge specs) on "
             f"{found.search_units} labelled rows and judge {found.held_out_units} held-out "
-            f"rows: {found.calls} calls, {cost} (cached answers and stored scores excluded)")
+            f"rows: {found.calls} calls, {cost} (cached answers and stored scores excluded)"
+            + ("" if not found.panels else
+               f"; {found.panels} panels of {found.panel_members} member judges: each member "
+               "is asked once per row and every panel that holds it reads its answers from "
+               "the judge cache, so the panels add no call"))

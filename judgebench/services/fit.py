@@ -29,12 +29,13 @@ if TYPE_CHECKING:
     from judgebench.engine.store import Store
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
+    from judgebench.services.fit_panels import Panels
     from judgebench.tables.criteria_variants import Variant
     from meta_eval.arrays import BoolArray, FloatArray
 
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
-SEARCHES = ("few-shot", "threshold", "criteria", "scale")
+SEARCHES = ("few-shot", "threshold", "criteria", "scale", "panel")
 #: Permutations of the paired test of the gain.
 PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
@@ -64,6 +65,10 @@ class FitSettings:
     criteria_file: str | None = None
     #: scale: the scales (min, max) to ask the judge on, each reported on the starting one
     scales: tuple[tuple[int, int], ...] = ()
+    #: panel: the member judges' specs, the largest panel tried, the aggregations
+    panel_judges: tuple[str, ...] = ()
+    panel_max: int = 3
+    panel_combine: tuple[str, ...] = ("mean", "majority")
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class Candidate:
     criterion: str | None = None
     #: the scale the judge is asked on, as "min-max" (None: the starting judge's)
     scale: str | None = None
+    #: a panel's members (m1, m2, ... in --panel-judge order) and aggregation
+    panel: str | None = None
 
 
 @dataclass
@@ -138,27 +145,20 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     plan = plan_fit(input_path, judge, settings)
     start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
     search, held, held_fold = plan.search, plan.held, plan.held_fold
-    shot_specs, thresholds, key = plan.shot_specs, plan.thresholds, plan.key
+    key = plan.key
     search_units, held_units = plan.search_units, plan.held_units
     estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
 
-    scored = run(search_units, list(shot_specs.values()), store=store, resume=True,
+    scored = run(search_units, list(plan.shot_specs.values()), store=store, resume=True,
                  settings=run_settings, host=host)
-    found = _by_unit(scored.table, search_units, list(shot_specs))
-    candidates: dict[str, FloatArray] = {}
-    own: dict[str, tuple[tuple[int, ...], float | None]] = {}
-    wording: dict[str, tuple[str | None, str | None]] = {}
-    positions = np.flatnonzero(search)
-    for name, values in found.items():
-        draw, variant, scale = plan.made[name]
-        base = np.full(len(units), np.nan)
-        base[positions] = values
-        base[list(draw)] = np.nan  # never judged with itself as an example
-        for t in thresholds:
-            label = name if t is None else f"{name}@{t:g}"
-            candidates[label] = fitting.thresholded(base, t)
-            own[label] = (draw, t)
-            wording[label] = (variant, scale)
+    found = _by_unit(scored.table, search_units, list(plan.shot_specs))
+    if plan.panels is not None:
+        from judgebench.services.fit_panels import run_panels
+
+        on_panels = run_panels(search_units, plan.panels, store=store,
+                               run_settings=run_settings, host=host)
+        found.update(_by_unit(on_panels.table, search_units, list(plan.panels.specs)))
+    candidates, own, wording = _candidate_scores(plan, found)
     spec = get(settings.statistic)
     try:
         chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
@@ -179,14 +179,12 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                                             candidates=candidates, folds=folds, search=search)
     crossed = _number(settings, human=human, metric=pooled)
 
-    draw, threshold = own[chosen]
+    threshold = own[chosen][1]
     fitted_on = (f"fit:human={key},statistic={settings.statistic},folds="
                  f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
                  f"held-out-fold={held_fold},seed={settings.seed},"
                  f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
-    searched = shot_specs[chosen.split("@")[0]]
-    chosen_spec = _with(MetricSpec(start.name, dict(searched.options)), FITTED,
-                        threshold=threshold, fitted=fitted_on)
+    chosen_spec = _chosen_spec(plan, chosen, threshold, fitted_on)
     start_spec = _with(start, START)
     final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
                 settings=run_settings, host=host)
@@ -218,11 +216,53 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         spent_usd=run_settings.budget.spent_usd, failed=failed,
         spec_path=None if output is None else str(output),
         signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1,
-                             plan.variants),
+                             plan.variants, plan.panels),
         options=dict(chosen_spec.options))
     if output is not None:
         write_spec(chosen_spec, result, output)
     return result
+
+
+def _candidate_scores(plan: FitPlan, found: dict[str, FloatArray]
+                      ) -> tuple[dict[str, FloatArray],
+                                 dict[str, tuple[tuple[int, ...], float | None]],
+                                 dict[str, tuple[str | None, str | None, str | None]]]:
+    """Each candidate's scores over every labelled unit (NaN off the search folds and on its
+    own examples), with each threshold; its examples and threshold; its wording, scale and
+    panel. A panel is tried without a threshold (judge.panel passes a threshold to each
+    member, not to its aggregate)."""
+    from meta_eval import fitting
+
+    candidates: dict[str, FloatArray] = {}
+    own: dict[str, tuple[tuple[int, ...], float | None]] = {}
+    wording: dict[str, tuple[str | None, str | None, str | None]] = {}
+    positions = np.flatnonzero(plan.search)
+    for name, values in found.items():
+        in_panel = plan.panels is not None and name in plan.panels.specs
+        draw, variant, scale = ((), None, None) if in_panel else plan.made[name]
+        base = np.full(len(plan.units), np.nan)
+        base[positions] = values
+        base[list(draw)] = np.nan  # never judged with itself as an example
+        for t in [None] if in_panel else plan.thresholds:
+            label = name if t is None else f"{name}@{t:g}"
+            candidates[label] = fitting.thresholded(base, t)
+            own[label] = (draw, t)
+            wording[label] = (variant, scale, plan.panels.described(name)
+                              if in_panel and plan.panels is not None else None)
+    return candidates, own, wording
+
+
+def _chosen_spec(plan: FitPlan, chosen: str, threshold: float | None, fitted_on: str
+                 ) -> MetricSpec:
+    """The chosen candidate's spec under the column `fitted`: a rubric with its threshold and
+    how it was fitted (in its signature), or a panel as it was searched (its signature holds
+    its members' and its aggregation; `fitted` would go to every member)."""
+    if plan.panels is not None and chosen in plan.panels.specs:
+        panel = plan.panels.specs[chosen]
+        return MetricSpec(panel.name, dict(panel.options), FITTED)
+    searched = plan.shot_specs[chosen.split("@")[0]]
+    return _with(MetricSpec(plan.start.name, dict(searched.options)), FITTED,
+                 threshold=threshold, fitted=fitted_on)
 
 
 @dataclass(frozen=True)
@@ -235,6 +275,10 @@ class FitEstimate(Result):
     held_out_units: int
     calls: int
     cost_usd: float | None
+    #: panel: the member judges (each asked once per row, its answers shared through the
+    #: judge cache by every panel that holds it) and the panel candidates (no call of their own)
+    panel_members: int = 0
+    panels: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -265,6 +309,7 @@ class FitPlan:
     #: judge's)
     made: dict[str, tuple[tuple[int, ...], str | None, str | None]]
     variants: tuple[Variant, ...] = ()
+    panels: Panels | None = None
 
     @property
     def search_units(self) -> list[Sample]:
@@ -276,7 +321,8 @@ class FitPlan:
 
     @property
     def candidates(self) -> int:
-        return len(self.shot_specs) * len(self.thresholds)
+        return (len(self.shot_specs) * len(self.thresholds)
+                + (0 if self.panels is None else len(self.panels.specs)))
 
 
 def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
@@ -321,7 +367,16 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                   thresholds, made, tuple(variants))
+                   thresholds, made, tuple(variants), _panels(settings))
+
+
+def _panels(settings: FitSettings) -> Panels | None:
+    from judgebench.services.fit_panels import panels
+
+    if "panel" not in settings.search:
+        return None
+    return panels(settings.panel_judges, max_size=settings.panel_max,
+                  combines=settings.panel_combine)
 
 
 def _fold_units(units: Sequence[Sample], folds_over: str, where: str) -> list[str]:
@@ -455,6 +510,9 @@ def _check_settings(settings: FitSettings) -> None:
     if ("scale" in settings.search) != bool(settings.scales):
         raise InputError("--search scale and --scales A-B,... (the scales to try) go together",
                          field="--scales")
+    if ("panel" in settings.search) != bool(settings.panel_judges):
+        raise InputError("--search panel and --panel-judge SPEC (two or more, the members "
+                         "to try) go together", field="--panel-judge")
     if any(a >= b for a, b in settings.scales):
         raise InputError("each of --scales is MIN-MAX with MIN below MAX", field="--scales")
     if settings.folds_over not in ("items", "rows"):
@@ -540,20 +598,23 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     from judgebench.services.score import estimate
 
     candidates = list(plan.shot_specs.values())
+    members = [] if plan.panels is None else list(plan.panels.members)
     dry = dataclasses.replace(run_settings, dry_run=True)
-    on_search = estimate(plan.search_units, candidates, store=store, settings=dry, resume=True,
-                         host=host).estimates
-    on_held = estimate(plan.held_units, [_with(plan.start, START), *candidates], store=store,
-                       settings=dry, resume=True, host=host).estimates
-    dearest = max(candidates, key=lambda c: (on_held[c.column].get("cost_usd") or 0.0,
-                                             on_held[c.column].get("calls") or 0))
-    spent = [*on_search.values(), on_held[START], on_held[dearest.column]]
+    on_search = estimate(plan.search_units, [*candidates, *members], store=store, settings=dry,
+                         resume=True, host=host).estimates
+    on_held = estimate(plan.held_units, [_with(plan.start, START), *candidates, *members],
+                       store=store, settings=dry, resume=True, host=host).estimates
+    dearest_held = _dearest_held(plan, candidates, on_held)
+    # the panels themselves are left out: every member's answer is in the judge cache by
+    # the time a panel asks for it (fit_panels.run_panels scores the members first)
+    spent = [*on_search.values(), on_held[START], *dearest_held]
     calls = sum(int(e.get("calls") or 0) for e in spent)
     costs = [e.get("cost_usd") for e in spent]
     total = None if any(c is None for c in costs) else math.fsum(
         float(c) for c in costs if c is not None)
     found = FitEstimate(plan.candidates, len(candidates), len(plan.search_units),
-                        len(plan.held_units), calls, total)
+                        len(plan.held_units), calls, total, len(members),
+                        0 if plan.panels is None else len(plan.panels.specs))
     limit = run_settings.budget.limit_usd
     if limit is None:
         return found
@@ -570,12 +631,35 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     return found
 
 
+def _dearest_held(plan: FitPlan, candidates: Sequence[MetricSpec],
+                  on_held: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The engine's estimates on the held-out fold of the dearest candidate: a rubric
+    candidate's own, or a panel's members' (a panel asks its members' calls)."""
+    from judgebench.services.fit_panels import held_out_cost
+
+    costs = {c.column: (float(on_held[c.column].get("cost_usd") or 0.0),
+                        int(on_held[c.column].get("calls") or 0)) for c in candidates}
+    panels = plan.panels
+    if panels is not None:
+        costs.update({column: held_out_cost(panels, column, on_held)
+                      for column in panels.specs})
+    dearest = max(costs, key=lambda column: costs[column])
+    if panels is None or dearest not in panels.specs:
+        return [on_held[dearest]]
+    return [on_held[panels.members[i - 1].column] for i in panels.made[dearest][0]]
+
+
 def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int,
-               variants: Sequence[Variant] = ()) -> str:
+               variants: Sequence[Variant] = (), panels: Panels | None = None) -> str:
     """How the reported numbers were made (as sacrebleu's signatures say); the wordings
-    tried by name and the SHA-256 of their text."""
+    tried by name and the SHA-256 of their text; the panel members and aggregations."""
+    from judgebench.services.fit_panels import signature
+
     tried = "".join(f"|criteria:{','.join(f'{v.name}={v.digest}' for v in variants)}"
                     for _ in variants[:1])
+    if panels is not None:
+        tried += signature(panels, max_size=settings.panel_max,
+                           combines=settings.panel_combine)
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
