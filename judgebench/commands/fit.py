@@ -68,7 +68,17 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
                    "linearly back onto the starting judge's scale.")
 @click.option("--criteria-file", type=click.Path(path_type=Path), metavar="FILE",
               help="criteria: the wordings to try, one TOML table each ([name] text = "
-                   "\"...\") or a JSONL of {\"name\": ..., \"text\": ...}.")
+                   "\"...\") or a JSONL of {\"name\": ..., \"text\": ...} (or none, with "
+                   "--rewrite-with).")
+@click.option("--rewrite-with", metavar="SPEC",
+              help="criteria: a judge spec (any LLM backend) shown the criterion and the "
+                   "search rows where the starting judge is furthest from people, asked for "
+                   "a rewritten criterion; each rewrite is a wording (rewrite-1, ...) beside "
+                   "--criteria-file's. The held-out fold is never shown.")
+@click.option("--rewrites", type=click.IntRange(min=1), default=2, show_default=True,
+              help="criteria: the rewrites asked of --rewrite-with.")
+@click.option("--rewrite-rows", type=click.IntRange(min=1), default=8, show_default=True,
+              help="criteria: the disagreements each rewrite prompt shows.")
 @click.option("--panel-judge", "panel_judges", multiple=True, metavar="SPEC",
               help="panel: a member judge (an ordinary judge spec; give two or more). Every "
                    "panel of 2 to --panel-max members is a judge.panel candidate; each "
@@ -111,7 +121,8 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(input_path: Path, judge: str, human: str, raters: str, search: str,
-            criteria_file: Path | None, scales: str, panel_judges: tuple[str, ...],
+            criteria_file: Path | None, scales: str, rewrite_with: str | None,
+            rewrites: int, rewrite_rows: int, panel_judges: tuple[str, ...],
             panel_max: int, panel_combine: str, shots: str,
             draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
             seed: int, limit: int | None, output: Path | None, store_path: Path,
@@ -145,7 +156,8 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str,
                            store=str(store_path),
                            criteria_file=None if criteria_file is None else str(criteria_file),
                            scales=_scales(scales), panel_judges=panel_judges,
-                           panel_max=panel_max,
+                           panel_max=panel_max, rewrite_with=rewrite_with,
+                           rewrites=rewrites, rewrite_rows=rewrite_rows,
                            panel_combine=tuple(p.strip() for p in panel_combine.split(",")
                                                if p.strip()))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,

@@ -48,6 +48,10 @@ def report(result: FitResult) -> str:
                      "rater against the others' mean; on that footing the fitted judge "
                      f"{_or_undefined(result.ceiling_fitted)}, the starting judge "
                      f"{_or_undefined(result.ceiling_start)}")
+    for rewrite in result.rewrites:
+        lines.append(f"  {rewrite.name}: " + (rewrite.reason if rewrite.reason is not None
+                                               else "tried") + " (written from the "
+                     f"{len(result.rewrite_rows)} search rows furthest from people)")
     if result.failed:
         lines.append(f"warning: {result.failed} scores failed and are left out")
     if result.spec_path is not None:
@@ -66,4 +70,7 @@ def estimate(found: FitEstimate) -> str:
             + ("" if not found.panels else
                f"; {found.panels} panels of {found.panel_members} member judges: each member "
                "is asked once per row and every panel that holds it reads its answers from "
-               "the judge cache, so the panels add no call"))
+               "the judge cache, so the panels add no call")
+            + ("" if not found.rewrite_calls else
+               f"; {found.rewrite_calls} rewrite calls, each rewritten wording counted "
+               "as long as a rewrite may be"))

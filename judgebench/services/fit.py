@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
     from judgebench.services.fit_panels import Panels
+    from judgebench.services.fit_rewrite import Rewrite
     from judgebench.tables.criteria_variants import Variant
     from meta_eval.arrays import BoolArray, FloatArray
 
@@ -69,6 +70,11 @@ class FitSettings:
     panel_judges: tuple[str, ...] = ()
     panel_max: int = 3
     panel_combine: tuple[str, ...] = ("mean", "majority")
+    #: criteria: the judge spec that rewrites the criterion from the search folds'
+    #: disagreements (critique shadowing), the rewrites asked, the rows shown
+    rewrite_with: str | None = None
+    rewrites: int = 2
+    rewrite_rows: int = 8
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,10 @@ class FitResult(Result):
     spec_path: str | None
     signature: str
     options: dict[str, Any] = field(default_factory=dict)
+    #: --rewrite-with: each rewrite (its name, text, or why it was not tried) and the search
+    #: rows its prompt showed (item/system)
+    rewrites: list[Rewrite] = field(default_factory=list)
+    rewrite_rows: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _plain(asdict(self))
@@ -143,12 +153,17 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     from meta_eval.statistics import get
 
     plan = plan_fit(input_path, judge, settings)
+    estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
+    rewrites: list[Rewrite] = []
+    shown: list[str] = []
+    if settings.rewrite_with is not None:
+        plan, rewrites, shown = _rewritten(plan, input_path, judge, store=store,
+                                           run_settings=run_settings, host=host)
+
     start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
     search, held, held_fold = plan.search, plan.held, plan.held_fold
     key = plan.key
     search_units, held_units = plan.search_units, plan.held_units
-    estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
-
     scored = run(search_units, list(plan.shot_specs.values()), store=store, resume=True,
                  settings=run_settings, host=host)
     found = _by_unit(scored.table, search_units, list(plan.shot_specs))
@@ -217,10 +232,81 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         spec_path=None if output is None else str(output),
         signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1,
                              plan.variants, plan.panels),
-        options=dict(chosen_spec.options))
+        options=dict(chosen_spec.options), rewrites=rewrites, rewrite_rows=shown)
     if output is not None:
         write_spec(chosen_spec, result, output)
     return result
+
+
+def _rewritten(plan: FitPlan, input_path: Path, judge: str, *, store: Store,
+               run_settings: RunSettings, host: PluginHost | None
+               ) -> tuple[FitPlan, list[Rewrite], list[str]]:
+    """Critique shadowing: the starting judge scored on the search rows, the rows furthest
+    from people shown to the --rewrite-with judge, its rewrites as wordings; the plan with
+    them, every rewrite's outcome and the rows shown. No held-out row is shown."""
+    from judgebench.engine.runner import run
+    from judgebench.services import fit_rewrite as rw
+    from judgebench.tables.criteria_variants import read_variants
+
+    settings = plan.settings
+    assert settings is not None and settings.rewrite_with is not None
+    first = next(iter(plan.shot_specs.values()))  # no examples, the start's wording and scale
+    scored = run(plan.search_units, [first], store=store, resume=True, settings=run_settings,
+                 host=host)
+    judged = np.full(len(plan.units), np.nan)
+    judged[np.flatnonzero(plan.search)] = _by_unit(scored.table, plan.search_units,
+                                                   [first.column])[first.column]
+    rows = rw.furthest(human=plan.human, judge=judged, use=plan.search,
+                       rows=settings.rewrite_rows)
+    criterion = _criterion(plan.start, host)
+    metric = rw.rewriter(settings.rewrite_with, host)
+    try:
+        found = rw.ask(metric, rw.prompts(
+            criterion=criterion, scale=_scale(plan.start),
+            shown=[(plan.units[i], float(judged[i]), float(plan.human[i])) for i in rows],
+            total=settings.rewrites), run_settings)
+    finally:
+        metric.close()
+    given = ([] if settings.criteria_file is None
+             else read_variants(Path(settings.criteria_file)))
+    kept, report = rw.variants(found, given, criterion[1])
+    return (plan_fit(input_path, judge, settings, rewritten=kept), report,
+            [_unit(plan.units[i]) for i in rows])
+
+
+def _criterion(start: MetricSpec, host: PluginHost | None) -> tuple[str, str]:
+    """The starting judge's criterion (name, definition), from the judge built."""
+    from judgebench.plugins import build_host
+    from judgebench.services.fit_rewrite import criterion_of
+
+    metric = (host or build_host()).metric(start.name).build(**start.options)
+    try:
+        return criterion_of(metric, start.options)
+    finally:
+        metric.close()
+
+
+def _rewrite_estimate(plan: FitPlan, run_settings: RunSettings, host: PluginHost | None
+                      ) -> list[dict[str, Any]]:
+    """The rewrite calls' estimate (none without --rewrite-with): prompts showing the
+    search's longest rows stand in for the rows furthest from people, unknown before the
+    starting judge answers (an upper bound on their tokens)."""
+    from judgebench.services import fit_rewrite as rw
+
+    settings = plan.settings
+    if settings is None or settings.rewrite_with is None:
+        return []
+    longest = sorted(plan.search_units, key=lambda s: -len((s.input_text or "")[
+        :rw.INPUT_CHARS] + (s.output or "")))[:settings.rewrite_rows]
+    low, high = _scale(plan.start)
+    texts = rw.prompts(criterion=_criterion(plan.start, host), scale=(low, high),
+                       shown=[(s, float(high), high - 1 / 3) for s in longest],
+                       total=settings.rewrites)
+    metric = rw.rewriter(settings.rewrite_with, host)
+    try:
+        return [rw.estimate(metric, texts, run_settings)]
+    finally:
+        metric.close()
 
 
 def _candidate_scores(plan: FitPlan, found: dict[str, FloatArray]
@@ -279,6 +365,9 @@ class FitEstimate(Result):
     #: judge cache by every panel that holds it) and the panel candidates (no call of their own)
     panel_members: int = 0
     panels: int = 0
+    #: criteria with --rewrite-with: the rewrite calls (their wordings' calls are counted
+    #: with stand-ins as long as a rewrite may be: an upper bound)
+    rewrite_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -310,6 +399,7 @@ class FitPlan:
     made: dict[str, tuple[tuple[int, ...], str | None, str | None]]
     variants: tuple[Variant, ...] = ()
     panels: Panels | None = None
+    settings: FitSettings | None = None
 
     @property
     def search_units(self) -> list[Sample]:
@@ -325,8 +415,11 @@ class FitPlan:
                 + (0 if self.panels is None else len(self.panels.specs)))
 
 
-def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
-    """The labelled rows, their folds and the candidates, before any call."""
+def plan_fit(input_path: Path, judge: str, settings: FitSettings,
+             rewritten: Sequence[Variant] | None = None) -> FitPlan:
+    """The labelled rows, their folds and the candidates, before any call (`rewritten`: the
+    rewrites of --rewrite-with once written; before, stand-ins of their length)."""
+    from judgebench.services.fit_rewrite import check, placeholders
     from judgebench.tables.criteria_variants import read_variants
     from judgebench.tables.io import read_samples
     from meta_eval import fitting
@@ -336,6 +429,9 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     _check_settings(settings)
     variants = (read_variants(Path(settings.criteria_file))
                 if settings.criteria_file is not None else [])
+    if settings.rewrite_with is not None:
+        check(settings.rewrite_with)
+        variants += placeholders(settings.rewrites) if rewritten is None else rewritten
     key = settings.human.removeprefix("human.")
     samples = read_samples(input_path)[:settings.limit]
     where = f"{input_path}"
@@ -367,7 +463,7 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                   thresholds, made, tuple(variants), _panels(settings))
+                   thresholds, made, tuple(variants), _panels(settings), settings)
 
 
 def _panels(settings: FitSettings) -> Panels | None:
@@ -504,9 +600,12 @@ def _check_settings(settings: FitSettings) -> None:
         raise InputError(f"fit chooses by a segment-level correlation or error (pearson, "
                          f"spearman, kendall, mae, rmse, ...); {settings.statistic} is not one",
                          field="--statistic")
-    if ("criteria" in settings.search) != (settings.criteria_file is not None):
+    if ("criteria" in settings.search) != (settings.criteria_file is not None
+                                           or settings.rewrite_with is not None):
         raise InputError("--search criteria and --criteria-file FILE (the wordings to try) "
-                         "go together", field="--criteria-file")
+                         "or --rewrite-with SPEC go together", field="--criteria-file")
+    if settings.rewrites < 1 or settings.rewrite_rows < 1:
+        raise InputError("--rewrites and --rewrite-rows are 1 or more", field="--rewrites")
     if ("scale" in settings.search) != bool(settings.scales):
         raise InputError("--search scale and --scales A-B,... (the scales to try) go together",
                          field="--scales")
@@ -607,14 +706,16 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     dearest_held = _dearest_held(plan, candidates, on_held)
     # the panels themselves are left out: every member's answer is in the judge cache by
     # the time a panel asks for it (fit_panels.run_panels scores the members first)
-    spent = [*on_search.values(), on_held[START], *dearest_held]
+    rewrites = _rewrite_estimate(plan, run_settings, host)
+    spent = [*on_search.values(), on_held[START], *dearest_held, *rewrites]
     calls = sum(int(e.get("calls") or 0) for e in spent)
     costs = [e.get("cost_usd") for e in spent]
     total = None if any(c is None for c in costs) else math.fsum(
         float(c) for c in costs if c is not None)
     found = FitEstimate(plan.candidates, len(candidates), len(plan.search_units),
                         len(plan.held_units), calls, total, len(members),
-                        0 if plan.panels is None else len(plan.panels.specs))
+                        0 if plan.panels is None else len(plan.panels.specs),
+                        sum(int(e["calls"]) for e in rewrites))
     limit = run_settings.budget.limit_usd
     if limit is None:
         return found
