@@ -21,7 +21,7 @@ def _or_undefined(value: float | None) -> str:
 def report(result: FitResult) -> str:
     """The chosen candidate, then each number with its 95% interval and the units it is on."""
     s = result.statistic
-    tried = len(result.candidates)
+    tried = sum(1 for c in result.candidates if c.split is None)
     chosen = next(c for c in result.candidates if c.name == result.chosen)
     shown = ", ".join(chosen.examples) or "none"
     threshold = "none" if chosen.threshold is None else f"{chosen.threshold:g}"
@@ -49,9 +49,12 @@ def report(result: FitResult) -> str:
                      f"{_or_undefined(result.ceiling_fitted)}, the starting judge "
                      f"{_or_undefined(result.ceiling_start)}")
     for rewrite in result.rewrites:
-        lines.append(f"  {rewrite.name}: " + (rewrite.reason if rewrite.reason is not None
-                                               else "tried") + " (written from the "
-                     f"{len(result.rewrite_rows)} search rows furthest from people)")
+        rows = result.rewrite_rows.get("final" if rewrite.fold is None
+                                       else f"fold-{rewrite.fold}", [])
+        lines.append(f"  {rewrite.name}: " + (rewrite.reason or "tried") + " (written from "
+                     f"the {len(rows)} rows furthest from people of the search folds"
+                     + ("" if rewrite.fold is None else f" but {rewrite.fold}; for the "
+                        f"cross-fitted choice on fold {rewrite.fold} only") + ")")
     if result.failed:
         lines.append(f"warning: {result.failed} scores failed and are left out")
     if result.spec_path is not None:

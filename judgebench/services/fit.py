@@ -100,6 +100,9 @@ class Candidate:
     scale: str | None = None
     #: a panel's members (m1, m2, ... in --panel-judge order) and aggregation
     panel: str | None = None
+    #: a wording rewritten for the cross-fitted choice on fold J only ("fold-J"), which the
+    #: final choice does not consider (None: every choice considers it)
+    split: str | None = None
 
 
 @dataclass
@@ -132,10 +135,10 @@ class FitResult(Result):
     spec_path: str | None
     signature: str
     options: dict[str, Any] = field(default_factory=dict)
-    #: --rewrite-with: each rewrite (its name, text, or why it was not tried) and the search
-    #: rows its prompt showed (item/system)
+    #: --rewrite-with: each rewrite (its name, text, split, or why it was not tried) and the
+    #: rows each split's prompts showed (item/system; "final", "fold-J")
     rewrites: list[Rewrite] = field(default_factory=list)
-    rewrite_rows: list[str] = field(default_factory=list)
+    rewrite_rows: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _plain(asdict(self))
@@ -155,7 +158,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     plan = plan_fit(input_path, judge, settings)
     estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
     rewrites: list[Rewrite] = []
-    shown: list[str] = []
+    shown: dict[str, list[str]] = {}
     if settings.rewrite_with is not None:
         plan, rewrites, shown = _rewritten(plan, input_path, judge, store=store,
                                            run_settings=run_settings, host=host)
@@ -174,10 +177,11 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                                run_settings=run_settings, host=host)
         found.update(_by_unit(on_panels.table, search_units, list(plan.panels.specs)))
     candidates, own, wording = _candidate_scores(plan, found)
+    choosable, allowed, split = _choosable(candidates, wording, rewrites)
     spec = get(settings.statistic)
     try:
-        chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
-                                 use=search)
+        chosen, _ = fitting.best(settings.statistic, human=human, candidates={
+            k: candidates[k] for k in choosable}, use=search)
     except ValueError:
         raise JudgebenchError(
             f"fit: no candidate has a {settings.statistic} value on the {int(search.sum())} "
@@ -186,19 +190,21 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
-                                      metric=scores).value, *wording[label])
+                                      metric=scores).value, *wording[label],
+                        split.get(label))
               for label, scores in candidates.items()]
     in_search = _number(settings, human=np.where(search, human, np.nan),
                         metric=candidates[chosen])
     pooled, per_fold = fitting.cross_fitted(settings.statistic, human=human,
-                                            candidates=candidates, folds=folds, search=search)
+                                            candidates=candidates, folds=folds, search=search,
+                                            allowed=allowed)
     crossed = _number(settings, human=human, metric=pooled)
 
     threshold = own[chosen][1]
     fitted_on = (f"fit:human={key},statistic={settings.statistic},folds="
                  f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
                  f"held-out-fold={held_fold},seed={settings.seed},"
-                 f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
+                 f"candidates={len(choosable)},chosen-on-units={int(search.sum())}")
     chosen_spec = _chosen_spec(plan, chosen, threshold, fitted_on)
     start_spec = _with(start, START)
     final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
@@ -230,7 +236,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         ceiling_fitted=ceiling[1], ceiling_start=ceiling[2], estimated_usd=estimated,
         spent_usd=run_settings.budget.spent_usd, failed=failed,
         spec_path=None if output is None else str(output),
-        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1,
+        signature=_signature(settings, held_fold, len(choosable), int(folds.max()) + 1,
                              plan.variants, plan.panels),
         options=dict(chosen_spec.options), rewrites=rewrites, rewrite_rows=shown)
     if output is not None:
@@ -240,10 +246,12 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
 
 def _rewritten(plan: FitPlan, input_path: Path, judge: str, *, store: Store,
                run_settings: RunSettings, host: PluginHost | None
-               ) -> tuple[FitPlan, list[Rewrite], list[str]]:
-    """Critique shadowing: the starting judge scored on the search rows, the rows furthest
-    from people shown to the --rewrite-with judge, its rewrites as wordings; the plan with
-    them, every rewrite's outcome and the rows shown. No held-out row is shown."""
+               ) -> tuple[FitPlan, list[Rewrite], dict[str, list[str]]]:
+    """Critique shadowing: the starting judge scored on the search rows; for each training
+    split (the search folds; the search folds but J), its rows furthest from people shown
+    to the --rewrite-with judge, its rewrites as wordings. The plan with them, every
+    rewrite's outcome and the rows each split showed. No held-out row is ever shown, nor
+    fold J's to fold J's rewrites."""
     from judgebench.engine.runner import run
     from judgebench.services import fit_rewrite as rw
     from judgebench.tables.criteria_variants import read_variants
@@ -256,22 +264,28 @@ def _rewritten(plan: FitPlan, input_path: Path, judge: str, *, store: Store,
     judged = np.full(len(plan.units), np.nan)
     judged[np.flatnonzero(plan.search)] = _by_unit(scored.table, plan.search_units,
                                                    [first.column])[first.column]
-    rows = rw.furthest(human=plan.human, judge=judged, use=plan.search,
-                       rows=settings.rewrite_rows)
     criterion = _criterion(plan.start, host)
+    asked: list[tuple[str, int | None, str]] = []
+    shown: dict[str, list[str]] = {}
+    for fold in _splits(plan.folds, plan.search):
+        train = plan.search & (plan.folds != (-1 if fold is None else fold))
+        rows = rw.furthest(human=plan.human, judge=judged, use=train,
+                           rows=settings.rewrite_rows)
+        shown["final" if fold is None else f"fold-{fold}"] = [_unit(plan.units[i])
+                                                              for i in rows]
+        texts = rw.prompts(criterion=criterion, scale=_scale(plan.start), shown=[
+            (plan.units[i], float(judged[i]), float(plan.human[i])) for i in rows],
+            total=settings.rewrites)
+        asked += [(rw.name_of(fold, k), fold, t) for k, t in enumerate(texts, start=1)]
     metric = rw.rewriter(settings.rewrite_with, host)
     try:
-        found = rw.ask(metric, rw.prompts(
-            criterion=criterion, scale=_scale(plan.start),
-            shown=[(plan.units[i], float(judged[i]), float(plan.human[i])) for i in rows],
-            total=settings.rewrites), run_settings)
+        found = rw.ask(metric, asked, run_settings)
     finally:
         metric.close()
     given = ([] if settings.criteria_file is None
              else read_variants(Path(settings.criteria_file)))
     kept, report = rw.variants(found, given, criterion[1])
-    return (plan_fit(input_path, judge, settings, rewritten=kept), report,
-            [_unit(plan.units[i]) for i in rows])
+    return plan_fit(input_path, judge, settings, rewritten=kept), report, shown
 
 
 def _criterion(start: MetricSpec, host: PluginHost | None) -> tuple[str, str]:
@@ -301,7 +315,7 @@ def _rewrite_estimate(plan: FitPlan, run_settings: RunSettings, host: PluginHost
     low, high = _scale(plan.start)
     texts = rw.prompts(criterion=_criterion(plan.start, host), scale=(low, high),
                        shown=[(s, float(high), high - 1 / 3) for s in longest],
-                       total=settings.rewrites)
+                       total=settings.rewrites) * len(_splits(plan.folds, plan.search))
     metric = rw.rewriter(settings.rewrite_with, host)
     try:
         return [rw.estimate(metric, texts, run_settings)]
@@ -336,6 +350,30 @@ def _candidate_scores(plan: FitPlan, found: dict[str, FloatArray]
             wording[label] = (variant, scale, plan.panels.described(name)
                               if in_panel and plan.panels is not None else None)
     return candidates, own, wording
+
+
+def _choosable(candidates: dict[str, FloatArray],
+               wording: dict[str, tuple[str | None, str | None, str | None]],
+               rewrites: Sequence[Rewrite]
+               ) -> tuple[list[str], dict[int, set[str]] | None, dict[str, str]]:
+    """The candidates the final choice considers, those each search fold's cross-fitted
+    choice considers (None: all of them), and each fold-only candidate's split: a rewritten
+    wording is considered only by the split whose rows wrote it."""
+    from judgebench.services.fit_rewrite import allowed
+
+    names = {r.name: r.fold for r in rewrites}
+    if not names:
+        return list(candidates), None, {}
+
+    def usable(fold: int | None) -> list[str]:
+        mine = allowed(rewrites, fold)
+        return [label for label in candidates
+                if wording[label][0] not in names or wording[label][0] in mine]
+
+    folds = sorted({f for f in names.values() if f is not None})
+    split = {label: f"fold-{names[w[0]]}" for label, w in wording.items()
+             if w[0] in names and names[w[0]] is not None}
+    return usable(None), {f: set(usable(f)) for f in folds}, split
 
 
 def _chosen_spec(plan: FitPlan, chosen: str, threshold: float | None, fitted_on: str
@@ -431,7 +469,10 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings,
                 if settings.criteria_file is not None else [])
     if settings.rewrite_with is not None:
         check(settings.rewrite_with)
-        variants += placeholders(settings.rewrites) if rewritten is None else rewritten
+        if any(v.name.startswith("rewrite-") for v in variants):
+            raise InputError("with --rewrite-with, a wording's name does not start with "
+                             "'rewrite-' (the rewrites' names)", path=settings.criteria_file,
+                             field="name")
     key = settings.human.removeprefix("human.")
     samples = read_samples(input_path)[:settings.limit]
     where = f"{input_path}"
@@ -447,6 +488,9 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings,
     held_fold = int(folds.max())
     held = folds == held_fold
     search = ~held
+    if settings.rewrite_with is not None:
+        variants += (placeholders(settings.rewrites, _splits(folds, search))
+                     if rewritten is None else rewritten)
     low, high = _scale(start)
     binary = bool(np.isin(human, (0.0, 1.0)).all())
     try:
@@ -464,6 +508,12 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings,
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
                    thresholds, made, tuple(variants), _panels(settings), settings)
+
+
+def _splits(folds: Any, search: BoolArray) -> list[int | None]:
+    """The training splits a criterion is rewritten for: the final search's (None: every
+    search fold), then each search fold's (the search folds but it)."""
+    return [None, *(int(f) for f in np.unique(folds[search]))]
 
 
 def _panels(settings: FitSettings) -> Panels | None:

@@ -1,18 +1,18 @@
 """`fit --search criteria --rewrite-with SPEC`: critique shadowing. A judge (any LLM judge
-spec; its backend writes) is shown the criterion and the search rows where the starting
+spec; its backend writes) is shown the criterion and the training rows where the starting
 judge is furthest from people (the texts, the judge's score and people's), and asked for a
-rewritten criterion, `--rewrites` times; each answer is a wording (`rewrite-1` ...) tried
-beside the user's. Only the search folds are shown: the held-out fold never informs a
-wording. Each request goes through the rewriter's backend and the judge cache, under the run's
-budget, so a rerun asks nothing again.
+rewritten criterion, `--rewrites` times; each answer is a wording tried beside the user's.
 
-The rows shown are the search folds' (every fold but the held-out one): the cross-fitted
-number of a rewritten wording is optimistic (its rewrite saw every search fold); the
-held-out number is not.
+Rewrites are written per training split, so no number is computed on rows its wording saw:
+`rewrite-1` ... from the search folds (the final choice, reported on the held-out fold, which
+no prompt shows), and `rewrite-fJ-1` ... from the search folds but J (the choice the
+cross-fitted number evaluates on fold J). Each request goes through the rewriter's backend
+and the judge cache, under the run's budget, so a rerun asks nothing again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,12 +62,21 @@ The judge's score: {judge}; people's score: {human}
 
 @dataclass(frozen=True)
 class Rewrite:
-    """One rewrite asked for: its wording's name, the text (None: no usable answer) and why
-    not."""
+    """One rewrite asked for: its wording's name, the text (None: no usable answer), why it
+    is not tried under its name, the search fold left out of its rows (None: the final
+    split's, every search fold shown) and the wording its text is tried as (None: not
+    tried; another's name: the same text)."""
 
     name: str
     text: str | None
     reason: str | None = None
+    fold: int | None = None
+    tried_as: str | None = None
+
+
+def name_of(fold: int | None, k: int) -> str:
+    """The wording name of the k-th rewrite of a split (fold None: the final one)."""
+    return f"rewrite-{k}" if fold is None else f"rewrite-f{fold}-{k}"
 
 
 def check(text: str) -> None:
@@ -125,26 +134,27 @@ def criterion_of(metric: Any, options: dict[str, Any]) -> tuple[str, str]:
     return name, str(definition)
 
 
-def ask(metric: Any, texts: Sequence[str], run_settings: RunSettings) -> list[Rewrite]:
-    """Each prompt asked of the rewriter's backend through the judge cache, under the run's
-    budget; each answer's text between <criterion> tags (or the whole answer)."""
+def ask(metric: Any, asked: Sequence[tuple[str, int | None, str]], run_settings: RunSettings
+        ) -> list[Rewrite]:
+    """Each (name, fold, prompt) of `asked` asked of the rewriter's backend through the
+    judge cache, under the run's budget; each answer's text between <criterion> tags (or the
+    whole answer)."""
     from judgebench.backends.base import run_sync
     from judgebench.engine.runtime import running
 
     with running(run_settings):
         backend = metric.use_cache()
         requests = [metric.request(({"role": "user", "content": t},),
-                                   max_tokens=REWRITE_TOKENS) for t in texts]
+                                   max_tokens=REWRITE_TOKENS) for _, _, t in asked]
         answers = run_sync(backend.agenerate(requests))
     found: list[Rewrite] = []
-    for k, answer in enumerate(answers, start=1):
-        name = f"rewrite-{k}"
+    for (name, fold, _), answer in zip(asked, answers, strict=True):
         if not answer.ok:
-            found.append(Rewrite(name, None, f"the rewriter failed: {answer.error}"))
+            found.append(Rewrite(name, None, f"the rewriter failed: {answer.error}", fold))
             continue
         tagged = ANSWER.search(answer.text)
         text = (tagged.group(1) if tagged else answer.text).strip()
-        found.append(Rewrite(name, text or None, None if text else "an empty answer"))
+        found.append(Rewrite(name, text or None, None if text else "an empty answer", fold))
     return found
 
 
@@ -174,30 +184,39 @@ def estimate(metric: Any, texts: Sequence[str], run_settings: RunSettings
 
 def variants(found: Sequence[Rewrite], given: Sequence[Variant], start_text: str
              ) -> tuple[list[Variant], list[Rewrite]]:
-    """The usable rewrites as wordings beside `given` (a text already tried, the starting
-    judge's included, is left out with its reason), and every rewrite with its outcome."""
+    """The usable rewrites as wordings beside `given`, and every rewrite with its outcome: a
+    text already tried (the starting judge's, the user's, an earlier rewrite's) is tried as
+    that wording, under its name (`tried_as`), not twice."""
     from judgebench.tables.criteria_variants import Variant
 
-    seen = {start_text.strip(): "the starting judge's", **{v.text: v.name for v in given}}
+    seen: dict[str, str | None] = {start_text.strip(): None, **{v.text: v.name for v in given}}
     kept: list[Variant] = []
     report: list[Rewrite] = []
     for rewrite in found:
         if rewrite.text is None:
             report.append(rewrite)
         elif rewrite.text in seen:
-            report.append(Rewrite(rewrite.name, rewrite.text,
-                                  f"the same text as {seen[rewrite.text]} (not tried twice)"))
+            same = seen[rewrite.text]
+            report.append(dataclasses.replace(
+                rewrite, tried_as=same,
+                reason=f"the same text as {same or 'the starting judge'} (not tried twice)"))
         else:
             seen[rewrite.text] = rewrite.name
             kept.append(Variant(rewrite.name, rewrite.text))
-            report.append(rewrite)
+            report.append(dataclasses.replace(rewrite, tried_as=rewrite.name))
     return kept, report
 
 
-def placeholders(count: int) -> list[Variant]:
-    """Stand-ins for `count` rewrites before they are written, for the estimate: each as
-    long as a rewrite may be (REWRITE_TOKENS words), so its calls' cost is an upper bound."""
+def allowed(rewrites: Sequence[Rewrite], fold: int | None) -> set[str | None]:
+    """The rewritten wordings a split may choose among: its own rewrites' (as tried)."""
+    return {r.tried_as for r in rewrites if r.fold == fold and r.text is not None}
+
+
+def placeholders(count: int, folds: Sequence[int | None]) -> list[Variant]:
+    """Stand-ins for `count` rewrites of each split of `folds` before they are written, for
+    the estimate: each as long as a rewrite may be (REWRITE_TOKENS words), so its calls' cost
+    is an upper bound."""
     from judgebench.tables.criteria_variants import Variant
 
-    return [Variant(f"rewrite-{k}", f"rewrite {k}: " + "word " * REWRITE_TOKENS)
-            for k in range(1, count + 1)]
+    return [Variant(name_of(fold, k), f"{name_of(fold, k)}: " + "word " * REWRITE_TOKENS)
+            for fold in folds for k in range(1, count + 1)]
