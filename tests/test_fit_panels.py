@@ -150,6 +150,15 @@ def test_fit_finds_the_planted_panel_and_asks_each_member_once(
      "--panel-judge 2 is given twice"),
     (("--search", "panel", "--panel-judge", "judge.rubric", "--panel-judge",
       "judge.reference", "--panel-combine", "median"), "--panel-combine takes mean, majority"),
+    (("--search", "panel", "--panel-judge", "judge.rubric", "--panel-judge",
+      "judge.reference", "--panels", "m1+m3"), "'m1+m3' is not two or more of the 2"),
+    (("--search", "panel", "--panel-judge", "judge.rubric", "--panel-judge",
+      "judge.reference", "--panels", "m1"), "'m1' is not two or more"),
+    (("--search", "panel", "--panel-judge", "judge.rubric", "--panel-judge",
+      "judge.reference", "--panels", "1+2"), "--panels takes panels of members by number"),
+    (("--search", "panel", "--panel-judge", "judge.rubric", "--panel-judge",
+      "judge.reference", "--panels", "m1+m2,m2+m1"), "'m2+m1' is given twice"),
+    (("--panels", "m1+m2"), "--panels names panels for --search panel"),
 ])
 def test_bad_panels_are_refused_before_any_call(tmp_path: Path, args: tuple[str, ...],
                                                  message: str) -> None:
@@ -157,3 +166,29 @@ def test_bad_panels_are_refused_before_any_call(tmp_path: Path, args: tuple[str,
                    "--store", str(tmp_path / "s.sqlite"))
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr, proc.stderr
+
+
+def test_the_user_s_panels_only_and_only_their_members_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--panels m2+m4,m1+m3: those two panels only (in that order), by mean; m1..m4 asked
+    alone once on the search rows (every one is in a panel); a fifth member in no panel is
+    never asked."""
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    models = {**MODELS, "unused": _noise("unused")}
+    with ScriptedJudges(models) as server:
+        args = (*_args(server, tmp_path / "s.sqlite"), "--panel-judge", server.judge("unused"),
+                "--panels", "m2+m4,m1+m3", "--panel-combine", "mean", "--json")
+        dry = json.loads(run_cli(*args, "--dry-run").stdout)
+        assert (dry["panels"], dry["panel_members"], dry["candidates"]) == (2, 4, 3)
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert [c["panel"] for c in result["candidates"]] == [None, "m2+m4 mean",
+                                                              "m1+m3 mean"]
+        assert result["chosen"] == "panel-m1+m3-mean"
+        s, h = _distinct_prompts(result)
+        assert "unused" not in server.calls
+        assert dict(server.calls) == {"start": s + h, "plus": s + h, "minus": s + h,
+                                      "noise1": s, "noise2": s}
+        assert sum(server.calls.values()) == dry["calls"]  # the dearest is a pair too
+        assert ",panels-2,mean" in result["signature"]

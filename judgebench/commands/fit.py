@@ -86,6 +86,9 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
                    "cache by every panel that holds it.")
 @click.option("--panel-max", type=click.IntRange(min=2), default=3, show_default=True,
               help="panel: the largest panel tried.")
+@click.option("--panels", "panel_sets", default="", metavar="m1+m2,...",
+              help="panel: only these panels, by member number (m1: the first "
+                   "--panel-judge), instead of every panel up to --panel-max.")
 @click.option("--panel-combine", default="mean,majority", show_default=True,
               metavar="mean,majority",
               help="panel: how a panel combines its members' scores (judge.panel's combine=).")
@@ -123,7 +126,7 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
 def command(input_path: Path, judge: str, human: str, raters: str, search: str,
             criteria_file: Path | None, scales: str, rewrite_with: str | None,
             rewrites: int, rewrite_rows: int, panel_judges: tuple[str, ...],
-            panel_max: int, panel_combine: str, shots: str,
+            panel_max: int, panel_sets: str, panel_combine: str, shots: str,
             draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
             seed: int, limit: int | None, output: Path | None, store_path: Path,
             cache_path: Path | None, budget_usd: float | None, allow_unknown_cost: bool,
@@ -157,6 +160,7 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str,
                            criteria_file=None if criteria_file is None else str(criteria_file),
                            scales=_scales(scales), panel_judges=panel_judges,
                            panel_max=panel_max, rewrite_with=rewrite_with,
+                           panels=tuple(p.strip() for p in panel_sets.split(",") if p.strip()),
                            rewrites=rewrites, rewrite_rows=rewrite_rows,
                            panel_combine=tuple(p.strip() for p in panel_combine.split(",")
                                                if p.strip()))

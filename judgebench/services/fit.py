@@ -70,6 +70,8 @@ class FitSettings:
     panel_judges: tuple[str, ...] = ()
     panel_max: int = 3
     panel_combine: tuple[str, ...] = ("mean", "majority")
+    #: the user's panels ("m1+m3", ...) instead of every subset
+    panels: tuple[str, ...] = ()
     #: criteria: the judge spec that rewrites the criterion from the search folds'
     #: disagreements (critique shadowing), the rewrites asked, the rows shown
     rewrite_with: str | None = None
@@ -520,9 +522,11 @@ def _panels(settings: FitSettings) -> Panels | None:
     from judgebench.services.fit_panels import panels
 
     if "panel" not in settings.search:
+        if settings.panels:
+            raise InputError("--panels names panels for --search panel", field="--panels")
         return None
     return panels(settings.panel_judges, max_size=settings.panel_max,
-                  combines=settings.panel_combine)
+                  combines=settings.panel_combine, chosen=settings.panels)
 
 
 def _fold_units(units: Sequence[Sample], folds_over: str, where: str) -> list[str]:
@@ -747,7 +751,7 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     from judgebench.services.score import estimate
 
     candidates = list(plan.shot_specs.values())
-    members = [] if plan.panels is None else list(plan.panels.members)
+    members = [] if plan.panels is None else plan.panels.asked
     dry = dataclasses.replace(run_settings, dry_run=True)
     on_search = estimate(plan.search_units, [*candidates, *members], store=store, settings=dry,
                          resume=True, host=host).estimates
@@ -810,7 +814,7 @@ def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: in
                     for _ in variants[:1])
     if panels is not None:
         tried += signature(panels, max_size=settings.panel_max,
-                           combines=settings.panel_combine)
+                           combines=settings.panel_combine, chosen=settings.panels)
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
