@@ -192,3 +192,6 @@ def test_the_user_s_panels_only_and_only_their_members_asked(
                                       "noise1": s, "noise2": s}
         assert sum(server.calls.values()) == dry["calls"]  # the dearest is a pair too
         assert ",panels-2,mean" in result["signature"]
+        text = run_cli(*args[:-1])  # the report in the terminal, every answer cached
+        assert "chosen: panel-m1+m3-mean (0 examples: none; threshold none; panel m1+m3 " \
+            "mean)" in text.stdout and "in search (best of 3)" in text.stdout

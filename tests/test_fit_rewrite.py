@@ -152,6 +152,13 @@ def test_the_rewrite_with_the_planted_phrase_is_chosen_and_never_sees_its_test_r
         repeat = json.loads(again.stdout)
         assert dict(server.calls) == calls and repeat["spent_usd"] == 0.0
         assert (repeat["chosen"], repeat["held_out"]) == (result["chosen"], result["held_out"])
+        text = run_cli(*_args(server, store)).stdout
+        assert "in search (best of 3)" in text
+        assert "rewrite-3: the same text as rewrite-1 (not tried twice) (written from the 6 " \
+            "rows furthest from people of the search folds)" in text
+        assert "rewrite-f0-1: tried (written from the 6 rows furthest from people of the " \
+            "search folds but 0; for the cross-fitted choice on fold 0 only)" in text
+        assert dict(server.calls) == calls
 
 
 @pytest.mark.parametrize("args, message", [
