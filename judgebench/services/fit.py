@@ -1,12 +1,15 @@
 """`judgebench fit`: a judge fitted to people's labels (few-shot examples, a decision
-threshold, the criterion's wording, the scale), reported out of fold (meta_eval.fitting has
-the scheme and its numbers).
+threshold, the criterion's wording, the scale, a panel of judges), reported out of fold
+(meta_eval.fitting has the scheme and its numbers).
 
 Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`,
-`definition=`, `min=`/`max=` with `to_min=`/`to_max=`), scored by the scoring engine
-(`engine.runner.run`) into the store and the judge cache, so a rerun pays for nothing twice
-and `--budget-usd` is checked before the first call (the engine's estimate of every
-candidate's calls and price) and again before each call (the run's Budget).
+`definition=`, `min=`/`max=` with `to_min=`/`to_max=`; judge.panel with `members=` and
+`combine=`, services.fit_panels), scored by the scoring engine (`engine.runner.run`) into
+the store and the judge cache, so a rerun pays for nothing twice and `--budget-usd` is
+checked before the first call (the engine's estimate of every candidate's calls and price)
+and again before each call (the run's Budget). Wordings rewritten by a judge from the
+starting judge's disagreements (--rewrite-with) are made per training split
+(services.fit_rewrite).
 """
 
 from __future__ import annotations
