@@ -152,6 +152,11 @@ def test_the_rewrite_with_the_planted_phrase_is_chosen_and_never_sees_its_test_r
         repeat = json.loads(again.stdout)
         assert dict(server.calls) == calls and repeat["spent_usd"] == 0.0
         assert (repeat["chosen"], repeat["held_out"]) == (result["chosen"], result["held_out"])
+        # its estimate reads the rewrites from the cache: exact, with no stand-in; on the
+        # held-out rows it counts the dearest candidate, one never asked there
+        redo = json.loads(run_cli(*_args(server, store), "--dry-run", "--json").stdout)
+        assert (redo["rewrite_calls"], redo["candidates"], redo["calls"]) == (
+            0, len(result["candidates"]), h)
         text = run_cli(*_args(server, store)).stdout
         assert "in search (best of 3)" in text
         assert "rewrite-3: the same text as rewrite-1 (not tried twice) (written from the 6 " \

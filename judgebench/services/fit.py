@@ -160,13 +160,13 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     from meta_eval.significance import permutation_test
     from meta_eval.statistics import get
 
-    plan = plan_fit(input_path, judge, settings)
+    plan, written = _planned(input_path, judge, settings, store=store,
+                             run_settings=run_settings, host=host)
     estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
-    rewrites: list[Rewrite] = []
-    shown: dict[str, list[str]] = {}
-    if settings.rewrite_with is not None:
-        plan, rewrites, shown = _rewritten(plan, input_path, judge, store=store,
-                                           run_settings=run_settings, host=host)
+    if settings.rewrite_with is not None and written is None:
+        written = _rewritten(plan, input_path, judge, store=store, run_settings=run_settings,
+                             host=host, cached_only=False)
+    plan, rewrites, shown = written or (plan, [], {})
 
     start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
     search, held, held_fold = plan.search, plan.held, plan.held_fold
@@ -250,20 +250,28 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
 
 
 def _rewritten(plan: FitPlan, input_path: Path, judge: str, *, store: Store,
-               run_settings: RunSettings, host: PluginHost | None
-               ) -> tuple[FitPlan, list[Rewrite], dict[str, list[str]]]:
+               run_settings: RunSettings, host: PluginHost | None, cached_only: bool
+               ) -> Rewritten | None:
     """Critique shadowing: the starting judge scored on the search rows; for each training
     split (the search folds; the search folds but J), its rows furthest from people shown
     to the --rewrite-with judge, its rewrites as wordings. The plan with them, every
     rewrite's outcome and the rows each split showed. No held-out row is ever shown, nor
-    fold J's to fold J's rewrites."""
+    fold J's to fold J's rewrites. With `cached_only`, None unless nothing is to be asked
+    (every answer in the store or the judge cache)."""
+    import dataclasses
+
     from judgebench.engine.runner import run
     from judgebench.services import fit_rewrite as rw
+    from judgebench.services.score import estimate
     from judgebench.tables.criteria_variants import read_variants
 
     settings = plan.settings
     assert settings is not None and settings.rewrite_with is not None
     first = next(iter(plan.shot_specs.values()))  # no examples, the start's wording and scale
+    if cached_only and estimate(plan.search_units, [first], store=store, resume=True,
+                                settings=dataclasses.replace(run_settings, dry_run=True),
+                                host=host).estimates[first.column].get("calls"):
+        return None
     scored = run(plan.search_units, [first], store=store, resume=True, settings=run_settings,
                  host=host)
     judged = np.full(len(plan.units), np.nan)
@@ -284,6 +292,9 @@ def _rewritten(plan: FitPlan, input_path: Path, judge: str, *, store: Store,
         asked += [(rw.name_of(fold, k), fold, t) for k, t in enumerate(texts, start=1)]
     metric = rw.rewriter(settings.rewrite_with, host)
     try:
+        if cached_only and rw.estimate(metric, [t for _, _, t in asked],
+                                       run_settings)["calls"]:
+            return None
         found = rw.ask(metric, asked, run_settings)
     finally:
         metric.close()
@@ -313,7 +324,7 @@ def _rewrite_estimate(plan: FitPlan, run_settings: RunSettings, host: PluginHost
     from judgebench.services import fit_rewrite as rw
 
     settings = plan.settings
-    if settings is None or settings.rewrite_with is None:
+    if settings is None or settings.rewrite_with is None or plan.rewritten:
         return []
     longest = sorted(plan.search_units, key=lambda s: -len((s.input_text or "")[
         :rw.INPUT_CHARS] + (s.output or "")))[:settings.rewrite_rows]
@@ -419,8 +430,26 @@ class FitEstimate(Result):
 def fit_estimate(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                  run_settings: RunSettings, host: PluginHost | None = None) -> FitEstimate:
     """The calls and cost `fit` would make (refused over `--budget-usd`), calling nothing."""
-    return _preflight(plan_fit(input_path, judge, settings), store=store,
-                      run_settings=run_settings, host=host)
+    plan, _ = _planned(input_path, judge, settings, store=store, run_settings=run_settings,
+                       host=host)
+    return _preflight(plan, store=store, run_settings=run_settings, host=host)
+
+
+Rewritten = tuple["FitPlan", list["Rewrite"], dict[str, list[str]]]
+
+
+def _planned(input_path: Path, judge: str, settings: FitSettings, *, store: Store,
+             run_settings: RunSettings, host: PluginHost | None
+             ) -> tuple[FitPlan, Rewritten | None]:
+    """The plan; with --rewrite-with, the plan with the rewrites where they and the
+    starting judge's answers they need are all in the judge cache or store already (a
+    resumed fit: its estimate is then exact, and nothing is asked), else with stand-ins."""
+    plan = plan_fit(input_path, judge, settings)
+    if settings.rewrite_with is None:
+        return plan, None
+    written = _rewritten(plan, input_path, judge, store=store, run_settings=run_settings,
+                         host=host, cached_only=True)
+    return (plan, None) if written is None else (written[0], written)
 
 
 @dataclass(frozen=True)
@@ -443,6 +472,8 @@ class FitPlan:
     variants: tuple[Variant, ...] = ()
     panels: Panels | None = None
     settings: FitSettings | None = None
+    #: --rewrite-with: the rewrites are written (False: stand-ins hold their places)
+    rewritten: bool = False
 
     @property
     def search_units(self) -> list[Sample]:
@@ -512,7 +543,8 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings,
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                   thresholds, made, tuple(variants), _panels(settings), settings)
+                   thresholds, made, tuple(variants), _panels(settings), settings,
+                   rewritten is not None)
 
 
 def _splits(folds: Any, search: BoolArray) -> list[int | None]:
