@@ -241,6 +241,9 @@ def fit(data: str | Path, judge: str, *, human: str, search: Sequence[str] = ("f
         folds_over: str = "items", statistic: str = "pearson", bootstrap: int = 1000,
         seed: int = 0, limit: int | None = None, raters: Sequence[str] = (),
         criteria_file: str | Path | None = None, scales: Sequence[tuple[int, int]] = (),
+        panel_judges: Sequence[str] = (), panel_max: int = 3, panels: Sequence[str] = (),
+        panel_combine: Sequence[str] = ("mean", "majority"),
+        rewrite_with: str | None = None, rewrites: int = 2, rewrite_rows: int = 8,
         output: str | Path | None = None, store: str | Path | None = None,
         cache: str | Path | None = None, budget_usd: float | None = None,
         allow_unknown_cost: bool = False, host: PluginHost | None = None) -> FitResult:
@@ -274,7 +277,11 @@ def fit(data: str | Path, judge: str, *, human: str, search: Sequence[str] = ("f
                            limit=limit, folds_over=folds_over, raters=tuple(raters),
                            store=None if store is None else str(store),
                            criteria_file=None if wordings is None else str(wordings),
-                           scales=tuple((int(a), int(b)) for a, b in scales))
+                           scales=tuple((int(a), int(b)) for a, b in scales),
+                           panel_judges=tuple(panel_judges), panel_max=panel_max,
+                           panels=tuple(panels),
+                           panel_combine=tuple(panel_combine), rewrite_with=rewrite_with,
+                           rewrites=rewrites, rewrite_rows=rewrite_rows)
     run_settings = RunSettings(budget=Budget(limit_usd=check_budget_usd(budget_usd),
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=None if cache is None else Path(cache))

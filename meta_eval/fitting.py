@@ -21,7 +21,7 @@ Three numbers come out, each on units the judge's examples do not include:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -101,11 +101,15 @@ def best(statistic: str, *, human: FloatArray, candidates: Mapping[str, FloatArr
 
 
 def cross_fitted(statistic: str, *, human: FloatArray, candidates: Mapping[str, FloatArray],
-                 folds: IntArray, search: BoolArray) -> tuple[FloatArray, dict[int, str]]:
+                 folds: IntArray, search: BoolArray,
+                 allowed: Mapping[int, Collection[str]] | None = None
+                 ) -> tuple[FloatArray, dict[int, str]]:
     """Out-of-fold scores over the search units: on each search fold j, the scores of the
     candidate `best` on the other search folds (NaN where it does not score, e.g. its own
-    examples; a whole fold NaN where no candidate has a value on the others). Returns them
-    and the candidate chosen per fold."""
+    examples; a whole fold NaN where no candidate has a value on the others). With
+    `allowed`, fold j chooses among `allowed[j]` only (candidates made from the other folds,
+    such as a criterion rewritten from their rows). Returns the scores and the candidate
+    chosen per fold."""
     pooled = np.full(human.shape, np.nan)
     chosen: dict[int, str] = {}
     for fold in np.unique(folds[search]):
@@ -113,8 +117,10 @@ def cross_fitted(statistic: str, *, human: FloatArray, candidates: Mapping[str, 
         train = search & (folds != fold)
         if not train.any():
             continue
+        tried = (candidates if allowed is None else
+                 {k: v for k, v in candidates.items() if k in allowed.get(int(fold), ())})
         try:
-            name, _ = best(statistic, human=human, candidates=candidates, use=train)
+            name, _ = best(statistic, human=human, candidates=tried, use=train)
         except ValueError:
             continue
         chosen[int(fold)] = name

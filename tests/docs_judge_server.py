@@ -5,7 +5,8 @@ With a JSON schema (`response_format` `json_schema`, what judges send by default
 is an instance of it: each `enum` property one of its values and each bounded integer a value
 in its range, both drawn from a hash of the model's name and the messages (a request always
 gets the same answer, and two models' answers differ), each string "docs judge". Without one
-it answers as tests/scripted_judge.py's `any_judges_form` does (the text protocols). It judges
+it answers as tests/scripted_judge.py's `any_judges_form` does (the text protocols); `fit
+--rewrite-with`'s request gets a rewritten criterion between <criterion> tags. It judges
 nothing: it stands where `vllm serve` or a gateway would, so the examples run without a key
 or a GPU.
 """
@@ -65,7 +66,11 @@ class _Handler(BaseHTTPRequestHandler):
         seed = int.from_bytes(hashlib.sha256(asked).digest()[:8], "big")
         fmt = body.get("response_format") or {}
         schema = (fmt.get("json_schema") or {}).get("schema")
-        if schema is not None:
+        user = "\n".join(str(m["content"]) for m in messages if m["role"] == "user")
+        if "between <criterion> and </criterion>" in user:  # fit --rewrite-with's request
+            reply = (f"<criterion>Docs rewrite {seed % 1000}: the response reads as one "
+                     "connected whole.</criterion>")
+        elif schema is not None:
             reply = json.dumps(instance(schema, seed))
         else:
             system = "\n".join(str(m["content"]) for m in messages if m["role"] == "system")

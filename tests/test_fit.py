@@ -288,7 +288,7 @@ def test_output_never_overwrites_an_input(tmp_path: Path) -> None:
     (("judge.geval", "--human", "coherence"), "fit fits judge.rubric"),
     (("judge.rubric:threshold=3", "--human", "coherence"), "already has threshold="),
     (("judge.rubric", "--human", "nothing"), "no row has a human score 'nothing'"),
-    (("judge.rubric", "--human", "coherence", "--search", "panel"), "--search takes"),
+    (("judge.rubric", "--human", "coherence", "--search", "panels"), "--search takes"),
     (("judge.rubric", "--human", "coherence", "--search", "scale"), "go together"),
     (("judge.rubric", "--human", "coherence", "--statistic", "kappa"), "fit chooses by"),
     (("judge.rubric", "--human", "coherence", "--shots", "0"), "--shots are 1 or more"),

@@ -62,13 +62,36 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
               help="What to search, comma-separated: few-shot (examples drawn from the "
                    "labelled rows of the search folds), threshold (the score becomes 1 at or "
                    "above it), criteria (the criterion's wordings of --criteria-file), scale "
-                   "(the scales of --scales).")
+                   "(the scales of --scales), panel (panels of the --panel-judge members).")
 @click.option("--scales", default="", metavar="A-B,...",
               help="scale: the scales to ask the judge on (1-10,0-100), each score mapped "
                    "linearly back onto the starting judge's scale.")
 @click.option("--criteria-file", type=click.Path(path_type=Path), metavar="FILE",
               help="criteria: the wordings to try, one TOML table each ([name] text = "
-                   "\"...\") or a JSONL of {\"name\": ..., \"text\": ...}.")
+                   "\"...\") or a JSONL of {\"name\": ..., \"text\": ...} (or none, with "
+                   "--rewrite-with).")
+@click.option("--rewrite-with", metavar="SPEC",
+              help="criteria: a judge spec (any LLM backend) shown the criterion and the "
+                   "search rows where the starting judge is furthest from people, asked for "
+                   "a rewritten criterion; each rewrite is a wording (rewrite-1, ...) beside "
+                   "--criteria-file's. The held-out fold is never shown.")
+@click.option("--rewrites", type=click.IntRange(min=1), default=2, show_default=True,
+              help="criteria: the rewrites asked of --rewrite-with.")
+@click.option("--rewrite-rows", type=click.IntRange(min=1), default=8, show_default=True,
+              help="criteria: the disagreements each rewrite prompt shows.")
+@click.option("--panel-judge", "panel_judges", multiple=True, metavar="SPEC",
+              help="panel: a member judge (an ordinary judge spec; give two or more). Every "
+                   "panel of 2 to --panel-max members is a judge.panel candidate; each "
+                   "member is asked once per row and its answers shared through the judge "
+                   "cache by every panel that holds it.")
+@click.option("--panel-max", type=click.IntRange(min=2), default=3, show_default=True,
+              help="panel: the largest panel tried.")
+@click.option("--panels", "panel_sets", default="", metavar="m1+m2,...",
+              help="panel: only these panels, by member number (m1: the first "
+                   "--panel-judge), instead of every panel up to --panel-max.")
+@click.option("--panel-combine", default="mean,majority", show_default=True,
+              metavar="mean,majority",
+              help="panel: how a panel combines its members' scores (judge.panel's combine=).")
 @click.option("--shots", default="1,2", show_default=True, metavar="K,...",
               help="few-shot: the numbers of examples to try (besides none).")
 @click.option("--draws", type=click.IntRange(min=1), default=4, show_default=True,
@@ -101,7 +124,9 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
 @click.option("--dry-run", is_flag=True, help="Estimate the candidates, calls and cost only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(input_path: Path, judge: str, human: str, raters: str, search: str,
-            criteria_file: Path | None, scales: str, shots: str,
+            criteria_file: Path | None, scales: str, rewrite_with: str | None,
+            rewrites: int, rewrite_rows: int, panel_judges: tuple[str, ...],
+            panel_max: int, panel_sets: str, panel_combine: str, shots: str,
             draws: int, folds: int, folds_over: str, statistic: str, bootstrap: int,
             seed: int, limit: int | None, output: Path | None, store_path: Path,
             cache_path: Path | None, budget_usd: float | None, allow_unknown_cost: bool,
@@ -133,7 +158,12 @@ def command(input_path: Path, judge: str, human: str, raters: str, search: str,
                            raters=tuple(r.strip() for r in raters.split(",") if r.strip()),
                            store=str(store_path),
                            criteria_file=None if criteria_file is None else str(criteria_file),
-                           scales=_scales(scales))
+                           scales=_scales(scales), panel_judges=panel_judges,
+                           panel_max=panel_max, rewrite_with=rewrite_with,
+                           panels=tuple(p.strip() for p in panel_sets.split(",") if p.strip()),
+                           rewrites=rewrites, rewrite_rows=rewrite_rows,
+                           panel_combine=tuple(p.strip() for p in panel_combine.split(",")
+                                               if p.strip()))
     run_settings = RunSettings(budget=Budget(limit_usd=budget_usd,
                                              allow_unknown_cost=allow_unknown_cost),
                                cache_path=cache_path)

@@ -21,7 +21,7 @@ def _or_undefined(value: float | None) -> str:
 def report(result: FitResult) -> str:
     """The chosen candidate, then each number with its 95% interval and the units it is on."""
     s = result.statistic
-    tried = len(result.candidates)
+    tried = sum(1 for c in result.candidates if c.split is None)
     chosen = next(c for c in result.candidates if c.name == result.chosen)
     shown = ", ".join(chosen.examples) or "none"
     threshold = "none" if chosen.threshold is None else f"{chosen.threshold:g}"
@@ -31,6 +31,7 @@ def report(result: FitResult) -> str:
         f"chosen: {result.chosen} ({chosen.shots} examples: {shown}; threshold {threshold}"
         + ("" if chosen.criterion is None else f"; criterion wording {chosen.criterion}")
         + ("" if chosen.scale is None else f"; asked on {chosen.scale}, mapped back")
+        + ("" if chosen.panel is None else f"; panel {chosen.panel}")
         + ")",
         "",
         f"{s} with human.{result.human} (95% bootstrap intervals over rows):",
@@ -47,6 +48,13 @@ def report(result: FitResult) -> str:
                      "rater against the others' mean; on that footing the fitted judge "
                      f"{_or_undefined(result.ceiling_fitted)}, the starting judge "
                      f"{_or_undefined(result.ceiling_start)}")
+    for rewrite in result.rewrites:
+        rows = result.rewrite_rows.get("final" if rewrite.fold is None
+                                       else f"fold-{rewrite.fold}", [])
+        lines.append(f"  {rewrite.name}: " + (rewrite.reason or "tried") + " (written from "
+                     f"the {len(rows)} rows furthest from people of the search folds"
+                     + ("" if rewrite.fold is None else f" but {rewrite.fold}; for the "
+                        f"cross-fitted choice on fold {rewrite.fold} only") + ")")
     if result.failed:
         lines.append(f"warning: {result.failed} scores failed and are left out")
     if result.spec_path is not None:
@@ -61,4 +69,11 @@ def estimate(found: FitEstimate) -> str:
     cost = "unknown (no price)" if found.cost_usd is None else f"${found.cost_usd:.4f}"
     return (f"fit would try {found.candidates} candidates ({found.judge_specs} judge specs) on "
             f"{found.search_units} labelled rows and judge {found.held_out_units} held-out "
-            f"rows: {found.calls} calls, {cost} (cached answers and stored scores excluded)")
+            f"rows: {found.calls} calls, {cost} (cached answers and stored scores excluded)"
+            + ("" if not found.panels else
+               f"; {found.panels} panels of {found.panel_members} member judges: each member "
+               "is asked once per row and every panel that holds it reads its answers from "
+               "the judge cache, so the panels add no call")
+            + ("" if not found.rewrite_calls else
+               f"; {found.rewrite_calls} rewrite calls, each rewritten wording counted "
+               "as long as a rewrite may be"))

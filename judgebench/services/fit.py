@@ -1,12 +1,15 @@
 """`judgebench fit`: a judge fitted to people's labels (few-shot examples, a decision
-threshold, the criterion's wording, the scale), reported out of fold (meta_eval.fitting has
-the scheme and its numbers).
+threshold, the criterion's wording, the scale, a panel of judges), reported out of fold
+(meta_eval.fitting has the scheme and its numbers).
 
 Every candidate is an ordinary judge spec (judge.rubric with `examples=`, `threshold=`,
-`definition=`, `min=`/`max=` with `to_min=`/`to_max=`), scored by the scoring engine
-(`engine.runner.run`) into the store and the judge cache, so a rerun pays for nothing twice
-and `--budget-usd` is checked before the first call (the engine's estimate of every
-candidate's calls and price) and again before each call (the run's Budget).
+`definition=`, `min=`/`max=` with `to_min=`/`to_max=`; judge.panel with `members=` and
+`combine=`, services.fit_panels), scored by the scoring engine (`engine.runner.run`) into
+the store and the judge cache, so a rerun pays for nothing twice and `--budget-usd` is
+checked before the first call (the engine's estimate of every candidate's calls and price)
+and again before each call (the run's Budget). Wordings rewritten by a judge from the
+starting judge's disagreements (--rewrite-with) are made per training split
+(services.fit_rewrite).
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ if TYPE_CHECKING:
     from judgebench.engine.store import Store
     from judgebench.models import Sample
     from judgebench.plugins import PluginHost
+    from judgebench.services.fit_panels import Panels
+    from judgebench.services.fit_rewrite import Rewrite
     from judgebench.tables.criteria_variants import Variant
     from meta_eval.arrays import BoolArray, FloatArray
 
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
-SEARCHES = ("few-shot", "threshold", "criteria", "scale")
+SEARCHES = ("few-shot", "threshold", "criteria", "scale", "panel")
 #: Permutations of the paired test of the gain.
 PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
@@ -63,6 +68,17 @@ class FitSettings:
     criteria_file: str | None = None
     #: scale: the scales (min, max) to ask the judge on, each reported on the starting one
     scales: tuple[tuple[int, int], ...] = ()
+    #: panel: the member judges' specs, the largest panel tried, the aggregations
+    panel_judges: tuple[str, ...] = ()
+    panel_max: int = 3
+    panel_combine: tuple[str, ...] = ("mean", "majority")
+    #: the user's panels ("m1+m3", ...) instead of every subset
+    panels: tuple[str, ...] = ()
+    #: criteria: the judge spec that rewrites the criterion from the search folds'
+    #: disagreements (critique shadowing), the rewrites asked, the rows shown
+    rewrite_with: str | None = None
+    rewrites: int = 2
+    rewrite_rows: int = 8
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,11 @@ class Candidate:
     criterion: str | None = None
     #: the scale the judge is asked on, as "min-max" (None: the starting judge's)
     scale: str | None = None
+    #: a panel's members (m1, m2, ... in --panel-judge order) and aggregation
+    panel: str | None = None
+    #: a wording rewritten for the cross-fitted choice on fold J only ("fold-J"), which the
+    #: final choice does not consider (None: every choice considers it)
+    split: str | None = None
 
 
 @dataclass
@@ -118,6 +139,10 @@ class FitResult(Result):
     spec_path: str | None
     signature: str
     options: dict[str, Any] = field(default_factory=dict)
+    #: --rewrite-with: each rewrite (its name, text, split, or why it was not tried) and the
+    #: rows each split's prompts showed (item/system; "final", "fold-J")
+    rewrites: list[Rewrite] = field(default_factory=list)
+    rewrite_rows: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _plain(asdict(self))
@@ -134,34 +159,33 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     from meta_eval.significance import permutation_test
     from meta_eval.statistics import get
 
-    plan = plan_fit(input_path, judge, settings)
+    plan, written = _planned(input_path, judge, settings, store=store,
+                             run_settings=run_settings, host=host)
+    estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
+    if settings.rewrite_with is not None and written is None:
+        written = _rewritten(plan, input_path, judge, store=store, run_settings=run_settings,
+                             host=host, cached_only=False)
+    plan, rewrites, shown = written or (plan, [], {})
+
     start, units, human, folds = plan.start, plan.units, plan.human, plan.folds
     search, held, held_fold = plan.search, plan.held, plan.held_fold
-    shot_specs, thresholds, key = plan.shot_specs, plan.thresholds, plan.key
+    key = plan.key
     search_units, held_units = plan.search_units, plan.held_units
-    estimated = _preflight(plan, store=store, run_settings=run_settings, host=host).cost_usd
-
-    scored = run(search_units, list(shot_specs.values()), store=store, resume=True,
+    scored = run(search_units, list(plan.shot_specs.values()), store=store, resume=True,
                  settings=run_settings, host=host)
-    found = _by_unit(scored.table, search_units, list(shot_specs))
-    candidates: dict[str, FloatArray] = {}
-    own: dict[str, tuple[tuple[int, ...], float | None]] = {}
-    wording: dict[str, tuple[str | None, str | None]] = {}
-    positions = np.flatnonzero(search)
-    for name, values in found.items():
-        draw, variant, scale = plan.made[name]
-        base = np.full(len(units), np.nan)
-        base[positions] = values
-        base[list(draw)] = np.nan  # never judged with itself as an example
-        for t in thresholds:
-            label = name if t is None else f"{name}@{t:g}"
-            candidates[label] = fitting.thresholded(base, t)
-            own[label] = (draw, t)
-            wording[label] = (variant, scale)
+    found = _by_unit(scored.table, search_units, list(plan.shot_specs))
+    if plan.panels is not None:
+        from judgebench.services.fit_panels import run_panels
+
+        on_panels = run_panels(search_units, plan.panels, store=store,
+                               run_settings=run_settings, host=host)
+        found.update(_by_unit(on_panels.table, search_units, list(plan.panels.specs)))
+    candidates, own, wording = _candidate_scores(plan, found)
+    choosable, allowed, split = _choosable(candidates, wording, rewrites)
     spec = get(settings.statistic)
     try:
-        chosen, _ = fitting.best(settings.statistic, human=human, candidates=candidates,
-                                 use=search)
+        chosen, _ = fitting.best(settings.statistic, human=human, candidates={
+            k: candidates[k] for k in choosable}, use=search)
     except ValueError:
         raise JudgebenchError(
             f"fit: no candidate has a {settings.statistic} value on the {int(search.sum())} "
@@ -170,22 +194,22 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     report = [Candidate(label, len(own[label][0]), tuple(_unit(units[i]) for i in own[label][0]),
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
-                                      metric=scores).value, *wording[label])
+                                      metric=scores).value, *wording[label],
+                        split.get(label))
               for label, scores in candidates.items()]
     in_search = _number(settings, human=np.where(search, human, np.nan),
                         metric=candidates[chosen])
     pooled, per_fold = fitting.cross_fitted(settings.statistic, human=human,
-                                            candidates=candidates, folds=folds, search=search)
+                                            candidates=candidates, folds=folds, search=search,
+                                            allowed=allowed)
     crossed = _number(settings, human=human, metric=pooled)
 
-    draw, threshold = own[chosen]
+    threshold = own[chosen][1]
     fitted_on = (f"fit:human={key},statistic={settings.statistic},folds="
                  f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
                  f"held-out-fold={held_fold},seed={settings.seed},"
-                 f"candidates={len(candidates)},chosen-on-units={int(search.sum())}")
-    searched = shot_specs[chosen.split("@")[0]]
-    chosen_spec = _with(MetricSpec(start.name, dict(searched.options)), FITTED,
-                        threshold=threshold, fitted=fitted_on)
+                 f"candidates={len(choosable)},chosen-on-units={int(search.sum())}")
+    chosen_spec = _chosen_spec(plan, chosen, threshold, fitted_on)
     start_spec = _with(start, START)
     final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
                 settings=run_settings, host=host)
@@ -216,12 +240,168 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         ceiling_fitted=ceiling[1], ceiling_start=ceiling[2], estimated_usd=estimated,
         spent_usd=run_settings.budget.spent_usd, failed=failed,
         spec_path=None if output is None else str(output),
-        signature=_signature(settings, held_fold, len(candidates), int(folds.max()) + 1,
-                             plan.variants),
-        options=dict(chosen_spec.options))
+        signature=_signature(settings, held_fold, len(choosable), int(folds.max()) + 1,
+                             plan.variants, plan.panels),
+        options=dict(chosen_spec.options), rewrites=rewrites, rewrite_rows=shown)
     if output is not None:
         write_spec(chosen_spec, result, output)
     return result
+
+
+def _rewritten(plan: FitPlan, input_path: Path, judge: str, *, store: Store,
+               run_settings: RunSettings, host: PluginHost | None, cached_only: bool
+               ) -> Rewritten | None:
+    """Critique shadowing: the starting judge scored on the search rows; for each training
+    split (the search folds; the search folds but J), its rows furthest from people shown
+    to the --rewrite-with judge, its rewrites as wordings. The plan with them, every
+    rewrite's outcome and the rows each split showed. No held-out row is ever shown, nor
+    fold J's to fold J's rewrites. With `cached_only`, None unless nothing is to be asked
+    (every answer in the store or the judge cache)."""
+    import dataclasses
+
+    from judgebench.engine.runner import run
+    from judgebench.services import fit_rewrite as rw
+    from judgebench.services.score import estimate
+    from judgebench.tables.criteria_variants import read_variants
+
+    settings = plan.settings
+    assert settings is not None and settings.rewrite_with is not None
+    first = next(iter(plan.shot_specs.values()))  # no examples, the start's wording and scale
+    if cached_only and estimate(plan.search_units, [first], store=store, resume=True,
+                                settings=dataclasses.replace(run_settings, dry_run=True),
+                                host=host).estimates[first.column].get("calls"):
+        return None
+    scored = run(plan.search_units, [first], store=store, resume=True, settings=run_settings,
+                 host=host)
+    judged = np.full(len(plan.units), np.nan)
+    judged[np.flatnonzero(plan.search)] = _by_unit(scored.table, plan.search_units,
+                                                   [first.column])[first.column]
+    criterion = _criterion(plan.start, host)
+    asked: list[tuple[str, int | None, str]] = []
+    shown: dict[str, list[str]] = {}
+    for fold in _splits(plan.folds, plan.search):
+        train = plan.search & (plan.folds != (-1 if fold is None else fold))
+        rows = rw.furthest(human=plan.human, judge=judged, use=train,
+                           rows=settings.rewrite_rows)
+        shown["final" if fold is None else f"fold-{fold}"] = [_unit(plan.units[i])
+                                                              for i in rows]
+        texts = rw.prompts(criterion=criterion, scale=_scale(plan.start), shown=[
+            (plan.units[i], float(judged[i]), float(plan.human[i])) for i in rows],
+            total=settings.rewrites)
+        asked += [(rw.name_of(fold, k), fold, t) for k, t in enumerate(texts, start=1)]
+    metric = rw.rewriter(settings.rewrite_with, host)
+    try:
+        if cached_only and rw.estimate(metric, [t for _, _, t in asked],
+                                       run_settings)["calls"]:
+            return None
+        found = rw.ask(metric, asked, run_settings)
+    finally:
+        metric.close()
+    given = ([] if settings.criteria_file is None
+             else read_variants(Path(settings.criteria_file)))
+    kept, report = rw.variants(found, given, criterion[1])
+    return plan_fit(input_path, judge, settings, rewritten=kept), report, shown
+
+
+def _criterion(start: MetricSpec, host: PluginHost | None) -> tuple[str, str]:
+    """The starting judge's criterion (name, definition), from the judge built."""
+    from judgebench.plugins import build_host
+    from judgebench.services.fit_rewrite import criterion_of
+
+    metric = (host or build_host()).metric(start.name).build(**start.options)
+    try:
+        return criterion_of(metric, start.options)
+    finally:
+        metric.close()
+
+
+def _rewrite_estimate(plan: FitPlan, run_settings: RunSettings, host: PluginHost | None
+                      ) -> list[dict[str, Any]]:
+    """The rewrite calls' estimate (none without --rewrite-with): prompts showing the
+    search's longest rows stand in for the rows furthest from people, unknown before the
+    starting judge answers (an upper bound on their tokens)."""
+    from judgebench.services import fit_rewrite as rw
+
+    settings = plan.settings
+    if settings is None or settings.rewrite_with is None or plan.rewritten:
+        return []
+    longest = sorted(plan.search_units, key=lambda s: -len((s.input_text or "")[
+        :rw.INPUT_CHARS] + (s.output or "")))[:settings.rewrite_rows]
+    low, high = _scale(plan.start)
+    texts = rw.prompts(criterion=_criterion(plan.start, host), scale=(low, high),
+                       shown=[(s, float(high), high - 1 / 3) for s in longest],
+                       total=settings.rewrites) * len(_splits(plan.folds, plan.search))
+    metric = rw.rewriter(settings.rewrite_with, host)
+    try:
+        return [rw.estimate(metric, texts, run_settings)]
+    finally:
+        metric.close()
+
+
+def _candidate_scores(plan: FitPlan, found: dict[str, FloatArray]
+                      ) -> tuple[dict[str, FloatArray],
+                                 dict[str, tuple[tuple[int, ...], float | None]],
+                                 dict[str, tuple[str | None, str | None, str | None]]]:
+    """Each candidate's scores over every labelled unit (NaN off the search folds and on its
+    own examples), with each threshold; its examples and threshold; its wording, scale and
+    panel. A panel is tried without a threshold (judge.panel passes a threshold to each
+    member, not to its aggregate)."""
+    from meta_eval import fitting
+
+    candidates: dict[str, FloatArray] = {}
+    own: dict[str, tuple[tuple[int, ...], float | None]] = {}
+    wording: dict[str, tuple[str | None, str | None, str | None]] = {}
+    positions = np.flatnonzero(plan.search)
+    for name, values in found.items():
+        in_panel = plan.panels is not None and name in plan.panels.specs
+        draw, variant, scale = ((), None, None) if in_panel else plan.made[name]
+        base = np.full(len(plan.units), np.nan)
+        base[positions] = values
+        base[list(draw)] = np.nan  # never judged with itself as an example
+        for t in [None] if in_panel else plan.thresholds:
+            label = name if t is None else f"{name}@{t:g}"
+            candidates[label] = fitting.thresholded(base, t)
+            own[label] = (draw, t)
+            wording[label] = (variant, scale, plan.panels.described(name)
+                              if in_panel and plan.panels is not None else None)
+    return candidates, own, wording
+
+
+def _choosable(candidates: dict[str, FloatArray],
+               wording: dict[str, tuple[str | None, str | None, str | None]],
+               rewrites: Sequence[Rewrite]
+               ) -> tuple[list[str], dict[int, set[str]] | None, dict[str, str]]:
+    """The candidates the final choice considers, those each search fold's cross-fitted
+    choice considers (None: all of them), and each fold-only candidate's split: a rewritten
+    wording is considered only by the split whose rows wrote it."""
+    from judgebench.services.fit_rewrite import allowed
+
+    names = {r.name: r.fold for r in rewrites}
+    if not names:
+        return list(candidates), None, {}
+
+    def usable(fold: int | None) -> list[str]:
+        mine = allowed(rewrites, fold)
+        return [label for label in candidates
+                if wording[label][0] not in names or wording[label][0] in mine]
+
+    folds = sorted({f for f in names.values() if f is not None})
+    split = {label: f"fold-{names[w[0]]}" for label, w in wording.items()
+             if w[0] in names and names[w[0]] is not None}
+    return usable(None), {f: set(usable(f)) for f in folds}, split
+
+
+def _chosen_spec(plan: FitPlan, chosen: str, threshold: float | None, fitted_on: str
+                 ) -> MetricSpec:
+    """The chosen candidate's spec under the column `fitted`: a rubric with its threshold and
+    how it was fitted (in its signature), or a panel as it was searched (its signature holds
+    its members' and its aggregation; `fitted` would go to every member)."""
+    if plan.panels is not None and chosen in plan.panels.specs:
+        panel = plan.panels.specs[chosen]
+        return MetricSpec(panel.name, dict(panel.options), FITTED)
+    searched = plan.shot_specs[chosen.split("@")[0]]
+    return _with(MetricSpec(plan.start.name, dict(searched.options)), FITTED,
+                 threshold=threshold, fitted=fitted_on)
 
 
 @dataclass(frozen=True)
@@ -234,6 +414,13 @@ class FitEstimate(Result):
     held_out_units: int
     calls: int
     cost_usd: float | None
+    #: panel: the member judges (each asked once per row, its answers shared through the
+    #: judge cache by every panel that holds it) and the panel candidates (no call of their own)
+    panel_members: int = 0
+    panels: int = 0
+    #: criteria with --rewrite-with: the rewrite calls (their wordings' calls are counted
+    #: with stand-ins as long as a rewrite may be: an upper bound)
+    rewrite_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -242,8 +429,26 @@ class FitEstimate(Result):
 def fit_estimate(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                  run_settings: RunSettings, host: PluginHost | None = None) -> FitEstimate:
     """The calls and cost `fit` would make (refused over `--budget-usd`), calling nothing."""
-    return _preflight(plan_fit(input_path, judge, settings), store=store,
-                      run_settings=run_settings, host=host)
+    plan, _ = _planned(input_path, judge, settings, store=store, run_settings=run_settings,
+                       host=host)
+    return _preflight(plan, store=store, run_settings=run_settings, host=host)
+
+
+Rewritten = tuple["FitPlan", list["Rewrite"], dict[str, list[str]]]
+
+
+def _planned(input_path: Path, judge: str, settings: FitSettings, *, store: Store,
+             run_settings: RunSettings, host: PluginHost | None
+             ) -> tuple[FitPlan, Rewritten | None]:
+    """The plan; with --rewrite-with, the plan with the rewrites where they and the
+    starting judge's answers they need are all in the judge cache or store already (a
+    resumed fit: its estimate is then exact, and nothing is asked), else with stand-ins."""
+    plan = plan_fit(input_path, judge, settings)
+    if settings.rewrite_with is None:
+        return plan, None
+    written = _rewritten(plan, input_path, judge, store=store, run_settings=run_settings,
+                         host=host, cached_only=True)
+    return (plan, None) if written is None else (written[0], written)
 
 
 @dataclass(frozen=True)
@@ -264,6 +469,10 @@ class FitPlan:
     #: judge's)
     made: dict[str, tuple[tuple[int, ...], str | None, str | None]]
     variants: tuple[Variant, ...] = ()
+    panels: Panels | None = None
+    settings: FitSettings | None = None
+    #: --rewrite-with: the rewrites are written (False: stand-ins hold their places)
+    rewritten: bool = False
 
     @property
     def search_units(self) -> list[Sample]:
@@ -275,11 +484,15 @@ class FitPlan:
 
     @property
     def candidates(self) -> int:
-        return len(self.shot_specs) * len(self.thresholds)
+        return (len(self.shot_specs) * len(self.thresholds)
+                + (0 if self.panels is None else len(self.panels.specs)))
 
 
-def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
-    """The labelled rows, their folds and the candidates, before any call."""
+def plan_fit(input_path: Path, judge: str, settings: FitSettings,
+             rewritten: Sequence[Variant] | None = None) -> FitPlan:
+    """The labelled rows, their folds and the candidates, before any call (`rewritten`: the
+    rewrites of --rewrite-with once written; before, stand-ins of their length)."""
+    from judgebench.services.fit_rewrite import check, placeholders
     from judgebench.tables.criteria_variants import read_variants
     from judgebench.tables.io import read_samples
     from meta_eval import fitting
@@ -289,6 +502,12 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     _check_settings(settings)
     variants = (read_variants(Path(settings.criteria_file))
                 if settings.criteria_file is not None else [])
+    if settings.rewrite_with is not None:
+        check(settings.rewrite_with)
+        if any(v.name.startswith("rewrite-") for v in variants):
+            raise InputError("with --rewrite-with, a wording's name does not start with "
+                             "'rewrite-' (the rewrites' names)", path=settings.criteria_file,
+                             field="name")
     key = settings.human.removeprefix("human.")
     samples = read_samples(input_path)[:settings.limit]
     where = f"{input_path}"
@@ -304,6 +523,9 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     held_fold = int(folds.max())
     held = folds == held_fold
     search = ~held
+    if settings.rewrite_with is not None:
+        variants += (placeholders(settings.rewrites, _splits(folds, search))
+                     if rewritten is None else rewritten)
     low, high = _scale(start)
     binary = bool(np.isin(human, (0.0, 1.0)).all())
     try:
@@ -320,7 +542,25 @@ def plan_fit(input_path: Path, judge: str, settings: FitSettings) -> FitPlan:
     if "threshold" in settings.search:
         thresholds += [float(t) for t in range(low + 1, high + 1)]
     return FitPlan(start, key, units, human, folds, held_fold, held, search, draws, shot_specs,
-                   thresholds, made, tuple(variants))
+                   thresholds, made, tuple(variants), _panels(settings), settings,
+                   rewritten is not None)
+
+
+def _splits(folds: Any, search: BoolArray) -> list[int | None]:
+    """The training splits a criterion is rewritten for: the final search's (None: every
+    search fold), then each search fold's (the search folds but it)."""
+    return [None, *(int(f) for f in np.unique(folds[search]))]
+
+
+def _panels(settings: FitSettings) -> Panels | None:
+    from judgebench.services.fit_panels import panels
+
+    if "panel" not in settings.search:
+        if settings.panels:
+            raise InputError("--panels names panels for --search panel", field="--panels")
+        return None
+    return panels(settings.panel_judges, max_size=settings.panel_max,
+                  combines=settings.panel_combine, chosen=settings.panels)
 
 
 def _fold_units(units: Sequence[Sample], folds_over: str, where: str) -> list[str]:
@@ -448,12 +688,18 @@ def _check_settings(settings: FitSettings) -> None:
         raise InputError(f"fit chooses by a segment-level correlation or error (pearson, "
                          f"spearman, kendall, mae, rmse, ...); {settings.statistic} is not one",
                          field="--statistic")
-    if ("criteria" in settings.search) != (settings.criteria_file is not None):
+    if ("criteria" in settings.search) != (settings.criteria_file is not None
+                                           or settings.rewrite_with is not None):
         raise InputError("--search criteria and --criteria-file FILE (the wordings to try) "
-                         "go together", field="--criteria-file")
+                         "or --rewrite-with SPEC go together", field="--criteria-file")
+    if settings.rewrites < 1 or settings.rewrite_rows < 1:
+        raise InputError("--rewrites and --rewrite-rows are 1 or more", field="--rewrites")
     if ("scale" in settings.search) != bool(settings.scales):
         raise InputError("--search scale and --scales A-B,... (the scales to try) go together",
                          field="--scales")
+    if ("panel" in settings.search) != bool(settings.panel_judges):
+        raise InputError("--search panel and --panel-judge SPEC (two or more, the members "
+                         "to try) go together", field="--panel-judge")
     if any(a >= b for a, b in settings.scales):
         raise InputError("each of --scales is MIN-MAX with MIN below MAX", field="--scales")
     if settings.folds_over not in ("items", "rows"):
@@ -539,20 +785,25 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     from judgebench.services.score import estimate
 
     candidates = list(plan.shot_specs.values())
+    members = [] if plan.panels is None else plan.panels.asked
     dry = dataclasses.replace(run_settings, dry_run=True)
-    on_search = estimate(plan.search_units, candidates, store=store, settings=dry, resume=True,
-                         host=host).estimates
-    on_held = estimate(plan.held_units, [_with(plan.start, START), *candidates], store=store,
-                       settings=dry, resume=True, host=host).estimates
-    dearest = max(candidates, key=lambda c: (on_held[c.column].get("cost_usd") or 0.0,
-                                             on_held[c.column].get("calls") or 0))
-    spent = [*on_search.values(), on_held[START], on_held[dearest.column]]
+    on_search = estimate(plan.search_units, [*candidates, *members], store=store, settings=dry,
+                         resume=True, host=host).estimates
+    on_held = estimate(plan.held_units, [_with(plan.start, START), *candidates, *members],
+                       store=store, settings=dry, resume=True, host=host).estimates
+    dearest_held = _dearest_held(plan, candidates, on_held)
+    # the panels themselves are left out: every member's answer is in the judge cache by
+    # the time a panel asks for it (fit_panels.run_panels scores the members first)
+    rewrites = _rewrite_estimate(plan, run_settings, host)
+    spent = [*on_search.values(), on_held[START], *dearest_held, *rewrites]
     calls = sum(int(e.get("calls") or 0) for e in spent)
     costs = [e.get("cost_usd") for e in spent]
     total = None if any(c is None for c in costs) else math.fsum(
         float(c) for c in costs if c is not None)
     found = FitEstimate(plan.candidates, len(candidates), len(plan.search_units),
-                        len(plan.held_units), calls, total)
+                        len(plan.held_units), calls, total, len(members),
+                        0 if plan.panels is None else len(plan.panels.specs),
+                        sum(int(e["calls"]) for e in rewrites))
     limit = run_settings.budget.limit_usd
     if limit is None:
         return found
@@ -569,12 +820,35 @@ def _preflight(plan: FitPlan, *, store: Store, run_settings: RunSettings,
     return found
 
 
+def _dearest_held(plan: FitPlan, candidates: Sequence[MetricSpec],
+                  on_held: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The engine's estimates on the held-out fold of the dearest candidate: a rubric
+    candidate's own, or a panel's members' (a panel asks its members' calls)."""
+    from judgebench.services.fit_panels import held_out_cost
+
+    costs = {c.column: (float(on_held[c.column].get("cost_usd") or 0.0),
+                        int(on_held[c.column].get("calls") or 0)) for c in candidates}
+    panels = plan.panels
+    if panels is not None:
+        costs.update({column: held_out_cost(panels, column, on_held)
+                      for column in panels.specs})
+    dearest = max(costs, key=lambda column: costs[column])
+    if panels is None or dearest not in panels.specs:
+        return [on_held[dearest]]
+    return [on_held[panels.members[i - 1].column] for i in panels.made[dearest][0]]
+
+
 def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: int,
-               variants: Sequence[Variant] = ()) -> str:
+               variants: Sequence[Variant] = (), panels: Panels | None = None) -> str:
     """How the reported numbers were made (as sacrebleu's signatures say); the wordings
-    tried by name and the SHA-256 of their text."""
+    tried by name and the SHA-256 of their text; the panel members and aggregations."""
+    from judgebench.services.fit_panels import signature
+
     tried = "".join(f"|criteria:{','.join(f'{v.name}={v.digest}' for v in variants)}"
                     for _ in variants[:1])
+    if panels is not None:
+        tried += signature(panels, max_size=settings.panel_max,
+                           combines=settings.panel_combine, chosen=settings.panels)
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
             f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
             f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
