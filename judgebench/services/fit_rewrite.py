@@ -169,7 +169,7 @@ def estimate(metric: Any, texts: Sequence[str], run_settings: RunSettings
     unknown = False
     with running(dataclasses.replace(run_settings, dry_run=True)):
         backend = metric.use_cache()
-        identity = backend.identity()
+        identity = backend.cache_identity()
         for text in texts:
             request = metric.request(({"role": "user", "content": text},),
                                      max_tokens=REWRITE_TOKENS)
