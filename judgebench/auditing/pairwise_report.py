@@ -31,7 +31,7 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
                                 bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
                                 compare=True, resamples=options.resamples,
                                 alpha=options.alpha, failed_as=failed_as, log=log)
-    from judgebench.auditing.pairwise_style import style_rankings
+    from judgebench.services.pairwise_style import style_rankings
 
     style = style_rankings(pairs, result.judges, level=options.ci, failed_as=failed_as,
                            log=log)

@@ -78,7 +78,7 @@ class Report(Result):
     #: (judgebench.services.transitivity)
     transitivity: list[dict[str, Any]] = field(default_factory=list)
     #: `audit --pairwise` on a table with the outputs' texts or lengths: each judge's raw
-    #: and style-controlled Bradley-Terry rankings (judgebench.auditing.pairwise_style)
+    #: and style-controlled Bradley-Terry rankings (judgebench.services.pairwise_style)
     style: list[dict[str, Any]] = field(default_factory=list)
     #: `audit --alt-test`, `--power-for`, `--sequential` (judgebench.auditing.conclusions):
     #: per judge and criterion the alt-test, per criterion the study's power, per

@@ -240,7 +240,7 @@ STYLE_INTRO = (
 
 def style_cells(row: dict[str, Any]) -> tuple[str, list[list[str]], list[list[str]]]:
     """(the caption, the systems' rows, the coefficients' rows) of one judge's style
-    control (`audit --pairwise`, judgebench.auditing.pairwise_style); an error row has only
+    control (`audit --pairwise`, judgebench.services.pairwise_style); an error row has only
     its caption with the reason. Systems by raw strength, best first."""
     controls = ", ".join(row.get("controls", []))
     if row.get("status") != "ok":

@@ -1,4 +1,5 @@
-"""The style-controlled rankings of `audit PAIRS --pairwise`: for each pairwise judge, the
+"""The style-controlled rankings of `audit PAIRS --pairwise` and of `bench`'s pairwise cards
+(the scored pairs.csv, which carries the outputs' lengths): for each pairwise judge, the
 systems ranked by Bradley-Terry on its verdicts as given (raw) and with the outputs' style
 controlled, side by side with their Wald intervals, and the style covariates' coefficients
 with theirs (judgebench.services.bt_models.style_control, as `aggregate -r bradley-terry
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgebench.errors import InputError
-from judgebench.tables.failed import FailedAs
+from judgebench.tables.failed import FailedAs, parse_failed_as
 
 OUTPUTS = ("output_a", "output_b")
 LENGTHS = ("length_a", "length_b")
@@ -35,7 +36,8 @@ def controls_of(columns: Sequence[str]) -> tuple[str, ...]:
     return ("length",) if set(LENGTHS) <= present else ()
 
 
-def style_rankings(pairs: Path, judges: Sequence[str], *, level: float, failed_as: FailedAs,
+def style_rankings(pairs: Path, judges: Sequence[str], *, level: float,
+                   failed_as: FailedAs | str | None,
                    log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """One row per judge: its raw and style-controlled Bradley-Terry rankings and the
     covariates' coefficients (`StyleControl.to_dict`, with `judge` and `rule`); [] where the
@@ -48,7 +50,8 @@ def style_rankings(pairs: Path, judges: Sequence[str], *, level: float, failed_a
         return []
     rule = "bradley-terry" if level == 0.95 else f"bradley-terry:level={level:g}"
     # aggregate reads a failed verdict as missing or a tie; `wrong` needs people's label
-    counted = failed_as if failed_as.name in ("missing", "tie") else None
+    told = parse_failed_as(failed_as, pairwise=True)
+    counted = told if told.name in ("missing", "tie") else None
     rows: list[dict[str, Any]] = []
     for judge in judges:
         if log:
