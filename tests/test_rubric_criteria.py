@@ -181,3 +181,42 @@ def test_reversing_the_criteria_changes_only_their_order(criteria: list[str],
         assert list(b["properties"]) == ["feedback", *criteria[::-1]]
     assert (plain.temperature, plain.max_tokens, plain.stop) == (
         reordered.temperature, reordered.max_tokens, reordered.stop)
+
+
+def test_logs_shows_every_criterions_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """`score` through a real loopback server, then `logs`: each row's value is the
+    reported criterion's, every criterion's score is in its extra, in the order asked."""
+    from conftest import run_cli
+    from scripted_judge import ScriptedJudge
+
+    monkeypatch.setenv("JUDGEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps({"item": f"i{k}", "system": "s", "input": "Sum.",
+                                           "output": "x" * (k + 1)}) + "\n"
+                               for k in range(3)), encoding="utf-8")
+
+    def reply(system: str, user: str) -> str:
+        found = re.search(r"<response>\n(x*)\n</response>", user)
+        assert found is not None
+        size = len(found.group(1))
+        return json.dumps({"feedback": "ok", "fluency": size, "relevance": 6 - size})
+
+    store = tmp_path / "runs.db"
+    with ScriptedJudge(reply=reply) as server:
+        proc = run_cli("score", str(samples), "-m",
+                       f"judge.rubric:backend=openai_compat,model=m,api_base={server.url},"
+                       "criteria=fluency;relevance,report=relevance", "-o",
+                       str(tmp_path / "out.csv"), "--store", str(store))
+    assert proc.returncode == 0, proc.stderr
+    logs = run_cli("logs", "--store", str(store), "-n", "0", "--json")
+    assert logs.returncode == 0, logs.stderr
+    entries = sorted(json.loads(logs.stdout), key=lambda e: e["item"])
+    assert [(e["value"], e["extra"]["criteria"], e["extra"]["report"]) for e in entries] == [
+        (6.0 - k, {"fluency": k, "relevance": 6 - k}, "relevance") for k in (1, 2, 3)]
+    assert all(list(e["extra"]["criteria"]) == ["fluency", "relevance"] for e in entries)
+    assert "criteria:fluency>relevance" in entries[0]["signature"]
+    assert "report:relevance" in entries[0]["signature"]
+    text = run_cli("logs", "--store", str(store), "-n", "0")
+    assert '"criteria": {"fluency": 1, "relevance": 5}' in text.stdout
