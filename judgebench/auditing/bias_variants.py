@@ -16,14 +16,20 @@ scale-inversion (pointwise; CALM's scale/criterion wording, Ye et al. 2024) each
               mapped-back score is higher, -1 lower, 0 the same (|d| <= atol + rtol |plain|,
               as the metamorphic probes' "same").
 
+criteria-order (pointwise; the order of the criteria in a multi-criteria prompt) each sample
+              rated on its criteria as the judge asks them and with their order reversed
+              (judge.rubric's `criteria=`); for each criterion on its own, a sample's move is
+              +1 where its score is higher with the order reversed, -1 lower, 0 the same (as
+              scale-inversion's), so a judge that rates the first-listed criterion up moves
+              that criterion down and the last one up. One result per criterion; a judge
+              rating fewer than two criteria is not probed (a skipped row says why).
+
 shift (meta_eval.bias_shift.preference_shift): the mean move (for label-scheme the share of
 pairs whose verdict changes with the labels, in [0, 1], its interval kept there: where no
 verdict or every verdict changed, the Clopper-Pearson interval of 0 or n in n), with its
 Student-t interval at the audit's --ci; verdict as bias_battery's for a probe that keeps
 the quality (expect "same": biased where the interval lies wholly outside [-X, X], unbiased
 where wholly inside).
-
-Criteria order is not probed: judge.rubric and judge.geval put one criterion in a prompt.
 """
 
 from __future__ import annotations
@@ -45,10 +51,13 @@ if TYPE_CHECKING:
     from meta_eval.arrays import FloatArray
 
 ScoreFn = Callable[[Sequence["Sample"]], list[float | None]]
+#: Each sample's score per criterion (a multi-criteria judge), None for a failure.
+CriteriaFn = Callable[[Sequence["Sample"]], list["Mapping[str, float] | None"]]
 #: judge.pairwise's labels= values, the first the judge's default.
 LABEL_SCHEMES = ("ab", "12", "random-ids")
 #: Each variant probe and the kind of judge it applies to.
-VARIANT_PROBES: dict[str, Mode] = {"label-scheme": "pairwise", "scale-inversion": "pointwise"}
+VARIANT_PROBES: dict[str, Mode] = {"label-scheme": "pairwise", "scale-inversion": "pointwise",
+                                   "criteria-order": "pointwise"}
 
 
 class LabelScheme:
@@ -69,6 +78,51 @@ class ScaleInversion:
                    "back to lo + hi - s (judge option invert=)")
     expect: BiasExpect = "same"
     threshold = 0.1
+
+
+class CriteriaOrder:
+    """What `signature` and the report read of the criteria-order probe."""
+
+    name = "criteria-order"
+    description = ("the same sample rated with the judge's criteria asked in reverse order "
+                   "(judge option criteria=)")
+    expect: BiasExpect = "same"
+    threshold = 0.1
+
+
+def reversed_order(criteria: Sequence[str]) -> list[str]:
+    """The criteria in reverse: with two or more distinct ones, every criterion but a
+    middle one changes place and the set is the same."""
+    return list(reversed(criteria))
+
+
+def criteria_order(samples: Sequence[Sample], plain: CriteriaFn, reordered: CriteriaFn, *,
+                   criteria: Sequence[str], judge: str, seed: int, confidence: float,
+                   threshold: float | None = None) -> list[BiasResult]:
+    """Each criterion's shift from `plain` (the criteria in `criteria`'s order) to
+    `reordered` (`reversed_order`), one result per criterion in `criteria`'s order (module
+    docstring); scores point up (judge.rubric's criteria scores are higher-is-better)."""
+    before, after = (fn(samples) for fn in (plain, reordered))
+    order = reversed_order(criteria)
+    out = []
+    for key in criteria:
+        old, new = (np.array([np.nan if s is None or key not in s else float(s[key])
+                              for s in side], dtype=float) for side in (before, after))
+        delta = new - old
+        same = np.abs(delta) <= ATOL + RTOL * np.abs(old)
+        known = np.isfinite(delta)
+        moves = np.where(known, np.where(same, 0.0, np.sign(delta)), np.nan)
+        where = (f"criterion {key}, asked {list(criteria).index(key) + 1} of {len(criteria)} "
+                 f"then {order.index(key) + 1}")
+        out.append(_result(
+            CriteriaOrder(), moves, judge=judge, mode="pointwise", seed=seed,
+            confidence=confidence, threshold=threshold,
+            what=f"{where}: share of samples scored higher with the criteria in reverse "
+                 "order, minus the share scored lower",
+            extra={"criterion": key, "order": list(criteria), "reordered": order,
+                   "mean_delta": float(delta[known].mean()) if known.any() else None},
+            tail=f"|criterion:{key}|order:{'>'.join(criteria)}"))
+    return out
 
 
 def label_scheme(pairs: Sequence[Sample], scores: Mapping[str, ScoreFn], *, judge: str,
@@ -111,10 +165,10 @@ def scale_inversion(samples: Sequence[Sample], plain: ScoreFn, inverted: ScoreFn
                    extra={"mean_delta": float(delta[known].mean()) if known.any() else None})
 
 
-def _result(probe: LabelScheme | ScaleInversion, moves: FloatArray, *, judge: str,
-            mode: Mode, seed: int, confidence: float, threshold: float | None, what: str,
-            extra: dict[str, object], bounds: tuple[float, float] = (-1.0, 1.0)
-            ) -> BiasResult:
+def _result(probe: LabelScheme | ScaleInversion | CriteriaOrder, moves: FloatArray, *,
+            judge: str, mode: Mode, seed: int, confidence: float, threshold: float | None,
+            what: str, extra: dict[str, object], tail: str = "",
+            bounds: tuple[float, float] = (-1.0, 1.0)) -> BiasResult:
     limit = probe.threshold if threshold is None else threshold
     shift = preference_shift(moves=moves, confidence=confidence, bounds=bounds)
     said = verdict(shift, limit, probe.expect)
@@ -127,7 +181,7 @@ def _result(probe: LabelScheme | ScaleInversion, moves: FloatArray, *, judge: st
         "confidence": confidence, "threshold": limit, "verdict": said, "skipped": 0,
         "failed": int(np.isnan(moves).sum()), **extra,
         "signature": signature(probe, judge=judge, mode=mode, confidence=confidence,
-                               seed=seed)})
+                               seed=seed) + tail})
 
 
 def _finite(value: float) -> float | None:

@@ -190,6 +190,8 @@ def _bias(rows: Sequence[Mapping[str, Any]], check: Check, probe: str, threshold
     out = []
     for row in shifts:
         extra = row.get("extra", {})
+        # a probe with one row per criterion (criteria-order) names it
+        it = f"its {extra['criterion']}" if extra.get("criterion") else "it"
         low, high = extra.get("ci_low"), extra.get("ci_high")
         if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
             out.append(Failure(check.expression, str(row["judge"]),
@@ -203,7 +205,7 @@ def _bias(rows: Sequence[Mapping[str, Any]], check: Check, probe: str, threshold
                                f"not fall by {threshold:g} for the flaw"))
         elif extra.get("expect") != "lower" and (low > threshold or high < -threshold):
             out.append(Failure(check.expression, str(row["judge"]),
-                               f"{probe} moves it by {row['value']:+.3f} "
+                               f"{probe} moves {it} by {row['value']:+.3f} "
                                f"({extra.get('confidence', 0.95):.0%} CI {low:+.3f} to "
                                f"{high:+.3f}, n={row['n']}, {extra.get('mode')}), beyond "
                                f"+-{threshold:g}"))

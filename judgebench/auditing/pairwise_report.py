@@ -31,6 +31,10 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
                                 bootstrap=options.bootstrap, ci=options.ci, seed=options.seed,
                                 compare=True, resamples=options.resamples,
                                 alpha=options.alpha, failed_as=failed_as, log=log)
+    from judgebench.services.pairwise_style import style_rankings
+
+    style = style_rankings(pairs, result.judges, level=options.ci, failed_as=failed_as,
+                           log=log)
     cycles: list[dict[str, Any]] = []
     if options.robustness:
         from judgebench.services.transitivity import transitivity
@@ -48,4 +52,4 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
                   "bootstrap": options.bootstrap, "ci": options.ci, "seed": options.seed,
                   "alpha": options.alpha, "resamples": options.resamples},
         humans=list(result.humans), metrics=[], sentinels=[], blocks=[],
-        pairwise=result.to_dict(), transitivity=cycles)
+        pairwise=result.to_dict(), transitivity=cycles, style=style)

@@ -77,6 +77,9 @@ class Report(Result):
     #: `audit --pairwise --robustness`: each judge's cyclic triples and Bradley-Terry misfit
     #: (judgebench.services.transitivity)
     transitivity: list[dict[str, Any]] = field(default_factory=list)
+    #: `audit --pairwise` on a table with the outputs' texts or lengths: each judge's raw
+    #: and style-controlled Bradley-Terry rankings (judgebench.services.pairwise_style)
+    style: list[dict[str, Any]] = field(default_factory=list)
     #: `audit --alt-test`, `--power-for`, `--sequential` (judgebench.auditing.conclusions):
     #: per judge and criterion the alt-test, per criterion the study's power, per
     #: segment-level item-grouped block the sequential replay.
@@ -122,6 +125,7 @@ class Report(Result):
                     out["failed"] = self.failed[row.column]
                 rows.append({k: _clean(v) for k, v in out.items()})
         rows += [{"type": "pairwise", **p} for p in _clean_tree(self.pairwise)]
+        rows += [{"type": "style", **s} for s in _clean_tree(self.style)]
         rows += [{"type": "combination", **_clean_tree(c)} for c in self.combinations]
         rows += [{"type": "probe", **p} for p in self.probes]
         rows += [{"type": "bias", **b} for b in self.bias]
@@ -168,6 +172,8 @@ class Report(Result):
             data["pairwise"] = _clean_tree(self.pairwise)
             if self.transitivity:
                 data["transitivity"] = _clean_tree(self.transitivity)
+            if self.style:
+                data["style"] = _clean_tree(self.style)
             data["pairwise_summary"] = [s.to_dict() for s in summaries(
                 data["pairwise"], self.humans, data.get("transitivity"),
                 float(self.settings.get("alpha", 0.05)))]

@@ -454,6 +454,10 @@ def judge_bias(*, judges: Sequence[MetricSpec], pairs: Sequence[Sample],
         if asked("scale-inversion", spec, "invert"):
             results.append(_scale_inversion(spec, samples, host, seed=seed,
                                             confidence=confidence, thresholds=thresholds))
+        by_name = probes is not None and "criteria-order" in probes
+        if by_name or (probes is None and len(_criteria_of(spec, host)) >= 2):
+            results += _criteria_order(spec, samples, host, seed=seed, confidence=confidence,
+                                       thresholds=thresholds)
         return results
 
     def on_pairs(spec: MetricSpec, info: Any, mine: list[BiasProbe]) -> list[BiasResult]:
@@ -536,6 +540,10 @@ def _scale_inversion(spec: MetricSpec, samples: Sequence[Sample], host: PluginHo
     if not _takes(entry, "invert"):
         return BiasResult(spec.column, "scale-inversion", "skipped", None, 0,
                           "skipped: the judge has no invert= option (judge.rubric has)")
+    if _criteria_of(spec, host):
+        return BiasResult(spec.column, "scale-inversion", "skipped", None, 0,
+                          "skipped: a judge rating criteria= in one call takes no invert= "
+                          "(its criteria-order probe runs)")
     inverted = MetricSpec(spec.name, {**spec.options, "invert": "true"},
                           f"{spec.column}~invert")
     return scale_inversion(samples, runner_score_fn(spec, host),
@@ -543,6 +551,52 @@ def _scale_inversion(spec: MetricSpec, samples: Sequence[Sample], host: PluginHo
                            higher_is_better=entry.info.higher_is_better, seed=seed,
                            confidence=confidence,
                            threshold=(thresholds or {}).get("scale-inversion"))
+
+
+def _criteria_of(spec: MetricSpec, host: PluginHost) -> list[str]:
+    """The criteria a judge rates in one call, in order (its criteria= option; [] for a
+    judge without that option or with it unset)."""
+    options = getattr(host.metric(spec.name).factory, "Options", None)
+    if options is None or "criteria" not in options.model_fields:
+        return []
+    try:
+        criteria = options.model_validate(spec.options).criteria
+    except ValueError:  # the judge's own run says what is wrong with its options
+        return []
+    return [str(k).lower() for k in criteria or []]
+
+
+def _criteria_order(spec: MetricSpec, samples: Sequence[Sample], host: PluginHost, *,
+                    seed: int, confidence: float, thresholds: Mapping[str, float] | None
+                    ) -> list[BiasResult]:
+    """The criteria-order probe of one pointwise judge: its samples rated with its criteria
+    as asked and in reverse (the same report=, so only the order changes), or a skipped row
+    for a judge that rates fewer than two criteria in one call."""
+    from judgebench.auditing.bias import BiasResult
+    from judgebench.auditing.bias_variants import criteria_order, reversed_order
+    from judgebench.auditing.probes import runner_scores_fn
+
+    criteria = _criteria_of(spec, host)
+    if len(criteria) < 2:
+        has = _takes(host.metric(spec.name), "criteria")
+        why = (f"it rates {len(criteria) or 1} criterion in a call; give criteria= with two "
+               "or more (judge.rubric:criteria=coherence;fluency)" if has
+               else "the judge has no criteria= option (judge.rubric has)")
+        return [BiasResult(spec.column, "criteria-order", "skipped", None, 0,
+                           f"skipped: {why}")]
+    report = str(spec.options.get("report") or criteria[0])
+    reordered = MetricSpec(spec.name, {**spec.options, "report": report,
+                                       "criteria": ";".join(reversed_order(criteria))},
+                           f"{spec.column}~criteria-reversed")
+
+    def rated(which: MetricSpec) -> Callable[[Sequence[Sample]], list[Any]]:
+        scores = runner_scores_fn(which, host)
+        return lambda batch: [None if s is None or s.value is None
+                              else s.extra.get("criteria") for s in scores(batch)]
+
+    return criteria_order(samples, rated(spec), rated(reordered), criteria=criteria,
+                          judge=spec.column, seed=seed, confidence=confidence,
+                          threshold=(thresholds or {}).get("criteria-order"))
 
 
 def _takes(entry: Any, option: str) -> bool:

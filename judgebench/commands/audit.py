@@ -118,9 +118,10 @@ def report_format(path: Path) -> str:
                    "probes use.")
 @click.option("--bias-probe", "bias_probes", multiple=True, metavar="NAME",
               help="Bias probe to run: position, self-preference, prompt, injection, "
-                   "retest, label-scheme (pairwise judges); scale-inversion (judges that "
-                   "score one output); verbosity, authority, bandwagon, sentiment, "
-                   "formatting, fallacy (both kinds); or a plugin's "
+                   "retest, label-scheme (pairwise judges); scale-inversion, "
+                   "criteria-order (judges that score one output; criteria-order: a judge "
+                   "rating 2+ criteria, judge.rubric:criteria=); verbosity, authority, "
+                   "bandwagon, sentiment, formatting, fallacy (both kinds); or a plugin's "
                    "(register_probes); repeatable. Default: all that apply to the judge.")
 @click.option("--paraphrase", "paraphrases", multiple=True, metavar="SPEC",
               help="The judge with a paraphrased template (same metric name as --judge); "

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from judgebench.render.card import COEFFICIENT_HEADER, STYLE_HEADER, STYLE_INTRO, style_cells
+
 if TYPE_CHECKING:
     from judgebench.services.bench import BenchResult, Card, CardRow
     from judgebench.services.bench_summary import SummaryCell
@@ -195,6 +197,7 @@ def render_text(result: BenchResult) -> str:
         if entries:
             lines += ["", f"{heading}:"]
             lines += [f"{'*' if yours else ' '} {line}" for yours, line in entries]
+        lines += _style_text(card)
         lines += [f"note: {n}" for n in card.notes]
         legend = ("* = yours" + (", = = human ceiling" if _has_ceiling(card) else "")
                   + (", ~ = random ranking" if _has_random(card) else ""))
@@ -202,6 +205,49 @@ def render_text(result: BenchResult) -> str:
                      f"(`judgebench suites {card.suite.name}`)")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def _style_text(card: Card) -> list[str]:
+    """The card's style-controlled rankings (render.card.style_cells), as text lines."""
+    if not card.style:
+        return []
+    lines = ["", "Rankings with style controlled:", textwrap.fill(STYLE_INTRO, 100)]
+    for caption, systems, coefficients in (style_cells(row) for row in card.style):
+        lines += ["", caption]
+        if systems:
+            lines += [_aligned([STYLE_HEADER, *systems]),
+                      _aligned([COEFFICIENT_HEADER, *coefficients])]
+    return lines
+
+
+def _style_markdown(card: Card) -> list[str]:
+    if not card.style:
+        return []
+    lines = ["### Rankings with style controlled", "", _md(STYLE_INTRO), ""]
+    for caption, systems, coefficients in (style_cells(row) for row in card.style):
+        lines += [f"#### {_md(caption)}", ""]
+        for header, cells in ((STYLE_HEADER, systems), (COEFFICIENT_HEADER, coefficients)):
+            if cells:
+                lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                lines += ["| " + " | ".join(_md(c) for c in r) + " |" for r in cells]
+                lines.append("")
+    return lines
+
+
+def _style_html(card: Card) -> list[str]:
+    from judgebench.render.html import table_html
+
+    if not card.style:
+        return []
+    body = ["<h3>Rankings with style controlled</h3>"
+            f'<p class="muted">{escape(STYLE_INTRO)}</p>']
+    for caption, systems, coefficients in (style_cells(row) for row in card.style):
+        body.append(f"<h4>{escape(caption)}</h4>")
+        for header, cells in ((STYLE_HEADER, systems), (COEFFICIENT_HEADER, coefficients)):
+            if cells:
+                body.append(table_html([escape(h) for h in header],
+                                       [[escape(c) for c in r] for r in cells]))
+    return body
 
 
 def _has_ceiling(card: Card) -> bool:
@@ -253,6 +299,7 @@ def render_markdown(result: BenchResult) -> str:
             lines += [f"**{_md(heading)}**", ""]
             lines += [f"- {_md(line)}{' (yours)' if yours else ''}" for yours, line in entries]
             lines.append("")
+        lines += _style_markdown(card)
         lines += [f"- {_md(n)}" for n in card.notes]
         legend = ("`*` yours" + (", `=` human ceiling" if _has_ceiling(card) else "")
                   + (", `~` random ranking" if _has_random(card) else ""))
@@ -293,6 +340,7 @@ def render_html(result: BenchResult) -> str:
             body.append(f"<h3>{escape(heading)}</h3><ul>"
                         + "".join(f"<li>{escape(line)}{' (yours)' if yours else ''}</li>"
                                   for yours, line in entries) + "</ul>")
+        body += _style_html(card)
         body += [f'<p class="note">{escape(n)}</p>' for n in card.notes]
         body.append(f'<p class="muted">Licence: {escape(card.suite.licence)}.</p>'
                     f"<pre><code>{escape(card.suite.citation)}</code></pre>")

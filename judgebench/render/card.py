@@ -228,3 +228,39 @@ def reportable_cells(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
                     fmt(r.get("effective_labels"), 1), f"{r['labels_worth']:+.1f}"
                     if r.get("labels_worth") is not None else "n/a"])
     return out
+
+
+STYLE_INTRO = (
+    "Each judge's verdicts ranked by Bradley-Terry as given (raw) and with the outputs' "
+    "style controlled (Li et al. 2024; arena-hard-auto's length and markdown features, "
+    "standardised), as `aggregate -r bradley-terry --control ...` ranks them: strengths "
+    "with their Wald intervals, the rank in each, and each covariate's coefficient (log-odds "
+    "per standard deviation of its feature) with its interval.")
+
+
+def style_cells(row: dict[str, Any]) -> tuple[str, list[list[str]], list[list[str]]]:
+    """(the caption, the systems' rows, the coefficients' rows) of one judge's style
+    control (`audit --pairwise`, judgebench.services.pairwise_style); an error row has only
+    its caption with the reason. Systems by raw strength, best first."""
+    controls = ", ".join(row.get("controls", []))
+    if row.get("status") != "ok":
+        return (f"{row['judge']} (controls: {controls}): no ranking: {row.get('reason')}",
+                [], [])
+    level = float(row.get("level", 0.95))
+
+    def shown(cell: dict[str, Any]) -> str:
+        return f"{fmt(cell['estimate'])} [{fmt(cell['low'])}, {fmt(cell['high'])}]"
+
+    systems = sorted(row["systems"].items(),
+                     key=lambda kv: (-(kv[1]["raw"]["estimate"] or -math.inf), kv[0]))
+    rows = [[name, shown(s["raw"]), str(s["raw"]["rank"]), shown(s["controlled"]),
+             str(s["controlled"]["rank"])] for name, s in systems]
+    coefficients = [[name, shown(c)] for name, c in row["coefficients"].items()]
+    caption = (f"{row['judge']} (controls: {controls}; {row['comparisons']} comparisons; "
+               f"{level:.0%} Wald intervals) · {row['signature']}")
+    return caption, rows, coefficients
+
+
+STYLE_HEADER = ["system", "raw strength [CI]", "raw rank", "controlled strength [CI]",
+                "controlled rank"]
+COEFFICIENT_HEADER = ["covariate", "coefficient [CI]"]

@@ -17,8 +17,11 @@ from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
 from judgebench.render import svg
 from judgebench.render.card import (
     AGREEMENT_INTRO,
+    COEFFICIENT_HEADER,
     GATE_RULE,
     REPORTABLE_HEADER,
+    STYLE_HEADER,
+    STYLE_INTRO,
     analytic_cell,
     analytic_forms,
     confusion_rows,
@@ -34,6 +37,7 @@ from judgebench.render.card import (
     reportable_intro,
     setting_label,
     statuses,
+    style_cells,
 )
 from meta_eval import statistics
 
@@ -109,8 +113,8 @@ def render_html(report: Report | dict[str, Any], *,
         if links else "")
     # The title, then the answer: the verdict is the page's first content.
     if data["inputs"].get("table") == "pairwise":
-        parts = [f"<h1>{escape(data['title'])}</h1>", _pairwise(data), _bias(data),
-                 _warnings(data)]
+        parts = [f"<h1>{escape(data['title'])}</h1>", _pairwise(data),
+                 _style(data.get("style", [])), _bias(data), _warnings(data)]
     else:
         parts = [f"<h1>{escape(data['title'])}</h1>", _verdict(data), _header(data),
                  _gate(data), _comparison(data), _agreement(data),
@@ -428,6 +432,22 @@ def _pairwise(data: dict[str, Any]) -> str:
         parts.append(table_html(["judge", *grid.statistics],
                             [[escape(j), *(escape(c) for c in cells)]
                              for j, cells in zip(grid.judges, grid.cells, strict=True)]))
+    return "".join(parts)
+
+
+def _style(rows: list[dict[str, Any]]) -> str:
+    """Each judge's raw and style-controlled rankings and the covariates' coefficients."""
+    if not rows:
+        return ""
+    parts = ['<h2 id="style">Rankings with style controlled</h2>',
+             f'<p class="muted">{escape(STYLE_INTRO)}</p>']
+    for row in rows:
+        caption, systems, coefficients = style_cells(row)
+        parts.append(f"<h3>{escape(caption)}</h3>")
+        if systems:
+            parts.append(table_html(STYLE_HEADER, [[escape(c) for c in r] for r in systems]))
+            parts.append(table_html(COEFFICIENT_HEADER,
+                                    [[escape(c) for c in r] for r in coefficients]))
     return "".join(parts)
 
 

@@ -12,8 +12,11 @@ from judgebench.auditing.verdict import STATE_WORDS, heading, of_report
 from judgebench.display import safe
 from judgebench.render.card import (
     AGREEMENT_INTRO,
+    COEFFICIENT_HEADER,
     GATE_RULE,
     REPORTABLE_HEADER,
+    STYLE_HEADER,
+    STYLE_INTRO,
     analytic_cell,
     analytic_forms,
     bin_label,
@@ -31,6 +34,7 @@ from judgebench.render.card import (
     reportable_intro,
     setting_label,
     statuses,
+    style_cells,
 )
 from judgebench.render.table import Table, numeric, shown_cells
 
@@ -333,8 +337,24 @@ def pairwise_markdown(data: dict[str, Any]) -> str:
                                                for j, cells in zip(grid.judges, grid.cells,
                                                                    strict=True)])
         out.append("")
+    out += _style(data.get("style", []))
     out += _bias_and_warnings(data)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _style(rows: list[dict[str, Any]]) -> list[str]:
+    """Each judge's raw and style-controlled rankings and the covariates' coefficients."""
+    if not rows:
+        return []
+    out = ["## Rankings with style controlled", "", text(STYLE_INTRO), ""]
+    for row in rows:
+        caption, systems, coefficients = style_cells(row)
+        out += [f"### {text(caption)}", ""]
+        if systems:
+            out += [*table(STYLE_HEADER, [[text(c) for c in r] for r in systems]), ""]
+            out += table(COEFFICIENT_HEADER, [[text(c) for c in r] for r in coefficients])
+            out.append("")
+    return out
 
 
 def verdict_lines(data: dict[str, Any]) -> list[str]:

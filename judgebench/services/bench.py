@@ -120,6 +120,9 @@ class Card:
     coverage: list[Coverage] = field(default_factory=list)
     #: whether every row of the suite was scored (False with a --limit below its size)
     full: bool = True
+    #: a pairwise suite: each judge's Bradley-Terry ranking raw and with the outputs'
+    #: length controlled (judgebench.services.pairwise_style)
+    style: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         info = self.suite
@@ -129,6 +132,7 @@ class Card:
                 "failed": self.failed, "full_set": self.full,
                 "rows": [r.to_dict() for r in self.rows], "notes": self.notes,
                 "coverage": [c.to_dict() for c in self.coverage],
+                **({"style": self.style} if self.style else {}),
                 **({"workdir": self.workdir} if self.workdir else {})}
 
 
@@ -373,6 +377,7 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     rows = _with_published(rows, published, specs, full)
     rows = _without_values(rows, dead)
     coverage = _coverage(table, suite, specs, stored, run.rows)
+    style = _style(table, suite, specs)
     if not full:
         notes.append(f"--limit {options.limit}: {run.rows} of the suite's {suite.size()} rows; "
                      "a published number measured on the full set is not comparable with "
@@ -380,7 +385,19 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
                      "outputs is recomputed on the same rows")
     return Card(suite.info, failures + _verdicts(suite.info, rows, specs, full), rows, notes,
                 scored=run.rows, failed=run.failed, workdir=workdir, coverage=coverage,
-                full=full)
+                full=full, style=style)
+
+
+def _style(table: Path, suite: Suite, specs: list[str]) -> list[dict[str, Any]]:
+    """A pairwise suite's judges ranked by Bradley-Terry raw and with style controlled, as
+    `aggregate -r bradley-terry --control length --winner SPEC` ranks the scored table
+    (failed verdicts as the headline protocol counts them, where aggregate can)."""
+    from judgebench.services.pairwise_style import style_rankings
+
+    if suite.info.kind != "pairwise" or not specs:
+        return []
+    return style_rankings(table, specs, level=0.95,
+                          failed_as=suite.info.protocols[0].failed_as)
 
 
 def _listwise_card(suite: Suite, specs: list[str], by_column: dict[str, Any],

@@ -23,6 +23,17 @@ is mapped back to min + max - s, so the value points the same way as without it 
 in ``extra["inverted_score"]``). The audit's scale-inversion probe compares the two. Unset,
 the signature is as before.
 
+``criteria=coherence;fluency`` (or ``criteria="coherence,fluency"``) rates several built-in
+criteria in one call (template rubric_criteria.txt: each criterion's rubric in the order
+given): the answer is one JSON object with a feedback and one integer field per criterion, in
+that order (the schema constrained where the backend enforces it; ``protocol=auto`` is json,
+else text, whose answer must be that JSON object too). A missing criterion, another key or a
+score outside min..max is a parse failure with the reason. The metric's value is the score of
+``report=`` (default: the first criterion); every criterion's score is kept in
+``extra["criteria"]`` (in the order asked). The signature names the criteria in their order
+(``criteria:``) and the reported one (``report:``); unset, it is as before. The audit's
+criteria-order probe asks the criteria in reverse.
+
 ``mode=turn`` judges a conversation's judged turn in its context (the messages up to it, the
 turn marked; template rubric_turn.txt), ``mode=conversation`` the whole conversation
 (rubric_conversation.txt); the default ``mode=response`` reads ``input`` and ``output`` (a
@@ -34,7 +45,7 @@ import hashlib
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judgebench.plugin_api import (
     MAX_SCALE,
@@ -57,7 +68,7 @@ from judgebench_judges.base import (
     parse_failure,
 )
 from judgebench_judges.conversation import Mode, conversation_of
-from judgebench_judges.criteria import criterion
+from judgebench_judges.criteria import PRESETS, Criterion, criterion
 from judgebench_judges.templates import as_data
 
 #: Two-stage protocol: appended to the model's feedback; its continuation must start with
@@ -101,6 +112,34 @@ class RubricOptions(JudgeOptions):
     to_max: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
     #: the criterion worded negatively, the scale flipped; the answer mapped back
     invert: bool = False
+    #: built-in criteria rated in one call, in this order (a JSON field each)
+    criteria: list[str] | None = Field(None, examples=["coherence;fluency"])
+    #: which of the criteria gives the metric's value (default: the first)
+    report: str | None = None
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.replace(";", ",").split(",")]
+        return value
+
+
+#: What criteria= cannot go with: each option's value there, and why.
+_NOT_WITH_CRITERIA = {"mode": "mode=response only", "examples": "no few-shot examples",
+                      "invert": "no invert=", "definition": "built-in criteria only",
+                      "levels": "built-in criteria only", "criterion": "criteria= instead"}
+
+
+def criteria_schema(keys: list[str], lo: int, hi: int) -> dict[str, Any]:
+    """A feedback string, then one integer in lo..hi per criterion, in order."""
+    score = {"type": "integer", "minimum": lo, "maximum": hi}
+    return {
+        "type": "object",
+        "properties": {"feedback": {"type": "string"}, **{k: dict(score) for k in keys}},
+        "required": ["feedback", *keys],
+        "additionalProperties": False,
+    }
 
 
 def score_schema(lo: int, hi: int, text_key: str) -> dict[str, Any]:
@@ -135,6 +174,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         "min", "max"}
 
     def chosen_template(self) -> tuple[str, set[str]]:
+        if self.options.criteria is not None:
+            return "rubric_criteria", self.placeholders
         if self.options.mode != "response":
             return f"rubric_{self.options.mode}", self.conversation_placeholders
         return super().chosen_template()
@@ -165,7 +206,57 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             from judgebench.plugin_api import InputError
 
             raise InputError(f"metric {self.info.name}: {exc}") from None
-        self.schema = score_schema(o.min, o.max, "feedback")
+        self.rated: list[tuple[str, Criterion]] = self.checked_criteria()
+        self.schema = (criteria_schema([k for k, _ in self.rated], o.min, o.max)
+                       if self.rated else score_schema(o.min, o.max, "feedback"))
+
+    def checked_criteria(self) -> list[tuple[str, Criterion]]:
+        """criteria= as (key, criterion) pairs in order ([] unset), each a built-in
+        criterion named once, report= one of them, nothing it cannot go with."""
+        from judgebench.plugin_api import InputError
+
+        o = self.options
+        name = self.info.name
+        if o.criteria is None:
+            if o.report is not None:
+                raise InputError(f"metric {name}: report= names one of criteria=, which is "
+                                 "not set", field="report")
+            return []
+        keys = [k.lower() for k in o.criteria]
+        if not keys or "" in keys or len(set(keys)) != len(keys):
+            raise InputError(f"metric {name}: criteria= names each criterion once, none "
+                             f"empty (got {o.criteria})", field="criteria")
+        unknown = [k for k in keys if k not in PRESETS]
+        if unknown:
+            raise InputError(f"metric {name}: criteria= takes built-in criteria "
+                             f"({', '.join(sorted(PRESETS))}), not {', '.join(unknown)}",
+                             field="criteria")
+        clash = [f"{field}= ({why})" for field, why in _NOT_WITH_CRITERIA.items()
+                 if field in o.model_fields_set
+                 and getattr(o, field) != RubricOptions.model_fields[field].default]
+        if o.protocol == "two_stage" or o.scoring in ("argmax", "expectation"):
+            clash.append("protocol=two_stage or scoring from probabilities (one JSON answer)")
+        if clash:
+            raise InputError(f"metric {name}: criteria= rates several criteria in one JSON "
+                             f"answer; it cannot go with {'; '.join(clash)}", field="criteria")
+        if o.report is not None and o.report.lower() not in keys:
+            raise InputError(f"metric {name}: report={o.report} is not one of criteria= "
+                             f"({', '.join(keys)})", field="report")
+        return [(k, PRESETS[k]) for k in keys]
+
+    @property
+    def reported(self) -> str:
+        """The criterion whose score is the metric's value (criteria= only)."""
+        o = self.options
+        return o.report.lower() if o.report is not None else self.rated[0][0]
+
+    @property
+    def protocol(self) -> str:
+        """As every judge's, but criteria= reads one JSON answer: auto is json where the
+        backend takes a schema, else text."""
+        if self.options.criteria is not None and self.options.protocol == "auto":
+            return "json" if self.backend.capabilities.json_schema else "text"
+        return super().protocol
 
     @property
     def scoring(self) -> str:
@@ -193,6 +284,12 @@ class RubricJudge(JudgeMetric[RubricOptions]):
                 fields.pop(name, None)
         if not self.options.invert:  # signatures from before invert=
             fields.pop("invert", None)
+        fields.pop("report", None)
+        fields.pop("criteria", None)
+        if self.rated:  # signatures from before criteria= have neither
+            fields.pop("criterion", None)
+            fields["criteria"] = ">".join(k for k, _ in self.rated)
+            fields["report"] = self.reported
         if self.options.examples is not None:
             fields["examples"] = examples_digest(self.options.examples)
         return fields
@@ -204,6 +301,11 @@ class RubricJudge(JudgeMetric[RubricOptions]):
 
     def format_instruction(self) -> str:
         o = self.options
+        if self.rated:
+            keys = " then ".join(f'"{k}"' for k, _ in self.rated)
+            return ('Answer with a JSON object with the keys "feedback" (a string), then '
+                    f"{keys}, in this order (each an integer from {o.min} to {o.max}), and "
+                    "nothing else.")
         if self.protocol == "json":
             return ('Answer with a JSON object with the keys "feedback" (a string) and "score" '
                     f"(an integer from {o.min} to {o.max}), and nothing else.")
@@ -245,6 +347,9 @@ class RubricJudge(JudgeMetric[RubricOptions]):
     def rubric_text(self) -> str:
         """The rubric, then the few-shot examples (each response with a person's score)."""
         o = self.options
+        if self.rated:
+            return "\n\n".join(f"Criterion {n} ({key}): {as_data(c.rubric(o.min, o.max))}"
+                               for n, (key, c) in enumerate(self.rated, 1))
         text = as_data(self.criterion.inverted_rubric(o.min, o.max) if o.invert
                        else self.criterion.rubric(o.min, o.max))
         if not o.examples:
@@ -279,6 +384,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         if (failed := failure_outcome([answer], **call_extra([answer]))) is not None:
             return failed
         responses = [answer]
+        if self.rated:
+            return self.rated_outcome(answer)
         try:
             if self.protocol == "json":
                 data = parsing.json_object(answer.text, self.schema)
@@ -303,6 +410,24 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         except parsing.ParseError as exc:
             return parse_failure(responses, exc)
         return self.decided(judged(responses, float(score), raw, feedback))
+
+    def rated_outcome(self, answer: Response) -> Outcome:
+        """criteria=: the answer's JSON object read strictly (every criterion, an integer in
+        min..max, no other key), the reported criterion's score the value."""
+        o = self.options
+        try:
+            data = parsing.json_object(answer.text, self.schema)
+            stray = sorted(set(data) - set(self.schema["required"]))
+            if stray:
+                raise parsing.ParseError(f"the JSON answer has keys not asked for: {stray}")
+            scores = {key: parsing.int_in(data[key], o.min, o.max, f"'{key}'")
+                      for key, _ in self.rated}
+        except parsing.ParseError as exc:
+            return parse_failure([answer], exc)
+        outcome = judged([answer], float(scores[self.reported]), answer.text,
+                         data["feedback"])
+        return self.decided(outcome.model_copy(update={"extra": {
+            **outcome.extra, "criteria": scores, "report": self.reported}}))
 
     def mapped_back(self, outcome: Outcome) -> Outcome:
         """Under invert, the answer s as min + max - s, the answer kept in extra."""
