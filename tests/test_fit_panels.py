@@ -136,7 +136,7 @@ def test_fit_finds_the_planted_panel_and_asks_each_member_once(
         table["human.coherence"], table["fitted"])[0], abs=1e-12)
     # a direct computation: the mean of plus and minus on each held-out row
     outputs = [r["output"] for r in _held_rows(result, _rows())]
-    direct = [np.mean([MODELS[m](f"<response>\n{o.strip()}\n</response>")
+    direct = [np.mean([float(MODELS[m](f"<response>\n{o.strip()}\n</response>"))
                        for m in ("plus", "minus")]) for o in outputs]
     assert table["fitted"].to_numpy(float) == pytest.approx(np.array(direct))
 

@@ -148,8 +148,8 @@ class ListwiseRows:
             metadata: dict[str, Any] = {}
             if "subset" in frame.columns and not _missing(first["subset"]):
                 metadata["subset"] = str(first["subset"])
-            output = candidates_output(list(zip(rows["candidate"].astype(str),
-                                                rows["output"].astype(str), strict=True)))
+            output = candidates_output([(str(c), str(o)) for c, o in zip(
+                rows["candidate"], rows["output"], strict=True)])
             out.append(Sample(item=str(item), system=LISTWISE_SYSTEM, output=output,
                               input=text if prompt == "input" else None,
                               source=text if prompt == "source" else None,
