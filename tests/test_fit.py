@@ -15,10 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 import tomllib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import EXAMPLE, run_cli, write_jsonl
+from fit_judges import ScriptedJudges
 from scipy import stats
 
 from meta_eval import fitting
@@ -51,8 +50,6 @@ class PlantedJudge:
         self.wording = wording
         self.scale = scale
         self.truth = {r["output"].strip(): r["human"]["coherence"] for r in _rows()}
-        self.calls = 0
-        self.lock = threading.Lock()
 
     def answer(self, prompt: str) -> int:
         judged = RESPONSE.search(prompt)
@@ -66,54 +63,21 @@ class PlantedJudge:
         return 1 + int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big") % 5
 
     def __enter__(self) -> PlantedJudge:
-        judge = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if not self.path.endswith("/chat/completions"):  # no /tokenize here
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                prompt = "\n".join(str(m["content"]) for m in body["messages"])
-                score = judge.answer(prompt)
-                with judge.lock:
-                    judge.calls += 1
-                if body.get("response_format"):
-                    reply = json.dumps({"feedback": "ok", "score": score})
-                else:
-                    reply = f"Feedback: ok [RESULT] {score}"
-                data = json.dumps({
-                    "id": "x", "object": "chat.completion", "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply}}],
-                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 8,
-                              "total_tokens": len(prompt) // 4 + 8}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = ScriptedJudges({"planted": self.answer})
+        self.server.__enter__()
         return self
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return self.server.url
+
+    @property
+    def calls(self) -> int:
+        """The judgements it answered."""
+        return self.server.calls["planted"]
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.__exit__(*exc)
 
 
 def _judge(url: str) -> str:
