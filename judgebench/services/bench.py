@@ -121,7 +121,8 @@ class Card:
     #: whether every row of the suite was scored (False with a --limit below its size)
     full: bool = True
     #: a pairwise suite: each judge's Bradley-Terry ranking raw and with the outputs'
-    #: length controlled (judgebench.services.pairwise_style)
+    #: length and markdown controlled (length alone without the texts;
+    #: judgebench.services.pairwise_style)
     style: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -360,6 +361,8 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     published = list(suite.info.published)
     stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
     _merge_stored(table, suite, stored)
+    if pairwise:
+        _merge_texts(table, files["samples.jsonl"])
     rows: list[CardRow] = []
     for protocol in suite.info.protocols:
         if not specs and not stored:
@@ -390,8 +393,9 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
 
 def _style(table: Path, suite: Suite, specs: list[str]) -> list[dict[str, Any]]:
     """A pairwise suite's judges ranked by Bradley-Terry raw and with style controlled, as
-    `aggregate -r bradley-terry --control length --winner SPEC` ranks the scored table
-    (failed verdicts as the headline protocol counts them, where aggregate can)."""
+    `aggregate -r bradley-terry --control length,markdown --winner SPEC` ranks the scored
+    table with the texts (`_merge_texts`; `--control length` where it has none), failed
+    verdicts as the headline protocol counts them, where aggregate can."""
     from judgebench.services.pairwise_style import style_rankings
 
     if suite.info.kind != "pairwise" or not specs:
@@ -558,6 +562,30 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
                          na_values=[""])
     human = human[[*key, *wanted]].astype({k: str for k in key})
     merged = scored.merge(human, on=key, how="left", validate="one_to_one")
+    with atomic_path(table) as tmp:  # a reader never sees it half-written
+        merged.to_csv(tmp, index=False)
+
+
+def _merge_texts(table: Path, samples: Path) -> None:
+    """Add the samples' texts (`output_a`, `output_b`, as `score` read them: a conversation's
+    last assistant messages) to the scored pairwise table, on its key, so its style is
+    controlled for markdown as well as length (services.pairwise_style); a table some of
+    whose pairs lack a text stays as it is (length alone)."""
+    import pandas as pd
+
+    from judgebench.tables.io import atomic_path, read_samples
+    from judgebench.tables.pairs import PAIR_KEY
+
+    texts = pd.DataFrame([(s.item, s.system_a, s.system_b, s.output_a, s.output_b)
+                          for s in read_samples(samples)],
+                         columns=[*PAIR_KEY, "output_a", "output_b"])
+    if texts[["output_a", "output_b"]].isna().to_numpy().any():
+        return
+    key = list(PAIR_KEY)
+    # every cell as text, so the rewrite leaves the scored cells as they were written
+    scored = pd.read_csv(table, dtype=str, keep_default_na=False, na_values=[""])
+    merged = scored.merge(texts.astype({k: str for k in key}), on=key, how="left",
+                          validate="one_to_one")
     with atomic_path(table) as tmp:  # a reader never sees it half-written
         merged.to_csv(tmp, index=False)
 

@@ -1,5 +1,5 @@
 """The style-controlled rankings of `audit PAIRS --pairwise` and of `bench`'s pairwise cards
-(the scored pairs.csv, which carries the outputs' lengths): for each pairwise judge, the
+(the scored pairs.csv, to which bench adds the suite's texts): for each pairwise judge, the
 systems ranked by Bradley-Terry on its verdicts as given (raw) and with the outputs' style
 controlled, side by side with their Wald intervals, and the style covariates' coefficients
 with theirs (judgebench.services.bt_models.style_control, as `aggregate -r bradley-terry
