@@ -140,31 +140,40 @@ def test_the_bench_card_shows_what_aggregate_computes(tmp_path: Path) -> None:
 
 
 def test_a_pair_without_a_text_keeps_length_alone(tmp_path: Path) -> None:
-    """The texts are added only where every pair has both; the scored cells are kept as
+    """The texts are added only where every pair has both, once, and each markdown feature
+    varies over the pairs (else aggregate refuses to fit it); the scored cells are kept as
     written (an id like 007, a verdict 1, a probability 0.30000000000000004)."""
-    from judgebench.services.bench import _merge_texts
-    from judgebench.services.pairwise_style import controls_of
+    from judgebench.services.pairwise_style import add_texts, controls_of
 
     written = ("item,system_a,system_b,length_a,length_b,j,human.p\n"
                "007,x,y,3,0,1,1.0\n"
                "8,y,x,2,4,0.30000000000000004,\n")
     table = tmp_path / "pairs.csv"
-    rows = [{"item": "007", "system_a": "x", "system_b": "y", "output_a": "# a\n",
-             "output_b": ""},
-            {"item": "8", "system_a": "y", "system_b": "x", "output_a": "**",
-             "output_b": "- 1\r\n"}]
+    rows: list[dict[str, str | None]] = [
+        {"item": "007", "system_a": "x", "system_b": "y", "output_a": "# a\n", "output_b": ""},
+        {"item": "8", "system_a": "y", "system_b": "x", "output_a": "**b**",
+         "output_b": "- 1\r\n"}]
+    plain = [{**r, "output_a": "text", "output_b": ""} for r in rows]
     samples = tmp_path / "samples.jsonl"
-    for pair in ([rows[0], {**rows[1], "output_b": None}], rows):
+    refused = [([rows[0], {**rows[1], "output_b": None}], "has no text for the pair (8, y, x)"),
+               ([rows[0], rows[1], rows[1]], "gives the pair (8, y, x) twice"),
+               (plain, "arena-hard-auto's headers feature is the same on every pair of the "
+                       "texts (most often: no output has any), so its coefficient cannot be "
+                       "estimated")]
+    for pair, why in [*refused, (rows, None)]:
         table.write_text(written, encoding="utf-8")
-        samples.write_text("".join(json.dumps(r) + "\n" for r in pair), encoding="utf-8")
-        _merge_texts(table, samples)
+        samples.write_text("".join(json.dumps({**r, "system": f"s{k}"}) + "\n"
+                                   for k, r in enumerate(pair)), encoding="utf-8")
+        said = add_texts(table, samples, output=table)
+        assert (said or "").removeprefix(str(samples) + " ") == (why or "")
         frame = pd.read_csv(table, dtype=str, keep_default_na=False)
-        with_texts = pair is rows
         assert controls_of(list(frame.columns)) == (
-            ("length", "markdown") if with_texts else ("length",))
-        if not with_texts:
+            ("length",) if why else ("length", "markdown"))
+        if why:
             assert table.read_text(encoding="utf-8") == written
             continue
         assert frame.drop(columns=["output_a", "output_b"]).to_csv(index=False) == written
-        assert frame["output_a"].tolist() == ["# a\n", "**"]
+        assert frame["output_a"].tolist() == ["# a\n", "**b**"]
         assert frame["output_b"].tolist() == ["", "- 1\r\n"]
+        assert add_texts(table, samples, output=tmp_path / "again.csv") == "the table has texts"
+        assert not (tmp_path / "again.csv").exists()

@@ -362,7 +362,11 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
     _merge_stored(table, suite, stored)
     if pairwise:
-        _merge_texts(table, files["samples.jsonl"])
+        from judgebench.services.pairwise_style import add_texts
+
+        why = add_texts(table, files["samples.jsonl"], output=table)
+        if why is not None:
+            log(f"{suite.name}: style control without markdown: {why}")
     rows: list[CardRow] = []
     for protocol in suite.info.protocols:
         if not specs and not stored:
@@ -394,7 +398,8 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
 def _style(table: Path, suite: Suite, specs: list[str]) -> list[dict[str, Any]]:
     """A pairwise suite's judges ranked by Bradley-Terry raw and with style controlled, as
     `aggregate -r bradley-terry --control length,markdown --winner SPEC` ranks the scored
-    table with the texts (`_merge_texts`; `--control length` where it has none), failed
+    table with the suite's texts (`pairwise_style.add_texts`; `--control length` where a
+    pair has none), failed
     verdicts as the headline protocol counts them, where aggregate can."""
     from judgebench.services.pairwise_style import style_rankings
 
@@ -562,30 +567,6 @@ def _merge_stored(table: Path, suite: Suite, stored: Sequence[str]) -> None:
                          na_values=[""])
     human = human[[*key, *wanted]].astype({k: str for k in key})
     merged = scored.merge(human, on=key, how="left", validate="one_to_one")
-    with atomic_path(table) as tmp:  # a reader never sees it half-written
-        merged.to_csv(tmp, index=False)
-
-
-def _merge_texts(table: Path, samples: Path) -> None:
-    """Add the samples' texts (`output_a`, `output_b`, as `score` read them: a conversation's
-    last assistant messages) to the scored pairwise table, on its key, so its style is
-    controlled for markdown as well as length (services.pairwise_style); a table some of
-    whose pairs lack a text stays as it is (length alone)."""
-    import pandas as pd
-
-    from judgebench.tables.io import atomic_path, read_samples
-    from judgebench.tables.pairs import PAIR_KEY
-
-    texts = pd.DataFrame([(s.item, s.system_a, s.system_b, s.output_a, s.output_b)
-                          for s in read_samples(samples)],
-                         columns=[*PAIR_KEY, "output_a", "output_b"])
-    if texts[["output_a", "output_b"]].isna().to_numpy().any():
-        return
-    key = list(PAIR_KEY)
-    # every cell as text, so the rewrite leaves the scored cells as they were written
-    scored = pd.read_csv(table, dtype=str, keep_default_na=False, na_values=[""])
-    merged = scored.merge(texts.astype({k: str for k in key}), on=key, how="left",
-                          validate="one_to_one")
     with atomic_path(table) as tmp:  # a reader never sees it half-written
         merged.to_csv(tmp, index=False)
 
