@@ -209,3 +209,28 @@ def test_the_texts_of_pairs_give_a_table_without_them_markdown(
         expected = aggregated(path, row["judge"], "length")
         assert row["controls"] == ["length"]
         assert {k: row[k] for k in expected} == expected
+
+
+def test_a_refusal_on_the_table_with_the_texts_names_the_table_given(tmp_path: Path) -> None:
+    """A negative length: aggregate refuses the table; with --pairs' texts the audit's
+    reason names the table given and its line, as without them."""
+    with_texts = table(tmp_path, 7, shape="texts")
+    frame = pd.read_csv(with_texts, keep_default_na=False)
+    given = frame.drop(columns=["output_a", "output_b"]).assign(
+        length_a=frame["output_a"].str.len(), length_b=frame["output_b"].str.len())
+    given.loc[9, "length_a"] = -1
+    path = tmp_path / "scored.csv"
+    given.to_csv(path, index=False)
+    pairs = tmp_path / "pairs.jsonl"
+    frame[["item", "system_a", "system_b", "output_a", "output_b"]].to_json(
+        pairs, orient="records", lines=True)
+    reasons = []
+    for extra in ([], ["--pairs", str(pairs)]):
+        proc = run_cli("audit", str(path), "--pairwise", "--human", "human.pref",
+                       "--bootstrap", "0", "--json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        rows = [r for r in json.loads(proc.stdout) if r["type"] == "style"]
+        assert [r["status"] for r in rows] == ["error", "error"]
+        reasons.append([r["reason"] for r in rows])
+    assert str(path) in reasons[0][0] and "line 11" in reasons[0][0]
+    assert reasons[1] == reasons[0]

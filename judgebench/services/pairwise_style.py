@@ -115,6 +115,7 @@ def style_rankings(pairs: Path, judges: Sequence[str], *, level: float,
     import tempfile
 
     from judgebench.services.aggregate import aggregate
+    from judgebench.tables.io import file_format
     from judgebench.tables.pairs import read_pairs
 
     if texts is not None:
@@ -122,8 +123,13 @@ def style_rankings(pairs: Path, judges: Sequence[str], *, level: float,
             copy = Path(folder) / f"{pairs.stem}.csv"
             why = add_texts(pairs, texts, output=copy)
             if why is None:
-                return style_rankings(copy, judges, level=level, failed_as=failed_as,
-                                      log=log)
+                found = style_rankings(copy, judges, level=level, failed_as=failed_as,
+                                       log=log)
+                # a reason names the table given, not the copy (CSV: the same lines)
+                named = str(pairs) if file_format(pairs) == "csv" else \
+                    f"{pairs} (as CSV, with the texts of {texts})"
+                return [{**r, "reason": r["reason"].replace(str(copy), named)}
+                        if isinstance(r.get("reason"), str) else r for r in found]
         if log and why != HAS_TEXTS:
             log(f"style control without markdown: {why}")
 
