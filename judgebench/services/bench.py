@@ -398,9 +398,9 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
 def _style(table: Path, suite: Suite, specs: list[str]) -> list[dict[str, Any]]:
     """A pairwise suite's judges ranked by Bradley-Terry raw and with style controlled, as
     `aggregate -r bradley-terry --control length,markdown --winner SPEC` ranks the scored
-    table with the suite's texts (`pairwise_style.add_texts`; `--control length` where a
-    pair has none), failed
-    verdicts as the headline protocol counts them, where aggregate can."""
+    table with the suite's texts (`pairwise_style.add_texts`; `--control length` where it
+    could not add them), failed verdicts as the headline protocol counts them, where
+    aggregate can."""
     from judgebench.services.pairwise_style import style_rankings
 
     if suite.info.kind != "pairwise" or not specs:
