@@ -6,7 +6,9 @@ bradley-terry --control ... --winner JUDGE` on the same table (both commands run
 judge whose fit has no finite estimate is an error row with aggregate's reason, and a table
 without texts or lengths has no such section. Random tables with ties, markdown and
 lengths from 0 to 10^6; a table aggregate refuses (an empty text: CSV reads it as
-missing) is an error row with aggregate's message."""
+missing) is an error row with aggregate's message. A table without texts (CSV with lengths,
+JSONL without) takes those of --pairs, and is then ranked as aggregate ranks the table with
+them; --pairs lacking a pair leaves it as given, saying so."""
 
 from __future__ import annotations
 
@@ -156,3 +158,79 @@ def test_a_table_aggregate_refuses_is_an_error_row_with_its_message(tmp_path: Pa
     assert [(r["judge"], r["status"], r["reason"]) for r in rows] == [
         ("judge.x", "error", message), ("judge.y", "error", message)]
     assert "no ranking: " in markdown
+
+
+@pytest.mark.parametrize(("shape", "suffix"), [("lengths", "csv"), ("none", "jsonl")])
+def test_the_texts_of_pairs_give_a_table_without_them_markdown(
+        tmp_path: Path, shape: str, suffix: str) -> None:
+    """`score`'s pairwise table has the lengths, not the texts: `--pairs` (the samples)
+    gives them, and the style control is then aggregate's on the table with the texts; a
+    pair `--pairs` lacks leaves the table as it is (length alone, or no section), saying
+    why on stderr."""
+    with_texts = table(tmp_path, 6, shape="texts")
+    frame = pd.read_csv(with_texts, keep_default_na=False)
+    key = ["item", "system_a", "system_b"]
+    given = frame.drop(columns=["output_a", "output_b"])
+    if shape == "lengths":
+        given = given.assign(length_a=frame["output_a"].str.len(),
+                             length_b=frame["output_b"].str.len())
+    path = tmp_path / f"scored.{suffix}"
+    if suffix == "csv":
+        given.to_csv(path, index=False)
+    else:
+        given.to_json(path, orient="records", lines=True)
+    samples = frame[[*key, "output_a", "output_b"]].sample(frac=1, random_state=0)
+    extra = pd.DataFrame([{"item": "other", "system_a": "alpha", "system_b": "beta",
+                           "output_a": "# x", "output_b": "y"}])
+    pairs = tmp_path / "pairs.jsonl"
+    pd.concat([samples, extra]).to_json(pairs, orient="records", lines=True)
+    proc = run_cli("audit", str(path), "--pairwise", "--human", "human.pref", "--bootstrap",
+                   "0", "--json", "--pairs", str(pairs))
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(proc.stdout) if r["type"] == "style"]
+    assert [r["judge"] for r in rows] == ["judge.x", "judge.y"]
+    for row in rows:
+        expected = aggregated(with_texts, row["judge"], "length,markdown")
+        assert expected["status"] == "ok" and row["controls"] == ["length", "markdown"]
+        assert {k: row[k] for k in expected} == expected  # every number, exactly
+    # one pair without its texts: the table as given
+    samples.iloc[:-1].to_json(pairs, orient="records", lines=True)
+    lacking = samples.iloc[-1]
+    proc = run_cli("audit", str(path), "--pairwise", "--human", "human.pref", "--bootstrap",
+                   "0", "--json", "--pairs", str(pairs))
+    assert proc.returncode == 0, proc.stderr
+    assert (f"{pairs} has no text for the pair ({lacking['item']}, {lacking['system_a']}, "
+            f"{lacking['system_b']})") in proc.stderr
+    rows = [r for r in json.loads(proc.stdout) if r["type"] == "style"]
+    if shape == "none":
+        assert rows == []
+        return
+    for row in rows:
+        expected = aggregated(path, row["judge"], "length")
+        assert row["controls"] == ["length"]
+        assert {k: row[k] for k in expected} == expected
+
+
+def test_a_refusal_on_the_table_with_the_texts_names_the_table_given(tmp_path: Path) -> None:
+    """A negative length: aggregate refuses the table; with --pairs' texts the audit's
+    reason names the table given and its line, as without them."""
+    with_texts = table(tmp_path, 7, shape="texts")
+    frame = pd.read_csv(with_texts, keep_default_na=False)
+    given = frame.drop(columns=["output_a", "output_b"]).assign(
+        length_a=frame["output_a"].str.len(), length_b=frame["output_b"].str.len())
+    given.loc[9, "length_a"] = -1
+    path = tmp_path / "scored.csv"
+    given.to_csv(path, index=False)
+    pairs = tmp_path / "pairs.jsonl"
+    frame[["item", "system_a", "system_b", "output_a", "output_b"]].to_json(
+        pairs, orient="records", lines=True)
+    reasons = []
+    for extra in ([], ["--pairs", str(pairs)]):
+        proc = run_cli("audit", str(path), "--pairwise", "--human", "human.pref",
+                       "--bootstrap", "0", "--json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        rows = [r for r in json.loads(proc.stdout) if r["type"] == "style"]
+        assert [r["status"] for r in rows] == ["error", "error"]
+        reasons.append([r["reason"] for r in rows])
+    assert str(path) in reasons[0][0] and "line 11" in reasons[0][0]
+    assert reasons[1] == reasons[0]

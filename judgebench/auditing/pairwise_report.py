@@ -23,8 +23,11 @@ from judgebench.tables.failed import MISSING, FailedAs
 
 def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human_ties: str,
                     options: Options, version: str, failed_as: FailedAs = MISSING,
-                    log: Callable[[str], None] | None = None) -> Report:
-    """The report of the judges of the pairwise table `pairs` against `humans`."""
+                    log: Callable[[str], None] | None = None, texts: Path | None = None
+                    ) -> Report:
+    """The report of the judges of the pairwise table `pairs` against `humans`; `texts`
+    (generations, `--pairs`) gives the outputs' texts to the style control of a table
+    without them (judgebench.services.pairwise_style)."""
     from judgebench.services.pairwise import pairwise_meta_eval
 
     result = pairwise_meta_eval(pairs, humans=humans, by=by, human_ties=human_ties,
@@ -34,7 +37,7 @@ def pairwise_report(pairs: Path, *, humans: Sequence[str], by: str | None, human
     from judgebench.services.pairwise_style import style_rankings
 
     style = style_rankings(pairs, result.judges, level=options.ci, failed_as=failed_as,
-                           log=log)
+                           log=log, texts=texts)
     cycles: list[dict[str, Any]] = []
     if options.robustness:
         from judgebench.services.transitivity import transitivity

@@ -112,7 +112,8 @@ def report_format(path: Path) -> str:
 @click.option("--pairs", "pairs_path", type=click.Path(path_type=Path), metavar="PAIRS",
               help="Pairwise samples (output_a/output_b) for the bias probes. Default: pairs "
                    "of systems on one item drawn from --samples, labelled by the first "
-                   "--human column.")
+                   "--human column. With --pairwise, also the texts whose length and "
+                   "markdown the style control takes, where SCORES has none.")
 @click.option("--bias-pairs", type=click.IntRange(min=1), default=24, show_default=True,
               help="How many pairs (samples, for a judge that scores one output) the bias "
                    "probes use.")

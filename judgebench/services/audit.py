@@ -374,7 +374,7 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
                     system_families: dict[str, str] | None, host: PluginHost,
                     log: Log | None, refused: dict[str, Sequence[Any]]) -> Report:
     """`audit --pairwise`: the judges of the pairwise table `scores`, and the bias probes of
-    `judges` on `pairs`."""
+    `judges` on `pairs` (whose texts the style control of a table without them takes)."""
     from judgebench._version import __version__
     from judgebench.auditing.pairwise_report import pairwise_report
     from judgebench.auditing.run import judge_bias
@@ -388,14 +388,15 @@ def _pairwise_audit(scores: Path, *, humans: Sequence[str], by: str | None, huma
                          "with output_a/output_b)", field="--pairs")
     report = pairwise_report(scores, humans=humans, by=by, human_ties=human_ties,
                              options=options, version=__version__, failed_as=failed_as,
-                             log=log)
+                             log=log, texts=pairs)
+    if pairs is not None:
+        report.inputs["pairs"] = str(pairs)
     if judges and pairs is not None:
         chosen, labels = _pairs_from_file(pairs, humans[0], bias_pairs, options.seed)
         report.bias = judge_bias(judges=judges, pairs=chosen, human=labels, host=host,
                                  paraphrases=paraphrases, judge_family=judge_family,
                                  families=system_families, probes=bias_probes or None,
                                  seed=options.seed, confidence=options.ci, progress=log)
-        report.inputs["pairs"] = str(pairs)
     return report
 
 

@@ -121,7 +121,8 @@ class Card:
     #: whether every row of the suite was scored (False with a --limit below its size)
     full: bool = True
     #: a pairwise suite: each judge's Bradley-Terry ranking raw and with the outputs'
-    #: length controlled (judgebench.services.pairwise_style)
+    #: length and markdown controlled (length alone without the texts;
+    #: judgebench.services.pairwise_style)
     style: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -360,6 +361,12 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     published = list(suite.info.published)
     stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
     _merge_stored(table, suite, stored)
+    if pairwise:
+        from judgebench.services.pairwise_style import add_texts
+
+        why = add_texts(table, files["samples.jsonl"], output=table)
+        if why is not None:
+            log(f"{suite.name}: style control without markdown: {why}")
     rows: list[CardRow] = []
     for protocol in suite.info.protocols:
         if not specs and not stored:
@@ -390,8 +397,10 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
 
 def _style(table: Path, suite: Suite, specs: list[str]) -> list[dict[str, Any]]:
     """A pairwise suite's judges ranked by Bradley-Terry raw and with style controlled, as
-    `aggregate -r bradley-terry --control length --winner SPEC` ranks the scored table
-    (failed verdicts as the headline protocol counts them, where aggregate can)."""
+    `aggregate -r bradley-terry --control length,markdown --winner SPEC` ranks the scored
+    table with the suite's texts (`pairwise_style.add_texts`; `--control length` where it
+    could not add them), failed verdicts as the headline protocol counts them, where
+    aggregate can."""
     from judgebench.services.pairwise_style import style_rankings
 
     if suite.info.kind != "pairwise" or not specs:
