@@ -361,12 +361,6 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     published = list(suite.info.published)
     stored = sorted({p.verdicts_column for p in published if p.verdicts_column})
     _merge_stored(table, suite, stored)
-    if pairwise:
-        from judgebench.services.pairwise_style import add_texts
-
-        why = add_texts(table, files["samples.jsonl"], output=table)
-        if why is not None:
-            log(f"{suite.name}: style control without markdown: {why}")
     rows: list[CardRow] = []
     for protocol in suite.info.protocols:
         if not specs and not stored:
@@ -384,7 +378,7 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
     rows = _with_published(rows, published, specs, full)
     rows = _without_values(rows, dead)
     coverage = _coverage(table, suite, specs, stored, run.rows)
-    style = _style(table, suite, specs)
+    style = _style(table, suite, specs, files["samples.jsonl"], log)
     if not full:
         notes.append(f"--limit {options.limit}: {run.rows} of the suite's {suite.size()} rows; "
                      "a published number measured on the full set is not comparable with "
@@ -395,16 +389,20 @@ def _suite_card(suite: Suite, specs: list[str], by_column: dict[str, Any], notes
                 full=full, style=style)
 
 
-def _style(table: Path, suite: Suite, specs: list[str]) -> list[dict[str, Any]]:
+def _style(table: Path, suite: Suite, specs: list[str], samples: Path, log: Log
+           ) -> list[dict[str, Any]]:
     """A pairwise suite's judges ranked by Bradley-Terry raw and with style controlled, as
     `aggregate -r bradley-terry --control length,markdown --winner SPEC` ranks the scored
-    table with the suite's texts (`pairwise_style.add_texts`; `--control length` where it
-    could not add them), failed verdicts as the headline protocol counts them, where
-    aggregate can."""
-    from judgebench.services.pairwise_style import style_rankings
+    table with the suite's texts (`pairwise_style.add_texts`, which writes them into the
+    table; `--control length` where it could not add them), failed verdicts as the headline
+    protocol counts them, where aggregate can."""
+    from judgebench.services.pairwise_style import add_texts, style_rankings
 
     if suite.info.kind != "pairwise" or not specs:
         return []
+    why = add_texts(table, samples, output=table)
+    if why is not None:
+        log(f"{suite.name}: style control without markdown: {why}")
     return style_rankings(table, specs, level=0.95,
                           failed_as=suite.info.protocols[0].failed_as)
 
