@@ -102,14 +102,17 @@ def best(statistic: str, *, human: FloatArray, candidates: Mapping[str, FloatArr
 
 def cross_fitted(statistic: str, *, human: FloatArray, candidates: Mapping[str, FloatArray],
                  folds: IntArray, search: BoolArray,
-                 allowed: Mapping[int, Collection[str]] | None = None
+                 allowed: Mapping[int, Collection[str]] | None = None,
+                 per_fold: Mapping[int, Mapping[str, FloatArray]] | None = None
                  ) -> tuple[FloatArray, dict[int, str]]:
     """Out-of-fold scores over the search units: on each search fold j, the scores of the
     candidate `best` on the other search folds (NaN where it does not score, e.g. its own
     examples; a whole fold NaN where no candidate has a value on the others). With
     `allowed`, fold j chooses among `allowed[j]` only (candidates made from the other folds,
-    such as a criterion rewritten from their rows). Returns the scores and the candidate
-    chosen per fold."""
+    such as a criterion rewritten from their rows). With `per_fold`, fold j's choice and its
+    scores use `per_fold[j][name]` for those candidates (scores made without fold j's
+    labels, such as a calibration map's). Returns the scores and the candidate chosen per
+    fold."""
     pooled = np.full(human.shape, np.nan)
     chosen: dict[int, str] = {}
     for fold in np.unique(folds[search]):
@@ -117,14 +120,16 @@ def cross_fitted(statistic: str, *, human: FloatArray, candidates: Mapping[str, 
         train = search & (folds != fold)
         if not train.any():
             continue
-        tried = (candidates if allowed is None else
+        tried = (dict(candidates) if allowed is None else
                  {k: v for k, v in candidates.items() if k in allowed.get(int(fold), ())})
+        own = {} if per_fold is None else per_fold.get(int(fold), {})
+        tried.update({k: v for k, v in own.items() if k in tried})
         try:
             name, _ = best(statistic, human=human, candidates=tried, use=train)
         except ValueError:
             continue
         chosen[int(fold)] = name
-        pooled[test] = candidates[name][test]
+        pooled[test] = tried[name][test]
     return pooled, chosen
 
 

@@ -62,7 +62,9 @@ def _scales(text: str) -> tuple[tuple[int, int], ...]:
               help="What to search, comma-separated: few-shot (examples drawn from the "
                    "labelled rows of the search folds), threshold (the score becomes 1 at or "
                    "above it), criteria (the criterion's wordings of --criteria-file), scale "
-                   "(the scales of --scales), panel (panels of the --panel-judge members).")
+                   "(the scales of --scales), panel (panels of the --panel-judge members), "
+                   "calibration (a monotone map of the score onto people's scale, isotonic, "
+                   "fitted on the search folds; no judge call of its own).")
 @click.option("--scales", default="", metavar="A-B,...",
               help="scale: the scales to ask the judge on (1-10,0-100), each score mapped "
                    "linearly back onto the starting judge's scale.")

@@ -32,6 +32,8 @@ def report(result: FitResult) -> str:
         + ("" if chosen.criterion is None else f"; criterion wording {chosen.criterion}")
         + ("" if chosen.scale is None else f"; asked on {chosen.scale}, mapped back")
         + ("" if chosen.panel is None else f"; panel {chosen.panel}")
+        + ("" if chosen.calibration_knots is None else
+           f"; calibrated: a monotone map of {chosen.calibration_knots} knots")
         + ")",
         "",
         f"{s} with human.{result.human} (95% bootstrap intervals over rows):",
@@ -48,6 +50,13 @@ def report(result: FitResult) -> str:
                      "rater against the others' mean; on that footing the fitted judge "
                      f"{_or_undefined(result.ceiling_fitted)}, the starting judge "
                      f"{_or_undefined(result.ceiling_start)}")
+    if "calibration" in result.signature.split("|search:")[1].split("|")[0].split(","):
+        lines.append(_calibration_note(s))
+    errors = result.held_out_errors
+    if errors:
+        lines.append(f"  held out, on people's scale  MAE fitted {errors['mae']['fitted']:.3f}"
+                     f", starting {errors['mae']['start']:.3f}; bias (judge - people) fitted "
+                     f"{errors['bias']['fitted']:+.3f}, starting {errors['bias']['start']:+.3f}")
     for rewrite in result.rewrites:
         rows = result.rewrite_rows.get("final" if rewrite.fold is None
                                        else f"fold-{rewrite.fold}", [])
@@ -62,6 +71,16 @@ def report(result: FitResult) -> str:
                      f"(judgebench score -m @{result.spec_path})")
     lines += [f"fitted judge: {result.fitted_signature}", f"signature: {result.signature}"]
     return "\n".join(lines)
+
+
+def _calibration_note(statistic: str) -> str:
+    from meta_eval.statistics import get
+
+    if statistic == "pearson" or get(statistic).on_scale:
+        return ("  calibration: each map fitted on the search folds but the one it is "
+                "scored on; the held-out fold never fitted on")
+    return (f"  calibration: {statistic} ranks the scores, which a monotone map keeps: it "
+            "cannot gain from calibration (only through the ties a map makes)")
 
 
 def estimate(found: FitEstimate) -> str:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 #: The judges `fit` can fit (their options take `examples` and `threshold`).
 FITTABLE = ("judge.rubric",)
-SEARCHES = ("few-shot", "threshold", "criteria", "scale", "panel")
+SEARCHES = ("few-shot", "threshold", "criteria", "scale", "panel", "calibration")
 #: Permutations of the paired test of the gain.
 PERMUTATIONS = 1000
 #: The column of the starting judge, of each candidate, and of the chosen one.
@@ -107,6 +107,9 @@ class Candidate:
     #: a wording rewritten for the cross-fitted choice on fold J only ("fold-J"), which the
     #: final choice does not consider (None: every choice considers it)
     split: str | None = None
+    #: the knots of its calibration map fitted on every search row (None: uncalibrated;
+    #: services.fit_calibration)
+    calibration_knots: int | None = None
 
 
 @dataclass
@@ -143,6 +146,9 @@ class FitResult(Result):
     #: rows each split's prompts showed (item/system; "final", "fold-J")
     rewrites: list[Rewrite] = field(default_factory=list)
     rewrite_rows: dict[str, list[str]] = field(default_factory=dict)
+    #: --search calibration: on the held-out fold, each judge's error on people's scale
+    #: (mae, bias = judge - people; "fitted", "start")
+    held_out_errors: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _plain(asdict(self))
@@ -155,6 +161,11 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
     """Fit `judge` (a spec or @FILE) to the human score `settings.human` of `input_path`;
     write the chosen judge to `output` (TOML) when given."""
     from judgebench.engine.runner import run
+    from judgebench.services.fit_calibration import (
+        add_calibrated,
+        held_out_errors,
+        knot_lists,
+    )
     from meta_eval import fitting
     from meta_eval.significance import permutation_test
     from meta_eval.statistics import get
@@ -181,6 +192,7 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                                run_settings=run_settings, host=host)
         found.update(_by_unit(on_panels.table, search_units, list(plan.panels.specs)))
     candidates, own, wording = _candidate_scores(plan, found)
+    calibrations = add_calibrated(plan, candidates, own, wording)
     choosable, allowed, split = _choosable(candidates, wording, rewrites)
     spec = get(settings.statistic)
     try:
@@ -195,13 +207,14 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                         own[label][1],
                         fitting.value(settings.statistic, human=np.where(search, human, np.nan),
                                       metric=scores).value, *wording[label],
-                        split.get(label))
+                        split.get(label), calibrations.count(label))
               for label, scores in candidates.items()]
     in_search = _number(settings, human=np.where(search, human, np.nan),
                         metric=candidates[chosen])
     pooled, per_fold = fitting.cross_fitted(settings.statistic, human=human,
                                             candidates=candidates, folds=folds, search=search,
-                                            allowed=allowed)
+                                            allowed=allowed,
+                                            per_fold=calibrations.per_fold)
     crossed = _number(settings, human=human, metric=pooled)
 
     threshold = own[chosen][1]
@@ -209,7 +222,8 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
                  f"{int(folds.max()) + 1},folds-over={settings.folds_over},"
                  f"held-out-fold={held_fold},seed={settings.seed},"
                  f"candidates={len(choosable)},chosen-on-units={int(search.sum())}")
-    chosen_spec = _chosen_spec(plan, chosen, threshold, fitted_on)
+    chosen_spec = _chosen_spec(plan, chosen, threshold, fitted_on,
+                               knot_lists(calibrations.knots.get(chosen)))
     start_spec = _with(start, START)
     final = run(held_units, [start_spec, chosen_spec], store=store, resume=True,
                 settings=run_settings, host=host)
@@ -242,7 +256,9 @@ def fit(input_path: Path, judge: str, *, settings: FitSettings, store: Store,
         spec_path=None if output is None else str(output),
         signature=_signature(settings, held_fold, len(choosable), int(folds.max()) + 1,
                              plan.variants, plan.panels),
-        options=dict(chosen_spec.options), rewrites=rewrites, rewrite_rows=shown)
+        options=dict(chosen_spec.options), rewrites=rewrites, rewrite_rows=shown,
+        held_out_errors=held_out_errors(settings.search, human=h, fitted=fitted_values,
+                                        start=start_values))
     if output is not None:
         write_spec(chosen_spec, result, output)
     return result
@@ -391,17 +407,18 @@ def _choosable(candidates: dict[str, FloatArray],
     return usable(None), {f: set(usable(f)) for f in folds}, split
 
 
-def _chosen_spec(plan: FitPlan, chosen: str, threshold: float | None, fitted_on: str
-                 ) -> MetricSpec:
-    """The chosen candidate's spec under the column `fitted`: a rubric with its threshold and
-    how it was fitted (in its signature), or a panel as it was searched (its signature holds
-    its members' and its aggregation; `fitted` would go to every member)."""
+def _chosen_spec(plan: FitPlan, chosen: str, threshold: float | None, fitted_on: str,
+                 calibration: list[list[float]] | None = None) -> MetricSpec:
+    """The chosen candidate's spec under the column `fitted`: a rubric with its threshold or
+    calibration map and how it was fitted (in its signature), or a panel as it was searched
+    (its signature holds its members' and its aggregation; `fitted` would go to every
+    member)."""
     if plan.panels is not None and chosen in plan.panels.specs:
         panel = plan.panels.specs[chosen]
         return MetricSpec(panel.name, dict(panel.options), FITTED)
     searched = plan.shot_specs[chosen.split("@")[0]]
     return _with(MetricSpec(plan.start.name, dict(searched.options)), FITTED,
-                 threshold=threshold, fitted=fitted_on)
+                 threshold=threshold, calibration=calibration, fitted=fitted_on)
 
 
 @dataclass(frozen=True)
@@ -484,7 +501,8 @@ class FitPlan:
 
     @property
     def candidates(self) -> int:
-        return (len(self.shot_specs) * len(self.thresholds)
+        calibrated = self.settings is not None and "calibration" in self.settings.search
+        return (len(self.shot_specs) * (len(self.thresholds) + calibrated)
                 + (0 if self.panels is None else len(self.panels.specs)))
 
 
@@ -665,7 +683,7 @@ def _start_spec(judge: str) -> MetricSpec:
     if spec.name not in FITTABLE:
         raise InputError(f"fit fits {', '.join(FITTABLE)} (few-shot examples and a threshold "
                          f"are its options); {spec.name} is not one", field="JUDGE_SPEC")
-    for name in ("examples", "threshold", "fitted", "to_min", "to_max"):
+    for name in ("examples", "threshold", "fitted", "to_min", "to_max", "calibration"):
         if name in spec.options:
             raise InputError(f"the starting judge already has {name}=: fit chooses it; start "
                              "from the judge without it", field="JUDGE_SPEC")
@@ -673,6 +691,7 @@ def _start_spec(judge: str) -> MetricSpec:
 
 
 def _check_settings(settings: FitSettings) -> None:
+    from judgebench.services.fit_calibration import require_sklearn
     from meta_eval.statistics import get
 
     unknown = [s for s in settings.search if s not in SEARCHES]
@@ -707,6 +726,7 @@ def _check_settings(settings: FitSettings) -> None:
     if len(settings.raters) == 1:
         raise InputError("--raters names two or more raters' human fields (the ceiling is "
                          "each rater against the others)", field="--raters")
+    require_sklearn(settings.search)
     if settings.folds < 3:
         raise InputError("--folds is 3 or more (one held out, two or more to search on)",
                          field="--folds")

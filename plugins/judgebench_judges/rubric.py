@@ -67,6 +67,7 @@ from judgebench_judges.base import (
     need,
     parse_failure,
 )
+from judgebench_judges.calibration import apply_knots, check_knots, knots_digest
 from judgebench_judges.conversation import Mode, conversation_of
 from judgebench_judges.criteria import PRESETS, Criterion, criterion
 from judgebench_judges.templates import as_data
@@ -110,12 +111,23 @@ class RubricOptions(JudgeOptions):
     #: before the threshold: a judge asked on another scale reports on the labels' one
     to_min: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
     to_max: int | None = Field(None, ge=-MAX_SCALE, le=MAX_SCALE)
+    #: a monotone calibration map of the score onto people's scale, as [[raw, calibrated],
+    #: ...] knots (raw strictly increasing, calibrated non-decreasing), applied after to_min/
+    #: to_max and before the threshold (judgebench_judges.calibration)
+    calibration: list[tuple[float, float]] | None = None
     #: the criterion worded negatively, the scale flipped; the answer mapped back
     invert: bool = False
     #: built-in criteria rated in one call, in this order (a JSON field each)
     criteria: list[str] | None = Field(None, examples=["coherence;fluency"])
     #: which of the criteria gives the metric's value (default: the first)
     report: str | None = None
+
+    @field_validator("calibration")
+    @classmethod
+    def _knots(cls, value: list[tuple[float, float]] | None) -> list[tuple[float, float]] | None:
+        if value is not None:
+            check_knots(value)
+        return value
 
     @field_validator("criteria", mode="before")
     @classmethod
@@ -279,7 +291,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
         fields["scoring"] = self.scoring
         if self.options.mode == "response":  # signatures from before conversations
             fields.pop("mode", None)
-        for name in ("examples", "threshold", "fitted", "to_min", "to_max"):  # before `fit`
+        for name in ("examples", "threshold", "fitted", "to_min", "to_max",
+                     "calibration"):  # signatures from before `fit` have none of them
             if getattr(self.options, name) is None:
                 fields.pop(name, None)
         if not self.options.invert:  # signatures from before invert=
@@ -292,6 +305,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             fields["report"] = self.reported
         if self.options.examples is not None:
             fields["examples"] = examples_digest(self.options.examples)
+        if self.options.calibration is not None:
+            fields["calibration"] = knots_digest(self.options.calibration)
         return fields
 
     def follow_logprobs(self) -> int:
@@ -440,8 +455,10 @@ class RubricJudge(JudgeMetric[RubricOptions]):
     def decided(self, outcome: Outcome) -> Outcome:
         """`outcome` with its answer mapped back under invert (min + max - s), then onto
         to_min..to_max (when set; the score read kept in ``extra["read_score"]``), then
-        turned into 1.0 or 0.0 by the threshold (when set; the score itself kept in
-        ``extra["score"]``)."""
+        through the calibration map (when set; the score before it kept in
+        ``extra["uncalibrated_score"]``; a value the map sends off the finite numbers is a
+        failure with its reason), then turned into 1.0 or 0.0 by the threshold (when set;
+        the score itself kept in ``extra["score"]``)."""
         outcome = self.mapped_back(outcome)
         o = self.options
         if o.to_min is not None and o.to_max is not None and outcome.value is not None:
@@ -450,6 +467,8 @@ class RubricJudge(JudgeMetric[RubricOptions]):
             outcome = outcome.model_copy(update={
                 "value": mapped, "extra": {**outcome.extra, "read_score": read,
                                            "read_scale": f"{o.min}..{o.max}"}})
+        if o.calibration is not None and outcome.value is not None:
+            outcome = calibrated(outcome, o.calibration)
         t = o.threshold
         if t is None or outcome.value is None:
             return outcome
@@ -471,6 +490,25 @@ class RubricJudge(JudgeMetric[RubricOptions]):
                  "probs": {c.strip(): p for c, p in dist.probs.items()},
                  "probs_from": dist.source}
         return self.decided(outcome.model_copy(update={"extra": extra}))
+
+
+def calibrated(outcome: Outcome, knots: list[tuple[float, float]]) -> Outcome:
+    """`outcome` with its value through the calibration map (a failure where the map's
+    arithmetic leaves the finite numbers: knots of extreme magnitudes)."""
+    import math
+
+    assert outcome.value is not None
+    value = apply_knots(knots, outcome.value)
+    if not math.isfinite(value):
+        from judgebench.plugin_api import Status
+
+        return outcome.model_copy(update={
+            "value": None, "status": Status.ERROR,
+            "reason": f"the calibration map sends the score {outcome.value!r} to {value!r}, "
+                      "not a finite number",
+            "extra": {**outcome.extra, "uncalibrated_score": outcome.value}})
+    return outcome.model_copy(update={
+        "value": value, "extra": {**outcome.extra, "uncalibrated_score": outcome.value}})
 
 
 def examples_digest(examples: list[Example]) -> str:
