@@ -18,7 +18,7 @@ import re
 import threading
 import tomllib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import EXAMPLE, run_cli, write_jsonl
+from loopback_server import LoopbackHTTPServer
 from scipy import stats
 
 from meta_eval import fitting
@@ -101,8 +102,7 @@ class PlantedJudge:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         return self
