@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from loopback_server import LoopbackHTTPServer
 from scripted_judge import any_judges_form
 
 
@@ -90,8 +91,7 @@ class DocsJudgeServer:
     """`with DocsJudgeServer() as server:` serves on 127.0.0.1; `server.url` is the api_base."""
 
     def __enter__(self) -> DocsJudgeServer:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.server.daemon_threads = True
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), _Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         return self

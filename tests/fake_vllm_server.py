@@ -24,8 +24,10 @@ import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackHTTPServer
 
 DEFAULT_REPLY = '{"feedback": "Fine.", "score": 4}'
 
@@ -158,8 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
                          for i, t in enumerate(body["input"])]}
 
 
-class FakeVLLMServer(ThreadingHTTPServer):
-    daemon_threads = True
+class FakeVLLMServer(LoopbackHTTPServer):
 
     def __init__(self, model: str, *, port: int = 0, api_key: str | None = None,
                  mode: str = "ok", startup_s: float = 0.0, reply: str = DEFAULT_REPLY,

@@ -9,8 +9,10 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackHTTPServer
 
 #: A model's answer to a prompt: an integer score, or a text (a rewrite).
 Answer = Callable[[str], "int | str"]
@@ -67,8 +69,7 @@ class ScriptedJudges:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         return self

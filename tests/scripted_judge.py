@@ -20,8 +20,10 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackHTTPServer
 
 _RESPONSE = re.compile(r"<response_([ab])>\n(.*?)\n</response_\1>", re.DOTALL)
 _QUALITY = re.compile(r"q=(\d+)")
@@ -104,9 +106,8 @@ class ScriptedJudge:
         self.reply = reply
 
     def __enter__(self) -> ScriptedJudge:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), _Handler)
         self.server.latency = self.latency  # type: ignore[attr-defined]
-        self.server.daemon_threads = True
         self.server.lock = threading.Lock()  # type: ignore[attr-defined]
         self.server.calls = 0  # type: ignore[attr-defined]
         self.server.prompts = []  # type: ignore[attr-defined]

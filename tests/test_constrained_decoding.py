@@ -12,7 +12,7 @@ import math
 import threading
 import types
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -28,6 +28,7 @@ from judgebench_backends.vllm_backend import (
     to_sampling_params,
 )
 from judgebench_judges import parsing
+from loopback_server import LoopbackHTTPServer
 
 from judgebench.backends import Backend, Capabilities, Constraint, Request, Response, TokenLogprob
 from judgebench.backends.base import Enforced
@@ -183,7 +184,7 @@ class Server:
                                                           "content": reply(body)}}],
                                  "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

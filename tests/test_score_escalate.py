@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, run_cli, write_jsonl
+from loopback_server import LoopbackHTTPServer
 
 from judgebench.engine import labels as store_labels
 from judgebench.services.escalate import escalate
@@ -107,8 +108,7 @@ class Judges:
         self.hold = hold
 
     def __enter__(self) -> Judges:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.server.daemon_threads = True
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), _Handler)
         self.server.lock = threading.Lock()  # type: ignore[attr-defined]
         self.server.rows = {"cheap": [], "strong": []}  # type: ignore[attr-defined]
         self.server.hold = self.hold  # type: ignore[attr-defined]
