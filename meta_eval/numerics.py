@@ -8,6 +8,8 @@ paired(*, human, metric): both sides as float arrays of one shape, NaN where eit
     missing (a unit missing either score is dropped for that pair of columns only).
 constant(x): whether each slice's finite values along the last axis are all equal (or
     absent).
+shown(value): a table cell as an error message quotes it (a numpy scalar as its Python
+    value: -1, not np.int64(-1)).
 """
 
 from __future__ import annotations
@@ -55,3 +57,9 @@ def finite_or_none(value: SupportsFloat | None) -> float | None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def shown(value: object) -> str:
+    """`value` as an error message quotes a cell: repr of its Python value (numpy 2's repr
+    of a scalar, np.int64(-1), is not what the user wrote)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)

@@ -168,6 +168,10 @@ def test_all_rules_and_options(tennessee: Path) -> None:
         ("item,system,m1,m2\n1,A,1,2\n", [], "give --metric"),
         ("system,t1\nA,1\nB,2\n", ["--human", "people"], "field 'people'"),
         ("item,system,m1\n1,A,1\n1,A,2\n", [], "line 3, field 'item'"),
+        ("item,system_a,system_b,winner,length_a,length_b\n1,A,B,a,-1,5\n2,A,B,b,3,4\n",
+         ["-r", "bradley-terry", "--control", "length"],
+         "line 2, field 'length_a': an output length must be a non-negative number, got -1"),
+        ("item,system,m1\n1,A,inf\n1,B,2\n", ["--metric", "m1"], "value inf is not finite"),
     ],
 )
 def test_bad_input_exits_2_naming_the_place(tmp_path: Path, content: str, args: list[str],

@@ -212,6 +212,7 @@ def test_listwise_ties_subset_uses_its_rule(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("item,candidate,human.best,judge\nq1,a,2,1\nq1,b,0,0\n", "line 2"),
+    ("item,candidate,human.best,judge\nq1,a,2,1\nq1,b,0,0\n", "or 0; got 2\n"),
     ("item,candidate,human.best,judge\nq1,a,1,x\nq1,b,0,0\n", "not a finite number"),
     ("item,candidate,human.best,judge\nq1,a,1,1\nq1,b,1,0\n", "one incorrect"),
     ("item,candidate,subset,human.best,judge\nq1,a,ties,1,1\nq1,b,ties,0,0\n", "ref:ID"),

@@ -21,6 +21,7 @@ import numpy as np
 
 from judgebench.errors import InputError
 from judgebench.tables.columns import _where
+from meta_eval.numerics import shown
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,7 +76,7 @@ class ListwiseTable:
         if bad.any():
             at = int(np.flatnonzero(bad)[0])
             raise self._error("people's column marks each candidate 1 (a best one) or 0; got "
-                              f"{self.frame[column].iloc[at]!r}", column, at)
+                              f"{shown(self.frame[column].iloc[at])}", column, at)
         marked: BoolArray = ~np.isnan(values)
         items = self.frame["item"].astype(str).to_numpy()
         partly = np.isin(items, items[marked]) & ~marked

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from meta_eval.aggregation.profile import Comparisons, Profile
+from meta_eval.numerics import shown
 
 if TYPE_CHECKING:
     from meta_eval.arrays import FloatArray
@@ -79,7 +80,7 @@ def numeric_column(frame: pd.DataFrame, column: str) -> FloatArray:
     out = values.to_numpy(dtype=float, na_value=np.nan)  # Int64 columns hold pd.NA
     if np.isinf(out).any():
         row = int(np.flatnonzero(np.isinf(out))[0])
-        raise TableError(f"value {out[row]!r} is not finite: a score must be a finite number "
+        raise TableError(f"value {shown(out[row])} is not finite: a score must be a finite number "
                          "(leave the cell empty when it is missing)", row=row, field=column)
     return out
 
@@ -288,7 +289,7 @@ def output_lengths(frame: pd.DataFrame) -> FloatArray | None:
         if negative.any():
             row, k = (int(x) for x in np.argwhere(negative)[0])
             raise TableError("an output length must be a non-negative number, got "
-                             f"{frame[LENGTH_COLUMNS[k]].iloc[row]!r}", row=row,
+                             f"{shown(frame[LENGTH_COLUMNS[k]].iloc[row])}", row=row,
                              field=LENGTH_COLUMNS[k])
         return values
     if set(OUTPUT_COLUMNS) <= cols:
@@ -405,3 +406,4 @@ def drop_incomplete(profile: Profile, what: str) -> Profile:
             voters=profile.voters,
         )
     raise ValueError("what must be 'systems' or 'voters'")
+
