@@ -293,6 +293,27 @@ def test_bad_knots_are_refused_naming_the_option(tmp_path: Path, knots: str,
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_knots_on_the_command_line_are_one_quoted_json_value(tmp_path: Path) -> None:
+    """calibration="[[...]]" in a spec string reads as the TOML file's array: the same
+    options and signature; text that is not JSON is refused naming the option."""
+    from judgebench.spec import parse_spec, specs_of
+
+    spec = tmp_path / "judge.toml"
+    spec.write_text('[metrics.fitted]\nmetric = "judge.rubric"\n'
+                    "calibration = [[1.0, 1.5], [3.0, 3.25]]\n", encoding="utf-8")
+    [from_file] = specs_of(f"@{spec}")
+    typed = parse_spec('judge.rubric:calibration="[[1.0, 1.5], [3.0, 3.25]]"')
+    factory = build_host().metric("judge.rubric")
+    one, two = (factory.build(**s.options) for s in (from_file, typed))
+    assert one.options.calibration == two.options.calibration == [(1.0, 1.5), (3.0, 3.25)]
+    assert str(one.signature()) == str(two.signature())
+    assert "calibration:n2-" in str(one.signature())
+    proc = run_cli("score", str(EXAMPLE), "-m", 'judge.rubric:calibration="[[1, 2], [3"',
+                   "--dry-run")
+    assert proc.returncode == 2, proc.stderr
+    assert "option 'calibration'" in proc.stderr and "quoted" in proc.stderr
+
+
 def test_fit_refuses_a_starting_judge_with_a_map(tmp_path: Path) -> None:
     start = tmp_path / "start.toml"
     start.write_text('[metrics.start]\nmetric = "judge.rubric"\n'

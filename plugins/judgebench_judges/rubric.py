@@ -122,6 +122,20 @@ class RubricOptions(JudgeOptions):
     #: which of the criteria gives the metric's value (default: the first)
     report: str | None = None
 
+    @field_validator("calibration", mode="before")
+    @classmethod
+    def _knots_text(cls, value: Any) -> Any:
+        """On the command line the knots are one quoted JSON value:
+        calibration="[[1, 1.4], [3, 3.2]]" (a TOML spec file writes them as an array)."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"calibration= is a JSON list of [raw, calibrated] knots, "
+                                 f"quoted: calibration=\"[[1, 1.4], [3, 3.2]]\" ({exc})"
+                                 ) from None
+        return value
+
     @field_validator("calibration")
     @classmethod
     def _knots(cls, value: list[tuple[float, float]] | None) -> list[tuple[float, float]] | None:
