@@ -182,6 +182,7 @@ def test_fit_finds_the_planted_example_and_reports_it_out_of_fold(tmp_path: Path
     assert result["fitted_signature"].split("|")[0] in signature
     assert re.search(r"examples:k1-[0-9a-f]{12}", result["fitted_signature"])
     assert "fitted:fit" in result["fitted_signature"]
+    assert "|search:few-shot|shots:1,2|draws:2|" in result["signature"]
 
     # rerun: nothing is asked again
     again = run_cli("fit", str(data), _judge(planted.url), *SEARCH, "--store", str(store),
@@ -511,6 +512,7 @@ def test_fit_finds_the_planted_wording(tmp_path: Path, monkeypatch: pytest.Monke
         chosen = next(c for c in result["candidates"] if c["name"] == result["chosen"])
         assert chosen["criterion"] == "planted"
         others = [c["in_search"] for c in result["candidates"] if c["criterion"] != "planted"]
+        assert "|search:criteria|folds:" in result["signature"]  # no examples: no shots
         assert chosen["in_search"] > 0.8 > max(others)
         assert result["held_out"]["value"] > 0.8 and result["gain_p_value"] < 0.05
         calls = server.calls

@@ -869,9 +869,10 @@ def _signature(settings: FitSettings, held_fold: int, candidates: int, folds: in
     if panels is not None:
         tried += signature(panels, max_size=settings.panel_max,
                            combines=settings.panel_combine, chosen=settings.panels)
+    shots = (f"|shots:{','.join(map(str, settings.shots))}|draws:{settings.draws}"
+             if "few-shot" in settings.search else "")
     return (f"fit|human:{settings.human.removeprefix('human.')}|statistic:{settings.statistic}"
-            f"|search:{','.join(settings.search)}|shots:{','.join(map(str, settings.shots))}"
-            f"|draws:{settings.draws}|folds:{folds}|held-out-fold:{held_fold}"
+            f"|search:{','.join(settings.search)}{shots}|folds:{folds}|held-out-fold:{held_fold}"
             f"|folds-over:{settings.folds_over}|candidates:{candidates}|seed:{settings.seed}"
             f"|bootstrap:{settings.bootstrap}|ci-over:rows"
             f"|gain-test:paired-permutation-{PERMUTATIONS}{tried}")
