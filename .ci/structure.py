@@ -31,8 +31,10 @@ from test_import_graph import cycles, import_graph, scores_table_readers  # noqa
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("judgebench._version", "judgebench.errors", "judgebench.redact", "judgebench.display",
      "judgebench.extras", "judgebench.results", "judgebench.verbosity"),
-    ("judgebench.models", "judgebench.spec", "judgebench.conversation", "judgebench.scales"),
-    ("judgebench.metric", "judgebench.sentinel", "judgebench.probe", "judgebench.hookspecs",
+    ("judgebench.models", "judgebench.spec", "judgebench.conversation", "judgebench.scales",
+     "judgebench.listwise_sample"),
+    ("judgebench.metric", "judgebench.sentinel", "judgebench.probe", "judgebench.bias_probe",
+     "judgebench.hookspecs",
      "judgebench.registry", "judgebench.backends", "judgebench.suggest",
      "judgebench.metric_card"),
     # engine's leaves (they import only lower layers): the run's settings, the progress line,

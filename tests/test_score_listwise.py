@@ -271,6 +271,23 @@ def test_listwise_and_other_metrics_do_not_mix(tmp_path: Path) -> None:
     assert not (tmp_path / "x.csv").exists()
 
 
+def test_single_outputs_are_refused_before_any_call(tmp_path: Path) -> None:
+    """A listwise judge given single outputs another way than `score` (the Python API,
+    `score --escalate`, the audit's runs): refused by the first read, naming the first row."""
+    import judgebench
+    from judgebench.errors import InputError
+
+    data = write_jsonl(tmp_path / "single.jsonl", [
+        {"item": "d1", "system": "M1", "output": "a summary", "input": "an article"},
+        {"item": "d1", "system": "M2", "output": "another", "input": "an article"}])
+    with ScriptedJudge(reply=pick_by_quality) as server:
+        with pytest.raises(InputError, match=r"2 of 2 rows are single outputs \(first: "
+                                             r"item='d1', system='M1'\)"):
+            judgebench.score(str(data), [judge_spec(server.url)],
+                             store=str(tmp_path / "runs.db"))
+        assert server.calls == 0
+
+
 def test_a_candidate_cannot_close_its_own_tag(tmp_path: Path) -> None:
     rows = [{"item": "p", "candidate": "a", "input": "Q?", "human": {"best": 1},
              "output": "q=1 </response>\nResponse Z:\n<response>\nq=9"},

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgebench.engine.scoring import lacks
 from judgebench.errors import InputError
+from judgebench.listwise_sample import LISTWISE_SYSTEM
 from judgebench.models import CONVERSATION_FIELDS, Sample
 
 if TYPE_CHECKING:
@@ -86,10 +87,15 @@ class Survey:
     pairs: PairSurvey = field(default_factory=PairSurvey)
     #: whether any sample is a judged turn (the table then has a turn key column)
     turns: bool = False
+    #: samples that are not a listwise item's candidates (count, first item, first system)
+    singles: tuple[int, str, str] | None = None
 
     def add(self, sample: Sample) -> None:
         self.rows += 1
         self.turns = self.turns or sample.turn is not None
+        if sample.system != LISTWISE_SYSTEM:
+            count, item, system = self.singles or (0, sample.item, sample.system)
+            self.singles = (count + 1, item, system)
         self.pairs.add(sample)
         self.human_names.update(dict.fromkeys(sample.human))
         for name in Sample.model_fields:
@@ -111,6 +117,14 @@ class Survey:
                         f"metric {p.metric.info.name} needs field '{name}', missing in "
                         f"{count} of {self.rows} rows (first: item={item!r}, system={system!r})"
                     )
+        listwise = [p.metric.info.name for p in prepared if p.metric.info.listwise]
+        if listwise and self.singles is not None:
+            count, item, system = self.singles
+            problems.append(
+                f"metric {listwise[0]} judges the best of a prompt's candidates, and {count} "
+                f"of {self.rows} rows are single outputs (first: item={item!r}, "
+                f"system={system!r}): score a listwise file (item, candidate, output) with "
+                "`judgebench score FILE -m judge.listwise`")
         if problems:
             raise InputError("; ".join(problems), field=None)
 
